@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds the release preset and runs Chamber on its built-in example.
+# Extra arguments go to `chamber schedule --example`.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+
+scripts/install-deps.sh
+cmake --preset release >/dev/null
+cmake --build --preset release
+exec build/release/src/cli/chamber schedule --example "$@"

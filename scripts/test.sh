@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Installs what is missing, checks formatting, then builds and tests Chamber twice: every
+# registered test on the release preset, and the unit tests on the asan preset (AddressSanitizer
+# and UndefinedBehaviorSanitizer). Exits non-zero when any step fails.
+#
+# Environment:
+#   CI=true                      plain output without colour
+#   CMAKE_BUILD_PARALLEL_LEVEL   parallel compile jobs (default 2)
+#   CTEST_PARALLEL_LEVEL         parallel test jobs (default 2)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+test_jobs="${CTEST_PARALLEL_LEVEL:-2}"
+
+if [[ "${CI:-}" == "true" || ! -t 1 ]]; then
+  bold="" red="" green="" reset=""
+  export GTEST_COLOR=no NO_COLOR=1
+else
+  bold=$'\e[1m' red=$'\e[31m' green=$'\e[32m' reset=$'\e[0m'
+fi
+
+summary=()
+ctest_logs=()
+failed=0
+started=${SECONDS}
+
+# stage <name> <command>...: runs one step and records its outcome for the summary.
+stage() {
+  local name="$1" start=${SECONDS}
+  shift
+  printf '\n%s==> %s%s\n' "${bold}" "${name}" "${reset}"
+  local outcome="${green}passed${reset}" rc=0
+  "$@" || { outcome="${red}FAILED${reset}" rc=1 failed=1; }
+  summary+=("$(printf '  %-18s %s %5ds' "${name}" "${outcome}" $((SECONDS - start)))")
+  return "${rc}"
+}
+
+build() {
+  cmake --preset "$1" && cmake --build --preset "$1"
+}
+
+# run_tests <preset> [ctest args...]: output is kept so the summary can repeat ctest's result.
+run_tests() {
+  local preset="$1" log="build/$1/ctest-output.log"
+  shift
+  ctest_logs+=("${log}")
+  ctest --preset "${preset}" -j "${test_jobs}" --output-on-failure "$@" 2>&1 | tee "${log}"
+}
+
+finish() {
+  local result="${green}PASSED${reset}" log
+  [[ ${failed} -eq 0 ]] || result="${red}FAILED${reset}"
+  printf '\n%s==> summary%s\n' "${bold}" "${reset}"
+  printf '%s\n' "${summary[@]}"
+  printf '  %s in %ds\n' "${result}" $((SECONDS - started))
+  # ctest's own closing lines, for each test run, last.
+  for log in "${ctest_logs[@]}"; do
+    printf '\n%s:\n' "${log}"
+    sed -n '/tests passed, .* tests failed out of/,$p' "${log}"
+  done
+  exit "${failed}"
+}
+
+stage "dependencies" scripts/install-deps.sh || finish
+stage "format check" scripts/format.sh --check || finish
+if stage "release build" build release; then
+  stage "release tests" run_tests release || true
+fi
+if stage "asan build" build asan; then
+  stage "asan unit tests" run_tests asan -L unit || true
+fi
+finish

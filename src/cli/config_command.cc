@@ -1,0 +1,29 @@
+// `chamber config`: show the engine configuration's defaults, or check a configuration file.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "core/io/config_yaml.h"
+
+namespace chamber::cli {
+
+void RegisterConfigCommand(CommandRegistry& registry) {
+  CLI::App* group = registry.root().add_subcommand("config", "Engine configuration");
+  group->require_subcommand(1);
+  registry.Add(*group, "defaults", "Print every configuration field with its default", [] {
+    std::cout << core::io::EngineConfigToYaml(core::EngineConfig{});
+    return Status::Ok();
+  });
+  auto path = std::make_shared<std::string>();
+  CLI::App* check = registry.Add(
+      *group, "check", "Validate a configuration file and print it with defaults filled in",
+      [path]() -> Status {
+        CHAMBER_ASSIGN_OR_RETURN(core::EngineConfig c, core::io::LoadEngineConfigFile(*path));
+        std::cout << core::io::EngineConfigToYaml(c);
+        return Status::Ok();
+      });
+  check->add_option("file", *path, "Configuration YAML")->required();
+}
+
+}  // namespace chamber::cli

@@ -1,0 +1,13 @@
+#include "cli/command.h"
+
+namespace {
+
+// Every subcommand is registered here, in the order `chamber --help` lists them.
+void RegisterCommands(chamber::cli::CommandRegistry& commands) {
+  chamber::cli::RegisterScheduleCommand(commands);
+  chamber::cli::RegisterConfigCommand(commands);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return chamber::cli::Run(argc, argv, RegisterCommands); }

@@ -1,0 +1,142 @@
+// `chamber schedule`: one engine cycle over a snapshot file or the built-in example, printed as
+// tables or JSON. The same engine the daemon and the simulator run.
+#include <bit>
+#include <iostream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "core/engine.h"
+#include "core/io/config_yaml.h"
+#include "core/io/example.h"
+#include "core/io/result_json.h"
+#include "core/io/snapshot_yaml.h"
+#include "core/io/yaml_reader.h"
+
+namespace chamber::cli {
+namespace {
+
+using core::CycleResult;
+using core::Snapshot;
+
+struct ScheduleOptions {
+  std::string snapshot_path;
+  std::string config_path;
+  bool example = false;
+  bool print_example = false;
+  std::string output = "table";
+};
+
+std::string GpuList(uint64_t mask) {
+  std::string out;
+  for (; mask != 0; mask &= mask - 1) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(std::countr_zero(mask));
+  }
+  return out;
+}
+
+std::string Placement(const Snapshot& s, const std::vector<core::PodAssignment>& pods) {
+  std::string out;
+  for (const core::PodAssignment& a : pods) {
+    if (!out.empty()) out += " ";
+    out += s.nodes[a.placement.node.index()].name + "[" + GpuList(a.placement.gpu_mask) + "]";
+  }
+  return out;
+}
+
+void PrintTables(const Snapshot& s, const CycleResult& r, std::ostream& out) {
+  auto name = [&](core::WorkloadId w) { return s.workloads[w.index()].name; };
+  int64_t gpus = 0;
+  for (const core::Node& n : s.nodes) gpus += static_cast<int64_t>(n.gpus.size());
+  out << fmt::format("Cycle at {} over {} nodes ({} GPUs), {} queues, {} workloads\n\n",
+                     core::io::FormatDuration(s.now), s.nodes.size(), gpus, s.queues.size(),
+                     s.workloads.size());
+
+  out << fmt::format("{:<9} {:<28} {}\n", "DECISION", "WORKLOAD", "DETAIL");
+  for (const core::BindDecision& b : r.binds)
+    out << fmt::format("{:<9} {:<28} {}{}\n", "bind", name(b.workload), Placement(s, b.pods),
+                       b.borrowing ? "  (borrowing)" : "");
+  for (const core::ResumeDecision& b : r.resumes)
+    out << fmt::format("{:<9} {:<28} {}{}\n", "resume", name(b.workload), Placement(s, b.pods),
+                       b.borrowing ? "  (borrowing)" : "");
+  for (const core::PreemptDecision& p : r.preemptions)
+    out << fmt::format("{:<9} {:<28} {}: {}; grace {}s, {:.1f} GPU-hours lost\n", "preempt",
+                       name(p.workload), core::PreemptReasonName(p.reason), p.message,
+                       p.grace_seconds, p.gpu_hours_lost);
+  for (const core::PendingDecision& p : r.pending) {
+    out << fmt::format("{:<9} {:<28} {}: {}", "pending", name(p.workload),
+                       core::PendingReasonName(p.reason), p.message);
+    if (p.queue_position > 0) out << fmt::format(" (#{} in queue)", p.queue_position);
+    out << "\n";
+    for (const std::string& d : p.details) out << fmt::format("{:<39}{}\n", "", d);
+  }
+
+  out << fmt::format("\n{:<12} {:>9} {:>10} {:>6} {:>6} {:>8} {:>5} {:>7} {:>7}\n", "QUEUE",
+                     "GPU USED", "FAIR SHARE", "QUOTA", "LIMIT", "BORROWED", "LENT", "RUNNING",
+                     "PENDING");
+  for (size_t i = 0; i < r.queues.size(); ++i) {
+    const core::QueueStatus& q = r.queues[i];
+    const core::QueueResource& gpu = s.queues[i].res(core::Resource::kGpu);
+    const std::string label = s.queues[i].parent.empty() ? q.name : "  " + q.name;
+    if (!q.error.empty()) {
+      out << fmt::format("{:<12} invalid: {}\n", label, q.error);
+      continue;
+    }
+    out << fmt::format("{:<12} {:>9} {:>10.1f} {:>6} {:>6} {:>8} {:>5} {:>7} {:>7}\n", label,
+                       q.allocated.gpu(), q.fair_share[0], gpu.quota,
+                       gpu.limit == core::kUnlimited ? std::string("-") : std::to_string(gpu.limit),
+                       q.borrowed.gpu(), q.lent.gpu(), q.running_workloads, q.pending_workloads);
+  }
+  if (!r.issues.empty()) {
+    out << "\nSnapshot issues:\n";
+    for (const core::SnapshotIssue& i : r.issues)
+      out << "  " << i.object << ": " << i.message << "\n";
+  }
+}
+
+Status RunSchedule(const ScheduleOptions& o) {
+  if (o.print_example) {
+    std::cout << core::io::ExampleSnapshotYaml();
+    return Status::Ok();
+  }
+  if (o.example == !o.snapshot_path.empty())
+    return Status::InvalidArgument("give either --example or --snapshot FILE");
+  core::EngineConfig config;
+  if (!o.config_path.empty()) {
+    CHAMBER_ASSIGN_OR_RETURN(config, core::io::LoadEngineConfigFile(o.config_path));
+  }
+  Result<Snapshot> snapshot =
+      o.example ? core::io::ParseSnapshot(core::io::ExampleSnapshotYaml(), "example")
+                : core::io::LoadSnapshotFile(o.snapshot_path);
+  if (!snapshot.ok()) return snapshot.status();
+  const core::Engine engine(config);
+  const CycleResult result = engine.Schedule(*snapshot);
+  if (o.output == "json") {
+    std::cout << core::io::CycleResultToJson(*snapshot, result).dump(2) << "\n";
+  } else {
+    PrintTables(*snapshot, result, std::cout);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterScheduleCommand(CommandRegistry& registry) {
+  auto options = std::make_shared<ScheduleOptions>();
+  CLI::App* cmd =
+      registry.Add("schedule", "Run one scheduling cycle over a snapshot and print the decisions",
+                   [options] { return RunSchedule(*options); });
+  cmd->add_option("--snapshot", options->snapshot_path, "Snapshot YAML file (see docs/engine.md)");
+  cmd->add_flag("--example", options->example, "Use the built-in example cluster");
+  cmd->add_flag("--print-example", options->print_example,
+                "Print the built-in example snapshot as YAML and exit");
+  cmd->add_option("--config", options->config_path,
+                  "Engine configuration YAML (see docs/configuration.md)");
+  cmd->add_option("-o,--output", options->output, "Output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+}
+
+}  // namespace chamber::cli

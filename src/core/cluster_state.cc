@@ -1,0 +1,218 @@
+#include "core/cluster_state.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+namespace chamber::core {
+namespace {
+
+int Popcount(uint64_t m) { return std::popcount(m); }
+
+uint64_t MaskOfCount(int n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1; }
+
+}  // namespace
+
+ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
+  const size_t n = snapshot.nodes.size();
+  facts_.resize(n);
+  free_.resize(n);
+  releasing_.resize(n);
+  held_mask_.assign(n, 0);
+  bucket_pos_.assign(n, -1);
+
+  int max_gpus = 0;
+  std::array<std::unordered_map<std::string, int32_t>, kNumDomainLevels> domain_ids;
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = snapshot.nodes[i];
+    NodeFacts& f = facts_[i];
+    f.schedulable = !node.unschedulable;
+    if (node.gpus.size() > static_cast<size_t>(kMaxGpusPerNode)) {
+      issues_.push_back({"node " + node.name,
+                         "has " + std::to_string(node.gpus.size()) + " GPUs; at most " +
+                             std::to_string(kMaxGpusPerNode) + " are supported, node ignored"});
+      f.schedulable = false;
+      continue;
+    }
+    if (node.allocatable.cpu_milli() < 0 || node.allocatable.memory_bytes() < 0 ||
+        node.max_pods < 0) {
+      issues_.push_back({"node " + node.name, "negative allocatable resources, node ignored"});
+      f.schedulable = false;
+      continue;
+    }
+    f.gpu_count = static_cast<int32_t>(node.gpus.size());
+    std::map<int32_t, uint64_t> islands;
+    for (int g = 0; g < f.gpu_count; ++g) {
+      const Gpu& gpu = node.gpus[g];
+      if (gpu.healthy) f.healthy_mask |= uint64_t{1} << g;
+      islands[gpu.nvlink_island] |= uint64_t{1} << g;
+    }
+    for (const auto& [id, mask] : islands) f.islands.push_back(mask);
+    if (!node.gpus.empty()) {
+      const std::string& model = node.gpus.front().model;
+      auto [it, inserted] = model_ids_.try_emplace(model, static_cast<int32_t>(models_.size()));
+      if (inserted) models_.push_back(model);
+      f.model_id = it->second;
+    }
+    const std::array<const std::string*, kNumDomainLevels> names = {
+        &node.topology.nvlink_domain, &node.topology.block, &node.topology.zone};
+    for (int level = 0; level < kNumDomainLevels; ++level) {
+      if (names[level]->empty()) continue;
+      auto [it, inserted] = domain_ids[level].try_emplace(
+          *names[level], static_cast<int32_t>(domain_nodes_[level].size()));
+      if (inserted) {
+        domain_nodes_[level].emplace_back();
+        domain_free_[level].push_back(0);
+      }
+      f.domain[level] = it->second;
+    }
+    free_[i] = NodeCapacity{f.healthy_mask, node.allocatable.cpu_milli(),
+                            node.allocatable.memory_bytes(), node.max_pods};
+    max_gpus = std::max(max_gpus, f.gpu_count);
+  }
+
+  buckets_.resize(static_cast<size_t>(max_gpus) + 1);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeFacts& f = facts_[i];
+    if (!f.schedulable) continue;
+    const int k = Popcount(free_[i].gpu_mask);
+    bucket_pos_[i] = static_cast<int32_t>(buckets_[k].size());
+    buckets_[k].push_back(static_cast<int32_t>(i));
+    for (int level = 0; level < kNumDomainLevels; ++level) {
+      if (f.domain[level] < 0) continue;
+      domain_nodes_[level][f.domain[level]].push_back(static_cast<int32_t>(i));
+      domain_free_[level][f.domain[level]] += k;
+    }
+    const Resources node_cap = Resources::Of(k, free_[i].cpu_milli, free_[i].memory_bytes);
+    capacity_ += node_cap;
+  }
+  total_free_ = capacity_;
+}
+
+int ClusterState::free_gpus(NodeId n) const { return Popcount(free_[n.index()].gpu_mask); }
+
+int ClusterState::num_domains(DomainLevel level) const {
+  return static_cast<int>(domain_nodes_[static_cast<int>(level)].size());
+}
+
+const std::vector<int32_t>& ClusterState::domain_nodes(DomainLevel level, int32_t domain) const {
+  return domain_nodes_[static_cast<int>(level)][static_cast<size_t>(domain)];
+}
+
+int64_t ClusterState::domain_free_gpus(DomainLevel level, int32_t domain) const {
+  return domain_free_[static_cast<int>(level)][static_cast<size_t>(domain)];
+}
+
+int32_t ClusterState::model_id(std::string_view model) const {
+  auto it = model_ids_.find(std::string(model));
+  return it == model_ids_.end() ? -1 : it->second;
+}
+
+void ClusterState::MoveBucket(int32_t node, int from, int to) {
+  if (from == to || bucket_pos_[node] < 0) return;
+  std::vector<int32_t>& src = buckets_[from];
+  const int32_t pos = bucket_pos_[node];
+  const int32_t last = src.back();
+  src[pos] = last;
+  bucket_pos_[last] = pos;
+  src.pop_back();
+  bucket_pos_[node] = static_cast<int32_t>(buckets_[to].size());
+  buckets_[to].push_back(node);
+}
+
+// Changes a node's free capacity and keeps the bucket, domain and cluster totals in step.
+void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove,
+                              const Resources& delta) {
+  NodeCapacity& f = free_[node];
+  const int before = Popcount(f.gpu_mask);
+  f.gpu_mask = (f.gpu_mask | gpu_add) & ~gpu_remove;
+  f.cpu_milli += delta.cpu_milli();
+  f.memory_bytes += delta.memory_bytes();
+  const int after = Popcount(f.gpu_mask);
+  const NodeFacts& facts = facts_[node];
+  if (!facts.schedulable) return;
+  MoveBucket(node, before, after);
+  for (int level = 0; level < kNumDomainLevels; ++level) {
+    if (facts.domain[level] >= 0) domain_free_[level][facts.domain[level]] += after - before;
+  }
+  total_free_ += Resources::Of(after - before, delta.cpu_milli(), delta.memory_bytes());
+}
+
+Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& request) {
+  if (!p.node.valid() || p.node.index() >= facts_.size()) {
+    return Status::InvalidArgument("placement names node index " + std::to_string(p.node.value) +
+                                   ", which does not exist");
+  }
+  const size_t i = p.node.index();
+  const NodeFacts& f = facts_[i];
+  if ((p.gpu_mask & ~MaskOfCount(f.gpu_count)) != 0) {
+    return Status::InvalidArgument("placement on node " + node(p.node).name +
+                                   " names a GPU index the node does not have");
+  }
+  if ((held_mask_[i] & p.gpu_mask) != 0) {
+    return Status::FailedPrecondition("GPU already held on node " + node(p.node).name);
+  }
+  if (Popcount(p.gpu_mask) != request.gpu()) {
+    return Status::InvalidArgument("placement on node " + node(p.node).name + " holds " +
+                                   std::to_string(Popcount(p.gpu_mask)) +
+                                   " GPUs for a pod that requests " +
+                                   std::to_string(request.gpu()));
+  }
+  Claim(p, request);
+  return Status::Ok();
+}
+
+void ClusterState::Claim(const PodPlacement& p, const Resources& request) {
+  const int32_t i = p.node.value;
+  held_mask_[i] |= p.gpu_mask;
+  free_[i].pods -= 1;
+  AdjustFree(i, 0, p.gpu_mask, Resources::Of(0, -request.cpu_milli(), -request.memory_bytes()));
+}
+
+void ClusterState::Release(const PodPlacement& p, const Resources& request) {
+  const int32_t i = p.node.value;
+  held_mask_[i] &= ~p.gpu_mask;
+  free_[i].pods += 1;
+  // Only healthy GPUs return to the free pool.
+  const uint64_t back = p.gpu_mask & facts_[i].healthy_mask;
+  AdjustFree(i, back, 0, Resources::Of(0, request.cpu_milli(), request.memory_bytes()));
+}
+
+void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request) {
+  NodeCapacity& r = releasing_[p.node.index()];
+  r.gpu_mask |= p.gpu_mask & facts_[p.node.index()].healthy_mask;
+  r.cpu_milli += request.cpu_milli();
+  r.memory_bytes += request.memory_bytes();
+  r.pods += 1;
+}
+
+Status ClusterState::CheckInvariants() const {
+  Resources free_sum;
+  std::array<std::vector<int64_t>, kNumDomainLevels> domain_sum;
+  for (int level = 0; level < kNumDomainLevels; ++level)
+    domain_sum[level].assign(domain_free_[level].size(), 0);
+  for (size_t i = 0; i < facts_.size(); ++i) {
+    const NodeFacts& f = facts_[i];
+    const NodeCapacity& fr = free_[i];
+    if ((fr.gpu_mask & held_mask_[i]) != 0)
+      return Status::Internal("node " + (*nodes_)[i].name + ": a GPU is both free and held");
+    if ((fr.gpu_mask & ~f.healthy_mask) != 0)
+      return Status::Internal("node " + (*nodes_)[i].name + ": an unhealthy GPU is free");
+    if (!f.schedulable) continue;
+    const int k = Popcount(fr.gpu_mask);
+    if (bucket_pos_[i] < 0 || static_cast<size_t>(k) >= buckets_.size() ||
+        static_cast<size_t>(bucket_pos_[i]) >= buckets_[k].size() ||
+        buckets_[k][bucket_pos_[i]] != static_cast<int32_t>(i))
+      return Status::Internal("node " + (*nodes_)[i].name + ": free-GPU bucket out of step");
+    free_sum += Resources::Of(k, fr.cpu_milli, fr.memory_bytes);
+    for (int level = 0; level < kNumDomainLevels; ++level)
+      if (f.domain[level] >= 0) domain_sum[level][f.domain[level]] += k;
+  }
+  if (!(free_sum == total_free_)) return Status::Internal("cluster free total out of step");
+  for (int level = 0; level < kNumDomainLevels; ++level)
+    if (domain_sum[level] != domain_free_[level])
+      return Status::Internal("domain free totals out of step");
+  return Status::Ok();
+}
+
+}  // namespace chamber::core

@@ -1,0 +1,115 @@
+// ClusterState: who holds which GPU, CPU and memory on which node during one cycle.
+//
+// It is the only thing in the engine that changes holdings. Policies read it through a const
+// reference; the engine claims and releases through the methods below, which keep three indexes
+// in step with the holdings:
+//   - nodes bucketed by their number of free GPUs, so best-fit placement is a short scan from
+//     the smallest bucket that fits rather than a pass over every node;
+//   - free GPUs per topology domain (multi-node NVLink domain, block, zone), so gang placement
+//     can pick the tightest domain that can hold the gang;
+//   - capacity being released by preemption victims in their grace period, which a preemptor may
+//     count on but no one else takes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "core/decision.h"
+#include "core/model.h"
+
+namespace chamber::core {
+
+enum class DomainLevel : int { kNvlink = 0, kBlock = 1, kZone = 2 };
+inline constexpr int kNumDomainLevels = 3;
+
+// Facts about a node that do not change within a cycle.
+struct NodeFacts {
+  int32_t gpu_count = 0;
+  uint64_t healthy_mask = 0;  // bit i: GPU i exists and is healthy
+  int32_t model_id = -1;      // interned GPU model of the node's GPUs (-1: no GPUs)
+  std::array<int32_t, kNumDomainLevels> domain{-1, -1, -1};  // interned domain ids (-1: none)
+  std::vector<uint64_t> islands;  // NVLink islands within the node, as GPU masks
+  bool schedulable = true;        // not cordoned and not rejected as malformed
+};
+
+// Capacity on one node: free, or (in an overlay) extra.
+struct NodeCapacity {
+  uint64_t gpu_mask = 0;
+  int64_t cpu_milli = 0;
+  int64_t memory_bytes = 0;
+  int32_t pods = 0;
+};
+
+class ClusterState {
+ public:
+  // Builds facts and indexes from the snapshot's nodes; holdings start empty. Nodes that cannot
+  // be used (too many GPUs) are marked unschedulable and reported in `issues`.
+  explicit ClusterState(const Snapshot& snapshot);
+
+  size_t num_nodes() const { return facts_.size(); }
+  const Node& node(NodeId n) const { return (*nodes_)[n.index()]; }
+  const NodeFacts& facts(NodeId n) const { return facts_[n.index()]; }
+  const NodeCapacity& free(NodeId n) const { return free_[n.index()]; }
+  const NodeCapacity& releasing(NodeId n) const { return releasing_[n.index()]; }
+  int free_gpus(NodeId n) const;
+  int max_gpus_per_node() const { return static_cast<int>(buckets_.size()) - 1; }
+
+  // Schedulable nodes with exactly `k` free GPUs, 0 <= k <= max_gpus_per_node().
+  const std::vector<int32_t>& nodes_with_free_gpus(int k) const { return buckets_[k]; }
+
+  int num_domains(DomainLevel level) const;
+  const std::vector<int32_t>& domain_nodes(DomainLevel level, int32_t domain) const;
+  int64_t domain_free_gpus(DomainLevel level, int32_t domain) const;
+
+  // Interned GPU model id, -1 when no node has that model.
+  int32_t model_id(std::string_view model) const;
+  const std::string& model_name(int32_t id) const { return models_[id]; }
+
+  // Healthy GPUs, CPU and memory of schedulable nodes; and what of it is free now.
+  const Resources& capacity() const { return capacity_; }
+  const Resources& total_free() const { return total_free_; }
+
+  const std::vector<SnapshotIssue>& issues() const { return issues_; }
+
+  // --- Mutations: the only way holdings change. ---
+
+  // Records a pod the snapshot says is already placed. Unhealthy GPUs may be held (a GPU can fail
+  // under running work). Fails, changing nothing, when a GPU is already held by someone else,
+  // the node id is out of range, or a GPU index does not exist.
+  Status ClaimExisting(const PodPlacement& p, const Resources& request);
+  // Claims free capacity for a pod the engine places; the caller has checked that it fits.
+  void Claim(const PodPlacement& p, const Resources& request);
+  // Returns a pod's holdings to the free pool (a pod never marked releasing).
+  void Release(const PodPlacement& p, const Resources& request);
+  // Marks a held pod's capacity as being released by a preemption victim.
+  void MarkReleasing(const PodPlacement& p, const Resources& request);
+
+  // Sanity check used by tests: holdings, buckets and domain totals agree.
+  Status CheckInvariants() const;
+
+ private:
+  void MoveBucket(int32_t node, int from, int to);
+  void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, const Resources& delta);
+
+  const std::vector<Node>* nodes_;
+  std::vector<NodeFacts> facts_;
+  std::vector<NodeCapacity> free_;
+  std::vector<NodeCapacity> releasing_;
+  std::vector<uint64_t> held_mask_;  // GPUs held, healthy or not
+  std::vector<std::vector<int32_t>> buckets_;
+  std::vector<int32_t> bucket_pos_;  // position of each node in its bucket (-1: not bucketed)
+  std::array<std::vector<std::vector<int32_t>>, kNumDomainLevels> domain_nodes_;
+  std::array<std::vector<int64_t>, kNumDomainLevels> domain_free_;
+  std::vector<std::string> models_;
+  std::unordered_map<std::string, int32_t> model_ids_;
+  Resources capacity_;
+  Resources total_free_;
+  std::vector<SnapshotIssue> issues_;
+};
+
+}  // namespace chamber::core

@@ -1,0 +1,114 @@
+// The engine's output: decisions as values. Bind, Resume and Preempt are acted on by the caller;
+// Pending explains why a workload waits, in a code for machines and a message for people.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/model.h"
+
+namespace chamber::core {
+
+// One placed pod: which pod set and replica, and where.
+struct PodAssignment {
+  int32_t pod_set = 0;
+  int32_t replica = 0;
+  PodPlacement placement;
+  friend bool operator==(const PodAssignment&, const PodAssignment&) = default;
+};
+
+struct BindDecision {
+  WorkloadId workload;
+  std::vector<PodAssignment> pods;
+  bool borrowing = false;  // the queue is beyond its quota with this workload
+  friend bool operator==(const BindDecision&, const BindDecision&) = default;
+};
+
+// A suspended workload admitted again: unsuspend it; its pods are then bound as they appear.
+// `pods` is the placement the engine planned, for use as nominated nodes.
+struct ResumeDecision {
+  WorkloadId workload;
+  std::vector<PodAssignment> pods;
+  bool borrowing = false;
+  friend bool operator==(const ResumeDecision&, const ResumeDecision&) = default;
+};
+
+enum class PreemptReason {
+  kReclaim,        // its queue borrowed capacity whose owner wants it back
+  kPriority,       // higher-priority work in the same queue needs the room
+  kHardwareFault,  // it holds a GPU that is no longer healthy
+};
+std::string_view PreemptReasonName(PreemptReason r);
+
+struct PreemptDecision {
+  WorkloadId workload;
+  PreemptReason reason = PreemptReason::kReclaim;
+  WorkloadId preemptor;  // invalid for kHardwareFault
+  int32_t grace_seconds = 0;
+  double gpu_hours_lost = 0;  // GPU time since the last checkpoint (or start)
+  std::string message;
+  friend bool operator==(const PreemptDecision&, const PreemptDecision&) = default;
+};
+
+enum class PendingReason {
+  kInvalidWorkload,       // a bad request: negative, empty, min-member above pod count, ...
+  kQueueNotFound,         // names a queue the snapshot lacks
+  kQueueInvalid,          // its queue (or an ancestor) has a bad spec or is in a cycle
+  kNotLeafQueue,          // submitted to a queue that has child queues
+  kOverQueueLimit,        // would exceed its queue's (or an ancestor's) limit
+  kOverQuota,             // reserved work beyond quota, which reserved work never exceeds
+  kLendingLimit,          // borrowing would take quota its owners do not lend
+  kNoNodeFits,            // no placement on the free capacity
+  kWaitingForPreemption,  // victims are releasing the room it will take
+  kBlockedByQueueHead,    // strict FIFO: an earlier workload of the queue cannot start
+};
+std::string_view PendingReasonName(PendingReason r);
+
+struct PendingDecision {
+  WorkloadId workload;
+  PendingReason reason = PendingReason::kNoNodeFits;
+  std::string message;               // one line for people
+  std::vector<std::string> details;  // more lines (per-cause node counts, victims awaited)
+  int32_t queue_position = 0;        // 1-based among its queue's waiting workloads
+  friend bool operator==(const PendingDecision&, const PendingDecision&) = default;
+};
+
+// A queue's standing after the cycle, per resource in Resources units (fair share is fractional).
+struct QueueStatus {
+  QueueId queue;
+  std::string name;
+  Resources allocated;
+  std::array<double, kNumResources> fair_share{};
+  Resources borrowed;  // allocated beyond quota
+  Resources lent;      // own unused quota that others are using
+  int32_t pending_workloads = 0;
+  int32_t running_workloads = 0;
+  std::string error;  // non-empty when the queue's spec is rejected
+};
+
+// A problem with the snapshot itself that the cycle worked around (for logs and metrics).
+struct SnapshotIssue {
+  std::string object;  // "node gpu-17", "workload ml/train-3", "queue team-a"
+  std::string message;
+};
+
+struct CycleStats {
+  int32_t workloads_considered = 0;
+  int32_t placement_attempts = 0;
+  int32_t placement_cache_hits = 0;
+  int32_t preemption_searches = 0;
+};
+
+struct CycleResult {
+  std::vector<BindDecision> binds;
+  std::vector<ResumeDecision> resumes;
+  std::vector<PreemptDecision> preemptions;
+  std::vector<PendingDecision> pending;
+  std::vector<QueueStatus> queues;
+  std::vector<SnapshotIssue> issues;
+  CycleStats stats;
+};
+
+}  // namespace chamber::core

@@ -1,0 +1,145 @@
+#include "core/io/queue_yaml.h"
+
+#include "core/io/config_yaml.h"
+
+namespace chamber::core::io {
+namespace {
+
+Status ParseQueueResource(const YamlReader& y, const YAML::Node& node, const std::string& path,
+                          Resource r, QueueResource* out) {
+  CHAMBER_RETURN_IF_ERROR(
+      y.CheckKeys(node, path, {"quota", "limit", "overQuotaWeight", "lendingLimit"}));
+  // GPUs are whole numbers, CPU and memory Kubernetes quantities; -1 means "none" for limits.
+  auto quantity = [&](const YAML::Node& n, const std::string& p,
+                      bool allow_unlimited) -> Result<int64_t> {
+    if (allow_unlimited && n.IsScalar() && n.Scalar() == "-1") return kUnlimited;
+    Result<int64_t> v = r == Resource::kGpu   ? y.Int(n, p)
+                        : r == Resource::kCpu ? y.CpuMilli(n, p)
+                                              : y.Bytes(n, p);
+    if (v.ok() && *v < 0)
+      return y.Error(n, p,
+                     allow_unlimited ? "must be -1 (none) or at least 0" : "must not be negative");
+    return v;
+  };
+  if (node["quota"]) {
+    CHAMBER_ASSIGN_OR_RETURN(out->quota, quantity(node["quota"], path + ".quota", false));
+  }
+  if (node["limit"]) {
+    CHAMBER_ASSIGN_OR_RETURN(out->limit, quantity(node["limit"], path + ".limit", true));
+    if (out->limit != kUnlimited && out->limit < out->quota)
+      return y.Error(node["limit"], path + ".limit", "must not be below quota");
+  }
+  if (node["lendingLimit"]) {
+    CHAMBER_ASSIGN_OR_RETURN(out->lending_limit,
+                             quantity(node["lendingLimit"], path + ".lendingLimit", true));
+  }
+  if (node["overQuotaWeight"]) {
+    CHAMBER_ASSIGN_OR_RETURN(out->over_quota_weight,
+                             y.Double(node["overQuotaWeight"], path + ".overQuotaWeight"));
+    if (out->over_quota_weight < 0)
+      return y.Error(node["overQuotaWeight"], path + ".overQuotaWeight", "must not be negative");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::string& path,
+                      Queue* q, std::string_view extra_key) {
+  if (extra_key.empty()) {
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(node, path, {"parent", "priority", "queueing", "resources"}));
+  } else {
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(node, path, {extra_key, "parent", "priority", "queueing", "resources"}));
+  }
+  if (node["parent"]) {
+    CHAMBER_ASSIGN_OR_RETURN(q->parent, y.String(node["parent"], path + ".parent"));
+  }
+  if (node["priority"]) {
+    CHAMBER_ASSIGN_OR_RETURN(int64_t p, y.Int(node["priority"], path + ".priority"));
+    if (p < -1000000000 || p > 1000000000)
+      return y.Error(node["priority"], path + ".priority", "out of range");
+    q->priority = static_cast<int32_t>(p);
+  }
+  if (node["queueing"]) {
+    CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(node["queueing"], path + ".queueing"));
+    if (s == "BestEffort") {
+      q->queueing = QueueingStrategy::kBestEffort;
+    } else if (s == "StrictFIFO") {
+      q->queueing = QueueingStrategy::kStrictFifo;
+    } else {
+      return y.Error(node["queueing"], path + ".queueing",
+                     "expected BestEffort or StrictFIFO, got \"" + s + "\"");
+    }
+  }
+  if (const YAML::Node res = node["resources"]) {
+    CHAMBER_RETURN_IF_ERROR(y.CheckKeys(res, path + ".resources", {"gpu", "cpu", "memory"}));
+    for (Resource r : kAllResources) {
+      const std::string key(ResourceName(r));
+      if (res[key])
+        CHAMBER_RETURN_IF_ERROR(
+            ParseQueueResource(y, res[key], path + ".resources." + key, r, &q->res(r)));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<Queue>> ParseQueues(std::string_view text, std::string_view source) {
+  YamlReader y{std::string(source)};
+  CHAMBER_ASSIGN_OR_RETURN(std::vector<YAML::Node> docs, y.LoadAll(text));
+  std::vector<Queue> out;
+  auto parse_object = [&](const YAML::Node& obj, const std::string& path) -> Status {
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(obj, path, {"apiVersion", "kind", "metadata", "spec", "status"}));
+    if (!obj["kind"] || !obj["kind"].IsScalar() || obj["kind"].Scalar() != "Queue")
+      return y.Error(obj, path + ".kind", "expected kind: Queue");
+    if (obj["apiVersion"] && obj["apiVersion"].IsScalar() &&
+        obj["apiVersion"].Scalar() != "chamber.io/v1alpha1")
+      return y.Error(obj["apiVersion"], path + ".apiVersion",
+                     "expected chamber.io/v1alpha1, got \"" + obj["apiVersion"].Scalar() + "\"");
+    Queue q;
+    const YAML::Node meta = obj["metadata"];
+    if (!meta || !meta.IsMap() || !meta["name"])
+      return y.Error(obj, path + ".metadata.name", "a Queue needs a name");
+    CHAMBER_ASSIGN_OR_RETURN(q.name, y.String(meta["name"], path + ".metadata.name"));
+    if (const YAML::Node spec = obj["spec"])
+      CHAMBER_RETURN_IF_ERROR(ParseQueueSpec(y, spec, path + ".spec", &q));
+    out.push_back(std::move(q));
+    return Status::Ok();
+  };
+  for (size_t d = 0; d < docs.size(); ++d) {
+    const YAML::Node& doc = docs[d];
+    if (doc.IsNull()) continue;
+    const std::string where = docs.size() > 1 ? "document " + std::to_string(d + 1) + ": " : "";
+    CHAMBER_RETURN_IF_ERROR(y.ExpectMap(doc, where + "(top level)"));
+    if (doc["queues"]) {
+      CHAMBER_RETURN_IF_ERROR(y.CheckKeys(doc, "", {"queues"}));
+      CHAMBER_RETURN_IF_ERROR(y.ExpectList(doc["queues"], "queues"));
+      for (size_t i = 0; i < doc["queues"].size(); ++i) {
+        const YAML::Node e = doc["queues"][i];
+        const std::string path = "queues[" + std::to_string(i) + "]";
+        Queue q;
+        CHAMBER_RETURN_IF_ERROR(y.ExpectMap(e, path));
+        if (!e["name"]) return y.Error(e, path + ".name", "a queue needs a name");
+        CHAMBER_ASSIGN_OR_RETURN(q.name, y.String(e["name"], path + ".name"));
+        CHAMBER_RETURN_IF_ERROR(ParseQueueSpec(y, e, path, &q, "name"));
+        out.push_back(std::move(q));
+      }
+    } else if (doc["kind"] && doc["kind"].IsScalar() && doc["kind"].Scalar() == "List") {
+      CHAMBER_RETURN_IF_ERROR(y.ExpectList(doc["items"], "items"));
+      for (size_t i = 0; i < doc["items"].size(); ++i)
+        CHAMBER_RETURN_IF_ERROR(parse_object(doc["items"][i], "items[" + std::to_string(i) + "]"));
+    } else {
+      CHAMBER_RETURN_IF_ERROR(parse_object(doc, where.empty() ? "(top level)" : where));
+    }
+  }
+  return out;
+}
+
+Result<std::vector<Queue>> LoadQueuesFile(const std::string& path) {
+  CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseQueues(text, path);
+}
+
+}  // namespace chamber::core::io

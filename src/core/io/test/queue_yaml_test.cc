@@ -1,0 +1,84 @@
+#include "core/io/queue_yaml.h"
+
+#include <gtest/gtest.h>
+
+namespace chamber::core::io {
+namespace {
+
+TEST(QueueYaml, ReadsCustomResources) {
+  Result<std::vector<Queue>> q = ParseQueues(R"(
+apiVersion: chamber.io/v1alpha1
+kind: Queue
+metadata: {name: research}
+spec:
+  resources:
+    gpu: {quota: 32}
+---
+apiVersion: chamber.io/v1alpha1
+kind: Queue
+metadata: {name: nlp}
+spec:
+  parent: research
+  priority: 5
+  queueing: StrictFIFO
+  resources:
+    gpu: {quota: 16, limit: 24, overQuotaWeight: 2, lendingLimit: 4}
+    cpu: {quota: "200", limit: -1}
+    memory: {quota: 2Ti}
+)",
+                                             "queues.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  ASSERT_EQ(q->size(), 2u);
+  const Queue& nlp = (*q)[1];
+  EXPECT_EQ(nlp.name, "nlp");
+  EXPECT_EQ(nlp.parent, "research");
+  EXPECT_EQ(nlp.priority, 5);
+  EXPECT_EQ(nlp.queueing, QueueingStrategy::kStrictFifo);
+  EXPECT_EQ(nlp.res(Resource::kGpu).quota, 16);
+  EXPECT_EQ(nlp.res(Resource::kGpu).limit, 24);
+  EXPECT_DOUBLE_EQ(nlp.res(Resource::kGpu).over_quota_weight, 2.0);
+  EXPECT_EQ(nlp.res(Resource::kGpu).lending_limit, 4);
+  EXPECT_EQ(nlp.res(Resource::kCpu).quota, 200'000);
+  EXPECT_EQ(nlp.res(Resource::kCpu).limit, kUnlimited);
+  EXPECT_EQ(nlp.res(Resource::kMemory).quota, int64_t{2} << 40);
+}
+
+TEST(QueueYaml, ReadsPlainListAndKubernetesList) {
+  Result<std::vector<Queue>> plain =
+      ParseQueues("queues:\n  - name: a\n    resources: {gpu: {quota: 4}}\n  - name: b\n", "q");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  ASSERT_EQ(plain->size(), 2u);
+  EXPECT_EQ((*plain)[0].res(Resource::kGpu).quota, 4);
+
+  Result<std::vector<Queue>> list = ParseQueues(
+      "kind: List\nitems:\n  - {kind: Queue, metadata: {name: x}, spec: {priority: 3}}\n", "q");
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].priority, 3);
+}
+
+TEST(QueueYaml, ErrorsNameFieldAndLine) {
+  Result<std::vector<Queue>> q = ParseQueues(
+      "queues:\n  - name: a\n    resources:\n      gpu: {quota: 8, limit: 4}\n", "queues.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().message(),
+            "queues.yaml:4:30: field queues[0].resources.gpu.limit: must not be below quota");
+
+  q = ParseQueues("queues:\n  - name: a\n    resources: {gpu: {quota: -2}}\n", "queues.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("queues[0].resources.gpu.quota: must not be negative"),
+            std::string::npos);
+
+  q = ParseQueues("kind: Queue\nmetadata: {name: a}\nspec: {resources: {gpus: {quota: 1}}}\n",
+                  "queues.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("spec.resources.gpus: unknown field"), std::string::npos)
+      << q.status().message();
+
+  q = ParseQueues("kind: Queue\napiVersion: chamber.io/v2\nmetadata: {name: a}\n", "queues.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("expected chamber.io/v1alpha1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chamber::core::io

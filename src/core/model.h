@@ -1,0 +1,161 @@
+// The engine's input: a snapshot of nodes, GPUs, queues and workloads at one instant.
+// The daemon builds it from the apiserver, the simulator from its event queue; the engine only
+// reads it. Cross-references use indices into the snapshot's vectors (NodeId, WorkloadId) so that
+// a cycle over 150k pods never hashes a string on its hot path; queues are named, since there are
+// few of them and a wrong name must become a readable reason.
+#pragma once
+
+#include <chrono>
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/resources.h"
+
+namespace chamber::core {
+
+// Milliseconds on the caller's clock (wall clock in the daemon, simulated time in the simulator).
+using Duration = std::chrono::milliseconds;
+using Time = std::chrono::milliseconds;
+
+template <typename Tag>
+struct Id {
+  int32_t value = -1;
+  constexpr bool valid() const { return value >= 0; }
+  constexpr size_t index() const { return static_cast<size_t>(value); }
+  friend constexpr auto operator<=>(const Id&, const Id&) = default;
+};
+using NodeId = Id<struct NodeTag>;
+using WorkloadId = Id<struct WorkloadTag>;
+using QueueId = Id<struct QueueTag>;
+
+// Priority at or above this is reserved: it runs only within quota and is never preempted.
+inline constexpr int32_t kReservedPriority = 100;
+
+// A node has at most this many GPUs (placements are bitmasks over device indices).
+inline constexpr int kMaxGpusPerNode = 64;
+
+struct Gpu {
+  std::string uuid;
+  std::string model;  // e.g. "H100-SXM5-80GB"
+  int64_t memory_mib = 0;
+  bool healthy = true;        // false: excluded from scheduling
+  int32_t nvlink_island = 0;  // GPUs with the same value share an NVLink/NVSwitch island
+  int32_t pcie_domain = 0;    // PCIe switch or NUMA domain
+};
+
+enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
+
+struct Taint {
+  std::string key;
+  std::string value;
+  TaintEffect effect = TaintEffect::kNoSchedule;
+};
+
+struct Toleration {
+  enum class Operator { kEqual, kExists };
+  std::string key;  // empty key with kExists tolerates every taint
+  Operator op = Operator::kEqual;
+  std::string value;
+  std::optional<TaintEffect> effect;  // empty: all effects
+};
+
+// Where a node sits. Gangs are packed into as few of these as possible, finest first.
+struct Topology {
+  std::string nvlink_domain;  // multi-node NVLink domain (e.g. an NVL72 rack); empty if none
+  std::string block;          // rack or network block
+  std::string zone;
+};
+
+struct Node {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<Taint> taints;
+  bool unschedulable = false;  // cordoned
+  Resources allocatable;       // cpu and memory; the gpu entry is ignored: GPUs come from `gpus`
+  int32_t max_pods = 110;
+  std::vector<Gpu> gpus;  // index = device index on the node
+  Topology topology;
+};
+
+// A set of identical pods within a workload (a Job's pod template, a pod group's members).
+struct PodSet {
+  std::string name;
+  int32_t count = 1;
+  Resources request;  // per pod
+  std::vector<std::pair<std::string, std::string>> node_selector;
+  std::vector<Toleration> tolerations;
+  std::vector<std::string> gpu_models;  // allowed GPU models; empty: any
+};
+
+enum class WorkloadState {
+  kPending,     // never started, or its pods were recreated
+  kRunning,     // holds `placements`
+  kPreempting,  // a victim inside its grace period: still holds `placements`, releasing them
+  kSuspended,   // preempted and paused (a suspended Job); waits to be resumed
+};
+
+// One pod's place: a node and the device indices it holds there (bit i = GPU i).
+struct PodPlacement {
+  NodeId node;
+  uint64_t gpu_mask = 0;
+  friend bool operator==(const PodPlacement&, const PodPlacement&) = default;
+};
+
+struct Workload {
+  std::string name;   // "namespace/name"
+  std::string queue;  // a leaf queue's name
+  int32_t priority = 0;
+  Time submit_time{0};
+  int32_t min_member = 0;  // 0: all pods; otherwise the gang's all-or-nothing minimum
+  std::vector<PodSet> pod_sets;
+  WorkloadState state = WorkloadState::kPending;
+
+  // kRunning and kPreempting: one entry per placed pod, in pod-set order.
+  std::vector<PodPlacement> placements;
+  Time start_time{0};
+  std::optional<Time> last_checkpoint_time;
+  std::vector<Time> recent_preemptions;  // when this workload was preempted before
+  std::optional<int32_t> checkpoint_grace_seconds;
+
+  int32_t TotalPods() const;
+  Resources TotalRequest() const;                // over all pods
+  Resources RequestOfFirst(int32_t pods) const;  // over the first `pods` pods, in pod-set order
+  // The request of the pod holding placements[i] (placements follow pod-set order).
+  Resources PlacementRequest(size_t i) const;
+  bool reserved() const { return priority >= kReservedPriority; }
+};
+
+enum class QueueingStrategy { kBestEffort, kStrictFifo };
+
+// Per-resource share settings of a queue. Quantities use the Resources units.
+struct QueueResource {
+  int64_t quota = 0;                   // guaranteed share
+  int64_t limit = kUnlimited;          // hard cap, -1 for none
+  double over_quota_weight = 1.0;      // share of the surplus beyond quota
+  int64_t lending_limit = kUnlimited;  // how much unused quota others may borrow; -1: all
+};
+
+struct Queue {
+  std::string name;
+  std::string parent;  // empty for a top-level queue
+  std::array<QueueResource, kNumResources> resources{};
+  int32_t priority = 0;                      // higher-priority queues are served first
+  std::optional<QueueingStrategy> queueing;  // empty: the configured default
+  double decayed_usage = 0;                  // GPU-hours with exponential decay, kept by the caller
+
+  QueueResource& res(Resource r) { return resources[static_cast<int>(r)]; }
+  const QueueResource& res(Resource r) const { return resources[static_cast<int>(r)]; }
+};
+
+struct Snapshot {
+  Time now{0};
+  std::vector<Node> nodes;
+  std::vector<Queue> queues;
+  std::vector<Workload> workloads;
+};
+
+}  // namespace chamber::core

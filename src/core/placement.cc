@@ -1,0 +1,471 @@
+#include "core/placement.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <map>
+
+namespace chamber::core {
+namespace {
+
+// Candidates tried before giving up on a level; keeps a failing gang from scanning every node.
+constexpr int kMaxSingleNodeTries = 64;
+constexpr int kMaxDomainTries = 4;
+
+bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
+  if (taint.effect == TaintEffect::kPreferNoSchedule) return true;
+  for (const Toleration& t : tolerations) {
+    if (t.effect && *t.effect != taint.effect) continue;
+    if (t.op == Toleration::Operator::kExists) {
+      if (t.key.empty() || t.key == taint.key) return true;
+    } else if (t.key == taint.key && t.value == taint.value) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SelectorMatches(const Node& node,
+                     const std::vector<std::pair<std::string, std::string>>& selector) {
+  for (const auto& [key, value] : selector) {
+    bool found = false;
+    for (const auto& [k, v] : node.labels) {
+      if (k == key) {
+        found = v == value;
+        break;
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+std::string Signature(const PodSet& ps) {
+  std::string sig = ps.request.gpu() > 0 ? "g" : "c";
+  for (const auto& [k, v] : ps.node_selector) sig += "\x1fs" + k + "=" + v;
+  for (const Toleration& t : ps.tolerations) {
+    sig += "\x1ft" + t.key + (t.op == Toleration::Operator::kExists ? "?" : "=") + t.value;
+    sig += t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*";
+  }
+  for (const std::string& m : ps.gpu_models) sig += "\x1fm" + m;
+  return sig;
+}
+
+struct PodRef {
+  int32_t set;
+  int32_t replica;
+  const PodSet* ps;
+};
+
+std::vector<PodRef> ExpandPods(const Workload& w, int32_t pods) {
+  std::vector<PodRef> out;
+  for (size_t s = 0; s < w.pod_sets.size() && static_cast<int32_t>(out.size()) < pods; ++s) {
+    const PodSet& ps = w.pod_sets[s];
+    for (int32_t r = 0; r < ps.count && static_cast<int32_t>(out.size()) < pods; ++r)
+      out.push_back({static_cast<int32_t>(s), r, &ps});
+  }
+  return out;
+}
+
+uint64_t LowestBits(uint64_t mask, int count) {
+  uint64_t out = 0;
+  for (int i = 0; i < count && mask != 0; ++i) {
+    const uint64_t bit = mask & (~mask + 1);
+    out |= bit;
+    mask &= ~bit;
+  }
+  return out;
+}
+
+// One placement try: tracks what the pods placed so far consume, on top of the cluster's free
+// capacity and the overlay.
+class Attempt {
+ public:
+  Attempt(const ClusterState& state, const CapacityOverlay* overlay)
+      : state_(state), overlay_(overlay) {}
+
+  NodeCapacity Effective(int32_t n) const {
+    NodeCapacity c = state_.free(NodeId{n});
+    if (overlay_ != nullptr) {
+      if (const NodeCapacity* e = overlay_->Find(n)) {
+        c.gpu_mask |= e->gpu_mask;
+        c.cpu_milli += e->cpu_milli;
+        c.memory_bytes += e->memory_bytes;
+        c.pods += e->pods;
+      }
+    }
+    if (auto it = consumed_.find(n); it != consumed_.end()) {
+      c.gpu_mask &= ~it->second.gpu_mask;
+      c.cpu_milli -= it->second.cpu_milli;
+      c.memory_bytes -= it->second.memory_bytes;
+      c.pods -= it->second.pods;
+    }
+    return c;
+  }
+
+  bool Fits(int32_t n, const PodSet& ps) const {
+    const NodeCapacity c = Effective(n);
+    return std::popcount(c.gpu_mask) >= ps.request.gpu() && c.cpu_milli >= ps.request.cpu_milli() &&
+           c.memory_bytes >= ps.request.memory_bytes() && c.pods >= 1;
+  }
+
+  void Take(int32_t n, const PodRef& p) {
+    const NodeCapacity c = Effective(n);
+    const uint64_t mask = PickGpus(c.gpu_mask, state_.facts(NodeId{n}).islands,
+                                   static_cast<int>(p.ps->request.gpu()));
+    auto [it, inserted] = consumed_.try_emplace(n);
+    if (inserted) used_.push_back(n);
+    it->second.gpu_mask |= mask;
+    it->second.cpu_milli += p.ps->request.cpu_milli();
+    it->second.memory_bytes += p.ps->request.memory_bytes();
+    it->second.pods += 1;
+    plan_.pods.push_back({p.set, p.replica, PodPlacement{NodeId{n}, mask}});
+  }
+
+  void Reset() {
+    consumed_.clear();
+    used_.clear();
+    plan_.pods.clear();
+  }
+
+  const std::vector<int32_t>& used() const { return used_; }
+  PlacementPlan TakePlan() {
+    std::sort(plan_.pods.begin(), plan_.pods.end(), [](const auto& a, const auto& b) {
+      return std::pair(a.pod_set, a.replica) < std::pair(b.pod_set, b.replica);
+    });
+    return std::move(plan_);
+  }
+
+ private:
+  const ClusterState& state_;
+  const CapacityOverlay* overlay_;
+  std::unordered_map<int32_t, NodeCapacity> consumed_;
+  std::vector<int32_t> used_;
+  PlacementPlan plan_;
+};
+
+}  // namespace
+
+const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) {
+  std::string sig = Signature(ps);
+  auto [it, inserted] = ids_.try_emplace(std::move(sig), static_cast<int32_t>(filters_.size()));
+  if (inserted) {
+    int32_t model_count = 0;
+    std::vector<uint8_t> allowed_model;
+    for (const std::string& m : ps.gpu_models) {
+      const int32_t mid = state_->model_id(m);
+      if (mid < 0) continue;
+      if (static_cast<size_t>(mid) >= allowed_model.size()) allowed_model.resize(mid + 1, 0);
+      allowed_model[mid] = 1;
+      ++model_count;
+    }
+    const bool check_model = !ps.gpu_models.empty() && ps.request.gpu() > 0;
+    std::vector<NodeFilter> f(state_->num_nodes(), NodeFilter::kOk);
+    for (size_t i = 0; i < f.size(); ++i) {
+      const NodeId n{static_cast<int32_t>(i)};
+      const NodeFacts& facts = state_->facts(n);
+      const Node& node = state_->node(n);
+      if (!facts.schedulable) {
+        f[i] = NodeFilter::kUnschedulable;
+      } else if (!SelectorMatches(node, ps.node_selector)) {
+        f[i] = NodeFilter::kNodeSelector;
+      } else if (!std::all_of(node.taints.begin(), node.taints.end(),
+                              [&](const Taint& t) { return Tolerates(ps.tolerations, t); })) {
+        f[i] = NodeFilter::kTaint;
+      } else if (check_model && (model_count == 0 || facts.model_id < 0 ||
+                                 static_cast<size_t>(facts.model_id) >= allowed_model.size() ||
+                                 allowed_model[facts.model_id] == 0)) {
+        f[i] = NodeFilter::kGpuModel;
+      }
+    }
+    filters_.push_back(std::move(f));
+  }
+  if (id != nullptr) *id = it->second;
+  return filters_[it->second];
+}
+
+void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
+                          const Resources& request) {
+  auto [it, inserted] = extra_.try_emplace(p.node.value);
+  if (inserted) order_.push_back(p.node.value);
+  const uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~it->second.gpu_mask;
+  it->second.gpu_mask |= usable;
+  it->second.cpu_milli += request.cpu_milli();
+  it->second.memory_bytes += request.memory_bytes();
+  it->second.pods += 1;
+  gpus_ += std::popcount(usable);
+}
+
+const NodeCapacity* CapacityOverlay::Find(int32_t node) const {
+  auto it = extra_.find(node);
+  return it == extra_.end() ? nullptr : &it->second;
+}
+
+uint64_t PickGpus(uint64_t free_mask, const std::vector<uint64_t>& islands, int count) {
+  if (count <= 0) return 0;
+  if (std::popcount(free_mask) == count) return free_mask;
+  uint64_t best = 0;
+  int best_free = 65;
+  for (uint64_t island : islands) {
+    const int f = std::popcount(free_mask & island);
+    if (f >= count && f < best_free) {
+      best = island;
+      best_free = f;
+    }
+  }
+  return LowestBits(best != 0 ? free_mask & best : free_mask, count);
+}
+
+std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state,
+                                                       FeasibilityCache& feasibility,
+                                                       const Workload& w, int32_t pods,
+                                                       const CapacityOverlay* overlay) const {
+  std::vector<PodRef> refs = ExpandPods(w, pods);
+  if (refs.empty()) return PlacementPlan{};
+  std::stable_sort(refs.begin(), refs.end(), [](const PodRef& a, const PodRef& b) {
+    return a.ps->request.gpu() > b.ps->request.gpu();
+  });
+  std::vector<const std::vector<NodeFilter>*> filters(w.pod_sets.size());
+  for (size_t s = 0; s < w.pod_sets.size(); ++s) filters[s] = &feasibility.For(w.pod_sets[s]);
+  auto ok = [&](int32_t n, const PodRef& p) { return (*filters[p.set])[n] == NodeFilter::kOk; };
+  if (overlay != nullptr && overlay->empty()) overlay = nullptr;
+  const int max_k = state.max_gpus_per_node();
+  Attempt a(state, overlay);
+
+  // Fast path: one pod, best fit straight from the free-GPU buckets.
+  if (refs.size() == 1 && overlay == nullptr) {
+    const PodRef& p = refs.front();
+    for (int k = static_cast<int>(p.ps->request.gpu()); k <= max_k; ++k) {
+      for (int32_t n : state.nodes_with_free_gpus(k)) {
+        if (ok(n, p) && a.Fits(n, *p.ps)) {
+          a.Take(n, p);
+          return a.TakePlan();
+        }
+      }
+    }
+    return std::nullopt;
+  }
+
+  int64_t total_gpu = 0;
+  for (const PodRef& p : refs) total_gpu += p.ps->request.gpu();
+
+  // Places every pod, each on a node the gang already uses if one fits, else on the fullest
+  // fitting node among `candidates`.
+  auto try_in = [&](const std::vector<int32_t>& candidates) {
+    a.Reset();
+    for (const PodRef& p : refs) {
+      int32_t chosen = -1;
+      for (int32_t n : a.used())
+        if (ok(n, p) && a.Fits(n, *p.ps)) {
+          chosen = n;
+          break;
+        }
+      if (chosen < 0) {
+        int best_free = 1 << 30;
+        for (int32_t n : candidates) {
+          if (!ok(n, p) || !a.Fits(n, *p.ps)) continue;
+          const int f = std::popcount(a.Effective(n).gpu_mask);
+          if (f < best_free) {
+            best_free = f;
+            chosen = n;
+          }
+        }
+      }
+      if (chosen < 0) return false;
+      a.Take(chosen, p);
+    }
+    return true;
+  };
+
+  if (refs.size() > 1) {
+    // One node for the whole gang.
+    auto try_node = [&](int32_t n) {
+      a.Reset();
+      for (const PodRef& p : refs) {
+        if (!ok(n, p) || !a.Fits(n, *p.ps)) return false;
+        a.Take(n, p);
+      }
+      return true;
+    };
+    if (overlay != nullptr) {
+      for (int32_t n : overlay->nodes())
+        if (try_node(n)) return a.TakePlan();
+    }
+    int tries = 0;
+    for (int k = static_cast<int>(std::min<int64_t>(total_gpu, max_k + 1)); k <= max_k; ++k) {
+      for (int32_t n : state.nodes_with_free_gpus(k)) {
+        if (!ok(n, refs.front())) continue;
+        if (try_node(n)) return a.TakePlan();
+        if (++tries >= kMaxSingleNodeTries) break;
+      }
+      if (tries >= kMaxSingleNodeTries) break;
+    }
+
+    // The tightest topology domain that can hold the gang, finest level first.
+    for (int level = 0; level < kNumDomainLevels; ++level) {
+      const auto lvl = static_cast<DomainLevel>(level);
+      const int count = state.num_domains(lvl);
+      if (count == 0) continue;
+      std::vector<int64_t> free(static_cast<size_t>(count));
+      for (int d = 0; d < count; ++d) free[d] = state.domain_free_gpus(lvl, d);
+      if (overlay != nullptr) {
+        for (int32_t n : overlay->nodes()) {
+          const int32_t d = state.facts(NodeId{n}).domain[level];
+          if (d >= 0) free[d] += std::popcount(overlay->Find(n)->gpu_mask);
+        }
+      }
+      std::vector<int32_t> order;
+      for (int d = 0; d < count; ++d)
+        if (free[d] >= total_gpu) order.push_back(d);
+      std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+        return std::pair(free[x], x) < std::pair(free[y], y);
+      });
+      if (order.size() > static_cast<size_t>(kMaxDomainTries)) order.resize(kMaxDomainTries);
+      for (int32_t d : order)
+        if (try_in(state.domain_nodes(lvl, d))) return a.TakePlan();
+    }
+  }
+
+  // Anywhere: per pod, the gang's nodes, then released capacity, then best fit by bucket.
+  a.Reset();
+  for (const PodRef& p : refs) {
+    int32_t chosen = -1;
+    for (int32_t n : a.used())
+      if (ok(n, p) && a.Fits(n, *p.ps)) {
+        chosen = n;
+        break;
+      }
+    if (chosen < 0 && overlay != nullptr) {
+      int best_free = 1 << 30;
+      for (int32_t n : overlay->nodes()) {
+        if (!ok(n, p) || !a.Fits(n, *p.ps)) continue;
+        const int f = std::popcount(a.Effective(n).gpu_mask);
+        if (f < best_free) {
+          best_free = f;
+          chosen = n;
+        }
+      }
+    }
+    for (int k = static_cast<int>(p.ps->request.gpu()); chosen < 0 && k <= max_k; ++k) {
+      for (int32_t n : state.nodes_with_free_gpus(k)) {
+        if (ok(n, p) && a.Fits(n, *p.ps)) {
+          chosen = n;
+          break;
+        }
+      }
+    }
+    if (chosen < 0) return std::nullopt;
+    a.Take(chosen, p);
+  }
+  return a.TakePlan();
+}
+
+PlacementExplanation ExplainNoFit(const ClusterState& state, FeasibilityCache& feasibility,
+                                  const Workload& w, int32_t pods) {
+  enum Cause {
+    kUnschedulable,
+    kSelector,
+    kTaint,
+    kModel,
+    kTooFewGpus,
+    kUnhealthy,
+    kTooFewFree,
+    kCpu,
+    kMemory,
+    kPods,
+    kNumCauses
+  };
+  static constexpr std::array<const char*, kNumCauses> kCauseText = {
+      "cordoned",          "node selector mismatch", "untolerated taint",
+      "wrong GPU model",   "too few GPUs",           "unhealthy GPUs",
+      "too few free GPUs", "insufficient cpu",       "insufficient memory",
+      "pod limit reached"};
+  const std::vector<PodRef> refs = ExpandPods(w, pods);
+  std::map<int32_t, int32_t> wanted;  // pod set -> pods of it in the gang
+  for (const PodRef& p : refs) ++wanted[p.set];
+
+  PlacementExplanation out;
+  int64_t room_total = 0;
+  for (const auto& [set, count] : wanted) {
+    const PodSet& ps = w.pod_sets[set];
+    const std::vector<NodeFilter>& f = feasibility.For(ps);
+    std::array<int64_t, kNumCauses> causes{};
+    int64_t room = 0;
+    int64_t nodes_with_room = 0;
+    for (size_t i = 0; i < state.num_nodes(); ++i) {
+      const NodeId n{static_cast<int32_t>(i)};
+      const NodeFacts& facts = state.facts(n);
+      const NodeCapacity& c = state.free(n);
+      const int64_t g = ps.request.gpu();
+      switch (f[i]) {
+        case NodeFilter::kUnschedulable:
+          ++causes[kUnschedulable];
+          continue;
+        case NodeFilter::kNodeSelector:
+          ++causes[kSelector];
+          continue;
+        case NodeFilter::kTaint:
+          ++causes[kTaint];
+          continue;
+        case NodeFilter::kGpuModel:
+          ++causes[kModel];
+          continue;
+        case NodeFilter::kOk:
+          break;
+      }
+      if (facts.gpu_count < g) {
+        ++causes[kTooFewGpus];
+      } else if (std::popcount(facts.healthy_mask) < g) {
+        ++causes[kUnhealthy];
+      } else if (std::popcount(c.gpu_mask) < g) {
+        ++causes[kTooFewFree];
+      } else if (c.cpu_milli < ps.request.cpu_milli()) {
+        ++causes[kCpu];
+      } else if (c.memory_bytes < ps.request.memory_bytes()) {
+        ++causes[kMemory];
+      } else if (c.pods < 1) {
+        ++causes[kPods];
+      } else {
+        int64_t fit = c.pods;
+        if (g > 0) fit = std::min<int64_t>(fit, std::popcount(c.gpu_mask) / g);
+        if (ps.request.cpu_milli() > 0) fit = std::min(fit, c.cpu_milli / ps.request.cpu_milli());
+        if (ps.request.memory_bytes() > 0)
+          fit = std::min(fit, c.memory_bytes / ps.request.memory_bytes());
+        room += fit;
+        ++nodes_with_room;
+      }
+    }
+    room_total += std::min<int64_t>(room, count);
+    if (room == 0) {
+      std::vector<std::pair<int64_t, int>> ranked;
+      for (int c = 0; c < kNumCauses; ++c)
+        if (causes[c] > 0) ranked.emplace_back(-causes[c], c);
+      std::sort(ranked.begin(), ranked.end());
+      std::string msg = "no node fits a pod of " + FormatResources(ps.request);
+      if (ranked.empty()) {
+        msg += ": the cluster has no nodes";
+      } else {
+        msg += ":";
+        for (size_t r = 0; r < ranked.size(); ++r) {
+          const int64_t k = -ranked[r].first;
+          msg += (r == 0 ? " " : ", ") + std::to_string(k) + (k == 1 ? " node " : " nodes ") +
+                 kCauseText[ranked[r].second];
+        }
+      }
+      out.message = std::move(msg);
+      return out;
+    }
+    out.details.push_back("pod set " + (ps.name.empty() ? std::to_string(set) : ps.name) + ": " +
+                          std::to_string(nodes_with_room) +
+                          (nodes_with_room == 1 ? " node has room for " : " nodes have room for ") +
+                          std::to_string(room) + " of its " + std::to_string(count) + " pods");
+  }
+  int64_t total_gpu = 0;
+  for (const PodRef& p : refs) total_gpu += p.ps->request.gpu();
+  out.message = "gang of " + std::to_string(refs.size()) + " pods (" +
+                FormatQuantity(Resource::kGpu, total_gpu) + ") does not fit at once: room for " +
+                std::to_string(room_total) + " of its pods";
+  return out;
+}
+
+}  // namespace chamber::core

@@ -1,0 +1,95 @@
+// Placement: where a gang's pods go, all of them or none.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cluster_state.h"
+#include "core/decision.h"
+#include "core/model.h"
+
+namespace chamber::core {
+
+// Why a node can never take a pod of a pod set this cycle, whatever is free.
+enum class NodeFilter : uint8_t { kOk, kUnschedulable, kNodeSelector, kTaint, kGpuModel };
+
+// Static feasibility per distinct (node selector, tolerations, GPU models), computed once per
+// cycle on first use. Most workloads share a handful of such constraint sets.
+class FeasibilityCache {
+ public:
+  explicit FeasibilityCache(const ClusterState& state) : state_(&state) {}
+  // Filter result per node for the pod set's constraints; the id names the constraint set.
+  const std::vector<NodeFilter>& For(const PodSet& pod_set, int32_t* id = nullptr);
+
+ private:
+  const ClusterState* state_;
+  std::unordered_map<std::string, int32_t> ids_;
+  std::deque<std::vector<NodeFilter>> filters_;  // a deque: For's results stay valid as it grows
+};
+
+// Capacity a placement may use beyond what is free: what preemption victims will release.
+class CapacityOverlay {
+ public:
+  void Add(const ClusterState& state, const PodPlacement& p, const Resources& request);
+  bool empty() const { return extra_.empty(); }
+  const NodeCapacity* Find(int32_t node) const;
+  const std::vector<int32_t>& nodes() const { return order_; }  // in order of first addition
+  int64_t gpus() const { return gpus_; }
+
+ private:
+  std::unordered_map<int32_t, NodeCapacity> extra_;
+  std::vector<int32_t> order_;
+  int64_t gpus_ = 0;
+};
+
+struct PlacementPlan {
+  std::vector<PodAssignment> pods;
+};
+
+class PlacementPolicy {
+ public:
+  virtual ~PlacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+  // Places the first `pods` pods of `w` (in pod-set order) all together, or returns nothing.
+  // With an overlay, the capacity in it counts as free too.
+  virtual std::optional<PlacementPlan> Place(const ClusterState& state,
+                                             FeasibilityCache& feasibility, const Workload& w,
+                                             int32_t pods,
+                                             const CapacityOverlay* overlay) const = 0;
+};
+
+// The default policy. Limits fragmentation and keeps gangs close:
+//   - a single pod goes to the fullest node that still fits it (best fit), so whole nodes stay
+//     free for large gangs;
+//   - a gang goes on one node if one can hold it, else into the tightest multi-node NVLink
+//     domain, then block, then zone that can, else anywhere; within that, each pod first tries
+//     the nodes the gang already uses, then the fullest node that fits;
+//   - within a node, GPUs come from the NVLink island that fits them most tightly.
+class TopologyBinPacking final : public PlacementPolicy {
+ public:
+  std::string_view name() const override { return "topology-bin-packing"; }
+  std::optional<PlacementPlan> Place(const ClusterState& state, FeasibilityCache& feasibility,
+                                     const Workload& w, int32_t pods,
+                                     const CapacityOverlay* overlay) const override;
+};
+
+// Chooses `count` GPUs from `free_mask`, preferring the island that fits them most tightly.
+uint64_t PickGpus(uint64_t free_mask, const std::vector<uint64_t>& islands, int count);
+
+struct PlacementExplanation {
+  std::string message;
+  std::vector<std::string> details;
+};
+
+// Why the first `pods` pods of `w` fit nowhere on the free capacity: counts nodes by the first
+// reason each fails, e.g. "no node fits 8 gpu: 120 nodes too few free GPUs, 30 untolerated
+// taint". For a gang whose pods fit somewhere one by one, says how many of them could be placed.
+PlacementExplanation ExplainNoFit(const ClusterState& state, FeasibilityCache& feasibility,
+                                  const Workload& w, int32_t pods);
+
+}  // namespace chamber::core

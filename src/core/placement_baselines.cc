@@ -1,0 +1,97 @@
+#include "core/placement_baselines.h"
+
+#include <bit>
+#include <unordered_map>
+
+namespace chamber::core {
+namespace {
+
+// Places pods one by one on the node `choose` picks, tracking what earlier pods consumed.
+template <typename Choose>
+std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state, FeasibilityCache& feasibility,
+                                         const Workload& w, int32_t pods,
+                                         const CapacityOverlay* overlay, Choose choose) {
+  std::unordered_map<int32_t, NodeCapacity> consumed;
+  auto effective = [&](int32_t n) {
+    NodeCapacity c = state.free(NodeId{n});
+    if (overlay != nullptr) {
+      if (const NodeCapacity* e = overlay->Find(n)) {
+        c.gpu_mask |= e->gpu_mask;
+        c.cpu_milli += e->cpu_milli;
+        c.memory_bytes += e->memory_bytes;
+        c.pods += e->pods;
+      }
+    }
+    if (auto it = consumed.find(n); it != consumed.end()) {
+      c.gpu_mask &= ~it->second.gpu_mask;
+      c.cpu_milli -= it->second.cpu_milli;
+      c.memory_bytes -= it->second.memory_bytes;
+      c.pods -= it->second.pods;
+    }
+    return c;
+  };
+  PlacementPlan plan;
+  int32_t placed = 0;
+  for (size_t s = 0; s < w.pod_sets.size() && placed < pods; ++s) {
+    const PodSet& ps = w.pod_sets[s];
+    const std::vector<NodeFilter>& filter = feasibility.For(ps);
+    auto fits = [&](int32_t n) {
+      if (filter[n] != NodeFilter::kOk) return false;
+      const NodeCapacity c = effective(n);
+      return std::popcount(c.gpu_mask) >= ps.request.gpu() &&
+             c.cpu_milli >= ps.request.cpu_milli() && c.memory_bytes >= ps.request.memory_bytes() &&
+             c.pods >= 1;
+    };
+    for (int32_t r = 0; r < ps.count && placed < pods; ++r, ++placed) {
+      const int32_t n = choose(fits, effective, ps);
+      if (n < 0) return std::nullopt;
+      const uint64_t mask = PickGpus(effective(n).gpu_mask, state.facts(NodeId{n}).islands,
+                                     static_cast<int>(ps.request.gpu()));
+      NodeCapacity& c = consumed[n];
+      c.gpu_mask |= mask;
+      c.cpu_milli += ps.request.cpu_milli();
+      c.memory_bytes += ps.request.memory_bytes();
+      c.pods += 1;
+      plan.pods.push_back({static_cast<int32_t>(s), r, PodPlacement{NodeId{n}, mask}});
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::optional<PlacementPlan> FirstFitPlacement::Place(const ClusterState& state,
+                                                      FeasibilityCache& feasibility,
+                                                      const Workload& w, int32_t pods,
+                                                      const CapacityOverlay* overlay) const {
+  const auto n_nodes = static_cast<int32_t>(state.num_nodes());
+  return PlaceGreedy(state, feasibility, w, pods, overlay,
+                     [&](auto& fits, auto& /*effective*/, const PodSet& /*ps*/) {
+                       for (int32_t n = 0; n < n_nodes; ++n)
+                         if (fits(n)) return n;
+                       return -1;
+                     });
+}
+
+std::optional<PlacementPlan> LeastAllocatedPlacement::Place(const ClusterState& state,
+                                                            FeasibilityCache& feasibility,
+                                                            const Workload& w, int32_t pods,
+                                                            const CapacityOverlay* overlay) const {
+  const auto n_nodes = static_cast<int32_t>(state.num_nodes());
+  return PlaceGreedy(state, feasibility, w, pods, overlay,
+                     [&](auto& fits, auto& effective, const PodSet& /*ps*/) {
+                       int32_t best = -1;
+                       int best_free = -1;
+                       for (int32_t n = 0; n < n_nodes; ++n) {
+                         if (!fits(n)) continue;
+                         const int f = std::popcount(effective(n).gpu_mask);
+                         if (f > best_free) {
+                           best_free = f;
+                           best = n;
+                         }
+                       }
+                       return best;
+                     });
+}
+
+}  // namespace chamber::core

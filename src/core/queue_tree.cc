@@ -1,0 +1,104 @@
+#include "core/queue_tree.h"
+
+#include <string>
+
+namespace chamber::core {
+namespace {
+
+std::string CheckSpec(const Queue& q) {
+  if (q.name.empty()) return "queue has an empty name";
+  for (Resource r : kAllResources) {
+    const QueueResource& qr = q.res(r);
+    const std::string field = "resources." + std::string(ResourceName(r)) + ".";
+    if (qr.quota < 0) return field + "quota must not be negative";
+    if (qr.limit < kUnlimited) return field + "limit must be -1 (none) or at least 0";
+    if (qr.limit != kUnlimited && qr.limit < qr.quota)
+      return field + "limit " + FormatQuantity(r, qr.limit) + " is below quota " +
+             FormatQuantity(r, qr.quota);
+    if (!(qr.over_quota_weight >= 0)) return field + "overQuotaWeight must not be negative";
+    if (qr.lending_limit < kUnlimited) return field + "lendingLimit must be -1 (all) or at least 0";
+  }
+  return {};
+}
+
+}  // namespace
+
+QueueTree::QueueTree(const std::vector<Queue>& queues) : queues_(&queues) {
+  const size_t n = queues.size();
+  nodes_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Queue& q = queues[i];
+    const QueueId id{static_cast<int32_t>(i)};
+    nodes_[i].error = CheckSpec(q);
+    auto [it, inserted] = by_name_.try_emplace(q.name, id);
+    if (!inserted && nodes_[i].error.empty())
+      nodes_[i].error = "duplicate queue name " + q.name + " (the first definition is used)";
+    for (Resource r : kAllResources)
+      if (q.res(r).quota > 0 || q.res(r).limit != kUnlimited) managed_[static_cast<int>(r)] = true;
+  }
+  // Parents.
+  for (size_t i = 0; i < n; ++i) {
+    const Queue& q = queues[i];
+    if (q.parent.empty()) continue;
+    QueueId p = Find(q.parent);
+    if (!p.valid()) {
+      if (nodes_[i].error.empty()) nodes_[i].error = "parent queue " + q.parent + " does not exist";
+      continue;
+    }
+    if (p.index() == i) {
+      if (nodes_[i].error.empty()) nodes_[i].error = "queue is its own parent";
+      continue;
+    }
+    nodes_[i].parent = p;
+  }
+  // Cycles: walk up from each queue; a walk longer than n steps is in a cycle.
+  for (size_t i = 0; i < n; ++i) {
+    QueueId cur{static_cast<int32_t>(i)};
+    size_t steps = 0;
+    while (cur.valid() && steps <= n) {
+      cur = nodes_[cur.index()].parent;
+      ++steps;
+    }
+    if (cur.valid() && nodes_[i].error.empty())
+      nodes_[i].error = "the parent chain of this queue contains a cycle";
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!nodes_[i].error.empty() && nodes_[i].parent.valid()) {
+      // Cut invalid queues out of the tree so no walk below runs in circles.
+      nodes_[i].parent = QueueId{};
+    }
+  }
+  // Errors flow down: a queue under an invalid queue is invalid too. The cut above made the
+  // parent links acyclic, so these walks end.
+  std::vector<std::string> own(n);
+  for (size_t i = 0; i < n; ++i) own[i] = nodes_[i].error;
+  for (size_t i = 0; i < n; ++i) {
+    if (!own[i].empty()) continue;
+    for (QueueId a = nodes_[i].parent; a.valid(); a = nodes_[a.index()].parent) {
+      if (!own[a.index()].empty()) {
+        nodes_[i].error = "parent queue " + queues[a.index()].name + " is invalid";
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const QueueId id{static_cast<int32_t>(i)};
+    if (!valid(id)) continue;
+    if (nodes_[i].parent.valid()) {
+      nodes_[nodes_[i].parent.index()].children.push_back(id);
+    } else {
+      roots_.push_back(id);
+    }
+  }
+  for (QueueId r : roots_) top_down_.push_back(r);
+  for (size_t head = 0; head < top_down_.size(); ++head) {
+    for (QueueId c : nodes_[top_down_[head].index()].children) top_down_.push_back(c);
+  }
+}
+
+QueueId QueueTree::Find(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? QueueId{} : it->second;
+}
+
+}  // namespace chamber::core

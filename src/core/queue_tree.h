@@ -1,0 +1,52 @@
+// QueueTree: the snapshot's queues as a validated tree (teams inside departments).
+// A queue with a bad spec, an unknown parent or a place in a cycle is marked invalid with a
+// message, and so is everything beneath it; the rest of the tree works as usual.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/model.h"
+
+namespace chamber::core {
+
+class QueueTree {
+ public:
+  explicit QueueTree(const std::vector<Queue>& queues);
+
+  size_t size() const { return queues_->size(); }
+  const Queue& queue(QueueId q) const { return (*queues_)[q.index()]; }
+  QueueId Find(std::string_view name) const;  // invalid id when absent
+
+  QueueId parent(QueueId q) const { return nodes_[q.index()].parent; }
+  const std::vector<QueueId>& children(QueueId q) const { return nodes_[q.index()].children; }
+  const std::vector<QueueId>& roots() const { return roots_; }
+  bool leaf(QueueId q) const { return nodes_[q.index()].children.empty(); }
+  bool valid(QueueId q) const { return nodes_[q.index()].error.empty(); }
+  const std::string& error(QueueId q) const { return nodes_[q.index()].error; }
+
+  // Whether any queue sets a quota or limit for the resource. Unmanaged resources do not count
+  // towards quotas, limits or fair share. GPUs are always managed.
+  bool managed(Resource r) const { return managed_[static_cast<int>(r)]; }
+
+  // Valid queues with parents before children (roots first).
+  const std::vector<QueueId>& top_down() const { return top_down_; }
+
+ private:
+  struct NodeInfo {
+    QueueId parent;
+    std::vector<QueueId> children;
+    std::string error;
+  };
+  const std::vector<Queue>* queues_;
+  std::vector<NodeInfo> nodes_;
+  std::vector<QueueId> roots_;
+  std::vector<QueueId> top_down_;
+  std::unordered_map<std::string_view, QueueId> by_name_;
+  std::array<bool, kNumResources> managed_{true, false, false};
+};
+
+}  // namespace chamber::core

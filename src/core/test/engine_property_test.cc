@@ -1,0 +1,1015 @@
+// Properties of scheduling cycles on random snapshots.
+//
+// Generators build random clusters (1-40 nodes, 0-8 GPUs, some unhealthy, cordoned or tainted,
+// 1-3 blocks), random queue trees (1-8 queues, depth at most 3, occasionally invalid) and random
+// workloads: running ones placed directly on free GPUs (never overlapping, within node cpu,
+// memory and pod capacity; sometimes on a GPU that has since failed; elastic gangs sometimes
+// with only min-member pods), pending and suspended ones with gangs of up to 8 pods, priorities
+// on both sides of the reserved line, and a few invalid specs. A second generator builds small
+// clusters full of borrowed GPUs with an owner that wants its quota back.
+//
+// Each property runs Engine::Schedule with the default configuration and checks its result:
+//   a. no GPU double-booked; binds on healthy GPUs of schedulable, matching nodes with room;
+//   b. no gang partly placed; c. no queue beyond its limit; d. reserved work never preempted
+//   but for a failed GPU; e. reclaim within one cycle; f. determinism; g. one decision per
+//   waiting workload, and queue positions in order. Also: victims are eligible, no preemption
+//   when the room is already on its way back, work on failed GPUs is preempted, reserved work
+//   stays within quota, and all of these over several cycles that apply each other's decisions.
+//
+// RapidCheck runs 100 cases per property, each over a few snapshots; RC_PARAMS="max_success=N"
+// runs more, and a failure prints the shrunk snapshot and the decisions.
+#include <algorithm>
+#include <bit>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "core/engine.h"
+#include "core/queue_tree.h"
+#include "core/test/snapshot_builder.h"
+
+namespace chamber::core {
+namespace {
+
+using testing::kGi;
+using testing::Sec;
+using testing::SnapshotBuilder;
+
+// --- Generators. Each pick goes through RapidCheck, so failing cases shrink. ---
+
+int Pick(int lo, int hi) { return *rc::gen::inRange(lo, hi + 1); }  // inclusive
+// True with the given probability; shrinks towards false, the usual case.
+bool Chance(int percent) { return *rc::gen::inRange(0, 100) >= 100 - percent; }
+template <typename T>
+T OneOf(std::vector<T> values) {
+  return values[static_cast<size_t>(Pick(0, static_cast<int>(values.size()) - 1))];
+}
+
+constexpr Time kNow = Sec(7200);
+
+void GenNodes(SnapshotBuilder& b, int min_nodes, int max_nodes) {
+  const int n = Pick(min_nodes, max_nodes);
+  const int blocks = Pick(1, 3);
+  for (int i = 0; i < n; ++i) {
+    const int gpus = OneOf<int>({0, 1, 2, 4, 8, 8, 8});
+    auto node = b.Node("n" + std::to_string(i), gpus, Chance(20) ? "A100" : "H100");
+    node.Cpu(Pick(8, 128) * 1000).Memory(Pick(32, 1024) * kGi).MaxPods(Pick(2, 110));
+    node.Block("b" + std::to_string(Pick(0, blocks - 1))).Zone("z" + std::to_string(Pick(0, 1)));
+    if (Chance(15)) node.Nvlink("d" + std::to_string(Pick(0, 1)));
+    if (gpus == 8 && Chance(50)) node.Islands({0, 0, 0, 0, 1, 1, 1, 1});
+    if (gpus > 0 && Chance(15)) node.Unhealthy({Pick(0, gpus - 1)});
+    if (Chance(5)) node.Cordon();
+    if (Chance(10)) node.Taint("dedicated", "infer");
+    if (Chance(30)) node.Label("pool", Chance(50) ? "a" : "b");
+  }
+}
+
+void GenQueues(SnapshotBuilder& b) {
+  const int n = Pick(1, 8);
+  std::vector<int> depth;
+  for (int i = 0; i < n; ++i) {
+    std::string parent;
+    int d = 1;
+    if (i > 0 && Chance(40)) {
+      const int p = Pick(0, i - 1);
+      if (depth[static_cast<size_t>(p)] < 3) {
+        parent = "q" + std::to_string(p);
+        d = depth[static_cast<size_t>(p)] + 1;
+      }
+    }
+    depth.push_back(d);
+    auto q = b.Queue("q" + std::to_string(i), parent);
+    const int quota = Pick(0, 16);
+    q.Quota(quota).Weight(OneOf<double>({0.5, 1, 1, 2, 3}));
+    if (Chance(30)) q.Limit(quota + Pick(0, 16));
+    if (Chance(20)) q.Lending(Pick(0, quota));
+    if (Chance(15)) q.Priority(10);
+    if (Chance(20)) q.StrictFifo();
+    if (Chance(10)) {
+      const int cpu_quota = Pick(0, 64) * 1000;
+      q.Res(Resource::kCpu, cpu_quota, Chance(50) ? kUnlimited : cpu_quota + Pick(0, 64) * 1000);
+    }
+    // Occasionally invalid.
+    if (Chance(3)) q.Quota(-1);
+    if (Chance(3)) q.get().parent = "ghost";
+  }
+  if (n >= 2 && Chance(5)) {  // a 2-cycle
+    b.snapshot().queues[0].parent = "q1";
+    b.snapshot().queues[1].parent = "q0";
+  }
+}
+
+std::vector<std::string> LeafQueueNames(const Snapshot& s) {
+  std::set<std::string> parents;
+  for (const Queue& q : s.queues) parents.insert(q.parent);
+  std::vector<std::string> out;
+  for (const Queue& q : s.queues)
+    if (!parents.contains(q.name)) out.push_back(q.name);
+  return out;
+}
+
+std::string PickQueue(const Snapshot& s) {
+  if (Chance(3)) return "ghost";
+  if (Chance(10))
+    return s.queues[static_cast<size_t>(Pick(0, static_cast<int>(s.queues.size()) - 1))].name;
+  const std::vector<std::string> leaves = LeafQueueNames(s);
+  if (leaves.empty()) return s.queues.front().name;
+  return leaves[static_cast<size_t>(Pick(0, static_cast<int>(leaves.size()) - 1))];
+}
+
+int32_t PickPriority() { return OneOf<int32_t>({0, 0, 10, 50, 99, 100, 150}); }
+
+// What is still unheld on each node while running work is placed: GPUs (healthy or not),
+// cpu, memory and pod slots.
+struct NodeRoom {
+  uint64_t gpus = 0;
+  int64_t cpu = 0;
+  int64_t memory = 0;
+  int32_t pods = 0;
+};
+
+std::vector<NodeRoom> InitialRoom(const Snapshot& s) {
+  std::vector<NodeRoom> room;
+  for (const Node& n : s.nodes) {
+    const uint64_t all = testing::Mask(0, static_cast<int>(n.gpus.size()));
+    room.push_back({all, n.allocatable.cpu_milli(), n.allocatable.memory_bytes(), n.max_pods});
+  }
+  return room;
+}
+
+uint64_t HealthyMask(const Node& n) {
+  uint64_t m = 0;
+  for (size_t g = 0; g < n.gpus.size(); ++g)
+    if (n.gpus[g].healthy) m |= uint64_t{1} << g;
+  return m;
+}
+
+uint64_t LowestBits(uint64_t mask, int count) {
+  uint64_t out = 0;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t bit = mask & (~mask + 1);
+    out |= bit;
+    mask &= ~bit;
+  }
+  return out;
+}
+
+// Places the first `pods` pods of `w` on random nodes with room, or leaves `room` unchanged and
+// returns false. With `on_failed`, a pod may take a GPU that is unhealthy (it failed under the
+// work).
+bool PlaceRunning(const Snapshot& s, std::vector<NodeRoom>& room, Workload& w, int32_t pods,
+                  bool on_failed) {
+  std::vector<NodeRoom> trial = room;
+  w.placements.clear();
+  const int nodes = static_cast<int>(s.nodes.size());
+  for (size_t i = 0; i < static_cast<size_t>(pods); ++i) {
+    const Resources req = w.PlacementRequest(i);
+    const int start = Pick(0, nodes - 1);
+    bool placed = false;
+    for (int k = 0; k < nodes && !placed; ++k) {
+      const size_t n = static_cast<size_t>((start + k) % nodes);
+      NodeRoom& r = trial[n];
+      const uint64_t usable = r.gpus & (on_failed ? ~uint64_t{0} : HealthyMask(s.nodes[n]));
+      if (std::popcount(usable) < req.gpu() || r.cpu < req.cpu_milli() ||
+          r.memory < req.memory_bytes() || r.pods < 1)
+        continue;
+      const uint64_t mask = LowestBits(usable, static_cast<int>(req.gpu()));
+      r.gpus &= ~mask;
+      r.cpu -= req.cpu_milli();
+      r.memory -= req.memory_bytes();
+      r.pods -= 1;
+      w.placements.push_back({NodeId{static_cast<int32_t>(n)}, mask});
+      placed = true;
+    }
+    if (!placed) {
+      w.placements.clear();
+      return false;
+    }
+  }
+  room = std::move(trial);
+  return true;
+}
+
+void GenRunning(SnapshotBuilder& b, std::vector<NodeRoom>& room, int min_running, int max_running,
+                const std::vector<std::string>* queues = nullptr) {
+  const int n = Pick(min_running, max_running);
+  for (int i = 0; i < n; ++i) {
+    const std::string queue =
+        queues != nullptr
+            ? (*queues)[static_cast<size_t>(Pick(0, static_cast<int>(queues->size()) - 1))]
+            : PickQueue(b.snapshot());
+    auto w = b.Workload("run-" + std::to_string(i), queue);
+    w.Priority(PickPriority()).Pods(Pick(1, 4), OneOf<int64_t>({0, 1, 1, 2, 4, 8}));
+    w.Cpu(Pick(0, 8) * 500).Memory(Pick(0, 16) * kGi);
+    if (Chance(10)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
+    // An elastic gang may run with fewer pods than it has, but at least min-member.
+    const int32_t total = w.get().TotalPods();
+    int32_t pods = total;
+    if (total > 1 && Chance(20)) {
+      w.MinMember(Pick(1, total));
+      pods = Pick(w.get().min_member, total);
+    }
+    w.Start(kNow - Sec(Pick(0, 7200)));
+    if (Chance(20)) w.Checkpoint(kNow - Sec(Pick(0, 3600)));
+    for (int k = Pick(0, 3); k > 0; --k) w.PreemptedAt(kNow - Sec(Pick(0, 7200)));
+    if (b.snapshot().nodes.empty() ||
+        !PlaceRunning(b.snapshot(), room, w.get(), pods, Chance(10))) {
+      b.snapshot().workloads.pop_back();
+      continue;
+    }
+    w.get().state = Chance(10) ? WorkloadState::kPreempting : WorkloadState::kRunning;
+  }
+}
+
+void GenWaiting(SnapshotBuilder& b, int max_waiting) {
+  const int n = Pick(0, max_waiting);
+  for (int i = 0; i < n; ++i) {
+    auto w = b.Workload("wait-" + std::to_string(i), PickQueue(b.snapshot()));
+    const int count = Chance(50) ? 1 : Pick(2, 8);
+    w.Priority(PickPriority()).Submit(Sec(Pick(0, 3600)));
+    w.Pods(count, OneOf<int64_t>({0, 1, 1, 2, 4, 8}))
+        .Cpu(Pick(0, 8) * 500)
+        .Memory(Pick(0, 16) * kGi);
+    if (Chance(10)) w.Selector("pool", "a");
+    if (Chance(10)) w.Tolerate("dedicated");
+    if (Chance(10)) w.Models({Chance(50) ? "H100" : "A100"});
+    if (Chance(10)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
+    const int total = w.get().TotalPods();
+    if (total > 1 && Chance(30)) w.MinMember(Pick(1, total));
+    if (Chance(15)) w.Suspended();
+    if (Chance(2)) w.Cpu(-1);
+    if (Chance(2)) w.MinMember(total + 1);
+  }
+}
+
+Snapshot GenSnapshot() {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  GenNodes(b, 1, 40);
+  GenQueues(b);
+  std::vector<NodeRoom> room = InitialRoom(b.snapshot());
+  GenRunning(b, room, 0, 30);
+  GenWaiting(b, 30);
+  return b.snapshot();
+}
+
+// --- Helpers for the checks. ---
+
+bool Holds(const Workload& w) {
+  return w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
+}
+bool Waits(const Workload& w) {
+  return w.state == WorkloadState::kPending || w.state == WorkloadState::kSuspended;
+}
+
+bool Tolerated(const Taint& t, const std::vector<Toleration>& tols) {
+  if (t.effect == TaintEffect::kPreferNoSchedule) return true;
+  for (const Toleration& tol : tols) {
+    if (tol.effect && *tol.effect != t.effect) continue;
+    if (tol.op == Toleration::Operator::kExists && (tol.key.empty() || tol.key == t.key))
+      return true;
+    if (tol.op == Toleration::Operator::kEqual && tol.key == t.key && tol.value == t.value)
+      return true;
+  }
+  return false;
+}
+
+bool Schedulable(const Node& n) {
+  return !n.unschedulable && n.gpus.size() <= static_cast<size_t>(kMaxGpusPerNode) &&
+         !n.allocatable.AnyNegative() && n.max_pods >= 0;
+}
+
+// Whether a pod of `ps` may ever run on `n`: schedulable, selector, taints, GPU model.
+bool Accepts(const Node& n, const PodSet& ps) {
+  if (!Schedulable(n)) return false;
+  for (const auto& [k, v] : ps.node_selector) {
+    const auto it =
+        std::find_if(n.labels.begin(), n.labels.end(), [&](const auto& l) { return l.first == k; });
+    if (it == n.labels.end() || it->second != v) return false;
+  }
+  for (const Taint& t : n.taints)
+    if (!Tolerated(t, ps.tolerations)) return false;
+  if (!ps.gpu_models.empty() && ps.request.gpu() > 0) {
+    if (n.gpus.empty()) return false;
+    if (std::find(ps.gpu_models.begin(), ps.gpu_models.end(), n.gpus.front().model) ==
+        ps.gpu_models.end())
+      return false;
+  }
+  return true;
+}
+
+// Binds and resumes alike: a workload and the pods placed for it.
+struct Admission {
+  WorkloadId workload;
+  const std::vector<PodAssignment>* pods;
+};
+std::vector<Admission> Admissions(const CycleResult& r) {
+  std::vector<Admission> out;
+  for (const BindDecision& d : r.binds) out.push_back({d.workload, &d.pods});
+  for (const ResumeDecision& d : r.resumes) out.push_back({d.workload, &d.pods});
+  return out;
+}
+
+Resources AdmittedRequest(const Workload& w, const Admission& a) {
+  Resources total;
+  for (const PodAssignment& p : *a.pods)
+    total += w.pod_sets[static_cast<size_t>(p.pod_set)].request;
+  return total;
+}
+
+constexpr const char* kStateNames[] = {"pending", "running", "preempting", "suspended"};
+
+std::string Dump(const Snapshot& s) {
+  std::ostringstream o;
+  o << "now " << s.now.count() / 1000 << "s\n";
+  for (const Node& n : s.nodes) {
+    o << "node " << n.name << " gpus " << n.gpus.size() << " healthy 0x" << std::hex
+      << HealthyMask(n) << std::dec << " cpu " << n.allocatable.cpu_milli() << " pods "
+      << n.max_pods << " block " << n.topology.block << (n.unschedulable ? " cordoned" : "")
+      << (n.taints.empty() ? "" : " tainted") << "\n";
+  }
+  for (const Queue& q : s.queues) {
+    const QueueResource& g = q.res(Resource::kGpu);
+    o << "queue " << q.name << " parent '" << q.parent << "' quota " << g.quota << " limit "
+      << g.limit << " lending " << g.lending_limit << " weight " << g.over_quota_weight << " prio "
+      << q.priority << " cpu quota " << q.res(Resource::kCpu).quota << " limit "
+      << q.res(Resource::kCpu).limit << "\n";
+  }
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    o << "workload #" << i << " " << w.name << " queue " << w.queue << " prio " << w.priority << " "
+      << kStateNames[static_cast<int>(w.state)] << " min " << w.min_member << " start "
+      << w.start_time.count() / 1000 << " pods";
+    for (const PodSet& ps : w.pod_sets) o << " " << ps.count << "x" << FormatResources(ps.request);
+    for (const PodPlacement& p : w.placements)
+      o << " @" << p.node.value << ":0x" << std::hex << p.gpu_mask << std::dec;
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string DumpResult(const Snapshot& s, const CycleResult& r) {
+  std::ostringstream o;
+  for (const BindDecision& d : r.binds) {
+    o << "bind " << s.workloads[d.workload.index()].name;
+    for (const PodAssignment& p : d.pods)
+      o << " @" << p.placement.node.value << ":0x" << std::hex << p.placement.gpu_mask << std::dec;
+    o << "\n";
+  }
+  for (const ResumeDecision& d : r.resumes)
+    o << "resume " << s.workloads[d.workload.index()].name << "\n";
+  for (const PreemptDecision& d : r.preemptions)
+    o << "preempt " << s.workloads[d.workload.index()].name << " " << PreemptReasonName(d.reason)
+      << "\n";
+  for (const PendingDecision& d : r.pending)
+    o << "pending " << s.workloads[d.workload.index()].name << " " << PendingReasonName(d.reason)
+      << ": " << d.message << "\n";
+  return o.str();
+}
+
+using Check = std::string (*)(const Snapshot&, const CycleResult&);
+
+// Runs one cycle on a few generated snapshots (a count that shrinks to one, so the default 100
+// cases cover several hundred snapshots) and applies `checks` to each result. A failing check
+// fails the case with its message, the snapshot and the decisions.
+void CheckCycles(Snapshot (*generate)(), std::initializer_list<Check> checks) {
+  const int rounds = Pick(1, 12);
+  for (int i = 0; i < rounds; ++i) {
+    const Snapshot s = generate();
+    const CycleResult r = Engine().Schedule(s);
+    for (Check check : checks) {
+      const std::string error = check(s, r);
+      if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    }
+  }
+}
+
+// --- a. No GPU is double-booked; binds use healthy GPUs on schedulable nodes, within capacity.
+
+std::string CheckNoDoubleBooking(const Snapshot& s, const CycleResult& r) {
+  std::vector<uint64_t> held(s.nodes.size(), 0);
+  std::vector<Resources> used(s.nodes.size());
+  std::vector<int32_t> pods(s.nodes.size(), 0);
+  for (const Workload& w : s.workloads) {
+    if (!Holds(w)) continue;
+    for (size_t i = 0; i < w.placements.size(); ++i) {
+      const size_t n = w.placements[i].node.index();
+      held[n] |= w.placements[i].gpu_mask;
+      used[n] += w.PlacementRequest(i);
+      ++pods[n];
+    }
+  }
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    for (const PodAssignment& p : *a.pods) {
+      const std::string who =
+          w.name + " pod " + std::to_string(p.pod_set) + "/" + std::to_string(p.replica);
+      if (!p.placement.node.valid() || p.placement.node.index() >= s.nodes.size())
+        return who + ": invalid node";
+      const size_t n = p.placement.node.index();
+      const Node& node = s.nodes[n];
+      const PodSet& ps = w.pod_sets.at(static_cast<size_t>(p.pod_set));
+      if (!Schedulable(node)) return who + ": on unschedulable node " + node.name;
+      if (!Accepts(node, ps)) return who + ": node " + node.name + " fails its constraints";
+      if ((p.placement.gpu_mask & ~HealthyMask(node)) != 0)
+        return who + ": unhealthy or missing GPU on " + node.name;
+      if ((p.placement.gpu_mask & held[n]) != 0) return who + ": GPU already held on " + node.name;
+      if (std::popcount(p.placement.gpu_mask) != ps.request.gpu())
+        return who + ": GPU count differs from its request";
+      held[n] |= p.placement.gpu_mask;
+      used[n] += ps.request;
+      ++pods[n];
+      if (used[n].cpu_milli() > node.allocatable.cpu_milli()) return who + ": cpu overcommitted";
+      if (used[n].memory_bytes() > node.allocatable.memory_bytes())
+        return who + ": memory overcommitted";
+      if (pods[n] > node.max_pods) return who + ": pod limit exceeded on " + node.name;
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, NoGpuDoubleBooked, ()) {
+  CheckCycles(GenSnapshot, {CheckNoDoubleBooking});
+}
+
+// --- b. No gang is partly placed: all pods, or at least min-member of them (the first ones).
+
+std::string CheckGangs(const Snapshot& s, const CycleResult& r) {
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    const int32_t total = w.TotalPods();
+    const int32_t placed = static_cast<int32_t>(a.pods->size());
+    const int32_t minimum = w.min_member > 0 ? w.min_member : total;
+    if (placed < minimum || placed > total)
+      return w.name + ": " + std::to_string(placed) + " pods placed of " + std::to_string(total) +
+             ", min-member " + std::to_string(w.min_member);
+    // The placed pods are the first `placed` in pod-set order, each once.
+    size_t k = 0;
+    for (size_t set = 0; set < w.pod_sets.size() && k < a.pods->size(); ++set) {
+      for (int32_t rep = 0; rep < w.pod_sets[set].count && k < a.pods->size(); ++rep, ++k) {
+        const PodAssignment& p = (*a.pods)[k];
+        if (p.pod_set != static_cast<int32_t>(set) || p.replica != rep)
+          return w.name + ": pods not the first ones in pod-set order";
+      }
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, NoGangPartlyPlaced, ()) { CheckCycles(GenSnapshot, {CheckGangs}); }
+
+// --- c. No queue exceeds its limit.
+// Usage is what the engine counts against a queue: running work of its subtree (preempting
+// work and this cycle's victims no longer count) plus this cycle's binds and resumes. A queue
+// may already be over its limit when the cycle starts (the limit was lowered); then nothing
+// that needs more of that resource may be admitted into it. Precisely, per valid queue and
+// resource with a limit: if anything admitted into the subtree requests the resource, usage
+// after the cycle is within the limit.
+
+std::string CheckLimits(const Snapshot& s, const CycleResult& r) {
+  const QueueTree tree(s.queues);
+  std::set<int32_t> victims;
+  for (const PreemptDecision& p : r.preemptions) victims.insert(p.workload.value);
+  std::vector<Resources> after(s.queues.size()), added(s.queues.size());
+  auto add = [&](const Workload& w, const Resources& req, bool admitted) {
+    for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a)) {
+      after[a.index()] += req;
+      if (admitted) added[a.index()] += req;
+    }
+  };
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    if (w.state == WorkloadState::kRunning && !victims.contains(static_cast<int32_t>(i)))
+      add(w, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())), false);
+  }
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    add(w, AdmittedRequest(w, a), true);
+  }
+  for (QueueId q : tree.top_down()) {
+    for (Resource res : kAllResources) {
+      const int64_t limit = tree.queue(q).res(res).limit;
+      if (limit == kUnlimited || added[q.index()][res] == 0) continue;
+      if (after[q.index()][res] > limit)
+        return "queue " + tree.queue(q).name + ": " + FormatQuantity(res, after[q.index()][res]) +
+               " after the cycle, limit " + FormatQuantity(res, limit);
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, NoQueueExceedsItsLimit, ()) {
+  CheckCycles(GenSnapshot, {CheckLimits});
+}
+
+// --- d. Reserved work is never preempted, except when it holds a failed GPU.
+
+std::string CheckReservedSafe(const Snapshot& s, const CycleResult& r) {
+  std::set<int32_t> seen;
+  for (const PreemptDecision& p : r.preemptions) {
+    const Workload& w = s.workloads[p.workload.index()];
+    if (!seen.insert(p.workload.value).second) return w.name + ": preempted twice";
+    if (w.state != WorkloadState::kRunning) return w.name + ": preempted but not running";
+    if (w.reserved() && p.reason != PreemptReason::kHardwareFault)
+      return w.name + ": reserved work preempted for " + std::string(PreemptReasonName(p.reason));
+    if (p.reason == PreemptReason::kHardwareFault) {
+      bool on_failed = false;
+      for (const PodPlacement& pl : w.placements)
+        on_failed |= (pl.gpu_mask & ~HealthyMask(s.nodes[pl.node.index()])) != 0;
+      if (!on_failed) return w.name + ": HardwareFault without a failed GPU";
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, ReservedNeverPreemptedExceptHardwareFault, ()) {
+  CheckCycles(GenSnapshot, {CheckReservedSafe});
+}
+
+// --- Also: victims are eligible. A Priority victim is lower-priority work of the preemptor's own
+// queue; a Reclaim victim is in another queue; neither is reserved, younger than the minimum
+// runtime, or preempted too often lately. The preemptor waits for them: it is pending with
+// WaitingForPreemption and names each of its victims.
+
+std::string CheckVictimsEligible(const Snapshot& s, const CycleResult& r) {
+  const EngineConfig cfg;
+  for (const PreemptDecision& p : r.preemptions) {
+    if (p.reason == PreemptReason::kHardwareFault) continue;
+    const Workload& v = s.workloads[p.workload.index()];
+    if (!p.preemptor.valid() || p.preemptor.index() >= s.workloads.size())
+      return v.name + ": preempted without a preemptor";
+    const Workload& pre = s.workloads[p.preemptor.index()];
+    if (p.reason == PreemptReason::kPriority &&
+        (v.queue != pre.queue || v.priority >= pre.priority))
+      return v.name + ": priority victim of " + pre.name + " not lower priority in its queue";
+    if (p.reason == PreemptReason::kReclaim && v.queue == pre.queue)
+      return v.name + ": reclaimed for its own queue";
+    if (v.reserved()) return v.name + ": reserved victim";
+    if (s.now - v.start_time < cfg.min_runtime) return v.name + ": victim below minimum runtime";
+    int32_t recent = 0;
+    for (Time t : v.recent_preemptions)
+      if (s.now - t < cfg.preemption_window) ++recent;
+    if (recent >= cfg.max_preemptions_per_window) return v.name + ": victim out of budget";
+    const std::string detail =
+        "victim " + v.name + " (" + std::string(PreemptReasonName(p.reason)) + ")";
+    const auto waits = std::find_if(r.pending.begin(), r.pending.end(), [&](const auto& d) {
+      return d.workload == p.preemptor && d.reason == PendingReason::kWaitingForPreemption &&
+             std::find(d.details.begin(), d.details.end(), detail) != d.details.end();
+    });
+    if (waits == r.pending.end()) return pre.name + " does not wait for its victim " + v.name;
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, VictimsAreEligible, ()) {
+  CheckCycles(GenSnapshot, {CheckVictimsEligible});
+}
+
+// --- Also: no needless preemption. A single-pod preemptor that would fit on capacity that is
+// free at the end of the cycle plus capacity already on its way back when the cycle began
+// (victims in their grace period, work on failed GPUs) must wait for that rather than evict
+// more. Free capacity only shrinks during a cycle and released capacity only grows, so the
+// preemptor had at least this much room at its turn; for a single pod, placement finds a node
+// whenever one fits, so this can fail only when the engine preempts with room in hand.
+
+std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
+  std::vector<NodeRoom> free = InitialRoom(s), back(s.nodes.size());
+  for (size_t n = 0; n < s.nodes.size(); ++n) free[n].gpus &= HealthyMask(s.nodes[n]);
+  auto take = [&](NodeRoom& room, const PodPlacement& p, const Resources& req) {
+    room.gpus &= ~p.gpu_mask;
+    room.cpu -= req.cpu_milli();
+    room.memory -= req.memory_bytes();
+    room.pods -= 1;
+  };
+  auto give = [&](NodeRoom& room, const PodPlacement& p, const Resources& req) {
+    room.gpus |= p.gpu_mask & HealthyMask(s.nodes[p.node.index()]);
+    room.cpu += req.cpu_milli();
+    room.memory += req.memory_bytes();
+    room.pods += 1;
+  };
+  std::set<int32_t> faulted;
+  for (const PreemptDecision& p : r.preemptions)
+    if (p.reason == PreemptReason::kHardwareFault) faulted.insert(p.workload.value);
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    if (!Holds(w)) continue;
+    const bool returning =
+        w.state == WorkloadState::kPreempting || faulted.contains(static_cast<int32_t>(i));
+    for (size_t k = 0; k < w.placements.size(); ++k) {
+      const PodPlacement& p = w.placements[k];
+      take(free[p.node.index()], p, w.PlacementRequest(k));
+      if (returning) give(back[p.node.index()], p, w.PlacementRequest(k));
+    }
+  }
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    for (const PodAssignment& p : *a.pods)
+      take(free[p.placement.node.index()], p.placement,
+           w.pod_sets[static_cast<size_t>(p.pod_set)].request);
+  }
+  std::set<int32_t> preemptors;
+  for (const PreemptDecision& p : r.preemptions)
+    if (p.reason != PreemptReason::kHardwareFault) preemptors.insert(p.preemptor.value);
+  for (int32_t id : preemptors) {
+    const Workload& w = s.workloads[static_cast<size_t>(id)];
+    if (w.TotalPods() != 1) continue;
+    const PodSet& ps = w.pod_sets.front();
+    for (size_t n = 0; n < s.nodes.size(); ++n) {
+      if (!Accepts(s.nodes[n], ps)) continue;
+      if (std::popcount(free[n].gpus | back[n].gpus) >= ps.request.gpu() &&
+          free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
+          free[n].memory + back[n].memory >= ps.request.memory_bytes() &&
+          free[n].pods + back[n].pods >= 1)
+        return w.name + " preempted although node " + s.nodes[n].name + " had room for it";
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, NoNeedlessPreemption, ()) {
+  CheckCycles(GenSnapshot, {CheckNoNeedlessPreemption});
+}
+
+// --- Also: running work on a failed GPU is preempted with HardwareFault, whatever its queue.
+
+std::string CheckHardwareFaults(const Snapshot& s, const CycleResult& r) {
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    if (w.state != WorkloadState::kRunning) continue;
+    bool on_failed = false;
+    for (const PodPlacement& pl : w.placements)
+      on_failed |= (pl.gpu_mask & ~HealthyMask(s.nodes[pl.node.index()])) != 0;
+    if (!on_failed) continue;
+    const bool faulted =
+        std::any_of(r.preemptions.begin(), r.preemptions.end(), [&](const auto& p) {
+          return p.workload.index() == i && p.reason == PreemptReason::kHardwareFault;
+        });
+    if (!faulted) return w.name + " holds a failed GPU but was not preempted for it";
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, WorkOnFailedGpuIsPreempted, ()) {
+  CheckCycles(GenSnapshot, {CheckHardwareFaults});
+}
+
+// --- Also: reserved work stays within quota. Reserved work is admitted only while its (leaf)
+// queue stays within quota for each managed resource it requests. So once reserved work
+// requesting a resource is admitted into a queue, the reserved work there (running, not
+// preempted, plus admitted) fits the queue's quota of that resource. (Reserved work already
+// beyond quota before the cycle, after a quota cut, may stay; then no reserved work that needs
+// more of the resource is admitted.) Parents' quotas do not bound their children's reserved
+// work: a department borrowing through one team must not stop another team's guaranteed work.
+
+std::string CheckReservedWithinQuota(const Snapshot& s, const CycleResult& r) {
+  const QueueTree tree(s.queues);
+  std::set<int32_t> victims;
+  for (const PreemptDecision& p : r.preemptions) victims.insert(p.workload.value);
+  std::vector<Resources> reserved(s.queues.size()), admitted(s.queues.size());
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    const QueueId q = tree.Find(w.queue);
+    if (q.valid() && w.reserved() && w.state == WorkloadState::kRunning &&
+        !victims.contains(static_cast<int32_t>(i)))
+      reserved[q.index()] += w.RequestOfFirst(static_cast<int32_t>(w.placements.size()));
+  }
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    const QueueId q = tree.Find(w.queue);
+    if (!w.reserved() || !q.valid()) continue;
+    reserved[q.index()] += AdmittedRequest(w, a);
+    admitted[q.index()] += AdmittedRequest(w, a);
+  }
+  for (QueueId q : tree.top_down()) {
+    for (Resource res : kAllResources) {
+      if (!tree.managed(res) || admitted[q.index()][res] == 0) continue;
+      if (reserved[q.index()][res] > tree.queue(q).res(res).quota)
+        return "queue " + tree.queue(q).name + ": reserved work holds " +
+               FormatQuantity(res, reserved[q.index()][res]) + ", quota " +
+               FormatQuantity(res, tree.queue(q).res(res).quota);
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, ReservedWorkStaysWithinQuota, ()) {
+  CheckCycles(GenSnapshot, {CheckReservedWithinQuota});
+}
+
+// --- e. Reclaim within one cycle.
+//
+// For a waiting workload W in leaf queue Q, the engine must act (bind W, preempt someone, or
+// make W wait for preemption) when all of these hold at the start of the cycle:
+//   1. W is valid, has exactly one pod, and is pending or suspended; Q is a valid leaf queue.
+//   2. W fits Q's quota and limit, and every ancestor's: usage + W's request <= quota (every
+//      managed resource) and <= limit (every resource with a limit). Then W is served in the
+//      deserved pass, within quota, so it may reclaim; and it is not borrowing, so no lending
+//      limit applies.
+//   3. No other workload waits in Q's tree (the subtree of Q's root): nothing else admitted in
+//      this cycle can use up Q's or an ancestor's quota before W's turn, and no earlier
+//      workload of Q can have cached a failed victim search for W's shape.
+//   4. Some node N accepts W's pod (schedulable, selector, taints, model) and holds reclaimable
+//      work whose pods on N alone release enough for W (healthy GPUs, cpu, memory, a pod
+//      slot): running, elastic, past the minimum runtime, under its preemption budget, in a
+//      valid leaf queue other than Q that holds more GPUs than its quota.
+// Free capacity is not counted in 4, so binds of other queues earlier in the cycle cannot
+// invalidate it; the only things that can change before W's turn are preemptions (which satisfy
+// the conclusion) and binds into the borrowing queues (which keep them borrowing).
+
+struct ReclaimCheck {
+  int applicable = 0;
+  std::string error;
+};
+
+ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineConfig& cfg) {
+  ReclaimCheck out;
+  if (!cfg.reclaim_enabled) return out;
+  const QueueTree tree(s.queues);
+  std::vector<Resources> usage(s.queues.size());
+  for (const Workload& w : s.workloads) {
+    if (w.state != WorkloadState::kRunning) continue;
+    for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a))
+      usage[a.index()] += w.RequestOfFirst(static_cast<int32_t>(w.placements.size()));
+  }
+  auto root_of = [&](QueueId q) {
+    while (tree.parent(q).valid()) q = tree.parent(q);
+    return q;
+  };
+  auto is_protected = [&](const Workload& v) {
+    if (v.reserved() || s.now - v.start_time < cfg.min_runtime) return true;
+    int32_t recent = 0;
+    for (Time t : v.recent_preemptions)
+      if (s.now - t < cfg.preemption_window) ++recent;
+    return recent >= cfg.max_preemptions_per_window;
+  };
+
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    const WorkloadId id{static_cast<int32_t>(i)};
+    // 1.
+    if (!Waits(w) || !ValidateWorkload(w).empty() || w.TotalPods() != 1) continue;
+    const QueueId q = tree.Find(w.queue);
+    if (!q.valid() || !tree.valid(q) || !tree.leaf(q)) continue;
+    const PodSet& ps = w.pod_sets.front();
+    const Resources req = ps.request;
+    // 2.
+    bool fits_quota = true;
+    for (QueueId a = q; a.valid(); a = tree.parent(a)) {
+      for (Resource res : kAllResources) {
+        const QueueResource& qr = tree.queue(a).res(res);
+        if (req[res] == 0) continue;
+        if (tree.managed(res) && usage[a.index()][res] + req[res] > qr.quota) fits_quota = false;
+        if (qr.limit != kUnlimited && usage[a.index()][res] + req[res] > qr.limit)
+          fits_quota = false;
+      }
+    }
+    if (!fits_quota) continue;
+    // 3.
+    const QueueId root = root_of(q);
+    bool alone = true;
+    for (size_t j = 0; j < s.workloads.size(); ++j) {
+      if (j == i || !Waits(s.workloads[j])) continue;
+      const QueueId other = tree.Find(s.workloads[j].queue);
+      if (other.valid() && tree.valid(other) && root_of(other) == root) alone = false;
+    }
+    if (!alone) continue;
+    // 4.
+    std::vector<Resources> releasable(s.nodes.size());
+    std::vector<int32_t> releasable_pods(s.nodes.size(), 0);
+    for (const Workload& v : s.workloads) {
+      if (v.state != WorkloadState::kRunning || is_protected(v)) continue;
+      const QueueId o = tree.Find(v.queue);
+      if (!o.valid() || o == q || !tree.valid(o) || !tree.leaf(o)) continue;
+      if (usage[o.index()].gpu() <= tree.queue(o).res(Resource::kGpu).quota) continue;
+      for (size_t p = 0; p < v.placements.size(); ++p) {
+        const size_t n = v.placements[p].node.index();
+        Resources rel = v.PlacementRequest(p);
+        rel[Resource::kGpu] = std::popcount(v.placements[p].gpu_mask & HealthyMask(s.nodes[n]));
+        releasable[n] += rel;
+        ++releasable_pods[n];
+      }
+    }
+    bool room = false;
+    for (size_t n = 0; n < s.nodes.size() && !room; ++n)
+      room = releasable_pods[n] > 0 && Accepts(s.nodes[n], ps) && req.FitsIn(releasable[n]);
+    if (!room) continue;
+
+    ++out.applicable;
+    bool acted = !r.preemptions.empty();
+    for (const Admission& a : Admissions(r)) acted |= a.workload == id;
+    for (const PendingDecision& p : r.pending)
+      acted |= p.workload == id && p.reason == PendingReason::kWaitingForPreemption;
+    if (!acted) {
+      out.error = w.name + " in queue " + w.queue +
+                  " is within quota and could reclaim, but nothing was done";
+      return out;
+    }
+  }
+  return out;
+}
+
+int reclaim_applicable = 0;  // workloads property e applied to, in the current case
+
+std::string CheckReclaimDefault(const Snapshot& s, const CycleResult& r) {
+  const ReclaimCheck c = CheckReclaim(s, r, EngineConfig{});
+  reclaim_applicable += c.applicable;
+  return c.error;
+}
+
+RC_GTEST_PROP(EngineProperty, ReclaimWithinOneCycle, ()) {
+  reclaim_applicable = 0;
+  CheckCycles(GenSnapshot, {CheckReclaimDefault});
+  RC_TAG(reclaim_applicable > 0 ? "reclaim applies" : "reclaim does not apply");
+}
+
+// A generator aimed at property e: a few queues, borrowers holding most of the cluster, one
+// queue below its quota with a single-pod workload waiting, and other work waiting elsewhere.
+Snapshot GenReclaimSnapshot() {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  const int nodes = Pick(1, 6);
+  for (int i = 0; i < nodes; ++i) {
+    auto n = b.Node("n" + std::to_string(i), OneOf<int>({4, 8, 8}));
+    if (Chance(15)) n.Unhealthy({0});
+    if (Chance(10)) n.Taint("dedicated", "infer");
+    if (Chance(10)) n.Cpu(Pick(4, 16) * 1000);
+  }
+  const bool nested = Chance(40);
+  if (nested) b.Queue("dept").Quota(Pick(0, 24));
+  b.Queue("owner", nested ? "dept" : "").Quota(Pick(1, 16));
+  b.Queue("borrower-1").Quota(Pick(0, 2));
+  b.Queue("borrower-2", nested && Chance(50) ? "dept" : "").Quota(Pick(0, 2)).Lending(Pick(0, 2));
+  b.Queue("other").Quota(Pick(0, 8));
+  std::vector<NodeRoom> room = InitialRoom(b.snapshot());
+  const std::vector<std::string> holders = {"borrower-1", "borrower-2", "borrower-1", "owner",
+                                            "other"};
+  GenRunning(b, room, 4, 16, &holders);
+  auto w = b.Workload("want", "owner");
+  w.Priority(OneOf<int32_t>({0, 10, 50, 100})).Pods(1, OneOf<int64_t>({1, 1, 2, 4, 8}));
+  if (Chance(20)) w.Cpu(Pick(1, 4) * 500);
+  if (Chance(15)) w.Tolerate("dedicated");
+  if (Chance(15)) w.Suspended();
+  for (int i = Pick(0, 3); i > 0; --i)
+    b.Workload("elsewhere-" + std::to_string(i), OneOf<std::string>({"other", "borrower-1"}))
+        .Pods(Pick(1, 3), Pick(1, 8))
+        .Priority(PickPriority());
+  return b.snapshot();
+}
+
+RC_GTEST_PROP(EngineProperty, ReclaimWithinOneCycleTargeted, ()) {
+  reclaim_applicable = 0;
+  CheckCycles(GenReclaimSnapshot, {CheckReclaimDefault});
+  RC_TAG(reclaim_applicable > 0 ? "reclaim applies" : "reclaim does not apply");
+}
+
+// --- f. Determinism: the same snapshot gives the same decisions.
+
+std::string CheckDeterministic(const Snapshot& s, const CycleResult& first) {
+  const CycleResult again = Engine().Schedule(s);
+  if (!(first.binds == again.binds)) return "binds differ";
+  if (!(first.resumes == again.resumes)) return "resumes differ";
+  if (!(first.preemptions == again.preemptions)) return "preemptions differ";
+  if (!(first.pending == again.pending)) return "pending decisions differ";
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, Deterministic, ()) { CheckCycles(GenSnapshot, {CheckDeterministic}); }
+
+// --- g. Every waiting workload gets exactly one decision; running work none of these.
+
+std::string CheckOneDecisionEach(const Snapshot& s, const CycleResult& r) {
+  std::vector<int> binds(s.workloads.size(), 0), resumes(s.workloads.size(), 0),
+      pending(s.workloads.size(), 0);
+  for (const BindDecision& d : r.binds) ++binds.at(d.workload.index());
+  for (const ResumeDecision& d : r.resumes) ++resumes.at(d.workload.index());
+  for (const PendingDecision& d : r.pending) ++pending.at(d.workload.index());
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    const int total = binds[i] + resumes[i] + pending[i];
+    if (Waits(w) && total != 1)
+      return w.name + ": " + std::to_string(total) + " decisions for a waiting workload";
+    if (!Waits(w) && total != 0) return w.name + ": running work got a bind, resume or pending";
+    if (w.state == WorkloadState::kPending && resumes[i] != 0) return w.name + ": resumed";
+    if (w.state == WorkloadState::kSuspended && binds[i] != 0) return w.name + ": bound";
+  }
+  return {};
+}
+
+// Queue positions: a pending workload of a valid leaf queue is numbered among its queue's
+// pending workloads 1, 2, ... in queue order (priority, then submit time, then name); work that
+// never entered a queue (bad spec, unknown, invalid or non-leaf queue) has position 0. Every
+// pending decision explains itself.
+std::string CheckQueuePositions(const Snapshot& s, const CycleResult& r) {
+  const QueueTree tree(s.queues);
+  std::map<int32_t, std::vector<const PendingDecision*>> by_queue;
+  for (const PendingDecision& p : r.pending) {
+    const Workload& w = s.workloads[p.workload.index()];
+    if (p.message.empty()) return w.name + ": pending without a message";
+    const QueueId q = tree.Find(w.queue);
+    const bool queued = ValidateWorkload(w).empty() && q.valid() && tree.valid(q) && tree.leaf(q);
+    if (!queued) {
+      if (p.queue_position != 0) return w.name + ": position in no queue";
+      continue;
+    }
+    by_queue[q.value].push_back(&p);
+  }
+  for (auto& [q, list] : by_queue) {
+    std::sort(list.begin(), list.end(), [&](const PendingDecision* a, const PendingDecision* b) {
+      const Workload& x = s.workloads[a->workload.index()];
+      const Workload& y = s.workloads[b->workload.index()];
+      return std::tuple(-x.priority, x.submit_time, x.name, a->workload) <
+             std::tuple(-y.priority, y.submit_time, y.name, b->workload);
+    });
+    for (size_t i = 0; i < list.size(); ++i)
+      if (list[i]->queue_position != static_cast<int32_t>(i + 1))
+        return s.workloads[list[i]->workload.index()].name + ": queue position " +
+               std::to_string(list[i]->queue_position) + ", expected " + std::to_string(i + 1);
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, EveryWaitingWorkloadGetsOneDecision, ()) {
+  CheckCycles(GenSnapshot, {CheckOneDecisionEach, CheckQueuePositions});
+}
+
+// --- Several cycles in a row, each applying the last one's decisions: admitted work runs,
+// victims spend one cycle preempting and are then suspended, some running work finishes. This
+// reaches states the generators do not build directly (preemptors waiting on their victims,
+// suspended victims coming back), and every cycle must pass every check above.
+
+constexpr Check kAllChecks[] = {CheckNoDoubleBooking, CheckGangs,
+                                CheckLimits,          CheckReservedSafe,
+                                CheckVictimsEligible, CheckNoNeedlessPreemption,
+                                CheckHardwareFaults,  CheckReservedWithinQuota,
+                                CheckDeterministic,   CheckOneDecisionEach,
+                                CheckQueuePositions};
+
+Snapshot NextSnapshot(const Snapshot& s, const CycleResult& r) {
+  Snapshot next = s;
+  next.now = s.now + Sec(60);
+  for (Workload& w : next.workloads) {  // last cycle's victims are gone now
+    if (w.state != WorkloadState::kPreempting) continue;
+    w.state = WorkloadState::kSuspended;
+    w.placements.clear();
+  }
+  auto start = [&](WorkloadId id, const std::vector<PodAssignment>& pods) {
+    Workload& w = next.workloads[id.index()];
+    w.state = WorkloadState::kRunning;
+    w.start_time = s.now;
+    w.placements.clear();
+    for (const PodAssignment& a : pods) w.placements.push_back(a.placement);
+  };
+  for (const BindDecision& d : r.binds) start(d.workload, d.pods);
+  for (const ResumeDecision& d : r.resumes) start(d.workload, d.pods);
+  for (const PreemptDecision& d : r.preemptions) {
+    Workload& w = next.workloads[d.workload.index()];
+    w.state = WorkloadState::kPreempting;
+    if (d.reason != PreemptReason::kHardwareFault) w.recent_preemptions.push_back(s.now);
+  }
+  std::vector<Workload> kept;
+  for (Workload& w : next.workloads)
+    if (!(w.state == WorkloadState::kRunning && Chance(10))) kept.push_back(std::move(w));
+  next.workloads = std::move(kept);
+  return next;
+}
+
+RC_GTEST_PROP(EngineProperty, SeveralCyclesInARow, ()) {
+  Snapshot s = *rc::gen::inRange(0, 2) == 0 ? GenSnapshot() : GenReclaimSnapshot();
+  const int cycles = Pick(2, 6);
+  bool preempting_waiter = false;  // a cycle where a preemptor waits on victims in grace
+  for (int c = 0; c < cycles; ++c) {
+    const CycleResult r = Engine().Schedule(s);
+    for (const PendingDecision& p : r.pending)
+      preempting_waiter |= p.reason == PendingReason::kWaitingForPreemption && p.details.empty();
+    for (Check check : kAllChecks) {
+      const std::string error = check(s, r);
+      if (!error.empty())
+        RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, r));
+    }
+    s = NextSnapshot(s, r);
+  }
+  RC_TAG(preempting_waiter ? "waits on victims in grace" : "no wait on victims in grace");
+}
+
+// All of the above on the reclaim-heavy snapshots too, which preempt far more often.
+RC_GTEST_PROP(EngineProperty, AllPropertiesOnReclaimSnapshots, ()) {
+  const int rounds = Pick(1, 30);  // small snapshots: many per case
+  for (int i = 0; i < rounds; ++i) {
+    const Snapshot s = GenReclaimSnapshot();
+    const CycleResult r = Engine().Schedule(s);
+    for (Check check : kAllChecks) {
+      const std::string error = check(s, r);
+      if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chamber::core

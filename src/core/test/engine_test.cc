@@ -1,0 +1,778 @@
+#include "core/engine.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/test/snapshot_builder.h"
+
+namespace chamber::core {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using testing::Mask;
+using testing::Sec;
+using testing::SnapshotBuilder;
+using ::testing::UnorderedElementsAre;
+
+constexpr int kGpu = static_cast<int>(Resource::kGpu);
+
+class EngineTest : public ::testing::Test {
+ protected:
+  CycleResult Run(const EngineConfig& cfg = {}) {
+    result_ = Engine(cfg).Schedule(b_.snapshot());
+    return result_;
+  }
+  const BindDecision* Bind(const std::string& w) const {
+    for (const BindDecision& d : result_.binds)
+      if (d.workload == b_.id(w)) return &d;
+    return nullptr;
+  }
+  const ResumeDecision* Resume(const std::string& w) const {
+    for (const ResumeDecision& d : result_.resumes)
+      if (d.workload == b_.id(w)) return &d;
+    return nullptr;
+  }
+  const PendingDecision* Pending(const std::string& w) const {
+    for (const PendingDecision& d : result_.pending)
+      if (d.workload == b_.id(w)) return &d;
+    return nullptr;
+  }
+  const PreemptDecision* Preempt(const std::string& w) const {
+    for (const PreemptDecision& d : result_.preemptions)
+      if (d.workload == b_.id(w)) return &d;
+    return nullptr;
+  }
+  const QueueStatus& Status(const std::string& q) const {
+    for (const QueueStatus& s : result_.queues)
+      if (s.name == q) return s;
+    throw std::logic_error("no queue " + q);
+  }
+  std::vector<std::string> Names(const std::vector<WorkloadId>& ids) const {
+    std::vector<std::string> out;
+    for (WorkloadId id : ids) out.push_back(b_.snapshot().workloads[id.index()].name);
+    return out;
+  }
+  std::vector<std::string> Bound() const {
+    std::vector<WorkloadId> ids;
+    for (const BindDecision& d : result_.binds) ids.push_back(d.workload);
+    return Names(ids);
+  }
+  std::vector<std::string> Preempted() const {
+    std::vector<WorkloadId> ids;
+    for (const PreemptDecision& d : result_.preemptions) ids.push_back(d.workload);
+    return Names(ids);
+  }
+  // Turns a bind of this cycle into a running workload started at `start`.
+  void MakeRunning(const std::string& w, Time start) {
+    const BindDecision* d = Bind(w);
+    ASSERT_NE(d, nullptr) << w << " was not bound";
+    Workload& work = b_.snapshot().workloads[b_.id(w).index()];
+    work.state = WorkloadState::kRunning;
+    work.start_time = start;
+    work.placements.clear();
+    for (const PodAssignment& a : d->pods) work.placements.push_back(a.placement);
+  }
+  Workload& W(const std::string& w) { return b_.snapshot().workloads[b_.id(w).index()]; }
+
+  SnapshotBuilder b_;
+  CycleResult result_;
+};
+
+TEST_F(EngineTest, BindsWhatFits) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("ml/a", "team-a").Pods(1, 4);
+  b_.Workload("ml/b", "team-a").Pods(2, 2).Submit(Sec(1));
+  Run();
+  EXPECT_THAT(result_.pending, IsEmpty());
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  ASSERT_THAT(Bound(), ElementsAre("ml/a", "ml/b"));
+  const BindDecision& a = *Bind("ml/a");
+  ASSERT_EQ(a.pods.size(), 1u);
+  EXPECT_EQ(a.pods[0].placement, (PodPlacement{NodeId{0}, Mask(0, 4)}));
+  EXPECT_FALSE(a.borrowing);
+  const BindDecision& b = *Bind("ml/b");
+  ASSERT_EQ(b.pods.size(), 2u);
+  EXPECT_EQ(b.pods[0].placement.gpu_mask | b.pods[1].placement.gpu_mask, Mask(4, 4));
+  EXPECT_EQ(b.pods[1].replica, 1);
+  EXPECT_EQ(Status("team-a").allocated.gpu(), 8);
+  EXPECT_EQ(Status("team-a").running_workloads, 2);
+  EXPECT_EQ(result_.stats.workloads_considered, 2);
+}
+
+TEST_F(EngineTest, BindBeyondQuotaIsBorrowing) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(2);
+  b_.Workload("ml/a", "team-a").Pods(1, 4);
+  Run();
+  ASSERT_NE(Bind("ml/a"), nullptr);
+  EXPECT_TRUE(Bind("ml/a")->borrowing);
+  EXPECT_EQ(Status("team-a").borrowed.gpu(), 2);
+}
+
+TEST_F(EngineTest, GangIsAllOrNothing) {
+  b_.Node("n0", 8);
+  b_.Node("n1", 8).Unhealthy({7});  // room for 15 single-GPU pods
+  b_.Queue("team-a").Quota(16);
+  b_.Workload("ml/gang", "team-a").Pods(16, 1);
+  Run();
+  EXPECT_THAT(result_.binds, IsEmpty());
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  const PendingDecision* p = Pending("ml/gang");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(p->message, "gang of 16 pods (16 gpu) does not fit at once: room for 15 of its pods");
+  EXPECT_THAT(p->details, ElementsAre("pod set ps0: 2 nodes have room for 15 of its 16 pods"));
+  EXPECT_EQ(p->queue_position, 1);
+}
+
+TEST_F(EngineTest, MinMemberBindsPartialGang) {
+  b_.Node("n0", 8);
+  b_.Node("n1", 8).Unhealthy({7});
+  b_.Queue("team-a").Quota(16);
+  b_.Workload("ml/elastic", "team-a").Pods(16, 1).MinMember(12);
+  Run();
+  const BindDecision* d = Bind("ml/elastic");
+  ASSERT_NE(d, nullptr);
+  ASSERT_EQ(d->pods.size(), 12u);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(d->pods[i].pod_set, 0);
+    EXPECT_EQ(d->pods[i].replica, i);
+  }
+  EXPECT_EQ(Status("team-a").allocated.gpu(), 12);
+}
+
+TEST_F(EngineTest, MinMemberAboveRoomBindsNothing) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(16);
+  b_.Workload("ml/elastic", "team-a").Pods(16, 1).MinMember(9);
+  Run();
+  EXPECT_THAT(result_.binds, IsEmpty());
+  ASSERT_NE(Pending("ml/elastic"), nullptr);
+  EXPECT_EQ(Pending("ml/elastic")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Pending("ml/elastic")->message,
+            "gang of 9 pods (9 gpu) does not fit at once: room for 8 of its pods");
+}
+
+// Queue team-a has quota 8 and is idle, team-b has none and borrows all 8 GPUs. When team-a
+// submits, team-b's work is reclaimed; team-a waits until it is gone, then binds.
+TEST_F(EngineTest, BorrowThenReclaim) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Queue("team-b").Quota(0);
+  b_.Workload("team-b/w1", "team-b").Pods(1, 4);
+  b_.Workload("team-b/w2", "team-b").Pods(1, 4).Submit(Sec(1));
+
+  // Cycle 0: team-b borrows everything.
+  Run();
+  ASSERT_THAT(Bound(), ElementsAre("team-b/w1", "team-b/w2"));
+  EXPECT_TRUE(Bind("team-b/w1")->borrowing);
+  EXPECT_TRUE(Bind("team-b/w2")->borrowing);
+  EXPECT_EQ(Status("team-b").borrowed.gpu(), 8);
+  EXPECT_EQ(Status("team-b").fair_share[kGpu], 8);
+  EXPECT_EQ(Status("team-a").lent.gpu(), 8);
+  EXPECT_EQ(Status("team-a").fair_share[kGpu], 0);
+  MakeRunning("team-b/w1", Sec(0));
+  MakeRunning("team-b/w2", Sec(0));
+
+  // Cycle 1: team-a wants its quota back.
+  b_.Workload("team-a/train", "team-a").Pods(1, 8).Submit(Sec(3000));
+  Run();
+  EXPECT_THAT(result_.binds, IsEmpty());
+  ASSERT_THAT(Preempted(), ElementsAre("team-b/w1", "team-b/w2"));
+  for (const PreemptDecision& v : result_.preemptions) {
+    EXPECT_EQ(v.reason, PreemptReason::kReclaim);
+    EXPECT_EQ(v.preemptor, b_.id("team-a/train"));
+    EXPECT_EQ(v.grace_seconds, 30);
+    EXPECT_DOUBLE_EQ(v.gpu_hours_lost, 4.0);  // 4 GPUs for an hour, never checkpointed
+    EXPECT_EQ(v.message, "reclaimed for team-a/train: queue team-a is below its quota");
+  }
+  const PendingDecision* p = Pending("team-a/train");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->reason, PendingReason::kWaitingForPreemption);
+  EXPECT_EQ(p->message, "preempting 2 workloads to make room");
+  EXPECT_THAT(p->details, ElementsAre("victim team-b/w1 (Reclaim)", "victim team-b/w2 (Reclaim)"));
+  EXPECT_EQ(Status("team-b").allocated.gpu(), 0);  // victims no longer count
+  EXPECT_EQ(Status("team-b").running_workloads, 0);
+
+  // Cycle 2: the victims are in their grace period. Nothing new is preempted.
+  W("team-b/w1").state = WorkloadState::kPreempting;
+  W("team-b/w2").state = WorkloadState::kPreempting;
+  Run();
+  EXPECT_THAT(result_.binds, IsEmpty());
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  p = Pending("team-a/train");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->reason, PendingReason::kWaitingForPreemption);
+  EXPECT_EQ(p->message, "waiting for capacity that preempted workloads are releasing");
+
+  // Cycle 3: the victims are gone.
+  W("team-b/w1").state = WorkloadState::kSuspended;
+  W("team-b/w1").placements.clear();
+  W("team-b/w2").state = WorkloadState::kSuspended;
+  W("team-b/w2").placements.clear();
+  Run();
+  ASSERT_THAT(Bound(), ElementsAre("team-a/train"));
+  EXPECT_FALSE(Bind("team-a/train")->borrowing);
+  EXPECT_EQ(Bind("team-a/train")->pods[0].placement.gpu_mask, Mask(0, 8));
+  EXPECT_THAT(result_.resumes, IsEmpty());
+  ASSERT_NE(Pending("team-b/w1"), nullptr);
+  EXPECT_EQ(Pending("team-b/w1")->reason, PendingReason::kNoNodeFits);
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+}
+
+TEST_F(EngineTest, ReclaimTakesOnlyWhatIsNeeded) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Queue("team-b");
+  b_.Workload("team-b/small", "team-b").Pods(1, 2).Running("n0", Mask(0, 2));
+  b_.Workload("team-b/big", "team-b").Pods(1, 6).Running("n0", Mask(2, 6));
+  b_.Workload("team-a/two", "team-a").Pods(1, 2);
+  Run();
+  EXPECT_THAT(Preempted(), ElementsAre("team-b/small"));
+  EXPECT_EQ(Pending("team-a/two")->reason, PendingReason::kWaitingForPreemption);
+  EXPECT_EQ(Pending("team-a/two")->message, "preempting 1 workload to make room");
+}
+
+TEST_F(EngineTest, PriorityPreemptionWithinQueue) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("team-a/low", "team-a").Priority(0).Pods(1, 8).Running("n0", Mask(0, 8));
+  b_.Workload("team-a/high", "team-a").Priority(50).Pods(1, 8);
+  b_.Workload("team-a/same", "team-a").Priority(0).Pods(1, 8);
+  Run();
+  ASSERT_THAT(Preempted(), ElementsAre("team-a/low"));
+  const PreemptDecision& v = *Preempt("team-a/low");
+  EXPECT_EQ(v.reason, PreemptReason::kPriority);
+  EXPECT_EQ(v.preemptor, b_.id("team-a/high"));
+  EXPECT_EQ(v.message, "preempted by team-a/high (priority 50 over 0)");
+  EXPECT_EQ(Pending("team-a/high")->reason, PendingReason::kWaitingForPreemption);
+  EXPECT_THAT(Pending("team-a/high")->details, ElementsAre("victim team-a/low (Priority)"));
+  // Equal priority never preempts, and work beyond its fair share does not wait on the room
+  // that victims release for others.
+  EXPECT_EQ(Pending("team-a/same")->reason, PendingReason::kNoNodeFits);
+}
+
+// The cycle after a priority preemption: the victim is releasing the room, and the preemptor
+// (beyond its fair share, so served in pass 2) must wait for it rather than evict more work.
+TEST_F(EngineTest, PreemptorWaitsForItsVictimInsteadOfPreemptingMore) {
+  b_.Node("n0", 8);
+  b_.Node("n1", 8);
+  b_.Node("n2", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Queue("team-b").Quota(8);
+  b_.Workload("a/low", "team-a").Pods(1, 8).Running("n0", Mask(0, 8)).Preempting();
+  b_.Workload("a/low2", "team-a").Pods(1, 8).Running("n1", Mask(0, 8));
+  b_.Workload("a/high", "team-a").Priority(50).Pods(1, 8);
+  b_.Workload("b/run", "team-b").Pods(1, 8).Running("n2", Mask(0, 8));
+  b_.Workload("b/huge", "team-b").Pods(1, 16);
+  Run();
+  // Shares: 12 each; team-a holds 8 and a/high would take it to 16, so it is served in pass 2.
+  ASSERT_DOUBLE_EQ(Status("team-a").fair_share[kGpu], 12);
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  ASSERT_NE(Pending("a/high"), nullptr);
+  EXPECT_EQ(Pending("a/high")->reason, PendingReason::kWaitingForPreemption);
+}
+
+TEST_F(EngineTest, EqualPriorityDoesNotPreempt) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("team-a/old", "team-a").Priority(10).Pods(1, 8).Running("n0", Mask(0, 8));
+  b_.Workload("team-a/new", "team-a").Priority(10).Pods(1, 8);
+  Run();
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  EXPECT_EQ(Pending("team-a/new")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Pending("team-a/new")->message,
+            "no node fits a pod of 8 gpu: 1 node too few free GPUs");
+}
+
+TEST_F(EngineTest, ReservedIsNeverPreempted) {
+  b_.Node("n0", 8);
+  b_.Node("n1", 8);
+  b_.Queue("team-a").Quota(16);
+  b_.Queue("team-b");
+  // A reserved workload of team-a, and one team-b holds beyond its quota (quota was cut).
+  b_.Workload("team-a/reserved", "team-a").Priority(100).Pods(1, 8).Running("n0", Mask(0, 8));
+  b_.Workload("team-b/reserved", "team-b").Priority(150).Pods(1, 8).Running("n1", Mask(0, 8));
+  b_.Workload("team-a/urgent", "team-a").Priority(1000).Pods(1, 8);
+  Run();
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  ASSERT_NE(Pending("team-a/urgent"), nullptr);
+  EXPECT_EQ(Pending("team-a/urgent")->reason, PendingReason::kNoNodeFits);
+}
+
+TEST_F(EngineTest, ReservedRunsOnlyWithinQuota) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(4);
+  b_.Workload("team-a/big", "team-a").Priority(100).Pods(1, 8);
+  b_.Workload("team-a/fits", "team-a").Priority(100).Pods(1, 4).Submit(Sec(1));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("team-a/fits"));
+  EXPECT_FALSE(Bind("team-a/fits")->borrowing);
+  ASSERT_NE(Pending("team-a/big"), nullptr);
+  EXPECT_EQ(Pending("team-a/big")->reason, PendingReason::kOverQuota);
+  EXPECT_EQ(
+      Pending("team-a/big")->message,
+      "reserved work runs only within quota: queue team-a: needs 8 gpu; quota 4 gpu, reserved in "
+      "use 0 gpu");
+}
+
+// Reserved work counts only reserved usage against quota: elastic work of its own queue that
+// fills the quota is preempted by priority to make room.
+TEST_F(EngineTest, ReservedWorkTakesQuotaBackFromElasticWorkOfItsQueue) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("team-a/elastic", "team-a").Pods(1, 8).Running("n0", Mask(0, 8));
+  b_.Workload("team-a/reserved", "team-a").Priority(100).Pods(1, 8);
+  Run();
+  ASSERT_THAT(Preempted(), ElementsAre("team-a/elastic"));
+  EXPECT_EQ(Preempt("team-a/elastic")->reason, PreemptReason::kPriority);
+  EXPECT_EQ(Pending("team-a/reserved")->reason, PendingReason::kWaitingForPreemption);
+}
+
+// Shared scenario for the victim-protection tests: team-b borrows all of n0 with one workload,
+// team-a (quota 8) wants it back.
+class ReclaimProtectionTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    b_.Node("n0", 8);
+    b_.Queue("team-a").Quota(8);
+    b_.Queue("team-b");
+    b_.Workload("team-b/borrower", "team-b").Pods(1, 8).Running("n0", Mask(0, 8));
+    b_.Workload("team-a/owner", "team-a").Pods(1, 8);
+  }
+};
+
+TEST_F(ReclaimProtectionTest, MinRuntimeProtectsYoungWork) {
+  W("team-b/borrower").start_time = b_.snapshot().now - Sec(30);
+  Run();
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  EXPECT_EQ(Pending("team-a/owner")->reason, PendingReason::kNoNodeFits);
+
+  EngineConfig cfg;
+  cfg.min_runtime = Sec(20);
+  Run(cfg);
+  EXPECT_THAT(Preempted(), ElementsAre("team-b/borrower"));
+  EXPECT_DOUBLE_EQ(result_.preemptions[0].gpu_hours_lost, 8 * 30.0 / 3600);
+}
+
+TEST_F(ReclaimProtectionTest, PreemptionBudgetProtects) {
+  const Time now = b_.snapshot().now;
+  for (int i = 1; i <= 3; ++i)
+    W("team-b/borrower").recent_preemptions.push_back(now - Sec(600 * i));
+  Run();
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  EXPECT_EQ(Pending("team-a/owner")->reason, PendingReason::kNoNodeFits);
+
+  // One of the three falls out of the window: the budget allows another preemption.
+  W("team-b/borrower").recent_preemptions[2] = now - Sec(3601);
+  Run();
+  EXPECT_THAT(Preempted(), ElementsAre("team-b/borrower"));
+}
+
+TEST_F(ReclaimProtectionTest, ReclaimCanBeTurnedOff) {
+  EngineConfig cfg;
+  cfg.reclaim_enabled = false;
+  Run(cfg);
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  EXPECT_EQ(Pending("team-a/owner")->reason, PendingReason::kNoNodeFits);
+}
+
+TEST_F(ReclaimProtectionTest, CheckpointLimitsLostHours) {
+  W("team-b/borrower").last_checkpoint_time = b_.snapshot().now - Sec(900);
+  W("team-b/borrower").checkpoint_grace_seconds = 120;
+  Run();
+  ASSERT_THAT(Preempted(), ElementsAre("team-b/borrower"));
+  EXPECT_DOUBLE_EQ(result_.preemptions[0].gpu_hours_lost, 8 * 0.25);
+  EXPECT_EQ(result_.preemptions[0].grace_seconds, 120);
+}
+
+TEST_F(EngineTest, StrictFifoBlocksBehindHead) {
+  b_.Node("n0", 4);
+  b_.Queue("team-a").Quota(4).StrictFifo();
+  b_.Workload("team-a/big", "team-a").Pods(1, 8).Submit(Sec(1));
+  b_.Workload("team-a/small", "team-a").Pods(1, 2).Submit(Sec(2));
+  b_.Workload("team-a/later", "team-a").Pods(1, 1).Submit(Sec(3));
+  Run();
+  EXPECT_THAT(result_.binds, IsEmpty());
+  EXPECT_EQ(Pending("team-a/big")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Pending("team-a/big")->message, "no node fits a pod of 8 gpu: 1 node too few GPUs");
+  for (const char* w : {"team-a/small", "team-a/later"}) {
+    ASSERT_NE(Pending(w), nullptr) << w;
+    EXPECT_EQ(Pending(w)->reason, PendingReason::kBlockedByQueueHead);
+    EXPECT_EQ(Pending(w)->message,
+              "queue team-a is strict FIFO and team-a/big ahead of it cannot start");
+  }
+  EXPECT_EQ(Pending("team-a/small")->queue_position, 2);
+  EXPECT_EQ(Pending("team-a/later")->queue_position, 3);
+}
+
+TEST_F(EngineTest, StrictFifoFromConfigDefault) {
+  b_.Node("n0", 4);
+  b_.Queue("team-a").Quota(4);
+  b_.Workload("team-a/big", "team-a").Pods(1, 8).Submit(Sec(1));
+  b_.Workload("team-a/small", "team-a").Pods(1, 2).Submit(Sec(2));
+  EngineConfig cfg;
+  cfg.default_queueing = QueueingStrategy::kStrictFifo;
+  Run(cfg);
+  EXPECT_THAT(result_.binds, IsEmpty());
+  EXPECT_EQ(Pending("team-a/small")->reason, PendingReason::kBlockedByQueueHead);
+  // The queue's own setting wins over the default.
+  b_.snapshot().queues[0].queueing = QueueingStrategy::kBestEffort;
+  Run(cfg);
+  EXPECT_THAT(Bound(), ElementsAre("team-a/small"));
+}
+
+TEST_F(EngineTest, BestEffortBackfillsBehindHead) {
+  b_.Node("n0", 4);
+  b_.Queue("team-a").Quota(4);
+  b_.Workload("team-a/big", "team-a").Pods(1, 8).Submit(Sec(1));
+  b_.Workload("team-a/small", "team-a").Pods(1, 2).Submit(Sec(2));
+  b_.Workload("team-a/later", "team-a").Pods(1, 1).Submit(Sec(3));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("team-a/small", "team-a/later"));
+  EXPECT_EQ(Pending("team-a/big")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Pending("team-a/big")->queue_position, 1);
+}
+
+TEST_F(EngineTest, QueueLimit) {
+  b_.Node("n0", 8);
+  b_.Node("n1", 8);
+  b_.Node("n2", 8);
+  b_.Queue("team-a").Quota(16).Limit(16);
+  for (int i = 0; i < 3; ++i)
+    b_.Workload("team-a/r" + std::to_string(i), "team-a")
+        .Pods(1, 4)
+        .Running("n" + std::to_string(i), Mask(0, 4));
+  b_.Workload("team-a/eight", "team-a").Pods(1, 8);
+  b_.Workload("team-a/four", "team-a").Pods(1, 4).Submit(Sec(1));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("team-a/four"));
+  ASSERT_NE(Pending("team-a/eight"), nullptr);
+  EXPECT_EQ(Pending("team-a/eight")->reason, PendingReason::kOverQueueLimit);
+  EXPECT_EQ(Pending("team-a/eight")->message,
+            "queue team-a: needs 8 gpu; quota 16 gpu, in use 12 gpu, limit 16 gpu");
+}
+
+TEST_F(EngineTest, ParentQueueLimitApplies) {
+  b_.Node("n0", 8);
+  b_.Queue("dept").Limit(6);
+  b_.Queue("team-a", "dept").Quota(0);
+  b_.Queue("team-b", "dept").Quota(0);
+  b_.Workload("team-a/w", "team-a").Pods(1, 4);
+  b_.Workload("team-b/w", "team-b").Pods(1, 4);
+  Run();
+  // Both are beyond their fair share of 3 and wait for pass 2, where team-a comes first (by name).
+  EXPECT_THAT(Bound(), ElementsAre("team-a/w"));
+  ASSERT_NE(Pending("team-b/w"), nullptr);
+  EXPECT_EQ(Pending("team-b/w")->reason, PendingReason::kOverQueueLimit);
+  EXPECT_EQ(Pending("team-b/w")->message,
+            "queue dept: needs 4 gpu; quota 0 gpu, in use 4 gpu, limit 6 gpu");
+}
+
+TEST_F(EngineTest, CpuLimitApplies) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Res(Resource::kCpu, 0, 4000);
+  b_.Workload("team-a/w", "team-a").Pods(1, 1).Cpu(3000);
+  b_.Workload("team-a/v", "team-a").Pods(1, 1).Cpu(1500).Submit(Sec(1));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("team-a/w"));
+  EXPECT_EQ(Pending("team-a/v")->reason, PendingReason::kOverQueueLimit);
+  EXPECT_EQ(Pending("team-a/v")->message,
+            "queue team-a: needs 1500m cpu; quota 0 cpu, in use 3 cpu, limit 4 cpu");
+}
+
+TEST_F(EngineTest, LendingLimit) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8).Lending(2);  // lends at most 2 of its idle 8
+  b_.Queue("team-b").Quota(0);
+  b_.Workload("team-b/big", "team-b").Priority(10).Pods(1, 4);
+  b_.Workload("team-b/small", "team-b").Pods(1, 2);
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("team-b/small"));
+  EXPECT_TRUE(Bind("team-b/small")->borrowing);
+  ASSERT_NE(Pending("team-b/big"), nullptr);
+  EXPECT_EQ(Pending("team-b/big")->reason, PendingReason::kLendingLimit);
+  EXPECT_EQ(Pending("team-b/big")->message,
+            "borrowing 4 gpu would use quota that its owners do not lend");
+  EXPECT_EQ(Status("team-a").lent.gpu(), 2);
+}
+
+TEST_F(EngineTest, HardwareFaultPreemptsEvenReservedWork) {
+  b_.Node("n0", 8).Unhealthy({3});
+  b_.Node("n1", 8).Unhealthy({0});
+  b_.Queue("team-a").Quota(16);
+  b_.Workload("team-a/hit", "team-a")
+      .Pods(1, 4)
+      .Running("n0", Mask(0, 4))
+      .Checkpoint(Sec(1800))
+      .Grace(120);
+  b_.Workload("team-a/reserved", "team-a").Priority(500).Pods(1, 2).Running("n1", Mask(0, 2));
+  b_.Workload("team-a/healthy", "team-a").Pods(1, 2).Running("n1", Mask(2, 2));
+  b_.Workload("team-a/four", "team-a").Pods(1, 4).Submit(Sec(1));
+  b_.Workload("team-a/five", "team-a").Pods(1, 5).Submit(Sec(2));
+  Run();
+  ASSERT_THAT(Preempted(), ElementsAre("team-a/hit", "team-a/reserved"));
+  const PreemptDecision& v = *Preempt("team-a/hit");
+  EXPECT_EQ(v.reason, PreemptReason::kHardwareFault);
+  EXPECT_FALSE(v.preemptor.valid());
+  EXPECT_EQ(v.grace_seconds, 120);
+  EXPECT_DOUBLE_EQ(v.gpu_hours_lost, 4 * 0.5);  // since the checkpoint half an hour ago
+  EXPECT_EQ(v.message, "holds a GPU that failed its health checks");
+  EXPECT_EQ(Preempt("team-a/reserved")->reason, PreemptReason::kHardwareFault);
+  EXPECT_FALSE(Preempt("team-a/reserved")->preemptor.valid());
+  // Free: n0 GPUs 4-7 and n1 GPUs 4-7; the victims release n0 0-2 and n1 1 (not the failed ones).
+  EXPECT_THAT(Bound(), ElementsAre("team-a/four"));
+  EXPECT_EQ(Bind("team-a/four")->pods[0].placement, (PodPlacement{NodeId{0}, Mask(4, 4)}));
+  EXPECT_EQ(Pending("team-a/five")->reason, PendingReason::kWaitingForPreemption);
+  EXPECT_EQ(Status("team-a").allocated.gpu(), 2 + 4);
+  EXPECT_EQ(Status("team-a").running_workloads, 2);
+}
+
+TEST_F(EngineTest, HardwareFaultPreemptsWorkWhoseQueueIsGone) {
+  b_.Node("n0", 8).Unhealthy({0});
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("orphan", "deleted-queue").Pods(1, 2).Running("n0", Mask(0, 2));
+  b_.Workload("healthy-orphan", "deleted-queue").Pods(1, 2).Running("n0", Mask(2, 2));
+  Run();
+  ASSERT_THAT(Preempted(), ElementsAre("orphan"));
+  EXPECT_EQ(Preempt("orphan")->reason, PreemptReason::kHardwareFault);
+  EXPECT_EQ(Status("team-a").allocated.gpu(), 0);
+}
+
+TEST_F(EngineTest, HardwareFaultPreemptionCanBeTurnedOff) {
+  b_.Node("n0", 8).Unhealthy({3});
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("team-a/hit", "team-a").Pods(1, 4).Running("n0", Mask(0, 4));
+  EngineConfig cfg;
+  cfg.preempt_on_unhealthy_gpu = false;
+  Run(cfg);
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  EXPECT_EQ(Status("team-a").allocated.gpu(), 4);
+}
+
+TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
+  b_.Node("n0", 8);
+  b_.Queue("good").Quota(8);
+  b_.Queue("cyc-a", "cyc-b");
+  b_.Queue("cyc-b", "cyc-a");
+  b_.Queue("dept");
+  b_.Queue("team", "dept");
+  b_.Queue("bad-spec").Quota(4).Limit(2);
+  b_.Workload("ok", "good").Pods(1, 1);
+  b_.Workload("unknown-queue", "nope").Pods(1, 1);
+  b_.Workload("cyclic", "cyc-a").Pods(1, 1);
+  b_.Workload("bad-queue", "bad-spec").Pods(1, 1);
+  b_.Workload("negative", "good").Pods(1, 1).Cpu(-1);
+  b_.Workload("min-member", "good").Pods(2, 1).MinMember(5);
+  b_.Workload("non-leaf", "dept").Pods(1, 1);
+  b_.Workload("no-pods", "good");
+  b_.Workload("zero-count", "good").Pods(0, 1);
+  b_.Workload("too-many-gpus", "good").Pods(1, 65);
+  b_.Workload("leaf-ok", "team").Pods(1, 1);
+  Run();
+  EXPECT_THAT(Bound(), UnorderedElementsAre("ok", "leaf-ok"));
+  struct Want {
+    const char* workload;
+    PendingReason reason;
+    const char* message;
+  };
+  const Want wants[] = {
+      {"unknown-queue", PendingReason::kQueueNotFound, "queue nope does not exist"},
+      {"cyclic", PendingReason::kQueueInvalid,
+       "queue cyc-a: the parent chain of this queue contains a cycle"},
+      {"bad-queue", PendingReason::kQueueInvalid,
+       "queue bad-spec: resources.gpu.limit 2 gpu is below quota 4 gpu"},
+      {"negative", PendingReason::kInvalidWorkload,
+       "pod set ps0: negative request (1 gpu, -1m cpu)"},
+      {"min-member", PendingReason::kInvalidWorkload, "min-member 5 exceeds the workload's 2 pods"},
+      {"non-leaf", PendingReason::kNotLeafQueue,
+       "queue dept has child queues; submit to one of them"},
+      {"no-pods", PendingReason::kInvalidWorkload, "workload has no pods"},
+      {"zero-count", PendingReason::kInvalidWorkload, "pod set ps0: count must be positive, got 0"},
+      {"too-many-gpus", PendingReason::kInvalidWorkload,
+       "pod set ps0: requests 65 GPUs per pod; a node has at most 64"},
+  };
+  for (const Want& want : wants) {
+    const PendingDecision* p = Pending(want.workload);
+    ASSERT_NE(p, nullptr) << want.workload;
+    EXPECT_EQ(p->reason, want.reason) << want.workload << ": " << p->message;
+    EXPECT_EQ(p->message, want.message) << want.workload;
+    EXPECT_EQ(p->queue_position, 0) << want.workload;
+  }
+  EXPECT_EQ(result_.pending.size(), std::size(wants));
+  // Pending decisions come sorted by workload.
+  EXPECT_TRUE(std::is_sorted(
+      result_.pending.begin(), result_.pending.end(),
+      [](const PendingDecision& a, const PendingDecision& b) { return a.workload < b.workload; }));
+  // The bad queues are reported as snapshot issues and in their status.
+  std::vector<std::string> objects;
+  for (const SnapshotIssue& i : result_.issues) objects.push_back(i.object);
+  EXPECT_THAT(objects, ElementsAre("queue cyc-a", "queue cyc-b", "queue bad-spec"));
+  EXPECT_EQ(Status("bad-spec").error, "resources.gpu.limit 2 gpu is below quota 4 gpu");
+  EXPECT_EQ(Status("good").error, "");
+}
+
+TEST_F(EngineTest, MalformedRunningPlacementIsReportedAndIgnored) {
+  b_.Node("n0", 8);
+  b_.Queue("q").Quota(8);
+  b_.Workload("a", "q").Pods(1, 4).Running("n0", Mask(0, 4));
+  b_.Workload("b", "q").Pods(1, 4).Running("n0", Mask(2, 4));  // overlaps a
+  b_.Workload("c", "q").Pods(1, 2);
+  Run();
+  ASSERT_EQ(result_.issues.size(), 1u);
+  EXPECT_EQ(result_.issues[0].object, "workload b");
+  EXPECT_EQ(result_.issues[0].message, "GPU already held on node n0");
+  // Only a's GPUs count as held: c fits on GPUs 4-5.
+  ASSERT_THAT(Bound(), ElementsAre("c"));
+  EXPECT_EQ(Bind("c")->pods[0].placement.gpu_mask, Mask(4, 2));
+}
+
+TEST_F(EngineTest, SuspendedWorkloadIsResumed) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("team-a/paused", "team-a").Pods(1, 4).Suspended();
+  b_.Workload("team-a/too-big", "team-a").Pods(1, 16).Suspended();
+  Run();
+  EXPECT_THAT(result_.binds, IsEmpty());
+  ASSERT_EQ(result_.resumes.size(), 1u);
+  const ResumeDecision* r = Resume("team-a/paused");
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->borrowing);
+  ASSERT_EQ(r->pods.size(), 1u);
+  EXPECT_EQ(r->pods[0].placement, (PodPlacement{NodeId{0}, Mask(0, 4)}));
+  EXPECT_EQ(Pending("team-a/too-big")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Status("team-a").allocated.gpu(), 4);
+}
+
+TEST_F(EngineTest, QueueStatusValues) {
+  b_.Node("n0", 8);
+  b_.Node("n1", 8);
+  b_.Queue("eng").Quota(12);
+  b_.Queue("team-a", "eng").Quota(8);
+  b_.Queue("team-b", "eng").Quota(4);
+  b_.Queue("team-c").Quota(0);
+  b_.Workload("a/1", "team-a").Pods(1, 2).Running("n0", Mask(0, 2));
+  b_.Workload("b/1", "team-b").Pods(1, 5).Running("n0", Mask(2, 5));
+  b_.Workload("b/2", "team-b").Pods(1, 5).Running("n1", Mask(0, 5));
+  b_.Workload("c/1", "team-c").Pods(1, 8);  // 4 GPUs free, but no node has 8
+  Run();
+  EXPECT_THAT(result_.binds, IsEmpty());
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  ASSERT_EQ(result_.queues.size(), 4u);
+  const QueueStatus& eng = Status("eng");
+  const QueueStatus& a = Status("team-a");
+  const QueueStatus& b = Status("team-b");
+  const QueueStatus& c = Status("team-c");
+  EXPECT_EQ(a.queue.value, 1);
+  EXPECT_EQ(a.allocated, Resources::Of(2, 0, 0));
+  EXPECT_EQ(b.allocated, Resources::Of(10, 0, 0));
+  EXPECT_EQ(c.allocated, Resources());
+  EXPECT_EQ(eng.allocated, Resources::Of(12, 0, 0));
+  // Capacity 16. Roots: eng gets its quota 12, team-c the 4 left. Within eng: quotas {2 (its
+  // demand), 4}, then team-b takes the rest up to its demand of 10.
+  EXPECT_DOUBLE_EQ(eng.fair_share[kGpu], 12);
+  EXPECT_DOUBLE_EQ(c.fair_share[kGpu], 4);
+  EXPECT_DOUBLE_EQ(a.fair_share[kGpu], 2);
+  EXPECT_DOUBLE_EQ(b.fair_share[kGpu], 10);
+  EXPECT_EQ(b.borrowed.gpu(), 6);
+  EXPECT_EQ(a.borrowed.gpu(), 0);
+  EXPECT_EQ(eng.borrowed.gpu(), 0);
+  // team-b borrows 6: 4 from capacity no queue is guaranteed (16 - 12), 2 from team-a.
+  EXPECT_EQ(a.lent.gpu(), 2);
+  EXPECT_EQ(b.lent.gpu(), 0);
+  EXPECT_EQ(eng.lent.gpu(), 2);
+  EXPECT_EQ(a.running_workloads, 1);
+  EXPECT_EQ(b.running_workloads, 2);
+  EXPECT_EQ(eng.running_workloads, 3);
+  EXPECT_EQ(c.running_workloads, 0);
+  EXPECT_EQ(c.pending_workloads, 1);
+  EXPECT_EQ(eng.pending_workloads, 0);
+}
+
+TEST_F(EngineTest, QueuePositionFollowsPriorityThenSubmitTime) {
+  b_.Node("n0", 4);
+  b_.Queue("team-a").Quota(4);
+  b_.Queue("team-b").Quota(0);
+  b_.Workload("p2", "team-a").Pods(1, 8).Priority(0).Submit(Sec(1));
+  b_.Workload("p3", "team-a").Pods(1, 8).Priority(0).Submit(Sec(3));
+  b_.Workload("fits", "team-a").Pods(1, 1).Priority(5).Submit(Sec(0));
+  b_.Workload("p1", "team-a").Pods(1, 8).Priority(10).Submit(Sec(5));
+  b_.Workload("p0", "team-a").Pods(1, 8).Priority(0).Submit(Sec(1));  // ties: by name
+  b_.Workload("other", "team-b").Pods(1, 8);
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("fits"));
+  EXPECT_EQ(Pending("p1")->queue_position, 1);
+  EXPECT_EQ(Pending("p0")->queue_position, 2);
+  EXPECT_EQ(Pending("p2")->queue_position, 3);
+  EXPECT_EQ(Pending("p3")->queue_position, 4);
+  EXPECT_EQ(Pending("other")->queue_position, 1);
+}
+
+TEST_F(EngineTest, HigherPriorityQueueServedFirst) {
+  b_.Node("n0", 4);
+  b_.Queue("a-low");
+  b_.Queue("b-high").Priority(10);
+  b_.Workload("low", "a-low").Pods(1, 4);
+  b_.Workload("high", "b-high").Pods(1, 4);
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("high"));
+  EXPECT_EQ(Pending("low")->reason, PendingReason::kNoNodeFits);
+}
+
+TEST_F(EngineTest, DecayedUsageLowersStanding) {
+  b_.Node("n0", 4);
+  b_.Queue("team-a").DecayedUsage(100);
+  b_.Queue("team-b");
+  b_.Workload("a", "team-a").Pods(1, 4);
+  b_.Workload("b", "team-b").Pods(1, 4);
+  Run();  // decay off: equal standing, team-a first by name
+  EXPECT_THAT(Bound(), ElementsAre("a"));
+  EngineConfig cfg;
+  cfg.usage_half_life = std::chrono::hours(24);
+  Run(cfg);
+  EXPECT_THAT(Bound(), ElementsAre("b"));
+}
+
+TEST_F(EngineTest, QueueFurthestBelowFairShareGoesFirst) {
+  // Quotas overcommit the 8 GPUs, so shares scale to a-busy 4.8, b-idle 3.2. Both fit within
+  // quota; b-idle (0 of 3.2 used) goes before a-busy (2 of 4.8), whatever the names and times.
+  b_.Node("n0", 8);
+  b_.Queue("a-busy").Quota(6);
+  b_.Queue("b-idle").Quota(6);
+  b_.Workload("a/running", "a-busy").Pods(1, 2).Running("n0", Mask(0, 2));
+  b_.Workload("a/more", "a-busy").Pods(1, 4);
+  b_.Workload("b/first", "b-idle").Pods(1, 4).Submit(Sec(100));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("b/first"));
+  EXPECT_EQ(Pending("a/more")->reason, PendingReason::kNoNodeFits);
+  EXPECT_NEAR(Status("a-busy").fair_share[kGpu], 4.8, 1e-9);
+  EXPECT_NEAR(Status("b-idle").fair_share[kGpu], 3.2, 1e-9);
+}
+
+TEST_F(EngineTest, ScheduleIsDeterministic) {
+  b_.Node("n0", 8).Block("b1");
+  b_.Node("n1", 8).Block("b1");
+  b_.Node("n2", 4).Block("b2").Unhealthy({1});
+  b_.Queue("team-a").Quota(8);
+  b_.Queue("team-b").Quota(4);
+  b_.Workload("b/run", "team-b").Pods(2, 4).Running("n0", Mask(0, 4)).Running("n1", Mask(0, 4));
+  b_.Workload("a/gang", "team-a").Pods(2, 4);
+  b_.Workload("a/one", "team-a").Pods(1, 1);
+  b_.Workload("b/two", "team-b").Pods(1, 2);
+  const CycleResult first = Run();
+  const CycleResult second = Run();
+  EXPECT_EQ(first.binds, second.binds);
+  EXPECT_EQ(first.resumes, second.resumes);
+  EXPECT_EQ(first.preemptions, second.preemptions);
+  EXPECT_EQ(first.pending, second.pending);
+}
+
+}  // namespace
+}  // namespace chamber::core

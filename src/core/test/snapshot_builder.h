@@ -1,0 +1,203 @@
+// A fluent builder for engine snapshots, shared by the engine's tests:
+//
+//   SnapshotBuilder b;
+//   b.Node("n1").Gpus(8).Block("b1");
+//   b.Queue("team-a").Quota(8);
+//   b.Workload("ml/train", "team-a").Pods(2, 4).Running("n1", 0xff);
+//   CycleResult r = Engine().Schedule(b.snapshot());
+//
+// Names are resolved when a method needs an id (placements name their node). Refs hold the
+// builder and an index, so they stay valid while more objects are added.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/model.h"
+
+namespace chamber::core::testing {
+
+inline constexpr int64_t kGi = int64_t{1} << 30;
+inline constexpr Time Sec(int64_t s) { return Time{s * 1000}; }
+inline constexpr uint64_t Mask(int first, int count) {
+  return (count >= 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1) << first;
+}
+
+class SnapshotBuilder {
+ public:
+  class NodeRef {
+   public:
+    NodeRef(Snapshot* s, size_t i) : s_(s), i_(i) {}
+    Node& get() const { return s_->nodes[i_]; }
+    // Replaces the node's GPUs with `n` healthy ones of `model`, all in NVLink island 0.
+    NodeRef& Gpus(int n, const std::string& model = "H100") {
+      get().gpus.clear();
+      for (int g = 0; g < n; ++g)
+        get().gpus.push_back({get().name + "-gpu" + std::to_string(g), model, 81920, true, 0, 0});
+      return *this;
+    }
+    NodeRef& Islands(std::initializer_list<int32_t> island_per_gpu) {
+      size_t g = 0;
+      for (int32_t island : island_per_gpu) get().gpus.at(g++).nvlink_island = island;
+      return *this;
+    }
+    NodeRef& Cpu(int64_t milli) { return Set(Resource::kCpu, milli); }
+    NodeRef& Memory(int64_t bytes) { return Set(Resource::kMemory, bytes); }
+    NodeRef& MaxPods(int32_t n) { return get().max_pods = n, *this; }
+    NodeRef& Block(std::string b) { return get().topology.block = std::move(b), *this; }
+    NodeRef& Zone(std::string z) { return get().topology.zone = std::move(z), *this; }
+    NodeRef& Nvlink(std::string d) { return get().topology.nvlink_domain = std::move(d), *this; }
+    NodeRef& Label(std::string k, std::string v) {
+      get().labels.emplace_back(std::move(k), std::move(v));
+      return *this;
+    }
+    NodeRef& Taint(std::string k, std::string v, TaintEffect e = TaintEffect::kNoSchedule) {
+      get().taints.push_back({std::move(k), std::move(v), e});
+      return *this;
+    }
+    NodeRef& Unhealthy(std::initializer_list<int> gpus) {
+      for (int g : gpus) get().gpus.at(static_cast<size_t>(g)).healthy = false;
+      return *this;
+    }
+    NodeRef& Cordon() { return get().unschedulable = true, *this; }
+
+   private:
+    NodeRef& Set(Resource r, int64_t q) { return get().allocatable[r] = q, *this; }
+    Snapshot* s_;
+    size_t i_;
+  };
+
+  class QueueRef {
+   public:
+    QueueRef(Snapshot* s, size_t i) : s_(s), i_(i) {}
+    Queue& get() const { return s_->queues[i_]; }
+    QueueResource& gpu() const { return get().res(Resource::kGpu); }
+    QueueRef& Quota(int64_t gpus) { return gpu().quota = gpus, *this; }
+    QueueRef& Limit(int64_t gpus) { return gpu().limit = gpus, *this; }
+    QueueRef& Weight(double w) { return gpu().over_quota_weight = w, *this; }
+    QueueRef& Lending(int64_t gpus) { return gpu().lending_limit = gpus, *this; }
+    QueueRef& Res(Resource r, int64_t quota, int64_t limit = kUnlimited) {
+      get().res(r).quota = quota;
+      get().res(r).limit = limit;
+      return *this;
+    }
+    QueueRef& Priority(int32_t p) { return get().priority = p, *this; }
+    QueueRef& StrictFifo() { return get().queueing = QueueingStrategy::kStrictFifo, *this; }
+    QueueRef& BestEffort() { return get().queueing = QueueingStrategy::kBestEffort, *this; }
+    QueueRef& DecayedUsage(double u) { return get().decayed_usage = u, *this; }
+
+   private:
+    Snapshot* s_;
+    size_t i_;
+  };
+
+  class WorkloadRef {
+   public:
+    WorkloadRef(SnapshotBuilder* b, size_t i) : b_(b), i_(i) {}
+    Workload& get() const { return b_->s_.workloads[i_]; }
+    WorkloadId id() const { return WorkloadId{static_cast<int32_t>(i_)}; }
+    WorkloadRef& Priority(int32_t p) { return get().priority = p, *this; }
+    WorkloadRef& Submit(Time t) { return get().submit_time = t, *this; }
+    // Adds a pod set of `count` pods with `gpus` GPUs each. Later calls below apply to it.
+    WorkloadRef& Pods(int32_t count, int64_t gpus) {
+      PodSet ps;
+      ps.name = "ps" + std::to_string(get().pod_sets.size());
+      ps.count = count;
+      ps.request[Resource::kGpu] = gpus;
+      get().pod_sets.push_back(std::move(ps));
+      return *this;
+    }
+    WorkloadRef& Cpu(int64_t milli) { return last().request[Resource::kCpu] = milli, *this; }
+    WorkloadRef& Memory(int64_t bytes) { return last().request[Resource::kMemory] = bytes, *this; }
+    WorkloadRef& MinMember(int32_t n) { return get().min_member = n, *this; }
+    WorkloadRef& Selector(std::string k, std::string v) {
+      last().node_selector.emplace_back(std::move(k), std::move(v));
+      return *this;
+    }
+    // Tolerates key=value (or, with an empty value, any value of key) for every effect.
+    WorkloadRef& Tolerate(std::string k, std::string v = "") {
+      const auto op = v.empty() ? Toleration::Operator::kExists : Toleration::Operator::kEqual;
+      last().tolerations.push_back({std::move(k), op, std::move(v), std::nullopt});
+      return *this;
+    }
+    WorkloadRef& Models(std::vector<std::string> m) {
+      return last().gpu_models = std::move(m), *this;
+    }
+    // Places the next pod on `node`'s GPUs in `gpu_mask` and marks the workload running.
+    WorkloadRef& Running(const std::string& node, uint64_t gpu_mask) {
+      get().state = WorkloadState::kRunning;
+      get().placements.push_back({b_->node_id(node), gpu_mask});
+      return *this;
+    }
+    WorkloadRef& Preempting() { return get().state = WorkloadState::kPreempting, *this; }
+    WorkloadRef& Suspended() { return get().state = WorkloadState::kSuspended, *this; }
+    WorkloadRef& Start(Time t) { return get().start_time = t, *this; }
+    WorkloadRef& Checkpoint(Time t) { return get().last_checkpoint_time = t, *this; }
+    WorkloadRef& PreemptedAt(Time t) { return get().recent_preemptions.push_back(t), *this; }
+    WorkloadRef& Grace(int32_t s) { return get().checkpoint_grace_seconds = s, *this; }
+
+   private:
+    PodSet& last() const {
+      if (get().pod_sets.empty()) throw std::logic_error("call Pods() first");
+      return get().pod_sets.back();
+    }
+    SnapshotBuilder* b_;
+    size_t i_;
+  };
+
+  // Time starts at one hour, so work started at 0 is past the default minimum runtime.
+  SnapshotBuilder() { s_.now = Sec(3600); }
+
+  SnapshotBuilder& Now(Time t) { return s_.now = t, *this; }
+
+  // A node with `gpus` H100s, 128 cpu, 1Ti memory.
+  NodeRef Node(std::string name, int gpus = 8, const std::string& model = "H100") {
+    ::chamber::core::Node n;
+    n.name = std::move(name);
+    n.allocatable = Resources::Of(0, 128000, 1024 * kGi);
+    s_.nodes.push_back(std::move(n));
+    NodeRef ref(&s_, s_.nodes.size() - 1);
+    ref.Gpus(gpus, model);
+    return ref;
+  }
+
+  QueueRef Queue(std::string name, std::string parent = "") {
+    ::chamber::core::Queue q;
+    q.name = std::move(name);
+    q.parent = std::move(parent);
+    s_.queues.push_back(std::move(q));
+    return QueueRef(&s_, s_.queues.size() - 1);
+  }
+
+  // A pending workload; add its pods with Pods().
+  WorkloadRef Workload(std::string name, std::string queue) {
+    ::chamber::core::Workload w;
+    w.name = std::move(name);
+    w.queue = std::move(queue);
+    s_.workloads.push_back(std::move(w));
+    return WorkloadRef(this, s_.workloads.size() - 1);
+  }
+
+  NodeId node_id(const std::string& name) const {
+    for (size_t i = 0; i < s_.nodes.size(); ++i)
+      if (s_.nodes[i].name == name) return NodeId{static_cast<int32_t>(i)};
+    throw std::logic_error("no node " + name);
+  }
+  WorkloadId id(const std::string& name) const {
+    for (size_t i = 0; i < s_.workloads.size(); ++i)
+      if (s_.workloads[i].name == name) return WorkloadId{static_cast<int32_t>(i)};
+    throw std::logic_error("no workload " + name);
+  }
+
+  Snapshot& snapshot() { return s_; }
+  const Snapshot& snapshot() const { return s_; }
+
+ private:
+  Snapshot s_;
+};
+
+}  // namespace chamber::core::testing
