@@ -57,5 +57,6 @@ int Run(int argc, const char* const* argv, const RegisterFn& register_commands);
 // One Register function per subcommand file, called from main.cc.
 void RegisterScheduleCommand(CommandRegistry& registry);
 void RegisterConfigCommand(CommandRegistry& registry);
+void RegisterSimCommand(CommandRegistry& registry);
 
 }  // namespace chamber::cli

@@ -5,6 +5,7 @@ namespace {
 // Every subcommand is registered here, in the order `chamber --help` lists them.
 void RegisterCommands(chamber::cli::CommandRegistry& commands) {
   chamber::cli::RegisterScheduleCommand(commands);
+  chamber::cli::RegisterSimCommand(commands);
   chamber::cli::RegisterConfigCommand(commands);
 }
 

@@ -1,0 +1,654 @@
+#include "sim/simulator.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <queue>
+#include <random>
+#include <set>
+
+#include "core/engine.h"
+
+namespace chamber::sim {
+
+std::string_view EventKindName(EventKind k) {
+  switch (k) {
+    case EventKind::kSubmit:
+      return "submit";
+    case EventKind::kStart:
+      return "start";
+    case EventKind::kPreempt:
+      return "preempt";
+    case EventKind::kResume:
+      return "resume";
+    case EventKind::kFinish:
+      return "finish";
+    case EventKind::kFail:
+      return "fail";
+  }
+  return "unknown";
+}
+
+Summary Summarize(std::vector<double> values) {
+  Summary s;
+  s.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  auto rank = [&](double p) {
+    const auto n = static_cast<double>(values.size());
+    const auto idx = static_cast<size_t>(std::max(1.0, std::ceil(p * n))) - 1;
+    return values[std::min(idx, values.size() - 1)];
+  };
+  s.p50 = rank(0.50);
+  s.p99 = rank(0.99);
+  return s;
+}
+
+namespace {
+
+constexpr const char* kDefaultQueue = "default";
+constexpr const char* kOneQueue = "all";
+
+double Hours(Duration d) { return static_cast<double>(d.count()) / 3.6e6; }
+
+std::string GangBucket(int64_t gpus) {
+  if (gpus <= 1) return "1 gpu";
+  if (gpus <= 8) return "2-8 gpu";
+  if (gpus <= 64) return "9-64 gpu";
+  return "65+ gpu";
+}
+
+enum class Phase { kFuture, kWaiting, kRunning, kStopping, kDone };
+
+struct JobRun {
+  const TraceJob* job = nullptr;
+  int32_t gpus_per_pod = 0;
+  int32_t first_unit = 0;
+  int32_t units = 0;
+  int32_t units_running = 0;
+  int32_t queue = -1;  // index into the metrics queues
+  Phase phase = Phase::kFuture;
+  Duration remaining{0};
+  Time run_start{0};
+  bool started = false;
+  uint32_t version = 0;
+  double attained_gpu_hours = 0;
+  std::vector<Time> preemptions;
+};
+
+struct Unit {
+  int32_t job = 0;
+  int32_t pods = 0;
+  int32_t wl = -1;  // index in the snapshot's workloads, -1 when not there
+  int64_t gpus_held = 0;
+};
+
+enum class Ev { kSubmit, kFinish, kGraceEnd, kGpuFail, kGpuRepair, kCycle };
+
+struct Event {
+  Time time;
+  uint64_t seq;
+  Ev kind;
+  int32_t a;  // job, unit or node
+  int32_t b;  // version or GPU index
+  friend bool operator>(const Event& x, const Event& y) {
+    return std::tie(x.time, x.seq) > std::tie(y.time, y.seq);
+  }
+};
+
+class Sim {
+ public:
+  Sim(const std::vector<core::Node>& nodes, const Trace& trace, const SimPolicy& policy,
+      const SimOptions& options, const EventSink& sink)
+      : trace_(trace),
+        policy_(policy),
+        options_(options),
+        sink_(sink),
+        engine_(policy.config, policy.policies),
+        rng_(options.seed) {
+    snap_.nodes = nodes;
+    for (const core::Node& n : nodes)
+      for (const core::Gpu& g : n.gpus) capacity_ += g.healthy ? 1 : 0;
+  }
+
+  Result<SimMetrics> Run(const std::function<void(double)>& progress);
+
+ private:
+  Status Setup();
+  void Push(Time t, Ev kind, int32_t a, int32_t b) {
+    if (kind == Ev::kSubmit || kind == Ev::kFinish || kind == Ev::kGraceEnd) ++live_;
+    events_.push({t, seq_++, kind, a, b});
+  }
+  void Advance(Time t);
+  void MarkDirty(Time t);
+  void Submit(int32_t j);
+  void Cycle(Time t);
+  void AddWorkload(int32_t unit, core::WorkloadState state);
+  void RemoveWorkload(int32_t unit);
+  void StopJob(int32_t j, Time t, bool failure);
+  void Release(int32_t unit);
+  void Emit(Time t, int32_t j, EventKind kind, std::vector<core::PodPlacement> placements = {},
+            std::string reason = {}, const TraceJob* preemptor = nullptr) {
+    if (!sink_) return;
+    sink_(SimEvent{t, jobs_[j].job, kind, std::move(placements), std::move(reason), preemptor});
+  }
+  double Exponential(double mean_hours) {
+    const double u = std::generate_canonical<double, 53>(rng_);
+    return -std::log(1.0 - u) * mean_hours;
+  }
+
+  const Trace& trace_;
+  const SimPolicy& policy_;
+  const SimOptions& options_;
+  const EventSink& sink_;
+  core::Engine engine_;
+  std::mt19937_64 rng_;
+  core::Snapshot snap_;
+  std::vector<JobRun> jobs_;
+  std::vector<Unit> units_;
+  std::vector<int32_t> wl_unit_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  uint64_t seq_ = 0;
+  int64_t live_ = 0;     // queued submit, finish and grace-end events
+  int64_t running_ = 0;  // jobs making progress
+  bool cycle_pending_ = false;
+  Time cycle_at_{0};
+
+  // Metrics.
+  int64_t capacity_ = 0;
+  Time last_{0};
+  int64_t allocated_ = 0;
+  int64_t waiting_jobs_ = 0;
+  double alloc_gpu_ms_ = 0;
+  double waiting_ms_ = 0;
+  double alloc_while_waiting_gpu_ms_ = 0;
+  double idle_while_queued_gpu_ms_ = 0;
+  std::vector<int64_t> queue_alloc_;
+  std::vector<double> queue_gpu_ms_;
+  std::vector<double> jct_, wait_;
+  std::map<std::string, std::vector<double>> jct_by_prio_, wait_by_prio_, jct_by_gang_,
+      wait_by_gang_;
+  std::vector<double> cycle_ms_;
+  SimMetrics m_;
+  std::vector<std::string> queue_names_;
+  // Time series: the point being filled.
+  Duration series_step_{0};
+  Time series_next_{0};
+  double series_alloc_ms_ = 0, series_wait_ms_ = 0;
+  std::vector<double> series_queue_ms_;
+};
+
+Status Sim::Setup() {
+  // Queues the engine sees.
+  if (policy_.one_queue) {
+    core::Queue q;
+    q.name = kOneQueue;
+    snap_.queues.push_back(q);
+  } else if (options_.queues.empty()) {
+    core::Queue q;
+    q.name = kDefaultQueue;
+    snap_.queues.push_back(q);
+  } else {
+    snap_.queues = options_.queues;
+    if (!policy_.quotas) {
+      for (core::Queue& q : snap_.queues) {
+        for (core::Resource r : core::kAllResources) {
+          q.res(r) = core::QueueResource{};
+          q.res(r).over_quota_weight = 1;
+        }
+      }
+    }
+  }
+  // Metrics are per trace queue, whatever the engine sees.
+  std::map<std::string, int32_t> metric_queue;
+  auto queue_of = [&](const std::string& name) {
+    auto [it, inserted] = metric_queue.try_emplace(name, static_cast<int32_t>(queue_names_.size()));
+    if (inserted) queue_names_.push_back(name);
+    return it->second;
+  };
+  std::set<std::string> known;
+  for (const core::Queue& q : options_.queues) known.insert(q.name);
+  std::set<std::string> parents;
+  for (const core::Queue& q : options_.queues) parents.insert(q.parent);
+
+  jobs_.resize(trace_.jobs.size());
+  for (size_t j = 0; j < trace_.jobs.size(); ++j) {
+    const TraceJob& t = trace_.jobs[j];
+    JobRun& r = jobs_[j];
+    r.job = &t;
+    const std::string queue = options_.queues.empty() ? kDefaultQueue : t.queue;
+    if (!options_.queues.empty() && !known.contains(queue))
+      return Status::InvalidArgument("job " + t.id + " names queue \"" + t.queue +
+                                     "\", which the queue file does not define");
+    if (parents.contains(queue))
+      return Status::InvalidArgument("job " + t.id + " names queue \"" + t.queue +
+                                     "\", which has child queues; jobs go to leaf queues");
+    r.queue = queue_of(queue);
+    r.gpus_per_pod = t.gpus_per_pod;
+    if (t.gpu_milli_per_pod > 0) {
+      // The engine allocates whole GPUs: a fraction is rounded up and the report says so.
+      r.gpus_per_pod = std::max<int32_t>(r.gpus_per_pod, 1);
+      ++m_.fractional_jobs_rounded_up;
+    }
+    r.remaining = t.duration;
+    r.first_unit = static_cast<int32_t>(units_.size());
+    r.units = policy_.per_pod ? std::max(1, t.pods) : 1;
+    for (int32_t u = 0; u < r.units; ++u)
+      units_.push_back({static_cast<int32_t>(j), policy_.per_pod ? 1 : std::max(1, t.pods), -1, 0});
+  }
+  queue_alloc_.assign(queue_names_.size(), 0);
+  queue_gpu_ms_.assign(queue_names_.size(), 0);
+  series_queue_ms_.assign(queue_names_.size(), 0);
+
+  for (size_t j = 0; j < jobs_.size(); ++j)
+    Push(trace_.jobs[j].submit, Ev::kSubmit, static_cast<int32_t>(j), 0);
+  if (options_.gpu_mtbf_hours > 0) {
+    for (size_t n = 0; n < snap_.nodes.size(); ++n)
+      for (size_t g = 0; g < snap_.nodes[n].gpus.size(); ++g)
+        Push(Time(static_cast<int64_t>(Exponential(options_.gpu_mtbf_hours) * 3.6e6)), Ev::kGpuFail,
+             static_cast<int32_t>(n), static_cast<int32_t>(g));
+  }
+  // Series resolution: the trace's submit span plus its longest job, split into points.
+  Duration span{0};
+  for (const TraceJob& t : trace_.jobs) span = std::max(span, t.submit + t.duration);
+  if (options_.horizon.count() > 0) span = options_.horizon;
+  series_step_ =
+      Duration(std::max<int64_t>(1000, span.count() / std::max(1, options_.series_points)));
+  series_next_ = series_step_;
+  return Status::Ok();
+}
+
+void Sim::Advance(Time t) {
+  while (last_ < t) {
+    const Time until = std::min(t, series_next_);
+    const auto dt = static_cast<double>((until - last_).count());
+    alloc_gpu_ms_ += static_cast<double>(allocated_) * dt;
+    series_alloc_ms_ += static_cast<double>(allocated_) * dt;
+    series_wait_ms_ += static_cast<double>(waiting_jobs_) * dt;
+    if (waiting_jobs_ > 0) {
+      waiting_ms_ += dt;
+      alloc_while_waiting_gpu_ms_ += static_cast<double>(allocated_) * dt;
+      idle_while_queued_gpu_ms_ +=
+          static_cast<double>(std::max<int64_t>(0, capacity_ - allocated_)) * dt;
+    }
+    for (size_t q = 0; q < queue_alloc_.size(); ++q) {
+      queue_gpu_ms_[q] += static_cast<double>(queue_alloc_[q]) * dt;
+      series_queue_ms_[q] += static_cast<double>(queue_alloc_[q]) * dt;
+    }
+    last_ = until;
+    if (last_ == series_next_) {
+      const auto step = static_cast<double>(series_step_.count());
+      SeriesPoint p;
+      p.hours = Hours(last_);
+      p.allocated_gpus = series_alloc_ms_ / step;
+      p.waiting_jobs = series_wait_ms_ / step;
+      for (double& q : series_queue_ms_) {
+        p.queue_gpus.push_back(q / step);
+        q = 0;
+      }
+      series_alloc_ms_ = series_wait_ms_ = 0;
+      m_.series.push_back(std::move(p));
+      series_next_ += series_step_;
+    }
+  }
+}
+
+void Sim::MarkDirty(Time t) {
+  const int64_t period = std::max<int64_t>(1, policy_.config.cycle_period.count());
+  const Time at = Time((t.count() + period - 1) / period * period);
+  if (!cycle_pending_ || at < cycle_at_) {
+    cycle_pending_ = true;
+    cycle_at_ = at;
+    Push(at, Ev::kCycle, 0, 0);
+  }
+}
+
+void Sim::AddWorkload(int32_t u, core::WorkloadState state) {
+  Unit& unit = units_[u];
+  const JobRun& r = jobs_[unit.job];
+  const TraceJob& t = *r.job;
+  core::Workload w;
+  w.name = policy_.per_pod ? t.id + "/" + std::to_string(u - r.first_unit) : t.id;
+  w.queue = policy_.one_queue ? kOneQueue : (options_.queues.empty() ? kDefaultQueue : t.queue);
+  w.priority = policy_.ignore_priority ? 0 : t.priority;
+  if (policy_.attained_service) w.priority = AttainedServicePriority(r.attained_gpu_hours);
+  // Pods of one job are created one after another, so per-pod scheduling interleaves jobs
+  // submitted together, as kube-scheduler sees them.
+  w.submit_time = t.submit + (policy_.per_pod ? Duration(u - r.first_unit) : Duration(0));
+  w.state = state;
+  w.recent_preemptions = r.preemptions;
+  core::PodSet ps;
+  ps.count = unit.pods;
+  ps.request = core::Resources::Of(r.gpus_per_pod, t.cpu_milli_per_pod, t.memory_bytes_per_pod);
+  ps.gpu_models = t.gpu_models;
+  w.pod_sets.push_back(std::move(ps));
+  unit.wl = static_cast<int32_t>(snap_.workloads.size());
+  snap_.workloads.push_back(std::move(w));
+  wl_unit_.push_back(u);
+}
+
+void Sim::RemoveWorkload(int32_t u) {
+  const int32_t i = units_[u].wl;
+  if (i < 0) return;
+  const auto last = static_cast<int32_t>(snap_.workloads.size()) - 1;
+  if (i != last) {
+    snap_.workloads[i] = std::move(snap_.workloads[last]);
+    wl_unit_[i] = wl_unit_[last];
+    units_[wl_unit_[i]].wl = i;
+  }
+  snap_.workloads.pop_back();
+  wl_unit_.pop_back();
+  units_[u].wl = -1;
+}
+
+void Sim::Submit(int32_t j) {
+  JobRun& r = jobs_[j];
+  r.phase = Phase::kWaiting;
+  ++waiting_jobs_;
+  for (int32_t u = r.first_unit; u < r.first_unit + r.units; ++u)
+    AddWorkload(u, core::WorkloadState::kPending);
+  Emit(r.job->submit, j, EventKind::kSubmit);
+}
+
+void Sim::Release(int32_t u) {
+  Unit& unit = units_[u];
+  allocated_ -= unit.gpus_held;
+  queue_alloc_[jobs_[unit.job].queue] -= unit.gpus_held;
+  unit.gpus_held = 0;
+}
+
+// A running job stops (preempted or hit by a failure): progress since the last checkpoint is lost.
+void Sim::StopJob(int32_t j, Time t, bool failure) {
+  JobRun& r = jobs_[j];
+  if (r.phase != Phase::kRunning) return;
+  const Duration progress = t - r.run_start;
+  Duration saved = progress;
+  if (options_.checkpoint_interval.count() > 0) {
+    saved = Duration(progress.count() / options_.checkpoint_interval.count() *
+                     options_.checkpoint_interval.count());
+  } else {
+    saved = Duration(0);
+  }
+  if (progress >= r.remaining) saved = r.remaining;  // it was finishing anyway
+  const double gpus = static_cast<double>(r.gpus_per_pod) * r.job->pods;
+  const double lost = gpus * Hours(progress - saved);
+  (failure ? m_.gpu_hours_lost_failures : m_.gpu_hours_lost_preemption) += lost;
+  r.attained_gpu_hours += gpus * Hours(progress);
+  r.remaining -= saved;
+  r.remaining += options_.restart_overhead;
+  r.phase = Phase::kStopping;
+  --running_;
+  ++r.version;  // its finish event no longer counts
+  ++waiting_jobs_;
+}
+
+void Sim::Cycle(Time t) {
+  snap_.now = t;
+  // What the engine needs to know about running work: checkpoints and LAS priorities.
+  for (size_t i = 0; i < snap_.workloads.size(); ++i) {
+    core::Workload& w = snap_.workloads[i];
+    const JobRun& r = jobs_[units_[wl_unit_[i]].job];
+    if (w.state == core::WorkloadState::kRunning && options_.checkpoint_interval.count() > 0 &&
+        r.phase == Phase::kRunning) {
+      const int64_t k = (t - r.run_start).count() / options_.checkpoint_interval.count();
+      w.last_checkpoint_time = r.run_start + Duration(k * options_.checkpoint_interval.count());
+    }
+    if (policy_.attained_service) {
+      double attained = r.attained_gpu_hours;
+      if (r.phase == Phase::kRunning)
+        attained += static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(t - r.run_start);
+      w.priority = AttainedServicePriority(attained);
+    }
+  }
+  const auto begin = std::chrono::steady_clock::now();
+  const core::CycleResult result = engine_.Schedule(snap_);
+  cycle_ms_.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+
+  // Preemptions first: the decisions refer to workload indices, which removal would move.
+  for (const core::PreemptDecision& p : result.preemptions) {
+    const int32_t u = wl_unit_[p.workload.index()];
+    const int32_t j = units_[u].job;
+    core::Workload& w = snap_.workloads[p.workload.index()];
+    w.state = core::WorkloadState::kPreempting;
+    const bool fault = p.reason == core::PreemptReason::kHardwareFault;
+    JobRun& r = jobs_[j];
+    const bool was_running = r.phase == Phase::kRunning;
+    StopJob(j, t, fault);
+    if (!fault) {
+      r.preemptions.push_back(t);
+      w.recent_preemptions = r.preemptions;
+    }
+    if (was_running || !fault) ++m_.preemptions;
+    const TraceJob* preemptor =
+        p.preemptor.valid() ? jobs_[units_[wl_unit_[p.preemptor.index()]].job].job : nullptr;
+    Emit(t, j, fault ? EventKind::kFail : EventKind::kPreempt, {},
+         std::string(core::PreemptReasonName(p.reason)), preemptor);
+    Push(t + Duration(int64_t{p.grace_seconds} * 1000), Ev::kGraceEnd, u, 0);
+  }
+
+  auto start = [&](core::WorkloadId wid, const std::vector<core::PodAssignment>& pods,
+                   bool resume) {
+    const int32_t u = wl_unit_[wid.index()];
+    Unit& unit = units_[u];
+    JobRun& r = jobs_[unit.job];
+    core::Workload& w = snap_.workloads[wid.index()];
+    w.state = core::WorkloadState::kRunning;
+    w.start_time = t;
+    w.last_checkpoint_time.reset();
+    w.placements.clear();
+    int64_t gpus = 0;
+    for (const core::PodAssignment& a : pods) {
+      w.placements.push_back(a.placement);
+      gpus += std::popcount(a.placement.gpu_mask);
+    }
+    unit.gpus_held = gpus;
+    allocated_ += gpus;
+    queue_alloc_[r.queue] += gpus;
+    if (++r.units_running < r.units) return;  // a gang starts when all its pods run
+    const bool first = !r.started;
+    r.started = true;
+    r.phase = Phase::kRunning;
+    r.run_start = t;
+    ++running_;
+    --waiting_jobs_;
+    if (first) {
+      const double wait = Hours(t - r.job->submit);
+      wait_.push_back(wait);
+      wait_by_prio_[r.job->priority >= core::kReservedPriority ? "reserved" : "elastic"].push_back(
+          wait);
+      wait_by_gang_[GangBucket(static_cast<int64_t>(r.gpus_per_pod) * r.job->pods)].push_back(wait);
+    }
+    std::vector<core::PodPlacement> all;
+    for (int32_t v = r.first_unit; v < r.first_unit + r.units; ++v)
+      for (const core::PodPlacement& p : snap_.workloads[units_[v].wl].placements) all.push_back(p);
+    Emit(t, unit.job, resume || !first ? EventKind::kResume : EventKind::kStart, std::move(all));
+    Push(t + r.remaining, Ev::kFinish, unit.job, static_cast<int32_t>(r.version));
+  };
+  for (const core::BindDecision& b : result.binds) start(b.workload, b.pods, false);
+  for (const core::ResumeDecision& b : result.resumes) start(b.workload, b.pods, true);
+
+  // Waiting work may become placeable as time alone passes: when running work outgrows its
+  // minimum runtime and may be preempted, or (LAS) as attained service lowers priorities. Plan
+  // a cycle for the first such moment; otherwise the next event brings the next cycle.
+  if (!result.pending.empty()) {
+    Time next = Time::max();
+    if (policy_.attained_service && running_ > 0 && options_.recheck_interval.count() > 0)
+      next = t + options_.recheck_interval;
+    if (policy_.config.reclaim_enabled || policy_.config.priority_preemption_enabled) {
+      for (const core::Workload& w : snap_.workloads) {
+        if (w.state != core::WorkloadState::kRunning || w.reserved()) continue;
+        const Time ripe = w.start_time + policy_.config.min_runtime;
+        if (ripe > t && ripe < next) next = ripe;
+      }
+    }
+    if (next != Time::max()) MarkDirty(next);
+  }
+  ++m_.cycles;
+}
+
+Result<SimMetrics> Sim::Run(const std::function<void(double)>& progress) {
+  const auto wall_begin = std::chrono::steady_clock::now();
+  CHAMBER_RETURN_IF_ERROR(Setup());
+  int64_t done = 0;
+  const auto total = static_cast<int64_t>(jobs_.size());
+  auto last_progress = wall_begin;
+  Time end{0};
+  while (!events_.empty()) {
+    const Event e = events_.top();
+    if (options_.horizon.count() > 0 && e.time > options_.horizon) break;
+    // Stop when every job finished, or when nothing runs, nothing is due and no cycle is
+    // pending: what still waits can never be placed (only failures and repairs would follow).
+    if (done == total || (live_ == 0 && running_ == 0 && !cycle_pending_)) break;
+    events_.pop();
+    if (e.kind == Ev::kSubmit || e.kind == Ev::kFinish || e.kind == Ev::kGraceEnd) --live_;
+    Advance(e.time);
+    end = e.time;
+    switch (e.kind) {
+      case Ev::kSubmit:
+        Submit(e.a);
+        MarkDirty(e.time);
+        break;
+      case Ev::kFinish: {
+        JobRun& r = jobs_[e.a];
+        if (r.phase != Phase::kRunning || static_cast<uint32_t>(e.b) != r.version) break;
+        r.phase = Phase::kDone;
+        --running_;
+        r.attained_gpu_hours +=
+            static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(e.time - r.run_start);
+        for (int32_t u = r.first_unit; u < r.first_unit + r.units; ++u) {
+          Release(u);
+          RemoveWorkload(u);
+        }
+        const double jct = Hours(e.time - r.job->submit);
+        jct_.push_back(jct);
+        jct_by_prio_[r.job->priority >= core::kReservedPriority ? "reserved" : "elastic"].push_back(
+            jct);
+        jct_by_gang_[GangBucket(static_cast<int64_t>(r.gpus_per_pod) * r.job->pods)].push_back(jct);
+        ++done;
+        Emit(e.time, e.a, EventKind::kFinish);
+        MarkDirty(e.time);
+        break;
+      }
+      case Ev::kGraceEnd: {
+        Unit& unit = units_[e.a];
+        if (unit.wl < 0) break;
+        core::Workload& w = snap_.workloads[unit.wl];
+        if (w.state != core::WorkloadState::kPreempting) break;
+        Release(e.a);
+        w.placements.clear();
+        w.state = policy_.per_pod ? core::WorkloadState::kPending : core::WorkloadState::kSuspended;
+        --jobs_[unit.job].units_running;
+        MarkDirty(e.time);
+        break;
+      }
+      case Ev::kGpuFail: {
+        core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
+        if (gpu.healthy) {
+          gpu.healthy = false;
+          --capacity_;
+          ++m_.gpu_failures;
+          Push(e.time + options_.repair_time, Ev::kGpuRepair, e.a, e.b);
+          MarkDirty(e.time);
+        }
+        break;
+      }
+      case Ev::kGpuRepair: {
+        core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
+        gpu.healthy = true;
+        ++capacity_;
+        Push(e.time + Duration(static_cast<int64_t>(Exponential(options_.gpu_mtbf_hours) * 3.6e6)),
+             Ev::kGpuFail, e.a, e.b);
+        MarkDirty(e.time);
+        break;
+      }
+      case Ev::kCycle:
+        if (cycle_pending_ && e.time == cycle_at_) {
+          cycle_pending_ = false;
+          Cycle(e.time);
+        }
+        break;
+    }
+    if (progress) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_progress > std::chrono::milliseconds(200)) {
+        progress(total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total));
+        last_progress = now;
+      }
+    }
+  }
+  if (options_.horizon.count() > 0 && end < options_.horizon && done < total)
+    end = options_.horizon;
+  Advance(end);
+
+  m_.policy = policy_.name;
+  m_.capacity_gpus = 0;
+  for (const core::Node& n : snap_.nodes) m_.capacity_gpus += static_cast<int64_t>(n.gpus.size());
+  m_.jobs = total;
+  m_.finished = done;
+  m_.unfinished = total - done;
+  m_.makespan_hours = Hours(end);
+  const double capacity_ms =
+      static_cast<double>(m_.capacity_gpus) * static_cast<double>(end.count());
+  m_.allocation = capacity_ms > 0 ? alloc_gpu_ms_ / capacity_ms : 0;
+  m_.allocation_while_waiting =
+      waiting_ms_ > 0
+          ? alloc_while_waiting_gpu_ms_ / (static_cast<double>(m_.capacity_gpus) * waiting_ms_)
+          : 0;
+  m_.idle_gpu_hours_while_queued = idle_while_queued_gpu_ms_ / 3.6e6;
+  m_.jct_hours = Summarize(jct_);
+  m_.wait_hours = Summarize(wait_);
+  for (auto& [k, v] : jct_by_prio_) m_.jct_by_priority[k] = Summarize(v);
+  for (auto& [k, v] : wait_by_prio_) m_.wait_by_priority[k] = Summarize(v);
+  for (auto& [k, v] : jct_by_gang_) m_.jct_by_gang[k] = Summarize(v);
+  for (auto& [k, v] : wait_by_gang_) m_.wait_by_gang[k] = Summarize(v);
+  m_.cycle_ms = Summarize(cycle_ms_);
+
+  // Shares against entitlement: quota over total quota when queues have quotas, else equal.
+  double total_ms = 0;
+  for (double q : queue_gpu_ms_) total_ms += q;
+  double total_quota = 0;
+  std::vector<double> quota(queue_names_.size(), 0);
+  for (size_t q = 0; q < queue_names_.size(); ++q)
+    for (const core::Queue& spec : options_.queues)
+      if (spec.name == queue_names_[q])
+        quota[q] = static_cast<double>(spec.res(core::Resource::kGpu).quota);
+  for (double v : quota) total_quota += v;
+  double sum = 0, sum_sq = 0;
+  for (size_t q = 0; q < queue_names_.size(); ++q) {
+    QueueMetrics qm;
+    qm.name = queue_names_[q];
+    qm.gpu_hours = queue_gpu_ms_[q] / 3.6e6;
+    qm.share = total_ms > 0 ? queue_gpu_ms_[q] / total_ms : 0;
+    qm.entitlement =
+        total_quota > 0 ? quota[q] / total_quota : 1.0 / static_cast<double>(queue_names_.size());
+    if (qm.entitlement > 0) {
+      const double x = qm.share / qm.entitlement;
+      sum += x;
+      sum_sq += x * x;
+    }
+    m_.queues.push_back(std::move(qm));
+  }
+  size_t n_entitled = 0;
+  for (const QueueMetrics& q : m_.queues) n_entitled += q.entitlement > 0 ? 1 : 0;
+  m_.jain_index = sum_sq > 0 ? sum * sum / (static_cast<double>(n_entitled) * sum_sq) : 1;
+  m_.run_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_begin).count();
+  if (progress) progress(1.0);
+  return m_;
+}
+
+}  // namespace
+
+Result<SimMetrics> Simulate(const std::vector<core::Node>& nodes, const Trace& trace,
+                            const SimPolicy& policy, const SimOptions& options,
+                            const EventSink& events, const std::function<void(double)>& progress) {
+  Sim sim(nodes, trace, policy, options, events);
+  return sim.Run(progress);
+}
+
+}  // namespace chamber::sim

@@ -1,0 +1,226 @@
+// Tiny traces whose metrics are worked out by hand in the comments.
+#include "sim/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/cluster_spec.h"
+#include "sim/policy.h"
+
+namespace chamber::sim {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+std::vector<core::Node> Cluster(int nodes, int gpus) {
+  ClusterSpec spec;
+  NodePool p;
+  p.name = "n";
+  p.count = nodes;
+  p.gpus_per_node = gpus;
+  p.gpu_model = "H100";
+  spec.pools.push_back(p);
+  return BuildNodes(spec);
+}
+
+TraceJob Job(std::string id, Time submit, Duration duration, int32_t pods, int32_t gpus,
+             std::string queue = "default", int32_t priority = 10) {
+  TraceJob j;
+  j.id = std::move(id);
+  j.submit = submit;
+  j.duration = duration;
+  j.pods = pods;
+  j.gpus_per_pod = gpus;
+  j.queue = std::move(queue);
+  j.priority = priority;
+  return j;
+}
+
+SimPolicy Policy(const char* name) {
+  Result<SimPolicy> p = MakePolicy(name, core::EngineConfig{});
+  EXPECT_TRUE(p.ok());
+  return *p;
+}
+
+TEST(Simulator, OneJobOnAnIdleCluster) {
+  Trace trace;
+  trace.jobs.push_back(Job("a", Time(0), hours(1), 1, 1));
+  Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, Policy("chamber"), SimOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 1);
+  EXPECT_DOUBLE_EQ(m->jct_hours.mean, 1.0);
+  EXPECT_DOUBLE_EQ(m->wait_hours.mean, 0.0);
+  EXPECT_DOUBLE_EQ(m->makespan_hours, 1.0);
+  EXPECT_DOUBLE_EQ(m->allocation, 1.0 / 8);  // 1 of 8 GPUs for the whole hour
+  EXPECT_DOUBLE_EQ(m->idle_gpu_hours_while_queued, 0.0);
+}
+
+TEST(Simulator, FifoQueuesTheSecondFullNodeJob) {
+  // Two 8-GPU jobs at t=0 on one 8-GPU node: a runs 0-1h, b waits 1h and runs 1h-3h.
+  Trace trace;
+  trace.jobs.push_back(Job("a", Time(0), hours(1), 1, 8));
+  trace.jobs.push_back(Job("b", Time(0), hours(2), 1, 8));
+  Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, Policy("fifo"), SimOptions{});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 2);
+  EXPECT_DOUBLE_EQ(m->makespan_hours, 3.0);
+  EXPECT_DOUBLE_EQ(m->jct_hours.mean, 2.0);  // (1 + 3) / 2
+  EXPECT_DOUBLE_EQ(m->wait_hours.mean, 0.5);
+  EXPECT_DOUBLE_EQ(m->wait_hours.p50, 0.0);
+  EXPECT_DOUBLE_EQ(m->wait_hours.p99, 1.0);
+  EXPECT_DOUBLE_EQ(m->allocation, 1.0);  // (8*1 + 8*2) / (8*3)
+  EXPECT_DOUBLE_EQ(m->allocation_while_waiting, 1.0);
+  EXPECT_DOUBLE_EQ(m->idle_gpu_hours_while_queued, 0.0);
+}
+
+TEST(Simulator, KubeDefaultDeadlocksGangsThatChamberRunsInTurn) {
+  // Two 2-pod x 4-GPU jobs on two 4-GPU nodes. Pod by pod, a/0 and b/0 take one node each and
+  // both jobs wait forever for their second pod; as gangs, a runs and then b.
+  Trace trace;
+  trace.jobs.push_back(Job("a", Time(0), hours(1), 2, 4));
+  trace.jobs.push_back(Job("b", Time(0), hours(1), 2, 4));
+  Result<SimMetrics> kube = Simulate(Cluster(2, 4), trace, Policy("kube-default"), SimOptions{});
+  ASSERT_TRUE(kube.ok()) << kube.status().ToString();
+  EXPECT_EQ(kube->finished, 0);
+  EXPECT_EQ(kube->unfinished, 2);
+
+  Result<SimMetrics> chamber = Simulate(Cluster(2, 4), trace, Policy("chamber"), SimOptions{});
+  ASSERT_TRUE(chamber.ok());
+  EXPECT_EQ(chamber->finished, 2);
+  EXPECT_DOUBLE_EQ(chamber->makespan_hours, 2.0);
+}
+
+TEST(Simulator, ReclaimPreemptsTheBorrowerAndAccountsLostWork) {
+  // Queue a owns the node (quota 8); b borrows it at t=0 for a 10h job. a submits an 8-GPU 1h
+  // job at 2h10m: b is reclaimed (grace 30s) having checkpointed at 2h, so it loses 10 minutes
+  // on 8 GPUs = 1.333 GPU-hours. a runs 2h10m30s-3h10m30s; b resumes at 3h10m30s with 8h of
+  // work left plus 60s restart overhead, and finishes at 11h11m30s.
+  std::vector<core::Queue> queues(2);
+  queues[0].name = "a";
+  queues[0].res(core::Resource::kGpu).quota = 8;
+  queues[1].name = "b";
+  Trace trace;
+  trace.jobs.push_back(Job("b-job", Time(0), hours(10), 1, 8, "b"));
+  trace.jobs.push_back(Job("a-job", hours(2) + minutes(10), hours(1), 1, 8, "a"));
+  SimOptions options;
+  options.queues = queues;
+  std::vector<SimEvent> events;
+  Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, Policy("chamber"), options,
+                                  [&](const SimEvent& e) { events.push_back(e); });
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 2);
+  EXPECT_EQ(m->preemptions, 1);
+  EXPECT_NEAR(m->gpu_hours_lost_preemption, 8.0 * 10 / 60, 1e-9);
+  const double end = 11 + 11.0 / 60 + 30.0 / 3600;
+  EXPECT_NEAR(m->makespan_hours, end, 1e-9);
+  EXPECT_NEAR(m->wait_by_priority.at("elastic").p99, 30.0 / 3600, 1e-9);  // a waited the grace
+
+  std::vector<std::string> seen;
+  for (const SimEvent& e : events)
+    seen.push_back(e.job->id + ":" + std::string(EventKindName(e.kind)));
+  const std::vector<std::string> expected = {"b-job:submit",  "b-job:start", "a-job:submit",
+                                             "b-job:preempt", "a-job:start", "a-job:finish",
+                                             "b-job:resume",  "b-job:finish"};
+  EXPECT_EQ(seen, expected);
+  for (const SimEvent& e : events)
+    if (e.kind == EventKind::kPreempt) {
+      ASSERT_NE(e.preemptor, nullptr);
+      EXPECT_EQ(e.preemptor->id, "a-job");
+      EXPECT_EQ(e.reason, "Reclaim");
+    }
+}
+
+TEST(Simulator, GpuFailuresStopWorkAndEveryJobStillFinishes) {
+  Trace trace;
+  for (int i = 0; i < 20; ++i)
+    trace.jobs.push_back(Job("j" + std::to_string(i), minutes(i), hours(3), 1, 4));
+  SimOptions options;
+  options.gpu_mtbf_hours = 20;  // per GPU: 16 GPUs fail about every 1.25 h together
+  options.repair_time = hours(1);
+  options.seed = 7;
+  Result<SimMetrics> m = Simulate(Cluster(2, 8), trace, Policy("chamber"), options);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 20);
+  EXPECT_GT(m->gpu_failures, 0);
+  EXPECT_GT(m->gpu_hours_lost_failures, 0);
+}
+
+TEST(Simulator, SameSeedSameResult) {
+  Trace trace;
+  for (int i = 0; i < 50; ++i)
+    trace.jobs.push_back(Job("j" + std::to_string(i), minutes(7 * i), minutes(40 + i), 1 + i % 3,
+                             1 + i % 4, "default", i % 5 == 0 ? 150 : 10));
+  SimOptions options;
+  options.gpu_mtbf_hours = 50;
+  auto run = [&] {
+    Result<SimMetrics> m = Simulate(Cluster(3, 8), trace, Policy("chamber"), options);
+    EXPECT_TRUE(m.ok());
+    m->run_seconds = 0;
+    m->cycle_ms = {};
+    return *m;
+  };
+  const SimMetrics a = run(), b = run();
+  EXPECT_EQ(a.finished, b.finished);
+  EXPECT_EQ(a.preemptions, b.preemptions);
+  EXPECT_EQ(a.gpu_failures, b.gpu_failures);
+  EXPECT_DOUBLE_EQ(a.jct_hours.mean, b.jct_hours.mean);
+  EXPECT_DOUBLE_EQ(a.allocation, b.allocation);
+}
+
+TEST(Simulator, UnknownQueueIsAnError) {
+  std::vector<core::Queue> queues(1);
+  queues[0].name = "a";
+  Trace trace;
+  trace.jobs.push_back(Job("x", Time(0), hours(1), 1, 1, "typo"));
+  SimOptions options;
+  options.queues = queues;
+  Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, Policy("chamber"), options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("job x names queue \"typo\""), std::string::npos);
+}
+
+TEST(Simulator, EveryPolicyRunsAndFinishesAFeasibleTrace) {
+  Trace trace;
+  for (int i = 0; i < 40; ++i)
+    trace.jobs.push_back(Job("j" + std::to_string(i), minutes(5 * i), minutes(30 + 3 * i),
+                             i % 7 == 0 ? 2 : 1, 1 + i % 8, i % 2 ? "a" : "b",
+                             i % 9 == 0 ? 150 : 10));
+  std::vector<core::Queue> queues(2);
+  queues[0].name = "a";
+  queues[0].res(core::Resource::kGpu).quota = 8;
+  queues[1].name = "b";
+  queues[1].res(core::Resource::kGpu).quota = 8;
+  SimOptions options;
+  options.queues = queues;
+  for (std::string_view name : PolicyNames()) {
+    Result<SimPolicy> p = MakePolicy(name, core::EngineConfig{});
+    ASSERT_TRUE(p.ok());
+    Result<SimMetrics> m = Simulate(Cluster(2, 8), trace, *p, options);
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+    EXPECT_EQ(m->policy, name);
+    if (name != "kube-default") {
+      EXPECT_EQ(m->finished, 40) << name;
+    }
+    EXPECT_GT(m->allocation, 0) << name;
+    EXPECT_LE(m->allocation, 1.0 + 1e-9) << name;
+  }
+}
+
+TEST(Policy, UnknownNameListsTheKnownOnes) {
+  Result<SimPolicy> p = MakePolicy("sjf", core::EngineConfig{});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("known: chamber, fifo, kube-default, drf, las, quota"),
+            std::string::npos);
+}
+
+TEST(Summary, NearestRankPercentiles) {
+  const Summary s = Summarize({5, 1, 3, 2, 4});
+  EXPECT_EQ(s.count, 5);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.p50, 3);
+  EXPECT_DOUBLE_EQ(s.p99, 5);
+}
+
+}  // namespace
+}  // namespace chamber::sim

@@ -1,0 +1,277 @@
+#include <gtest/gtest.h>
+
+#include "sim/trace/test/test_util.h"
+#include "sim/trace/trace.h"
+
+namespace chamber::sim {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::DataPath;
+using testing::Skipping;
+
+constexpr int64_t kGi = int64_t{1} << 30;
+
+TEST(ChamberCsvTest, ReadsTheFixture) {
+  Result<Trace> t = ReadTrace(DataPath("chamber.csv"), TraceFormat::kChamberCsv, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 3u);
+  EXPECT_EQ(t->skipped_lines, 0);
+
+  // Sorted by submit, shifted so the first ("1m") is 0.
+  const TraceJob& hi = t->jobs[0];
+  EXPECT_EQ(hi.id, "say \"hi\"");
+  EXPECT_EQ(hi.submit, milliseconds(0));
+  EXPECT_EQ(hi.duration, milliseconds(250));
+  EXPECT_EQ(hi.group, "");
+  EXPECT_EQ(hi.queue, "carol");  // no queue: the user
+  EXPECT_EQ(hi.priority, -1);
+  EXPECT_EQ(hi.gpus_per_pod, 0);
+
+  const TraceJob& a = t->jobs[1];
+  EXPECT_EQ(a.id, "train-a");
+  EXPECT_EQ(a.submit, milliseconds(40'000));
+  EXPECT_EQ(a.duration, milliseconds(5'400'000));
+  EXPECT_EQ(a.group, "research");
+  EXPECT_EQ(a.queue, "research");
+  EXPECT_EQ(a.user, "alice");
+  EXPECT_EQ(a.priority, 10);
+  EXPECT_EQ(a.pods, 2);
+  EXPECT_EQ(a.gpus_per_pod, 8);
+  EXPECT_EQ(a.cpu_milli_per_pod, 16'000);
+  EXPECT_EQ(a.memory_bytes_per_pod, 64 * kGi);
+  EXPECT_EQ(a.gpu_models, (std::vector<std::string>{"H100", "A100"}));
+
+  const TraceJob& b = t->jobs[2];
+  EXPECT_EQ(b.id, "eval,b");
+  EXPECT_EQ(b.submit, milliseconds(70'500));
+  EXPECT_EQ(b.duration, milliseconds(600'000));
+  EXPECT_EQ(b.queue, "nlp");
+  EXPECT_EQ(b.priority, 0);  // none given: the default
+  EXPECT_EQ(b.pods, 1);
+  EXPECT_EQ(b.gpus_per_pod, 1);
+  EXPECT_EQ(b.cpu_milli_per_pod, 500);
+  EXPECT_EQ(b.memory_bytes_per_pod, 512 << 20);
+  EXPECT_TRUE(b.gpu_models.empty());
+}
+
+TEST(ChamberCsvTest, ColumnOrderComesFromTheHeader) {
+  const std::string text =
+      "duration,submit_time,id,gpus_per_pod\r\n"
+      "10,5,x,2\r\n"
+      "20,7,y,0\r\n";
+  Result<Trace> t = ParseTrace(text, "t.csv", TraceFormat::kChamberCsv, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].id, "x");
+  EXPECT_EQ(t->jobs[0].duration, milliseconds(10'000));
+  EXPECT_EQ(t->jobs[0].gpus_per_pod, 2);
+  EXPECT_EQ(t->jobs[0].queue, "default");  // neither queue nor user
+  EXPECT_EQ(t->jobs[1].submit, milliseconds(2'000));
+}
+
+TEST(ChamberCsvTest, GpuFractions) {
+  const std::string text =
+      "id,submit_time,duration,gpus_per_pod,gpu_milli_per_pod\n"
+      "half,0,1,0,500\n"
+      "whole,0,1,0,1000\n"
+      "bad,0,1,2,500\n";
+  Result<Trace> t = ParseTrace(text, "t.csv", TraceFormat::kChamberCsv, Skipping());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].id, "half");
+  EXPECT_EQ(t->jobs[0].gpus_per_pod, 0);
+  EXPECT_EQ(t->jobs[0].gpu_milli_per_pod, 500);
+  EXPECT_EQ(t->jobs[1].id, "whole");
+  EXPECT_EQ(t->jobs[1].gpus_per_pod, 1);
+  EXPECT_EQ(t->jobs[1].gpu_milli_per_pod, 0);
+  ASSERT_EQ(t->skipped_examples.size(), 1u);
+  EXPECT_EQ(t->skipped_examples[0],
+            "t.csv:4:11: column gpu_milli_per_pod: a GPU fraction (500) is for pods with less "
+            "than one GPU, but gpus_per_pod is 2");
+}
+
+// Each malformed line, alone after a good one, fails with its exact place.
+TEST(ChamberCsvTest, ErrorsNameFileLineColumnAndColumnName) {
+  const std::string header = "id,queue,user,priority,submit_time,duration,pods,gpus_per_pod\n";
+  const std::string good = "ok,q,u,1,0,10,1,1\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bad1,q,u,1,xx,10,1,1\n",
+       "t.csv:3:12: column submit_time: \"xx\" is not a time (use seconds, a duration like 1h30m, "
+       "or \"YYYY-MM-DD HH:MM:SS\")"},
+      {"bad2,q,u,1,0,10,0,1\n", "t.csv:3:17: column pods: \"0\" is out of range [1, 2147483647]"},
+      {"bad3,q,u,1,0,10,1\n", "t.csv:3:18: expected 8 fields as in the header, found 7"},
+      {"bad4,q,u,1,0,10,1,1,9\n", "t.csv:3:21: expected 8 fields as in the header, found 9"},
+      {"bad5,\"q\"x,u,1,0,10,1,1\n", "t.csv:3:9: unexpected text after a closing quote"},
+      {"\xC3\xBCn\xC3\xAF,q,u,1,zz,10,1,1\n",  // "ünï": columns count characters, not bytes
+       "t.csv:3:11: column submit_time: \"zz\" is not a time (use seconds, a duration like 1h30m, "
+       "or \"YYYY-MM-DD HH:MM:SS\")"},
+      {",q,u,1,0,10,1,1\n", "t.csv:3:1: column id: must not be empty"},
+      {"bad6,q,u,high,0,10,1,1\n", "t.csv:3:10: column priority: \"high\" is not an integer"},
+      {"ok,q,u,1,0,10,1,1\n", "t.csv:3:1: column id: duplicate id \"ok\" (first on line 2)"},
+      {"bad7,q,u,1,0,10,1,-2\n",
+       "t.csv:3:19: column gpus_per_pod: \"-2\" is out of range [0, 2147483647]"},
+      {"bad8,q,u,1,0,10,1,1,\"open\n", "t.csv:3:21: unterminated quoted field"},
+  };
+  for (const auto& [line, want] : cases) {
+    Result<Trace> t = ParseTrace(header + good + line, "t.csv", TraceFormat::kChamberCsv, {});
+    ASSERT_FALSE(t.ok()) << line;
+    EXPECT_EQ(t.status().message(), want) << line;
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(ChamberCsvTest, SkipBadLinesCountsAndKeepsTheFirstFiveReasons) {
+  std::string text = "id,submit_time,duration\nok,0,1\n";
+  for (int i = 0; i < 7; ++i) text += "bad" + std::to_string(i) + ",0,x" + std::to_string(i) + "\n";
+  text += "ok2,5,1\n";
+  Result<Trace> t = ParseTrace(text, "t.csv", TraceFormat::kChamberCsv, Skipping());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[1].id, "ok2");
+  EXPECT_EQ(t->skipped_lines, 7);
+  ASSERT_EQ(t->skipped_examples.size(), 5u);
+  EXPECT_EQ(t->skipped_examples[0].substr(0, 31), "t.csv:3:8: column duration: \"x0");
+  EXPECT_EQ(t->skipped_examples[4].substr(0, 31), "t.csv:7:8: column duration: \"x4");
+}
+
+TEST(ChamberCsvTest, HeaderProblemsAreFatalEvenWhenSkipping) {
+  EXPECT_EQ(
+      ParseTrace("id,submit_time,duration,gpus\n", "t.csv", TraceFormat::kChamberCsv, Skipping())
+          .status()
+          .message(),
+      "t.csv:1:25: column gpus: unknown column (known: id,queue,user,priority,submit_time,"
+      "duration,pods,gpus_per_pod,gpu_milli_per_pod,cpu_per_pod,memory_per_pod,gpu_models)");
+  EXPECT_EQ(
+      ParseTrace("id,duration\n", "t.csv", TraceFormat::kChamberCsv, Skipping()).status().message(),
+      "t.csv:1:12: column submit_time: missing from the header (expected columns id,queue,user,"
+      "priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,cpu_per_pod,memory_per_"
+      "pod,gpu_models)");
+  // A header alone is an empty trace.
+  Result<Trace> empty =
+      ParseTrace("id,submit_time,duration\n\n", "t.csv", TraceFormat::kChamberCsv, {});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->jobs.empty());
+}
+
+TEST(ChamberJsonlTest, ReadsJobs) {
+  const std::string text =
+      R"({"id": "a", "queue": "research", "user": "alice", "priority": 5, "submitTime": 10, )"
+      R"("duration": "2h", "pods": 2, "gpusPerPod": 4, "cpuPerPod": "8", "memoryPerPod": "32Gi", )"
+      R"("gpuModels": ["H100"]})"
+      "\n"
+      R"({"id": "b", "submitTime": 12.5, "duration": 30, "gpuMilliPerPod": 500, "cpuPerPod": 2, )"
+      R"("memoryPerPod": 1073741824, "user": "bob"})"
+      "\r\n\n"
+      R"({"id": "c", "submitTime": "1m", "duration": 1, "gpuModels": "A100|H100", "priority": null})";
+  Result<Trace> t = ParseTrace(text, "t.jsonl", TraceFormat::kChamberJsonl, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 3u);
+  const TraceJob& a = t->jobs[0];
+  EXPECT_EQ(a.id, "a");
+  EXPECT_EQ(a.submit, milliseconds(0));
+  EXPECT_EQ(a.duration, milliseconds(7'200'000));
+  EXPECT_EQ(a.queue, "research");
+  EXPECT_EQ(a.priority, 5);
+  EXPECT_EQ(a.pods, 2);
+  EXPECT_EQ(a.gpus_per_pod, 4);
+  EXPECT_EQ(a.cpu_milli_per_pod, 8000);
+  EXPECT_EQ(a.memory_bytes_per_pod, 32 * kGi);
+  EXPECT_EQ(a.gpu_models, std::vector<std::string>{"H100"});
+  const TraceJob& b = t->jobs[1];
+  EXPECT_EQ(b.id, "b");
+  EXPECT_EQ(b.submit, milliseconds(2'500));
+  EXPECT_EQ(b.queue, "bob");
+  EXPECT_EQ(b.gpus_per_pod, 0);
+  EXPECT_EQ(b.gpu_milli_per_pod, 500);
+  EXPECT_EQ(b.cpu_milli_per_pod, 2000);
+  EXPECT_EQ(b.memory_bytes_per_pod, kGi);
+  const TraceJob& c = t->jobs[2];
+  EXPECT_EQ(c.id, "c");
+  EXPECT_EQ(c.submit, milliseconds(50'000));
+  EXPECT_EQ(c.priority, 0);
+  EXPECT_EQ(c.queue, "default");
+  EXPECT_EQ(c.gpu_models, (std::vector<std::string>{"A100", "H100"}));
+}
+
+TEST(ChamberJsonlTest, ErrorsNameLineColumnAndField) {
+  const std::string good = R"({"id": "ok", "submitTime": 0, "duration": 1})"
+                           "\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"id": "d", "submitTime": 1, "duration": -3})",
+       "t.jsonl:2:30: field duration: seconds out of range"},
+      {R"({"id": "e", "submitTime": 1, "duration": 3, "gpus": 2})",
+       "t.jsonl:2:45: field gpus: unknown field (known: id, queue, user, priority, submitTime, "
+       "duration, pods, gpusPerPod, gpuMilliPerPod, cpuPerPod, memoryPerPod, gpuModels)"},
+      {R"({"id": "f", "duration": 3})", "t.jsonl:2:1: field submitTime: is required"},
+      {R"({"id": "g", "submitTime": 1, "duration": 3, "pods": "two"})",
+       "t.jsonl:2:45: field pods: \"two\" is not an integer"},
+      {R"({"id": "h", "submitTime": 1, "duration": 3, "cpuPerPod": "2 cores"})",
+       "t.jsonl:2:45: field cpuPerPod: \"2 cores\": unknown CPU unit \" cores\""},
+      {R"(["not", "an", "object"])", "t.jsonl:2:1: expected a JSON object, got array"},
+      {R"({"id": "ok", "submitTime": 1, "duration": 3})",
+       "t.jsonl:2:2: field id: duplicate id \"ok\" (first on line 1)"},
+      {R"({"id": "j", "id": "k", "submitTime": 1, "duration": 1})",
+       "t.jsonl:2:2: field id: appears twice"},
+      {R"({"id": "k", "submitTime": {"s": 1}, "duration": 1})",
+       "t.jsonl:2:13: field submitTime: expected a string, number or list of strings, got object"},
+      {R"({"id": "l", "submitTime": 1, "duration": 1, "gpuModels": [["A100"]]})",
+       "t.jsonl:2:45: field gpuModels: expected a list of strings"},
+      {R"({"id": "i", "submitTime": 1,)",
+       "t.jsonl:2:29: invalid JSON: syntax error while parsing object key - unexpected end of "
+       "input; expected string literal"},
+  };
+  for (const auto& [line, want] : cases) {
+    Result<Trace> t = ParseTrace(good + line + "\n", "t.jsonl", TraceFormat::kChamberJsonl, {});
+    ASSERT_FALSE(t.ok()) << line;
+    EXPECT_EQ(t.status().message(), want) << line;
+  }
+  Result<Trace> skipped = ParseTrace(good + cases[0].first + "\n" + cases[1].first, "t.jsonl",
+                                     TraceFormat::kChamberJsonl, Skipping());
+  ASSERT_TRUE(skipped.ok());
+  EXPECT_EQ(skipped->jobs.size(), 1u);
+  EXPECT_EQ(skipped->skipped_lines, 2);
+  EXPECT_EQ(skipped->skipped_examples[0], cases[0].second);
+}
+
+TEST(ChamberFormatTest, WriterOutput) {
+  TraceJob j;
+  j.id = "a,\"b\"";
+  j.queue = "q";
+  j.user = " u";
+  j.priority = 3;
+  j.submit = milliseconds(1500);
+  j.duration = milliseconds(60'000);
+  j.pods = 2;
+  j.gpus_per_pod = 4;
+  j.cpu_milli_per_pod = 500;
+  j.memory_bytes_per_pod = kGi;
+  j.gpu_models = {"A100", "H100"};
+  EXPECT_EQ(WriteChamberCsv({j}),
+            "id,queue,user,priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,"
+            "cpu_per_pod,memory_per_pod,gpu_models\n"
+            "\"a,\"\"b\"\"\",q,\" u\",3,1.5,60,2,4,,500m,1073741824,A100|H100\n");
+}
+
+TEST(TraceFormatTest, Names) {
+  EXPECT_EQ(*ParseTraceFormat("helios", "x"), TraceFormat::kHelios);
+  EXPECT_EQ(*ParseTraceFormat("philly", "x"), TraceFormat::kPhilly);
+  EXPECT_EQ(*ParseTraceFormat("openb", "x"), TraceFormat::kOpenb);
+  EXPECT_EQ(*ParseTraceFormat("chamber", "jobs.csv"), TraceFormat::kChamberCsv);
+  EXPECT_EQ(*ParseTraceFormat("chamber", "jobs.jsonl"), TraceFormat::kChamberJsonl);
+  EXPECT_EQ(*ParseTraceFormat("chamber", DataPath("chamber.csv")), TraceFormat::kChamberCsv);
+  EXPECT_EQ(*ParseTraceFormat("chamber-jsonl", "jobs.txt"), TraceFormat::kChamberJsonl);
+  EXPECT_EQ(ParseTraceFormat("alibaba", "x").status().message(),
+            "unknown trace format \"alibaba\" (known: chamber, chamber-csv, chamber-jsonl, "
+            "helios, philly, openb)");
+}
+
+TEST(TraceFormatTest, MissingFileNamesThePath) {
+  Result<Trace> t = ReadTrace("/nonexistent/trace.csv", TraceFormat::kChamberCsv, {});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(t.status().message(), "/nonexistent/trace.csv: No such file or directory");
+}
+
+}  // namespace
+}  // namespace chamber::sim
