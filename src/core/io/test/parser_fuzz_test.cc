@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include "common/testing/mutate_text.h"
 #include "core/engine.h"
 #include "core/io/config_yaml.h"
 #include "core/io/example.h"
@@ -13,30 +14,13 @@
 namespace chamber::core::io {
 namespace {
 
-// Mutates a valid document: byte flips, deletions, duplications and splices of YAML-ish tokens.
-std::string Mutate(std::string text, const std::vector<int>& ops) {
-  static constexpr const char* kTokens[] = {
+// Insertions draw on YAML's own pieces and odd values.
+std::string Mutate(const std::string& text, const std::vector<int>& ops) {
+  static constexpr std::string_view kTokens[] = {
       "- ", ": ", "{",    "}", "[",  "]",  "\n  ", "-1", "99999999999999999999",
       "Gi", "m",  "null", "~", "&a", "*a", "\"",   "'",  "#",
       "\t", "1h", "0"};
-  for (size_t i = 0; i + 2 < ops.size() && !text.empty(); i += 3) {
-    const size_t pos = static_cast<size_t>(ops[i + 1]) % text.size();
-    switch (ops[i] % 4) {
-      case 0:
-        text[pos] = static_cast<char>(ops[i + 2] % 128);
-        break;
-      case 1:
-        text.erase(pos, static_cast<size_t>(ops[i + 2]) % 16);
-        break;
-      case 2:
-        text.insert(pos, kTokens[static_cast<size_t>(ops[i + 2]) % std::size(kTokens)]);
-        break;
-      case 3:
-        text.insert(pos, text.substr(pos, static_cast<size_t>(ops[i + 2]) % 32));
-        break;
-    }
-  }
-  return text;
+  return fuzz::MutateText(text, ops, kTokens);
 }
 
 std::vector<int> Ops() {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include "common/testing/mutate_text.h"
 #include "core/io/config_yaml.h"
 #include "sim/trace/test/test_util.h"
 #include "sim/trace/trace.h"
@@ -15,41 +16,24 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Byte flips, deletions, duplications and insertions of tokens the formats care about.
-std::string Mutate(std::string text, const std::vector<int>& ops) {
-  static constexpr const char* kTokens[] = {",",    "\"",
-                                            "\"\"", "\n",
-                                            "\r\n", "|",
-                                            "-1",   "99999999999999999999",
-                                            "1h",   "nan",
-                                            "None", "null",
-                                            "{",    "}",
-                                            "[",    "]",
-                                            ":",    " ",
-                                            "\\",   "0.0005",
-                                            "1e9",  "2020-02-30 25:61:61",
-                                            "\xC3", "\xEF\xBB\xBF",
-                                            "1000", "0",
-                                            "\t",   "\"None\"",
-                                            "[]"};
-  for (size_t i = 0; i + 2 < ops.size() && !text.empty(); i += 3) {
-    const size_t pos = static_cast<size_t>(ops[i + 1]) % text.size();
-    switch (ops[i] % 4) {
-      case 0:
-        text[pos] = static_cast<char>(ops[i + 2] % 256);
-        break;
-      case 1:
-        text.erase(pos, static_cast<size_t>(ops[i + 2]) % 16);
-        break;
-      case 2:
-        text.insert(pos, kTokens[static_cast<size_t>(ops[i + 2]) % std::size(kTokens)]);
-        break;
-      case 3:
-        text.insert(pos, text.substr(pos, static_cast<size_t>(ops[i + 2]) % 64));
-        break;
-    }
-  }
-  return text;
+// Insertions draw on tokens the formats care about.
+std::string Mutate(const std::string& text, const std::vector<int>& ops) {
+  static constexpr std::string_view kTokens[] = {",",    "\"",
+                                                 "\"\"", "\n",
+                                                 "\r\n", "|",
+                                                 "-1",   "99999999999999999999",
+                                                 "1h",   "nan",
+                                                 "None", "null",
+                                                 "{",    "}",
+                                                 "[",    "]",
+                                                 ":",    " ",
+                                                 "\\",   "0.0005",
+                                                 "1e9",  "2020-02-30 25:61:61",
+                                                 "\xC3", "\xEF\xBB\xBF",
+                                                 "1000", "0",
+                                                 "\t",   "\"None\"",
+                                                 "[]"};
+  return fuzz::MutateText(text, ops, kTokens);
 }
 
 std::vector<int> Ops() {
