@@ -58,5 +58,6 @@ int Run(int argc, const char* const* argv, const RegisterFn& register_commands);
 void RegisterScheduleCommand(CommandRegistry& registry);
 void RegisterConfigCommand(CommandRegistry& registry);
 void RegisterSimCommand(CommandRegistry& registry);
+void RegisterBenchCommand(CommandRegistry& registry);
 
 }  // namespace chamber::cli

@@ -7,6 +7,7 @@ void RegisterCommands(chamber::cli::CommandRegistry& commands) {
   chamber::cli::RegisterScheduleCommand(commands);
   chamber::cli::RegisterSimCommand(commands);
   chamber::cli::RegisterConfigCommand(commands);
+  chamber::cli::RegisterBenchCommand(commands);
 }
 
 }  // namespace

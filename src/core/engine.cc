@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -483,6 +484,8 @@ bool Cycle::LendingAllows(const Resources& req) const {
   return true;
 }
 
+// Read once per running workload at load (Running::shielded); Candidates adds victim_ on top.
+// Anything here that changes during a cycle must be checked in Candidates instead.
 bool Cycle::Protected(WorkloadId v) const {
   const Workload& w = wl(v);
   if (w.reserved() || victim_[v.index()]) return true;
@@ -515,6 +518,9 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
     }
   }
   if (reclaim && cfg_.reclaim_enabled) {
+    // Borrowing queues first, so the result is allocated once: it can hold tens of thousands.
+    std::vector<QueueId> borrowers;
+    size_t most = out.size();
     for (QueueId other : tree_.top_down()) {
       if (other == q || !tree_.leaf(other) || running_[other.index()].empty()) continue;
       bool borrowing = false;
@@ -522,6 +528,11 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
         if (tree_.managed(r) && usage_[other.index()][r] > tree_.queue(other).res(r).quota)
           borrowing = true;
       if (!borrowing) continue;
+      borrowers.push_back(other);
+      most += running_[other.index()].size();
+    }
+    out.reserve(most);
+    for (QueueId other : borrowers) {
       const double over = Ratio(other);
       for (const Running& v : running_[other.index()]) {
         if (v.shielded || victim_[v.id.index()]) continue;
@@ -653,8 +664,11 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
           uint64_t{static_cast<uint32_t>(q.value)} << 32 | static_cast<uint32_t>(ShapeOf(w, n));
       if (no_victims_.contains(key)) continue;
       ++out_.stats.preemption_searches;
+      // The last size tried takes the candidates rather than a copy: they can be tens of
+      // thousands, and nothing reads them after it.
       auto set =
-          pol_.victims->Select(state_, feas_, *pol_.placement, s_, work, n, candidates, releasing_);
+          pol_.victims->Select(state_, feas_, *pol_.placement, s_, work, n,
+                               n == sizes.back() ? std::move(candidates) : candidates, releasing_);
       if (!set) {
         no_victims_.insert(key);
         continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <numeric>
 #include <tuple>
 
@@ -43,6 +44,7 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     // preference order, by a counting pass over node ids.
     const size_t num_nodes = state.num_nodes();
     std::vector<std::pair<int32_t, uint32_t>> placed;  // (node, candidate)
+    placed.reserve(candidates.size());
     for (size_t c = 0; c < candidates.size(); ++c) {
       std::span<const PodPlacement> placements = candidates[c].placements;
       if (placements.empty())
@@ -62,13 +64,26 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     auto by_preference = [&](uint32_t a, uint32_t b) {
       return before(candidates[a], candidates[b]);
     };
+    // A node's score: victims, their highest priority, GPU-hours lost, node (lowest wins). It is
+    // never below that of the node's first candidate taken alone, which the candidates give
+    // without reading any workload. Nodes are scored in order of that bound until no remaining
+    // one can beat the best found: the choice scoring every node makes, usually after one node.
     using Score = std::tuple<size_t, int32_t, double, int32_t>;
+    std::vector<Score> bounds;
+    for (size_t n = 0; n < num_nodes; ++n) {
+      if (first[n] == first[n + 1] || filter[n] != NodeFilter::kOk) continue;
+      const VictimCandidate& c = candidates[*std::min_element(
+          by_node.begin() + first[n], by_node.begin() + first[n + 1], by_preference)];
+      bounds.emplace_back(1, c.priority, c.gpu_hours_lost, static_cast<int32_t>(n));
+    }
+    std::make_heap(bounds.begin(), bounds.end(), std::greater<>());
     std::optional<Score> best;
     std::vector<VictimCandidate> best_victims;
-    for (size_t n = 0; n < num_nodes; ++n) {
-      if (first[n] == first[n + 1]) continue;
-      const auto node = static_cast<int32_t>(n);
-      if (filter[node] != NodeFilter::kOk) continue;
+    for (auto heap_end = bounds.end(); heap_end != bounds.begin(); --heap_end) {
+      if (best && !(bounds.front() < *best)) break;
+      std::pop_heap(bounds.begin(), heap_end, std::greater<>());
+      const int32_t node = std::get<3>(*(heap_end - 1));
+      const auto n = static_cast<size_t>(node);
       const auto begin = by_node.begin() + first[n];
       std::sort(begin, by_node.begin() + first[n + 1], by_preference);
       // A candidate with several pods on the node appears once.
