@@ -43,6 +43,25 @@ struct NodeCapacity {
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
   int32_t pods = 0;
+
+  // What one pod of `request` holds on its GPUs `gpus`.
+  static NodeCapacity OfPod(uint64_t gpus, const Resources& request) {
+    return {gpus, request.cpu_milli(), request.memory_bytes(), 1};
+  }
+  void Add(const NodeCapacity& o) {
+    gpu_mask |= o.gpu_mask;
+    cpu_milli += o.cpu_milli;
+    memory_bytes += o.memory_bytes;
+    pods += o.pods;
+  }
+  void Remove(const NodeCapacity& o) {
+    gpu_mask &= ~o.gpu_mask;
+    cpu_milli -= o.cpu_milli;
+    memory_bytes -= o.memory_bytes;
+    pods -= o.pods;
+  }
+  // Whether one more pod of `request` fits.
+  bool Fits(const Resources& request) const;
 };
 
 class ClusterState {

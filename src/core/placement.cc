@@ -85,29 +85,11 @@ class Attempt {
       : state_(state), overlay_(overlay) {}
 
   NodeCapacity Effective(int32_t n) const {
-    NodeCapacity c = state_.free(NodeId{n});
-    if (overlay_ != nullptr) {
-      if (const NodeCapacity* e = overlay_->Find(n)) {
-        c.gpu_mask |= e->gpu_mask;
-        c.cpu_milli += e->cpu_milli;
-        c.memory_bytes += e->memory_bytes;
-        c.pods += e->pods;
-      }
-    }
-    if (auto it = consumed_.find(n); it != consumed_.end()) {
-      c.gpu_mask &= ~it->second.gpu_mask;
-      c.cpu_milli -= it->second.cpu_milli;
-      c.memory_bytes -= it->second.memory_bytes;
-      c.pods -= it->second.pods;
-    }
-    return c;
+    auto it = consumed_.find(n);
+    return EffectiveCapacity(state_, n, overlay_, it == consumed_.end() ? nullptr : &it->second);
   }
 
-  bool Fits(int32_t n, const PodSet& ps) const {
-    const NodeCapacity c = Effective(n);
-    return std::popcount(c.gpu_mask) >= ps.request.gpu() && c.cpu_milli >= ps.request.cpu_milli() &&
-           c.memory_bytes >= ps.request.memory_bytes() && c.pods >= 1;
-  }
+  bool Fits(int32_t n, const PodSet& ps) const { return Effective(n).Fits(ps.request); }
 
   void Take(int32_t n, const PodRef& p) {
     const NodeCapacity c = Effective(n);
@@ -115,10 +97,7 @@ class Attempt {
                                    static_cast<int>(p.ps->request.gpu()));
     auto [it, inserted] = consumed_.try_emplace(n);
     if (inserted) used_.push_back(n);
-    it->second.gpu_mask |= mask;
-    it->second.cpu_milli += p.ps->request.cpu_milli();
-    it->second.memory_bytes += p.ps->request.memory_bytes();
-    it->second.pods += 1;
+    it->second.Add(NodeCapacity::OfPod(mask, p.ps->request));
     plan_.pods.push_back({p.set, p.replica, PodPlacement{NodeId{n}, mask}});
   }
 
@@ -189,11 +168,23 @@ void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
   auto [it, inserted] = extra_.try_emplace(p.node.value);
   if (inserted) order_.push_back(p.node.value);
   const uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~it->second.gpu_mask;
-  it->second.gpu_mask |= usable;
-  it->second.cpu_milli += request.cpu_milli();
-  it->second.memory_bytes += request.memory_bytes();
-  it->second.pods += 1;
+  it->second.Add(NodeCapacity::OfPod(usable, request));
   gpus_ += std::popcount(usable);
+}
+
+bool NodeCapacity::Fits(const Resources& request) const {
+  return std::popcount(gpu_mask) >= request.gpu() && cpu_milli >= request.cpu_milli() &&
+         memory_bytes >= request.memory_bytes() && pods >= 1;
+}
+
+NodeCapacity EffectiveCapacity(const ClusterState& state, int32_t node,
+                               const CapacityOverlay* overlay, const NodeCapacity* consumed) {
+  NodeCapacity c = state.free(NodeId{node});
+  if (overlay != nullptr) {
+    if (const NodeCapacity* e = overlay->Find(node)) c.Add(*e);
+  }
+  if (consumed != nullptr) c.Remove(*consumed);
+  return c;
 }
 
 const NodeCapacity* CapacityOverlay::Find(int32_t node) const {

@@ -47,6 +47,10 @@ class CapacityOverlay {
   int64_t gpus_ = 0;
 };
 
+// A node's free capacity, plus what `overlay` adds there, minus `consumed` (either may be null).
+NodeCapacity EffectiveCapacity(const ClusterState& state, int32_t node,
+                               const CapacityOverlay* overlay, const NodeCapacity* consumed);
+
 struct PlacementPlan {
   std::vector<PodAssignment> pods;
 };

@@ -13,22 +13,8 @@ std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state, FeasibilityC
                                          const CapacityOverlay* overlay, Choose choose) {
   std::unordered_map<int32_t, NodeCapacity> consumed;
   auto effective = [&](int32_t n) {
-    NodeCapacity c = state.free(NodeId{n});
-    if (overlay != nullptr) {
-      if (const NodeCapacity* e = overlay->Find(n)) {
-        c.gpu_mask |= e->gpu_mask;
-        c.cpu_milli += e->cpu_milli;
-        c.memory_bytes += e->memory_bytes;
-        c.pods += e->pods;
-      }
-    }
-    if (auto it = consumed.find(n); it != consumed.end()) {
-      c.gpu_mask &= ~it->second.gpu_mask;
-      c.cpu_milli -= it->second.cpu_milli;
-      c.memory_bytes -= it->second.memory_bytes;
-      c.pods -= it->second.pods;
-    }
-    return c;
+    auto it = consumed.find(n);
+    return EffectiveCapacity(state, n, overlay, it == consumed.end() ? nullptr : &it->second);
   };
   PlacementPlan plan;
   int32_t placed = 0;
@@ -36,22 +22,14 @@ std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state, FeasibilityC
     const PodSet& ps = w.pod_sets[s];
     const std::vector<NodeFilter>& filter = feasibility.For(ps);
     auto fits = [&](int32_t n) {
-      if (filter[n] != NodeFilter::kOk) return false;
-      const NodeCapacity c = effective(n);
-      return std::popcount(c.gpu_mask) >= ps.request.gpu() &&
-             c.cpu_milli >= ps.request.cpu_milli() && c.memory_bytes >= ps.request.memory_bytes() &&
-             c.pods >= 1;
+      return filter[n] == NodeFilter::kOk && effective(n).Fits(ps.request);
     };
     for (int32_t r = 0; r < ps.count && placed < pods; ++r, ++placed) {
       const int32_t n = choose(fits, effective, ps);
       if (n < 0) return std::nullopt;
       const uint64_t mask = PickGpus(effective(n).gpu_mask, state.facts(NodeId{n}).islands,
                                      static_cast<int>(ps.request.gpu()));
-      NodeCapacity& c = consumed[n];
-      c.gpu_mask |= mask;
-      c.cpu_milli += ps.request.cpu_milli();
-      c.memory_bytes += ps.request.memory_bytes();
-      c.pods += 1;
+      consumed[n].Add(NodeCapacity::OfPod(mask, ps.request));
       plan.pods.push_back({static_cast<int32_t>(s), r, PodPlacement{NodeId{n}, mask}});
     }
   }

@@ -88,19 +88,9 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
       std::sort(begin, by_node.begin() + first[n + 1], by_preference);
       // A candidate with several pods on the node appears once.
       const auto end = std::unique(begin, by_node.begin() + first[n + 1]);
-      NodeCapacity cap = state.free(NodeId{node});
-      if (const NodeCapacity* r = releasing.Find(node)) {
-        cap.gpu_mask |= r->gpu_mask;
-        cap.cpu_milli += r->cpu_milli;
-        cap.memory_bytes += r->memory_bytes;
-        cap.pods += r->pods;
-      }
+      NodeCapacity cap = EffectiveCapacity(state, node, &releasing, nullptr);
       const uint64_t healthy = state.facts(NodeId{node}).healthy_mask;
-      auto fits = [&] {
-        return std::popcount(cap.gpu_mask) >= ps.request.gpu() &&
-               cap.cpu_milli >= ps.request.cpu_milli() &&
-               cap.memory_bytes >= ps.request.memory_bytes() && cap.pods >= 1;
-      };
+      auto fits = [&] { return cap.Fits(ps.request); };
       std::vector<VictimCandidate> chosen;
       for (auto it = begin; it != end; ++it) {
         const uint32_t c = *it;
@@ -109,11 +99,7 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
         for (size_t i = 0; i < w.placements.size(); ++i) {
           const PodPlacement& p = w.placements[i];
           if (p.node.value != node) continue;
-          const Resources req = w.PlacementRequest(i);
-          cap.gpu_mask |= p.gpu_mask & healthy;
-          cap.cpu_milli += req.cpu_milli();
-          cap.memory_bytes += req.memory_bytes();
-          cap.pods += 1;
+          cap.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, w.PlacementRequest(i)));
         }
         chosen.push_back(candidates[c]);
       }
