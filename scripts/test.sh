@@ -11,6 +11,10 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+# ccache keys on compiler arguments, which hold absolute paths: relative to the checkout, a
+# fresh clone in another folder (as CI makes) reuses what an earlier build compiled.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 test_jobs="${CTEST_PARALLEL_LEVEL:-2}"
 
 if [[ "${CI:-}" == "true" || ! -t 1 ]]; then

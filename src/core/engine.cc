@@ -40,7 +40,6 @@ class Cycle {
   QueueingStrategy Strategy(QueueId q) const {
     return tree_.queue(q).queueing.value_or(cfg_.default_queueing);
   }
-  std::string DisplayName(WorkloadId w) const { return wl(w).name; }
 
   void LoadWorkloads();
   void ComputeFairShare();
