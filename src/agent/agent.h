@@ -1,0 +1,95 @@
+// The chamber-agent runtime: loads NVML, discovers GPUs, reads the kernel log for earlier Xids,
+// then (in Serve) samples every interval, classifies health as samples and Xid events arrive,
+// serves /metrics, /healthz and /v1/report, and pushes reports to chamberd.
+//
+// Threads in Serve: the caller's (sampling), one waiting on the NVML event set, one for HTTP,
+// one pushing. They share one mutex-guarded state; the classifier itself is single-threaded
+// code called under that mutex.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/gpu_collector.h"
+#include "agent/health.h"
+#include "agent/report.h"
+#include "common/status.h"
+
+namespace chamber::agent {
+
+struct AgentOptions {
+  std::string node_name;
+  std::string nvml_library = kDefaultNvmlLibrary;
+  std::string kernel_log = "/dev/kmsg";  // empty: do not read
+  double interval_s = 1.0;
+  std::string listen_host = "0.0.0.0";
+  int listen_port = 9401;    // 0: any free port
+  std::string port_file;     // written with the bound port when set
+  std::string chamberd_url;  // http://host:port/path; empty: no push
+  double push_interval_s = 10;
+  double push_max_backoff_s = 60;
+  HealthConfig health;
+  double boot_time = 0;  // unix seconds
+};
+
+class Agent {
+ public:
+  explicit Agent(AgentOptions options, NodeLabelSink* label_sink = nullptr);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Loads NVML and discovers GPUs, registers for Xid events and reads the kernel log. Without
+  // NVML the inventory is empty and says why; the agent keeps working.
+  void Start();
+
+  // Samples every GPU once and classifies the samples.
+  void SampleOnce();
+
+  // True when some GPU supports GPM (its figures need two samples some time apart).
+  bool UsesGpm() const;
+
+  AgentSnapshot Snapshot() const;
+
+  // Serves until Stop(). Fails only when the HTTP port cannot be bound.
+  Status Serve();
+  void Stop();
+
+ private:
+  void HandleXid(XidEvent event);
+  void Record(const std::vector<IncidentChange>& changes);  // under mu_
+  void EventLoop();
+  void PushLoop();
+
+  AgentOptions options_;
+  NodeLabelSink* label_sink_;
+  std::unique_ptr<GpuCollector> collector_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::atomic<bool> stop_{false};
+  bool push_due_ = false;
+  Inventory inventory_;
+  std::unique_ptr<HealthClassifier> classifier_;
+  std::map<int, GpuSample> latest_;
+  std::map<std::pair<int, unsigned>, std::uint64_t> xid_counts_;
+  std::map<std::string, std::string> labels_;
+  std::uint64_t push_success_ = 0;
+  std::uint64_t push_failure_ = 0;
+
+  struct Http;
+  std::unique_ptr<Http> http_;
+};
+
+// Seconds since the Unix epoch, from the system clock.
+double UnixNow();
+
+// When the host booted (unix seconds), from /proc/uptime; now when that cannot be read.
+double HostBootTime();
+
+}  // namespace chamber::agent

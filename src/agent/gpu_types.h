@@ -1,0 +1,112 @@
+// What the agent knows about a node's GPUs: the inventory found at start, the samples taken
+// every interval, and Xid events. Plain values; an absent optional means the driver or GPU
+// could not report that quantity (missing function, not supported), never zero.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chamber::agent {
+
+struct GpuInfo {
+  int index = 0;
+  std::string uuid;
+  std::string name;  // "NVIDIA H100 80GB HBM3"
+  std::uint64_t memory_total_bytes = 0;
+  std::string pci_bus_id;  // as NVML spells it: "00000000:3B:00.0"
+  std::optional<bool> mig_enabled;
+  int mig_instances = 0;
+  // Links that reported a state; empty on GPUs without NVLink.
+  std::vector<int> nvlinks_active;
+  int nvlinks_total = 0;
+  bool gpm_supported = false;
+  // Feature name -> available on this GPU with this driver: "utilization", "gpm", "ecc",
+  // "remapped_rows", "pcie", "nvlink", "clock_event_reasons", "recovery_action", ...
+  std::map<std::string, bool> features;
+
+  bool HasNvLink() const { return nvlinks_total > 0; }
+  bool Has(const std::string& feature) const {
+    auto it = features.find(feature);
+    return it != features.end() && it->second;
+  }
+};
+
+struct Inventory {
+  bool nvml_loaded = false;
+  std::string nvml_error;  // why NVML is unavailable, when it is
+  std::string nvml_library;
+  double nvml_initialized_at = 0;  // unix seconds
+  std::string driver_version;
+  std::string cuda_driver_version;  // "12.4"
+  std::vector<GpuInfo> gpus;
+  std::vector<std::string> missing_functions;
+  bool xid_events = false;  // an NVML event set delivers Xid events
+};
+
+struct NvLinkSample {
+  int link = 0;
+  bool active = false;
+  std::uint64_t replay_errors = 0;
+  std::uint64_t recovery_errors = 0;
+  std::uint64_t crc_flit_errors = 0;
+  std::uint64_t crc_data_errors = 0;
+
+  std::uint64_t Total() const {
+    return replay_errors + recovery_errors + crc_flit_errors + crc_data_errors;
+  }
+};
+
+struct RemapSample {
+  unsigned corrected_rows = 0;
+  unsigned uncorrected_rows = 0;
+  bool pending = false;
+  bool failure = false;
+};
+
+// Where the utilization figures come from.
+enum class UtilizationSource { kNone, kGpm, kCoarse };
+const char* UtilizationSourceName(UtilizationSource source);
+
+struct GpuSample {
+  int index = 0;
+  std::string uuid;
+  double time = 0;    // unix seconds
+  bool lost = false;  // NVML answered GPU_IS_LOST: the GPU fell off the bus
+  UtilizationSource utilization_source = UtilizationSource::kNone;
+  std::optional<double> gpu_utilization;     // percent of time a kernel ran (coarse)
+  std::optional<double> memory_utilization;  // percent of time memory was read or written
+  std::optional<double> sm_active;           // GPM: percent of SMs busy
+  std::optional<double> tensor_active;       // GPM: percent of time tensor cores were busy
+  std::optional<std::uint64_t> memory_used_bytes;
+  std::optional<std::uint64_t> memory_total_bytes;
+  std::optional<double> power_watts;
+  std::optional<unsigned> temperature_c;
+  std::optional<std::uint64_t> clock_event_reasons;
+  std::optional<std::uint64_t> ecc_volatile_corrected;
+  std::optional<std::uint64_t> ecc_volatile_uncorrected;
+  std::optional<std::uint64_t> ecc_aggregate_corrected;
+  std::optional<std::uint64_t> ecc_aggregate_uncorrected;
+  std::optional<RemapSample> remap;
+  std::optional<unsigned> pcie_replays;
+  std::optional<unsigned> pcie_width_current;
+  std::optional<unsigned> pcie_width_max;
+  std::optional<unsigned> pcie_gen_current;
+  std::optional<unsigned> pcie_gen_max;
+  std::vector<NvLinkSample> nvlinks;
+  std::optional<unsigned> recovery_action;  // nvmlDeviceGpuRecoveryAction_t
+};
+
+struct XidEvent {
+  int gpu_index = -1;  // -1: no GPU of this node matches
+  std::string gpu_uuid;
+  std::string pci_bus_id;
+  unsigned xid = 0;
+  double time = 0;      // unix seconds when the agent saw it
+  std::string source;   // "nvml-event" or "kernel-log"
+  std::string message;  // the log text after the Xid number, when known
+};
+
+}  // namespace chamber::agent

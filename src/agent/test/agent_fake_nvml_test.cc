@@ -1,0 +1,587 @@
+// Runs the chamber-agent binary against the fake NVML (its real dlopen path) and checks what it
+// prints, serves and pushes.
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "agent/gpu_collector.h"
+#include "agent/nvml_library.h"
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string Example() {
+  return ReadFile(std::string(CHAMBER_AGENT_SOURCE_DIR) + "/fake_nvml/examples/hgx-h100x2.json");
+}
+
+// One chamber-agent process with the fake NVML driven by `scenario_path`.
+class AgentProcess {
+ public:
+  AgentProcess(std::vector<std::string> args, const std::string& scenario_path,
+               const std::string& tag) {
+    out_ = testing::TempDir() + "/agent_" + tag + ".out";
+    err_ = testing::TempDir() + "/agent_" + tag + ".err";
+    args.insert(args.begin(), CHAMBER_AGENT_BINARY);
+    pid_ = fork();
+    if (pid_ == 0) {
+      setenv("CHAMBER_FAKE_NVML_SCENARIO", scenario_path.c_str(), 1);
+      int o = open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~AgentProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Waits for the process to exit (up to `timeout_s`); its exit code, or -1 on timeout.
+  int Wait(double timeout_s = 20) {
+    auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  int Terminate() {
+    kill(pid_, SIGTERM);
+    return Wait(10);
+  }
+  std::string Stdout() const { return ReadFile(out_); }
+  std::string Stderr() const { return ReadFile(err_); }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string out_, err_;
+};
+
+// A serving agent: --listen on a free port, reached over HTTP.
+class ServingAgent {
+ public:
+  ServingAgent(std::vector<std::string> args, const std::string& scenario_path,
+               const std::string& tag)
+      : port_file_(testing::TempDir() + "/agent_" + tag + ".port") {
+    std::remove(port_file_.c_str());
+    args.insert(args.end(),
+                {"--listen", "127.0.0.1:0", "--port-file", port_file_, "--boot-grace", "0"});
+    process_ = std::make_unique<AgentProcess>(args, scenario_path, tag);
+    auto deadline = Clock::now() + std::chrono::seconds(15);
+    while (Clock::now() < deadline && port_ == 0) {
+      std::string text = ReadFile(port_file_);
+      if (!text.empty() && text.back() == '\n') port_ = std::atoi(text.c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  int port() const { return port_; }
+  AgentProcess& process() { return *process_; }
+
+  std::string Get(const std::string& path, int* status = nullptr) {
+    httplib::Client client("127.0.0.1", port_);
+    auto res = client.Get(path.c_str());
+    if (status) *status = res ? res->status : -1;
+    return res ? res->body : "";
+  }
+  json Report() {
+    std::string body = Get("/v1/report");
+    return body.empty() ? json() : json::parse(body);
+  }
+
+ private:
+  std::string port_file_;
+  int port_ = 0;
+  std::unique_ptr<AgentProcess> process_;
+};
+
+std::vector<std::string> Args(std::initializer_list<std::string> extra,
+                              const std::string& library = CHAMBER_FAKE_NVML) {
+  std::vector<std::string> args = {"--nvml-library", library, "--node-name", "node-a"};
+  args.insert(args.end(), extra);
+  // The host's own kernel log stays out of the tests unless a test names one.
+  if (std::find(args.begin(), args.end(), "--kernel-log") == args.end()) {
+    args.insert(args.end(), {"--kernel-log", ""});
+  }
+  return args;
+}
+
+json RunOnce(const std::string& scenario, const std::string& tag,
+             std::initializer_list<std::string> extra = {},
+             const std::string& library = CHAMBER_FAKE_NVML, std::string* stderr_text = nullptr) {
+  std::string path = WriteTemp(tag + ".json", scenario);
+  std::vector<std::string> args = Args(extra, library);
+  args.insert(args.end(), {"--once", "-o", "json"});
+  AgentProcess p(args, path, tag);
+  EXPECT_EQ(p.Wait(), 0) << p.Stderr();
+  if (stderr_text) *stderr_text = p.Stderr();
+  return json::parse(p.Stdout());
+}
+
+const json* FindIncident(const json& report, const std::string& cause,
+                         std::optional<unsigned> xid = std::nullopt) {
+  for (const json& i : report["incidents"]) {
+    if (i["cause"] == cause && (!xid || i["xid"] == *xid)) return &i;
+  }
+  return nullptr;
+}
+
+TEST(AgentOnceTest, JsonInventoryAndSampleFieldByField) {
+  json r = RunOnce(Example(), "once");
+  EXPECT_EQ(r["kind"], "chamber.io/agent-report/v1");
+  EXPECT_EQ(r["node"], "node-a");
+  const json& inv = r["inventory"];
+  EXPECT_EQ(inv["nvml"]["loaded"], true);
+  EXPECT_EQ(inv["nvml"]["library"], CHAMBER_FAKE_NVML);
+  EXPECT_TRUE(inv["nvml"]["error"].is_null());
+  EXPECT_EQ(inv["nvml"]["missing_functions"], json::array());
+  EXPECT_EQ(inv["nvml"]["xid_events"], true);
+  EXPECT_EQ(inv["driver_version"], "550.54.15");
+  EXPECT_EQ(inv["cuda_driver_version"], "12.4");
+  EXPECT_EQ(inv["gpu_count"], 2);
+  const json& g0 = inv["gpus"][0];
+  EXPECT_EQ(g0["index"], 0);
+  EXPECT_EQ(g0["uuid"], "GPU-3f2a9c1e-0d4b-4c55-9a7e-1b2c3d4e5f60");
+  EXPECT_EQ(g0["name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(g0["memory_total_bytes"], 81559ULL << 20);
+  EXPECT_EQ(g0["pci_bus_id"], "00000000:18:00.0");
+  EXPECT_EQ(g0["mig"]["enabled"], false);
+  EXPECT_EQ(g0["nvlink"]["links"], 18);
+  EXPECT_EQ(g0["nvlink"]["active"].size(), 18u);
+  EXPECT_EQ(g0["gpm_supported"], true);
+  EXPECT_EQ(g0["features"]["ecc"], true);
+  EXPECT_EQ(g0["features"]["recovery_action"], true);
+  const json& g1 = inv["gpus"][1];
+  EXPECT_EQ(g1["pci_bus_id"], "00000000:2A:00.0");
+  EXPECT_EQ(g1["mig"]["enabled"], true);
+  EXPECT_EQ(g1["mig"]["instances"], 3);
+
+  EXPECT_EQ(r["labels"]["chamber.io/gpu.count"], "2");
+  EXPECT_EQ(r["labels"]["chamber.io/gpu.model"], "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(r["labels"]["chamber.io/gpu.memory"], "81559");
+  EXPECT_EQ(r["labels"]["chamber.io/gpu.driver"], "550.54.15");
+
+  ASSERT_EQ(r["samples"].size(), 2u);
+  const json& s = r["samples"][0];
+  EXPECT_EQ(s["lost"], false);
+  EXPECT_EQ(s["utilization"]["source"], "gpm");
+  EXPECT_EQ(s["utilization"]["sm_active_percent"], 63.5);
+  EXPECT_EQ(s["utilization"]["tensor_active_percent"], 38.25);
+  EXPECT_EQ(s["utilization"]["gpu_percent"], 97);
+  EXPECT_EQ(s["utilization"]["memory_percent"], 41);
+  EXPECT_EQ(s["memory_used_bytes"], 60000ULL << 20);
+  EXPECT_EQ(s["memory_total_bytes"], 81559ULL << 20);
+  EXPECT_EQ(s["power_watts"], 612.5);
+  EXPECT_EQ(s["temperature_c"], 64);
+  EXPECT_EQ(s["clock_event_reasons"]["mask"], 4);
+  EXPECT_EQ(s["clock_event_reasons"]["active"], json::array({"sw_power_cap"}));
+  EXPECT_EQ(s["ecc"]["volatile_corrected"], 2);
+  EXPECT_EQ(s["ecc"]["volatile_uncorrected"], 0);
+  EXPECT_EQ(s["ecc"]["aggregate_corrected"], 17);
+  EXPECT_EQ(s["remapped_rows"]["corrected"], 1);
+  EXPECT_EQ(s["remapped_rows"]["pending"], false);
+  EXPECT_EQ(s["pcie"]["replays"], 3);
+  EXPECT_EQ(s["pcie"]["width_current"], 16);
+  EXPECT_EQ(s["pcie"]["width_max"], 16);
+  EXPECT_EQ(s["pcie"]["gen_current"], 5);
+  EXPECT_EQ(s["recovery_action"], 0);
+  ASSERT_EQ(s["nvlinks"].size(), 18u);
+  EXPECT_EQ(s["nvlinks"][17]["active"], true);
+  EXPECT_EQ(r["samples"][1]["utilization"]["gpu_percent"], 0);
+  EXPECT_EQ(r["samples"][1]["power_watts"], 98.0);
+
+  EXPECT_EQ(r["incidents"], json::array());
+  EXPECT_EQ(r["health"]["GPU-3f2a9c1e-0d4b-4c55-9a7e-1b2c3d4e5f60"], "healthy");
+  EXPECT_EQ(r["health"]["GPU-8d7c6b5a-4e3f-4a1b-8c9d-0e1f2a3b4c5d"], "healthy");
+}
+
+TEST(AgentOnceTest, TextOutputNamesGpus) {
+  std::string path = WriteTemp("text.json", Example());
+  std::vector<std::string> args = Args({"--once"});
+  AgentProcess p(args, path, "text");
+  ASSERT_EQ(p.Wait(), 0) << p.Stderr();
+  std::string out = p.Stdout();
+  EXPECT_NE(out.find("driver 550.54.15  CUDA 12.4  GPUs 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("GPU 0  GPU-3f2a9c1e-0d4b-4c55-9a7e-1b2c3d4e5f60  NVIDIA H100 80GB HBM3"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("util 64% (gpm)"), std::string::npos) << out;
+}
+
+TEST(AgentOnceTest, OlderDriverMissingFunctionsAreReportedAndTheRestWorks) {
+  json scenario = json::parse(Example());
+  scenario["missing_functions"] = {"nvmlDeviceGetPowerUsage"};
+  json r = RunOnce(scenario.dump(), "old", {}, CHAMBER_FAKE_NVML_OLD);
+  const json& missing = r["inventory"]["nvml"]["missing_functions"];
+  auto has = [&](const std::string& f) {
+    return std::find(missing.begin(), missing.end(), f) != missing.end();
+  };
+  EXPECT_TRUE(has("nvmlInit_v2 (using nvmlInit)")) << missing;
+  EXPECT_TRUE(has("nvmlDeviceGetCount_v2 (using nvmlDeviceGetCount)")) << missing;
+  EXPECT_TRUE(has("nvmlDeviceGetMemoryInfo_v2 (using nvmlDeviceGetMemoryInfo)")) << missing;
+  EXPECT_TRUE(has("nvmlDeviceGetPciInfo_v3 (using nvmlDeviceGetPciInfo_v2)")) << missing;
+  EXPECT_TRUE(
+      has("nvmlDeviceGetCurrentClocksEventReasons (using "
+          "nvmlDeviceGetCurrentClocksThrottleReasons)"))
+      << missing;
+  EXPECT_TRUE(has("nvmlEventSetWait_v2 (using nvmlEventSetWait)")) << missing;
+  EXPECT_TRUE(has("nvmlGpmMetricsGet")) << missing;
+  EXPECT_TRUE(has("nvmlDeviceGetRemappedRows")) << missing;
+  EXPECT_TRUE(has("nvmlDeviceGetFieldValues")) << missing;
+
+  const json& g0 = r["inventory"]["gpus"][0];
+  EXPECT_EQ(g0["gpm_supported"], false);
+  EXPECT_EQ(g0["features"]["power"], false);  // missing in the scenario: FUNCTION_NOT_FOUND
+  EXPECT_EQ(g0["features"]["remapped_rows"], false);
+  EXPECT_EQ(g0["pci_bus_id"], "00000000:18:00.0");
+  EXPECT_EQ(g0["memory_total_bytes"], 81559ULL << 20);
+  const json& s = r["samples"][0];
+  EXPECT_EQ(s["utilization"]["source"], "coarse");
+  EXPECT_EQ(s["utilization"]["gpu_percent"], 97);
+  EXPECT_TRUE(s["utilization"]["sm_active_percent"].is_null());
+  EXPECT_TRUE(s["power_watts"].is_null());
+  EXPECT_EQ(s["temperature_c"], 64);
+  EXPECT_EQ(s["memory_used_bytes"], 60000ULL << 20);
+  EXPECT_EQ(s["clock_event_reasons"]["mask"], 4);
+  EXPECT_TRUE(s["remapped_rows"].is_null());
+  EXPECT_TRUE(s["recovery_action"].is_null());
+  EXPECT_EQ(r["labels"]["chamber.io/gpu.count"], "2");
+  EXPECT_EQ(r["incidents"], json::array());
+}
+
+TEST(AgentOnceTest, NoNvmlSaysSoAndReportsAnEmptyInventory) {
+  std::string err;
+  json r = RunOnce(Example(), "nonvml", {}, "/nonexistent/libnvidia-ml.so.1", &err);
+  EXPECT_EQ(r["inventory"]["nvml"]["loaded"], false);
+  EXPECT_NE(r["inventory"]["nvml"]["error"].get<std::string>().find(
+                "cannot load NVML library /nonexistent/libnvidia-ml.so.1"),
+            std::string::npos);
+  EXPECT_EQ(r["inventory"]["gpu_count"], 0);
+  EXPECT_EQ(r["samples"], json::array());
+  EXPECT_EQ(r["labels"], json({{"chamber.io/gpu.count", "0"}}));
+  EXPECT_NE(err.find("no GPUs found: NVML is not available"), std::string::npos) << err;
+}
+
+TEST(AgentOnceTest, BadScenarioNamesTheField) {
+  json scenario = json::parse(Example());
+  scenario["gpus"][1]["metrics"]["power_w"] = "lots";
+  std::string err;
+  json r = RunOnce(scenario.dump(), "bad", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_EQ(r["inventory"]["nvml"]["loaded"], false);
+  EXPECT_NE(err.find("bad.json: gpus[1].metrics.power_w: expected a number or a list"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(r["inventory"]["nvml"]["error"].get<std::string>().find("nvmlInit failed"),
+            std::string::npos);
+}
+
+TEST(AgentOnceTest, KernelLogXidFromBeforeStartIsClassified) {
+  std::string log = WriteTemp(
+      "kmsg.txt",
+      "6,1001,5000000,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15\n"
+      "4,1002,9000000,-;NVRM: Xid (PCI:0000:2a:00): 79, pid='<unknown>', name=<unknown>, GPU "
+      "has fallen off the bus.\n"
+      "4,1003,9100000,-;NVRM: Xid (PCI:0000:18:00): 13, pid=4242, name=python, Graphics "
+      "Exception\n");
+  json r = RunOnce(Example(), "kmsg", {"--kernel-log", log});
+  ASSERT_EQ(r["incidents"].size(), 1u) << r["incidents"];
+  const json& i = r["incidents"][0];
+  EXPECT_EQ(i["xid"], 79);
+  EXPECT_EQ(i["severity"], "fatal");
+  EXPECT_EQ(i["gpu_index"], 1);
+  EXPECT_EQ(i["gpu_uuid"], "GPU-8d7c6b5a-4e3f-4a1b-8c9d-0e1f2a3b4c5d");
+  EXPECT_EQ(r["health"]["GPU-8d7c6b5a-4e3f-4a1b-8c9d-0e1f2a3b4c5d"], "fatal");
+  EXPECT_EQ(r["health"]["GPU-3f2a9c1e-0d4b-4c55-9a7e-1b2c3d4e5f60"], "healthy");
+}
+
+TEST(AgentServeTest, Xid79IsAFatalIncidentWithinTwoSeconds) {
+  json scenario = json::parse(Example());
+  scenario["events"] = {{{"t", 1.0}, {"gpu", 0}, {"xid", 79}}};
+  std::string path = WriteTemp("xid79.json", scenario.dump());
+  ServingAgent agent(Args({"--interval", "1"}), path, "xid79");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  json r = agent.Report();
+  double injected = r["inventory"]["nvml"]["initialized_at"].get<double>() + 1.0;
+  const json* incident = nullptr;
+  double seen = 0;
+  while (UnixNow() < injected + 5) {
+    r = agent.Report();
+    incident = FindIncident(r, "xid-hardware", 79);
+    if (incident) {
+      seen = UnixNow();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_NE(incident, nullptr) << agent.process().Stderr();
+  json found = *incident;
+  double classified = found["opened_at"].get<double>() - injected;
+  double visible = seen - injected;
+  std::cout << "Xid 79 injected at t=1s: classified fatal after " << classified * 1000
+            << " ms, visible on /v1/report after " << visible * 1000 << " ms\n";
+  RecordProperty("xid79_classification_ms", static_cast<int>(classified * 1000));
+  RecordProperty("xid79_visible_ms", static_cast<int>(visible * 1000));
+  EXPECT_EQ(found["severity"], "fatal");
+  EXPECT_EQ(found["gpu_index"], 0);
+  EXPECT_LT(classified, 2.0);
+  EXPECT_LT(visible, 2.0);
+  EXPECT_GE(classified, -0.01);  // not before the injection
+  EXPECT_EQ(r["health"]["GPU-3f2a9c1e-0d4b-4c55-9a7e-1b2c3d4e5f60"], "fatal");
+  EXPECT_EQ(r["health"]["GPU-8d7c6b5a-4e3f-4a1b-8c9d-0e1f2a3b4c5d"], "healthy");
+
+  std::string metrics = agent.Get("/metrics");
+  EXPECT_NE(metrics.find("chamber_gpu_xid_events_total{gpu=\"0\",xid=\"79\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("chamber_gpu_health{gpu=\"0\",uuid=\"GPU-3f2a9c1e-0d4b-4c55-9a7e-"
+                         "1b2c3d4e5f60\"} 3\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_EQ(agent.process().Terminate(), 0) << agent.process().Stderr();
+  EXPECT_NE(agent.process().Stderr().find("received SIGTERM, shutting down"), std::string::npos);
+}
+
+TEST(AgentServeTest, SingleXid13DoesNotIsolateButRepeatsDo) {
+  json scenario = json::parse(Example());
+  scenario["events"] = {{{"t", 0.2}, {"gpu", 0}, {"xid", 13}},
+                        {{"t", 0.2}, {"gpu", 1}, {"xid", 13}},
+                        {{"t", 0.3}, {"gpu", 1}, {"xid", 31}},
+                        {{"t", 0.4}, {"gpu", 1}, {"xid", 13}}};
+  std::string path = WriteTemp("xid13.json", scenario.dump());
+  ServingAgent agent(Args({"--interval", "0.1", "--app-xid-repeats", "3"}), path, "xid13");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  std::string metrics;
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    metrics = agent.Get("/metrics");
+    if (metrics.find("chamber_gpu_xid_events_total{gpu=\"1\",xid=\"13\"} 2\n") !=
+        std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(metrics.find("chamber_gpu_xid_events_total{gpu=\"0\",xid=\"13\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  json r = agent.Report();
+  ASSERT_EQ(r["incidents"].size(), 1u) << r["incidents"];
+  EXPECT_EQ(r["incidents"][0]["cause"], "xid-application-repeated");
+  EXPECT_EQ(r["incidents"][0]["gpu_index"], 1);
+  EXPECT_EQ(r["incidents"][0]["severity"], "unhealthy");
+  EXPECT_EQ(r["health"]["GPU-3f2a9c1e-0d4b-4c55-9a7e-1b2c3d4e5f60"], "healthy");
+  EXPECT_EQ(agent.process().Terminate(), 0);
+}
+
+TEST(AgentServeTest, FlappingNvLinkIsOneIncidentAndPcieGpusAreNotChecked) {
+  json scenario = json::parse(Example());
+  // Link 0 of GPU 0 errs in bursts: 0.3 s of errors every 0.8 s for 4 s.
+  json series = json::array({{0, 0}});
+  int count = 0;
+  for (int step = 0; step < 40; ++step) {
+    double t = 0.5 + step * 0.1;
+    if (step % 8 < 3) series.push_back({t, count += 5});
+  }
+  scenario["gpus"][0]["metrics"]["nvlink_errors"] = series;
+  // GPU 1 is a PCIe card whose counters would look bad if it were checked.
+  scenario["gpus"][1]["nvlinks"] = 0;
+  scenario["gpus"][1]["metrics"]["nvlink_errors"] = json::array({{0, 0}, {0.5, 100}, {1, 900}});
+  std::string path = WriteTemp("flap.json", scenario.dump());
+  ServingAgent agent(Args({"--interval", "0.05", "--debounce", "3", "--nvlink-error-window", "1",
+                           "--clear-after", "5"}),
+                     path, "flap");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  std::this_thread::sleep_for(std::chrono::milliseconds(5000));
+  json r = agent.Report();
+  int nvlink_incidents = 0;
+  for (const json& i : r["incidents"]) nvlink_incidents += i["cause"] == "nvlink-errors";
+  for (const json& i : r["closed_incidents"]) nvlink_incidents += i["cause"] == "nvlink-errors";
+  EXPECT_EQ(nvlink_incidents, 1) << r["incidents"] << r["closed_incidents"];
+  const json* i = FindIncident(r, "nvlink-errors");
+  ASSERT_NE(i, nullptr);
+  EXPECT_EQ((*i)["gpu_index"], 0);
+  EXPECT_GT((*i)["occurrences"].get<int>(), 20);
+  EXPECT_EQ(r["health"]["GPU-8d7c6b5a-4e3f-4a1b-8c9d-0e1f2a3b4c5d"], "healthy");
+  EXPECT_EQ(r["inventory"]["gpus"][1]["features"]["nvlink"], false);
+  EXPECT_EQ(agent.process().Terminate(), 0);
+}
+
+TEST(AgentServeTest, LostGpuIsFatal) {
+  json scenario = json::parse(Example());
+  scenario["gpus"][1]["lost_at"] = 0.5;
+  std::string path = WriteTemp("lost.json", scenario.dump());
+  ServingAgent agent(Args({"--interval", "0.1"}), path, "lost");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  json r;
+  const json* i = nullptr;
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline && i == nullptr) {
+    r = agent.Report();
+    i = FindIncident(r, "gpu-lost");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(i, nullptr);
+  EXPECT_EQ((*i)["gpu_index"], 1);
+  EXPECT_EQ((*i)["severity"], "fatal");
+  EXPECT_EQ(r["samples"][1]["lost"], true);
+  EXPECT_NE(agent.Get("/metrics")
+                .find("chamber_gpu_lost{gpu=\"1\",uuid=\"GPU-8d7c6b5a-4e3f-"
+                      "4a1b-8c9d-0e1f2a3b4c5d\"} 1\n"),
+            std::string::npos);
+  EXPECT_EQ(agent.process().Terminate(), 0);
+}
+
+TEST(AgentServeTest, NoNvmlStillServesHealthzAndMetrics) {
+  std::string path = WriteTemp("nonvml-serve.json", Example());
+  ServingAgent agent(Args({}, "/nonexistent/libnvidia-ml.so.1"), path, "nonvml-serve");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  int status = 0;
+  json health = json::parse(agent.Get("/healthz", &status));
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(health["status"], "ok");
+  EXPECT_EQ(health["nvml"], false);
+  EXPECT_EQ(health["gpus"], 0);
+  EXPECT_NE(health["reason"].get<std::string>().find("no GPUs"), std::string::npos);
+  std::string metrics = agent.Get("/metrics");
+  EXPECT_NE(metrics.find("chamber_agent_nvml_up 0\n"), std::string::npos) << metrics;
+  EXPECT_EQ(agent.Report()["inventory"]["gpu_count"], 0);
+  EXPECT_EQ(agent.process().Terminate(), 0);
+}
+
+TEST(AgentServeTest, PushesReportsAndSurvivesAnAbsentChamberd) {
+  httplib::Server chamberd;
+  std::mutex mu;
+  std::vector<json> received;
+  chamberd.Post("/v1/agent/report", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    received.push_back(json::parse(req.body));
+    res.status = 204;
+  });
+  int port = chamberd.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread server([&] { chamberd.listen_after_bind(); });
+
+  json scenario = json::parse(Example());
+  scenario["events"] = {{{"t", 0.5}, {"gpu", 1}, {"xid", 48}}};
+  std::string path = WriteTemp("push.json", scenario.dump());
+  std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1/agent/report";
+  ServingAgent agent(Args({"--interval", "0.1", "--chamberd-url", url, "--push-interval", "0.3"}),
+                     path, "push");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  bool got_incident = false;
+  auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline && !got_incident) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::lock_guard lock(mu);
+    for (const json& r : received) got_incident |= !r["incidents"].empty();
+  }
+  EXPECT_TRUE(got_incident);
+  {
+    std::lock_guard lock(mu);
+    ASSERT_FALSE(received.empty());
+    EXPECT_EQ(received[0]["kind"], "chamber.io/agent-report/v1");
+    EXPECT_EQ(received[0]["node"], "node-a");
+    EXPECT_EQ(received[0]["inventory"]["gpu_count"], 2);
+    EXPECT_EQ(received.back()["incidents"][0]["xid"], 48);
+  }
+  EXPECT_EQ(agent.process().Terminate(), 0);
+  chamberd.stop();
+  server.join();
+
+  // chamberd gone: pushes fail, the agent keeps serving and counts the failures.
+  ServingAgent lonely(Args({"--interval", "0.1", "--chamberd-url", url, "--push-interval", "0.1"}),
+                      path, "push-fail");
+  ASSERT_GT(lonely.port(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  int status = 0;
+  lonely.Get("/healthz", &status);
+  EXPECT_EQ(status, 200);
+  std::string metrics = lonely.Get("/metrics");
+  EXPECT_EQ(metrics.find("chamber_agent_push_total{result=\"failure\"} 0\n"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("chamber_agent_push_total{result=\"success\"} 0\n"), std::string::npos);
+  EXPECT_NE(lonely.process().Stderr().find("retrying in"), std::string::npos);
+  EXPECT_EQ(lonely.process().Terminate(), 0);
+}
+
+}  // namespace
+
+namespace chamber::agent {
+namespace {
+
+TEST(NvmlLibraryTest, LibraryWithoutNvmlIsUnavailable) {
+  auto lib = NvmlLibrary::Load("libm.so.6");
+  ASSERT_FALSE(lib.ok());
+  EXPECT_EQ(lib.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(lib.status().message().find("lacks nvmlInit or device enumeration"), std::string::npos)
+      << lib.status().message();
+}
+
+TEST(NvmlLibraryTest, CollectsFromTheFakeInProcess) {
+  std::string path = WriteTemp("inprocess.json", Example());
+  setenv("CHAMBER_FAKE_NVML_SCENARIO", path.c_str(), 1);
+  auto lib = NvmlLibrary::Load(CHAMBER_FAKE_NVML);
+  ASSERT_TRUE(lib.ok()) << lib.status().ToString();
+  EXPECT_TRUE((*lib)->MissingFunctions().empty());
+  GpuCollector collector(std::move(lib).value());
+  Inventory inv = collector.Discover(100);
+  ASSERT_EQ(inv.gpus.size(), 2u);
+  EXPECT_EQ(inv.gpus[1].mig_instances, 3);
+  GpuSample s = collector.Sample(0, 101);
+  EXPECT_EQ(s.utilization_source, UtilizationSource::kGpm);
+  EXPECT_EQ(s.sm_active, 63.5);
+  EXPECT_EQ(s.power_watts, 612.5);
+  EXPECT_EQ(s.nvlinks.size(), 18u);
+  GpuSample out_of_range = collector.Sample(7, 101);
+  EXPECT_TRUE(out_of_range.uuid.empty());
+  EXPECT_FALSE(out_of_range.power_watts);
+  unsetenv("CHAMBER_FAKE_NVML_SCENARIO");
+}
+
+}  // namespace
+}  // namespace chamber::agent

@@ -1,0 +1,116 @@
+#include "agent/report.h"
+
+#include <gtest/gtest.h>
+
+#include "agent/nvml_api.h"
+
+namespace chamber::agent {
+namespace {
+
+AgentSnapshot Snapshot() {
+  AgentSnapshot snap;
+  snap.node = "node-1";
+  snap.time = 1700000000;
+  snap.inventory.nvml_loaded = true;
+  snap.inventory.driver_version = "550.54.15";
+  snap.inventory.cuda_driver_version = "12.4";
+  snap.inventory.missing_functions = {"nvmlGpmMetricsGet"};
+  GpuInfo g;
+  g.index = 0;
+  g.uuid = "GPU-a";
+  g.name = "NVIDIA H100 80GB HBM3";
+  g.memory_total_bytes = 85520809984ULL;
+  g.pci_bus_id = "00000000:18:00.0";
+  g.nvlinks_total = 2;
+  g.nvlinks_active = {0, 1};
+  snap.inventory.gpus.push_back(g);
+  GpuSample s;
+  s.index = 0;
+  s.uuid = "GPU-a";
+  s.utilization_source = UtilizationSource::kGpm;
+  s.sm_active = 42.5;
+  s.gpu_utilization = 90;
+  s.tensor_active = 30;
+  s.power_watts = 512.25;
+  s.temperature_c = 61;
+  s.clock_event_reasons = nvmlClocksEventReasonSwPowerCap | nvmlClocksEventReasonGpuIdle;
+  s.remap = RemapSample{1, 2, true, false};
+  s.pcie_width_current = 8;
+  s.pcie_width_max = 16;
+  s.nvlinks = {{0, true, 3, 0, 1, 0}, {1, false, 0, 0, 0, 0}};
+  snap.samples.push_back(s);
+  Incident i;
+  i.id = 7;
+  i.gpu_index = 0;
+  i.gpu_uuid = "GPU-a";
+  i.cause = "xid-hardware";
+  i.severity = Severity::kFatal;
+  i.xid = 79;
+  i.opened_at = 1700000000.5;
+  snap.open_incidents.push_back(i);
+  snap.gpu_severity["GPU-a"] = Severity::kFatal;
+  snap.xid_counts[{0, 79}] = 2;
+  return snap;
+}
+
+TEST(ReportJsonTest, CarriesInventorySamplesAndIncidents) {
+  auto j = ReportJson(Snapshot());
+  EXPECT_EQ(j["kind"], "chamber.io/agent-report/v1");
+  EXPECT_EQ(j["node"], "node-1");
+  EXPECT_EQ(j["inventory"]["gpu_count"], 1);
+  EXPECT_EQ(j["inventory"]["gpus"][0]["nvlink"]["active"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(j["inventory"]["nvml"]["missing_functions"][0], "nvmlGpmMetricsGet");
+  const auto& s = j["samples"][0];
+  EXPECT_EQ(s["utilization"]["source"], "gpm");
+  EXPECT_EQ(s["utilization"]["sm_active_percent"], 42.5);
+  EXPECT_TRUE(s["memory_used_bytes"].is_null());  // not reported: null, not 0
+  EXPECT_EQ(s["clock_event_reasons"]["active"],
+            nlohmann::json::array({"gpu_idle", "sw_power_cap"}));
+  EXPECT_EQ(s["remapped_rows"]["pending"], true);
+  EXPECT_EQ(s["nvlinks"][0]["replay_errors"], 3);
+  EXPECT_EQ(j["incidents"][0]["severity"], "fatal");
+  EXPECT_EQ(j["incidents"][0]["xid"], 79);
+  EXPECT_TRUE(j["incidents"][0]["closed_at"].is_null());
+  EXPECT_EQ(j["health"]["GPU-a"], "fatal");
+}
+
+TEST(RenderMetricsTest, WritesDocumentedFamilies) {
+  std::string page = RenderMetrics(Snapshot());
+  for (const char* line : {
+           "chamber_agent_nvml_up 1\n",
+           "chamber_agent_gpus 1\n",
+           "chamber_agent_nvml_missing_function{function=\"nvmlGpmMetricsGet\"} 1\n",
+           "chamber_gpu_utilization_ratio{gpu=\"0\",uuid=\"GPU-a\",source=\"gpm\"} 0.425\n",
+           "chamber_gpu_tensor_active_ratio{gpu=\"0\",uuid=\"GPU-a\"} 0.3\n",
+           "chamber_gpu_power_watts{gpu=\"0\",uuid=\"GPU-a\"} 512.25\n",
+           "chamber_gpu_temperature_celsius{gpu=\"0\",uuid=\"GPU-a\"} 61\n",
+           "chamber_gpu_clock_event_active{gpu=\"0\",uuid=\"GPU-a\",reason=\"sw_power_cap\"} 1\n",
+           "chamber_gpu_clock_event_active{gpu=\"0\",uuid=\"GPU-a\",reason=\"hw_thermal_slowdown\"}"
+           " "
+           "0\n",
+           "chamber_gpu_row_remap_pending{gpu=\"0\",uuid=\"GPU-a\"} 1\n",
+           "chamber_gpu_pcie_link_width{gpu=\"0\",uuid=\"GPU-a\",kind=\"current\"} 8\n",
+           "chamber_gpu_nvlink_active{gpu=\"0\",uuid=\"GPU-a\",link=\"1\"} 0\n",
+           "chamber_gpu_nvlink_errors_total{gpu=\"0\",uuid=\"GPU-a\",link=\"0\",counter=\"crc_"
+           "flit\"} "
+           "1\n",
+           "chamber_gpu_xid_events_total{gpu=\"0\",xid=\"79\"} 2\n",
+           "chamber_gpu_health{gpu=\"0\",uuid=\"GPU-a\"} 3\n",
+           "chamber_agent_incidents_open{severity=\"fatal\",cause=\"xid-hardware\"} 1\n",
+       }) {
+    EXPECT_NE(page.find(line), std::string::npos) << "missing: " << line << "\n" << page;
+  }
+  // Absent quantities are left out, never written as 0.
+  EXPECT_EQ(page.find("chamber_gpu_memory_used_bytes{"), std::string::npos);
+}
+
+TEST(RenderMetricsTest, NoNvml) {
+  AgentSnapshot snap;
+  snap.inventory.nvml_error = "cannot load NVML library";
+  std::string page = RenderMetrics(snap);
+  EXPECT_NE(page.find("chamber_agent_nvml_up 0\n"), std::string::npos);
+  EXPECT_NE(page.find("chamber_agent_gpus 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chamber::agent
