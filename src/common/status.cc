@@ -35,7 +35,10 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return {code_, std::move(m)};
+  Status out(code_, std::move(m));
+  out.http_code_ = http_code_;
+  out.reason_ = reason_;
+  return out;
 }
 
 }  // namespace chamber

@@ -48,11 +48,25 @@ class [[nodiscard]] Status {
   std::string ToString() const;
 
   // Adds context in front of the message: WithContext("queues.yaml") -> "queues.yaml: <message>".
+  // The HTTP detail below is kept.
   Status WithContext(std::string_view context) const;
+
+  // An error answered by a remote HTTP API carries the status code and the API's reason word
+  // ("Conflict", "NotFound", "DisruptionBudget", ...), so callers can tell errors apart without
+  // reading the message. 0 and "" for every other error.
+  Status WithHttp(int http_code, std::string reason) && {
+    http_code_ = http_code;
+    reason_ = std::move(reason);
+    return std::move(*this);
+  }
+  int http_code() const { return http_code_; }
+  const std::string& reason() const { return reason_; }
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  int http_code_ = 0;
+  std::string reason_;
 };
 
 // A value or the Status that explains why there is none.

@@ -51,6 +51,19 @@ TEST(StatusTest, WithContextPrependsContextAndKeepsCode) {
       "invalid argument: queues.yaml: 4:9: field spec.resources.gpu.quota: must not be negative");
 }
 
+TEST(StatusTest, HttpDetailSurvivesContext) {
+  const Status status = Status::Unavailable("GET /api/v1/pods: HTTP 429 TooManyRequests")
+                            .WithHttp(429, "TooManyRequests")
+                            .WithContext("listing pods");
+  EXPECT_EQ(status.http_code(), 429);
+  EXPECT_EQ(status.reason(), "TooManyRequests");
+  EXPECT_EQ(status.message(), "listing pods: GET /api/v1/pods: HTTP 429 TooManyRequests");
+  // A message that merely mentions HTTP carries no detail.
+  const Status plain = Status::Internal("HTTP 404 NotFound in a log line");
+  EXPECT_EQ(plain.http_code(), 0);
+  EXPECT_EQ(plain.reason(), "");
+}
+
 TEST(StatusTest, WithContextLeavesOkUnchanged) {
   const Status status = Status::Ok().WithContext("queues.yaml");
   EXPECT_TRUE(status.ok());
