@@ -166,8 +166,11 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path) {
 
 std::vector<core::Node> BuildNodes(const ClusterSpec& spec) {
   std::vector<core::Node> nodes;
+  // A pool without CPU or memory never runs out of them: far more than any pod asks for, yet
+  // small enough that the engine's cluster-wide sums cannot overflow (2^44 bytes, 16 TiB, over
+  // half a million nodes stays below 2^63).
   constexpr int64_t kUnboundedCpu = int64_t{1} << 40;
-  constexpr int64_t kUnboundedMemory = int64_t{1} << 60;
+  constexpr int64_t kUnboundedMemory = int64_t{1} << 44;
   for (const NodePool& p : spec.pools) {
     for (int32_t i = 0; i < p.count; ++i) {
       core::Node n;

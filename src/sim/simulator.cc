@@ -100,14 +100,19 @@ struct Event {
   }
 };
 
+}  // namespace
+
+namespace internal {
+
 class Sim {
  public:
   Sim(const std::vector<core::Node>& nodes, const Trace& trace, const SimPolicy& policy,
-      const SimOptions& options, const EventSink& sink)
+      const SimOptions& options, const EventSink& sink, SimCluster::Scheduling scheduling)
       : trace_(trace),
         policy_(policy),
         options_(options),
         sink_(sink),
+        scheduling_(scheduling),
         engine_(policy.config, policy.policies),
         rng_(options.seed) {
     snap_.nodes = nodes;
@@ -115,10 +120,28 @@ class Sim {
       for (const core::Gpu& g : n.gpus) capacity_ += g.healthy ? 1 : 0;
   }
 
+  Status Setup();
   Result<SimMetrics> Run(const std::function<void(double)>& progress);
 
+  // Stepping (SimCluster).
+  void AdvanceTo(Time t);
+  Time now() const { return now_; }
+  const core::Snapshot& PrepareCycle() {
+    PrepareCycle(now_);
+    return snap_;
+  }
+  void ApplyCycle(const core::CycleResult& result) { ApplyCycle(now_, result); }
+  const core::Snapshot& snapshot() const { return snap_; }
+  const TraceJob& JobOf(size_t w) const { return *jobs_[units_[wl_unit_[w]].job].job; }
+  int64_t GpusHeld(size_t w) const { return units_[wl_unit_[w]].gpus_held; }
+  bool FailGpu(size_t node, size_t gpu, Duration repair_after);
+  void SetUnschedulable(size_t node, bool unschedulable) {
+    snap_.nodes[node].unschedulable = unschedulable;
+    MarkDirty(now_);
+  }
+  SimMetrics Finalize(Time end);
+
  private:
-  Status Setup();
   void Push(Time t, Ev kind, int32_t a, int32_t b) {
     if (kind == Ev::kSubmit || kind == Ev::kFinish || kind == Ev::kGraceEnd) ++live_;
     events_.push({t, seq_++, kind, a, b});
@@ -127,6 +150,13 @@ class Sim {
   void MarkDirty(Time t);
   void Submit(int32_t j);
   void Cycle(Time t);
+  void PrepareCycle(Time t);
+  void ApplyCycle(Time t, const core::CycleResult& result);
+  void Process(const Event& e);
+  bool Stopped() const {
+    return done_ == static_cast<int64_t>(jobs_.size()) ||
+           (live_ == 0 && running_ == 0 && !cycle_pending_);
+  }
   void AddWorkload(int32_t unit, core::WorkloadState state);
   void RemoveWorkload(int32_t unit);
   void StopJob(int32_t j, Time t, bool failure);
@@ -144,7 +174,8 @@ class Sim {
   const Trace& trace_;
   const SimPolicy& policy_;
   const SimOptions& options_;
-  const EventSink& sink_;
+  const EventSink sink_;  // a copy: SimCluster callers may pass a temporary
+  const SimCluster::Scheduling scheduling_;
   core::Engine engine_;
   std::mt19937_64 rng_;
   core::Snapshot snap_;
@@ -157,6 +188,8 @@ class Sim {
   int64_t running_ = 0;  // jobs making progress
   bool cycle_pending_ = false;
   Time cycle_at_{0};
+  int64_t done_ = 0;  // finished jobs
+  Time now_{0};       // the stepped clock (AdvanceTo)
 
   // Metrics.
   int64_t capacity_ = 0;
@@ -298,6 +331,7 @@ void Sim::Advance(Time t) {
 }
 
 void Sim::MarkDirty(Time t) {
+  if (scheduling_ == SimCluster::Scheduling::kExternal) return;  // the caller cycles
   const int64_t period = std::max<int64_t>(1, policy_.config.cycle_period.count());
   const Time at = Time((t.count() + period - 1) / period * period);
   if (!cycle_pending_ || at < cycle_at_) {
@@ -387,6 +421,15 @@ void Sim::StopJob(int32_t j, Time t, bool failure) {
 }
 
 void Sim::Cycle(Time t) {
+  PrepareCycle(t);
+  const auto begin = std::chrono::steady_clock::now();
+  const core::CycleResult result = engine_.Schedule(snap_);
+  cycle_ms_.push_back(
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+  ApplyCycle(t, result);
+}
+
+void Sim::PrepareCycle(Time t) {
   snap_.now = t;
   // What the engine needs to know about running work: checkpoints and LAS priorities.
   for (size_t i = 0; i < snap_.workloads.size(); ++i) {
@@ -404,11 +447,9 @@ void Sim::Cycle(Time t) {
       w.priority = AttainedServicePriority(attained);
     }
   }
-  const auto begin = std::chrono::steady_clock::now();
-  const core::CycleResult result = engine_.Schedule(snap_);
-  cycle_ms_.push_back(
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+}
 
+void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
   // Preemptions first: the decisions refer to workload indices, which removal would move.
   for (const core::PreemptDecision& p : result.preemptions) {
     const int32_t u = wl_unit_[p.workload.index()];
@@ -491,10 +532,103 @@ void Sim::Cycle(Time t) {
   ++m_.cycles;
 }
 
+void Sim::Process(const Event& e) {
+  if (e.kind == Ev::kSubmit || e.kind == Ev::kFinish || e.kind == Ev::kGraceEnd) --live_;
+  Advance(e.time);
+  switch (e.kind) {
+    case Ev::kSubmit:
+      Submit(e.a);
+      MarkDirty(e.time);
+      break;
+    case Ev::kFinish: {
+      JobRun& r = jobs_[e.a];
+      if (r.phase != Phase::kRunning || static_cast<uint32_t>(e.b) != r.version) break;
+      r.phase = Phase::kDone;
+      --running_;
+      r.attained_gpu_hours +=
+          static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(e.time - r.run_start);
+      for (int32_t u = r.first_unit; u < r.first_unit + r.units; ++u) {
+        Release(u);
+        RemoveWorkload(u);
+      }
+      const double jct = Hours(e.time - r.job->submit);
+      jct_.push_back(jct);
+      jct_by_prio_[r.job->priority >= core::kReservedPriority ? "reserved" : "elastic"].push_back(
+          jct);
+      jct_by_gang_[GangBucket(static_cast<int64_t>(r.gpus_per_pod) * r.job->pods)].push_back(jct);
+      ++done_;
+      Emit(e.time, e.a, EventKind::kFinish);
+      MarkDirty(e.time);
+      break;
+    }
+    case Ev::kGraceEnd: {
+      Unit& unit = units_[e.a];
+      if (unit.wl < 0) break;
+      core::Workload& w = snap_.workloads[unit.wl];
+      if (w.state != core::WorkloadState::kPreempting) break;
+      Release(e.a);
+      w.placements.clear();
+      w.state = policy_.per_pod ? core::WorkloadState::kPending : core::WorkloadState::kSuspended;
+      --jobs_[unit.job].units_running;
+      MarkDirty(e.time);
+      break;
+    }
+    case Ev::kGpuFail: {
+      core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
+      if (gpu.healthy) {
+        gpu.healthy = false;
+        --capacity_;
+        ++m_.gpu_failures;
+        Push(e.time + options_.repair_time, Ev::kGpuRepair, e.a, e.b);
+        MarkDirty(e.time);
+      }
+      break;
+    }
+    case Ev::kGpuRepair: {
+      core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
+      gpu.healthy = true;
+      ++capacity_;
+      if (options_.gpu_mtbf_hours > 0)
+        Push(e.time + Duration(static_cast<int64_t>(Exponential(options_.gpu_mtbf_hours) * 3.6e6)),
+             Ev::kGpuFail, e.a, e.b);
+      MarkDirty(e.time);
+      break;
+    }
+    case Ev::kCycle:
+      if (cycle_pending_ && e.time == cycle_at_) {
+        cycle_pending_ = false;
+        Cycle(e.time);
+      }
+      break;
+  }
+}
+
+bool Sim::FailGpu(size_t node, size_t gpu, Duration repair_after) {
+  core::Gpu& g = snap_.nodes[node].gpus[gpu];
+  if (!g.healthy) return false;
+  g.healthy = false;
+  --capacity_;
+  ++m_.gpu_failures;
+  Push(now_ + repair_after, Ev::kGpuRepair, static_cast<int32_t>(node), static_cast<int32_t>(gpu));
+  MarkDirty(now_);
+  return true;
+}
+
+void Sim::AdvanceTo(Time t) {
+  if (t < now_) return;
+  while (!events_.empty() && events_.top().time <= t) {
+    const Event e = events_.top();
+    events_.pop();
+    now_ = e.time;
+    Process(e);
+  }
+  now_ = t;
+  Advance(t);
+}
+
 Result<SimMetrics> Sim::Run(const std::function<void(double)>& progress) {
   const auto wall_begin = std::chrono::steady_clock::now();
   CHAMBER_RETURN_IF_ERROR(Setup());
-  int64_t done = 0;
   const auto total = static_cast<int64_t>(jobs_.size());
   auto last_progress = wall_begin;
   Time end{0};
@@ -503,88 +637,35 @@ Result<SimMetrics> Sim::Run(const std::function<void(double)>& progress) {
     if (options_.horizon.count() > 0 && e.time > options_.horizon) break;
     // Stop when every job finished, or when nothing runs, nothing is due and no cycle is
     // pending: what still waits can never be placed (only failures and repairs would follow).
-    if (done == total || (live_ == 0 && running_ == 0 && !cycle_pending_)) break;
+    if (Stopped()) break;
     events_.pop();
-    if (e.kind == Ev::kSubmit || e.kind == Ev::kFinish || e.kind == Ev::kGraceEnd) --live_;
-    Advance(e.time);
     end = e.time;
-    switch (e.kind) {
-      case Ev::kSubmit:
-        Submit(e.a);
-        MarkDirty(e.time);
-        break;
-      case Ev::kFinish: {
-        JobRun& r = jobs_[e.a];
-        if (r.phase != Phase::kRunning || static_cast<uint32_t>(e.b) != r.version) break;
-        r.phase = Phase::kDone;
-        --running_;
-        r.attained_gpu_hours +=
-            static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(e.time - r.run_start);
-        for (int32_t u = r.first_unit; u < r.first_unit + r.units; ++u) {
-          Release(u);
-          RemoveWorkload(u);
-        }
-        const double jct = Hours(e.time - r.job->submit);
-        jct_.push_back(jct);
-        jct_by_prio_[r.job->priority >= core::kReservedPriority ? "reserved" : "elastic"].push_back(
-            jct);
-        jct_by_gang_[GangBucket(static_cast<int64_t>(r.gpus_per_pod) * r.job->pods)].push_back(jct);
-        ++done;
-        Emit(e.time, e.a, EventKind::kFinish);
-        MarkDirty(e.time);
-        break;
-      }
-      case Ev::kGraceEnd: {
-        Unit& unit = units_[e.a];
-        if (unit.wl < 0) break;
-        core::Workload& w = snap_.workloads[unit.wl];
-        if (w.state != core::WorkloadState::kPreempting) break;
-        Release(e.a);
-        w.placements.clear();
-        w.state = policy_.per_pod ? core::WorkloadState::kPending : core::WorkloadState::kSuspended;
-        --jobs_[unit.job].units_running;
-        MarkDirty(e.time);
-        break;
-      }
-      case Ev::kGpuFail: {
-        core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
-        if (gpu.healthy) {
-          gpu.healthy = false;
-          --capacity_;
-          ++m_.gpu_failures;
-          Push(e.time + options_.repair_time, Ev::kGpuRepair, e.a, e.b);
-          MarkDirty(e.time);
-        }
-        break;
-      }
-      case Ev::kGpuRepair: {
-        core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
-        gpu.healthy = true;
-        ++capacity_;
-        Push(e.time + Duration(static_cast<int64_t>(Exponential(options_.gpu_mtbf_hours) * 3.6e6)),
-             Ev::kGpuFail, e.a, e.b);
-        MarkDirty(e.time);
-        break;
-      }
-      case Ev::kCycle:
-        if (cycle_pending_ && e.time == cycle_at_) {
-          cycle_pending_ = false;
-          Cycle(e.time);
-        }
-        break;
-    }
+    now_ = e.time;
+    Process(e);
     if (progress) {
       const auto now = std::chrono::steady_clock::now();
       if (now - last_progress > std::chrono::milliseconds(200)) {
-        progress(total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total));
+        progress(total == 0 ? 1.0 : static_cast<double>(done_) / static_cast<double>(total));
         last_progress = now;
       }
     }
   }
-  if (options_.horizon.count() > 0 && end < options_.horizon && done < total)
+  if (options_.horizon.count() > 0 && end < options_.horizon && done_ < total)
     end = options_.horizon;
   Advance(end);
+  m_ = Finalize(end);
+  m_.run_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_begin).count();
+  if (progress) progress(1.0);
+  return m_;
+}
 
+// The metrics as of `end`, up to which Advance has run. Leaves the running state untouched, so
+// a stepped cluster may be asked again later.
+SimMetrics Sim::Finalize(Time end) {
+  SimMetrics saved = m_;
+  const auto total = static_cast<int64_t>(jobs_.size());
+  const int64_t done = done_;
   m_.policy = policy_.name;
   m_.capacity_gpus = 0;
   for (const core::Node& n : snap_.nodes) m_.capacity_gpus += static_cast<int64_t>(n.gpus.size());
@@ -636,18 +717,44 @@ Result<SimMetrics> Sim::Run(const std::function<void(double)>& progress) {
   size_t n_entitled = 0;
   for (const QueueMetrics& q : m_.queues) n_entitled += q.entitlement > 0 ? 1 : 0;
   m_.jain_index = sum_sq > 0 ? sum * sum / (static_cast<double>(n_entitled) * sum_sq) : 1;
-  m_.run_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_begin).count();
-  if (progress) progress(1.0);
-  return m_;
+  SimMetrics out = std::move(m_);
+  m_ = std::move(saved);
+  return out;
 }
 
-}  // namespace
+}  // namespace internal
+
+Result<std::unique_ptr<SimCluster>> SimCluster::Create(const std::vector<core::Node>& nodes,
+                                                       const Trace& trace, const SimPolicy& policy,
+                                                       const SimOptions& options,
+                                                       const EventSink& events,
+                                                       Scheduling scheduling) {
+  auto sim = std::make_unique<internal::Sim>(nodes, trace, policy, options, events, scheduling);
+  CHAMBER_RETURN_IF_ERROR(sim->Setup());
+  return std::unique_ptr<SimCluster>(new SimCluster(std::move(sim)));
+}
+
+SimCluster::SimCluster(std::unique_ptr<internal::Sim> sim) : sim_(std::move(sim)) {}
+SimCluster::~SimCluster() = default;
+void SimCluster::AdvanceTo(Time t) { sim_->AdvanceTo(t); }
+Time SimCluster::now() const { return sim_->now(); }
+const core::Snapshot& SimCluster::PrepareCycle() { return sim_->PrepareCycle(); }
+void SimCluster::ApplyCycle(const core::CycleResult& result) { sim_->ApplyCycle(result); }
+const core::Snapshot& SimCluster::snapshot() const { return sim_->snapshot(); }
+const TraceJob& SimCluster::JobOf(size_t workload) const { return sim_->JobOf(workload); }
+int64_t SimCluster::GpusHeld(size_t workload) const { return sim_->GpusHeld(workload); }
+bool SimCluster::FailGpu(size_t node, size_t gpu, Duration repair_after) {
+  return sim_->FailGpu(node, gpu, repair_after);
+}
+void SimCluster::SetUnschedulable(size_t node, bool unschedulable) {
+  sim_->SetUnschedulable(node, unschedulable);
+}
+SimMetrics SimCluster::Metrics() { return sim_->Finalize(sim_->now()); }
 
 Result<SimMetrics> Simulate(const std::vector<core::Node>& nodes, const Trace& trace,
                             const SimPolicy& policy, const SimOptions& options,
                             const EventSink& events, const std::function<void(double)>& progress) {
-  Sim sim(nodes, trace, policy, options, events);
+  internal::Sim sim(nodes, trace, policy, options, events, SimCluster::Scheduling::kInternal);
   return sim.Run(progress);
 }
 

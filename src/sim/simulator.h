@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,56 @@ struct SimMetrics {
   double run_seconds = 0;
   int64_t fractional_jobs_rounded_up = 0;
   std::vector<SeriesPoint> series;
+};
+
+namespace internal {
+class Sim;
+}
+
+// The simulated cluster as a steppable object: Simulate() runs one from start to finish, and
+// the demo's backend steps one in accelerated time. With Scheduling::kInternal the cluster runs
+// its own engine cycles at cycle boundaries (as Simulate does); with kExternal the caller
+// schedules: it takes PrepareCycle()'s snapshot to an engine and hands the result to
+// ApplyCycle(), as the daemon does with a real cluster.
+class SimCluster {
+ public:
+  enum class Scheduling { kInternal, kExternal };
+
+  // `nodes` and `events` are copied; `trace`, `policy` and `options` must outlive the cluster.
+  static Result<std::unique_ptr<SimCluster>> Create(const std::vector<core::Node>& nodes,
+                                                    const Trace& trace, const SimPolicy& policy,
+                                                    const SimOptions& options,
+                                                    const EventSink& events = {},
+                                                    Scheduling scheduling = Scheduling::kInternal);
+  ~SimCluster();
+  SimCluster(const SimCluster&) = delete;
+  SimCluster& operator=(const SimCluster&) = delete;
+
+  // Processes every event up to and including `t` and moves the clock there (never backwards).
+  void AdvanceTo(Time t);
+  Time now() const;
+
+  // External scheduling: the snapshot as of now(), and applying the engine's result for it.
+  const core::Snapshot& PrepareCycle();
+  void ApplyCycle(const core::CycleResult& result);
+
+  // The current state. Workload i of the snapshot belongs to JobOf(i).
+  const core::Snapshot& snapshot() const;
+  const TraceJob& JobOf(size_t workload) const;
+  // GPUs the workload holds now (0 unless running or preempting).
+  int64_t GpusHeld(size_t workload) const;
+
+  // Marks a GPU unhealthy now; it is repaired after `repair_after`. False if it already is.
+  bool FailGpu(size_t node, size_t gpu, Duration repair_after);
+  // Cordons or uncordons a node.
+  void SetUnschedulable(size_t node, bool unschedulable);
+
+  // Metrics up to now(), as Simulate reports them.
+  SimMetrics Metrics();
+
+ private:
+  explicit SimCluster(std::unique_ptr<internal::Sim> sim);
+  std::unique_ptr<internal::Sim> sim_;
 };
 
 // Runs one policy over the trace. Jobs naming a queue that `options.queues` lacks are an error.
