@@ -17,6 +17,54 @@ function(chamber_add_test)
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${ARG_LABELS}")
+  if("integration" IN_LIST ARG_LABELS OR "e2e" IN_LIST ARG_LABELS)
+    _chamber_require_controlplane(${ARG_NAME})
+  endif()
+endfunction()
+
+# The test control plane (scripts/controlplane.sh): etcd, kube-apiserver and
+# kube-controller-manager on loopback, started once before the first test that needs it and
+# stopped after the last. Tests read CHAMBER_TEST_KUBECONFIG (an admin kubeconfig) and
+# CHAMBER_TEST_CONTROLPLANE_DIR (also holding `env`, `pki/` and `logs/`).
+set(CHAMBER_CONTROLPLANE_DIR "${CMAKE_BINARY_DIR}/controlplane")
+set(CHAMBER_CONTROLPLANE_ENV
+    "CHAMBER_TEST_KUBECONFIG=${CHAMBER_CONTROLPLANE_DIR}/kubeconfig"
+    "CHAMBER_TEST_CONTROLPLANE_DIR=${CHAMBER_CONTROLPLANE_DIR}")
+
+# Fixture "controlplane": the setup test starts the control plane from binaries that
+# `scripts/controlplane.sh build --all` made (it builds nothing itself), the cleanup test stops it.
+function(chamber_add_controlplane_fixture)
+  set(script "${PROJECT_SOURCE_DIR}/scripts/controlplane.sh")
+  add_test(NAME controlplane-start
+           COMMAND "${script}" start "${CHAMBER_CONTROLPLANE_DIR}" --controller-manager)
+  add_test(NAME controlplane-stop COMMAND "${script}" stop "${CHAMBER_CONTROLPLANE_DIR}")
+  set_tests_properties(controlplane-start PROPERTIES
+    FIXTURES_SETUP controlplane LABELS integration TIMEOUT 300)
+  set_tests_properties(controlplane-stop PROPERTIES
+    FIXTURES_CLEANUP controlplane LABELS integration TIMEOUT 60)
+endfunction()
+
+# chamber_add_controlplane_test(<test>...): plain ctest tests (not GoogleTest) that use the
+# control plane.
+function(chamber_add_controlplane_test)
+  set_tests_properties(${ARGN} PROPERTIES
+    FIXTURES_REQUIRED controlplane RESOURCE_LOCK controlplane
+    ENVIRONMENT "${CHAMBER_CONTROLPLANE_ENV}")
+endfunction()
+
+# The test cases of a GoogleTest binary are known only when ctest discovers them, so their
+# properties are set by a file ctest includes right after the discovered list. gtest's
+# PROPERTIES argument cannot carry ENVIRONMENT: it splits list values. Integration tests share
+# one control plane and hold its lock, so they run one at a time.
+function(_chamber_require_controlplane target)
+  set(file "${CMAKE_CURRENT_BINARY_DIR}/${target}_controlplane.cmake")
+  file(WRITE "${file}"
+    "if(${target}_TESTS)\n"
+    "  set_tests_properties(\${${target}_TESTS} PROPERTIES\n"
+    "    FIXTURES_REQUIRED controlplane RESOURCE_LOCK controlplane\n"
+    "    ENVIRONMENT [==[${CHAMBER_CONTROLPLANE_ENV}]==])\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${file}")
 endfunction()
 
 # chamber_add_benchmark(NAME <name> SOURCES <src>... [LIBS <lib>...])
@@ -25,6 +73,9 @@ function(chamber_add_benchmark)
   cmake_parse_arguments(PARSE_ARGV 0 ARG "" "NAME" "SOURCES;LIBS")
   if(NOT ARG_NAME OR NOT ARG_SOURCES)
     message(FATAL_ERROR "chamber_add_benchmark needs NAME and SOURCES")
+  endif()
+  if(NOT CHAMBER_BUILD_BENCHMARKS)
+    return()
   endif()
   add_executable(${ARG_NAME} ${ARG_SOURCES})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} benchmark::benchmark_main

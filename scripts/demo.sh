@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds the release preset and runs Chamber on its built-in example.
-# Extra arguments go to `chamber schedule --example`.
+# Installs what is missing, builds the release preset and runs `chamber demo`: Chamber on a
+# simulated cluster, with the dashboard on http://127.0.0.1:8080. Extra arguments go to
+# `chamber demo` (for example --port 9000 or --speed 600).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,7 +11,8 @@ export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 
-scripts/install-deps.sh
+scripts/install-deps.sh --for build
 cmake --preset release >/dev/null
-cmake --build --preset release
-exec build/release/src/cli/chamber schedule --example "$@"
+# Only the chamber binary: the first dashboard should not wait for every test to compile.
+cmake --build --preset release --target chamber
+exec build/release/src/cli/chamber demo "$@"

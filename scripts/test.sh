@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, checks formatting, then builds and tests Chamber twice: every
-# registered test on the release preset, and the unit tests on the asan preset (AddressSanitizer
-# and UndefinedBehaviorSanitizer). Exits non-zero when any step fails.
+# Installs what is missing, checks formatting, builds the test control plane
+# (scripts/controlplane.sh), then builds and tests Chamber twice: every registered test on the
+# release preset, and the unit tests on the asan preset (AddressSanitizer and
+# UndefinedBehaviorSanitizer). Exits non-zero when any step fails.
 #
 # Environment:
 #   CI=true                      plain output without colour
@@ -68,6 +69,9 @@ finish() {
 
 stage "dependencies" scripts/install-deps.sh || finish
 stage "format check" scripts/format.sh --check || finish
+# etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration and e2e
+# tests' control plane (cached: a no-op unless tools/controlplane changed).
+stage "control plane" scripts/controlplane.sh build --all || true
 if stage "release build" build release; then
   stage "release tests" run_tests release || true
 fi

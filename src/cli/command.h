@@ -59,5 +59,9 @@ void RegisterScheduleCommand(CommandRegistry& registry);
 void RegisterConfigCommand(CommandRegistry& registry);
 void RegisterSimCommand(CommandRegistry& registry);
 void RegisterBenchCommand(CommandRegistry& registry);
+void RegisterDemoCommand(CommandRegistry& registry);
+void RegisterStatusCommand(CommandRegistry& registry);
+void RegisterNodesCommand(CommandRegistry& registry);
+void RegisterCostCommand(CommandRegistry& registry);
 
 }  // namespace chamber::cli

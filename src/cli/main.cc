@@ -4,6 +4,10 @@ namespace {
 
 // Every subcommand is registered here, in the order `chamber --help` lists them.
 void RegisterCommands(chamber::cli::CommandRegistry& commands) {
+  chamber::cli::RegisterDemoCommand(commands);
+  chamber::cli::RegisterStatusCommand(commands);
+  chamber::cli::RegisterNodesCommand(commands);
+  chamber::cli::RegisterCostCommand(commands);
   chamber::cli::RegisterScheduleCommand(commands);
   chamber::cli::RegisterSimCommand(commands);
   chamber::cli::RegisterConfigCommand(commands);

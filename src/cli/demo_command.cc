@@ -1,0 +1,175 @@
+// `chamber demo`: chamberd on an in-process simulated cluster. The daemon loop, the engine, the
+// fleet model, the history store and the API server are the real ones; only the cluster is
+// simulated (src/daemon/demo_cluster.h), in accelerated time.
+#include <signal.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/api_client.h"
+#include "cli/command.h"
+#include "daemon/demo_cluster.h"
+#include "daemon/http_server.h"
+
+namespace chamber::cli {
+namespace {
+
+struct DemoOptions {
+  int port = 8080;
+  uint64_t seed = 1;
+  double speed = 60;
+  double load = 2;          // enough work that queues form and preemption shows
+  double duration = 0;      // seconds; 0: until interrupted
+  double warmup_hours = 8;  // simulated before serving, so the first screen shows a busy fleet
+  std::string data_dir;
+  int tick_ms = 500;
+};
+
+Status RunDemo(const DemoOptions& o) {
+  if (o.speed <= 0) return Status::InvalidArgument("--speed must be positive");
+  if (o.tick_ms <= 0) return Status::InvalidArgument("--tick-ms must be positive");
+  if (o.port < 0 || o.port > 65535) return Status::InvalidArgument("--port must be 0..65535");
+  if (o.warmup_hours < 0 || o.warmup_hours > 24 * 7)
+    return Status::InvalidArgument("--warmup must be 0..168 hours");
+
+  // Signals go to the one thread that waits for them; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::string data_dir = o.data_dir;
+  bool remove_data_dir = false;
+  if (data_dir.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "chamber-demo-XXXXXX").string();
+    if (!mkdtemp(tmpl.data()))
+      return Status::Unavailable("cannot create a temporary directory for the history");
+    data_dir = tmpl;
+    remove_data_dir = true;
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(data_dir, ec);
+    if (ec) return Status::InvalidArgument("--data-dir " + data_dir + ": " + ec.message());
+  }
+  const std::string history_path = (std::filesystem::path(data_dir) / "history.db").string();
+  CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<fleet::HistoryStore> history,
+                           fleet::HistoryStore::Open(history_path));
+
+  daemon::DemoClusterOptions cluster;
+  cluster.seed = o.seed;
+  cluster.load = o.load;
+  cluster.step = core::Duration(static_cast<int64_t>(o.tick_ms * o.speed));
+  // The warm-up hours lie in the past, so the cluster's clock reaches the present when the
+  // dashboard opens and the history already holds them.
+  const auto warmup = std::chrono::milliseconds(static_cast<int64_t>(o.warmup_hours * 3.6e6));
+  cluster.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch() - warmup)
+                              .count();
+  daemon::SimulatedBackendOptions backend_options = daemon::DemoCluster(cluster);
+  std::string pools;
+  int64_t gpus = 0;
+  for (const sim::NodePool& p : backend_options.cluster.pools) {
+    gpus += int64_t{p.count} * p.gpus_per_node;
+    pools += "\n  " + p.name + ": " + std::to_string(p.count) + " nodes x " +
+             std::to_string(p.gpus_per_node) + " " + p.gpu_model + ", " +
+             std::string(sim::PricingTypeName(p.pricing)) + " at " +
+             Money(p.price_per_gpu_hour, "USD") + " per GPU-hour";
+  }
+  std::string teams;
+  for (const core::Queue& q : backend_options.queues) teams += (teams.empty() ? "" : ", ") + q.name;
+  const size_t jobs = backend_options.trace.jobs.size();
+  CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<daemon::SimulatedBackend> backend,
+                           daemon::SimulatedBackend::Create(std::move(backend_options)));
+
+  daemon::DaemonOptions daemon_options;
+  daemon_options.tick = std::chrono::milliseconds(o.tick_ms);
+  daemon::Daemon d(std::move(backend), daemon_options, std::move(history));
+  // The API has a fleet to show from the first request: a busy one after the warm-up.
+  const int64_t warmup_ticks = std::max<int64_t>(1, warmup / cluster.step);
+  if (warmup_ticks > 1) {
+    std::cout << "Simulating the last " << Number(o.warmup_hours) << " hours of the cluster..."
+              << std::endl;
+  }
+  for (int64_t i = 0; i < warmup_ticks; ++i) CHAMBER_RETURN_IF_ERROR(d.Tick());
+
+  daemon::ServerOptions server_options;
+  server_options.host = "127.0.0.1";
+  server_options.port = o.port;
+  server_options.anonymous = true;
+  daemon::ApiServer server(d, nullptr, server_options);
+  CHAMBER_RETURN_IF_ERROR(server.Start());
+
+  std::cout << "Chamber demo: a simulated cluster of " << gpus << " GPUs" << pools << "\n"
+            << "  teams: " << teams << "; " << jobs << " synthetic jobs over a simulated week, at "
+            << Number(o.speed) << "x speed"
+            << " (seed " << o.seed << "), with occasional GPU faults\n"
+            << "Listening on 127.0.0.1 only, without authentication (demo mode): no token "
+               "needed.\n"
+            << "Dashboard: http://127.0.0.1:" << server.port() << "\n"
+            << "History:   " << history_path << (remove_data_dir ? " (removed at exit)" : "")
+            << "\n"
+            << "Press Ctrl-C to stop." << std::endl;
+
+  std::jthread loop([&d](std::stop_token stop) { d.Run(stop); });
+  const auto begin = std::chrono::steady_clock::now();
+  while (true) {
+    timespec wait{0, 200 * 1000 * 1000};
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      std::cout << "\nStopping." << std::endl;
+      break;
+    }
+    if (o.duration > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() >=
+            o.duration)
+      break;
+  }
+  loop.request_stop();
+  loop.join();
+  server.Stop();
+  const auto state = d.state();
+  std::cout << "Ran " << state->cycles << " scheduling cycles over "
+            << DurationText(static_cast<double>(state->time_ms - cluster.start_unix_ms) / 1000)
+            << " of simulated time." << std::endl;
+  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+  if (remove_data_dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(data_dir, ec);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterDemoCommand(CommandRegistry& registry) {
+  auto o = std::make_shared<DemoOptions>();
+  CLI::App* cmd = registry.Add(
+      "demo", "Run Chamber on a simulated GPU cluster and serve the dashboard on 127.0.0.1",
+      [o] { return RunDemo(*o); });
+  cmd->add_option("--port", o->port, "Port on 127.0.0.1 (0: any free port)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the simulated workload and faults")
+      ->capture_default_str();
+  cmd->add_option("--speed", o->speed, "Simulated seconds per wall-clock second")
+      ->capture_default_str();
+  cmd->add_option("--load", o->load, "Multiplies the amount of simulated work")
+      ->capture_default_str();
+  cmd->add_option("--duration", o->duration, "Stop after this many seconds (0: at Ctrl-C)")
+      ->capture_default_str();
+  cmd->add_option("--warmup", o->warmup_hours,
+                  "Simulated hours run before serving, so the dashboard opens on a busy fleet "
+                  "with history")
+      ->capture_default_str();
+  cmd->add_option("--data-dir", o->data_dir,
+                  "Directory for the history database (default: a temporary one)");
+  cmd->add_option("--tick-ms", o->tick_ms, "Wall-clock milliseconds between scheduling cycles")
+      ->capture_default_str();
+}
+
+}  // namespace chamber::cli

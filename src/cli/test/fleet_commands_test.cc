@@ -1,0 +1,202 @@
+// `chamber status`, `nodes` and `cost` against a real in-process server over the demo's
+// simulated cluster; `chamber demo` in-process and as a process stopped with Ctrl-C.
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/command.h"
+#include "daemon/api_json.h"
+#include "daemon/demo_cluster.h"
+#include "daemon/http_server.h"
+
+namespace chamber::cli {
+namespace {
+
+using nlohmann::json;
+constexpr const char* kToken = "cli-test-token-0123456789";
+
+void Commands(CommandRegistry& r) {
+  RegisterDemoCommand(r);
+  RegisterStatusCommand(r);
+  RegisterNodesCommand(r);
+  RegisterCostCommand(r);
+}
+
+struct Output {
+  int code = 0;
+  std::string out;
+  std::string err;
+};
+
+Output RunCli(std::vector<std::string> args) {
+  args.insert(args.begin(), "chamber");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  auto logger = spdlog::default_logger();
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  Output o;
+  o.code = Run(static_cast<int>(argv.size()), argv.data(), Commands);
+  std::cout.flush();
+  o.out = ::testing::internal::GetCapturedStdout();
+  o.err = ::testing::internal::GetCapturedStderr();
+  spdlog::set_default_logger(logger);
+  return o;
+}
+
+class FleetCommandsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    daemon::DemoClusterOptions o;
+    o.seed = 11;
+    o.start_unix_ms = 1'790'000'040'000;
+    o.gpu_mtbf_hours = 0;
+    auto backend = std::move(daemon::SimulatedBackend::Create(daemon::DemoCluster(o))).value();
+    daemon_ = new daemon::Daemon(std::move(backend), daemon::DaemonOptions{}, nullptr);
+    for (int i = 0; i < 200; ++i) ASSERT_TRUE(daemon_->Tick().ok());
+    auto tokens = daemon::TokenFileAuthenticator::Parse(std::string(kToken) + " read\n", "t");
+    daemon::ServerOptions so;
+    so.port = 0;
+    server_ = new daemon::ApiServer(
+        *daemon_, std::shared_ptr<daemon::Authenticator>(std::move(tokens).value()), so);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    delete daemon_;
+  }
+  static std::string Server() { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+
+  static daemon::Daemon* daemon_;
+  static daemon::ApiServer* server_;
+};
+daemon::Daemon* FleetCommandsTest::daemon_ = nullptr;
+daemon::ApiServer* FleetCommandsTest::server_ = nullptr;
+
+TEST_F(FleetCommandsTest, StatusJsonIsTheFleetResource) {
+  const Output o = RunCli({"status", "-o", "json", "--server", Server(), "--token", kToken});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(json::parse(o.out), daemon::FleetJson(*daemon_->state()));
+}
+
+TEST_F(FleetCommandsTest, StatusTable) {
+  const Output o = RunCli({"status", "--server", Server(), "--token", kToken});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const json f = daemon::FleetJson(*daemon_->state());
+  const json& g = f["summary"]["gpus"];
+  EXPECT_NE(o.out.find("264 capacity"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(std::to_string(g["allocated"].get<int>()) + " allocated"),
+            std::string::npos);
+  EXPECT_NE(o.out.find("$682.80/h"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(demo, simulated time)"), std::string::npos);
+  EXPECT_NE(o.out.find("h100  H100-SXM5-80GB  on-demand  128"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("l40s  L40S-48GB       spot       40"), std::string::npos) << o.out;
+}
+
+TEST_F(FleetCommandsTest, NodesTableAndJson) {
+  Output o = RunCli({"nodes", "--server", Server(), "--token", kToken});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 39);  // header and 38 nodes
+  EXPECT_EQ(o.out.rfind("NAME", 0), 0u);
+  EXPECT_NE(o.out.find("\nh100-0 "), std::string::npos);
+  o = RunCli({"nodes", "-o", "json", "--server", Server(), "--token", kToken});
+  ASSERT_EQ(o.code, 0);
+  EXPECT_EQ(json::parse(o.out)["nodes"].size(), 38u);
+}
+
+TEST_F(FleetCommandsTest, CostTableWithTokenFile) {
+  const auto file =
+      std::filesystem::temp_directory_path() / ("chamber-cli-token-" + std::to_string(getpid()));
+  { std::ofstream(file) << "# the API token\n" << kToken << "\n"; }
+  const Output o = RunCli({"cost", "--server", Server(), "--token-file", file.string()});
+  std::filesystem::remove(file);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("Now "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" $682.80/h "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("a100  A100-SXM4-80GB  reserved   $1.60"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("llm-training"), std::string::npos);
+}
+
+TEST_F(FleetCommandsTest, ErrorsSayWhatToDo) {
+  Output o = RunCli({"status", "--server", Server()});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_NE(o.err.find("wants a valid token"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("--token"), std::string::npos);
+  o = RunCli({"status", "--server", "http://127.0.0.1:1"});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_NE(o.err.find("cannot reach http://127.0.0.1:1"), std::string::npos) << o.err;
+  o = RunCli({"status", "-o", "yaml"});
+  EXPECT_EQ(o.code, kExitUsage);
+}
+
+TEST(DemoCommandTest, RunsForADurationAndKeepsHistoryInTheDataDir) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("chamber-demo-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const Output o = RunCli({"demo", "--port", "0", "--duration", "1", "--speed", "600", "--tick-ms",
+                           "100", "--data-dir", dir.string()});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("a simulated cluster of 264 GPUs"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("Listening on 127.0.0.1 only, without authentication"), std::string::npos);
+  EXPECT_NE(o.out.find("Dashboard: http://127.0.0.1:"), std::string::npos);
+  EXPECT_NE(o.out.find("Ran "), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir / "history.db"));
+  std::filesystem::remove_all(dir);
+}
+
+// The real binary: it serves without a token, and Ctrl-C (SIGINT) stops it cleanly.
+TEST(DemoCommandTest, ServesWithoutATokenAndStopsOnCtrlC) {
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    execl(CHAMBER_BIN, CHAMBER_BIN, "demo", "--port", "0", "--speed", "600", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  std::string text;
+  int port = 0;
+  char buf[4096];
+  while (port == 0) {
+    const ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    const size_t at = text.find("Dashboard: http://127.0.0.1:");
+    if (at != std::string::npos && text.find('\n', at) != std::string::npos)
+      port = std::stoi(text.substr(at + 28));
+  }
+  ASSERT_GT(port, 0) << text;
+  httplib::Client c("127.0.0.1", port);
+  auto r = c.Get("/api/v1/fleet");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["mode"], "demo");
+  EXPECT_EQ(json::parse(r->body)["summary"]["gpus"]["capacity"], 264);
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  while (true) {
+    const ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
+  EXPECT_NE(text.find("Stopping."), std::string::npos) << text;
+  EXPECT_NE(text.find("(removed at exit)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chamber::cli

@@ -1,0 +1,468 @@
+#include "daemon/api_json.h"
+
+#include <algorithm>
+#include <ctime>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "common/prometheus_text.h"
+
+namespace chamber::daemon {
+
+using nlohmann::json;
+
+std::string Rfc3339(int64_t unix_ms) {
+  const int64_t secs = unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000;
+  const int64_t ms = unix_ms - secs * 1000;
+  const auto t = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::string out(buf, n);
+  if (ms != 0) {
+    char frac[8];
+    std::snprintf(frac, sizeof frac, ".%03d", static_cast<int>(ms));
+    out += frac;
+  }
+  return out + "Z";
+}
+
+namespace {
+
+json Counts(const fleet::GpuCounts& g) {
+  return {
+      {"capacity", g.capacity}, {"allocated", g.allocated},           {"used", g.used},
+      {"idle", g.idle},         {"allocated_idle", g.allocated_idle}, {"unhealthy", g.unhealthy}};
+}
+
+json Rate(const fleet::CostRates& c, const std::string& currency) {
+  return {{"per_hour", c.total}, {"idle_per_hour", c.idle()}, {"currency", currency}};
+}
+
+json NullOr(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json TotalsJson(const fleet::Totals& t) {
+  return {{"since", Rfc3339(t.since)},
+          {"capacity_gpu_hours", t.capacity_gpu_hours},
+          {"allocated_gpu_hours", t.allocated_gpu_hours},
+          {"used_gpu_hours", t.used_gpu_hours},
+          {"cost", t.cost},
+          {"idle_cost", t.idle_cost},
+          {"backfill_gpu_hours", t.backfill_gpu_hours},
+          {"backfill_savings", t.backfill_savings}};
+}
+
+std::string_view PoolModel(const FleetState& s, int32_t pool) {
+  return pool >= 0 && static_cast<size_t>(pool) < s.input.pools.size() ? s.input.pools[pool].model
+                                                                       : std::string_view();
+}
+
+}  // namespace
+
+json FleetJson(const FleetState& s) {
+  const fleet::FleetView& v = s.view;
+  json summary = {{"gpus", Counts(v.gpus)},
+                  {"utilization", v.ratios.utilization},
+                  {"allocation", v.ratios.allocation},
+                  {"idle_fraction", v.ratios.idle_fraction},
+                  {"efficiency",
+                   {{"used_over_capacity", s.totals.UsedOverCapacity()},
+                    {"used_over_allocated", s.totals.UsedOverAllocated()}}},
+                  {"cost", Rate(v.cost, s.currency)},
+                  {"queue",
+                   {{"pending_workloads", v.queue.pending_workloads},
+                    {"pending_gpus", v.queue.pending_gpus},
+                    {"wait_p50_seconds", v.queue.wait_p50_seconds},
+                    {"wait_p95_seconds", v.queue.wait_p95_seconds}}},
+                  {"preemptions_last_hour", v.preemptions_last_hour},
+                  {"nodes", s.input.nodes.size()},
+                  {"running_workloads", v.running_workloads},
+                  {"cycle_ms", s.cycle_ms}};
+  json pools = json::array();
+  for (size_t p = 0; p < s.input.pools.size() && p < v.pools.size(); ++p) {
+    const fleet::PoolInput& pi = s.input.pools[p];
+    const fleet::PoolView& pv = v.pools[p];
+    pools.push_back({{"name", pi.name},
+                     {"model", pi.model},
+                     {"pricing", fleet::PricingName(pi.pricing)},
+                     {"price_per_gpu_hour", pi.price_per_gpu_hour},
+                     {"nodes", pv.nodes},
+                     {"gpus", Counts(pv.gpus)},
+                     {"utilization", pv.ratios.utilization},
+                     {"allocation", pv.ratios.allocation},
+                     {"cost", Rate(pv.cost, s.currency)}});
+  }
+  return {{"time", Rfc3339(s.time_ms)},
+          {"mode", s.mode.empty() ? "cluster" : s.mode},
+          {"simulated", s.simulated},
+          {"summary", std::move(summary)},
+          {"pools", std::move(pools)}};
+}
+
+json NodeJson(const FleetState& s, size_t n) {
+  const fleet::NodeInput& ni = s.input.nodes[n];
+  const fleet::NodeView& nv = s.view.nodes[n];
+  json workloads = json::array();
+  std::vector<int32_t> seen;
+  for (const fleet::GpuInput& g : ni.gpus) {
+    if (g.workload < 0 || std::find(seen.begin(), seen.end(), g.workload) != seen.end()) continue;
+    seen.push_back(g.workload);
+    workloads.push_back(s.input.workloads[g.workload].name);
+  }
+  std::string model = std::string(PoolModel(s, ni.pool));
+  if (model.empty() && !ni.gpus.empty()) model = ni.gpus[0].model;
+  return {{"name", ni.name},
+          {"pool", ni.pool >= 0 ? s.input.pools[ni.pool].name : ""},
+          {"model", model},
+          {"schedulable", ni.schedulable},
+          {"healthy", nv.healthy},
+          {"gpus", Counts(nv.gpus)},
+          {"utilization", nv.ratios.utilization},
+          {"cost_per_hour", nv.cost.total},
+          {"workloads", std::move(workloads)}};
+}
+
+json NodesJson(const FleetState& s) {
+  json nodes = json::array();
+  for (size_t n = 0; n < s.input.nodes.size(); ++n) nodes.push_back(NodeJson(s, n));
+  return {{"time", Rfc3339(s.time_ms)}, {"nodes", std::move(nodes)}};
+}
+
+json GpusJson(const FleetState& s) {
+  json gpus = json::array();
+  for (const fleet::GpuView& g : s.view.gpus_flat) {
+    const fleet::NodeInput& ni = s.input.nodes[g.node];
+    const fleet::GpuInput& gi = ni.gpus[g.index];
+    const fleet::WorkloadInput* w = g.workload >= 0 ? &s.input.workloads[g.workload] : nullptr;
+    gpus.push_back({{"node", ni.name},
+                    {"index", g.index},
+                    {"uuid", gi.uuid},
+                    {"model", gi.model},
+                    {"pool", ni.pool >= 0 ? s.input.pools[ni.pool].name : ""},
+                    {"state", fleet::GpuStateName(g.state)},
+                    {"utilization", g.utilization},
+                    {"memory_used_bytes", g.memory_used_bytes},
+                    {"memory_total_bytes", gi.memory_total_bytes},
+                    {"workload", w ? json(w->name) : json(nullptr)},
+                    {"queue", w ? json(w->queue) : json(nullptr)}});
+  }
+  return {{"time", Rfc3339(s.time_ms)}, {"gpus", std::move(gpus)}};
+}
+
+std::string GpusBody(const FleetState& s) {
+  std::string out;
+  out.reserve(64 + s.view.gpus_flat.size() * 256);
+  auto quoted = [&out](std::string_view v) { out += json(v).dump(); };
+  auto number = [&out](double v) { fmt::format_to(std::back_inserter(out), "{}", v); };
+  out += "{\"time\":";
+  quoted(Rfc3339(s.time_ms));
+  out += ",\"gpus\":[";
+  std::vector<std::string> node_names(s.input.nodes.size()), pool_names(s.input.nodes.size());
+  for (size_t n = 0; n < s.input.nodes.size(); ++n) {
+    const fleet::NodeInput& ni = s.input.nodes[n];
+    node_names[n] = json(ni.name).dump();
+    pool_names[n] = json(ni.pool >= 0 ? s.input.pools[ni.pool].name : "").dump();
+  }
+  bool first = true;
+  for (const fleet::GpuView& g : s.view.gpus_flat) {
+    const fleet::NodeInput& ni = s.input.nodes[g.node];
+    const fleet::GpuInput& gi = ni.gpus[g.index];
+    const fleet::WorkloadInput* w = g.workload >= 0 ? &s.input.workloads[g.workload] : nullptr;
+    out += first ? "{" : ",{";
+    first = false;
+    // Keys in the order nlohmann::json sorts them, as GpusJson(s).dump() writes them.
+    out += "\"index\":";
+    out += std::to_string(g.index);
+    out += ",\"memory_total_bytes\":";
+    out += std::to_string(gi.memory_total_bytes);
+    out += ",\"memory_used_bytes\":";
+    out += std::to_string(g.memory_used_bytes);
+    out += ",\"model\":";
+    quoted(gi.model);
+    out += ",\"node\":";
+    out += node_names[g.node];
+    out += ",\"pool\":";
+    out += pool_names[g.node];
+    out += ",\"queue\":";
+    if (w)
+      quoted(w->queue);
+    else
+      out += "null";
+    out += ",\"state\":\"";
+    out += fleet::GpuStateName(g.state);
+    out += "\",\"utilization\":";
+    number(g.utilization);
+    out += ",\"uuid\":";
+    quoted(gi.uuid);
+    out += ",\"workload\":";
+    if (w)
+      quoted(w->name);
+    else
+      out += "null";
+    out += "}";
+  }
+  out += "]}";
+  return out;
+}
+
+json QueuesJson(const FleetState& s) {
+  json queues = json::array();
+  for (size_t q = 0; q < s.input.queues.size(); ++q) {
+    const fleet::QueueInput& qi = s.input.queues[q];
+    const fleet::QueueView& qv = s.view.queues[q];
+    queues.push_back({{"name", qi.name},
+                      {"parent", NullOr(qi.parent)},
+                      {"quota", qi.quota},
+                      {"limit", qi.limit ? json(*qi.limit) : json(nullptr)},
+                      {"weight", qi.weight},
+                      {"allocated", qi.allocated},
+                      {"used", qv.used},
+                      {"fair_share", qi.fair_share},
+                      {"borrowed", qi.borrowed},
+                      {"lent", qi.lent},
+                      {"pending_workloads", qv.pending_workloads},
+                      {"pending_gpus", qv.pending_gpus},
+                      {"running_workloads", qv.running_workloads},
+                      {"cost_per_hour", qv.cost.total},
+                      {"error", NullOr(qi.error)}});
+  }
+  return {{"time", Rfc3339(s.time_ms)}, {"queues", std::move(queues)}};
+}
+
+json WorkloadsJson(const FleetState& s, const WorkloadFilter& f) {
+  std::vector<const fleet::WorkloadInput*> rows;
+  for (const fleet::WorkloadInput& w : s.input.workloads) {
+    if (f.queue && w.queue != *f.queue) continue;
+    if (f.state && fleet::WorkloadPhaseName(w.phase) != *f.state) continue;
+    rows.push_back(&w);
+  }
+  // Waiting work first, by queue and position; then the rest by start time, newest first.
+  auto waiting = [](const fleet::WorkloadInput* w) {
+    return w->phase == fleet::WorkloadPhase::kPending ||
+           w->phase == fleet::WorkloadPhase::kSuspended;
+  };
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto* a, const auto* b) {
+    if (waiting(a) != waiting(b)) return waiting(a);
+    if (waiting(a)) {
+      if (a->queue != b->queue) return a->queue < b->queue;
+      if (a->queue_position != b->queue_position) return a->queue_position < b->queue_position;
+      return a->submitted < b->submitted;
+    }
+    return a->started.value_or(0) > b->started.value_or(0);
+  });
+  json out = json::array();
+  for (size_t i = 0; i < rows.size() && i < f.limit; ++i) {
+    const fleet::WorkloadInput& w = *rows[i];
+    out.push_back(
+        {{"name", w.name},
+         {"queue", w.queue},
+         {"priority", w.priority},
+         {"state", fleet::WorkloadPhaseName(w.phase)},
+         {"gpus", w.gpus},
+         {"borrowing", w.borrowing},
+         {"pending_reason", NullOr(w.pending_reason)},
+         {"pending_message", NullOr(w.pending_message)},
+         {"queue_position", w.queue_position > 0 ? json(w.queue_position) : json(nullptr)},
+         {"submitted", Rfc3339(w.submitted)},
+         {"started", w.started ? json(Rfc3339(*w.started)) : json(nullptr)},
+         {"nodes", w.nodes}});
+  }
+  return {{"time", Rfc3339(s.time_ms)}, {"total", rows.size()}, {"workloads", std::move(out)}};
+}
+
+json HealthJson(const FleetState& s) {
+  json incidents = json::array();
+  for (const Incident& i : s.incidents)
+    incidents.push_back(
+        {{"time", Rfc3339(i.time_ms)},
+         {"node", i.node},
+         {"gpu_index", i.gpu_index},
+         {"uuid", i.uuid},
+         {"kind", i.kind},
+         {"message", i.message},
+         {"resolved", i.resolved_ms.has_value()},
+         {"resolved_time", i.resolved_ms ? json(Rfc3339(*i.resolved_ms)) : json(nullptr)}});
+  json fenced_nodes = json::array(), fenced_gpus = json::array();
+  for (const fleet::NodeInput& n : s.input.nodes) {
+    if (!n.schedulable) fenced_nodes.push_back(n.name);
+    for (size_t g = 0; g < n.gpus.size(); ++g)
+      if (!n.gpus[g].healthy)
+        fenced_gpus.push_back({{"node", n.name}, {"index", g}, {"uuid", n.gpus[g].uuid}});
+  }
+  return {{"time", Rfc3339(s.time_ms)},
+          {"incidents", std::move(incidents)},
+          {"fenced_nodes", std::move(fenced_nodes)},
+          {"fenced_gpus", std::move(fenced_gpus)}};
+}
+
+json CostJson(const FleetState& s) {
+  const fleet::FleetView& v = s.view;
+  json pools = json::array();
+  for (size_t p = 0; p < s.input.pools.size() && p < v.pools.size(); ++p) {
+    const fleet::PoolInput& pi = s.input.pools[p];
+    json row = {{"name", pi.name},
+                {"model", pi.model},
+                {"pricing", fleet::PricingName(pi.pricing)},
+                {"price_per_gpu_hour", pi.price_per_gpu_hour},
+                {"per_hour", v.pools[p].cost.total},
+                {"idle_per_hour", v.pools[p].cost.idle()}};
+    if (p < s.pool_totals.size()) {
+      fleet::Totals t = s.pool_totals[p];
+      t.since = s.totals.since;
+      row["totals"] = TotalsJson(t);
+    }
+    pools.push_back(std::move(row));
+  }
+  json queues = json::array();
+  for (size_t q = 0; q < s.input.queues.size(); ++q)
+    queues.push_back({{"name", s.input.queues[q].name},
+                      {"per_hour", v.queues[q].cost.total},
+                      {"backfill_per_hour", v.queues[q].cost.backfill}});
+  return {{"time", Rfc3339(s.time_ms)},
+          {"currency", s.currency},
+          {"per_hour", v.cost.total},
+          {"idle_per_hour", v.cost.idle()},
+          {"unallocated_per_hour", v.cost.unallocated},
+          {"allocated_idle_per_hour", v.cost.allocated_idle},
+          {"backfill_savings_per_hour", v.cost.backfill},
+          {"totals", TotalsJson(s.totals)},
+          {"pools", std::move(pools)},
+          {"queues", std::move(queues)}};
+}
+
+json HistoryJson(const std::string& metric, const std::string& scope, int64_t from, int64_t to,
+                 const fleet::HistorySeries& series) {
+  json points = json::array();
+  for (const fleet::HistoryPoint& p : series.points) points.push_back({p.time, p.value});
+  return {{"metric", metric}, {"scope", scope},      {"from", from},
+          {"to", to},         {"step", series.step}, {"points", std::move(points)}};
+}
+
+json CatalogueJson(const fleet::HistoryCatalogue& c, const fleet::HistoryOptions& o) {
+  return {{"metrics", c.metrics},
+          {"scopes", c.scopes},
+          {"resolutions",
+           {{{"step", o.fine_step_seconds}, {"retention", o.fine_retention_seconds}},
+            {{"step", o.coarse_step_seconds}, {"retention", o.coarse_retention_seconds}}}}};
+}
+
+std::string MetricsPage(const FleetState& s) {
+  using prometheus::MetricType;
+  prometheus::TextWriter w;
+  const fleet::FleetView& v = s.view;
+
+  w.Family("chamber_gpus", "GPUs by state: idle, allocated_idle, busy, unhealthy.",
+           MetricType::kGauge);
+  const double busy = v.gpus.allocated - v.gpus.allocated_idle;
+  w.Sample({{"state", "idle"}}, v.gpus.idle);
+  w.Sample({{"state", "allocated_idle"}}, v.gpus.allocated_idle);
+  w.Sample({{"state", "busy"}}, busy);
+  w.Sample({{"state", "unhealthy"}}, v.gpus.unhealthy);
+  w.Family("chamber_gpus_capacity", "GPUs in the fleet.", MetricType::kGauge);
+  w.Sample(v.gpus.capacity);
+  w.Family("chamber_gpus_allocated", "GPUs held by workloads.", MetricType::kGauge);
+  w.Sample(v.gpus.allocated);
+  w.Family("chamber_gpus_used", "Sum of GPU utilization (0..1) over all GPUs.", MetricType::kGauge);
+  w.Sample(v.gpus.used);
+
+  w.Family("chamber_pool_gpus", "GPUs per pool by state.", MetricType::kGauge);
+  for (size_t p = 0; p < s.input.pools.size(); ++p) {
+    const fleet::PoolInput& pi = s.input.pools[p];
+    const fleet::GpuCounts& g = v.pools[p].gpus;
+    const std::string_view pricing = fleet::PricingName(pi.pricing);
+    for (auto [state, value] :
+         {std::pair{"idle", g.idle}, std::pair{"allocated_idle", g.allocated_idle},
+          std::pair{"busy", g.allocated - g.allocated_idle}, std::pair{"unhealthy", g.unhealthy}})
+      w.Sample({{"pool", pi.name}, {"model", pi.model}, {"pricing", pricing}, {"state", state}},
+               value);
+  }
+  w.Family("chamber_pool_gpus_used", "Sum of GPU utilization per pool.", MetricType::kGauge);
+  for (size_t p = 0; p < s.input.pools.size(); ++p)
+    w.Sample({{"pool", s.input.pools[p].name}}, v.pools[p].gpus.used);
+  w.Family("chamber_cost_per_hour", "Price of every GPU per hour, per pool.", MetricType::kGauge);
+  for (size_t p = 0; p < s.input.pools.size(); ++p)
+    w.Sample({{"pool", s.input.pools[p].name}, {"currency", s.currency}}, v.pools[p].cost.total);
+  w.Family("chamber_idle_cost_per_hour",
+           "Price per hour of idle and allocated-but-idle GPUs, per pool.", MetricType::kGauge);
+  for (size_t p = 0; p < s.input.pools.size(); ++p)
+    w.Sample({{"pool", s.input.pools[p].name}, {"currency", s.currency}}, v.pools[p].cost.idle());
+
+  w.Family("chamber_gpu_utilization", "Utilization (0..1) of each GPU.", MetricType::kGauge);
+  for (const fleet::GpuView& g : v.gpus_flat) {
+    const fleet::NodeInput& ni = s.input.nodes[g.node];
+    const std::string index = std::to_string(g.index);
+    w.Sample({{"node", ni.name},
+              {"gpu", index},
+              {"uuid", ni.gpus[g.index].uuid},
+              {"model", ni.gpus[g.index].model}},
+             g.utilization);
+  }
+
+  w.Family("chamber_queue_allocated_gpus", "GPUs held per queue.", MetricType::kGauge);
+  for (const fleet::QueueInput& q : s.input.queues) w.Sample({{"queue", q.name}}, q.allocated);
+  w.Family("chamber_queue_fair_share_gpus", "Fair share per queue, in GPUs.", MetricType::kGauge);
+  for (const fleet::QueueInput& q : s.input.queues) w.Sample({{"queue", q.name}}, q.fair_share);
+  w.Family("chamber_queue_borrowed_gpus", "GPUs a queue holds beyond its quota.",
+           MetricType::kGauge);
+  for (const fleet::QueueInput& q : s.input.queues) w.Sample({{"queue", q.name}}, q.borrowed);
+  w.Family("chamber_queue_lent_gpus", "Unused quota of a queue that others hold.",
+           MetricType::kGauge);
+  for (const fleet::QueueInput& q : s.input.queues) w.Sample({{"queue", q.name}}, q.lent);
+  w.Family("chamber_queue_pending_workloads", "Waiting workloads per queue.", MetricType::kGauge);
+  for (size_t q = 0; q < s.input.queues.size(); ++q)
+    w.Sample({{"queue", s.input.queues[q].name}}, v.queues[q].pending_workloads);
+
+  w.Family("chamber_pending_workloads", "Waiting workloads.", MetricType::kGauge);
+  w.Sample(v.queue.pending_workloads);
+  w.Family("chamber_wait_seconds",
+           "Wait of workloads started in the last hour (nearest-rank quantiles).",
+           MetricType::kGauge);
+  w.Sample({{"quantile", "0.5"}}, v.queue.wait_p50_seconds);
+  w.Sample({{"quantile", "0.95"}}, v.queue.wait_p95_seconds);
+  w.Family("chamber_preemptions_last_hour", "Preemptions in the last hour.", MetricType::kGauge);
+  w.Sample(static_cast<double>(v.preemptions_last_hour));
+
+  w.Family("chamber_gpu_hours_total", "GPU-hours since the server started, by kind.",
+           MetricType::kCounter);
+  w.Sample({{"kind", "capacity"}}, s.totals.capacity_gpu_hours);
+  w.Sample({{"kind", "allocated"}}, s.totals.allocated_gpu_hours);
+  w.Sample({{"kind", "used"}}, s.totals.used_gpu_hours);
+  w.Sample({{"kind", "backfill"}}, s.totals.backfill_gpu_hours);
+  w.Family("chamber_cost_total", "Money spent on GPUs since the server started.",
+           MetricType::kCounter);
+  w.Sample({{"currency", s.currency}}, s.totals.cost);
+  w.Family("chamber_idle_cost_total", "Money spent on idle GPUs since the server started.",
+           MetricType::kCounter);
+  w.Sample({{"currency", s.currency}}, s.totals.idle_cost);
+  w.Family("chamber_backfill_savings_total",
+           "Price of the GPU-hours backfilled work ran on since the server started.",
+           MetricType::kCounter);
+  w.Sample({{"currency", s.currency}}, s.totals.backfill_savings);
+  w.Family("chamber_efficiency", "Used GPU-hours over capacity or allocated GPU-hours.",
+           MetricType::kGauge);
+  w.Sample({{"ratio", "used_over_capacity"}}, s.totals.UsedOverCapacity());
+  w.Sample({{"ratio", "used_over_allocated"}}, s.totals.UsedOverAllocated());
+
+  w.Family("chamber_scheduling_cycle_seconds", "Duration of the last scheduling cycle.",
+           MetricType::kGauge);
+  w.Sample(s.cycle_ms / 1000);
+  w.Family("chamber_scheduling_cycles_total", "Scheduling cycles run.", MetricType::kCounter);
+  w.Sample(static_cast<double>(s.cycles));
+  return w.Take();
+}
+
+std::shared_ptr<const std::string> Cached(const FleetState& s, const std::string& key,
+                                          const std::function<std::string()>& make) {
+  {
+    std::lock_guard lock(s.cache_mu);
+    auto it = s.cache.find(key);
+    if (it != s.cache.end()) return it->second;
+  }
+  auto body = std::make_shared<const std::string>(make());
+  std::lock_guard lock(s.cache_mu);
+  return s.cache.emplace(key, std::move(body)).first->second;
+}
+
+}  // namespace chamber::daemon

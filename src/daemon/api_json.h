@@ -1,0 +1,48 @@
+// The JSON bodies of the REST API (docs/openapi.yaml), built from a published FleetState, and
+// the Prometheus page. Cached() serializes each resource once per state.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/daemon.h"
+#include "fleet/history_store.h"
+
+namespace chamber::daemon {
+
+// "2026-01-31T12:00:00Z" (milliseconds when not whole seconds: "...:00.250Z").
+std::string Rfc3339(int64_t unix_ms);
+
+nlohmann::json FleetJson(const FleetState& s);
+nlohmann::json NodeJson(const FleetState& s, size_t node);
+nlohmann::json NodesJson(const FleetState& s);
+nlohmann::json GpusJson(const FleetState& s);
+// The document GpusJson(s) describes, written directly: the heatmap of a large fleet is the
+// API's biggest answer.
+std::string GpusBody(const FleetState& s);
+nlohmann::json QueuesJson(const FleetState& s);
+struct WorkloadFilter {
+  std::optional<std::string> queue;
+  std::optional<std::string> state;
+  size_t limit = 1000;
+};
+nlohmann::json WorkloadsJson(const FleetState& s, const WorkloadFilter& filter);
+nlohmann::json HealthJson(const FleetState& s);
+nlohmann::json CostJson(const FleetState& s);
+nlohmann::json HistoryJson(const std::string& metric, const std::string& scope, int64_t from,
+                           int64_t to, const fleet::HistorySeries& series);
+nlohmann::json CatalogueJson(const fleet::HistoryCatalogue& c, const fleet::HistoryOptions& o);
+
+// Prometheus text for /metrics (metric names in docs/fleet.md).
+std::string MetricsPage(const FleetState& s);
+
+// The body under `key`, built by `make` the first time it is asked for on this state.
+std::shared_ptr<const std::string> Cached(const FleetState& s, const std::string& key,
+                                          const std::function<std::string()>& make);
+
+}  // namespace chamber::daemon

@@ -1,0 +1,108 @@
+#include "daemon/auth.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace chamber::daemon {
+
+std::string_view RoleName(Role r) { return r == Role::kAdmin ? "admin" : "read"; }
+
+Result<std::unique_ptr<TokenFileAuthenticator>> TokenFileAuthenticator::Load(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot read the token file");
+  std::stringstream s;
+  s << in.rdbuf();
+  return Parse(s.str(), path);
+}
+
+Result<std::unique_ptr<TokenFileAuthenticator>> TokenFileAuthenticator::Parse(
+    std::string_view text, std::string_view source) {
+  auto a = std::unique_ptr<TokenFileAuthenticator>(new TokenFileAuthenticator());
+  std::istringstream in{std::string(text)};
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const std::string where = std::string(source) + ":" + std::to_string(number) + ": ";
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream fields(line);
+    std::string token, role, name, extra;
+    if (!(fields >> token)) continue;  // blank or comment
+    if (!(fields >> role))
+      return Status::InvalidArgument(where + "a token needs a role (read or admin) after it");
+    fields >> name;
+    if (fields >> extra)
+      return Status::InvalidArgument(where + "unexpected \"" + extra +
+                                     "\"; the format is <token> <role> [name]");
+    Principal p;
+    if (role == "read") {
+      p.role = Role::kRead;
+    } else if (role == "admin") {
+      p.role = Role::kAdmin;
+    } else {
+      return Status::InvalidArgument(where + "unknown role \"" + role +
+                                     "\" (expected read or admin)");
+    }
+    if (token.size() < 16)
+      return Status::InvalidArgument(where + "token is shorter than 16 characters");
+    p.name = name.empty() ? "token-line-" + std::to_string(number) : name;
+    if (!a->tokens_.emplace(token, p).second)
+      return Status::InvalidArgument(where + "the same token appears twice");
+  }
+  if (a->tokens_.empty())
+    return Status::InvalidArgument(std::string(source) + ": the token file holds no tokens");
+  return a;
+}
+
+Result<Principal> TokenFileAuthenticator::Authenticate(std::string_view token) {
+  auto it = tokens_.find(token);
+  if (it == tokens_.end()) return Status::NotFound("unknown token");
+  return it->second;
+}
+
+TokenReviewAuthenticator::TokenReviewAuthenticator(ReviewFn review, Options options)
+    : review_(std::move(review)), options_(std::move(options)) {}
+
+Result<Principal> TokenReviewAuthenticator::Authenticate(std::string_view token) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto it = cache_.find(token);
+    if (it != cache_.end() && it->second.expires > now) {
+      if (!it->second.principal) return Status::NotFound("token rejected by TokenReview");
+      return *it->second.principal;
+    }
+  }
+  Result<ReviewedUser> user = review_(token);
+  if (!user.ok()) return Status::Unavailable("TokenReview failed: " + user.status().message());
+  std::optional<Principal> p;
+  if (user->authenticated) {
+    auto in = [&](const std::vector<std::string>& groups) {
+      return std::any_of(user->groups.begin(), user->groups.end(), [&](const std::string& g) {
+        return std::find(groups.begin(), groups.end(), g) != groups.end();
+      });
+    };
+    if (in(options_.admin_groups)) {
+      p = Principal{user->username, Role::kAdmin};
+    } else if (in(options_.read_groups)) {
+      p = Principal{user->username, Role::kRead};
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (cache_.size() > 10000) cache_.clear();
+  cache_[std::string(token)] = {p, now + options_.cache_ttl};
+  if (!p) return Status::NotFound("token rejected by TokenReview or in no Chamber group");
+  return *p;
+}
+
+Result<Principal> ChainAuthenticator::Authenticate(std::string_view token) {
+  Status last = Status::NotFound("unknown token");
+  for (const auto& a : chain_) {
+    Result<Principal> p = a->Authenticate(token);
+    if (p.ok()) return p;
+    if (p.status().code() != StatusCode::kNotFound) last = p.status();
+  }
+  return last;
+}
+
+}  // namespace chamber::daemon

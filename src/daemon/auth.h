@@ -1,0 +1,93 @@
+// Who may call the API. Requests carry `Authorization: Bearer <token>`; an Authenticator maps a
+// token to a principal with a role. Read tokens see everything; admin tokens may also change
+// things (cordon, uncordon).
+//
+//   TokenFileAuthenticator: a file of `<token> <role> [name]` lines (docs/api.md).
+//   TokenReviewAuthenticator: inside a cluster, asks the apiserver (TokenReview) who the token
+//   belongs to and maps the user's groups to a role. The review call is injected, so the kube
+//   client plugs in without this file depending on it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace chamber::daemon {
+
+enum class Role { kRead, kAdmin };
+std::string_view RoleName(Role r);
+
+struct Principal {
+  std::string name;
+  Role role = Role::kRead;
+};
+
+class Authenticator {
+ public:
+  virtual ~Authenticator() = default;
+  // The principal for `token`; NotFound for a token it does not know (the server answers 401);
+  // other errors when it cannot tell now (the server answers 503).
+  virtual Result<Principal> Authenticate(std::string_view token) = 0;
+};
+
+class TokenFileAuthenticator : public Authenticator {
+ public:
+  // Reads the file. Errors name the file and line: "tokens:3: unknown role \"root\"".
+  static Result<std::unique_ptr<TokenFileAuthenticator>> Load(const std::string& path);
+  static Result<std::unique_ptr<TokenFileAuthenticator>> Parse(std::string_view text,
+                                                               std::string_view source);
+  Result<Principal> Authenticate(std::string_view token) override;
+  size_t size() const { return tokens_.size(); }
+
+ private:
+  std::map<std::string, Principal, std::less<>> tokens_;
+};
+
+// What a TokenReview says about a token.
+struct ReviewedUser {
+  bool authenticated = false;
+  std::string username;
+  std::vector<std::string> groups;
+};
+
+class TokenReviewAuthenticator : public Authenticator {
+ public:
+  using ReviewFn = std::function<Result<ReviewedUser>(std::string_view token)>;
+  struct Options {
+    std::vector<std::string> admin_groups{"chamber:admins", "system:masters"};
+    std::vector<std::string> read_groups{"chamber:viewers"};
+    std::chrono::seconds cache_ttl{60};
+  };
+  TokenReviewAuthenticator(ReviewFn review, Options options);
+  Result<Principal> Authenticate(std::string_view token) override;
+
+ private:
+  ReviewFn review_;
+  Options options_;
+  std::mutex mu_;
+  struct Cached {
+    std::optional<Principal> principal;  // empty: rejected
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::map<std::string, Cached, std::less<>> cache_;
+};
+
+// Tries each authenticator in turn; the first that knows the token answers.
+class ChainAuthenticator : public Authenticator {
+ public:
+  void Add(std::unique_ptr<Authenticator> a) { chain_.push_back(std::move(a)); }
+  Result<Principal> Authenticate(std::string_view token) override;
+
+ private:
+  std::vector<std::unique_ptr<Authenticator>> chain_;
+};
+
+}  // namespace chamber::daemon

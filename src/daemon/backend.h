@@ -1,0 +1,62 @@
+// Where chamberd's cluster comes from and where its decisions go. A backend turns the outside
+// world into the engine's snapshot and carries the engine's decisions back out:
+//
+//   Kubernetes (src/kube, to come): watches on Nodes, Pods, Jobs and Queues keep the snapshot
+//   current; Refresh() drains the watch events; Apply() binds pods, suspends and resumes Jobs and
+//   evicts victims; GPU samples come from the agents.
+//   Simulated (SimulatedBackend): the steppable simulator in accelerated time; that is
+//   `chamber demo`.
+//
+// The daemon calls the backend from one thread at a time (it holds its own lock around calls).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "core/decision.h"
+#include "core/model.h"
+#include "fleet/fleet_model.h"
+
+namespace chamber::daemon {
+
+struct GpuSample {
+  double utilization = 0;  // 0..1
+  int64_t memory_used_bytes = 0;
+};
+
+// What the fleet model needs beyond the snapshot, as of the last Refresh() and Apply().
+struct Observation {
+  // Unix milliseconds for snapshot time 0: snapshot times plus this are Unix times (0 for a
+  // backend whose snapshot runs on the wall clock).
+  int64_t clock_offset_ms = 0;
+  const core::Snapshot* snapshot = nullptr;  // valid until the next Refresh()
+  std::vector<fleet::PoolInput> pools;
+  std::vector<int32_t> node_pool;               // per snapshot node: index into pools, or -1
+  std::vector<std::vector<GpuSample>> samples;  // per snapshot node, per GPU
+};
+
+class ClusterBackend {
+ public:
+  virtual ~ClusterBackend() = default;
+
+  // "demo" or "cluster", as GET /api/v1/fleet reports it.
+  virtual std::string_view mode() const = 0;
+  // True when the backend's clock is simulated (and may run faster than the wall clock).
+  virtual bool simulated_time() const = 0;
+
+  // Brings the snapshot up to date and returns it for a scheduling cycle. The pointer stays
+  // valid until the next Refresh().
+  virtual Result<const core::Snapshot*> Refresh() = 0;
+  // Carries out the decisions of a cycle over the snapshot Refresh() returned.
+  virtual Status Apply(const core::CycleResult& result) = 0;
+  // The state after Apply(), for the fleet model.
+  virtual Observation Observe() = 0;
+
+  // Cordons (false) or uncordons (true) a node. NotFound for an unknown node.
+  virtual Status SetSchedulable(std::string_view node, bool schedulable) = 0;
+};
+
+}  // namespace chamber::daemon

@@ -1,0 +1,339 @@
+#include "daemon/daemon.h"
+
+#include <algorithm>
+#include <bit>
+#include <set>
+#include <thread>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+
+namespace chamber::daemon {
+namespace {
+
+constexpr int64_t kHourMs = 3600 * 1000;
+
+fleet::WorkloadPhase PhaseOf(core::WorkloadState s) {
+  switch (s) {
+    case core::WorkloadState::kPending:
+      return fleet::WorkloadPhase::kPending;
+    case core::WorkloadState::kRunning:
+      return fleet::WorkloadPhase::kRunning;
+    case core::WorkloadState::kPreempting:
+      return fleet::WorkloadPhase::kPreempting;
+    case core::WorkloadState::kSuspended:
+      return fleet::WorkloadPhase::kSuspended;
+  }
+  return fleet::WorkloadPhase::kPending;
+}
+
+struct PendingInfo {
+  std::string reason;
+  std::string message;
+  int32_t position = 0;
+};
+
+}  // namespace
+
+Daemon::Daemon(std::unique_ptr<ClusterBackend> backend, DaemonOptions options,
+               std::unique_ptr<fleet::HistoryStore> history)
+    : backend_(std::move(backend)),
+      options_(std::move(options)),
+      history_(std::move(history)),
+      engine_(options_.engine),
+      activity_(options_.fleet.activity_threshold),
+      state_(std::make_shared<FleetState>()) {}
+
+std::shared_ptr<const FleetState> Daemon::state() const {
+  std::lock_guard lock(state_mu_);
+  return state_;
+}
+
+std::shared_ptr<const FleetState> Daemon::WaitForUpdate(uint64_t after,
+                                                        std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_mu_);
+  state_cv_.wait_for(lock, timeout, [&] { return state_->version > after || shutdown_.load(); });
+  return state_;
+}
+
+void Daemon::Shutdown() {
+  {
+    std::lock_guard lock(state_mu_);
+    shutdown_ = true;
+  }
+  state_cv_.notify_all();
+}
+
+void Daemon::Publish(std::shared_ptr<FleetState> s) {
+  {
+    std::lock_guard lock(state_mu_);
+    s->version = state_->version + 1;
+    state_ = std::move(s);
+  }
+  state_cv_.notify_all();
+}
+
+Status Daemon::SetSchedulable(std::string_view node, bool schedulable) {
+  std::lock_guard lock(backend_mu_);
+  return backend_->SetSchedulable(node, schedulable);
+}
+
+Status Daemon::Tick() {
+  std::lock_guard lock(backend_mu_);
+  CHAMBER_ASSIGN_OR_RETURN(const core::Snapshot* snap, backend_->Refresh());
+
+  const auto begin = std::chrono::steady_clock::now();
+  const core::CycleResult result = engine_.Schedule(*snap);
+  const double cycle_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+  ++cycles_;
+
+  // What the decisions say, by workload name: indices are only good for this snapshot.
+  std::unordered_map<std::string, PendingInfo> pending;
+  for (const core::PendingDecision& p : result.pending)
+    pending[snap->workloads[p.workload.index()].name] = {
+        std::string(core::PendingReasonName(p.reason)), p.message, p.queue_position};
+  std::vector<std::pair<std::string, double>> started;  // name, wait in seconds
+  for (const core::BindDecision& b : result.binds) {
+    const core::Workload& w = snap->workloads[b.workload.index()];
+    borrowing_[w.name] = b.borrowing;
+    started.emplace_back(w.name, static_cast<double>((snap->now - w.submit_time).count()) / 1000);
+  }
+  for (const core::ResumeDecision& r : result.resumes)
+    borrowing_[snap->workloads[r.workload.index()].name] = r.borrowing;
+  queue_status_ = result.queues;
+
+  CHAMBER_RETURN_IF_ERROR(backend_->Apply(result));
+  const Observation obs = backend_->Observe();
+  const core::Snapshot& s = *obs.snapshot;
+  const int64_t now = obs.clock_offset_ms + s.now.count();
+
+  for (const auto& [name, wait] : started) waits_.emplace_back(now, wait);
+  for (size_t i = 0; i < result.preemptions.size(); ++i) preemptions_.push_back(now);
+  while (!waits_.empty() && waits_.front().first <= now - kHourMs) waits_.pop_front();
+  while (!preemptions_.empty() && preemptions_.front() <= now - kHourMs) preemptions_.pop_front();
+
+  auto state = std::make_shared<FleetState>();
+  state->time_ms = now;
+  state->mode = std::string(backend_->mode());
+  state->simulated = backend_->simulated_time();
+  state->cycle_ms = cycle_ms;
+  state->cycles = cycles_;
+  state->currency = options_.fleet.currency;
+  fleet::FleetInput& in = state->input;
+  in.now = now;
+  in.pools = obs.pools;
+  in.preemptions_last_hour = static_cast<int64_t>(preemptions_.size());
+  for (const auto& [t, wait] : waits_) in.recent_wait_seconds.push_back(wait);
+
+  // Workloads.
+  std::set<std::string> live;
+  in.workloads.reserve(s.workloads.size());
+  for (const core::Workload& w : s.workloads) {
+    fleet::WorkloadInput wi;
+    wi.name = w.name;
+    wi.queue = w.queue;
+    wi.priority = w.priority;
+    wi.phase = PhaseOf(w.state);
+    wi.gpus = static_cast<int32_t>(w.TotalRequest().gpu());
+    wi.submitted = obs.clock_offset_ms + w.submit_time.count();
+    const bool holding =
+        w.state == core::WorkloadState::kRunning || w.state == core::WorkloadState::kPreempting;
+    if (holding) {
+      wi.started = obs.clock_offset_ms + w.start_time.count();
+      auto it = borrowing_.find(w.name);
+      wi.borrowing = it != borrowing_.end() && it->second;
+      std::set<int32_t> nodes;
+      for (const core::PodPlacement& p : w.placements)
+        if (p.node.valid() && p.node.index() < s.nodes.size()) nodes.insert(p.node.value);
+      for (int32_t n : nodes) wi.nodes.push_back(s.nodes[n].name);
+      live.insert(w.name);
+    } else if (auto it = pending.find(w.name); it != pending.end()) {
+      wi.pending_reason = it->second.reason;
+      wi.pending_message = it->second.message;
+      wi.queue_position = it->second.position;
+    }
+    in.workloads.push_back(std::move(wi));
+  }
+  std::erase_if(borrowing_, [&](const auto& kv) { return !live.contains(kv.first); });
+
+  // Nodes and GPUs, with their holders and the health incidents.
+  in.nodes.resize(s.nodes.size());
+  state->node_schedulable.resize(s.nodes.size());
+  std::set<std::string> unhealthy_now;
+  for (size_t n = 0; n < s.nodes.size(); ++n) {
+    const core::Node& node = s.nodes[n];
+    fleet::NodeInput& ni = in.nodes[n];
+    ni.name = node.name;
+    ni.pool = n < obs.node_pool.size() ? obs.node_pool[n] : -1;
+    ni.schedulable = !node.unschedulable;
+    state->node_schedulable[n] = ni.schedulable;
+    ni.gpus.resize(node.gpus.size());
+    for (size_t g = 0; g < node.gpus.size(); ++g) {
+      const core::Gpu& gpu = node.gpus[g];
+      fleet::GpuInput& gi = ni.gpus[g];
+      gi.uuid = gpu.uuid;
+      gi.model = gpu.model;
+      gi.healthy = gpu.healthy;
+      gi.memory_total_bytes = gpu.memory_mib * 1048576;
+      if (n < obs.samples.size() && g < obs.samples[n].size()) {
+        gi.utilization = obs.samples[n][g].utilization;
+        gi.memory_used_bytes = obs.samples[n][g].memory_used_bytes;
+      }
+      gi.below_threshold_since = activity_.Observe(gpu.uuid, gi.utilization, now);
+      if (!gpu.healthy) {
+        unhealthy_now.insert(gpu.uuid);
+        if (!open_incidents_.contains(gpu.uuid)) {
+          Incident inc;
+          inc.time_ms = now;
+          inc.node = node.name;
+          inc.gpu_index = static_cast<int32_t>(g);
+          inc.uuid = gpu.uuid;
+          inc.message = "GPU " + std::to_string(g) + " on " + node.name +
+                        " failed its health checks; excluded from scheduling";
+          open_incidents_[gpu.uuid] = incidents_.size();
+          incidents_.push_back(std::move(inc));
+        }
+      }
+    }
+  }
+  activity_.Forget(now - kHourMs);
+  for (auto it = open_incidents_.begin(); it != open_incidents_.end();) {
+    if (unhealthy_now.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    incidents_[it->second].resolved_ms = now;
+    it = open_incidents_.erase(it);
+  }
+  if (incidents_.size() > options_.max_incidents * 2) {
+    // Drop the oldest resolved incidents; open ones are kept.
+    std::vector<Incident> kept;
+    const size_t drop = incidents_.size() - options_.max_incidents;
+    for (size_t i = 0; i < incidents_.size(); ++i)
+      if (i >= drop || !incidents_[i].resolved_ms) kept.push_back(incidents_[i]);
+    incidents_ = std::move(kept);
+    open_incidents_.clear();
+    for (size_t i = 0; i < incidents_.size(); ++i)
+      if (!incidents_[i].resolved_ms) open_incidents_[incidents_[i].uuid] = i;
+  }
+  for (size_t i = incidents_.size(); i-- > 0 && state->incidents.size() < options_.max_incidents;)
+    state->incidents.push_back(incidents_[i]);
+
+  for (size_t w = 0; w < s.workloads.size(); ++w) {
+    const core::Workload& wl = s.workloads[w];
+    if (wl.state != core::WorkloadState::kRunning && wl.state != core::WorkloadState::kPreempting)
+      continue;
+    for (const core::PodPlacement& p : wl.placements) {
+      if (!p.node.valid() || p.node.index() >= in.nodes.size()) continue;
+      auto& gpus = in.nodes[p.node.index()].gpus;
+      for (uint64_t mask = p.gpu_mask; mask != 0; mask &= mask - 1) {
+        const auto g = static_cast<size_t>(std::countr_zero(mask));
+        if (g < gpus.size()) gpus[g].workload = static_cast<int32_t>(w);
+      }
+    }
+  }
+
+  // Queues: the spec from the snapshot, the standing from the engine.
+  for (const core::Queue& q : s.queues) {
+    fleet::QueueInput qi;
+    qi.name = q.name;
+    qi.parent = q.parent;
+    const core::QueueResource& r = q.res(core::Resource::kGpu);
+    qi.quota = static_cast<double>(r.quota);
+    if (r.limit != core::kUnlimited) qi.limit = static_cast<double>(r.limit);
+    qi.weight = r.over_quota_weight;
+    for (const core::QueueStatus& st : queue_status_) {
+      if (st.name != q.name) continue;
+      qi.allocated = static_cast<double>(st.allocated.gpu());
+      qi.fair_share = st.fair_share[static_cast<int>(core::Resource::kGpu)];
+      qi.borrowed = static_cast<double>(st.borrowed.gpu());
+      qi.lent = static_cast<double>(st.lent.gpu());
+      qi.error = st.error;
+    }
+    in.queues.push_back(std::move(qi));
+  }
+
+  state->view = fleet::ComputeFleet(in, options_.fleet);
+
+  // Totals: the previous state held from its time until now.
+  const std::shared_ptr<const FleetState> prev = this->state();
+  if (prev->version > 0 && now > prev->time_ms) {
+    fleet::Accumulate(prev->view, static_cast<double>(now - prev->time_ms) / kHourMs, totals_,
+                      &pool_totals_);
+  } else if (prev->version == 0) {
+    totals_ = {};
+    totals_.since = now;
+  }
+  state->totals = totals_;
+  state->pool_totals = pool_totals_;
+  state->pool_totals.resize(in.pools.size());
+
+  Status history_status;
+  if (history_) {
+    history_status = history_->Write(now / 1000, HistorySamples(*state));
+    const int64_t bucket = now / 1000 / history_->options().fine_step_seconds;
+    if (history_status.ok() && bucket != last_fine_bucket_) {
+      last_fine_bucket_ = bucket;
+      history_status = history_->Maintain(now / 1000);
+    }
+  }
+  Publish(std::move(state));
+  return history_status;
+}
+
+std::vector<fleet::HistorySample> Daemon::HistorySamples(const FleetState& s) const {
+  std::vector<fleet::HistorySample> out;
+  auto add = [&](const std::string& scope, const fleet::GpuCounts& g, const fleet::Ratios& r,
+                 const fleet::CostRates& c) {
+    out.push_back({"gpus_capacity", scope, g.capacity});
+    out.push_back({"gpus_allocated", scope, g.allocated});
+    out.push_back({"gpus_used", scope, g.used});
+    out.push_back({"gpus_idle", scope, g.idle});
+    out.push_back({"gpus_allocated_idle", scope, g.allocated_idle});
+    out.push_back({"gpus_unhealthy", scope, g.unhealthy});
+    out.push_back({"utilization", scope, r.utilization});
+    out.push_back({"allocation", scope, r.allocation});
+    out.push_back({"idle_fraction", scope, r.idle_fraction});
+    out.push_back({"cost_per_hour", scope, c.total});
+    out.push_back({"idle_cost_per_hour", scope, c.idle()});
+    out.push_back({"backfill_savings_per_hour", scope, c.backfill});
+  };
+  add("cluster", s.view.gpus, s.view.ratios, s.view.cost);
+  out.push_back({"pending_workloads", "cluster", double(s.view.queue.pending_workloads)});
+  out.push_back({"pending_gpus", "cluster", s.view.queue.pending_gpus});
+  out.push_back({"wait_p50_seconds", "cluster", s.view.queue.wait_p50_seconds});
+  out.push_back({"wait_p95_seconds", "cluster", s.view.queue.wait_p95_seconds});
+  out.push_back({"running_workloads", "cluster", double(s.view.running_workloads)});
+  out.push_back({"preemptions_last_hour", "cluster", double(s.view.preemptions_last_hour)});
+  out.push_back({"cycle_ms", "cluster", s.cycle_ms});
+  for (size_t p = 0; p < s.view.pools.size(); ++p)
+    add("pool:" + s.input.pools[p].name, s.view.pools[p].gpus, s.view.pools[p].ratios,
+        s.view.pools[p].cost);
+  for (size_t q = 0; q < s.view.queues.size(); ++q) {
+    const std::string scope = "queue:" + s.input.queues[q].name;
+    const fleet::QueueView& v = s.view.queues[q];
+    out.push_back({"gpus_allocated", scope, v.allocated_gpus});
+    out.push_back({"gpus_used", scope, v.used});
+    out.push_back({"fair_share", scope, s.input.queues[q].fair_share});
+    out.push_back({"pending_workloads", scope, double(v.pending_workloads)});
+    out.push_back({"cost_per_hour", scope, v.cost.total});
+  }
+  return out;
+}
+
+void Daemon::Run(std::stop_token stop) {
+  auto next = std::chrono::steady_clock::now();
+  while (!stop.stop_requested()) {
+    if (Status st = Tick(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.ToString());
+    next += options_.tick;
+    const auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now;  // fell behind: do not try to catch up
+    std::mutex m;
+    std::unique_lock lock(m);
+    std::condition_variable_any cv;
+    cv.wait_until(lock, stop, next, [] { return false; });
+  }
+}
+
+}  // namespace chamber::daemon

@@ -1,0 +1,123 @@
+// chamberd's core loop. Each tick: the backend refreshes the snapshot, the engine schedules it,
+// the backend applies the decisions, the fleet model rolls up what the cluster now looks like,
+// the history store records it, and the result is published as an immutable FleetState that the
+// API, the event stream and /metrics read without touching the loop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "core/config.h"
+#include "core/engine.h"
+#include "daemon/backend.h"
+#include "fleet/fleet_model.h"
+#include "fleet/history_store.h"
+
+namespace chamber::daemon {
+
+// A GPU that failed its health checks, while it lasts and after.
+struct Incident {
+  int64_t time_ms = 0;
+  std::string node;
+  int32_t gpu_index = 0;
+  std::string uuid;
+  std::string kind = "gpu_unhealthy";
+  std::string message;
+  std::optional<int64_t> resolved_ms;
+};
+
+// Everything one tick produced. Published by shared_ptr and never changed afterwards, except
+// for the cache of serialized responses.
+struct FleetState {
+  uint64_t version = 0;
+  int64_t time_ms = 0;  // Unix milliseconds (simulated in the demo)
+  std::string mode;
+  bool simulated = false;
+  fleet::FleetInput input;
+  fleet::FleetView view;
+  fleet::Totals totals;
+  std::vector<fleet::Totals> pool_totals;
+  std::vector<Incident> incidents;  // newest first
+  std::vector<bool> node_schedulable;
+  double cycle_ms = 0;
+  int64_t cycles = 0;
+  std::string currency = "USD";
+
+  // Serialized responses, filled on first use (see api_json.h).
+  mutable std::mutex cache_mu;
+  mutable std::map<std::string, std::shared_ptr<const std::string>> cache;
+};
+
+struct DaemonOptions {
+  core::EngineConfig engine;
+  fleet::FleetOptions fleet;
+  std::chrono::milliseconds tick{500};  // wall time between cycles in Run()
+  size_t max_incidents = 200;
+};
+
+class Daemon {
+ public:
+  // `history` may be null: no history is kept.
+  Daemon(std::unique_ptr<ClusterBackend> backend, DaemonOptions options,
+         std::unique_ptr<fleet::HistoryStore> history);
+
+  // One cycle. Errors from the backend or the history store are returned (Run logs them).
+  Status Tick();
+  // Ticks every options.tick until `stop` is requested.
+  void Run(std::stop_token stop);
+
+  // The latest published state; an empty state (version 0) before the first tick.
+  std::shared_ptr<const FleetState> state() const;
+  // Blocks until a state newer than `after` is published, `timeout` passes or Shutdown().
+  // Returns the latest state.
+  std::shared_ptr<const FleetState> WaitForUpdate(uint64_t after,
+                                                  std::chrono::milliseconds timeout) const;
+  // Wakes every waiter for good (the server is stopping).
+  void Shutdown();
+  bool shutting_down() const { return shutdown_.load(); }
+
+  Status SetSchedulable(std::string_view node, bool schedulable);
+  fleet::HistoryStore* history() { return history_.get(); }
+  const DaemonOptions& options() const { return options_; }
+
+ private:
+  void Publish(std::shared_ptr<FleetState> s);
+  std::vector<fleet::HistorySample> HistorySamples(const FleetState& s) const;
+
+  std::unique_ptr<ClusterBackend> backend_;
+  DaemonOptions options_;
+  std::unique_ptr<fleet::HistoryStore> history_;
+  core::Engine engine_;
+  std::mutex backend_mu_;  // Tick and admin calls take turns with the backend
+
+  // Loop state (under backend_mu_).
+  fleet::ActivityTracker activity_;
+  std::map<std::string, bool> borrowing_;         // workload -> admitted beyond quota
+  std::deque<std::pair<int64_t, double>> waits_;  // (start ms, wait seconds)
+  std::deque<int64_t> preemptions_;               // times, ms
+  std::map<std::string, size_t> open_incidents_;  // uuid -> index in incidents_ (oldest first)
+  std::vector<Incident> incidents_;
+  std::vector<core::QueueStatus> queue_status_;
+  fleet::Totals totals_;
+  std::vector<fleet::Totals> pool_totals_;
+  int64_t cycles_ = 0;
+  int64_t last_fine_bucket_ = INT64_MIN;
+
+  mutable std::mutex state_mu_;
+  mutable std::condition_variable state_cv_;
+  std::shared_ptr<const FleetState> state_;
+  std::atomic<bool> shutdown_{false};
+};
+
+}  // namespace chamber::daemon

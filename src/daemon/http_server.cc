@@ -1,0 +1,362 @@
+#include "daemon/http_server.h"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <ctime>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/prometheus_text.h"
+#include "daemon/api_json.h"
+
+#ifdef CHAMBER_HAVE_WEB_ASSETS
+#include "web_assets.h"
+#endif
+
+namespace chamber::daemon {
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+void JsonError(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  res.set_content(nlohmann::json{{"error", message}}.dump(), kJson);
+}
+
+void SendJson(httplib::Response& res, const std::shared_ptr<const std::string>& body) {
+  // The body lives in the state's cache; the provider keeps it alive until sent.
+  res.set_content_provider(body->size(), kJson,
+                           [body](size_t offset, size_t length, httplib::DataSink& sink) {
+                             return sink.write(body->data() + offset, length);
+                           });
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "::1" || host == "localhost";
+}
+
+Result<int64_t> ParseInt(const std::string& name, const std::string& value) {
+  int64_t v = 0;
+  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || p != value.data() + value.size())
+    return Status::InvalidArgument("parameter " + name + ": \"" + value + "\" is not an integer");
+  return v;
+}
+
+// Fallback page when the dashboard bundle is not built into this binary.
+constexpr const char* kNoDashboard = R"(<!doctype html>
+<html><head><meta charset="utf-8"><title>Chamber</title></head><body>
+<h1>Chamber</h1>
+<p>This build has no dashboard bundle. The API is available:
+<a href="/api/v1/fleet">/api/v1/fleet</a>, <a href="/api/v1/gpus">/api/v1/gpus</a>,
+<a href="/api/v1/queues">/api/v1/queues</a>, <a href="/api/v1/workloads">/api/v1/workloads</a>,
+<a href="/metrics">/metrics</a>.</p>
+</body></html>
+)";
+
+}  // namespace
+
+Result<int64_t> ParseTimeParam(const std::string& value) {
+  if (value.empty()) return Status::InvalidArgument("empty time");
+  if (value.find_first_not_of("-0123456789") == std::string::npos) return ParseInt("time", value);
+  // YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM)
+  std::tm tm{};
+  const char* rest = strptime(value.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!rest)
+    return Status::InvalidArgument("\"" + value +
+                                   "\" is neither Unix seconds nor an RFC 3339 time");
+  if (*rest == '.') {
+    ++rest;
+    while (*rest >= '0' && *rest <= '9') ++rest;
+  }
+  int64_t offset = 0;
+  if (*rest == 'Z' || *rest == 'z') {
+    ++rest;
+  } else if (*rest == '+' || *rest == '-') {
+    int hh = 0, mm = 0;
+    if (std::sscanf(rest + 1, "%2d:%2d", &hh, &mm) != 2)
+      return Status::InvalidArgument("\"" + value + "\": bad UTC offset");
+    offset = (*rest == '+' ? 1 : -1) * (hh * 3600 + mm * 60);
+    rest += 6;
+  } else {
+    return Status::InvalidArgument("\"" + value + "\": an RFC 3339 time needs Z or an offset");
+  }
+  if (*rest != '\0') return Status::InvalidArgument("\"" + value + "\": trailing characters");
+  return static_cast<int64_t>(timegm(&tm)) - offset;
+}
+
+struct ApiServer::Impl {
+  Impl(Daemon& d, std::shared_ptr<Authenticator> a, ServerOptions o, std::atomic<int>& c)
+      : daemon(d), auth(std::move(a)), options(std::move(o)), event_clients(c) {}
+
+  Daemon& daemon;
+  std::shared_ptr<Authenticator> auth;
+  ServerOptions options;
+  httplib::Server server;
+  std::thread thread;
+  std::atomic<bool> stopping{false};
+  std::atomic<int>& event_clients;
+
+  // Role check for a request; writes the error response and returns false when refused.
+  bool Allowed(const httplib::Request& req, httplib::Response& res, Role need) {
+    if (options.anonymous) return true;
+    std::string token;
+    const std::string header = req.get_header_value("Authorization");
+    if (header.rfind("Bearer ", 0) == 0) {
+      token = header.substr(7);
+    } else if (req.has_param("access_token")) {
+      token = req.get_param_value("access_token");
+    }
+    if (token.empty()) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      JsonError(res, 401, "a bearer token is required");
+      return false;
+    }
+    Result<Principal> p = auth ? auth->Authenticate(token) : Status::NotFound("no tokens");
+    if (!p.ok()) {
+      if (p.status().code() == StatusCode::kNotFound) {
+        res.set_header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
+        JsonError(res, 401, "unknown or rejected token");
+      } else {
+        JsonError(res, 503, p.status().message());
+      }
+      return false;
+    }
+    if (need == Role::kAdmin && p->role != Role::kAdmin) {
+      JsonError(res, 403, "this needs an admin token; \"" + p->name + "\" has role read");
+      return false;
+    }
+    return true;
+  }
+
+  std::shared_ptr<const FleetState> Ready(httplib::Response& res) {
+    auto s = daemon.state();
+    if (s->version == 0) {
+      JsonError(res, 503, "no scheduling cycle has completed yet");
+      return nullptr;
+    }
+    return s;
+  }
+
+  // GET handler for a resource serialized once per state.
+  void Resource(const std::string& path, std::string (*make)(const FleetState&)) {
+    server.Get(path, [this, path, make](const httplib::Request& req, httplib::Response& res) {
+      if (!Allowed(req, res, Role::kRead)) return;
+      auto s = Ready(res);
+      if (!s) return;
+      SendJson(res, Cached(*s, path, [&] { return make(*s); }));
+    });
+  }
+
+  void Routes();
+  void Events(const httplib::Request& req, httplib::Response& res);
+  void History(const httplib::Request& req, httplib::Response& res);
+  void Static(const httplib::Request& req, httplib::Response& res);
+};
+
+void ApiServer::Impl::Routes() {
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  server.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Allowed(req, res, Role::kRead)) return;
+    auto s = daemon.state();
+    auto body = Cached(*s, "/metrics", [&] { return MetricsPage(*s); });
+    res.set_content(*body, std::string(prometheus::kContentType).c_str());
+  });
+  Resource("/api/v1/fleet", [](const FleetState& s) { return FleetJson(s).dump(); });
+  Resource("/api/v1/nodes", [](const FleetState& s) { return NodesJson(s).dump(); });
+  Resource("/api/v1/gpus", [](const FleetState& s) { return GpusBody(s); });
+  Resource("/api/v1/queues", [](const FleetState& s) { return QueuesJson(s).dump(); });
+  Resource("/api/v1/health", [](const FleetState& s) { return HealthJson(s).dump(); });
+  Resource("/api/v1/cost", [](const FleetState& s) { return CostJson(s).dump(); });
+  server.Get("/api/v1/workloads", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Allowed(req, res, Role::kRead)) return;
+    auto s = Ready(res);
+    if (!s) return;
+    WorkloadFilter f;
+    if (req.has_param("queue")) f.queue = req.get_param_value("queue");
+    if (req.has_param("state")) {
+      f.state = req.get_param_value("state");
+      if (*f.state != "pending" && *f.state != "running" && *f.state != "preempting" &&
+          *f.state != "suspended")
+        return JsonError(res, 400,
+                         "parameter state: \"" + *f.state +
+                             "\" is not one of pending, running, preempting, suspended");
+    }
+    if (req.has_param("limit")) {
+      Result<int64_t> limit = ParseInt("limit", req.get_param_value("limit"));
+      if (!limit.ok()) return JsonError(res, 400, limit.status().message());
+      if (*limit < 1) return JsonError(res, 400, "parameter limit: must be at least 1");
+      f.limit = static_cast<size_t>(*limit);
+    }
+    if (!f.queue && !f.state && !req.has_param("limit")) {
+      SendJson(res, Cached(*s, "/api/v1/workloads", [&] { return WorkloadsJson(*s, f).dump(); }));
+      return;
+    }
+    res.set_content(WorkloadsJson(*s, f).dump(), kJson);
+  });
+  for (const bool cordon : {true, false}) {
+    const std::string pattern =
+        std::string(R"(/api/v1/nodes/([^/]+)/)") + (cordon ? "cordon" : "uncordon");
+    server.Post(pattern, [this, cordon](const httplib::Request& req, httplib::Response& res) {
+      if (!Allowed(req, res, Role::kAdmin)) return;
+      const std::string node = req.matches[1];
+      Status st = daemon.SetSchedulable(node, !cordon);
+      if (st.code() == StatusCode::kNotFound) return JsonError(res, 404, st.message());
+      if (!st.ok()) return JsonError(res, 500, st.message());
+      // The next cycle publishes the change; the answer shows the node with it made.
+      auto s = daemon.state();
+      for (size_t n = 0; n < s->input.nodes.size(); ++n) {
+        if (s->input.nodes[n].name != node) continue;
+        nlohmann::json j = NodeJson(*s, n);
+        j["schedulable"] = !cordon;
+        return res.set_content(j.dump(), kJson);
+      }
+      JsonError(res, 404, "no node named \"" + node + "\"");
+    });
+  }
+  server.Get("/api/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Allowed(req, res, Role::kRead)) return;
+    History(req, res);
+  });
+  server.Get("/api/v1/events",
+             [this](const httplib::Request& req, httplib::Response& res) { Events(req, res); });
+  server.Get(R"(/api/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Allowed(req, res, Role::kRead)) return;
+    JsonError(res, 404, "no such API path: " + req.path);
+  });
+  server.Get(R"(/.*)",
+             [this](const httplib::Request& req, httplib::Response& res) { Static(req, res); });
+}
+
+void ApiServer::Impl::History(const httplib::Request& req, httplib::Response& res) {
+  fleet::HistoryStore* store = daemon.history();
+  if (!store) return JsonError(res, 404, "this server keeps no history");
+  if (!req.has_param("metric")) {
+    Result<fleet::HistoryCatalogue> c = store->Catalogue();
+    if (!c.ok()) return JsonError(res, 500, c.status().message());
+    return res.set_content(CatalogueJson(*c, store->options()).dump(), kJson);
+  }
+  const std::string metric = req.get_param_value("metric");
+  const std::string scope = req.has_param("scope") ? req.get_param_value("scope") : "cluster";
+  auto s = daemon.state();
+  int64_t to = s->version > 0 ? s->time_ms / 1000 : static_cast<int64_t>(std::time(nullptr));
+  if (req.has_param("to")) {
+    Result<int64_t> t = ParseTimeParam(req.get_param_value("to"));
+    if (!t.ok()) return JsonError(res, 400, "parameter to: " + t.status().message());
+    to = *t;
+  }
+  int64_t from = to - 3600;
+  if (req.has_param("from")) {
+    Result<int64_t> f = ParseTimeParam(req.get_param_value("from"));
+    if (!f.ok()) return JsonError(res, 400, "parameter from: " + f.status().message());
+    from = *f;
+  }
+  int64_t step = 0;
+  if (req.has_param("step")) {
+    Result<int64_t> st = ParseInt("step", req.get_param_value("step"));
+    if (!st.ok()) return JsonError(res, 400, st.status().message());
+    if (*st < 1) return JsonError(res, 400, "parameter step: must be at least 1");
+    step = *st;
+  }
+  if (to < from) return JsonError(res, 400, "parameter to: before from");
+  Result<fleet::HistorySeries> series = store->Read(metric, scope, from, to, step);
+  if (!series.ok()) return JsonError(res, 400, series.status().message());
+  res.set_content(HistoryJson(metric, scope, from, to, *series).dump(), kJson);
+}
+
+void ApiServer::Impl::Events(const httplib::Request& req, httplib::Response& res) {
+  std::atomic<int>& clients = event_clients;
+  if (!Allowed(req, res, Role::kRead)) return;
+  if (clients.fetch_add(1) >= static_cast<int>(options.max_event_clients)) {
+    clients.fetch_sub(1);
+    return JsonError(res, 503, "too many event-stream clients");
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto last = std::make_shared<uint64_t>(0);
+  const auto poll = std::min(options.keepalive, std::chrono::milliseconds(1000));
+  auto keepalive_due = std::make_shared<std::chrono::steady_clock::time_point>(
+      std::chrono::steady_clock::now() + options.keepalive);
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, last, poll, keepalive_due](size_t, httplib::DataSink& sink) {
+        if (stopping.load() || daemon.shutting_down()) return false;
+        if (!sink.is_writable()) return false;
+        auto s = daemon.WaitForUpdate(*last, poll);
+        if (stopping.load() || daemon.shutting_down()) return false;
+        std::string chunk;
+        if (s->version > *last) {
+          *last = s->version;
+          auto body = Cached(*s, "/api/v1/fleet", [&] { return FleetJson(*s).dump(); });
+          chunk = "event: fleet\nid: " + std::to_string(s->version) + "\ndata: " + *body + "\n\n";
+        } else if (std::chrono::steady_clock::now() >= *keepalive_due) {
+          chunk = ": keep-alive\n\n";
+        } else {
+          return true;  // nothing to say yet; the next call waits again
+        }
+        *keepalive_due = std::chrono::steady_clock::now() + options.keepalive;
+        return sink.write(chunk.data(), chunk.size());
+      },
+      [&clients](bool) { clients.fetch_sub(1); });
+}
+
+void ApiServer::Impl::Static(const httplib::Request& req, httplib::Response& res) {
+  std::string path = req.path == "/" ? "/index.html" : req.path;
+#ifdef CHAMBER_HAVE_WEB_ASSETS
+  const web::Asset* a = web::FindAsset(path);
+  if (!a) a = web::FindAsset("/index.html");  // the dashboard routes its own paths
+  if (a) {
+    if (a->gzip) res.set_header("Content-Encoding", "gzip");
+    res.set_header("Cache-Control", path == "/index.html" ? "no-cache" : "max-age=3600");
+    res.set_content(std::string(a->body), std::string(a->content_type).c_str());
+    return;
+  }
+#endif
+  (void)path;
+  res.set_content(kNoDashboard, "text/html; charset=utf-8");
+}
+
+ApiServer::ApiServer(Daemon& daemon, std::shared_ptr<Authenticator> auth, ServerOptions options)
+    : impl_(std::make_unique<Impl>(daemon, std::move(auth), std::move(options), event_clients_)) {}
+
+ApiServer::~ApiServer() { Stop(); }
+
+Status ApiServer::Start() {
+  Impl& i = *impl_;
+  if (!i.options.anonymous && !i.auth)
+    return Status::InvalidArgument("the API needs a token file or TokenReview, or --no-auth");
+  if (i.options.anonymous && !IsLoopback(i.options.host))
+    spdlog::warn("serving {} without authentication: anyone who can reach it may use the API",
+                 i.options.host);
+  const size_t threads = i.options.max_event_clients + 16;
+  i.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  i.server.set_keep_alive_timeout(5);
+  i.server.set_read_timeout(10);
+  i.server.set_write_timeout(10);
+  i.Routes();
+  if (i.options.port == 0) {
+    port_ = i.server.bind_to_any_port(i.options.host);
+    if (port_ < 0) return Status::Unavailable("cannot listen on " + i.options.host);
+  } else {
+    if (!i.server.bind_to_port(i.options.host, i.options.port))
+      return Status::Unavailable("cannot listen on " + i.options.host + ":" +
+                                 std::to_string(i.options.port) + " (is the port in use?)");
+    port_ = i.options.port;
+  }
+  i.thread = std::thread([&i] { i.server.listen_after_bind(); });
+  return Status::Ok();
+}
+
+void ApiServer::Stop() {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  impl_->stopping = true;
+  impl_->daemon.Shutdown();
+  impl_->server.stop();
+  impl_->thread.join();
+}
+
+}  // namespace chamber::daemon

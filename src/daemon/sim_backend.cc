@@ -1,0 +1,142 @@
+#include "daemon/sim_backend.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+namespace chamber::daemon {
+namespace {
+
+uint64_t Fnv1a(std::string_view s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ULL ^ (seed * 0x9E3779B97F4A7C15ULL);
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+double Unit(uint64_t h) { return static_cast<double>(h >> 11) * 0x1.0p-53; }
+
+fleet::Pricing PricingOf(sim::PricingType p) {
+  switch (p) {
+    case sim::PricingType::kOnDemand:
+      return fleet::Pricing::kOnDemand;
+    case sim::PricingType::kReserved:
+      return fleet::Pricing::kReserved;
+    case sim::PricingType::kSpot:
+      return fleet::Pricing::kSpot;
+  }
+  return fleet::Pricing::kOnDemand;
+}
+
+}  // namespace
+
+SimulatedBackend::SimulatedBackend(SimulatedBackendOptions options)
+    : options_(std::move(options)) {}
+
+Result<std::unique_ptr<SimulatedBackend>> SimulatedBackend::Create(
+    SimulatedBackendOptions options) {
+  if (options.step.count() <= 0)
+    return Status::InvalidArgument("the simulated step must be positive");
+  std::unique_ptr<SimulatedBackend> b(new SimulatedBackend(std::move(options)));
+  const SimulatedBackendOptions& o = b->options_;
+  CHAMBER_ASSIGN_OR_RETURN(b->policy_, sim::MakePolicy("chamber", o.engine));
+  b->sim_options_.queues = o.queues;
+  b->sim_options_.gpu_mtbf_hours = o.gpu_mtbf_hours;
+  b->sim_options_.repair_time = o.repair_time;
+  b->sim_options_.seed = o.seed;
+
+  std::map<std::string, int32_t> pool_index;
+  for (const sim::NodePool& p : o.cluster.pools) {
+    pool_index[p.name] = static_cast<int32_t>(b->pools_.size());
+    b->pools_.push_back({p.name, p.gpu_model, PricingOf(p.pricing), p.price_per_gpu_hour});
+  }
+  const std::vector<core::Node> nodes = sim::BuildNodes(o.cluster);
+  for (const core::Node& n : nodes) {
+    int32_t pool = -1;
+    for (const auto& [k, v] : n.labels)
+      if (k == "chamber.io/pool" && pool_index.contains(v)) pool = pool_index[v];
+    b->node_pool_.push_back(pool);
+  }
+  CHAMBER_ASSIGN_OR_RETURN(b->cluster_,
+                           sim::SimCluster::Create(nodes, o.trace, b->policy_, b->sim_options_, {},
+                                                   sim::SimCluster::Scheduling::kExternal));
+  return b;
+}
+
+Result<const core::Snapshot*> SimulatedBackend::Refresh() {
+  // The first refresh shows time 0; every later one moves time on by one step.
+  if (started_) cluster_->AdvanceTo(cluster_->now() + options_.step);
+  started_ = true;
+  return &cluster_->PrepareCycle();
+}
+
+Status SimulatedBackend::Apply(const core::CycleResult& result) {
+  cluster_->ApplyCycle(result);
+  return Status::Ok();
+}
+
+double SimulatedBackend::JobActivity(const std::string& job_id) const {
+  const uint64_t h = Mix(Fnv1a(job_id, options_.seed));
+  if (Unit(h) < options_.idle_job_fraction) return 0.01 + 0.02 * Unit(Mix(h + 1));
+  return 0.55 + 0.42 * Unit(Mix(h + 2));
+}
+
+Observation SimulatedBackend::Observe() {
+  Observation o;
+  o.clock_offset_ms = options_.start_unix_ms;
+  const core::Snapshot& snap = cluster_->snapshot();
+  o.snapshot = &snap;
+  o.pools = pools_;
+  o.node_pool = node_pool_;
+  o.samples.resize(snap.nodes.size());
+  for (size_t n = 0; n < snap.nodes.size(); ++n) o.samples[n].resize(snap.nodes[n].gpus.size());
+  const int64_t minute = cluster_->now().count() / 60000;
+  for (size_t w = 0; w < snap.workloads.size(); ++w) {
+    const core::Workload& wl = snap.workloads[w];
+    if (wl.state != core::WorkloadState::kRunning && wl.state != core::WorkloadState::kPreempting)
+      continue;
+    const double base = JobActivity(cluster_->JobOf(w).id);
+    for (const core::PodPlacement& p : wl.placements) {
+      if (!p.node.valid() || p.node.index() >= snap.nodes.size()) continue;
+      const core::Node& node = snap.nodes[p.node.index()];
+      for (uint64_t mask = p.gpu_mask; mask != 0; mask &= mask - 1) {
+        const auto g = static_cast<size_t>(std::countr_zero(mask));
+        if (g >= node.gpus.size()) continue;
+        const core::Gpu& gpu = node.gpus[g];
+        if (!gpu.healthy) continue;
+        // Jitter of up to +-0.05, new each simulated minute.
+        const double jitter =
+            (Unit(Mix(Fnv1a(gpu.uuid, options_.seed) ^ static_cast<uint64_t>(minute))) - 0.5) * 0.1;
+        GpuSample& s = o.samples[p.node.index()][g];
+        s.utilization = std::clamp(base + jitter, 0.0, 1.0);
+        const double memory_fraction = base < 0.05 ? 0.1 : 0.3 + 0.6 * base;
+        s.memory_used_bytes =
+            static_cast<int64_t>(memory_fraction * static_cast<double>(gpu.memory_mib) * 1048576.0);
+      }
+    }
+  }
+  return o;
+}
+
+Status SimulatedBackend::SetSchedulable(std::string_view node, bool schedulable) {
+  const core::Snapshot& snap = cluster_->snapshot();
+  for (size_t n = 0; n < snap.nodes.size(); ++n) {
+    if (snap.nodes[n].name == node) {
+      cluster_->SetUnschedulable(n, !schedulable);
+      return Status::Ok();
+    }
+  }
+  return Status::NotFound("no node named \"" + std::string(node) + "\"");
+}
+
+}  // namespace chamber::daemon

@@ -1,0 +1,343 @@
+// The real server on a loopback port over the demo's simulated cluster. Every path in
+// docs/openapi.yaml is requested and its answer checked against the document's schema; then
+// authentication, the event stream and /metrics.
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "daemon/demo_cluster.h"
+#include "daemon/http_server.h"
+
+namespace chamber::daemon {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kReadToken = "read-token-0123456789";
+constexpr const char* kAdminToken = "admin-token-0123456789";
+
+// A small OpenAPI 3.0 schema checker: $ref, type, required, properties, items, enum, nullable,
+// oneOf, minItems and maxItems.
+class SchemaChecker {
+ public:
+  explicit SchemaChecker(YAML::Node doc) : doc_(std::move(doc)) {}
+
+  YAML::Node Resolve(YAML::Node schema) const {
+    while (schema["$ref"]) {
+      const std::string ref = schema["$ref"].as<std::string>();
+      const std::string prefix = "#/components/";
+      EXPECT_EQ(ref.rfind(prefix, 0), 0u) << ref;
+      const std::string rest = ref.substr(prefix.size());
+      const size_t slash = rest.find('/');
+      schema = doc_["components"][rest.substr(0, slash)][rest.substr(slash + 1)];
+      EXPECT_TRUE(schema.IsDefined()) << "unresolved " << ref;
+    }
+    return schema;
+  }
+
+  void Check(YAML::Node schema, const json& v, const std::string& at,
+             std::vector<std::string>& errors) const {
+    schema = Resolve(schema);
+    if (v.is_null()) {
+      if (!(schema["nullable"] && schema["nullable"].as<bool>()))
+        errors.push_back(at + ": null where the schema does not allow it");
+      return;
+    }
+    if (schema["oneOf"]) {
+      for (const YAML::Node& option : schema["oneOf"]) {
+        std::vector<std::string> e;
+        Check(option, v, at, e);
+        if (e.empty()) return;
+      }
+      errors.push_back(at + ": matches none of oneOf");
+      return;
+    }
+    const std::string type = schema["type"] ? schema["type"].as<std::string>() : "";
+    if (type == "object") {
+      if (!v.is_object()) return errors.push_back(at + ": not an object");
+      if (schema["required"])
+        for (const YAML::Node& r : schema["required"])
+          if (!v.contains(r.as<std::string>()))
+            errors.push_back(at + ": missing required field " + r.as<std::string>());
+      if (schema["properties"])
+        for (const auto& kv : schema["properties"]) {
+          const std::string name = kv.first.as<std::string>();
+          if (v.contains(name)) Check(kv.second, v[name], at + "." + name, errors);
+        }
+    } else if (type == "array") {
+      if (!v.is_array()) return errors.push_back(at + ": not an array");
+      if (schema["minItems"] && v.size() < schema["minItems"].as<size_t>())
+        errors.push_back(at + ": too few items");
+      if (schema["maxItems"] && v.size() > schema["maxItems"].as<size_t>())
+        errors.push_back(at + ": too many items");
+      for (size_t i = 0; i < v.size() && i < 50; ++i)  // the first 50 of large lists
+        Check(schema["items"], v[i], at + "[" + std::to_string(i) + "]", errors);
+    } else if (type == "string") {
+      if (!v.is_string()) return errors.push_back(at + ": not a string");
+      if (schema["enum"]) {
+        bool found = false;
+        for (const YAML::Node& e : schema["enum"]) found |= e.as<std::string>() == v;
+        if (!found) errors.push_back(at + ": \"" + v.get<std::string>() + "\" not in enum");
+      }
+      if (schema["format"] && schema["format"].as<std::string>() == "date-time" &&
+          !std::regex_match(v.get<std::string>(),
+                            std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z)")))
+        errors.push_back(at + ": not an RFC 3339 UTC time: " + v.get<std::string>());
+    } else if (type == "integer") {
+      if (!v.is_number_integer()) errors.push_back(at + ": not an integer: " + v.dump());
+    } else if (type == "number") {
+      if (!v.is_number()) errors.push_back(at + ": not a number");
+    } else if (type == "boolean") {
+      if (!v.is_boolean()) errors.push_back(at + ": not a boolean");
+    }
+  }
+
+ private:
+  YAML::Node doc_;
+};
+
+class ApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                     ("chamber-api-test-" + std::to_string(getpid())));
+    std::filesystem::create_directories(*dir_);
+    DemoClusterOptions o;
+    o.seed = 5;
+    o.start_unix_ms = 1'790'000'040'000;
+    o.gpu_mtbf_hours = 0;
+    auto backend = std::move(SimulatedBackend::Create(DemoCluster(o))).value();
+    SimulatedBackend* b = backend.get();
+    auto history = std::move(fleet::HistoryStore::Open((*dir_ / "history.db").string())).value();
+    DaemonOptions d;
+    d.tick = std::chrono::milliseconds(50);
+    daemon_ = new Daemon(std::move(backend), d, std::move(history));
+    for (int i = 0; i < 120; ++i) ASSERT_TRUE(daemon_->Tick().ok());
+    b->FailGpu(1, 2);  // an open incident for /api/v1/health
+    ASSERT_TRUE(daemon_->Tick().ok());
+
+    auto tokens = TokenFileAuthenticator::Parse(
+        std::string(kReadToken) + " read viewer\n" + kAdminToken + " admin operator\n", "tokens");
+    ASSERT_TRUE(tokens.ok());
+    ServerOptions so;
+    so.port = 0;
+    so.keepalive = std::chrono::milliseconds(200);
+    server_ =
+        new ApiServer(*daemon_, std::shared_ptr<Authenticator>(std::move(tokens).value()), so);
+    ASSERT_TRUE(server_->Start().ok());
+    loop_ = new std::jthread([](std::stop_token st) { daemon_->Run(st); });
+  }
+  static void TearDownTestSuite() {
+    delete loop_;  // requests stop and joins
+    delete server_;
+    delete daemon_;
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+
+  static httplib::Client Client(const char* token = kReadToken) {
+    httplib::Client c("127.0.0.1", server_->port());
+    c.set_read_timeout(10);
+    if (token) c.set_bearer_token_auth(token);
+    return c;
+  }
+
+  static std::filesystem::path* dir_;
+  static Daemon* daemon_;
+  static ApiServer* server_;
+  static std::jthread* loop_;
+};
+std::filesystem::path* ApiTest::dir_ = nullptr;
+Daemon* ApiTest::daemon_ = nullptr;
+ApiServer* ApiTest::server_ = nullptr;
+std::jthread* ApiTest::loop_ = nullptr;
+
+std::string Substitute(std::string path) {
+  return std::regex_replace(path, std::regex(R"(\{name\})"), "h100-1");
+}
+
+TEST_F(ApiTest, EveryDocumentedPathAnswersAsDocumented) {
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  const SchemaChecker checker(doc);
+  int checked = 0;
+  for (const auto& p : doc["paths"]) {
+    const std::string path = Substitute(p.first.as<std::string>());
+    for (const auto& op : p.second) {
+      const std::string method = op.first.as<std::string>();
+      if (path == "/api/v1/events") continue;  // a stream: EventStreamDeliversFleetUpdates
+      httplib::Client c = Client(method == "post" ? kAdminToken : kReadToken);
+      httplib::Result r = method == "get" ? c.Get(path) : c.Post(path);
+      ASSERT_TRUE(r) << method << " " << path;
+      ASSERT_EQ(r->status, 200) << method << " " << path << ": " << r->body;
+      const YAML::Node content = op.second["responses"]["200"]["content"];
+      if (content["application/json"]) {
+        EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << path;
+        const json body = json::parse(r->body);
+        std::vector<std::string> errors;
+        checker.Check(content["application/json"]["schema"], body, path, errors);
+        EXPECT_TRUE(errors.empty()) << path << ":\n" << ::testing::PrintToString(errors);
+      } else {
+        EXPECT_FALSE(r->body.empty()) << path;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 12);  // 10 GETs (all but the event stream) and 2 POSTs
+}
+
+TEST_F(ApiTest, HistoryAnswersWithAStoredSeries) {
+  httplib::Client c = Client();
+  auto r = c.Get("/api/v1/history?metric=gpus_capacity&scope=cluster");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["step"], 60);
+  ASSERT_GE(j["points"].size(), 50u);
+  EXPECT_EQ(j["points"][0][1], 264);
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  std::vector<std::string> errors;
+  SchemaChecker(doc).Check(doc["components"]["schemas"]["HistorySeries"], j, "history", errors);
+  EXPECT_TRUE(errors.empty()) << ::testing::PrintToString(errors);
+  r = c.Get("/api/v1/history?metric=utilization&from=yesterday");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("parameter from"), std::string::npos) << r->body;
+  r = c.Get("/api/v1/workloads?state=sleeping");
+  EXPECT_EQ(r->status, 400);
+  r = c.Get("/api/v1/workloads?state=pending&limit=3");
+  ASSERT_EQ(r->status, 200);
+  const json w = json::parse(r->body);
+  EXPECT_LE(w["workloads"].size(), 3u);
+  for (const json& x : w["workloads"]) EXPECT_EQ(x["state"], "pending");
+}
+
+TEST_F(ApiTest, TokensAndRoles) {
+  // Nothing but /healthz without a token.
+  httplib::Client anonymous = Client(nullptr);
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  for (const auto& p : doc["paths"]) {
+    const std::string path = Substitute(p.first.as<std::string>());
+    for (const auto& op : p.second) {
+      const bool open = op.second["security"] && op.second["security"].size() == 0;
+      httplib::Result r =
+          op.first.as<std::string>() == "get" ? anonymous.Get(path) : anonymous.Post(path);
+      ASSERT_TRUE(r) << path;
+      EXPECT_EQ(r->status, open ? 200 : 401) << path;
+    }
+  }
+  EXPECT_EQ(anonymous.Get("/api/v1/nonexistent")->status, 401);
+  httplib::Client wrong = Client("not-a-known-token-at-all");
+  EXPECT_EQ(wrong.Get("/api/v1/fleet")->status, 401);
+  // A read token may not cordon.
+  auto r = Client(kReadToken).Post("/api/v1/nodes/h100-2/cordon");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(r->body.find("admin"), std::string::npos);
+  // An admin may; an unknown node is 404.
+  r = Client(kAdminToken).Post("/api/v1/nodes/h100-2/cordon");
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["schedulable"], false);
+  EXPECT_EQ(Client(kAdminToken).Post("/api/v1/nodes/nope/cordon")->status, 404);
+  EXPECT_EQ(Client(kAdminToken).Post("/api/v1/nodes/h100-2/uncordon")->status, 200);
+  // The token may also come as a query parameter (EventSource cannot set headers).
+  EXPECT_EQ(anonymous.Get(std::string("/api/v1/fleet?access_token=") + kReadToken)->status, 200);
+  // Unknown API paths are JSON 404s; other paths are the dashboard.
+  EXPECT_EQ(Client().Get("/api/v1/nonexistent")->status, 404);
+  auto page = anonymous.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+}
+
+TEST_F(ApiTest, EventStreamDeliversFleetUpdates) {
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  httplib::Client c = Client();
+  std::string buffer;
+  std::vector<json> events;
+  auto r = c.Get("/api/v1/events", [&](const char* data, size_t n) {
+    buffer.append(data, n);
+    for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      const std::string message = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (message.rfind("event: fleet\n", 0) != 0) continue;
+      const size_t data_at = message.find("\ndata: ");
+      if (data_at != std::string::npos) events.push_back(json::parse(message.substr(data_at + 7)));
+    }
+    return events.size() < 3;
+  });
+  ASSERT_EQ(events.size(), 3u);
+  std::vector<std::string> errors;
+  for (const json& e : events)
+    SchemaChecker(doc).Check(doc["components"]["schemas"]["Fleet"], e, "event", errors);
+  EXPECT_TRUE(errors.empty()) << ::testing::PrintToString(errors);
+  // Each event is a newer state: simulated time moves on.
+  EXPECT_LT(events[0]["time"].get<std::string>(), events[2]["time"].get<std::string>());
+}
+
+TEST_F(ApiTest, DisconnectedEventClientsAreReleased) {
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 6; ++i)
+    clients.emplace_back([] {
+      httplib::Client c = Client();
+      int chunks = 0;
+      c.Get("/api/v1/events", [&](const char*, size_t) { return ++chunks < 2; });
+    });
+  for (std::thread& t : clients) t.join();
+  // The server notices at its next write (an update or a keep-alive) and frees the thread.
+  for (int i = 0; i < 100 && server_->event_clients() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(server_->event_clients(), 0);
+}
+
+TEST_F(ApiTest, MetricsParse) {
+  auto r = Client().Get("/metrics");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  const std::regex sample(
+      R"(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (\S+))");
+  std::map<std::string, std::string> types;
+  std::map<std::string, double> values;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream f(line.substr(7));
+      std::string name, type;
+      f >> name >> type;
+      types[name] = type;
+      continue;
+    }
+    if (line.rfind("# HELP ", 0) == 0) continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, sample)) << line;
+    ASSERT_TRUE(types.contains(m[1])) << "sample before its TYPE: " << line;
+    if (!m[2].matched) values[m[1]] = std::stod(m[5]);
+  }
+  EXPECT_EQ(values["chamber_gpus_capacity"], 264);
+  EXPECT_EQ(types["chamber_cost_total"], "counter");
+  EXPECT_GT(values["chamber_scheduling_cycles_total"], 100);
+  for (const char* name :
+       {"chamber_gpus", "chamber_pool_gpus", "chamber_gpu_utilization",
+        "chamber_queue_allocated_gpus", "chamber_wait_seconds", "chamber_efficiency",
+        "chamber_idle_cost_per_hour", "chamber_backfill_savings_total"})
+    EXPECT_TRUE(types.contains(name)) << name;
+}
+
+TEST(ParseTimeParamTest, UnixSecondsAndRfc3339) {
+  EXPECT_EQ(*ParseTimeParam("1790000000"), 1790000000);
+  EXPECT_EQ(*ParseTimeParam("2026-01-31T12:00:00Z"), 1769860800);
+  EXPECT_EQ(*ParseTimeParam("2026-01-31T12:00:00.5Z"), 1769860800);
+  EXPECT_EQ(*ParseTimeParam("2026-01-31T13:30:00+01:30"), 1769860800);
+  EXPECT_FALSE(ParseTimeParam("2026-01-31T12:00:00").ok());
+  EXPECT_FALSE(ParseTimeParam("soon").ok());
+}
+
+}  // namespace
+}  // namespace chamber::daemon

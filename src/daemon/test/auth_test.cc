@@ -1,0 +1,81 @@
+#include "daemon/auth.h"
+
+#include <gtest/gtest.h>
+
+namespace chamber::daemon {
+namespace {
+
+TEST(TokenFileTest, ParsesRolesNamesAndComments) {
+  auto a = TokenFileAuthenticator::Parse(
+      "# tokens for the API\n"
+      "\n"
+      "aaaaaaaaaaaaaaaaaaaa read dashboard\n"
+      "bbbbbbbbbbbbbbbbbbbb admin   # the operator\n",
+      "tokens");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->size(), 2u);
+  Result<Principal> p = (*a)->Authenticate("aaaaaaaaaaaaaaaaaaaa");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->name, "dashboard");
+  EXPECT_EQ(p->role, Role::kRead);
+  p = (*a)->Authenticate("bbbbbbbbbbbbbbbbbbbb");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->role, Role::kAdmin);
+  EXPECT_EQ(p->name, "token-line-4");
+  EXPECT_EQ((*a)->Authenticate("nope").status().code(), StatusCode::kNotFound);
+}
+
+TEST(TokenFileTest, ErrorsNameTheLine) {
+  auto bad_role = TokenFileAuthenticator::Parse(
+      "aaaaaaaaaaaaaaaaaaaa read\ncccccccccccccccccccc root\n", "tokens");
+  ASSERT_FALSE(bad_role.ok());
+  EXPECT_EQ(bad_role.status().message(),
+            "tokens:2: unknown role \"root\" (expected read or admin)");
+  auto no_role = TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa\n", "t");
+  EXPECT_EQ(no_role.status().message(), "t:1: a token needs a role (read or admin) after it");
+  auto short_token = TokenFileAuthenticator::Parse("abc read\n", "t");
+  EXPECT_EQ(short_token.status().message(), "t:1: token is shorter than 16 characters");
+  auto twice =
+      TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa read\naaaaaaaaaaaaaaaaaaaa admin\n", "t");
+  EXPECT_EQ(twice.status().message(), "t:2: the same token appears twice");
+  EXPECT_EQ(TokenFileAuthenticator::Parse("# nothing\n", "t").status().message(),
+            "t: the token file holds no tokens");
+  EXPECT_EQ(TokenFileAuthenticator::Load("/nonexistent/tokens").status().code(),
+            StatusCode::kNotFound);
+}
+
+TEST(TokenReviewTest, MapsGroupsToRolesAndCaches) {
+  int calls = 0;
+  TokenReviewAuthenticator a(
+      [&](std::string_view token) -> Result<ReviewedUser> {
+        ++calls;
+        if (token == "admin-token") return ReviewedUser{true, "ops", {"system:masters"}};
+        if (token == "viewer-token") return ReviewedUser{true, "ann", {"chamber:viewers"}};
+        if (token == "other-token") return ReviewedUser{true, "bob", {"dev"}};
+        if (token == "broken") return Status::Unavailable("apiserver down");
+        return ReviewedUser{false, "", {}};
+      },
+      TokenReviewAuthenticator::Options{});
+  EXPECT_EQ(a.Authenticate("admin-token")->role, Role::kAdmin);
+  EXPECT_EQ(a.Authenticate("viewer-token")->name, "ann");
+  EXPECT_EQ(a.Authenticate("viewer-token")->role, Role::kRead);
+  EXPECT_EQ(calls, 2);  // the second viewer lookup came from the cache
+  EXPECT_EQ(a.Authenticate("other-token").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(a.Authenticate("forged").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(a.Authenticate("broken").status().code(), StatusCode::kUnavailable);
+}
+
+TEST(ChainTest, FirstKnowerAnswers) {
+  ChainAuthenticator chain;
+  chain.Add(std::move(TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa read\n", "t")).value());
+  chain.Add(std::make_unique<TokenReviewAuthenticator>(
+      [](std::string_view) -> Result<ReviewedUser> {
+        return ReviewedUser{true, "ops", {"chamber:admins"}};
+      },
+      TokenReviewAuthenticator::Options{}));
+  EXPECT_EQ(chain.Authenticate("aaaaaaaaaaaaaaaaaaaa")->role, Role::kRead);
+  EXPECT_EQ(chain.Authenticate("anything-else")->role, Role::kAdmin);
+}
+
+}  // namespace
+}  // namespace chamber::daemon

@@ -1,0 +1,183 @@
+// The daemon loop over the demo's simulated cluster: every number checked here comes from the
+// engine, the simulator and the fleet model together.
+#include "daemon/daemon.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "daemon/api_json.h"
+#include "daemon/demo_cluster.h"
+
+namespace chamber::daemon {
+namespace {
+
+constexpr int64_t kStart = 1'790'000'040'000;  // Unix ms, on a whole minute
+
+struct Fixture {
+  SimulatedBackend* backend = nullptr;
+  std::unique_ptr<Daemon> daemon;
+};
+
+Fixture MakeDaemon(std::unique_ptr<fleet::HistoryStore> history = nullptr, uint64_t seed = 7) {
+  DemoClusterOptions o;
+  o.seed = seed;
+  o.start_unix_ms = kStart;
+  o.gpu_mtbf_hours = 0;  // faults only where a test injects them
+  auto b = SimulatedBackend::Create(DemoCluster(o));
+  EXPECT_TRUE(b.ok()) << b.status().ToString();
+  Fixture f;
+  f.backend = b->get();
+  f.daemon = std::make_unique<Daemon>(std::move(b).value(), DaemonOptions{}, std::move(history));
+  return f;
+}
+
+TEST(DaemonTest, FirstTickPublishesTheFleet) {
+  Fixture f = MakeDaemon();
+  EXPECT_EQ(f.daemon->state()->version, 0u);
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  auto s = f.daemon->state();
+  EXPECT_EQ(s->version, 1u);
+  EXPECT_EQ(s->time_ms, kStart);
+  EXPECT_EQ(s->mode, "demo");
+  EXPECT_TRUE(s->simulated);
+  EXPECT_EQ(s->view.gpus.capacity, 264);
+  ASSERT_EQ(s->input.pools.size(), 3u);
+  EXPECT_EQ(s->input.pools[0].name, "h100");
+  EXPECT_EQ(s->input.pools[2].pricing, fleet::Pricing::kSpot);
+  EXPECT_NEAR(s->view.cost.total, 128 * 3.90 + 96 * 1.60 + 40 * 0.75, 1e-9);
+  EXPECT_EQ(s->input.nodes.size(), 38u);
+  EXPECT_EQ(s->input.queues.size(), 4u);
+  EXPECT_EQ(s->totals.since, kStart);
+}
+
+TEST(DaemonTest, FleetAgreesWithTheSimulatedCluster) {
+  Fixture f = MakeDaemon();
+  for (int i = 0; i < 240; ++i) ASSERT_TRUE(f.daemon->Tick().ok());  // two simulated hours
+  auto s = f.daemon->state();
+  EXPECT_EQ(s->time_ms, kStart + 239 * 30'000);
+  const core::Snapshot& snap = f.backend->cluster().snapshot();
+  int64_t held = 0;
+  for (size_t w = 0; w < snap.workloads.size(); ++w) held += f.backend->cluster().GpusHeld(w);
+  EXPECT_GT(held, 0);
+  EXPECT_EQ(s->view.gpus.allocated, static_cast<double>(held));
+  double queue_allocated = 0;
+  for (const fleet::QueueInput& q : s->input.queues) queue_allocated += q.allocated;
+  EXPECT_EQ(queue_allocated, static_cast<double>(held));
+  EXPECT_EQ(s->view.gpus.allocated + s->view.gpus.idle + s->view.gpus.unhealthy, 264);
+  // Capacity GPU-hours: 264 GPUs for 239 steps of 30 s.
+  EXPECT_NEAR(s->totals.capacity_gpu_hours, 264.0 * 239 * 30 / 3600, 1e-9);
+  EXPECT_GT(s->totals.used_gpu_hours, 0);
+  EXPECT_LE(s->totals.used_gpu_hours, s->totals.allocated_gpu_hours);
+  EXPECT_GT(s->view.running_workloads, 0);
+  // Pending work carries the engine's reasons and queue positions.
+  int pending_with_reason = 0;
+  for (const fleet::WorkloadInput& w : s->input.workloads)
+    if (w.phase == fleet::WorkloadPhase::kPending && !w.pending_reason.empty() &&
+        w.queue_position > 0)
+      ++pending_with_reason;
+  EXPECT_EQ(
+      pending_with_reason, s->view.queue.pending_workloads - [&] {
+        int suspended = 0;
+        for (const auto& w : s->input.workloads)
+          suspended += w.phase == fleet::WorkloadPhase::kSuspended;
+        return suspended;
+      }());
+}
+
+TEST(DaemonTest, SameSeedSameFleet) {
+  Fixture a = MakeDaemon(nullptr, 3), b = MakeDaemon(nullptr, 3);
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_TRUE(a.daemon->Tick().ok());
+    ASSERT_TRUE(b.daemon->Tick().ok());
+  }
+  EXPECT_EQ(a.daemon->state()->view.gpus, b.daemon->state()->view.gpus);
+  EXPECT_EQ(GpusJson(*a.daemon->state()), GpusJson(*b.daemon->state()));
+}
+
+TEST(ApiJsonTest, DirectGpusBodyMatchesTheJsonDocument) {
+  Fixture f = MakeDaemon();
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(f.daemon->Tick().ok());
+  ASSERT_TRUE(f.backend->FailGpu(2, 1));
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  const auto s = f.daemon->state();
+  const std::string body = GpusBody(*s);
+  const nlohmann::json parsed = nlohmann::json::parse(body);
+  EXPECT_EQ(parsed, GpusJson(*s));  // numbers compare by value: 0 == 0.0
+  ASSERT_EQ(parsed["gpus"].size(), 264u);
+  int busy = 0;
+  for (const auto& g : parsed["gpus"]) busy += g["state"] == "busy";
+  EXPECT_EQ(
+      busy, s->view.gpus.allocated - s->view.gpus.allocated_idle -
+                [&] {  // allocated GPUs that failed count as unhealthy, not busy
+                  int n = 0;
+                  for (const auto& g : s->view.gpus_flat)
+                    n += g.state == fleet::GpuState::kUnhealthy && g.workload >= 0;
+                  return n;
+                }());
+}
+
+TEST(DaemonTest, GpuFaultBecomesAnIncidentAndResolves) {
+  Fixture f = MakeDaemon();
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  ASSERT_TRUE(f.backend->FailGpu(0, 3));
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  auto s = f.daemon->state();
+  ASSERT_EQ(s->incidents.size(), 1u);
+  EXPECT_EQ(s->incidents[0].node, "h100-0");
+  EXPECT_EQ(s->incidents[0].gpu_index, 3);
+  EXPECT_FALSE(s->incidents[0].resolved_ms);
+  EXPECT_EQ(s->view.gpus.unhealthy, 1);
+  EXPECT_EQ(s->view.gpus_flat[3].state, fleet::GpuState::kUnhealthy);
+  EXPECT_EQ(HealthJson(*s)["fenced_gpus"][0]["uuid"], "GPU-h100-0-3");
+  // Repaired 45 simulated minutes later (90 steps of 30 s).
+  for (int i = 0; i < 90; ++i) ASSERT_TRUE(f.daemon->Tick().ok());
+  s = f.daemon->state();
+  ASSERT_EQ(s->incidents.size(), 1u);
+  EXPECT_TRUE(s->incidents[0].resolved_ms);
+  EXPECT_EQ(s->view.gpus.unhealthy, 0);
+}
+
+TEST(DaemonTest, CordonAndUncordon) {
+  Fixture f = MakeDaemon();
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  ASSERT_TRUE(f.daemon->SetSchedulable("l40s-2", false).ok());
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  auto s = f.daemon->state();
+  const auto& nodes = s->input.nodes;
+  auto it =
+      std::find_if(nodes.begin(), nodes.end(), [](const auto& n) { return n.name == "l40s-2"; });
+  ASSERT_NE(it, nodes.end());
+  EXPECT_FALSE(it->schedulable);
+  EXPECT_EQ(HealthJson(*s)["fenced_nodes"], nlohmann::json::array({"l40s-2"}));
+  EXPECT_EQ(f.daemon->SetSchedulable("nope", false).code(), StatusCode::kNotFound);
+}
+
+TEST(DaemonTest, WritesHistory) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("chamber-daemon-history-" + std::to_string(getpid()) + ".db");
+  std::filesystem::remove(path);
+  {
+    auto store = fleet::HistoryStore::Open(path.string());
+    ASSERT_TRUE(store.ok());
+    Fixture f = MakeDaemon(std::move(store).value());
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(f.daemon->Tick().ok());  // 4.5 minutes
+    auto series =
+        f.daemon->history()->Read("gpus_capacity", "cluster", kStart / 1000, kStart / 1000 + 3600);
+    ASSERT_TRUE(series.ok());
+    ASSERT_EQ(series->points.size(), 5u);  // minutes 0..4
+    for (const auto& p : series->points) EXPECT_EQ(p.value, 264);
+    auto cat = f.daemon->history()->Catalogue();
+    ASSERT_TRUE(cat.ok());
+    EXPECT_NE(std::find(cat->scopes.begin(), cat->scopes.end(), "pool:h100"), cat->scopes.end());
+    EXPECT_NE(std::find(cat->scopes.begin(), cat->scopes.end(), "queue:vision"), cat->scopes.end());
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path.string() + "-wal");
+  std::filesystem::remove(path.string() + "-shm");
+}
+
+}  // namespace
+}  // namespace chamber::daemon

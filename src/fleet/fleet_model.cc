@@ -1,0 +1,253 @@
+#include "fleet/fleet_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+namespace chamber::fleet {
+
+std::string_view PricingName(Pricing p) {
+  switch (p) {
+    case Pricing::kOnDemand:
+      return "on-demand";
+    case Pricing::kReserved:
+      return "reserved";
+    case Pricing::kSpot:
+      return "spot";
+  }
+  return "on-demand";
+}
+
+std::string_view GpuStateName(GpuState s) {
+  switch (s) {
+    case GpuState::kIdle:
+      return "idle";
+    case GpuState::kAllocatedIdle:
+      return "allocated_idle";
+    case GpuState::kBusy:
+      return "busy";
+    case GpuState::kUnhealthy:
+      return "unhealthy";
+  }
+  return "idle";
+}
+
+std::string_view WorkloadPhaseName(WorkloadPhase p) {
+  switch (p) {
+    case WorkloadPhase::kPending:
+      return "pending";
+    case WorkloadPhase::kRunning:
+      return "running";
+    case WorkloadPhase::kPreempting:
+      return "preempting";
+    case WorkloadPhase::kSuspended:
+      return "suspended";
+  }
+  return "pending";
+}
+
+GpuCounts& GpuCounts::operator+=(const GpuCounts& o) {
+  capacity += o.capacity;
+  allocated += o.allocated;
+  used += o.used;
+  idle += o.idle;
+  allocated_idle += o.allocated_idle;
+  unhealthy += o.unhealthy;
+  backfill += o.backfill;
+  return *this;
+}
+
+CostRates& CostRates::operator+=(const CostRates& o) {
+  total += o.total;
+  unallocated += o.unallocated;
+  allocated_idle += o.allocated_idle;
+  unhealthy += o.unhealthy;
+  backfill += o.backfill;
+  return *this;
+}
+
+GpuState ClassifyGpu(const GpuInput& gpu, TimeMs now, const FleetOptions& options) {
+  if (!gpu.healthy) return GpuState::kUnhealthy;
+  if (gpu.workload < 0) return GpuState::kIdle;
+  if (gpu.below_threshold_since && now - *gpu.below_threshold_since >= options.idle_window_ms)
+    return GpuState::kAllocatedIdle;
+  return GpuState::kBusy;
+}
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto n = static_cast<double>(values.size());
+  const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(p * n)));
+  return values[std::min(rank, values.size()) - 1];
+}
+
+namespace {
+
+Ratios RatiosOf(const GpuCounts& c) {
+  Ratios r;
+  if (c.capacity <= 0) return r;
+  r.utilization = c.used / c.capacity;
+  r.allocation = c.allocated / c.capacity;
+  r.idle_fraction = (c.idle + c.allocated_idle) / c.capacity;
+  return r;
+}
+
+}  // namespace
+
+FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
+  FleetView v;
+  v.now = in.now;
+  v.pools.resize(in.pools.size());
+  v.nodes.resize(in.nodes.size());
+  v.queues.resize(in.queues.size());
+  v.preemptions_last_hour = in.preemptions_last_hour;
+
+  std::unordered_map<std::string_view, size_t> queue_index;
+  for (size_t q = 0; q < in.queues.size(); ++q) queue_index.emplace(in.queues[q].name, q);
+  auto queue_of = [&](const WorkloadInput& w) -> QueueView* {
+    auto it = queue_index.find(w.queue);
+    return it == queue_index.end() ? nullptr : &v.queues[it->second];
+  };
+
+  size_t total_gpus = 0;
+  for (const NodeInput& n : in.nodes) total_gpus += n.gpus.size();
+  v.gpus_flat.reserve(total_gpus);
+
+  for (size_t n = 0; n < in.nodes.size(); ++n) {
+    const NodeInput& node = in.nodes[n];
+    NodeView& nv = v.nodes[n];
+    const double price = node.pool >= 0 && static_cast<size_t>(node.pool) < in.pools.size()
+                             ? in.pools[node.pool].price_per_gpu_hour
+                             : 0;
+    for (size_t g = 0; g < node.gpus.size(); ++g) {
+      const GpuInput& gpu = node.gpus[g];
+      GpuView gv;
+      gv.node = static_cast<int32_t>(n);
+      gv.index = static_cast<int32_t>(g);
+      gv.state = ClassifyGpu(gpu, in.now, options);
+      gv.utilization = std::clamp(gpu.utilization, 0.0, 1.0);
+      gv.memory_used_bytes = gpu.memory_used_bytes;
+      const bool held =
+          gpu.workload >= 0 && static_cast<size_t>(gpu.workload) < in.workloads.size();
+      gv.workload = held ? gpu.workload : -1;
+
+      nv.gpus.capacity += 1;
+      nv.gpus.used += gv.utilization;
+      nv.cost.total += price;
+      if (held) nv.gpus.allocated += 1;
+      switch (gv.state) {
+        case GpuState::kUnhealthy:
+          nv.gpus.unhealthy += 1;
+          nv.cost.unhealthy += price;
+          nv.healthy = false;
+          break;
+        case GpuState::kIdle:
+          nv.gpus.idle += 1;
+          nv.cost.unallocated += price;
+          break;
+        case GpuState::kAllocatedIdle:
+          nv.gpus.allocated_idle += 1;
+          nv.cost.allocated_idle += price;
+          break;
+        case GpuState::kBusy:
+          break;
+      }
+      if (held) {
+        const WorkloadInput& w = in.workloads[gpu.workload];
+        if (w.borrowing) {
+          nv.gpus.backfill += 1;
+          nv.cost.backfill += price;
+        }
+        if (QueueView* q = queue_of(w)) {
+          q->allocated_gpus += 1;
+          q->used += gv.utilization;
+          q->cost.total += price;
+          if (w.borrowing) q->cost.backfill += price;
+          if (gv.state == GpuState::kAllocatedIdle) q->cost.allocated_idle += price;
+        }
+      }
+      v.gpus_flat.push_back(gv);
+    }
+    nv.ratios = RatiosOf(nv.gpus);
+    v.gpus += nv.gpus;
+    v.cost += nv.cost;
+    if (node.pool >= 0 && static_cast<size_t>(node.pool) < v.pools.size()) {
+      PoolView& pv = v.pools[node.pool];
+      pv.nodes += 1;
+      pv.gpus += nv.gpus;
+      pv.cost += nv.cost;
+    }
+  }
+  for (PoolView& pv : v.pools) pv.ratios = RatiosOf(pv.gpus);
+  v.ratios = RatiosOf(v.gpus);
+
+  for (const WorkloadInput& w : in.workloads) {
+    QueueView* q = queue_of(w);
+    if (w.phase == WorkloadPhase::kPending || w.phase == WorkloadPhase::kSuspended) {
+      v.queue.pending_workloads += 1;
+      v.queue.pending_gpus += w.gpus;
+      if (q) {
+        q->pending_workloads += 1;
+        q->pending_gpus += w.gpus;
+      }
+    } else if (w.phase == WorkloadPhase::kRunning) {
+      v.running_workloads += 1;
+      if (q) q->running_workloads += 1;
+    }
+  }
+  v.queue.wait_p50_seconds = Percentile(in.recent_wait_seconds, 0.50);
+  v.queue.wait_p95_seconds = Percentile(in.recent_wait_seconds, 0.95);
+  return v;
+}
+
+double Totals::UsedOverCapacity() const {
+  return capacity_gpu_hours > 0 ? used_gpu_hours / capacity_gpu_hours : 0;
+}
+double Totals::UsedOverAllocated() const {
+  return allocated_gpu_hours > 0 ? used_gpu_hours / allocated_gpu_hours : 0;
+}
+
+namespace {
+
+void AddTo(Totals& t, const GpuCounts& g, const CostRates& c, double hours) {
+  t.hours += hours;
+  t.capacity_gpu_hours += g.capacity * hours;
+  t.allocated_gpu_hours += g.allocated * hours;
+  t.used_gpu_hours += g.used * hours;
+  t.idle_gpu_hours += (g.idle + g.allocated_idle) * hours;
+  t.cost += c.total * hours;
+  t.idle_cost += c.idle() * hours;
+  t.backfill_gpu_hours += g.backfill * hours;
+  t.backfill_savings += c.backfill * hours;
+}
+
+}  // namespace
+
+void Accumulate(const FleetView& view, double hours, Totals& cluster, std::vector<Totals>* pools) {
+  if (hours <= 0) return;
+  AddTo(cluster, view.gpus, view.cost, hours);
+  if (pools) {
+    pools->resize(view.pools.size());
+    for (size_t p = 0; p < view.pools.size(); ++p)
+      AddTo((*pools)[p], view.pools[p].gpus, view.pools[p].cost, hours);
+  }
+}
+
+std::optional<TimeMs> ActivityTracker::Observe(const std::string& uuid, double utilization,
+                                               TimeMs now) {
+  Entry& e = gpus_[uuid];
+  e.last_seen = now;
+  if (utilization >= threshold_) {
+    e.below_since.reset();
+  } else if (!e.below_since) {
+    e.below_since = now;
+  }
+  return e.below_since;
+}
+
+void ActivityTracker::Forget(TimeMs before) {
+  std::erase_if(gpus_, [&](const auto& kv) { return kv.second.last_seen < before; });
+}
+
+}  // namespace chamber::fleet

@@ -1,0 +1,235 @@
+// The fleet model: what the GPUs are doing and what that costs, per GPU, node, pool, queue and
+// cluster. ComputeFleet is a pure function from one observation (FleetInput) to its rollups
+// (FleetView); Accumulate integrates views over time into GPU-hour and cost totals. The only
+// state kept between observations lives in the caller: ActivityTracker (how long each GPU has
+// been below the activity threshold) and the totals. Definitions: docs/fleet.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace chamber::fleet {
+
+// Unix time in milliseconds.
+using TimeMs = int64_t;
+
+enum class Pricing { kOnDemand, kReserved, kSpot };
+std::string_view PricingName(Pricing p);  // "on-demand", "reserved", "spot"
+
+enum class GpuState { kIdle, kAllocatedIdle, kBusy, kUnhealthy };
+std::string_view GpuStateName(GpuState s);  // "idle", "allocated_idle", "busy", "unhealthy"
+
+struct PoolInput {
+  std::string name;
+  std::string model;
+  Pricing pricing = Pricing::kOnDemand;
+  double price_per_gpu_hour = 0;
+};
+
+struct GpuInput {
+  std::string uuid;
+  std::string model;
+  bool healthy = true;
+  int64_t memory_total_bytes = 0;
+  // The latest sample; utilization is the fraction of time the GPU was busy (0..1).
+  double utilization = 0;
+  int64_t memory_used_bytes = 0;
+  // When the GPU last went below the activity threshold (ActivityTracker); empty while active.
+  std::optional<TimeMs> below_threshold_since;
+  int32_t workload = -1;  // index into FleetInput::workloads of the holder; -1 when unallocated
+};
+
+struct NodeInput {
+  std::string name;
+  int32_t pool = -1;  // index into FleetInput::pools; -1: not in any priced pool
+  bool schedulable = true;
+  std::vector<GpuInput> gpus;  // index = device index
+};
+
+enum class WorkloadPhase { kPending, kRunning, kPreempting, kSuspended };
+std::string_view WorkloadPhaseName(WorkloadPhase p);  // "pending", ...
+
+struct WorkloadInput {
+  std::string name;
+  std::string queue;
+  int32_t priority = 0;
+  WorkloadPhase phase = WorkloadPhase::kPending;
+  int32_t gpus = 0;            // requested, over all pods
+  bool borrowing = false;      // admitted beyond its queue's quota (backfill)
+  std::string pending_reason;  // empty unless pending
+  std::string pending_message;
+  int32_t queue_position = 0;  // 0: not known
+  TimeMs submitted = 0;
+  std::optional<TimeMs> started;
+  std::vector<std::string> nodes;  // where its pods run
+};
+
+struct QueueInput {
+  std::string name;
+  std::string parent;
+  double quota = 0;             // GPUs
+  std::optional<double> limit;  // GPUs; empty: unlimited
+  double weight = 1;            // over-quota weight
+  double allocated = 0;         // from the engine's queue status
+  double fair_share = 0;
+  double borrowed = 0;
+  double lent = 0;
+  std::string error;
+};
+
+struct FleetOptions {
+  double activity_threshold = 0.05;         // utilization below this is idle
+  int64_t idle_window_ms = 10 * 60 * 1000;  // for this long: allocated-but-idle
+  std::string currency = "USD";
+};
+
+struct FleetInput {
+  TimeMs now = 0;
+  std::vector<PoolInput> pools;
+  std::vector<NodeInput> nodes;
+  std::vector<WorkloadInput> workloads;
+  std::vector<QueueInput> queues;
+  std::vector<double> recent_wait_seconds;  // waits of workloads started in the last hour
+  int64_t preemptions_last_hour = 0;
+};
+
+struct GpuCounts {
+  double capacity = 0;
+  double allocated = 0;
+  double used = 0;
+  double idle = 0;            // healthy and unallocated
+  double allocated_idle = 0;  // allocated, below the threshold for the idle window
+  double unhealthy = 0;
+  double backfill = 0;  // allocated to borrowing (backfilled) workloads
+  GpuCounts& operator+=(const GpuCounts& o);
+  friend bool operator==(const GpuCounts&, const GpuCounts&) = default;
+};
+
+// Per-hour prices of GPUs in each condition. `total` is every GPU's price.
+struct CostRates {
+  double total = 0;
+  double unallocated = 0;     // idle GPUs
+  double allocated_idle = 0;  // allocated-but-idle GPUs
+  double unhealthy = 0;
+  double backfill = 0;  // GPUs held by borrowing (backfilled) workloads
+  double idle() const { return unallocated + allocated_idle; }
+  CostRates& operator+=(const CostRates& o);
+  friend bool operator==(const CostRates&, const CostRates&) = default;
+};
+
+struct GpuView {
+  int32_t node = 0;  // index into FleetView::nodes
+  int32_t index = 0;
+  GpuState state = GpuState::kIdle;
+  double utilization = 0;
+  int64_t memory_used_bytes = 0;
+  int32_t workload = -1;
+};
+
+struct Ratios {
+  double utilization = 0;    // used / capacity
+  double allocation = 0;     // allocated / capacity
+  double idle_fraction = 0;  // (idle + allocated_idle) / capacity
+};
+
+struct NodeView {
+  GpuCounts gpus;
+  Ratios ratios;
+  CostRates cost;
+  bool healthy = true;
+};
+
+struct PoolView {
+  int32_t nodes = 0;
+  GpuCounts gpus;
+  Ratios ratios;
+  CostRates cost;
+};
+
+struct QueueView {
+  double allocated_gpus = 0;  // GPUs its running workloads hold
+  double used = 0;            // utilization summed over those GPUs
+  int32_t pending_workloads = 0;
+  double pending_gpus = 0;
+  int32_t running_workloads = 0;
+  CostRates cost;  // total: price of the GPUs it holds; backfill: of those it borrows
+};
+
+struct QueueStats {
+  int32_t pending_workloads = 0;
+  double pending_gpus = 0;
+  double wait_p50_seconds = 0;  // nearest rank over recent_wait_seconds
+  double wait_p95_seconds = 0;
+};
+
+struct FleetView {
+  TimeMs now = 0;
+  GpuCounts gpus;
+  Ratios ratios;
+  CostRates cost;
+  QueueStats queue;
+  int64_t preemptions_last_hour = 0;
+  int32_t running_workloads = 0;
+  std::vector<PoolView> pools;     // parallel to FleetInput::pools
+  std::vector<NodeView> nodes;     // parallel to FleetInput::nodes
+  std::vector<GpuView> gpus_flat;  // every GPU, node by node
+  std::vector<QueueView> queues;   // parallel to FleetInput::queues
+};
+
+// Classifies a GPU: unhealthy beats everything; an allocated GPU below the threshold for the
+// whole idle window is allocated-idle; other allocated GPUs are busy; the rest idle.
+GpuState ClassifyGpu(const GpuInput& gpu, TimeMs now, const FleetOptions& options);
+
+// Nearest-rank percentile (p in (0, 1]); 0 for no values.
+double Percentile(std::vector<double> values, double p);
+
+FleetView ComputeFleet(const FleetInput& input, const FleetOptions& options);
+
+// GPU-hours and money accumulated over time. Add a view with the time it stood for.
+struct Totals {
+  TimeMs since = 0;
+  double hours = 0;
+  double capacity_gpu_hours = 0;
+  double allocated_gpu_hours = 0;
+  double used_gpu_hours = 0;
+  double idle_gpu_hours = 0;  // idle + allocated-idle
+  double cost = 0;
+  double idle_cost = 0;
+  double backfill_gpu_hours = 0;
+  double backfill_savings = 0;  // price of the GPU-hours backfilled work ran on
+  // Efficiency: used GPU-hours over capacity GPU-hours, and over allocated GPU-hours; 0 when
+  // the denominator is 0.
+  double UsedOverCapacity() const;
+  double UsedOverAllocated() const;
+};
+struct PoolTotals {
+  std::vector<Totals> pools;  // parallel to FleetInput::pools
+  Totals cluster;
+};
+
+// Adds `hours` of the state in `view` (a step function: the state held for that long).
+void Accumulate(const FleetView& view, double hours, Totals& cluster,
+                std::vector<Totals>* pools = nullptr);
+
+// Keeps, per GPU (by uuid), when it last went below the activity threshold.
+class ActivityTracker {
+ public:
+  explicit ActivityTracker(double threshold) : threshold_(threshold) {}
+  // Records a sample and returns the GPU's below_threshold_since.
+  std::optional<TimeMs> Observe(const std::string& uuid, double utilization, TimeMs now);
+  // Drops GPUs not observed since `before` (removed nodes).
+  void Forget(TimeMs before);
+
+ private:
+  struct Entry {
+    std::optional<TimeMs> below_since;
+    TimeMs last_seen = 0;
+  };
+  double threshold_;
+  std::map<std::string, Entry> gpus_;
+};
+
+}  // namespace chamber::fleet

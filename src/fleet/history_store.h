@@ -1,0 +1,105 @@
+// The fleet's history: time series in an embedded SQLite file, kept at two resolutions.
+//
+// Samples land in fine buckets (default 1 minute): a bucket's value is the mean of the samples
+// written into it. Maintain() rolls every complete coarse bucket (default 1 hour) up from the
+// fine buckets (the mean of the fine buckets' values) and deletes what is older than each
+// resolution's retention (default 2 days fine, 90 days coarse). Reads use fine points where
+// they are still kept and coarse points before that, averaged into the requested step.
+//
+// The file identifies itself in a `chamber_meta` table. Opening a file that is not an SQLite
+// database, is corrupt, or holds some other application's tables is an error; such a file is
+// never written to. Thread-safe: one connection behind a mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace chamber::fleet {
+
+struct HistoryOptions {
+  int64_t fine_step_seconds = 60;
+  int64_t fine_retention_seconds = 2 * 24 * 3600;
+  int64_t coarse_step_seconds = 3600;
+  int64_t coarse_retention_seconds = 90 * 24 * 3600;
+};
+// Checks steps are positive, the coarse step a multiple of the fine one, and retentions at
+// least one step of their resolution (the fine retention at least one coarse step, so that
+// roll-ups see complete hours).
+Status ValidateHistoryOptions(const HistoryOptions& o);
+
+struct HistorySample {
+  std::string metric;
+  std::string scope;  // "cluster", "pool:<name>", "queue:<name>"
+  double value = 0;
+};
+
+struct HistoryPoint {
+  int64_t time = 0;  // unix seconds, the start of the point's step
+  double value = 0;
+  friend bool operator==(const HistoryPoint&, const HistoryPoint&) = default;
+};
+
+struct HistorySeries {
+  int64_t step = 0;
+  std::vector<HistoryPoint> points;
+};
+
+struct HistoryCatalogue {
+  std::vector<std::string> metrics;
+  std::vector<std::string> scopes;
+};
+
+class HistoryStore {
+ public:
+  // Opens (creating when absent) the history file at `path`.
+  static Result<std::unique_ptr<HistoryStore>> Open(const std::string& path,
+                                                    const HistoryOptions& options = {});
+  ~HistoryStore();
+  HistoryStore(const HistoryStore&) = delete;
+  HistoryStore& operator=(const HistoryStore&) = delete;
+
+  // Adds samples taken at `unix_seconds`, in one transaction.
+  Status Write(int64_t unix_seconds, const std::vector<HistorySample>& samples);
+
+  // Rolls complete coarse buckets before `now` up and applies retention relative to `now`.
+  Status Maintain(int64_t now_unix_seconds);
+
+  // Points of one series with time in [from, to], oldest first. step 0: the fine step when
+  // only fine points are involved, else the coarse step. A step is the mean of the stored
+  // points whose time falls in it; steps without data are absent.
+  Result<HistorySeries> Read(const std::string& metric, const std::string& scope, int64_t from,
+                             int64_t to, int64_t step = 0);
+
+  Result<HistoryCatalogue> Catalogue();
+
+  // Rows at each resolution, for tests and the benchmark.
+  Result<int64_t> CountFine();
+  Result<int64_t> CountCoarse();
+
+  const HistoryOptions& options() const { return options_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  HistoryStore(sqlite3* db, std::string path, const HistoryOptions& options)
+      : db_(db), path_(std::move(path)), options_(options) {}
+  Status Exec(const char* sql);
+  Status Error(const std::string& what) const;
+  Result<int64_t> QueryInt(const char* sql);
+  Status Prepare();
+
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  HistoryOptions options_;
+  sqlite3_stmt* insert_fine_ = nullptr;
+};
+
+}  // namespace chamber::fleet

@@ -1,0 +1,191 @@
+#include "fleet/fleet_model.h"
+
+#include <gtest/gtest.h>
+
+namespace chamber::fleet {
+namespace {
+
+constexpr TimeMs kNow = 100 * 60 * 1000;
+constexpr TimeMs kMinute = 60 * 1000;
+
+GpuInput Gpu(std::string uuid, double util, int32_t workload, bool healthy = true) {
+  GpuInput g;
+  g.uuid = std::move(uuid);
+  g.utilization = util;
+  g.workload = workload;
+  g.healthy = healthy;
+  g.memory_total_bytes = 80;
+  g.memory_used_bytes = static_cast<int64_t>(util * 80);
+  return g;
+}
+
+WorkloadInput Workload(std::string name, std::string queue, WorkloadPhase phase, int32_t gpus,
+                       bool borrowing = false) {
+  WorkloadInput w;
+  w.name = std::move(name);
+  w.queue = std::move(queue);
+  w.phase = phase;
+  w.gpus = gpus;
+  w.borrowing = borrowing;
+  return w;
+}
+
+// Two pools, six GPUs in every state: see the comments for each GPU.
+FleetInput Example() {
+  FleetInput in;
+  in.now = kNow;
+  in.pools = {{"h100", "H100", Pricing::kOnDemand, 2.5}, {"a100", "A100", Pricing::kReserved, 1.2}};
+  in.workloads = {Workload("a/train", "a", WorkloadPhase::kRunning, 2),
+                  Workload("b/backfill", "b", WorkloadPhase::kRunning, 1, /*borrowing=*/true),
+                  Workload("a/wait", "a", WorkloadPhase::kPending, 4),
+                  Workload("b/paused", "b", WorkloadPhase::kSuspended, 2)};
+  NodeInput n0;
+  n0.name = "n0";
+  n0.pool = 0;
+  n0.gpus = {Gpu("g00", 0.8, 0),           // busy
+             Gpu("g01", 0.01, 0),          // allocated, quiet for 15 minutes: allocated-idle
+             Gpu("g02", 0.0, -1),          // idle
+             Gpu("g03", 0.0, -1, false)};  // unhealthy
+  n0.gpus[1].below_threshold_since = kNow - 15 * kMinute;
+  NodeInput n1;
+  n1.name = "n1";
+  n1.pool = 1;
+  n1.gpus = {Gpu("g10", 0.5, 1),    // busy, borrowed
+             Gpu("g11", 0.1, -1)};  // idle (unallocated), with stray activity
+  in.nodes = {n0, n1};
+  in.queues.resize(2);
+  in.queues[0].name = "a";
+  in.queues[1].name = "b";
+  in.recent_wait_seconds = {40, 10, 100, 30, 20};
+  in.preemptions_last_hour = 3;
+  return in;
+}
+
+TEST(FleetModelTest, ClusterCountsCostAndRatios) {
+  const FleetView v = ComputeFleet(Example(), FleetOptions{});
+  EXPECT_EQ(v.gpus.capacity, 6);
+  EXPECT_EQ(v.gpus.allocated, 3);
+  EXPECT_DOUBLE_EQ(v.gpus.used, 1.41);
+  EXPECT_EQ(v.gpus.idle, 2);
+  EXPECT_EQ(v.gpus.allocated_idle, 1);
+  EXPECT_EQ(v.gpus.unhealthy, 1);
+  EXPECT_EQ(v.gpus.backfill, 1);
+  EXPECT_DOUBLE_EQ(v.ratios.utilization, 1.41 / 6);
+  EXPECT_DOUBLE_EQ(v.ratios.allocation, 0.5);
+  EXPECT_DOUBLE_EQ(v.ratios.idle_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(v.cost.total, 4 * 2.5 + 2 * 1.2);
+  EXPECT_DOUBLE_EQ(v.cost.unallocated, 2.5 + 1.2);
+  EXPECT_DOUBLE_EQ(v.cost.allocated_idle, 2.5);
+  EXPECT_DOUBLE_EQ(v.cost.unhealthy, 2.5);
+  EXPECT_DOUBLE_EQ(v.cost.backfill, 1.2);
+  EXPECT_DOUBLE_EQ(v.cost.idle(), 6.2);
+  EXPECT_EQ(v.preemptions_last_hour, 3);
+  EXPECT_EQ(v.running_workloads, 2);
+}
+
+TEST(FleetModelTest, GpuStates) {
+  const FleetView v = ComputeFleet(Example(), FleetOptions{});
+  ASSERT_EQ(v.gpus_flat.size(), 6u);
+  const GpuState want[] = {GpuState::kBusy,      GpuState::kAllocatedIdle, GpuState::kIdle,
+                           GpuState::kUnhealthy, GpuState::kBusy,          GpuState::kIdle};
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(v.gpus_flat[i].state, want[i]) << i;
+  EXPECT_EQ(v.gpus_flat[4].node, 1);
+  EXPECT_EQ(v.gpus_flat[4].index, 0);
+  EXPECT_EQ(v.gpus_flat[4].workload, 1);
+  EXPECT_EQ(v.gpus_flat[5].workload, -1);
+  EXPECT_EQ(v.gpus_flat[0].memory_used_bytes, 64);
+}
+
+TEST(FleetModelTest, IdleWindowBoundary) {
+  FleetOptions o;
+  o.idle_window_ms = 10 * kMinute;
+  GpuInput g = Gpu("g", 0.0, 0);
+  g.below_threshold_since = kNow - 10 * kMinute;
+  EXPECT_EQ(ClassifyGpu(g, kNow, o), GpuState::kAllocatedIdle);
+  g.below_threshold_since = kNow - 10 * kMinute + 1;
+  EXPECT_EQ(ClassifyGpu(g, kNow, o), GpuState::kBusy);
+  g.below_threshold_since.reset();
+  EXPECT_EQ(ClassifyGpu(g, kNow, o), GpuState::kBusy);
+  g.healthy = false;
+  EXPECT_EQ(ClassifyGpu(g, kNow, o), GpuState::kUnhealthy);
+}
+
+TEST(FleetModelTest, PoolsNodesAndQueues) {
+  const FleetView v = ComputeFleet(Example(), FleetOptions{});
+  ASSERT_EQ(v.pools.size(), 2u);
+  EXPECT_EQ(v.pools[0].nodes, 1);
+  EXPECT_EQ(v.pools[0].gpus.capacity, 4);
+  EXPECT_EQ(v.pools[0].gpus.allocated, 2);
+  EXPECT_DOUBLE_EQ(v.pools[0].gpus.used, 0.81);
+  EXPECT_DOUBLE_EQ(v.pools[0].cost.total, 10);
+  EXPECT_DOUBLE_EQ(v.pools[0].cost.idle(), 5);
+  EXPECT_DOUBLE_EQ(v.pools[0].ratios.allocation, 0.5);
+  EXPECT_DOUBLE_EQ(v.pools[1].cost.backfill, 1.2);
+  EXPECT_DOUBLE_EQ(v.pools[1].ratios.utilization, 0.3);
+  EXPECT_FALSE(v.nodes[0].healthy);
+  EXPECT_TRUE(v.nodes[1].healthy);
+  EXPECT_EQ(v.nodes[1].gpus.idle, 1);
+
+  ASSERT_EQ(v.queues.size(), 2u);
+  EXPECT_EQ(v.queues[0].allocated_gpus, 2);
+  EXPECT_DOUBLE_EQ(v.queues[0].used, 0.81);
+  EXPECT_EQ(v.queues[0].pending_workloads, 1);
+  EXPECT_EQ(v.queues[0].pending_gpus, 4);
+  EXPECT_EQ(v.queues[0].running_workloads, 1);
+  EXPECT_DOUBLE_EQ(v.queues[0].cost.total, 5);
+  EXPECT_DOUBLE_EQ(v.queues[0].cost.allocated_idle, 2.5);
+  EXPECT_EQ(v.queues[1].pending_workloads, 1);  // suspended counts as waiting
+  EXPECT_EQ(v.queues[1].pending_gpus, 2);
+  EXPECT_DOUBLE_EQ(v.queues[1].cost.backfill, 1.2);
+
+  EXPECT_EQ(v.queue.pending_workloads, 2);
+  EXPECT_EQ(v.queue.pending_gpus, 6);
+  EXPECT_EQ(v.queue.wait_p50_seconds, 30);
+  EXPECT_EQ(v.queue.wait_p95_seconds, 100);
+}
+
+TEST(FleetModelTest, PercentileIsNearestRank) {
+  EXPECT_EQ(Percentile({}, 0.5), 0);
+  EXPECT_EQ(Percentile({7}, 0.95), 7);
+  EXPECT_EQ(Percentile({1, 2, 3, 4}, 0.5), 2);
+  EXPECT_EQ(Percentile({4, 3, 2, 1}, 0.75), 3);
+  EXPECT_EQ(Percentile({1, 2, 3, 4}, 0.76), 4);
+}
+
+TEST(FleetModelTest, AccumulateIntegratesGpuHoursAndMoney) {
+  const FleetView v = ComputeFleet(Example(), FleetOptions{});
+  Totals t;
+  std::vector<Totals> pools;
+  Accumulate(v, 0.5, t, &pools);
+  Accumulate(v, 0.0, t, &pools);  // no time, no change
+  EXPECT_DOUBLE_EQ(t.hours, 0.5);
+  EXPECT_DOUBLE_EQ(t.capacity_gpu_hours, 3);
+  EXPECT_DOUBLE_EQ(t.allocated_gpu_hours, 1.5);
+  EXPECT_DOUBLE_EQ(t.used_gpu_hours, 0.705);
+  EXPECT_DOUBLE_EQ(t.idle_gpu_hours, 1.5);
+  EXPECT_DOUBLE_EQ(t.cost, 6.2);
+  EXPECT_DOUBLE_EQ(t.idle_cost, 3.1);
+  EXPECT_DOUBLE_EQ(t.backfill_gpu_hours, 0.5);
+  EXPECT_DOUBLE_EQ(t.backfill_savings, 0.6);
+  EXPECT_DOUBLE_EQ(t.UsedOverCapacity(), 0.235);
+  EXPECT_DOUBLE_EQ(t.UsedOverAllocated(), 0.47);
+  ASSERT_EQ(pools.size(), 2u);
+  EXPECT_DOUBLE_EQ(pools[0].cost, 5);
+  EXPECT_DOUBLE_EQ(pools[1].backfill_savings, 0.6);
+  EXPECT_EQ(Totals{}.UsedOverAllocated(), 0);
+}
+
+TEST(FleetModelTest, ActivityTrackerRemembersWhenAGpuWentQuiet) {
+  ActivityTracker t(0.05);
+  EXPECT_FALSE(t.Observe("u", 0.5, 0));
+  EXPECT_EQ(t.Observe("u", 0.01, 1000), 1000);
+  EXPECT_EQ(t.Observe("u", 0.049, 5000), 1000);
+  EXPECT_FALSE(t.Observe("u", 0.05, 6000));
+  EXPECT_EQ(t.Observe("u", 0.0, 7000), 7000);
+  EXPECT_EQ(t.Observe("v", 0.0, 7000), 7000);
+  t.Forget(7001);
+  EXPECT_EQ(t.Observe("u", 0.0, 9000), 9000);  // forgotten: starts over
+}
+
+}  // namespace
+}  // namespace chamber::fleet

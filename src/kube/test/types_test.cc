@@ -1,0 +1,214 @@
+#include "kube/types.h"
+
+#include <gtest/gtest.h>
+
+namespace chamber::kube {
+namespace {
+
+TEST(QuantityTest, ParsesKubernetesForms) {
+  EXPECT_EQ(*ParseQuantityMilli("500m"), 500);
+  EXPECT_EQ(*ParseQuantityMilli("2"), 2000);
+  EXPECT_EQ(*ParseQuantityMilli("1.5"), 1500);
+  EXPECT_EQ(*ParseQuantityMilli("1e3"), 1'000'000);
+  EXPECT_EQ(*ParseQuantity("16Gi"), int64_t{16} << 30);
+  EXPECT_EQ(*ParseQuantity("1G"), 1'000'000'000);
+  EXPECT_EQ(*ParseQuantity("8"), 8);
+  EXPECT_EQ(*ParseQuantity("1e3"), 1000);
+  EXPECT_EQ(*ParseQuantity("2E6"), 2'000'000);
+  EXPECT_EQ(*ParseQuantity("1.5e1"), 15);
+  EXPECT_FALSE(ParseQuantity("12 GB").ok());
+  EXPECT_FALSE(ParseQuantity("e3").ok());
+  EXPECT_FALSE(ParseQuantity("1e").ok());
+  EXPECT_FALSE(ParseQuantityMilli("lots").ok());
+  EXPECT_FALSE(ParseQuantity("1e30").ok());
+}
+
+Json PodJson() {
+  return Json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "train-0", "namespace": "ml", "uid": "u-1", "resourceVersion": "42",
+                 "labels": {"chamber.io/queue": "research"},
+                 "annotations": {"a": "b"},
+                 "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train",
+                                      "uid": "j-1", "controller": true}],
+                 "deletionTimestamp": "2026-01-01T00:00:00Z",
+                 "futureField": {"x": 1}},
+    "spec": {"schedulerName": "chamber", "nodeName": "gpu-1", "priority": 50,
+             "priorityClassName": "elastic",
+             "containers": [
+               {"name": "a", "image": "img", "resources": {"requests": {"cpu": "500m",
+                 "memory": "16Gi", "nvidia.com/gpu": "4"}, "limits": {"nvidia.com/gpu": 4}}},
+               {"name": "b", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "2"}}}],
+             "nodeSelector": {"pool": "a100"},
+             "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule",
+                              "tolerationSeconds": 30}],
+             "affinity": {"nodeAffinity": {"x": [1, 2]}}},
+    "status": {"phase": "Running",
+               "conditions": [{"type": "PodScheduled", "status": "True"}]}
+  })");
+}
+
+TEST(PodTest, DecodesTheFieldsChamberUses) {
+  Result<Pod> p = Pod::FromJson(PodJson());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->metadata.Key(), "ml/train-0");
+  EXPECT_EQ(p->metadata.uid, "u-1");
+  EXPECT_EQ(p->metadata.resource_version, "42");
+  EXPECT_EQ(p->metadata.labels.at("chamber.io/queue"), "research");
+  ASSERT_EQ(p->metadata.owner_references.size(), 1u);
+  EXPECT_TRUE(p->metadata.owner_references[0].controller);
+  EXPECT_EQ(p->metadata.deletion_timestamp, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(p->scheduler_name, "chamber");
+  EXPECT_EQ(p->node_name, "gpu-1");
+  EXPECT_EQ(p->priority, 50);
+  EXPECT_EQ(p->priority_class_name, "elastic");
+  EXPECT_EQ(p->node_selector.at("pool"), "a100");
+  ASSERT_EQ(p->tolerations.size(), 1u);
+  EXPECT_EQ(p->tolerations[0].toleration_seconds, 30);
+  EXPECT_EQ(p->affinity["nodeAffinity"]["x"][1], 2);
+  EXPECT_EQ(p->phase, "Running");
+  ASSERT_EQ(p->conditions.size(), 1u);
+  EXPECT_EQ(p->conditions[0].type, "PodScheduled");
+  const ResourceList r = p->Requests();
+  EXPECT_EQ(r.Get("cpu"), 1500);
+  EXPECT_EQ(r.Get("memory"), int64_t{16} << 30);
+  EXPECT_EQ(r.Get("nvidia.com/gpu"), 6);
+  EXPECT_EQ(p->containers[0].limits.Get("nvidia.com/gpu"), 4);
+}
+
+TEST(PodTest, RoundTripKeepsUnknownFields) {
+  Result<Pod> p = Pod::FromJson(PodJson());
+  ASSERT_TRUE(p.ok());
+  Pod pod = *p;
+  pod.metadata.labels["extra"] = "1";
+  const Json out = pod.ToJson();
+  EXPECT_EQ(out["metadata"]["futureField"]["x"], 1);
+  EXPECT_EQ(out["metadata"]["labels"]["extra"], "1");
+  EXPECT_EQ(out["spec"]["affinity"], PodJson()["spec"]["affinity"]);
+  Json expected = PodJson();
+  expected["metadata"]["labels"]["extra"] = "1";
+  EXPECT_EQ(out, expected);
+}
+
+TEST(PodTest, ErrorsNameTheObjectAndField) {
+  Json j = PodJson();
+  j["spec"]["containers"][1]["resources"]["requests"]["cpu"] = "fast";
+  Result<Pod> p = Pod::FromJson(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("Pod ml/train-0"), std::string::npos);
+  EXPECT_NE(p.status().message().find("spec.containers[1].resources.requests.cpu"),
+            std::string::npos)
+      << p.status().message();
+  j = PodJson();
+  j["metadata"]["labels"]["n"] = 3;
+  p = Pod::FromJson(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("metadata.labels.n: expected a string"), std::string::npos);
+  EXPECT_FALSE(Pod::FromJson(Json::array()).ok());
+  EXPECT_FALSE(Pod::FromJson(Json{{"kind", "Pod"}}).ok());  // no metadata
+}
+
+TEST(NodeTest, DecodesCapacityTaintsAndConditions) {
+  Result<Node> n = Node::FromJson(Json::parse(R"({
+    "metadata": {"name": "gpu-1", "labels": {"pool": "h100"}},
+    "spec": {"unschedulable": true, "taints": [{"key": "chamber.io/gpu-unhealthy",
+                                                "effect": "NoSchedule"}]},
+    "status": {"capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8"},
+               "allocatable": {"cpu": "63500m", "nvidia.com/gpu": "8"},
+               "conditions": [{"type": "Ready", "status": "True"}],
+               "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]}})"));
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(n->metadata.Key(), "gpu-1");
+  EXPECT_TRUE(n->unschedulable);
+  ASSERT_EQ(n->taints.size(), 1u);
+  EXPECT_EQ(n->taints[0].key, "chamber.io/gpu-unhealthy");
+  EXPECT_EQ(n->capacity.Get("nvidia.com/gpu"), 8);
+  EXPECT_EQ(n->allocatable.Get("cpu"), 63500);
+  EXPECT_TRUE(n->Ready());
+  EXPECT_EQ(n->addresses[0].address, "10.0.0.5");
+  Node changed = *n;
+  changed.taints.clear();
+  changed.unschedulable = false;
+  const Json out = changed.ToJson();
+  EXPECT_FALSE(out["spec"].contains("taints"));
+  EXPECT_FALSE(out["spec"].contains("unschedulable"));
+  EXPECT_EQ(out["status"]["capacity"]["memory"], "512Gi");
+}
+
+TEST(JobTest, DecodesSpecAndStatus) {
+  Result<Job> j = Job::FromJson(Json::parse(R"({
+    "metadata": {"name": "train", "namespace": "ml"},
+    "spec": {"parallelism": 4, "completions": 4, "suspend": true,
+             "template": {"spec": {"schedulerName": "chamber"}}},
+    "status": {"active": 2, "succeeded": 1, "failed": 0,
+               "conditions": [{"type": "Suspended", "status": "True"}]}})"));
+  ASSERT_TRUE(j.ok()) << j.status().ToString();
+  EXPECT_EQ(j->parallelism, 4);
+  EXPECT_EQ(j->completions, 4);
+  EXPECT_TRUE(j->suspend);
+  EXPECT_EQ(j->template_spec["spec"]["schedulerName"], "chamber");
+  EXPECT_EQ(j->active, 2);
+  EXPECT_EQ(j->succeeded, 1);
+  EXPECT_EQ(j->conditions[0].type, "Suspended");
+  Job resumed = *j;
+  resumed.suspend = false;
+  EXPECT_EQ(resumed.ToJson()["spec"]["suspend"], false);
+  EXPECT_EQ(resumed.ToJson()["spec"]["template"], j->template_spec);
+}
+
+TEST(OtherTypesTest, LeaseEventPriorityClassPdbNamespaceObject) {
+  Result<Lease> l = Lease::FromJson(Json::parse(R"({"metadata": {"name": "l", "namespace": "n"},
+    "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "leaseTransitions": 3,
+             "renewTime": "2026-01-01T00:00:00.000000Z"}})"));
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->holder_identity, "a");
+  EXPECT_EQ(l->lease_duration_seconds, 15);
+  EXPECT_EQ(l->lease_transitions, 3);
+  Lease released = *l;
+  released.holder_identity.clear();
+  EXPECT_FALSE(released.ToJson()["spec"].contains("holderIdentity"));
+  EXPECT_EQ(released.ToJson()["spec"]["leaseTransitions"], 3);
+
+  Result<Event> e = Event::FromJson(Json::parse(R"({"metadata": {"name": "e", "namespace": "n"},
+    "involvedObject": {"kind": "Pod", "name": "p", "uid": "u"}, "reason": "Preempted",
+    "message": "m", "type": "Warning", "count": 2})"));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->involved_kind, "Pod");
+  EXPECT_EQ(e->reason, "Preempted");
+  EXPECT_EQ(e->count, 2);
+
+  Result<PriorityClass> pc = PriorityClass::FromJson(
+      Json::parse(R"({"metadata": {"name": "high"}, "value": 1000, "globalDefault": true})"));
+  ASSERT_TRUE(pc.ok());
+  EXPECT_EQ(pc->value, 1000);
+  EXPECT_TRUE(pc->global_default);
+
+  Result<PodDisruptionBudget> pdb = PodDisruptionBudget::FromJson(Json::parse(
+      R"({"metadata": {"name": "b", "namespace": "n"}, "spec": {"minAvailable": "50%",
+      "selector": {"matchLabels": {"app": "x"}}}, "status": {"disruptionsAllowed": 0,
+      "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 2}})"));
+  ASSERT_TRUE(pdb.ok());
+  EXPECT_EQ(pdb->min_available, "50%");
+  EXPECT_TRUE(pdb->max_unavailable.is_null());
+  EXPECT_EQ(pdb->match_labels.at("app"), "x");
+  EXPECT_EQ(pdb->current_healthy, 2);
+
+  Result<Namespace> ns =
+      Namespace::FromJson(Json::parse(R"({"metadata": {"name": "ml"}, "status": {"phase":
+      "Active"}})"));
+  ASSERT_TRUE(ns.ok());
+  EXPECT_EQ(ns->phase, "Active");
+
+  Result<Object> cr = Object::FromJson(Json::parse(
+      R"({"apiVersion": "chamber.io/v1alpha1", "kind": "Queue", "metadata": {"name": "q"},
+      "spec": {"priority": 5}})"));
+  ASSERT_TRUE(cr.ok());
+  EXPECT_EQ(cr->metadata.name, "q");
+  EXPECT_EQ(cr->raw["spec"]["priority"], 5);
+  Result<Object> bad = Object::FromJson(Json::parse(R"({"kind": "Queue", "metadata": 3})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("Queue"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chamber::kube

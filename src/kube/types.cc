@@ -1,0 +1,572 @@
+#include "kube/types.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "core/io/yaml_reader.h"
+
+namespace chamber::kube {
+namespace {
+
+// Reads typed fields from a JSON object; errors name the object and the field path.
+class Reader {
+ public:
+  explicit Reader(std::string where) : where_(std::move(where)) {}
+
+  Status Error(std::string_view path, std::string_view what) const {
+    return Status::InvalidArgument(where_ + ": field " + std::string(path) + ": " +
+                                   std::string(what));
+  }
+  // The member `key` of `obj` or null; fails when `obj` is not an object.
+  static const Json* Find(const Json& obj, std::string_view key) {
+    if (!obj.is_object()) return nullptr;
+    auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  }
+  Status Str(const Json& obj, std::string_view key, std::string_view path, std::string* out) const {
+    const Json* v = Find(obj, key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_string()) return Error(Join(path, key), "expected a string");
+    *out = v->get<std::string>();
+    return Status::Ok();
+  }
+  template <typename Int>
+  Status IntField(const Json& obj, std::string_view key, std::string_view path, Int* out) const {
+    const Json* v = Find(obj, key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_number_integer()) return Error(Join(path, key), "expected an integer");
+    const int64_t x = v->get<int64_t>();
+    if (x < std::numeric_limits<Int>::min() || x > std::numeric_limits<Int>::max())
+      return Error(Join(path, key), "out of range");
+    *out = static_cast<Int>(x);
+    return Status::Ok();
+  }
+  template <typename Int>
+  Status OptInt(const Json& obj, std::string_view key, std::string_view path,
+                std::optional<Int>* out) const {
+    if (Find(obj, key) == nullptr) return Status::Ok();
+    Int v{};
+    CHAMBER_RETURN_IF_ERROR(IntField(obj, key, path, &v));
+    *out = v;
+    return Status::Ok();
+  }
+  Status Bool(const Json& obj, std::string_view key, std::string_view path, bool* out) const {
+    const Json* v = Find(obj, key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is_boolean()) return Error(Join(path, key), "expected true or false");
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+  Status Object(const Json& obj, std::string_view key, std::string_view path,
+                const Json** out) const {
+    *out = Find(obj, key);
+    if (*out != nullptr && !(*out)->is_object())
+      return Error(Join(path, key), "expected an object");
+    return Status::Ok();
+  }
+  Status Array(const Json& obj, std::string_view key, std::string_view path,
+               const Json** out) const {
+    *out = Find(obj, key);
+    if (*out != nullptr && !(*out)->is_array()) return Error(Join(path, key), "expected a list");
+    return Status::Ok();
+  }
+  Status StringMap(const Json& obj, std::string_view key, std::string_view path,
+                   std::map<std::string, std::string>* out) const {
+    const Json* m = nullptr;
+    CHAMBER_RETURN_IF_ERROR(Object(obj, key, path, &m));
+    if (m == nullptr) return Status::Ok();
+    for (const auto& [k, v] : m->items()) {
+      if (!v.is_string()) return Error(Join(Join(path, key), k), "expected a string");
+      (*out)[k] = v.get<std::string>();
+    }
+    return Status::Ok();
+  }
+  Status Resources(const Json& obj, std::string_view key, std::string_view path,
+                   ResourceList* out) const {
+    const Json* m = nullptr;
+    CHAMBER_RETURN_IF_ERROR(Object(obj, key, path, &m));
+    if (m == nullptr) return Status::Ok();
+    for (const auto& [name, v] : m->items()) {
+      std::string text;
+      if (v.is_string()) {
+        text = v.get<std::string>();
+      } else if (v.is_number_integer()) {
+        text = std::to_string(v.get<int64_t>());
+      } else {
+        return Error(Join(Join(path, key), name), "expected a quantity");
+      }
+      Result<int64_t> q = name == "cpu" ? ParseQuantityMilli(text) : ParseQuantity(text);
+      if (!q.ok()) return Error(Join(Join(path, key), name), q.status().message());
+      out->values[name] = *q;
+    }
+    return Status::Ok();
+  }
+  Status Conditions(const Json& obj, std::string_view path, std::vector<Condition>* out) const {
+    const Json* list = nullptr;
+    CHAMBER_RETURN_IF_ERROR(Array(obj, "conditions", path, &list));
+    if (list == nullptr) return Status::Ok();
+    for (size_t i = 0; i < list->size(); ++i) {
+      const std::string p = Join(path, "conditions") + "[" + std::to_string(i) + "]";
+      const Json& c = (*list)[i];
+      if (!c.is_object()) return Error(p, "expected an object");
+      Condition cond;
+      CHAMBER_RETURN_IF_ERROR(Str(c, "type", p, &cond.type));
+      CHAMBER_RETURN_IF_ERROR(Str(c, "status", p, &cond.status));
+      CHAMBER_RETURN_IF_ERROR(Str(c, "reason", p, &cond.reason));
+      CHAMBER_RETURN_IF_ERROR(Str(c, "message", p, &cond.message));
+      CHAMBER_RETURN_IF_ERROR(Str(c, "lastTransitionTime", p, &cond.last_transition_time));
+      out->push_back(std::move(cond));
+    }
+    return Status::Ok();
+  }
+
+  static std::string Join(std::string_view path, std::string_view key) {
+    return path.empty() ? std::string(key) : std::string(path) + "." + std::string(key);
+  }
+
+ private:
+  std::string where_;
+};
+
+std::string Where(std::string_view kind, const Json& raw) {
+  std::string name = "?";
+  if (raw.is_object() && raw.contains("metadata") && raw["metadata"].is_object()) {
+    const Json& m = raw["metadata"];
+    if (m.contains("name") && m["name"].is_string()) name = m["name"].get<std::string>();
+    if (m.contains("namespace") && m["namespace"].is_string())
+      name = m["namespace"].get<std::string>() + "/" + name;
+  }
+  return std::string(kind) + " " + name;
+}
+
+const Json& Sub(const Json& obj, std::string_view key) {
+  static const Json kNull;
+  const Json* v = Reader::Find(obj, key);
+  return v == nullptr ? kNull : *v;
+}
+
+void WriteMeta(const ObjectMeta& m, Json* raw) {
+  Json& meta = (*raw)["metadata"];
+  if (m.labels.empty()) {
+    if (meta.is_object()) meta.erase("labels");
+  } else {
+    meta["labels"] = m.labels;
+  }
+  if (m.annotations.empty()) {
+    if (meta.is_object()) meta.erase("annotations");
+  } else {
+    meta["annotations"] = m.annotations;
+  }
+}
+
+// "1e3", "2.5E-1": a decimal exponent form. Returns false when `text` is not one.
+bool ParseExponent(std::string_view text, long double* out) {
+  const size_t e = text.find_first_of("eE");
+  if (e == std::string_view::npos || e == 0 || e + 1 >= text.size()) return false;
+  size_t i = e + 1;
+  if (text[i] == '+' || text[i] == '-') ++i;
+  if (i >= text.size()) return false;
+  for (size_t j = i; j < text.size(); ++j)
+    if (text[j] < '0' || text[j] > '9') return false;
+  for (size_t j = 0; j < e; ++j)
+    if (!((text[j] >= '0' && text[j] <= '9') || text[j] == '.' || (j == 0 && text[j] == '-') ||
+          (j == 0 && text[j] == '+')))
+      return false;
+  const std::string s(text);
+  char* end = nullptr;
+  *out = std::strtold(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(*out);
+}
+
+Result<int64_t> FromExponent(long double v, std::string_view text) {
+  const long double r = std::ceil(v);  // Kubernetes rounds quantities up
+  if (r > 9.2e18L || r < -9.2e18L)
+    return Status::InvalidArgument("\"" + std::string(text) + "\" is out of range");
+  return static_cast<int64_t>(r);
+}
+
+}  // namespace
+
+Result<int64_t> ParseQuantityMilli(std::string_view text) {
+  long double v = 0;
+  if (ParseExponent(text, &v)) return FromExponent(v * 1000, text);
+  return core::io::ParseCpuMilli(text);
+}
+
+Result<int64_t> ParseQuantity(std::string_view text) {
+  long double v = 0;
+  if (ParseExponent(text, &v)) return FromExponent(v, text);
+  return core::io::ParseBytes(text);
+}
+
+Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
+  Reader r{std::string(where)};
+  if (!object.is_object()) return r.Error("(object)", "expected a JSON object");
+  const Json* meta = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(object, "metadata", "", &meta));
+  if (meta == nullptr) return r.Error("metadata", "missing");
+  ObjectMeta m;
+  const std::string p = "metadata";
+  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "name", p, &m.name));
+  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "generateName", p, &m.generate_name));
+  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "namespace", p, &m.namespace_name));
+  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "uid", p, &m.uid));
+  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "resourceVersion", p, &m.resource_version));
+  CHAMBER_RETURN_IF_ERROR(r.IntField(*meta, "generation", p, &m.generation));
+  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "creationTimestamp", p, &m.creation_timestamp));
+  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "deletionTimestamp", p, &m.deletion_timestamp));
+  CHAMBER_RETURN_IF_ERROR(r.StringMap(*meta, "labels", p, &m.labels));
+  CHAMBER_RETURN_IF_ERROR(r.StringMap(*meta, "annotations", p, &m.annotations));
+  const Json* owners = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Array(*meta, "ownerReferences", p, &owners));
+  if (owners != nullptr) {
+    for (size_t i = 0; i < owners->size(); ++i) {
+      const std::string op = p + ".ownerReferences[" + std::to_string(i) + "]";
+      const Json& o = (*owners)[i];
+      if (!o.is_object()) return r.Error(op, "expected an object");
+      OwnerReference ref;
+      CHAMBER_RETURN_IF_ERROR(r.Str(o, "apiVersion", op, &ref.api_version));
+      CHAMBER_RETURN_IF_ERROR(r.Str(o, "kind", op, &ref.kind));
+      CHAMBER_RETURN_IF_ERROR(r.Str(o, "name", op, &ref.name));
+      CHAMBER_RETURN_IF_ERROR(r.Str(o, "uid", op, &ref.uid));
+      CHAMBER_RETURN_IF_ERROR(r.Bool(o, "controller", op, &ref.controller));
+      m.owner_references.push_back(std::move(ref));
+    }
+  }
+  return m;
+}
+
+Result<Pod> Pod::FromJson(Json raw) {
+  const std::string where = Where("Pod", raw);
+  Reader r(where);
+  Pod pod;
+  CHAMBER_ASSIGN_OR_RETURN(pod.metadata, DecodeMeta(raw, where));
+  const Json* spec = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
+  if (spec != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "schedulerName", "spec", &pod.scheduler_name));
+    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "nodeName", "spec", &pod.node_name));
+    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "priorityClassName", "spec", &pod.priority_class_name));
+    CHAMBER_RETURN_IF_ERROR(r.OptInt(*spec, "priority", "spec", &pod.priority));
+    CHAMBER_RETURN_IF_ERROR(r.StringMap(*spec, "nodeSelector", "spec", &pod.node_selector));
+    const Json* containers = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "containers", "spec", &containers));
+    if (containers != nullptr) {
+      for (size_t i = 0; i < containers->size(); ++i) {
+        const std::string p = "spec.containers[" + std::to_string(i) + "]";
+        const Json& c = (*containers)[i];
+        if (!c.is_object()) return r.Error(p, "expected an object");
+        Container ct;
+        CHAMBER_RETURN_IF_ERROR(r.Str(c, "name", p, &ct.name));
+        CHAMBER_RETURN_IF_ERROR(r.Str(c, "image", p, &ct.image));
+        const Json* res = nullptr;
+        CHAMBER_RETURN_IF_ERROR(r.Object(c, "resources", p, &res));
+        if (res != nullptr) {
+          CHAMBER_RETURN_IF_ERROR(r.Resources(*res, "requests", p + ".resources", &ct.requests));
+          CHAMBER_RETURN_IF_ERROR(r.Resources(*res, "limits", p + ".resources", &ct.limits));
+        }
+        pod.containers.push_back(std::move(ct));
+      }
+    }
+    const Json* tols = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "tolerations", "spec", &tols));
+    if (tols != nullptr) {
+      for (size_t i = 0; i < tols->size(); ++i) {
+        const std::string p = "spec.tolerations[" + std::to_string(i) + "]";
+        const Json& t = (*tols)[i];
+        if (!t.is_object()) return r.Error(p, "expected an object");
+        Toleration tol;
+        CHAMBER_RETURN_IF_ERROR(r.Str(t, "key", p, &tol.key));
+        CHAMBER_RETURN_IF_ERROR(r.Str(t, "operator", p, &tol.op));
+        CHAMBER_RETURN_IF_ERROR(r.Str(t, "value", p, &tol.value));
+        CHAMBER_RETURN_IF_ERROR(r.Str(t, "effect", p, &tol.effect));
+        CHAMBER_RETURN_IF_ERROR(r.OptInt(t, "tolerationSeconds", p, &tol.toleration_seconds));
+        pod.tolerations.push_back(std::move(tol));
+      }
+    }
+    pod.affinity = Sub(*spec, "affinity");
+  }
+  const Json* status = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
+  if (status != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.Str(*status, "phase", "status", &pod.phase));
+    CHAMBER_RETURN_IF_ERROR(r.Conditions(*status, "status", &pod.conditions));
+  }
+  pod.raw = std::move(raw);
+  return pod;
+}
+
+ResourceList Pod::Requests() const {
+  ResourceList sum;
+  for (const Container& c : containers)
+    for (const auto& [name, v] : c.requests.values) sum.values[name] += v;
+  return sum;
+}
+
+Json Pod::ToJson() const {
+  Json out = raw;
+  WriteMeta(metadata, &out);
+  if (!node_name.empty()) out["spec"]["nodeName"] = node_name;
+  return out;
+}
+
+Result<Node> Node::FromJson(Json raw) {
+  const std::string where = Where("Node", raw);
+  Reader r(where);
+  Node node;
+  CHAMBER_ASSIGN_OR_RETURN(node.metadata, DecodeMeta(raw, where));
+  const Json* spec = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
+  if (spec != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.Bool(*spec, "unschedulable", "spec", &node.unschedulable));
+    const Json* taints = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "taints", "spec", &taints));
+    if (taints != nullptr) {
+      for (size_t i = 0; i < taints->size(); ++i) {
+        const std::string p = "spec.taints[" + std::to_string(i) + "]";
+        const Json& t = (*taints)[i];
+        if (!t.is_object()) return r.Error(p, "expected an object");
+        Taint taint;
+        CHAMBER_RETURN_IF_ERROR(r.Str(t, "key", p, &taint.key));
+        CHAMBER_RETURN_IF_ERROR(r.Str(t, "value", p, &taint.value));
+        CHAMBER_RETURN_IF_ERROR(r.Str(t, "effect", p, &taint.effect));
+        node.taints.push_back(std::move(taint));
+      }
+    }
+  }
+  const Json* status = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
+  if (status != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.Resources(*status, "capacity", "status", &node.capacity));
+    CHAMBER_RETURN_IF_ERROR(r.Resources(*status, "allocatable", "status", &node.allocatable));
+    CHAMBER_RETURN_IF_ERROR(r.Conditions(*status, "status", &node.conditions));
+    const Json* addrs = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Array(*status, "addresses", "status", &addrs));
+    if (addrs != nullptr) {
+      for (size_t i = 0; i < addrs->size(); ++i) {
+        const std::string p = "status.addresses[" + std::to_string(i) + "]";
+        const Json& a = (*addrs)[i];
+        if (!a.is_object()) return r.Error(p, "expected an object");
+        NodeAddress na;
+        CHAMBER_RETURN_IF_ERROR(r.Str(a, "type", p, &na.type));
+        CHAMBER_RETURN_IF_ERROR(r.Str(a, "address", p, &na.address));
+        node.addresses.push_back(std::move(na));
+      }
+    }
+  }
+  node.raw = std::move(raw);
+  return node;
+}
+
+bool Node::Ready() const {
+  for (const Condition& c : conditions)
+    if (c.type == "Ready") return c.status == "True";
+  return false;
+}
+
+Json Node::ToJson() const {
+  Json out = raw;
+  WriteMeta(metadata, &out);
+  if (unschedulable) {
+    out["spec"]["unschedulable"] = true;
+  } else if (out.contains("spec") && out["spec"].is_object()) {
+    out["spec"].erase("unschedulable");
+  }
+  Json taint_list = Json::array();
+  for (const Taint& t : taints) {
+    Json j = {{"key", t.key}, {"effect", t.effect}};
+    if (!t.value.empty()) j["value"] = t.value;
+    taint_list.push_back(std::move(j));
+  }
+  if (!taint_list.empty()) {
+    out["spec"]["taints"] = std::move(taint_list);
+  } else if (out.contains("spec") && out["spec"].is_object()) {
+    out["spec"].erase("taints");
+  }
+  return out;
+}
+
+Result<Namespace> Namespace::FromJson(Json raw) {
+  const std::string where = Where("Namespace", raw);
+  Reader r(where);
+  Namespace ns;
+  CHAMBER_ASSIGN_OR_RETURN(ns.metadata, DecodeMeta(raw, where));
+  CHAMBER_RETURN_IF_ERROR(r.Str(Sub(raw, "status"), "phase", "status", &ns.phase));
+  ns.raw = std::move(raw);
+  return ns;
+}
+
+Json Namespace::ToJson() const {
+  Json out = raw;
+  WriteMeta(metadata, &out);
+  return out;
+}
+
+Result<Job> Job::FromJson(Json raw) {
+  const std::string where = Where("Job", raw);
+  Reader r(where);
+  Job job;
+  CHAMBER_ASSIGN_OR_RETURN(job.metadata, DecodeMeta(raw, where));
+  const Json* spec = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
+  if (spec != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.OptInt(*spec, "parallelism", "spec", &job.parallelism));
+    CHAMBER_RETURN_IF_ERROR(r.OptInt(*spec, "completions", "spec", &job.completions));
+    CHAMBER_RETURN_IF_ERROR(r.Bool(*spec, "suspend", "spec", &job.suspend));
+    job.template_spec = Sub(*spec, "template");
+  }
+  const Json* status = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
+  if (status != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "active", "status", &job.active));
+    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "succeeded", "status", &job.succeeded));
+    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "failed", "status", &job.failed));
+    CHAMBER_RETURN_IF_ERROR(r.Conditions(*status, "status", &job.conditions));
+  }
+  job.raw = std::move(raw);
+  return job;
+}
+
+Json Job::ToJson() const {
+  Json out = raw;
+  WriteMeta(metadata, &out);
+  out["spec"]["suspend"] = suspend;
+  if (parallelism) out["spec"]["parallelism"] = *parallelism;
+  return out;
+}
+
+Result<Lease> Lease::FromJson(Json raw) {
+  const std::string where = Where("Lease", raw);
+  Reader r(where);
+  Lease lease;
+  CHAMBER_ASSIGN_OR_RETURN(lease.metadata, DecodeMeta(raw, where));
+  const Json* spec = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
+  if (spec != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "holderIdentity", "spec", &lease.holder_identity));
+    CHAMBER_RETURN_IF_ERROR(
+        r.OptInt(*spec, "leaseDurationSeconds", "spec", &lease.lease_duration_seconds));
+    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "acquireTime", "spec", &lease.acquire_time));
+    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "renewTime", "spec", &lease.renew_time));
+    CHAMBER_RETURN_IF_ERROR(
+        r.IntField(*spec, "leaseTransitions", "spec", &lease.lease_transitions));
+  }
+  lease.raw = std::move(raw);
+  return lease;
+}
+
+Json Lease::ToJson() const {
+  Json out = raw;
+  out["apiVersion"] = "coordination.k8s.io/v1";
+  out["kind"] = "Lease";
+  out["metadata"]["name"] = metadata.name;
+  if (!metadata.namespace_name.empty()) out["metadata"]["namespace"] = metadata.namespace_name;
+  if (!metadata.resource_version.empty())
+    out["metadata"]["resourceVersion"] = metadata.resource_version;
+  WriteMeta(metadata, &out);
+  Json& spec = out["spec"];
+  if (holder_identity.empty()) {
+    spec.erase("holderIdentity");
+  } else {
+    spec["holderIdentity"] = holder_identity;
+  }
+  if (lease_duration_seconds) spec["leaseDurationSeconds"] = *lease_duration_seconds;
+  if (!acquire_time.empty()) spec["acquireTime"] = acquire_time;
+  if (!renew_time.empty()) spec["renewTime"] = renew_time;
+  spec["leaseTransitions"] = lease_transitions;
+  return out;
+}
+
+Result<Event> Event::FromJson(Json raw) {
+  const std::string where = Where("Event", raw);
+  Reader r(where);
+  Event ev;
+  CHAMBER_ASSIGN_OR_RETURN(ev.metadata, DecodeMeta(raw, where));
+  const Json* inv = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "involvedObject", "", &inv));
+  if (inv != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "kind", "involvedObject", &ev.involved_kind));
+    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "namespace", "involvedObject", &ev.involved_namespace));
+    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "name", "involvedObject", &ev.involved_name));
+    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "uid", "involvedObject", &ev.involved_uid));
+  }
+  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "reason", "", &ev.reason));
+  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "message", "", &ev.message));
+  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "type", "", &ev.type));
+  CHAMBER_RETURN_IF_ERROR(r.IntField(raw, "count", "", &ev.count));
+  ev.raw = std::move(raw);
+  return ev;
+}
+
+Json Event::ToJson() const {
+  Json out = raw;
+  WriteMeta(metadata, &out);
+  return out;
+}
+
+Result<PriorityClass> PriorityClass::FromJson(Json raw) {
+  const std::string where = Where("PriorityClass", raw);
+  Reader r(where);
+  PriorityClass pc;
+  CHAMBER_ASSIGN_OR_RETURN(pc.metadata, DecodeMeta(raw, where));
+  CHAMBER_RETURN_IF_ERROR(r.IntField(raw, "value", "", &pc.value));
+  CHAMBER_RETURN_IF_ERROR(r.Bool(raw, "globalDefault", "", &pc.global_default));
+  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "preemptionPolicy", "", &pc.preemption_policy));
+  pc.raw = std::move(raw);
+  return pc;
+}
+
+Json PriorityClass::ToJson() const {
+  Json out = raw;
+  WriteMeta(metadata, &out);
+  return out;
+}
+
+Result<PodDisruptionBudget> PodDisruptionBudget::FromJson(Json raw) {
+  const std::string where = Where("PodDisruptionBudget", raw);
+  Reader r(where);
+  PodDisruptionBudget pdb;
+  CHAMBER_ASSIGN_OR_RETURN(pdb.metadata, DecodeMeta(raw, where));
+  const Json* spec = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
+  if (spec != nullptr) {
+    pdb.min_available = Sub(*spec, "minAvailable");
+    pdb.max_unavailable = Sub(*spec, "maxUnavailable");
+    const Json* sel = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Object(*spec, "selector", "spec", &sel));
+    if (sel != nullptr)
+      CHAMBER_RETURN_IF_ERROR(r.StringMap(*sel, "matchLabels", "spec.selector", &pdb.match_labels));
+  }
+  const Json* status = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
+  if (status != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(
+        r.IntField(*status, "disruptionsAllowed", "status", &pdb.disruptions_allowed));
+    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "currentHealthy", "status", &pdb.current_healthy));
+    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "desiredHealthy", "status", &pdb.desired_healthy));
+    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "expectedPods", "status", &pdb.expected_pods));
+  }
+  pdb.raw = std::move(raw);
+  return pdb;
+}
+
+Json PodDisruptionBudget::ToJson() const {
+  Json out = raw;
+  WriteMeta(metadata, &out);
+  return out;
+}
+
+Result<Object> Object::FromJson(Json raw) {
+  Object o;
+  CHAMBER_ASSIGN_OR_RETURN(
+      o.metadata,
+      DecodeMeta(raw, Where(raw.is_object() && raw.contains("kind") && raw["kind"].is_string()
+                                ? raw["kind"].get<std::string>()
+                                : "object",
+                            raw)));
+  o.raw = std::move(raw);
+  return o;
+}
+
+}  // namespace chamber::kube

@@ -1,0 +1,179 @@
+// Typed views of the Kubernetes objects Chamber reads. Each decodes the fields Chamber needs and
+// keeps the whole object in `raw`, so writing it back (ToJson) loses no field this code does not
+// know about. Custom resources stay plain JSON (kube::Json).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace chamber::kube {
+
+using Json = nlohmann::json;
+
+// Kubernetes quantities. CPU in millicores ("500m", "2", "1e3"), everything else (memory,
+// nvidia.com/gpu, ...) as a whole count ("16Gi", "1G", "8", "1e3"). The suffix forms are those of
+// core/io; the decimal exponent form ("1e3", "2E6") is added here.
+Result<int64_t> ParseQuantityMilli(std::string_view text);
+Result<int64_t> ParseQuantity(std::string_view text);
+
+// Resources by name: "cpu" in millicores, every other resource as a count.
+struct ResourceList {
+  std::map<std::string, int64_t> values;
+  int64_t Get(const std::string& name) const {
+    auto it = values.find(name);
+    return it == values.end() ? 0 : it->second;
+  }
+};
+
+struct OwnerReference {
+  std::string api_version, kind, name, uid;
+  bool controller = false;
+};
+
+struct ObjectMeta {
+  std::string name, namespace_name, uid, resource_version, generate_name;
+  int64_t generation = 0;
+  std::map<std::string, std::string> labels, annotations;
+  std::vector<OwnerReference> owner_references;
+  std::string creation_timestamp;
+  std::string deletion_timestamp;  // "" while the object is not being deleted
+
+  // "namespace/name", or "name" for cluster-scoped objects (the informer key).
+  std::string Key() const { return namespace_name.empty() ? name : namespace_name + "/" + name; }
+};
+
+struct Condition {
+  std::string type, status, reason, message, last_transition_time;
+};
+
+struct Toleration {
+  std::string key, op, value, effect;
+  std::optional<int64_t> toleration_seconds;
+};
+
+struct Taint {
+  std::string key, value, effect;
+};
+
+struct Container {
+  std::string name, image;
+  ResourceList requests, limits;
+};
+
+struct Pod {
+  ObjectMeta metadata;
+  std::string scheduler_name, node_name, priority_class_name;
+  std::optional<int32_t> priority;
+  std::vector<Container> containers;
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+  Json affinity;  // null when absent
+  std::string phase;
+  std::vector<Condition> conditions;
+  Json raw;
+
+  // Sum of the containers' requests (init containers are not counted).
+  ResourceList Requests() const;
+  static Result<Pod> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+struct NodeAddress {
+  std::string type, address;
+};
+
+struct Node {
+  ObjectMeta metadata;
+  bool unschedulable = false;
+  std::vector<Taint> taints;
+  ResourceList capacity, allocatable;
+  std::vector<Condition> conditions;
+  std::vector<NodeAddress> addresses;
+  Json raw;
+
+  bool Ready() const;
+  static Result<Node> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+struct Namespace {
+  ObjectMeta metadata;
+  std::string phase;
+  Json raw;
+  static Result<Namespace> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+struct Job {
+  ObjectMeta metadata;
+  std::optional<int32_t> parallelism, completions;
+  bool suspend = false;
+  Json template_spec;  // spec.template
+  int32_t active = 0, succeeded = 0, failed = 0;
+  std::vector<Condition> conditions;
+  Json raw;
+  static Result<Job> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+struct Lease {
+  ObjectMeta metadata;
+  std::string holder_identity;
+  std::optional<int32_t> lease_duration_seconds;
+  std::string acquire_time, renew_time;  // RFC 3339 MicroTime, as the server stores them
+  int32_t lease_transitions = 0;
+  Json raw;
+  static Result<Lease> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+struct Event {
+  ObjectMeta metadata;
+  std::string involved_kind, involved_namespace, involved_name, involved_uid;
+  std::string reason, message, type;
+  int32_t count = 0;
+  Json raw;
+  static Result<Event> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+struct PriorityClass {
+  ObjectMeta metadata;
+  int32_t value = 0;
+  bool global_default = false;
+  std::string preemption_policy;
+  Json raw;
+  static Result<PriorityClass> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+struct PodDisruptionBudget {
+  ObjectMeta metadata;
+  Json min_available, max_unavailable;  // int or "50%"; null when absent
+  std::map<std::string, std::string> match_labels;
+  int32_t disruptions_allowed = 0, current_healthy = 0, desired_healthy = 0, expected_pods = 0;
+  Json raw;
+  static Result<PodDisruptionBudget> FromJson(Json raw);
+  Json ToJson() const;
+};
+
+// A custom resource (or any object) as JSON with its metadata decoded.
+struct Object {
+  ObjectMeta metadata;
+  Json raw;
+  static Result<Object> FromJson(Json raw);
+  Json ToJson() const { return raw; }
+};
+
+// Decodes metadata; the error names `where` and the field.
+Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where);
+
+}  // namespace chamber::kube

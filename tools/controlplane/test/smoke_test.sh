@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Smoke test of the test control plane: run by ctest with the "controlplane" fixture, which
+# sets CHAMBER_TEST_KUBECONFIG and CHAMBER_TEST_CONTROLPLANE_DIR. Uses kubectl from
+# scripts/kube-tools.sh.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+
+: "${CHAMBER_TEST_KUBECONFIG:?set by the controlplane fixture}"
+: "${CHAMBER_TEST_CONTROLPLANE_DIR:?set by the controlplane fixture}"
+tools="$("${root}/scripts/kube-tools.sh" path)" || {
+  echo "kubectl is not installed; run scripts/kube-tools.sh" >&2
+  exit 1
+}
+export KUBECONFIG="${CHAMBER_TEST_KUBECONFIG}"
+kubectl() { "${tools}/kubectl" "$@"; }
+
+failures=0 checks=0
+# expect <what> <want> <got>
+expect() {
+  checks=$((checks + 1))
+  if [[ "$2" == "$3" ]]; then
+    printf 'ok    %s: %s\n' "$1" "$3"
+  else
+    printf 'FAIL  %s: want %q, got %q\n' "$1" "$2" "$3"
+    failures=$((failures + 1))
+  fi
+}
+
+ns="chamber-smoke-$$-${RANDOM}"
+trap 'kubectl delete namespace "${ns}" --wait=false >/dev/null 2>&1 || true' EXIT
+
+# The apiserver is ready and reports the pinned release.
+expect "/readyz" "ok" "$(kubectl get --raw /readyz)"
+want_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' \
+  "${root}/tools/controlplane/go.mod")"
+expect "/version gitVersion" "${want_version}" \
+  "$(kubectl get --raw /version | python3 -c \
+    'import json, sys; print(json.load(sys.stdin)["gitVersion"])')"
+expect "authenticated as" "chamber-admin" \
+  "$(kubectl auth whoami -o jsonpath='{.status.userInfo.username}')"
+
+# A namespace round-trips through etcd.
+kubectl create namespace "${ns}" >/dev/null
+kubectl label namespace "${ns}" chamber.io/smoke=yes >/dev/null
+expect "namespace phase" "Active" "$(kubectl get namespace "${ns}" -o jsonpath='{.status.phase}')"
+expect "namespace label" "yes" \
+  "$(kubectl get namespace "${ns}" -o jsonpath='{.metadata.labels.chamber\.io/smoke}')"
+
+# The Job controller (kube-controller-manager) creates the Job's pod; no kubelet runs it, so it
+# stays Pending and the Job counts it as active.
+kubectl -n "${ns}" create -f - >/dev/null <<YAML
+apiVersion: batch/v1
+kind: Job
+metadata: {name: smoke}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: busybox, command: ["true"]}]
+YAML
+pod=""
+deadline=$((SECONDS + 60))
+while ((SECONDS < deadline)); do
+  pod="$(kubectl -n "${ns}" get pods -l batch.kubernetes.io/job-name=smoke \
+    -o jsonpath='{.items[*].metadata.name}')"
+  [[ -n "${pod}" ]] && break
+  sleep 0.2
+done
+expect "job pods created within 60s" "1" "$(wc -w <<<"${pod}")"
+if [[ -n "${pod}" ]]; then
+  expect "pod owner" "Job/smoke" "$(kubectl -n "${ns}" get pod "${pod}" \
+    -o jsonpath='{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}')"
+  expect "pod phase" "Pending" \
+    "$(kubectl -n "${ns}" get pod "${pod}" -o jsonpath='{.status.phase}')"
+fi
+active=""
+deadline=$((SECONDS + 30))
+while ((SECONDS < deadline)); do
+  active="$(kubectl -n "${ns}" get job smoke -o jsonpath='{.status.active}')"
+  [[ "${active}" == "1" ]] && break
+  sleep 0.2
+done
+expect "job status.active" "1" "${active}"
+
+# Service-account tokens: TokenRequest issues one, the apiserver authenticates it, and RBAC
+# grants the new account nothing.
+kubectl -n "${ns}" create serviceaccount smoke >/dev/null
+token="$(kubectl -n "${ns}" create token smoke --duration 10m)"
+as_sa() {
+  KUBECONFIG=/dev/null "${tools}/kubectl" --server "$(kubectl config view --minify \
+    -o jsonpath='{.clusters[0].cluster.server}')" \
+    --certificate-authority "${CHAMBER_TEST_CONTROLPLANE_DIR}/pki/ca.crt" --token "${token}" "$@"
+}
+expect "token user" "system:serviceaccount:${ns}:smoke" \
+  "$(as_sa auth whoami -o jsonpath='{.status.userInfo.username}')"
+expect "RBAC denies list pods" "no" "$(as_sa auth can-i list pods -n "${ns}" 2>/dev/null || true)"
+
+printf '%d passed, %d failed\n' $((checks - failures)) "${failures}"
+((failures == 0))

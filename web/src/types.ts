@@ -1,0 +1,197 @@
+// The shapes of the REST API's answers (docs/openapi.yaml).
+
+export interface GpuCounts {
+  capacity: number;
+  allocated: number;
+  used: number;
+  idle: number;
+  allocated_idle: number;
+  unhealthy: number;
+}
+
+export interface CostRate {
+  per_hour: number;
+  idle_per_hour: number;
+  currency: string;
+}
+
+export interface FleetSummary {
+  gpus: GpuCounts;
+  utilization: number;
+  allocation: number;
+  idle_fraction: number;
+  efficiency: { used_over_capacity: number; used_over_allocated: number };
+  cost: CostRate;
+  queue: {
+    pending_workloads: number;
+    pending_gpus: number;
+    wait_p50_seconds: number;
+    wait_p95_seconds: number;
+  };
+  preemptions_last_hour: number;
+  nodes?: number;
+  running_workloads?: number;
+  cycle_ms?: number;
+}
+
+export type Pricing = 'on-demand' | 'reserved' | 'spot';
+
+export interface Pool {
+  name: string;
+  model: string;
+  pricing: Pricing;
+  price_per_gpu_hour: number;
+  nodes: number;
+  gpus: GpuCounts;
+  utilization: number;
+  allocation: number;
+  cost: CostRate;
+}
+
+export interface Fleet {
+  time: string;
+  mode: 'demo' | 'cluster';
+  simulated?: boolean;
+  summary: FleetSummary;
+  pools: Pool[];
+}
+
+export type GpuState = 'idle' | 'allocated_idle' | 'busy' | 'unhealthy';
+
+export interface Gpu {
+  node: string;
+  index: number;
+  uuid: string;
+  model: string;
+  pool?: string;
+  state: GpuState;
+  utilization: number;
+  memory_used_bytes: number;
+  memory_total_bytes: number;
+  workload: string | null;
+  queue?: string | null;
+}
+
+export interface GpuList {
+  time: string;
+  gpus: Gpu[];
+}
+
+export interface Queue {
+  name: string;
+  parent: string | null;
+  quota: number;
+  limit: number | null;
+  weight: number;
+  allocated: number;
+  used?: number;
+  fair_share: number;
+  borrowed: number;
+  lent: number;
+  pending_workloads: number;
+  pending_gpus?: number;
+  running_workloads: number;
+  cost_per_hour?: number;
+  error?: string | null;
+}
+
+export interface QueueList {
+  time: string;
+  queues: Queue[];
+}
+
+export type WorkloadState = 'pending' | 'running' | 'preempting' | 'suspended';
+
+export interface Workload {
+  name: string;
+  queue: string;
+  priority: number;
+  state: WorkloadState;
+  gpus: number;
+  borrowing?: boolean;
+  pending_reason: string | null;
+  pending_message: string | null;
+  queue_position: number | null;
+  submitted: string;
+  started: string | null;
+  nodes: string[];
+}
+
+export interface WorkloadList {
+  time: string;
+  total: number;
+  workloads: Workload[];
+}
+
+export interface Incident {
+  time: string;
+  node: string;
+  gpu_index: number;
+  uuid: string;
+  kind: string;
+  message: string;
+  resolved: boolean;
+  resolved_time?: string | null;
+}
+
+export interface Health {
+  time: string;
+  incidents: Incident[];
+  fenced_nodes: string[];
+  fenced_gpus: { node: string; index: number; uuid: string }[];
+}
+
+export interface CostTotals {
+  since: string;
+  capacity_gpu_hours: number;
+  allocated_gpu_hours: number;
+  used_gpu_hours: number;
+  cost: number;
+  idle_cost: number;
+  backfill_gpu_hours: number;
+  backfill_savings: number;
+}
+
+export interface CostPool {
+  name: string;
+  model: string;
+  pricing: Pricing;
+  price_per_gpu_hour: number;
+  per_hour: number;
+  idle_per_hour: number;
+  totals?: CostTotals;
+}
+
+export interface CostQueue {
+  name: string;
+  per_hour: number;
+  backfill_per_hour: number;
+}
+
+export interface Cost {
+  time: string;
+  currency: string;
+  per_hour: number;
+  idle_per_hour: number;
+  unallocated_per_hour: number;
+  allocated_idle_per_hour: number;
+  backfill_savings_per_hour: number;
+  totals: CostTotals;
+  pools: CostPool[];
+  queues: CostQueue[];
+}
+
+export interface HistorySeries {
+  metric: string;
+  scope: string;
+  from: number;
+  to: number;
+  step: number;
+  points: [number, number][];
+}
+
+export interface HistoryCatalogue {
+  metrics: string[];
+  scopes: string[];
+  resolutions: { step: number; retention: number }[];
+}

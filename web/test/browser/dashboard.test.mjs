@@ -1,0 +1,384 @@
+// The dashboard in headless Chromium against a running `chamber demo`: every page shows the
+// API's values (formatted as the dashboard formats them), the heatmap draws one cell per GPU,
+// navigation works, and live updates arrive. A screenshot of each page goes to
+// $CHAMBER_SCREENSHOT_DIR.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import {
+  eventually,
+  expectScreenMatches,
+  getJson,
+  launchBrowser,
+  loadFormat,
+  readScreen,
+  screenshotPath,
+  startServer,
+} from './harness.mjs';
+
+describe('dashboard', () => {
+  let server;
+  let browser;
+  let page;
+  let f; // src/format.ts
+
+  before(async () => {
+    f = await loadFormat();
+    server = await startServer({ seed: 7 });
+    browser = await launchBrowser();
+    page = browser.page;
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  async function open(route, pageId) {
+    await page.goto(`${server.url}/#${route}`);
+    await page.waitForSelector(`[data-testid="${pageId}"]`, { timeout: 20_000 });
+  }
+
+  async function screenshot(name) {
+    await page.screenshot({ path: screenshotPath(name), fullPage: true });
+  }
+
+  test('the server serves the bundle and answers unknown paths with index.html', async () => {
+    const index = await fetch(`${server.url}/`);
+    assert.equal(index.status, 200);
+    assert.match(index.headers.get('content-type'), /^text\/html/);
+    const html = await index.text();
+    assert.match(html, /<div id="app"><\/div>/);
+    const scriptPath = html.match(/src="(\/assets\/app-[A-Z0-9]+\.js)"/)?.[1];
+    assert.ok(scriptPath, 'index.html names the script');
+    const script = await fetch(`${server.url}${scriptPath}`);
+    assert.equal(script.status, 200);
+    assert.match(script.headers.get('content-type'), /javascript/);
+    const deep = await fetch(`${server.url}/some/client/route`);
+    assert.equal(deep.status, 200);
+    assert.equal(await deep.text(), html);
+  });
+
+  test('fleet overview shows the fleet summary', async () => {
+    await open('/', 'page-overview');
+    const fleet = await expectScreenMatches(page, 'page-overview', `${server.url}/api/v1/fleet`, (fleet, screen) => {
+      const s = fleet.summary;
+      const c = s.cost.currency;
+      const expected = {
+        'overview-utilization': f.formatPercent(s.utilization),
+        'overview-allocation': f.formatPercent(s.allocation),
+        'overview-idle': f.formatPercent(s.idle_fraction),
+        'overview-idle-cost': f.formatMoneyPerHour(s.cost.idle_per_hour, c),
+        'overview-cost': f.formatMoneyPerHour(s.cost.per_hour, c),
+        'overview-efficiency': f.formatPercent(s.efficiency.used_over_capacity),
+        'overview-efficiency-allocated': f.formatPercent(s.efficiency.used_over_allocated),
+        'gpus-capacity': f.formatGpus(s.gpus.capacity),
+        'gpus-allocated': f.formatGpus(s.gpus.allocated),
+        'gpus-allocated-idle': f.formatGpus(s.gpus.allocated_idle),
+        'gpus-idle': f.formatGpus(s.gpus.idle),
+        'gpus-unhealthy': f.formatGpus(s.gpus.unhealthy),
+        'gpus-used': f.formatGpus(s.gpus.used),
+        'queue-pending-workloads': f.formatNumber(s.queue.pending_workloads),
+        'queue-pending-gpus': f.formatGpus(s.queue.pending_gpus),
+        'queue-wait-p50': f.formatDuration(s.queue.wait_p50_seconds),
+        'queue-wait-p95': f.formatDuration(s.queue.wait_p95_seconds),
+        preemptions: f.formatNumber(s.preemptions_last_hour),
+        'fleet-time': f.formatTime(fleet.time),
+      };
+      for (const pool of fleet.pools) {
+        expected[`pool-${pool.name}-capacity`] = f.formatGpus(pool.gpus.capacity);
+        expected[`pool-${pool.name}-allocated`] = f.formatGpus(pool.gpus.allocated);
+        expected[`pool-${pool.name}-utilization`] = f.formatPercent(pool.utilization);
+        expected[`pool-${pool.name}-cost`] = f.formatMoneyPerHour(pool.cost.per_hour, pool.cost.currency);
+      }
+      const shown = Object.fromEntries(Object.keys(expected).map((k) => [k, screen.text[k]]));
+      assert.deepEqual(shown, expected);
+    });
+    assert.ok(fleet.summary.gpus.capacity > 0, 'the demo has GPUs');
+    assert.ok(fleet.pools.length > 0, 'the demo has pools');
+    assert.equal(((await readScreen(page, 'page-overview')).text['mode'] ?? '').startsWith('Demo'), fleet.mode === 'demo');
+    // The utilization chart holds the history the API returns for the cluster.
+    await eventually(async () => {
+      const points = Number(await page.getAttribute('[data-testid="utilization-chart"]', 'data-points'));
+      assert.ok(points > 0, `utilization chart has ${points} points`);
+    });
+    await screenshot('overview');
+  });
+
+  test('live updates from the event stream change the values on screen', async () => {
+    await open('/', 'page-overview');
+    await eventually(async () => {
+      assert.equal((await readScreen(page, 'page-overview')).text['connection-status'], 'Live');
+    });
+    const first = (await readScreen(page, 'page-overview')).time;
+    // The demo runs in accelerated time: within seconds the fleet's clock moves and the page
+    // follows without a reload.
+    const next = await eventually(async () => {
+      const now = (await readScreen(page, 'page-overview')).time;
+      assert.notEqual(now, first, 'the overview still shows the first snapshot');
+      return now;
+    }, 30_000);
+    assert.ok(Date.parse(next) > Date.parse(first), `${next} is after ${first}`);
+    // And the new values are the API's.
+    await expectScreenMatches(page, 'page-overview', `${server.url}/api/v1/fleet`, (fleet, screen) => {
+      assert.equal(screen.text['overview-utilization'], f.formatPercent(fleet.summary.utilization));
+      assert.equal(screen.text['gpus-allocated'], f.formatGpus(fleet.summary.gpus.allocated));
+    });
+  });
+
+  test('without the event stream the dashboard polls, and reconnects when the stream is back', async () => {
+    await page.route('**/api/v1/events', (route) => route.abort());
+    const errorsBefore = browser.errors.length;
+    try {
+      await page.goto('about:blank');
+      await open('/', 'page-overview');
+      await eventually(async () => {
+        assert.equal((await readScreen(page, 'page-overview')).text['connection-status'], 'Polling');
+      });
+      const first = (await readScreen(page, 'page-overview')).time;
+      await eventually(async () => {
+        assert.notEqual((await readScreen(page, 'page-overview')).time, first, 'polling brought no new snapshot');
+      }, 20_000);
+    } finally {
+      await page.unroute('**/api/v1/events');
+    }
+    // The blocked requests are logged as failed loads; nothing else may be.
+    const blocked = browser.errors.splice(errorsBefore);
+    for (const message of blocked) assert.match(message, /net::ERR_FAILED/);
+    await eventually(async () => {
+      assert.equal((await readScreen(page, 'page-overview')).text['connection-status'], 'Live');
+    }, 40_000);
+  });
+
+  test('GPU heatmap draws one cell per GPU and shows a GPU on hover and by keyboard', async () => {
+    await open('/gpus', 'page-heatmap');
+    const list = await expectScreenMatches(page, 'page-heatmap', `${server.url}/api/v1/gpus`, async (list, screen) => {
+      const counts = { busy: 0, allocated_idle: 0, idle: 0, unhealthy: 0 };
+      for (const g of list.gpus) counts[g.state]++;
+      const canvas = await page.$('[data-testid="heatmap-canvas"]');
+      assert.equal(Number(await canvas.getAttribute('data-cells')), list.gpus.length, 'cells drawn');
+      assert.equal(Number(await canvas.getAttribute('data-nodes')), new Set(list.gpus.map((g) => g.node)).size, 'nodes');
+      assert.deepEqual(
+        {
+          total: screen.text['heatmap-total'],
+          busy: screen.text['heatmap-count-busy'],
+          allocated_idle: screen.text['heatmap-count-allocated_idle'],
+          idle: screen.text['heatmap-count-idle'],
+          unhealthy: screen.text['heatmap-count-unhealthy'],
+        },
+        {
+          total: f.formatNumber(list.gpus.length),
+          busy: f.formatNumber(counts.busy),
+          allocated_idle: f.formatNumber(counts.allocated_idle),
+          idle: f.formatNumber(counts.idle),
+          unhealthy: f.formatNumber(counts.unhealthy),
+        },
+      );
+    });
+    assert.ok(list.gpus.length > 0);
+
+    // Hovering over the first cell shows the first GPU.
+    const canvas = await page.$('[data-testid="heatmap-canvas"]');
+    const [x, y, size] = (await canvas.getAttribute('data-first-cell')).split(',').map(Number);
+    const box = await canvas.boundingBox();
+    await page.mouse.move(box.x + x + size / 2, box.y + y + size / 2);
+    const tooltip = await page.waitForSelector('[data-testid="heatmap-tooltip"]', { timeout: 5000 });
+    const first = list.gpus[0];
+    assert.equal(
+      await tooltip.$eval('[data-testid="gpu-details-name"]', (e) => e.textContent.trim()),
+      `${first.node} / ${first.index}`,
+    );
+    await screenshot('heatmap');
+    await page.mouse.move(0, 0);
+
+    // The keyboard selects GPUs one after another.
+    await canvas.focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    const second = list.gpus[1];
+    const details = page.locator('.heat-side [data-testid="gpu-details"]');
+    assert.equal(await details.getAttribute('data-uuid'), second.uuid);
+    assert.equal(
+      (await details.locator('[data-testid="gpu-details-name"]').textContent()).trim(),
+      `${second.node} / ${second.index}`,
+    );
+  });
+
+  test('queues and teams show quota, usage, borrowed, lent and fair share per queue', async () => {
+    await open('/queues', 'page-queues');
+    const answer = await expectScreenMatches(page, 'page-queues', `${server.url}/api/v1/queues`, (answer, screen) => {
+      const expected = {};
+      const shown = {};
+      for (const q of answer.queues) {
+        const row = {
+          quota: f.formatGpus(q.quota),
+          allocated: f.formatGpus(q.allocated),
+          'fair-share': f.formatGpus(q.fair_share),
+          borrowed: f.formatGpus(q.borrowed),
+          lent: f.formatGpus(q.lent),
+          pending: f.formatNumber(q.pending_workloads),
+        };
+        expected[q.name] = row;
+        shown[q.name] = Object.fromEntries(Object.keys(row).map((k) => [k, screen.text[`queue-${q.name}-${k}`]]));
+      }
+      assert.deepEqual(shown, expected);
+      assert.equal(screen.text['queues-count'], f.formatNumber(answer.queues.length));
+    });
+    assert.ok(answer.queues.length > 1, 'the demo has several queues');
+    // Children come right after their parent.
+    const order = await page.$$eval('[data-testid="queues-table"] tbody tr', (rows) =>
+      rows.map((r) => r.getAttribute('data-testid').replace(/^queue-/, '')),
+    );
+    const parentOf = Object.fromEntries(answer.queues.map((q) => [q.name, q.parent]));
+    for (const [i, name] of order.entries()) {
+      const parent = parentOf[name];
+      if (parent && order.includes(parent)) assert.ok(order.indexOf(parent) < i, `${parent} before ${name}`);
+    }
+    await screenshot('queues');
+  });
+
+  test('workloads list state, pending reasons and queue positions, and filter by state', async () => {
+    await open('/workloads', 'page-workloads');
+    const check = (answer, screen) => {
+      assert.equal(screen.text['workloads-total'], f.formatNumber(answer.total));
+      const rows = Math.min(answer.workloads.length, screen.all['wl-name']?.length ?? 0);
+      assert.ok(rows > 0 || answer.workloads.length === 0, 'rows are shown');
+      for (let i = 0; i < rows; i++) {
+        const w = answer.workloads[i];
+        assert.deepEqual(
+          {
+            name: screen.all['wl-name'][i],
+            queue: screen.all['wl-queue'][i],
+            state: screen.all['wl-state'][i],
+            position: screen.all['wl-position'][i],
+            reason: screen.all['wl-reason'][i],
+          },
+          {
+            name: w.name,
+            queue: w.queue,
+            state: w.state,
+            position: w.queue_position === null ? '–' : f.formatNumber(w.queue_position),
+            reason: w.pending_reason ?? '–',
+          },
+        );
+      }
+    };
+    const all = await expectScreenMatches(page, 'page-workloads', `${server.url}/api/v1/workloads?limit=5000`, check);
+    assert.ok(all.total > 0, 'the demo has workloads');
+    await screenshot('workloads');
+
+    // Filter by the state of the first workload listed (pending ones come first when there are
+    // any; a young demo may have none yet).
+    const state = all.workloads[0].state;
+    await page.selectOption('[data-testid="filter-state"]', state);
+    await eventually(async () =>
+      assert.match(await page.evaluate(() => window.location.hash), new RegExp(`state=${state}`)),
+    );
+    const filtered = await expectScreenMatches(
+      page,
+      'page-workloads',
+      `${server.url}/api/v1/workloads?limit=5000&state=${state}`,
+      (answer, screen) => {
+        check(answer, screen);
+        assert.ok((screen.all['wl-state'] ?? []).length > 0, 'rows are shown');
+        for (const shown of screen.all['wl-state']) assert.equal(shown, state);
+      },
+    );
+    assert.ok(filtered.total > 0, `${filtered.total} ${state} workloads`);
+    for (const w of filtered.workloads) {
+      if (w.state === 'pending') assert.ok(w.pending_reason, `pending workload ${w.name} says why`);
+    }
+  });
+
+  test('health shows incidents and what is fenced', async () => {
+    await open('/health', 'page-health');
+    await expectScreenMatches(page, 'page-health', `${server.url}/api/v1/health`, (answer, screen) => {
+      assert.deepEqual(
+        {
+          open: screen.text['health-open'],
+          listed: screen.text['health-incidents'],
+          nodes: screen.text['health-fenced-nodes'],
+          gpus: screen.text['health-fenced-gpus'],
+          rows: (screen.all['incident-row'] ?? []).length,
+          firstNode: screen.all['incident-node']?.[0],
+        },
+        {
+          open: f.formatNumber(answer.incidents.filter((i) => !i.resolved).length),
+          listed: f.formatNumber(answer.incidents.length),
+          nodes: f.formatNumber(answer.fenced_nodes.length),
+          gpus: f.formatNumber(answer.fenced_gpus.length),
+          rows: answer.incidents.length,
+          firstNode: answer.incidents[0]?.node,
+        },
+      );
+    });
+    await screenshot('health');
+  });
+
+  test('cost shows the cost now, since start, per pool and per queue, and its history', async () => {
+    await open('/cost', 'page-cost');
+    await expectScreenMatches(page, 'page-cost', `${server.url}/api/v1/cost`, (cost, screen) => {
+      const c = cost.currency;
+      const expected = {
+        'cost-per-hour': f.formatMoneyPerHour(cost.per_hour, c),
+        'cost-idle-per-hour': f.formatMoneyPerHour(cost.idle_per_hour, c),
+        'cost-unallocated': f.formatMoneyPerHour(cost.unallocated_per_hour, c),
+        'cost-allocated-idle': f.formatMoneyPerHour(cost.allocated_idle_per_hour, c),
+        'cost-backfill-per-hour': f.formatMoneyPerHour(cost.backfill_savings_per_hour, c),
+        'cost-total': f.formatMoney(cost.totals.cost, c),
+        'cost-idle-total': f.formatMoney(cost.totals.idle_cost, c),
+        'cost-backfill-total': f.formatMoney(cost.totals.backfill_savings, c),
+      };
+      for (const p of cost.pools) {
+        expected[`cost-pool-${p.name}-per-hour`] = f.formatMoneyPerHour(p.per_hour, c);
+        expected[`cost-pool-${p.name}-idle`] = f.formatMoneyPerHour(p.idle_per_hour, c);
+      }
+      for (const q of cost.queues) expected[`cost-queue-${q.name}-per-hour`] = f.formatMoneyPerHour(q.per_hour, c);
+      const shown = Object.fromEntries(Object.keys(expected).map((k) => [k, screen.text[k]]));
+      assert.deepEqual(shown, expected);
+    });
+    await eventually(async () => {
+      const points = Number(await page.getAttribute('[data-testid="cost-chart"]', 'data-points'));
+      assert.ok(points > 0, `cost chart has ${points} points`);
+    });
+    await screenshot('cost');
+  });
+
+  test('navigation reaches every page through the sidebar and the history', async () => {
+    await open('/', 'page-overview');
+    const pages = [
+      ['nav-gpus', 'page-heatmap', '#/gpus', 'GPU heatmap'],
+      ['nav-queues', 'page-queues', '#/queues', 'Queues and teams'],
+      ['nav-workloads', 'page-workloads', '#/workloads', 'Workloads'],
+      ['nav-health', 'page-health', '#/health', 'Health'],
+      ['nav-cost', 'page-cost', '#/cost', 'Cost'],
+      ['nav-overview', 'page-overview', '#/', 'Fleet overview'],
+    ];
+    for (const [link, pageId, hash, title] of pages) {
+      await page.click(`[data-testid="${link}"]`);
+      await page.waitForSelector(`[data-testid="${pageId}"]`, { timeout: 10_000 });
+      assert.equal(await page.evaluate(() => window.location.hash), hash);
+      assert.equal((await page.textContent('[data-testid="page-title"]')).trim(), title);
+      assert.equal(await page.getAttribute(`[data-testid="${link}"]`, 'aria-current'), 'page');
+    }
+    await page.goBack();
+    await page.waitForSelector('[data-testid="page-cost"]', { timeout: 10_000 });
+    // The keyboard reaches the navigation: on a fresh load, Tab focuses the skip link, then the
+    // first page link.
+    await open('/cost', 'page-cost');
+    await page.reload();
+    await page.waitForSelector('[data-testid="page-cost"]', { timeout: 10_000 });
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'nav-overview');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('[data-testid="page-overview"]', { timeout: 10_000 });
+    // An unknown route says so.
+    await page.goto(`${server.url}/#/nowhere`);
+    assert.equal((await page.textContent('[data-testid="page-title"]')).trim(), 'Not found');
+  });
+
+  test('no errors in the browser console', () => {
+    assert.deepEqual(browser.errors, []);
+  });
+});
