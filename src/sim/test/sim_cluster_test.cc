@@ -5,6 +5,7 @@
 #include "sim/cluster_spec.h"
 #include "sim/policy.h"
 #include "sim/simulator.h"
+#include "sim/test/sim_test_util.h"
 
 namespace chamber::sim {
 namespace {
@@ -12,33 +13,13 @@ namespace {
 using std::chrono::hours;
 using std::chrono::minutes;
 
-std::vector<core::Node> Cluster(int nodes, int gpus) {
-  ClusterSpec spec;
-  NodePool p;
-  p.name = "n";
-  p.count = nodes;
-  p.gpus_per_node = gpus;
-  p.gpu_model = "H100";
-  spec.pools.push_back(p);
-  return BuildNodes(spec);
-}
-
-TraceJob Job(std::string id, Time submit, Duration duration, int32_t gpus) {
-  TraceJob j;
-  j.id = std::move(id);
-  j.submit = submit;
-  j.duration = duration;
-  j.pods = 1;
-  j.gpus_per_pod = gpus;
-  j.queue = "default";
-  j.priority = 10;
-  return j;
-}
+using testing::Cluster;
+using testing::Job;
 
 // Two 8-GPU jobs on one 8-GPU node: a runs 0-1h, b 1h-2h.
 Trace TwoJobs() {
   Trace t;
-  t.jobs = {Job("a", Time(0), hours(1), 8), Job("b", Time(0), hours(1), 8)};
+  t.jobs = {Job("a", Time(0), hours(1), 1, 8), Job("b", Time(0), hours(1), 1, 8)};
   return t;
 }
 

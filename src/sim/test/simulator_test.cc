@@ -5,6 +5,7 @@
 
 #include "sim/cluster_spec.h"
 #include "sim/policy.h"
+#include "sim/test/sim_test_util.h"
 
 namespace chamber::sim {
 namespace {
@@ -13,35 +14,9 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-std::vector<core::Node> Cluster(int nodes, int gpus) {
-  ClusterSpec spec;
-  NodePool p;
-  p.name = "n";
-  p.count = nodes;
-  p.gpus_per_node = gpus;
-  p.gpu_model = "H100";
-  spec.pools.push_back(p);
-  return BuildNodes(spec);
-}
-
-TraceJob Job(std::string id, Time submit, Duration duration, int32_t pods, int32_t gpus,
-             std::string queue = "default", int32_t priority = 10) {
-  TraceJob j;
-  j.id = std::move(id);
-  j.submit = submit;
-  j.duration = duration;
-  j.pods = pods;
-  j.gpus_per_pod = gpus;
-  j.queue = std::move(queue);
-  j.priority = priority;
-  return j;
-}
-
-SimPolicy Policy(const char* name) {
-  Result<SimPolicy> p = MakePolicy(name, core::EngineConfig{});
-  EXPECT_TRUE(p.ok());
-  return *p;
-}
+using testing::Cluster;
+using testing::Job;
+using testing::Policy;
 
 TEST(Simulator, OneJobOnAnIdleCluster) {
   Trace trace;

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { useResource } from '../api';
 import { Card, Panel, Status } from '../components/Card';
 import { Chart, type ChartSeries } from '../components/Chart';
+import { RangePicker } from '../components/RangePicker';
 import { formatGpus, formatMoney, formatMoneyPerHour, formatNumber, formatTime } from '../format';
 import { pickMetric, ranges, useCatalogue, useSeries } from '../history';
 import type { Cost } from '../types';
@@ -32,13 +33,7 @@ function CostChart({ currency }: { currency: string }) {
               ))}
             </select>
           </label>
-          <div class="segmented" role="group" aria-label="Time range">
-            {ranges.map((r) => (
-              <button key={r.label} type="button" aria-pressed={r === range} onClick={() => setRange(r)}>
-                {r.label}
-              </button>
-            ))}
-          </div>
+          <RangePicker value={range} onChange={setRange} />
         </>
       }
     >

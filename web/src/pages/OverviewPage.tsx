@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { useLive } from '../api';
 import { Card, Panel, Status } from '../components/Card';
 import { Chart, type ChartSeries } from '../components/Chart';
+import { RangePicker } from '../components/RangePicker';
 import { StateBar, stateColors } from '../components/StateBar';
 import { formatDuration, formatGpus, formatMoneyPerHour, formatNumber, formatPercent } from '../format';
 import { pickMetric, ranges, useCatalogue, useSeries } from '../history';
@@ -20,13 +21,7 @@ function UtilizationChart() {
       title="Utilization over time"
       class="span-2"
       actions={
-        <div class="segmented" role="group" aria-label="Time range">
-          {ranges.map((r) => (
-            <button key={r.label} type="button" aria-pressed={r === range} onClick={() => setRange(r)}>
-              {r.label}
-            </button>
-          ))}
-        </div>
+        <RangePicker value={range} onChange={setRange} />
       }
     >
       <Status loading={catalogue.loading && !catalogue.data} error={catalogue.error ?? utilization.error} />
