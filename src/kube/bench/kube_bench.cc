@@ -1,14 +1,20 @@
 // Kubernetes client benchmarks:
 //   BM_DecodePods/N        parse a PodList of N pods from JSON and decode every Pod (no I/O)
 //   BM_ListPods            list the pods of $CHAMBER_BENCH_NAMESPACE from the API server in
-//                          $CHAMBER_TEST_KUBECONFIG (pages of 500), decode them
+//                          $CHAMBER_TEST_KUBECONFIG (pages of 500), decode them; with
+//                          $CHAMBER_BENCH_PODS=N it first creates pods until the namespace
+//                          holds N (16 writers, not timed)
 //   BM_KubectlListPods     the same list with `$CHAMBER_BENCH_KUBECTL get pods -o json`
 //   BM_WatchEvents         decode a watch stream of N MODIFIED pod events (no I/O)
 // peak_rss_mib is the process's peak resident set size after the case (getrusage).
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -100,6 +106,41 @@ const char* Env(const char* name) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
+// Creates pods (SamplePod without server-set fields) until `ns` holds `want`.
+Status EnsurePods(Client& client, const std::string& ns, int want) {
+  CHAMBER_ASSIGN_OR_RETURN(ObjectList have, client.List(resources::kPods, ns));
+  std::atomic<int> next{static_cast<int>(have.items.size())};
+  std::atomic<int> failures{0};
+  std::string first_error;
+  std::mutex mu;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 16; ++w) {
+    writers.emplace_back([&] {
+      for (int i; (i = next++) < want;) {
+        Json pod = SamplePod(i);
+        pod["metadata"] = {{"name", "bench-" + std::to_string(i)},
+                           {"namespace", ns},
+                           {"labels", pod["metadata"]["labels"]},
+                           {"annotations", pod["metadata"]["annotations"]}};
+        pod.erase("status");
+        // The Priority admission plugin sets priority from a PriorityClass the bench lacks.
+        pod["spec"].erase("priority");
+        pod["spec"].erase("priorityClassName");
+        Result<Json> created = client.Create(resources::kPods, ns, pod);
+        if (!created.ok() && failures++ == 0) {
+          std::lock_guard lock(mu);
+          first_error = created.status().ToString();
+        }
+      }
+    });
+  }
+  for (std::thread& t : writers) t.join();
+  if (failures > 0)
+    return Status::Unavailable(std::to_string(failures.load()) +
+                               " pods were not created; the first error: " + first_error);
+  return Status::Ok();
+}
+
 void BM_ListPods(benchmark::State& state) {
   const char* kc = Env("CHAMBER_TEST_KUBECONFIG");
   const char* ns = Env("CHAMBER_BENCH_NAMESPACE");
@@ -111,6 +152,10 @@ void BM_ListPods(benchmark::State& state) {
   if (!cfg.ok()) return state.SkipWithError(cfg.status().message().c_str());
   cfg->qps = 0;
   auto client = Client::Create(*cfg).value();
+  if (const char* want = Env("CHAMBER_BENCH_PODS")) {
+    if (Status st = EnsurePods(*client, ns, std::atoi(want)); !st.ok())
+      return state.SkipWithError(st.ToString().c_str());
+  }
   size_t count = 0;
   for (auto _ : state) {
     Result<ObjectList> list = client->List(resources::kPods, ns);
