@@ -160,45 +160,11 @@ void WriteMeta(const ObjectMeta& m, Json* raw) {
   }
 }
 
-// "1e3", "2.5E-1": a decimal exponent form. Returns false when `text` is not one.
-bool ParseExponent(std::string_view text, long double* out) {
-  const size_t e = text.find_first_of("eE");
-  if (e == std::string_view::npos || e == 0 || e + 1 >= text.size()) return false;
-  size_t i = e + 1;
-  if (text[i] == '+' || text[i] == '-') ++i;
-  if (i >= text.size()) return false;
-  for (size_t j = i; j < text.size(); ++j)
-    if (text[j] < '0' || text[j] > '9') return false;
-  for (size_t j = 0; j < e; ++j)
-    if (!((text[j] >= '0' && text[j] <= '9') || text[j] == '.' || (j == 0 && text[j] == '-') ||
-          (j == 0 && text[j] == '+')))
-      return false;
-  const std::string s(text);
-  char* end = nullptr;
-  *out = std::strtold(s.c_str(), &end);
-  return end == s.c_str() + s.size() && std::isfinite(*out);
-}
-
-Result<int64_t> FromExponent(long double v, std::string_view text) {
-  const long double r = std::ceil(v);  // Kubernetes rounds quantities up
-  if (r > 9.2e18L || r < -9.2e18L)
-    return Status::InvalidArgument("\"" + std::string(text) + "\" is out of range");
-  return static_cast<int64_t>(r);
-}
-
 }  // namespace
 
-Result<int64_t> ParseQuantityMilli(std::string_view text) {
-  long double v = 0;
-  if (ParseExponent(text, &v)) return FromExponent(v * 1000, text);
-  return core::io::ParseCpuMilli(text);
-}
+Result<int64_t> ParseQuantityMilli(std::string_view text) { return core::io::ParseCpuMilli(text); }
 
-Result<int64_t> ParseQuantity(std::string_view text) {
-  long double v = 0;
-  if (ParseExponent(text, &v)) return FromExponent(v, text);
-  return core::io::ParseBytes(text);
-}
+Result<int64_t> ParseQuantity(std::string_view text) { return core::io::ParseBytes(text); }
 
 Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
   Reader r{std::string(where)};

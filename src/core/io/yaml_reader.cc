@@ -25,6 +25,21 @@ bool SplitNumber(std::string_view text, double* value, std::string_view* suffix)
   return true;
 }
 
+// A decimal exponent suffix ("1e3", "2.5E-1", as Kubernetes quantities allow) folded into the
+// value; the suffix becomes empty. Leaves anything else (units such as "Ei") alone.
+void FoldExponent(double* value, std::string_view* suffix) {
+  std::string_view s = *suffix;
+  if (s.size() < 2 || (s[0] != 'e' && s[0] != 'E')) return;
+  size_t i = 1;
+  if (s[i] == '+' || s[i] == '-') ++i;
+  if (i >= s.size()) return;
+  int exponent = 0;
+  const auto [end, ec] = std::from_chars(s.data() + i, s.data() + s.size(), exponent);
+  if (ec != std::errc() || end != s.data() + s.size()) return;
+  *value *= std::pow(10.0, s[1] == '-' ? -exponent : exponent);
+  *suffix = {};
+}
+
 Result<int64_t> ToInt64(double v, std::string_view text) {
   if (!(std::abs(v) < 9.2e18))
     return Status::InvalidArgument("quantity " + std::string(text) + " is too large");
@@ -39,6 +54,7 @@ Result<int64_t> ParseCpuMilli(std::string_view text) {
   if (!SplitNumber(text, &v, &suffix))
     return Status::InvalidArgument("\"" + std::string(text) +
                                    "\" is not a CPU quantity (use forms like 4, 500m, 1.5)");
+  FoldExponent(&v, &suffix);
   if (suffix == "m") return ToInt64(v, text);
   if (suffix.empty()) return ToInt64(v * 1000, text);
   if (suffix == "k") return ToInt64(v * 1e6, text);
@@ -52,6 +68,7 @@ Result<int64_t> ParseBytes(std::string_view text) {
   if (!SplitNumber(text, &v, &suffix))
     return Status::InvalidArgument("\"" + std::string(text) +
                                    "\" is not a memory quantity (use forms like 512Mi, 16Gi, 1G)");
+  FoldExponent(&v, &suffix);
   static constexpr std::pair<std::string_view, double> kUnits[] = {{"", 1},
                                                                    {"k", 1e3},
                                                                    {"M", 1e6},

@@ -65,5 +65,16 @@ TEST(YamlReader, UnknownKeyIsRejected) {
       << st.message();
 }
 
+TEST(QuantityTest, AcceptsTheDecimalExponentForm) {
+  EXPECT_EQ(*ParseCpuMilli("1e3"), 1'000'000);
+  EXPECT_EQ(*ParseCpuMilli("2.5E-1"), 250);
+  EXPECT_EQ(*ParseBytes("1e3"), 1000);
+  EXPECT_EQ(*ParseBytes("1E+6"), 1'000'000);
+  EXPECT_EQ(*ParseBytes("1Gi"), int64_t{1} << 30);  // units are untouched
+  EXPECT_FALSE(ParseBytes("1e").ok());
+  EXPECT_FALSE(ParseBytes("1e3x").ok());
+  EXPECT_FALSE(ParseBytes("1e30").ok());
+}
+
 }  // namespace
 }  // namespace chamber::core::io
