@@ -150,7 +150,8 @@ void CheckRelistAfterGone(bool as_error_event) {
   s.Upsert(kPods, PodJson("new", "n1"));
   s.Compact();
   s.set_intercept(nullptr);
-  ASSERT_TRUE(Eventually([&] { return inf.stats().gone >= 1 && inf.stats().lists >= 2; }));
+  // The 503s above put the watch into backoff (jittered, growing): allow for its longest wait.
+  ASSERT_TRUE(Eventually([&] { return inf.stats().gone >= 1 && inf.stats().lists >= 2; }, 20s));
   ASSERT_TRUE(Eventually([&] { return inf.Get("ml/new") != nullptr; }));
   std::vector<std::string> calls = rec.Take();
   std::sort(calls.begin(), calls.end());

@@ -35,7 +35,7 @@ export async function startServer({ seed = 7 } = {}) {
   const bin = process.env.CHAMBER_BIN;
   if (!bin) throw new Error('set CHAMBER_BIN to the chamber binary (or CHAMBER_API_URL to a running server)');
   const port = await freePort();
-  const child = spawn(bin, ['demo', '--port', String(port), '--seed', String(seed)], {
+  const child = spawn(bin, ['demo', '--port', String(port), '--seed', String(seed), '--tick-ms', '2000'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
