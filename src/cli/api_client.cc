@@ -63,6 +63,8 @@ Result<nlohmann::json> ApiGet(const ApiClientOptions& o, const std::string& path
                                       "): give --token or --token-file");
   if (r->status == 403)
     return Status::FailedPrecondition(o.server + " refused the token: " + message);
+  if (r->status == 404)
+    return Status::NotFound(o.server + path + ": " + (message.empty() ? "not found" : message));
   return Status::Unavailable(o.server + path + ": HTTP " + std::to_string(r->status) +
                              (message.empty() ? "" : ": " + message));
 }

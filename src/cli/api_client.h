@@ -24,7 +24,8 @@ struct ApiClientOptions {
 void AddApiClientFlags(CLI::App* cmd, ApiClientOptions& options);
 
 // GETs `path` (e.g. "/api/v1/fleet") and parses the JSON answer. Errors say what to do:
-// an unreachable server, a missing or refused token, an error the server reports.
+// an unreachable server, a missing or refused token, an error the server reports (NotFound for
+// HTTP 404).
 Result<nlohmann::json> ApiGet(const ApiClientOptions& options, const std::string& path);
 
 // Table helpers.

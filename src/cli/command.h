@@ -63,5 +63,8 @@ void RegisterDemoCommand(CommandRegistry& registry);
 void RegisterStatusCommand(CommandRegistry& registry);
 void RegisterNodesCommand(CommandRegistry& registry);
 void RegisterCostCommand(CommandRegistry& registry);
+void RegisterQueuesCommand(CommandRegistry& registry);
+void RegisterWorkloadsCommand(CommandRegistry& registry);
+void RegisterWhyCommand(CommandRegistry& registry);
 
 }  // namespace chamber::cli

@@ -8,6 +8,9 @@ void RegisterCommands(chamber::cli::CommandRegistry& commands) {
   chamber::cli::RegisterStatusCommand(commands);
   chamber::cli::RegisterNodesCommand(commands);
   chamber::cli::RegisterCostCommand(commands);
+  chamber::cli::RegisterQueuesCommand(commands);
+  chamber::cli::RegisterWorkloadsCommand(commands);
+  chamber::cli::RegisterWhyCommand(commands);
   chamber::cli::RegisterScheduleCommand(commands);
   chamber::cli::RegisterSimCommand(commands);
   chamber::cli::RegisterConfigCommand(commands);

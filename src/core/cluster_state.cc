@@ -44,7 +44,7 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
     std::map<int32_t, uint64_t> islands;
     for (int g = 0; g < f.gpu_count; ++g) {
       const Gpu& gpu = node.gpus[g];
-      if (gpu.healthy) f.healthy_mask |= uint64_t{1} << g;
+      if (gpu.healthy && (node.external_gpu_mask >> g & 1) == 0) f.healthy_mask |= uint64_t{1} << g;
       islands[gpu.nvlink_island] |= uint64_t{1} << g;
     }
     for (const auto& [id, mask] : islands) f.islands.push_back(mask);

@@ -30,7 +30,7 @@ inline constexpr int kNumDomainLevels = 3;
 // Facts about a node that do not change within a cycle.
 struct NodeFacts {
   int32_t gpu_count = 0;
-  uint64_t healthy_mask = 0;  // bit i: GPU i exists and is healthy
+  uint64_t healthy_mask = 0;  // bit i: GPU i exists, is healthy and is not held externally
   int32_t model_id = -1;      // interned GPU model of the node's GPUs (-1: no GPUs)
   std::array<int32_t, kNumDomainLevels> domain{-1, -1, -1};  // interned domain ids (-1: none)
   std::vector<uint64_t> islands;  // NVLink islands within the node, as GPU masks

@@ -79,6 +79,10 @@ struct Node {
   int32_t max_pods = 110;
   std::vector<Gpu> gpus;  // index = device index on the node
   Topology topology;
+  // GPUs held by pods the engine does not schedule (another scheduler's pods, system pods): bit
+  // i = GPU i. They are never free and never preempted. Their CPU and memory are left out of
+  // `allocatable` by the caller.
+  uint64_t external_gpu_mask = 0;
 };
 
 // A set of identical pods within a workload (a Job's pod template, a pod group's members).

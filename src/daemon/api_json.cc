@@ -207,27 +207,49 @@ std::string GpusBody(const FleetState& s) {
   return out;
 }
 
+namespace {
+
+json QueueJson(const FleetState& s, size_t q) {
+  const fleet::QueueInput& qi = s.input.queues[q];
+  const fleet::QueueView& qv = s.view.queues[q];
+  return {{"name", qi.name},
+          {"parent", NullOr(qi.parent)},
+          {"quota", qi.quota},
+          {"limit", qi.limit ? json(*qi.limit) : json(nullptr)},
+          {"weight", qi.weight},
+          {"allocated", qi.allocated},
+          {"used", qv.used},
+          {"fair_share", qi.fair_share},
+          {"borrowed", qi.borrowed},
+          {"lent", qi.lent},
+          {"pending_workloads", qv.pending_workloads},
+          {"pending_gpus", qv.pending_gpus},
+          {"running_workloads", qv.running_workloads},
+          {"cost_per_hour", qv.cost.total},
+          {"error", NullOr(qi.error)}};
+}
+
+json WorkloadJson(const fleet::WorkloadInput& w) {
+  return {{"name", w.name},
+          {"queue", w.queue},
+          {"priority", w.priority},
+          {"reserved", w.reserved},
+          {"state", fleet::WorkloadPhaseName(w.phase)},
+          {"gpus", w.gpus},
+          {"borrowing", w.borrowing},
+          {"pending_reason", NullOr(w.pending_reason)},
+          {"pending_message", NullOr(w.pending_message)},
+          {"queue_position", w.queue_position > 0 ? json(w.queue_position) : json(nullptr)},
+          {"submitted", Rfc3339(w.submitted)},
+          {"started", w.started ? json(Rfc3339(*w.started)) : json(nullptr)},
+          {"nodes", w.nodes}};
+}
+
+}  // namespace
+
 json QueuesJson(const FleetState& s) {
   json queues = json::array();
-  for (size_t q = 0; q < s.input.queues.size(); ++q) {
-    const fleet::QueueInput& qi = s.input.queues[q];
-    const fleet::QueueView& qv = s.view.queues[q];
-    queues.push_back({{"name", qi.name},
-                      {"parent", NullOr(qi.parent)},
-                      {"quota", qi.quota},
-                      {"limit", qi.limit ? json(*qi.limit) : json(nullptr)},
-                      {"weight", qi.weight},
-                      {"allocated", qi.allocated},
-                      {"used", qv.used},
-                      {"fair_share", qi.fair_share},
-                      {"borrowed", qi.borrowed},
-                      {"lent", qi.lent},
-                      {"pending_workloads", qv.pending_workloads},
-                      {"pending_gpus", qv.pending_gpus},
-                      {"running_workloads", qv.running_workloads},
-                      {"cost_per_hour", qv.cost.total},
-                      {"error", NullOr(qi.error)}});
-  }
+  for (size_t q = 0; q < s.input.queues.size(); ++q) queues.push_back(QueueJson(s, q));
   return {{"time", Rfc3339(s.time_ms)}, {"queues", std::move(queues)}};
 }
 
@@ -253,23 +275,35 @@ json WorkloadsJson(const FleetState& s, const WorkloadFilter& f) {
     return a->started.value_or(0) > b->started.value_or(0);
   });
   json out = json::array();
-  for (size_t i = 0; i < rows.size() && i < f.limit; ++i) {
-    const fleet::WorkloadInput& w = *rows[i];
-    out.push_back(
-        {{"name", w.name},
-         {"queue", w.queue},
-         {"priority", w.priority},
-         {"state", fleet::WorkloadPhaseName(w.phase)},
-         {"gpus", w.gpus},
-         {"borrowing", w.borrowing},
-         {"pending_reason", NullOr(w.pending_reason)},
-         {"pending_message", NullOr(w.pending_message)},
-         {"queue_position", w.queue_position > 0 ? json(w.queue_position) : json(nullptr)},
-         {"submitted", Rfc3339(w.submitted)},
-         {"started", w.started ? json(Rfc3339(*w.started)) : json(nullptr)},
-         {"nodes", w.nodes}});
-  }
+  for (size_t i = 0; i < rows.size() && i < f.limit; ++i) out.push_back(WorkloadJson(*rows[i]));
   return {{"time", Rfc3339(s.time_ms)}, {"total", rows.size()}, {"workloads", std::move(out)}};
+}
+
+std::optional<WorkloadMatch> FindWorkload(const FleetState& s, const std::string& name) {
+  const std::vector<fleet::WorkloadInput>& ws = s.input.workloads;
+  for (size_t w = 0; w < ws.size(); ++w)
+    if (ws[w].name == name) return WorkloadMatch{w, ""};
+  for (size_t w = 0; w < ws.size(); ++w)
+    if (std::find(ws[w].pods.begin(), ws[w].pods.end(), name) != ws[w].pods.end())
+      return WorkloadMatch{w, name};
+  return std::nullopt;
+}
+
+json WorkloadDetailJson(const FleetState& s, const WorkloadMatch& m) {
+  const fleet::WorkloadInput& w = s.input.workloads[m.workload];
+  json out = WorkloadJson(w);
+  out["pods"] = w.pods;
+  out["pending_details"] = w.pending_details;
+  json preemptions = json::array();
+  for (const fleet::TimeMs t : w.preemptions) preemptions.push_back(Rfc3339(t));
+  out["preemptions"] = std::move(preemptions);
+  json queue = nullptr;
+  for (size_t q = 0; q < s.input.queues.size() && q < s.view.queues.size(); ++q)
+    if (s.input.queues[q].name == w.queue) queue = QueueJson(s, q);
+  return {{"time", Rfc3339(s.time_ms)},
+          {"workload", std::move(out)},
+          {"pod", NullOr(m.pod)},
+          {"queue", std::move(queue)}};
 }
 
 json HealthJson(const FleetState& s) {

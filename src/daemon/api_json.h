@@ -32,6 +32,17 @@ struct WorkloadFilter {
   size_t limit = 1000;
 };
 nlohmann::json WorkloadsJson(const FleetState& s, const WorkloadFilter& filter);
+// What GET /api/v1/workloads/{namespace}/{name} finds for `name`: the workload of that name
+// ("namespace/name", or a bare name for workloads without a namespace) or, failing that, the
+// workload one of whose pods has that name.
+struct WorkloadMatch {
+  size_t workload = 0;  // index into s.input.workloads
+  std::string pod;      // the pod `name` named; empty when it named the workload
+};
+std::optional<WorkloadMatch> FindWorkload(const FleetState& s, const std::string& name);
+// One workload with what explains its state: pods, pending details, preemptions, and its
+// queue's standing (null when the queue is unknown).
+nlohmann::json WorkloadDetailJson(const FleetState& s, const WorkloadMatch& match);
 nlohmann::json HealthJson(const FleetState& s);
 nlohmann::json CostJson(const FleetState& s);
 nlohmann::json HistoryJson(const std::string& metric, const std::string& scope, int64_t from,

@@ -1,9 +1,9 @@
 // Where chamberd's cluster comes from and where its decisions go. A backend turns the outside
 // world into the engine's snapshot and carries the engine's decisions back out:
 //
-//   Kubernetes (src/kube, to come): watches on Nodes, Pods, Jobs and Queues keep the snapshot
-//   current; Refresh() drains the watch events; Apply() binds pods, suspends and resumes Jobs and
-//   evicts victims; GPU samples come from the agents.
+//   Kubernetes (KubeBackend, src/controller): informers on Nodes, Pods, Jobs and Queues keep the
+//   snapshot current; Refresh() rebuilds it from their caches; Apply() binds pods, suspends and
+//   resumes Jobs and evicts victims; GPU samples come from the agents.
 //   Simulated (SimulatedBackend): the steppable simulator in accelerated time; that is
 //   `chamber demo`.
 //
@@ -36,6 +36,9 @@ struct Observation {
   std::vector<fleet::PoolInput> pools;
   std::vector<int32_t> node_pool;               // per snapshot node: index into pools, or -1
   std::vector<std::vector<GpuSample>> samples;  // per snapshot node, per GPU
+  // Per snapshot workload, the "namespace/name" of each of its pods, when the backend has pods
+  // (empty for the simulated backend): `chamber why <pod>` finds a workload through these.
+  std::vector<std::vector<std::string>> workload_pods;
 };
 
 class ClusterBackend {

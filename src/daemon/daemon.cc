@@ -30,6 +30,7 @@ fleet::WorkloadPhase PhaseOf(core::WorkloadState s) {
 struct PendingInfo {
   std::string reason;
   std::string message;
+  std::vector<std::string> details;
   int32_t position = 0;
 };
 
@@ -92,7 +93,7 @@ Status Daemon::Tick() {
   std::unordered_map<std::string, PendingInfo> pending;
   for (const core::PendingDecision& p : result.pending)
     pending[snap->workloads[p.workload.index()].name] = {
-        std::string(core::PendingReasonName(p.reason)), p.message, p.queue_position};
+        std::string(core::PendingReasonName(p.reason)), p.message, p.details, p.queue_position};
   std::vector<std::pair<std::string, double>> started;  // name, wait in seconds
   for (const core::BindDecision& b : result.binds) {
     const core::Workload& w = snap->workloads[b.workload.index()];
@@ -129,7 +130,8 @@ Status Daemon::Tick() {
   // Workloads.
   std::set<std::string> live;
   in.workloads.reserve(s.workloads.size());
-  for (const core::Workload& w : s.workloads) {
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const core::Workload& w = s.workloads[i];
     fleet::WorkloadInput wi;
     wi.name = w.name;
     wi.queue = w.queue;
@@ -137,6 +139,10 @@ Status Daemon::Tick() {
     wi.phase = PhaseOf(w.state);
     wi.gpus = static_cast<int32_t>(w.TotalRequest().gpu());
     wi.submitted = obs.clock_offset_ms + w.submit_time.count();
+    wi.reserved = w.reserved();
+    if (i < obs.workload_pods.size()) wi.pods = obs.workload_pods[i];
+    for (const core::Time t : w.recent_preemptions)
+      wi.preemptions.push_back(obs.clock_offset_ms + t.count());
     const bool holding =
         w.state == core::WorkloadState::kRunning || w.state == core::WorkloadState::kPreempting;
     if (holding) {
@@ -152,6 +158,7 @@ Status Daemon::Tick() {
       wi.pending_reason = it->second.reason;
       wi.pending_message = it->second.message;
       wi.queue_position = it->second.position;
+      wi.pending_details = it->second.details;
     }
     in.workloads.push_back(std::move(wi));
   }

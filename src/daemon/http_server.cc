@@ -198,6 +198,19 @@ void ApiServer::Impl::Routes() {
     }
     res.set_content(WorkloadsJson(*s, f).dump(), kJson);
   });
+  // One workload by "namespace/name", by a bare name (workloads without a namespace, as in the
+  // demo), or by the name of one of its pods.
+  server.Get(R"(/api/v1/workloads/([^/]+)(?:/([^/]+))?)",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               if (!Allowed(req, res, Role::kRead)) return;
+               auto s = Ready(res);
+               if (!s) return;
+               std::string name = req.matches[1];
+               if (req.matches[2].matched) name += "/" + req.matches[2].str();
+               const std::optional<WorkloadMatch> m = FindWorkload(*s, name);
+               if (!m) return JsonError(res, 404, "no workload or pod named \"" + name + "\"");
+               res.set_content(WorkloadDetailJson(*s, *m).dump(), kJson);
+             });
   for (const bool cordon : {true, false}) {
     const std::string pattern =
         std::string(R"(/api/v1/nodes/([^/]+)/)") + (cordon ? "cordon" : "uncordon");

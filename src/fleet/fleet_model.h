@@ -65,6 +65,10 @@ struct WorkloadInput {
   TimeMs submitted = 0;
   std::optional<TimeMs> started;
   std::vector<std::string> nodes;  // where its pods run
+  bool reserved = false;           // priority at the reserved level: within quota, never preempted
+  std::vector<std::string> pods;   // "namespace/name" of its pods, when the backend has pods
+  std::vector<std::string> pending_details;  // more lines on why it waits (the engine's details)
+  std::vector<TimeMs> preemptions;           // when it was preempted before
 };
 
 struct QueueInput {

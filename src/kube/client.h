@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,12 +144,16 @@ class Client {
   Result<Json> Apply(const ResourceType& type, const std::string& ns, const std::string& name,
                      const Json& object, const ApplyOptions& options = {},
                      const std::string& subresource = "");
+  // An empty `name` deletes every object of the collection in `ns` (deletecollection).
   Status Delete(const ResourceType& type, const std::string& ns, const std::string& name,
                 const DeleteOptions& options = {});
 
-  // pods/binding: assigns the pod to `node`; fails if the pod's UID is no longer `pod_uid`.
+  // pods/binding: assigns the pod to `node`; fails if the pod's UID is no longer `pod_uid` or
+  // (when given) it changed since `resource_version`, and with IsConflict when it is bound
+  // already. The API server copies `annotations` onto the pod.
   Status Bind(const std::string& ns, const std::string& pod, const std::string& pod_uid,
-              const std::string& node);
+              const std::string& node, const std::map<std::string, std::string>& annotations = {},
+              const std::string& resource_version = "");
   // pods/eviction (policy/v1). A PodDisruptionBudget that allows no disruption fails it with
   // IsEvictionBlocked (HTTP 429): back off and try later.
   Status Evict(const std::string& ns, const std::string& pod, const DeleteOptions& options = {});
@@ -177,6 +182,9 @@ Result<Json> ParseJson(std::string_view text, std::string_view context);
 // ("2026-01-02T03:04:05.123456Z"), as Kubernetes writes Time and MicroTime.
 std::string FormatTime(std::chrono::system_clock::time_point t);
 std::string FormatMicroTime(std::chrono::system_clock::time_point t);
+// Parses RFC 3339 ("2026-01-02T03:04:05Z", "...05.123456Z", "...05+02:00") as Kubernetes writes
+// Time and MicroTime; the error quotes the text.
+Result<std::chrono::system_clock::time_point> ParseTime(std::string_view text);
 
 }  // namespace chamber::kube
 

@@ -159,8 +159,24 @@ Daemon* ApiTest::daemon_ = nullptr;
 ApiServer* ApiTest::server_ = nullptr;
 std::jthread* ApiTest::loop_ = nullptr;
 
-std::string Substitute(std::string path) {
+std::string Substitute(std::string path, const std::string& workload = "job-1") {
+  if (path.rfind("/api/v1/workloads/", 0) == 0) {
+    path = std::regex_replace(path, std::regex(R"(\{namespace\})"), "ml");
+    return std::regex_replace(path, std::regex(R"(\{name\})"), workload);
+  }
   return std::regex_replace(path, std::regex(R"(\{name\})"), "h100-1");
+}
+
+// A workload of the demo that is still there a moment later: a waiting one if any (waits are
+// long), else the one that started first.
+std::string DemoWorkload(const FleetState& s) {
+  const fleet::WorkloadInput* pick = nullptr;
+  for (const fleet::WorkloadInput& w : s.input.workloads) {
+    if (w.phase == fleet::WorkloadPhase::kPending || w.phase == fleet::WorkloadPhase::kSuspended)
+      return w.name;
+    if (!pick || w.started.value_or(INT64_MAX) < pick->started.value_or(INT64_MAX)) pick = &w;
+  }
+  return pick ? pick->name : "";
 }
 
 TEST_F(ApiTest, EveryDocumentedPathAnswersAsDocumented) {
@@ -168,7 +184,9 @@ TEST_F(ApiTest, EveryDocumentedPathAnswersAsDocumented) {
   const SchemaChecker checker(doc);
   int checked = 0;
   for (const auto& p : doc["paths"]) {
-    const std::string path = Substitute(p.first.as<std::string>());
+    // The demo's workload names have no namespace: NamespacedWorkloadTest checks that path.
+    if (p.first.as<std::string>() == "/api/v1/workloads/{namespace}/{name}") continue;
+    const std::string path = Substitute(p.first.as<std::string>(), DemoWorkload(*daemon_->state()));
     for (const auto& op : p.second) {
       const std::string method = op.first.as<std::string>();
       if (path == "/api/v1/events") continue;  // a stream: EventStreamDeliversFleetUpdates
@@ -189,7 +207,7 @@ TEST_F(ApiTest, EveryDocumentedPathAnswersAsDocumented) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 12);  // 10 GETs (all but the event stream) and 2 POSTs
+  EXPECT_EQ(checked, 13);  // 11 GETs (all but the event stream and one workload path), 2 POSTs
 }
 
 TEST_F(ApiTest, HistoryAnswersWithAStoredSeries) {
@@ -328,6 +346,122 @@ TEST_F(ApiTest, MetricsParse) {
         "chamber_queue_allocated_gpus", "chamber_wait_seconds", "chamber_efficiency",
         "chamber_idle_cost_per_hour", "chamber_backfill_savings_total"})
     EXPECT_TRUE(types.contains(name)) << name;
+}
+
+// A fixed cluster with namespaced workloads and pods, as a Kubernetes backend reports them:
+// one node of 8 GPUs held by ml/train-1 (two pods), ml/train-2 waiting for 8 more.
+class FixedBackend : public ClusterBackend {
+ public:
+  FixedBackend() {
+    core::Node node;
+    node.name = "gpu-0";
+    node.allocatable = core::Resources::Of(0, 64000, int64_t{512} << 30);
+    for (int g = 0; g < 8; ++g)
+      node.gpus.push_back({"GPU-" + std::to_string(g), "H100-SXM5-80GB", 81920, true, 0, 0});
+    snapshot_.nodes.push_back(node);
+    core::Queue queue;
+    queue.name = "ml";
+    queue.res(core::Resource::kGpu).quota = 8;
+    snapshot_.queues.push_back(queue);
+    core::Workload running;
+    running.name = "ml/train-1";
+    running.queue = "ml";
+    running.pod_sets.push_back({"worker", 2, core::Resources::Of(4, 0, 0), {}, {}, {}});
+    running.state = core::WorkloadState::kRunning;
+    running.placements = {{core::NodeId{0}, 0x0F}, {core::NodeId{0}, 0xF0}};
+    running.recent_preemptions = {core::Time(1000)};
+    snapshot_.workloads.push_back(running);
+    core::Workload waiting;
+    waiting.name = "ml/train-2";
+    waiting.queue = "ml";
+    waiting.submit_time = core::Time(2000);
+    waiting.pod_sets.push_back({"worker", 1, core::Resources::Of(8, 0, 0), {}, {}, {}});
+    snapshot_.workloads.push_back(waiting);
+  }
+  std::string_view mode() const override { return "cluster"; }
+  bool simulated_time() const override { return false; }
+  Result<const core::Snapshot*> Refresh() override {
+    snapshot_.now += core::Time(1000);
+    return &snapshot_;
+  }
+  Status Apply(const core::CycleResult&) override { return Status::Ok(); }
+  Observation Observe() override {
+    Observation o;
+    o.clock_offset_ms = 1'790'000'000'000;
+    o.snapshot = &snapshot_;
+    o.node_pool = {-1};
+    o.samples = {std::vector<GpuSample>(8)};
+    o.workload_pods = {{"ml/train-1-0", "ml/train-1-1"}, {"ml/train-2-0"}};
+    return o;
+  }
+  Status SetSchedulable(std::string_view node, bool) override {
+    return Status::NotFound(std::string(node));
+  }
+
+ private:
+  core::Snapshot snapshot_;
+};
+
+TEST(NamespacedWorkloadTest, FoundByNameOrPodAndAnsweredAsDocumented) {
+  Daemon daemon(std::make_unique<FixedBackend>(), DaemonOptions{}, nullptr);
+  ASSERT_TRUE(daemon.Tick().ok());
+  ServerOptions so;
+  so.port = 0;
+  so.anonymous = true;
+  ApiServer server(daemon, nullptr, so);
+  ASSERT_TRUE(server.Start().ok());
+  httplib::Client c("127.0.0.1", server.port());
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  const YAML::Node schema = doc["paths"]["/api/v1/workloads/{namespace}/{name}"]["get"]["responses"]
+                               ["200"]["content"]["application/json"]["schema"];
+  ASSERT_TRUE(schema.IsDefined());
+  auto get = [&](const std::string& path) {
+    auto r = c.Get(path);
+    EXPECT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path << ": " << r->body;
+    const json j = json::parse(r->body);
+    std::vector<std::string> errors;
+    SchemaChecker(doc).Check(schema, j, path, errors);
+    EXPECT_TRUE(errors.empty()) << path << ":\n" << ::testing::PrintToString(errors);
+    return j;
+  };
+
+  json j = get("/api/v1/workloads/ml/train-2");
+  const json& w = j["workload"];
+  EXPECT_EQ(w["name"], "ml/train-2");
+  EXPECT_EQ(w["state"], "pending");
+  EXPECT_EQ(w["queue_position"], 1);
+  EXPECT_TRUE(w["pending_reason"].is_string()) << w;
+  EXPECT_EQ(w["pods"], json({"ml/train-2-0"}));
+  EXPECT_EQ(w["submitted"], "2026-09-21T14:13:22Z");
+  EXPECT_TRUE(j["pod"].is_null());
+  EXPECT_EQ(j["queue"]["name"], "ml");
+  EXPECT_EQ(j["queue"]["quota"], 8);
+  EXPECT_EQ(j["queue"]["allocated"], 8);
+  EXPECT_EQ(j["queue"]["pending_workloads"], 1);
+  // The engine's details reach the answer as they are.
+  const FleetState& s = *daemon.state();
+  ASSERT_EQ(s.input.workloads.size(), 2u);
+  EXPECT_EQ(w["pending_details"], json(s.input.workloads[1].pending_details));
+
+  j = get("/api/v1/workloads/ml/train-1-1");  // a pod finds its workload
+  EXPECT_EQ(j["pod"], "ml/train-1-1");
+  EXPECT_EQ(j["workload"]["name"], "ml/train-1");
+  EXPECT_EQ(j["workload"]["state"], "running");
+  EXPECT_EQ(j["workload"]["nodes"], json({"gpu-0"}));
+  EXPECT_EQ(j["workload"]["gpus"], 8);
+  EXPECT_EQ(j["workload"]["reserved"], false);
+  EXPECT_EQ(j["workload"]["preemptions"], json({"2026-09-21T14:13:21Z"}));
+  EXPECT_TRUE(j["workload"]["pending_reason"].is_null());
+
+  for (const char* missing : {"/api/v1/workloads/ml/nope", "/api/v1/workloads/train-2"}) {
+    auto r = c.Get(missing);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404) << missing;
+    const std::string name = std::string(missing).substr(18);
+    EXPECT_EQ(json::parse(r->body)["error"], "no workload or pod named \"" + name + "\"");
+  }
+  server.Stop();
 }
 
 TEST(ParseTimeParamTest, UnixSecondsAndRfc3339) {

@@ -1,0 +1,99 @@
+// Kubernetes objects to the engine's snapshot (the first half of chamberd's cycle), and the
+// whole decision (snapshot plus engine), at the size of the scheduler benchmark: 5,000 nodes
+// with 8 GPUs and 10,000 single-GPU pods, pending or half of them bound.
+#include <benchmark/benchmark.h>
+
+#include "controller/snapshot_builder.h"
+#include "core/engine.h"
+
+namespace chamber::controller {
+namespace {
+
+using kube::Json;
+
+ClusterObjects Fleet(int nodes, int pods, int bound) {
+  ClusterObjects in;
+  for (int n = 0; n < nodes; ++n) {
+    Json j = {{"metadata",
+               {{"name", "gpu-" + std::to_string(n)},
+                {"uid", "node-" + std::to_string(n)},
+                {"labels",
+                 {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                  {"kubernetes.io/hostname", "gpu-" + std::to_string(n)},
+                  {"topology.kubernetes.io/zone", "zone-" + std::to_string(n % 3)},
+                  {"chamber.io/block", "block-" + std::to_string(n / 32)}}}}},
+              {"spec", Json::object()},
+              {"status",
+               {{"allocatable",
+                 {{"cpu", "96"}, {"memory", "1Ti"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}}},
+                {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+    in.nodes.push_back(std::make_shared<const kube::Node>(kube::Node::FromJson(j).value()));
+  }
+  for (int p = 0; p < pods; ++p) {
+    Json container = {
+        {"name", "main"},
+        {"image", "trainer"},
+        {"resources",
+         {{"requests", {{"cpu", "100m"}, {"memory", "256Mi"}, {"nvidia.com/gpu", "1"}}},
+          {"limits", {{"nvidia.com/gpu", "1"}}}}}};
+    Json j = {
+        {"metadata",
+         {{"name", "p-" + std::to_string(p)},
+          {"namespace", "bench"},
+          {"uid", "pod-" + std::to_string(p)},
+          {"labels", {{"chamber.io/queue", "bench"}}},
+          {"creationTimestamp", "2026-11-30T10:00:00Z"}}},
+        {"spec",
+         {{"schedulerName", "chamber"}, {"priority", 0}, {"containers", Json::array({container})}}},
+        {"status", {{"phase", "Pending"}}}};
+    if (p < bound) {
+      j["spec"]["nodeName"] = "gpu-" + std::to_string(p / 8 % nodes);
+      j["metadata"]["annotations"] = {{"chamber.io/gpu-indices", std::to_string(p % 8)}};
+      j["status"] = {{"phase", "Running"}, {"startTime", "2026-11-30T10:01:00Z"}};
+    }
+    in.pods.push_back(std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value()));
+  }
+  core::Queue q;
+  q.name = "bench";
+  q.res(core::Resource::kGpu).quota = int64_t{nodes} * 8;
+  in.queues.push_back(q);
+  return in;
+}
+
+BuildOptions Options() {
+  BuildOptions o;
+  o.now = core::Time(1'796'030'000'000);
+  return o;
+}
+
+void BM_BuildSnapshot(benchmark::State& state) {
+  const ClusterObjects in =
+      Fleet(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+            static_cast<int>(state.range(2)));
+  const BuildOptions o = Options();
+  for (auto _ : state) benchmark::DoNotOptimize(BuildSnapshot(in, o));
+}
+BENCHMARK(BM_BuildSnapshot)
+    ->Args({5000, 10000, 0})
+    ->Args({5000, 10000, 5000})
+    ->Unit(benchmark::kMillisecond);
+
+// What chamberd decides in one cycle: the snapshot and the engine over it.
+void BM_Decide(benchmark::State& state) {
+  const ClusterObjects in =
+      Fleet(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+            static_cast<int>(state.range(2)));
+  const BuildOptions o = Options();
+  const core::Engine engine;
+  for (auto _ : state) {
+    BuiltSnapshot b = BuildSnapshot(in, o);
+    benchmark::DoNotOptimize(engine.Schedule(b.snapshot));
+  }
+}
+BENCHMARK(BM_Decide)
+    ->Args({5000, 10000, 0})
+    ->Args({5000, 10000, 5000})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace chamber::controller

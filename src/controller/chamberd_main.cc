@@ -1,0 +1,307 @@
+// chamberd: the scheduler and queue manager on Kubernetes (docs/scheduling.md).
+//
+// With leader election (the default) every replica campaigns for the Lease; the leader builds
+// its state from the API server, schedules every cycle and serves the API and dashboard. A
+// leader that loses the Lease stops writing at once and exits, so that it restarts as a
+// candidate with nothing cached.
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/log.h"
+#include "controller/kube_backend.h"
+#include "core/io/config_yaml.h"
+#include "daemon/auth.h"
+#include "daemon/daemon.h"
+#include "daemon/http_server.h"
+#include "fleet/history_store.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/leader_election.h"
+
+namespace chamber::controller {
+namespace {
+
+const kube::ResourceType kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
+                                       false};
+
+struct Flags {
+  std::string kubeconfig;
+  std::string config;
+  std::string listen = "0.0.0.0:8080";
+  std::string token_file;
+  bool token_review = true;
+  bool anonymous = false;
+  bool leader_elect = true;
+  std::string lease_namespace;
+  std::string lease_name = "chamber-scheduler";
+  std::string identity;
+  double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
+  std::string scheduler_name = kDefaultSchedulerName;
+  double qps = 200;
+  int burst = 400;
+  int writers = 16;
+  std::string data_dir;
+  std::string log_level = "info";
+  bool log_json = false;
+};
+
+Result<std::pair<std::string, int>> ParseListen(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos)
+    return Status::InvalidArgument("--listen " + text + ": expected HOST:PORT, e.g. 0.0.0.0:8080");
+  int port = -1;
+  try {
+    port = std::stoi(text.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (port < 0 || port > 65535)
+    return Status::InvalidArgument("--listen " + text + ": the port must be 0 to 65535");
+  return std::make_pair(text.substr(0, colon), port);
+}
+
+std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* client,
+                                                Status* error) {
+  auto chain = std::make_unique<daemon::ChainAuthenticator>();
+  if (!f.token_file.empty()) {
+    auto file = daemon::TokenFileAuthenticator::Load(f.token_file);
+    if (!file.ok()) {
+      *error = file.status();
+      return nullptr;
+    }
+    chain->Add(std::move(*file));
+  }
+  if (f.token_review) {
+    // Kubernetes credentials work too: the API server says who a token belongs to.
+    chain->Add(std::make_unique<daemon::TokenReviewAuthenticator>(
+        [client](std::string_view token) -> Result<daemon::ReviewedUser> {
+          kube::Json review = {{"apiVersion", "authentication.k8s.io/v1"},
+                               {"kind", "TokenReview"},
+                               {"spec", {{"token", std::string(token)}}}};
+          CHAMBER_ASSIGN_OR_RETURN(kube::Json out, client->Create(kTokenReviews, "", review));
+          daemon::ReviewedUser u;
+          const kube::Json& st = out.value("status", kube::Json::object());
+          u.authenticated = st.value("authenticated", false);
+          const kube::Json& user = st.value("user", kube::Json::object());
+          u.username = user.value("username", "");
+          u.groups = user.value("groups", std::vector<std::string>{});
+          return u;
+        },
+        daemon::TokenReviewAuthenticator::Options{}));
+  }
+  return chain;
+}
+
+// Leads until `leading` is cancelled: informers, scheduling cycles, the API.
+Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
+            const kube::CancellationToken& leading) {
+  KubeBackendOptions bo;
+  bo.scheduler_name = f.scheduler_name;
+  bo.writers = f.writers;
+  bo.writes_allowed = [leading] { return !leading.cancelled(); };
+  spdlog::info("leading: listing and watching the cluster");
+  CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<KubeBackend> backend,
+                           KubeBackend::Create(client, std::move(bo)));
+  const KubeBackend* kb = backend.get();
+  std::unique_ptr<fleet::HistoryStore> history;
+  if (!f.data_dir.empty()) {
+    std::filesystem::create_directories(f.data_dir);
+    CHAMBER_ASSIGN_OR_RETURN(
+        history,
+        fleet::HistoryStore::Open((std::filesystem::path(f.data_dir) / "history.db").string()));
+  }
+  daemon::DaemonOptions options;
+  options.engine = engine;
+  options.tick = engine.cycle_period;
+  daemon::Daemon d(std::move(backend), options, std::move(history));
+
+  CHAMBER_ASSIGN_OR_RETURN(auto listen, ParseListen(f.listen));
+  daemon::ServerOptions so;
+  so.host = listen.first;
+  so.port = listen.second;
+  so.anonymous = f.anonymous;
+  Status auth_error;
+  std::shared_ptr<daemon::Authenticator> auth;
+  if (!f.anonymous) {
+    auth = MakeAuth(f, client, &auth_error);
+    CHAMBER_RETURN_IF_ERROR(auth_error);
+  }
+  daemon::ApiServer server(d, auth, so);
+  CHAMBER_RETURN_IF_ERROR(server.Start());
+  spdlog::info("serving the API and dashboard on {}:{}", so.host, server.port());
+
+  auto next = std::chrono::steady_clock::now();
+  KubeBackendStats before = kb->stats();
+  while (!leading.cancelled()) {
+    if (Status st = d.Tick(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.ToString());
+    // A line per cycle that changed something: what it took to decide and to write.
+    const KubeBackendStats after = kb->stats();
+    const int64_t binds = after.binds - before.binds,
+                  preempted = after.suspends + after.evictions - before.suspends - before.evictions,
+                  resumed = after.resumes - before.resumes;
+    spdlog::log(binds + preempted + resumed > 0 ? spdlog::level::info : spdlog::level::debug,
+                "cycle: snapshot={:.1f}ms engine={:.1f}ms apply={:.1f}ms bound={} preempted={} "
+                "resumed={} workloads={} nodes={}",
+                kb->last_refresh_ms(), d.state()->cycle_ms, kb->last_apply_ms(), binds, preempted,
+                resumed, kb->built().snapshot.workloads.size(), kb->built().snapshot.nodes.size());
+    before = after;
+    next += options.tick;
+    const auto now = std::chrono::steady_clock::now();
+    if (next < now) next = now;
+    leading.WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
+  }
+  d.Shutdown();
+  server.Stop();
+  return Status::Ok();
+}
+
+int Main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"chamberd: Chamber's scheduler and queue manager on Kubernetes"};
+  app.add_option("--kubeconfig", f.kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)");
+  app.add_option("--config", f.config, "the engine's YAML configuration (docs/configuration.md)");
+  app.add_option("--listen", f.listen, "HOST:PORT for the API, dashboard and /metrics")
+      ->capture_default_str();
+  app.add_option("--token-file", f.token_file, "API tokens: lines of `<token> <role> [name]`");
+  app.add_flag("--token-review,!--no-token-review", f.token_review,
+               "accept Kubernetes tokens through TokenReview")
+      ->capture_default_str();
+  app.add_flag("--anonymous", f.anonymous, "no authentication: every caller is admin (testing)");
+  app.add_flag("--leader-elect,!--no-leader-elect", f.leader_elect,
+               "campaign for the Lease; only the leader schedules")
+      ->capture_default_str();
+  app.add_option("--lease-namespace", f.lease_namespace,
+                 "namespace of the Lease (default: $POD_NAMESPACE, else the kubeconfig's)");
+  app.add_option("--lease-name", f.lease_name, "name of the Lease")->capture_default_str();
+  app.add_option("--identity", f.identity, "this replica's name in the Lease (default: hostname)");
+  app.add_option("--lease-duration", f.lease_duration_s,
+                 "seconds a Lease not renewed stays with its holder")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--renew-deadline", f.renew_deadline_s,
+                 "seconds the leader keeps trying to renew before it stops leading")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retry-period", f.retry_period_s, "seconds between Lease attempts")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--scheduler-name", f.scheduler_name, "pods with this spec.schedulerName are ours")
+      ->capture_default_str();
+  app.add_option("--kube-api-qps", f.qps, "client rate limit (<= 0: none)")->capture_default_str();
+  app.add_option("--kube-api-burst", f.burst, "client burst")->capture_default_str();
+  app.add_option("--writers", f.writers, "parallel API writes within a cycle")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--data-dir", f.data_dir, "where the utilization history is kept (none: none)");
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error")
+      ->capture_default_str();
+  app.add_flag("--log-json", f.log_json, "log lines as JSON");
+  CLI11_PARSE(app, argc, argv);
+
+  logging::LogOptions lo;
+  lo.level = f.log_level;
+  lo.json = f.log_json;
+  if (Status s = logging::Setup(lo); !s.ok()) {
+    std::cerr << "chamberd: " << s.message() << "\n";
+    return 2;
+  }
+  core::EngineConfig engine;
+  if (!f.config.empty()) {
+    auto c = core::io::LoadEngineConfigFile(f.config);
+    if (!c.ok()) {
+      std::cerr << "chamberd: " << c.status().message() << "\n";
+      return 2;
+    }
+    engine = *c;
+  }
+  auto rest = f.kubeconfig.empty() ? kube::LoadDefaultConfig() : kube::LoadKubeconfig(f.kubeconfig);
+  if (!rest.ok()) {
+    std::cerr << "chamberd: " << rest.status().message() << "\n";
+    return 2;
+  }
+  rest->qps = f.qps;
+  rest->burst = f.burst;
+  rest->user_agent = "chamberd";
+  auto client = kube::Client::Create(*rest);
+  if (!client.ok()) {
+    std::cerr << "chamberd: " << client.status().message() << "\n";
+    return 2;
+  }
+
+  // SIGINT and SIGTERM end the process cleanly: stop writing, release the Lease.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  kube::CancellationToken stop;
+  std::jthread waiter([signals, stop] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("signal {}: stopping", sig);
+    stop.Cancel();
+  });
+  waiter.detach();
+
+  if (!f.leader_elect) {
+    Status s = Lead(f, engine, client->get(), stop);
+    if (!s.ok()) spdlog::error("{}", s.message());
+    return s.ok() ? 0 : 1;
+  }
+  kube::LeaderElectionConfig le;
+  le.lease_namespace = !f.lease_namespace.empty()                ? f.lease_namespace
+                       : std::getenv("POD_NAMESPACE") != nullptr ? std::getenv("POD_NAMESPACE")
+                                                                 : rest->namespace_name;
+  le.lease_name = f.lease_name;
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  le.lease_duration = ms(f.lease_duration_s);
+  le.renew_deadline = ms(f.renew_deadline_s);
+  le.retry_period = ms(f.retry_period_s);
+  if (le.renew_deadline >= le.lease_duration || le.retry_period >= le.renew_deadline) {
+    std::cerr << "chamberd: need --retry-period < --renew-deadline < --lease-duration\n";
+    return 2;
+  }
+  if (f.identity.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    f.identity = std::string(host) + "_" + std::to_string(getpid());
+  }
+  le.identity = f.identity;
+  Status lead_status;
+  le.on_started_leading = [&](kube::CancellationToken leading) {
+    spdlog::info("{} became the leader", f.identity);
+    lead_status = Lead(f, engine, client->get(), leading);
+    if (!lead_status.ok()) {
+      spdlog::error("{}", lead_status.message());
+      stop.Cancel();  // give the Lease up: another replica may do better
+    }
+  };
+  le.on_new_leader = [&](const std::string& id) {
+    if (id != f.identity) spdlog::info("the leader is {}", id);
+  };
+  auto elector = kube::LeaderElector::Create(client->get(), le);
+  if (!elector.ok()) {
+    std::cerr << "chamberd: " << elector.status().message() << "\n";
+    return 2;
+  }
+  spdlog::info("{} campaigning for lease {}/{}", f.identity, le.lease_namespace, le.lease_name);
+  (*elector)->Run(stop);
+  if (!lead_status.ok()) return 1;
+  if (!stop.cancelled()) {
+    spdlog::error("leadership lost; exiting so that a fresh start rebuilds the state");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace chamber::controller
+
+int main(int argc, char** argv) { return chamber::controller::Main(argc, argv); }

@@ -1,0 +1,552 @@
+#include "controller/kube_backend.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/log.h"
+#include "controller/queue_resource.h"
+#include "kube/errors.h"
+
+namespace chamber::controller {
+namespace {
+
+using kube::Json;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string NowText() { return kube::FormatTime(std::chrono::system_clock::now()); }
+
+// The reason written on PodScheduled: the cluster autoscaler acts on `Unschedulable`, which
+// says more nodes would help; the others (quota, limits, queue order) say they would not.
+std::string ConditionReason(core::PendingReason r) {
+  if (r == core::PendingReason::kNoNodeFits) return "Unschedulable";
+  return std::string(core::PendingReasonName(r));
+}
+
+kube::InformerOptions Watching(const kube::ResourceType& type, std::string field_selector = "") {
+  kube::InformerOptions o;
+  o.type = type;
+  o.field_selector = std::move(field_selector);
+  return o;
+}
+
+std::string Hours(double h) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", h);
+  return buf;
+}
+
+}  // namespace
+
+void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  const size_t t = std::min<size_t>(n, static_cast<size_t>(std::max(threads, 1)));
+  if (t == 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::jthread> pool;
+  pool.reserve(t);
+  for (size_t k = 0; k < t; ++k)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) fn(i);
+    });
+}
+
+KubeBackend::KubeBackend(kube::Client* client, KubeBackendOptions options)
+    : client_(client), options_(std::move(options)) {}
+
+KubeBackend::~KubeBackend() {
+  if (nodes_) nodes_->Stop();
+  if (pods_) pods_->Stop();
+  if (jobs_) jobs_->Stop();
+  if (queues_) queues_->Stop();
+  if (priority_classes_) priority_classes_->Stop();
+  if (namespaces_) namespaces_->Stop();
+}
+
+Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
+                                                         KubeBackendOptions options,
+                                                         std::chrono::milliseconds sync_timeout) {
+  std::unique_ptr<KubeBackend> b(new KubeBackend(client, std::move(options)));
+  b->nodes_ =
+      std::make_unique<kube::Informer<kube::Node>>(client, Watching(kube::resources::kNodes));
+  // Finished pods hold nothing; kube-scheduler leaves them out the same way.
+  b->pods_ = std::make_unique<kube::Informer<kube::Pod>>(
+      client, Watching(kube::resources::kPods, "status.phase!=Succeeded,status.phase!=Failed"));
+  b->jobs_ = std::make_unique<kube::Informer<kube::Job>>(client, Watching(kube::resources::kJobs));
+  b->queues_ = std::make_unique<kube::Informer<kube::Object>>(client, Watching(kQueues));
+  b->priority_classes_ = std::make_unique<kube::Informer<kube::PriorityClass>>(
+      client, Watching(kube::resources::kPriorityClasses));
+  b->namespaces_ = std::make_unique<kube::Informer<kube::Namespace>>(
+      client, Watching(kube::resources::kNamespaces));
+  b->nodes_->Start();
+  b->pods_->Start();
+  b->jobs_->Start();
+  b->queues_->Start();
+  b->priority_classes_->Start();
+  b->namespaces_->Start();
+  const auto deadline = std::chrono::steady_clock::now() + sync_timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  };
+  const std::pair<const char*, std::function<bool()>> syncs[] = {
+      {"nodes", [&] { return b->nodes_->WaitForSync(left()); }},
+      {"pods", [&] { return b->pods_->WaitForSync(left()); }},
+      {"jobs.batch", [&] { return b->jobs_->WaitForSync(left()); }},
+      {"queues.chamber.io (is the CRD installed?)",
+       [&] { return b->queues_->WaitForSync(left()); }},
+      {"priorityclasses", [&] { return b->priority_classes_->WaitForSync(left()); }},
+      {"namespaces", [&] { return b->namespaces_->WaitForSync(left()); }},
+  };
+  for (const auto& [what, wait] : syncs)
+    if (!wait())
+      return Status::Unavailable(std::string("could not list and watch ") + what + " within " +
+                                 std::to_string(sync_timeout.count() / 1000) +
+                                 " s; see the log for the API server's answers");
+  return b;
+}
+
+KubeBackendStats KubeBackend::stats() const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  return stats_;
+}
+
+void KubeBackend::CountError(const Status& s, const std::string& what) {
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.write_errors++;
+  }
+  spdlog::warn("{}: {}", what, s.ToString());
+}
+
+Result<const core::Snapshot*> KubeBackend::Refresh() {
+  const auto begin = std::chrono::steady_clock::now();
+  ClusterObjects objects;
+  objects.nodes = nodes_->List();
+  objects.pods = pods_->List();
+  objects.jobs = jobs_->List();
+  objects.priority_classes = priority_classes_->List();
+  objects.namespaces = namespaces_->List();
+  queue_errors_.clear();
+  for (const auto& q : queues_->List()) {
+    queue_generation_[q->metadata.name] = q->metadata.generation;
+    Result<core::Queue> decoded = QueueFromResource(q->raw);
+    if (!decoded.ok()) {
+      queue_errors_[q->metadata.name] = decoded.status().message();
+      continue;
+    }
+    objects.queues.push_back(std::move(*decoded));
+  }
+  std::sort(objects.queues.begin(), objects.queues.end(),
+            [](const core::Queue& a, const core::Queue& b) { return a.name < b.name; });
+
+  // Drop assumptions the informer has caught up with, or that expired.
+  const int64_t now = NowMs();
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    bool drop = it->second.expires_ms < now;
+    if (!drop) {
+      std::shared_ptr<const kube::Pod> p = pods_->Get(it->second.pod);
+      drop = !p || p->metadata.uid != it->first || !p->node_name.empty();
+    }
+    it = drop ? assumed_.erase(it) : std::next(it);
+  }
+
+  BuildOptions bo;
+  bo.scheduler_name = options_.scheduler_name;
+  bo.gpu_resource = options_.gpu_resource;
+  bo.now = core::Time(now);
+  bo.assumed = &assumed_;
+  built_ = BuildSnapshot(objects, bo);
+  for (const std::string& p : built_.problems) spdlog::debug("{}", p);
+  last_refresh_ms_ = MsSince(begin);
+  return &built_.snapshot;
+}
+
+void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
+                        const std::string& message, bool warning) {
+  if (!options_.write_events || !WritesAllowed()) return;
+  kube::EventSpec e;
+  e.involved = about.involved.ToJson(about.namespace_name);
+  e.reason = reason;
+  e.message = message;
+  e.type = warning ? "Warning" : "Normal";
+  e.component = "chamber-scheduler";
+  Result<Json> r = client_->CreateEvent(e);
+  if (!r.ok()) CountError(r.status(), "event " + reason);
+}
+
+Status KubeBackend::Apply(const core::CycleResult& result) {
+  const auto begin = std::chrono::steady_clock::now();
+  if (!WritesAllowed()) return Status::Ok();
+  // Preemptions first (they take time to release), then binds (the work people wait for), then
+  // the bookkeeping writes.
+  ApplyPreemptions(result);
+  ApplyBinds(result);
+  ApplyResumes(result);
+  ApplyPending(result);
+  ApplyQueueStatus(result);
+  last_apply_ms_ = MsSince(begin);
+  return Status::Ok();
+}
+
+void KubeBackend::ApplyBinds(const core::CycleResult& result) {
+  struct BindCall {
+    size_t decision;
+    const PodRef* pod;
+    std::string node;
+    std::vector<int> gpus;
+    Status status;
+  };
+  std::vector<BindCall> calls;
+  for (size_t d = 0; d < result.binds.size(); ++d) {
+    const core::BindDecision& bind = result.binds[d];
+    const WorkloadSource& src = built_.sources[bind.workload.index()];
+    for (const core::PodAssignment& a : bind.pods) {
+      if (a.pod_set < 0 || static_cast<size_t>(a.pod_set) >= src.pods.size() || a.replica < 0 ||
+          static_cast<size_t>(a.replica) >= src.pods[a.pod_set].size())
+        continue;  // the engine never names a pod the snapshot lacks; be safe anyway
+      calls.push_back({d, &src.pods[a.pod_set][a.replica],
+                       built_.snapshot.nodes[a.placement.node.index()].name,
+                       MaskToIndices(a.placement.gpu_mask), Status::Ok()});
+    }
+  }
+  ParallelFor(calls.size(), options_.writers, [&](size_t i) {
+    BindCall& c = calls[i];
+    if (!WritesAllowed()) {
+      c.status = Status::Unavailable("not the leader any more");
+      return;
+    }
+    const std::map<std::string, std::string> annotations = {
+        {keys::kGpuIndices, FormatIndexList(c.gpus)}};
+    c.status = client_->Bind(c.pod->namespace_name, c.pod->name, c.pod->uid, c.node, annotations,
+                             c.pod->resource_version);
+  });
+
+  const int64_t expires = NowMs() + options_.assume_timeout.count();
+  std::vector<std::vector<const BindCall*>> by_decision(result.binds.size());
+  for (const BindCall& c : calls) by_decision[c.decision].push_back(&c);
+  int64_t binds = 0, failures = 0, rollbacks = 0;
+  struct EventCall {
+    const WorkloadSource* about;
+    std::string reason, message;
+    bool warning;
+  };
+  std::vector<EventCall> events;
+  for (size_t d = 0; d < result.binds.size(); ++d) {
+    const WorkloadSource& src = built_.sources[result.binds[d].workload.index()];
+    const std::string& name = built_.snapshot.workloads[result.binds[d].workload.index()].name;
+    std::string failed;
+    std::set<std::string> nodes;
+    for (const BindCall* c : by_decision[d]) {
+      if (c->status.ok()) {
+        assumed_[c->pod->uid] = {c->pod->Key(), c->node, c->gpus, expires};
+        nodes.insert(c->node);
+        ++binds;
+      } else if (failed.empty()) {
+        failed = c->pod->Key() + ": " + c->status.message();
+      }
+    }
+    if (failed.empty()) {
+      std::string where;
+      for (const std::string& n : nodes) where += (where.empty() ? "" : ", ") + n;
+      events.push_back({&src, "Scheduled",
+                        "Bound " + std::to_string(by_decision[d].size()) + " pod(s) to " + where +
+                            (result.binds[d].borrowing ? ", borrowing idle quota" : ""),
+                        false});
+      continue;
+    }
+    ++failures;
+    spdlog::warn("gang {}: bind failed ({}); rolling back", name, failed);
+    // All or nothing: the pods already bound are deleted (a Job recreates them), so the gang
+    // is placed again whole.
+    for (const BindCall* c : by_decision[d]) {
+      if (!c->status.ok()) continue;
+      assumed_.erase(c->pod->uid);
+      kube::DeleteOptions del;
+      del.uid = c->pod->uid;
+      del.grace_period_seconds = 0;
+      Status s = client_->Delete(kube::resources::kPods, c->pod->namespace_name, c->pod->name, del);
+      if (!s.ok() && !kube::IsNotFound(s)) CountError(s, "rollback of " + c->pod->Key());
+      ++rollbacks;
+    }
+    events.push_back(
+        {&src, "FailedScheduling", "gang bind failed and was rolled back (" + failed + ")", true});
+  }
+  ParallelFor(events.size(), options_.writers, [&](size_t i) {
+    Event(*events[i].about, events[i].reason, events[i].message, events[i].warning);
+  });
+  std::lock_guard<std::mutex> l(stats_mu_);
+  stats_.binds += binds;
+  stats_.bind_failures += failures;
+  stats_.rollbacks += rollbacks;
+}
+
+std::vector<std::shared_ptr<const kube::Pod>> KubeBackend::PodsOf(const WorkloadSource& src) const {
+  std::vector<std::shared_ptr<const kube::Pod>> out;
+  for (const std::string& key : src.pod_keys)
+    if (auto p = pods_->Get(key)) out.push_back(std::move(p));
+  return out;
+}
+
+void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
+  for (const core::PreemptDecision& p : result.preemptions) {
+    if (!WritesAllowed()) return;
+    const WorkloadSource& src = built_.sources[p.workload.index()];
+    const core::Workload& w = built_.snapshot.workloads[p.workload.index()];
+    const std::string why = std::string(core::PreemptReasonName(p.reason)) + ": " + p.message +
+                            "; " + Hours(p.gpu_hours_lost) + " GPU-hours since the last checkpoint";
+    if (src.kind == WorkloadSource::Kind::kJob) {
+      std::string history;
+      const int64_t now_s = NowMs() / 1000;
+      const size_t keep = 9;
+      const size_t from =
+          w.recent_preemptions.size() > keep ? w.recent_preemptions.size() - keep : 0;
+      for (size_t i = from; i < w.recent_preemptions.size(); ++i)
+        history += std::to_string(w.recent_preemptions[i].count() / 1000) + ",";
+      history += std::to_string(now_s);
+      Json patch = {
+          {"metadata",
+           {{"uid", src.job_uid},
+            {"resourceVersion", src.job_resource_version},
+            {"annotations", {{keys::kPreemptedAt, NowText()}, {keys::kPreemptions, history}}}}},
+          {"spec", {{"suspend", true}}}};
+      Result<Json> r =
+          client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+      if (!r.ok()) {
+        if (!kube::IsConflict(r.status()) && !kube::IsNotFound(r.status()))
+          CountError(r.status(), "suspend job " + w.name);
+        continue;  // changed since the snapshot: the next cycle decides again
+      }
+      // The Job controller deletes the pods too; deleting them first sets the grace period.
+      const std::vector<std::shared_ptr<const kube::Pod>> pods = PodsOf(src);
+      ParallelFor(pods.size(), options_.writers, [&](size_t i) {
+        kube::DeleteOptions del;
+        del.uid = pods[i]->metadata.uid;
+        del.grace_period_seconds = p.grace_seconds;
+        Status s = client_->Delete(kube::resources::kPods, pods[i]->metadata.namespace_name,
+                                   pods[i]->metadata.name, del);
+        if (!s.ok() && !kube::IsNotFound(s) && !kube::IsConflict(s))
+          CountError(s, "delete pod " + pods[i]->metadata.Key());
+      });
+      {
+        std::lock_guard<std::mutex> l(stats_mu_);
+        stats_.suspends++;
+      }
+      Event(src, "Preempted",
+            "Suspended with " + std::to_string(p.grace_seconds) + " s to checkpoint. " + why);
+      continue;
+    }
+    const std::vector<std::shared_ptr<const kube::Pod>> pods = PodsOf(src);
+    std::atomic<int64_t> evicted{0}, blocked{0};
+    ParallelFor(pods.size(), options_.writers, [&](size_t i) {
+      kube::DeleteOptions del;
+      del.uid = pods[i]->metadata.uid;
+      del.grace_period_seconds = p.grace_seconds;
+      Status s = client_->Evict(pods[i]->metadata.namespace_name, pods[i]->metadata.name, del);
+      if (s.ok()) {
+        ++evicted;
+      } else if (kube::IsEvictionBlocked(s)) {
+        ++blocked;
+      } else if (!kube::IsNotFound(s)) {
+        CountError(s, "evict pod " + pods[i]->metadata.Key());
+      }
+    });
+    {
+      std::lock_guard<std::mutex> l(stats_mu_);
+      stats_.evictions += evicted;
+      stats_.eviction_blocked += blocked;
+    }
+    if (blocked > 0)
+      Event(src, "PreemptionBlocked",
+            std::to_string(blocked.load()) +
+                " pod(s) not evicted: a PodDisruptionBudget allows no disruption now. " + why,
+            true);
+    if (evicted > 0)
+      Event(src, "Preempted",
+            "Evicted " + std::to_string(evicted.load()) + " pod(s) with " +
+                std::to_string(p.grace_seconds) + " s to checkpoint. " + why);
+  }
+}
+
+void KubeBackend::ApplyResumes(const core::CycleResult& result) {
+  for (const core::ResumeDecision& r : result.resumes) {
+    if (!WritesAllowed()) return;
+    const WorkloadSource& src = built_.sources[r.workload.index()];
+    if (src.kind != WorkloadSource::Kind::kJob) continue;
+    Json patch = {{"metadata",
+                   {{"uid", src.job_uid},
+                    {"resourceVersion", src.job_resource_version},
+                    {"annotations", {{keys::kPreemptedAt, nullptr}}}}},
+                  {"spec", {{"suspend", false}}}};
+    Result<Json> res =
+        client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+    if (!res.ok()) {
+      if (!kube::IsConflict(res.status()) && !kube::IsNotFound(res.status()))
+        CountError(res.status(), "resume job " + src.namespace_name + "/" + src.name);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> l(stats_mu_);
+      stats_.resumes++;
+    }
+    Event(src, "Resumed",
+          std::string("Capacity is free again") + (r.borrowing ? " (borrowing idle quota)" : "") +
+              "; the Job's pods are scheduled as they are created");
+  }
+}
+
+void KubeBackend::ApplyPending(const core::CycleResult& result) {
+  struct Write {
+    std::shared_ptr<const kube::Pod> pod;
+    std::string reason, message;
+  };
+  std::vector<Write> writes;
+  const int64_t now = NowMs();
+  std::set<std::string> live;
+  for (const core::PendingDecision& d : result.pending) {
+    const WorkloadSource& src = built_.sources[d.workload.index()];
+    const std::string reason = ConditionReason(d.reason);
+    const std::string message = std::string(core::PendingReasonName(d.reason)) + ": " + d.message;
+    for (const auto& set : src.pods)
+      for (const PodRef& ref : set) {
+        live.insert(ref.uid);
+        if (static_cast<int32_t>(writes.size()) >= options_.max_condition_writes_per_cycle)
+          continue;
+        auto pod = pods_->Get(ref.Key());
+        if (!pod || pod->metadata.uid != ref.uid || !pod->node_name.empty()) continue;
+        const kube::Condition* current = nullptr;
+        for (const kube::Condition& c : pod->conditions)
+          if (c.type == "PodScheduled") current = &c;
+        if (current != nullptr && current->status == "False" && current->reason == reason &&
+            current->message == message)
+          continue;
+        auto it = conditions_written_.find(ref.uid);
+        if (it != conditions_written_.end() && it->second.reason == reason &&
+            now - it->second.at_ms < options_.condition_refresh.count())
+          continue;  // only the message changed, and recently written
+        writes.push_back({std::move(pod), reason, message});
+      }
+  }
+  // Forget pods that are no longer pending.
+  for (auto it = conditions_written_.begin(); it != conditions_written_.end();)
+    it = live.count(it->first) ? std::next(it) : conditions_written_.erase(it);
+
+  std::atomic<int64_t> done{0};
+  ParallelFor(writes.size(), options_.writers, [&](size_t i) {
+    if (!WritesAllowed()) return;
+    const Write& w = writes[i];
+    Json cond = {{"type", "PodScheduled"},   {"status", "False"},
+                 {"reason", w.reason},       {"message", w.message},
+                 {"lastProbeTime", nullptr}, {"lastTransitionTime", NowText()}};
+    Json ops =
+        Json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", w.pod->metadata.uid}}});
+    int index = -1;
+    for (size_t c = 0; c < w.pod->conditions.size(); ++c)
+      if (w.pod->conditions[c].type == "PodScheduled") index = static_cast<int>(c);
+    const Json& status = w.pod->raw.contains("status") ? w.pod->raw["status"] : Json::object();
+    if (index >= 0) {
+      const std::string path = "/status/conditions/" + std::to_string(index);
+      if (w.pod->conditions[index].status == "False")
+        cond["lastTransitionTime"] = w.pod->conditions[index].last_transition_time;
+      ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", "PodScheduled"}});
+      ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
+    } else if (status.contains("conditions")) {
+      ops.push_back({{"op", "add"}, {"path", "/status/conditions/-"}, {"value", cond}});
+    } else if (!status.is_null() && status.is_object() && !status.empty()) {
+      ops.push_back(
+          {{"op", "add"}, {"path", "/status/conditions"}, {"value", Json::array({cond})}});
+    } else {
+      ops.push_back(
+          {{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", Json::array({cond})}}}});
+    }
+    Result<Json> r = client_->JsonPatch(kube::resources::kPods, w.pod->metadata.namespace_name,
+                                        w.pod->metadata.name, ops, "status");
+    if (r.ok())
+      ++done;
+    else if (!kube::IsNotFound(r.status()) && !kube::IsInvalid(r.status()))
+      CountError(r.status(), "condition of pod " + w.pod->metadata.Key());
+  });
+  for (const Write& w : writes)
+    conditions_written_[w.pod->metadata.uid] = {w.reason, w.message, now};
+  std::lock_guard<std::mutex> l(stats_mu_);
+  stats_.condition_writes += done;
+}
+
+void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
+  std::map<std::string, core::QueueStatus> statuses;
+  for (const core::QueueStatus& q : result.queues) statuses[q.name] = q;
+  for (const auto& [name, error] : queue_errors_) {
+    core::QueueStatus s;
+    s.name = name;
+    s.error = error;
+    statuses[name] = s;
+  }
+  for (const auto& [name, s] : statuses) {
+    if (!WritesAllowed()) return;
+    auto gen = queue_generation_.find(name);
+    Json status = QueueStatusJson(s, gen == queue_generation_.end() ? 0 : gen->second);
+    auto it = queue_status_written_.find(name);
+    if (it != queue_status_written_.end() && it->second == status) continue;
+    // Condition times change only with the condition.
+    Json patch = {{"status", status}};
+    Result<Json> r = client_->MergePatch(kQueues, "", name, patch, "status");
+    if (!r.ok()) {
+      if (!kube::IsNotFound(r.status())) CountError(r.status(), "status of queue " + name);
+      continue;
+    }
+    queue_status_written_[name] = std::move(status);
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.queue_status_writes++;
+  }
+}
+
+daemon::Observation KubeBackend::Observe() {
+  daemon::Observation o;
+  o.snapshot = &built_.snapshot;
+  std::map<std::string, int32_t> pool_of_model;
+  o.node_pool.reserve(built_.snapshot.nodes.size());
+  samples_.resize(built_.snapshot.nodes.size());
+  for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n) {
+    const core::Node& node = built_.snapshot.nodes[n];
+    samples_[n].resize(node.gpus.size());
+    if (node.gpus.empty()) {
+      o.node_pool.push_back(-1);
+      continue;
+    }
+    const std::string model = node.gpus.front().model.empty() ? "gpu" : node.gpus.front().model;
+    auto [it, inserted] = pool_of_model.try_emplace(model, static_cast<int32_t>(o.pools.size()));
+    if (inserted) o.pools.push_back({model, model, fleet::Pricing::kOnDemand, 0});
+    o.node_pool.push_back(it->second);
+  }
+  o.samples = samples_;
+  o.workload_pods.reserve(built_.sources.size());
+  for (const WorkloadSource& s : built_.sources) o.workload_pods.push_back(s.pod_keys);
+  return o;
+}
+
+Status KubeBackend::SetSchedulable(std::string_view node, bool schedulable) {
+  Json patch = {{"spec", {{"unschedulable", !schedulable}}}};
+  Result<Json> r = client_->MergePatch(kube::resources::kNodes, "", std::string(node), patch);
+  if (!r.ok()) return r.status();
+  return Status::Ok();
+}
+
+}  // namespace chamber::controller

@@ -1,0 +1,122 @@
+// chamberd's Kubernetes backend: informers on Nodes, Pods, Jobs, Queues, PriorityClasses and
+// Namespaces keep a cache; Refresh() turns the cache into the engine's snapshot
+// (snapshot_builder.h) and Apply() carries the decisions back through the API:
+//
+//   bind     pods/binding for every pod of the gang, with the pod's UID and resourceVersion as
+//            preconditions and the GPU slots as the binding's annotation (the API server copies
+//            it onto the pod). If any bind of a gang fails, the pods already bound are deleted
+//            (a Job recreates them; the gang is tried again whole) and a Warning Event says why.
+//   preempt  a Job is suspended (spec.suspend, with `chamber.io/preempted-at` and the
+//            preemption history as annotations, the Job's UID and resourceVersion as
+//            preconditions) and its pods are deleted with the checkpoint grace period; bare pods
+//            are evicted through the eviction API with that grace period (a PodDisruptionBudget
+//            that forbids it is retried next cycle).
+//   resume   a Job Chamber suspended is unsuspended; its new pods are bound as they appear.
+//   pending  every pending pod gets PodScheduled=False with the engine's reason and message
+//            (reason `Unschedulable` when no node fits, as the cluster autoscaler expects).
+//   status   each Queue's status (allocated, fair share, borrowed, lent, workloads, Valid).
+//
+// A bind the API accepted is assumed until the pod informer shows it, so the next cycle does
+// not give those GPUs away. Every write stops as soon as `options.writes_allowed` turns false
+// (leadership lost).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "controller/snapshot_builder.h"
+#include "daemon/backend.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+
+namespace chamber::controller {
+
+struct KubeBackendOptions {
+  std::string scheduler_name = kDefaultSchedulerName;
+  std::string gpu_resource = kGpuResource;
+  int32_t writers = 16;                                 // parallel API writes within a cycle
+  std::chrono::milliseconds assume_timeout{30'000};     // how long an unseen bind is assumed
+  int32_t max_condition_writes_per_cycle = 500;         // PodScheduled updates (binds go first)
+  std::chrono::milliseconds condition_refresh{10'000};  // a changed message waits this long
+  bool write_events = true;
+  std::function<bool()> writes_allowed;  // empty: always
+};
+
+// Counters since start, for metrics and tests.
+struct KubeBackendStats {
+  int64_t binds = 0, bind_failures = 0, rollbacks = 0;
+  int64_t suspends = 0, resumes = 0, evictions = 0, eviction_blocked = 0;
+  int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0;
+};
+
+class KubeBackend : public daemon::ClusterBackend {
+ public:
+  // Starts the informers and waits until they have synced (or `sync_timeout` passes).
+  static Result<std::unique_ptr<KubeBackend>> Create(
+      kube::Client* client, KubeBackendOptions options,
+      std::chrono::milliseconds sync_timeout = std::chrono::seconds(60));
+  ~KubeBackend() override;
+
+  std::string_view mode() const override { return "cluster"; }
+  bool simulated_time() const override { return false; }
+  Result<const core::Snapshot*> Refresh() override;
+  Status Apply(const core::CycleResult& result) override;
+  daemon::Observation Observe() override;
+  Status SetSchedulable(std::string_view node, bool schedulable) override;
+
+  KubeBackendStats stats() const;
+  // Durations of the last Refresh() (cache to snapshot) and Apply() (API writes), ms.
+  double last_refresh_ms() const { return last_refresh_ms_; }
+  double last_apply_ms() const { return last_apply_ms_; }
+  // Problems met reading the cluster in the last Refresh().
+  const std::vector<std::string>& problems() const { return built_.problems; }
+  const BuiltSnapshot& built() const { return built_; }
+
+ private:
+  KubeBackend(kube::Client* client, KubeBackendOptions options);
+  bool WritesAllowed() const { return !options_.writes_allowed || options_.writes_allowed(); }
+  void ApplyBinds(const core::CycleResult& result);
+  void ApplyPreemptions(const core::CycleResult& result);
+  void ApplyResumes(const core::CycleResult& result);
+  void ApplyPending(const core::CycleResult& result);
+  void ApplyQueueStatus(const core::CycleResult& result);
+  void Event(const WorkloadSource& about, const std::string& reason, const std::string& message,
+             bool warning = false);
+  void CountError(const Status& s, const std::string& what);
+  std::vector<std::shared_ptr<const kube::Pod>> PodsOf(const WorkloadSource& src) const;
+
+  kube::Client* client_;
+  KubeBackendOptions options_;
+  std::unique_ptr<kube::Informer<kube::Node>> nodes_;
+  std::unique_ptr<kube::Informer<kube::Pod>> pods_;
+  std::unique_ptr<kube::Informer<kube::Job>> jobs_;
+  std::unique_ptr<kube::Informer<kube::Object>> queues_;
+  std::unique_ptr<kube::Informer<kube::PriorityClass>> priority_classes_;
+  std::unique_ptr<kube::Informer<kube::Namespace>> namespaces_;
+
+  BuiltSnapshot built_;
+  std::map<std::string, AssumedBind> assumed_;              // by pod UID
+  std::map<std::string, std::string> queue_errors_;         // queue -> decode error
+  std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
+  std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written
+  struct ConditionWritten {
+    std::string reason, message;
+    int64_t at_ms = 0;
+  };
+  std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
+  std::vector<std::vector<daemon::GpuSample>> samples_;
+
+  double last_refresh_ms_ = 0, last_apply_ms_ = 0;
+  mutable std::mutex stats_mu_;
+  KubeBackendStats stats_;
+};
+
+// Runs fn(0..n-1) on up to `threads` threads and waits for all.
+void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);
+
+}  // namespace chamber::controller

@@ -1,0 +1,451 @@
+// chamberd end to end: the real binary against the real control plane (kube-apiserver, etcd and
+// kube-controller-manager for the Job controller, from the ctest fixture), with fake GPU nodes
+// and the pod lifecycle simulator (src/kubesim) standing in for kubelets: bound pods run for the
+// seconds their `chamber.io/sim-duration-seconds` annotation says, then succeed.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "controller/queue_resource.h"
+#include "controller/snapshot_builder.h"
+#include "kube/client.h"
+#include "kube/errors.h"
+#include "kubesim/nodes.h"
+#include "kubesim/simulator.h"
+
+extern char** environ;
+
+namespace chamber::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using kube::Json;
+
+template <typename F>
+bool Eventually(F f, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return f();
+}
+
+const kube::ResourceType kQueueType = kQueues;
+
+class ChamberdE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* kubeconfig = std::getenv("CHAMBER_TEST_KUBECONFIG");
+    ASSERT_NE(kubeconfig, nullptr) << "run through ctest: the controlplane fixture sets it";
+    kube::RestConfig rc = kube::LoadKubeconfig(kubeconfig).value();
+    rc.qps = 0;
+    client_ = std::move(kube::Client::Create(rc).value());
+    std::ifstream in(CHAMBER_QUEUE_CRD);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto docs = ManifestToJson(text.str(), CHAMBER_QUEUE_CRD).value();
+    ASSERT_TRUE(ApplyQueueCrd(*client_, docs.at(0)).ok());
+  }
+
+  void SetUp() override {
+    std::random_device rd;
+    ns_ = "e2e-" + std::to_string(rd() % 1000000);
+    dir_ = std::filesystem::temp_directory_path() / ("chamberd-" + ns_);
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(kubesim::DeleteFakeNodes(*client_).ok());
+    ASSERT_TRUE(
+        client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns_}}}}).ok());
+    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n"
+                                           "preemption:\n"
+                                           "  minRuntime: 0s\n"
+                                           "  checkpointGraceSeconds: 1\n";
+  }
+
+  void TearDown() override {
+    for (auto& [name, pid] : chamberd_) Stop(pid, SIGKILL);
+    if (HasFailure())
+      for (const auto& [name, pid] : chamberd_) {
+        std::ifstream log(dir_ / (name + ".log"));
+        std::cerr << "---- chamberd " << name << " log ----\n" << log.rdbuf() << "\n";
+      }
+    if (sim_) sim_->Stop();
+    kube::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    (void)client_->Delete(kube::resources::kPods, ns_, "", now);
+    (void)client_->Delete(kube::resources::kNamespaces, "", ns_);
+    for (const std::string& q : queues_) (void)client_->Delete(kQueueType, "", q);
+    for (const std::string& pc : priority_classes_)
+      (void)client_->Delete(kube::resources::kPriorityClasses, "", pc);
+    (void)kubesim::DeleteFakeNodes(*client_);
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Nodes(int count, int gpus, const std::string& prefix = "gpu",
+             std::vector<kube::Taint> taints = {}) {
+    kubesim::NodePoolSpec spec;
+    spec.count = count;
+    spec.gpus = gpus;
+    spec.prefix = ns_ + "-" + prefix;
+    spec.taints = std::move(taints);
+    auto created = kubesim::CreateFakeNodes(*client_, spec);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+
+  void StartSim() {
+    sim_ = std::make_unique<kubesim::Simulator>(client_.get());
+    ASSERT_TRUE(sim_->Start().ok());
+  }
+
+  void Queue(const std::string& name, int quota, int limit = -1) {
+    Json q = {{"apiVersion", "chamber.io/v1alpha1"},
+              {"kind", "Queue"},
+              {"metadata", {{"name", name}}},
+              {"spec", {{"resources", {{"gpu", {{"quota", quota}, {"limit", limit}}}}}}}};
+    (void)client_->Delete(kQueueType, "", name);
+    ASSERT_TRUE(Eventually([&] { return client_->Create(kQueueType, "", q).ok(); }, 10s));
+    queues_.push_back(name);
+  }
+
+  void PriorityClass(const std::string& name, int value) {
+    Json pc = {{"apiVersion", "scheduling.k8s.io/v1"},
+               {"kind", "PriorityClass"},
+               {"metadata", {{"name", name}}},
+               {"value", value}};
+    auto r = client_->Create(kube::resources::kPriorityClasses, "", pc);
+    ASSERT_TRUE(r.ok() || kube::IsAlreadyExists(r.status())) << r.status().ToString();
+    priority_classes_.push_back(name);
+  }
+
+  struct JobSpec {
+    std::string queue;
+    int pods = 1;
+    int gpus = 1;
+    double seconds = 0;  // 0: runs until deleted
+    std::string priority_class;
+    Json tolerations;
+    std::string grace;  // chamber.io/checkpoint-grace-seconds
+
+    JobSpec(std::string q, int n) : queue(std::move(q)), pods(n) {}
+    JobSpec& Seconds(double v) { return seconds = v, *this; }
+    JobSpec& Priority(std::string v) { return priority_class = std::move(v), *this; }
+    JobSpec& Tolerate(Json v) { return tolerations = std::move(v), *this; }
+    JobSpec& Grace(std::string v) { return grace = std::move(v), *this; }
+  };
+
+  void Job(const std::string& name, const JobSpec& s) {
+    Json container = {{"name", "main"},
+                      {"image", "trainer:latest"},
+                      {"resources",
+                       {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", s.gpus}}},
+                        {"limits", {{"nvidia.com/gpu", s.gpus}}}}}};
+    Json pod = {{"schedulerName", "chamber"},
+                {"restartPolicy", "Never"},
+                {"terminationGracePeriodSeconds", 5},
+                {"containers", Json::array({container})}};
+    if (!s.priority_class.empty()) pod["priorityClassName"] = s.priority_class;
+    if (!s.tolerations.is_null()) pod["tolerations"] = s.tolerations;
+    Json annotations = Json::object();
+    if (s.seconds > 0) annotations["chamber.io/sim-duration-seconds"] = std::to_string(s.seconds);
+    Json job = {{"apiVersion", "batch/v1"},
+                {"kind", "Job"},
+                {"metadata",
+                 {{"name", name}, {"namespace", ns_}, {"labels", {{"chamber.io/queue", s.queue}}}}},
+                {"spec",
+                 {{"parallelism", s.pods},
+                  {"completions", s.pods},
+                  {"backoffLimit", 0},
+                  {"template", {{"metadata", {{"annotations", annotations}}}, {"spec", pod}}}}}};
+    if (!s.grace.empty())
+      job["metadata"]["annotations"] = {{"chamber.io/checkpoint-grace-seconds", s.grace}};
+    auto r = client_->Create(kube::resources::kJobs, ns_, job);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  std::vector<kube::Pod> PodsOf(const std::string& job) {
+    kube::ListOptions o;
+    o.label_selector = "batch.kubernetes.io/job-name=" + job;
+    std::vector<kube::Pod> out;
+    auto list = client_->List(kube::resources::kPods, ns_, o);
+    if (!list.ok()) return out;
+    for (Json& j : list->items) out.push_back(kube::Pod::FromJson(std::move(j)).value());
+    return out;
+  }
+
+  // Pods of `job` on a node and not being deleted.
+  int Bound(const std::string& job) {
+    int n = 0;
+    for (const kube::Pod& p : PodsOf(job))
+      if (!p.node_name.empty() && p.metadata.deletion_timestamp.empty() && p.phase != "Failed") ++n;
+    return n;
+  }
+
+  kube::Job GetJob(const std::string& name) {
+    return kube::Job::FromJson(client_->Get(kube::resources::kJobs, ns_, name).value()).value();
+  }
+
+  bool Complete(const std::string& job) {
+    for (const kube::Condition& c : GetJob(job).conditions)
+      if (c.type == "Complete" && c.status == "True") return true;
+    return false;
+  }
+
+  std::vector<std::string> EventReasons(const std::string& name) {
+    std::vector<std::string> out;
+    kube::ListOptions o;
+    o.field_selector = "involvedObject.name=" + name;
+    auto list = client_->List(kube::resources::kEvents, ns_, o);
+    if (list.ok())
+      for (const Json& e : list->items) out.push_back(e.value("reason", ""));
+    return out;
+  }
+
+  // No GPU slot of any node is held by two live pods, and every slot exists.
+  void ExpectNoDoubleBooking(int gpus_per_node) {
+    std::map<std::string, std::set<int>> held;
+    auto list = client_->List(kube::resources::kPods, ns_);
+    ASSERT_TRUE(list.ok());
+    for (Json& j : list->items) {
+      kube::Pod p = kube::Pod::FromJson(std::move(j)).value();
+      if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+      auto it = p.metadata.annotations.find(keys::kGpuIndices);
+      ASSERT_NE(it, p.metadata.annotations.end()) << p.metadata.Key() << " was bound without slots";
+      Result<std::vector<int>> slots = ParseIndexList(it->second);
+      ASSERT_TRUE(slots.ok()) << p.metadata.Key() << ": " << slots.status().message();
+      const std::vector<int> indices = std::move(*slots);
+      for (int g : indices) {
+        EXPECT_LT(g, gpus_per_node) << p.metadata.Key();
+        EXPECT_TRUE(held[p.node_name].insert(g).second)
+            << "GPU " << g << " of " << p.node_name << " is held twice (" << p.metadata.Key()
+            << ")";
+      }
+    }
+  }
+
+  pid_t StartChamberd(const std::string& name, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {CHAMBERD_BINARY,
+                                     "--kubeconfig",
+                                     std::getenv("CHAMBER_TEST_KUBECONFIG"),
+                                     "--config",
+                                     (dir_ / "config.yaml").string(),
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--anonymous",
+                                     "--identity",
+                                     name,
+                                     "--lease-namespace",
+                                     ns_,
+                                     "--log-level",
+                                     "debug"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const std::string log = (dir_ / (name + ".log")).string();
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    chamberd_[name] = pid;
+    return pid;
+  }
+
+  static void Stop(pid_t& pid, int sig) {
+    if (pid <= 0) return;
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = -1;
+  }
+
+  std::string LeaseHolder() {
+    auto lease = client_->Get(kube::resources::kLeases, ns_, "chamber-scheduler");
+    if (!lease.ok()) return "";
+    return (*lease)["spec"].value("holderIdentity", "");
+  }
+
+  static std::unique_ptr<kube::Client> client_;
+  std::string ns_;
+  std::filesystem::path dir_;
+  std::unique_ptr<kubesim::Simulator> sim_;
+  std::map<std::string, pid_t> chamberd_;
+  std::vector<std::string> queues_, priority_classes_;
+};
+
+std::unique_ptr<kube::Client> ChamberdE2E::client_;
+
+TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
+  Nodes(2, 8);
+  StartSim();
+  Queue(ns_ + "-team", 16);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("blocker", JobSpec(ns_ + "-team", 4).Seconds(8));
+  ASSERT_TRUE(Eventually([&] { return Bound("blocker") == 4; }, 30s)) << Bound("blocker");
+  Job("gang", JobSpec(ns_ + "-team", 16).Seconds(3));
+
+  // 12 GPUs are free, the gang needs 16: none of it starts, and every pod says why.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::vector<kube::Pod> pods = PodsOf("gang");
+        if (pods.size() != 16) return false;
+        for (const kube::Pod& p : pods) {
+          bool explained = false;
+          for (const kube::Condition& c : p.conditions)
+            explained |= c.type == "PodScheduled" && c.status == "False" &&
+                         c.reason == "Unschedulable" && c.message.rfind("NoNodeFits: ", 0) == 0;
+          if (!explained) return false;
+        }
+        return true;
+      },
+      20s));
+  EXPECT_EQ(Bound("gang"), 0);
+  EXPECT_FALSE(Complete("blocker"));
+
+  // When the blocker finishes, the whole gang starts.
+  ASSERT_TRUE(Eventually([&] { return Complete("blocker"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Bound("gang") == 16; }, 30s)) << Bound("gang");
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("gang"); }, 30s));
+  const auto reasons = EventReasons("gang");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Scheduled"), reasons.end());
+}
+
+TEST_F(ChamberdE2E, CordonedAndTaintedNodesReceiveNothing) {
+  Nodes(1, 4, "open");
+  Nodes(1, 4, "cordoned");
+  Nodes(1, 4, "tainted", {{"dedicated", "infra", "NoSchedule"}});
+  const std::string cordoned = ns_ + "-cordoned-0", tainted = ns_ + "-tainted-0";
+  ASSERT_TRUE(
+      client_
+          ->MergePatch(kube::resources::kNodes, "", cordoned, {{"spec", {{"unschedulable", true}}}})
+          .ok());
+  StartSim();
+  Queue(ns_ + "-team", 12);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("plain", JobSpec(ns_ + "-team", 4));
+  ASSERT_TRUE(Eventually([&] { return Bound("plain") == 4; }, 30s));
+  for (const kube::Pod& p : PodsOf("plain")) EXPECT_EQ(p.node_name, ns_ + "-open-0");
+
+  Job("more", JobSpec(ns_ + "-team", 1));
+  Job("tolerant", JobSpec(ns_ + "-team", 4)
+                      .Tolerate(Json::array({{{"key", "dedicated"},
+                                              {"operator", "Equal"},
+                                              {"value", "infra"},
+                                              {"effect", "NoSchedule"}}})));
+  ASSERT_TRUE(Eventually([&] { return Bound("tolerant") == 4; }, 30s));
+  for (const kube::Pod& p : PodsOf("tolerant")) EXPECT_EQ(p.node_name, tainted);
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(Bound("more"), 0) << "only the cordoned node has room, and it takes nothing";
+  ExpectNoDoubleBooking(4);
+
+  // Uncordoned, it takes work again.
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::resources::kNodes, "", cordoned,
+                               {{"spec", {{"unschedulable", false}}}})
+                  .ok());
+  ASSERT_TRUE(Eventually([&] { return Bound("more") == 1; }, 30s));
+  EXPECT_EQ(PodsOf("more").at(0).node_name, cordoned);
+}
+
+TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
+  Nodes(1, 8);
+  StartSim();
+  PriorityClass("chamber-e2e-elastic", 10);
+  PriorityClass("chamber-e2e-reserved", 1000);
+  Queue(ns_ + "-team", 8);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("elastic", JobSpec(ns_ + "-team", 8).Seconds(4).Priority("chamber-e2e-elastic").Grace("1"));
+  ASSERT_TRUE(Eventually([&] { return Bound("elastic") == 8; }, 30s));
+  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
+
+  // The elastic Job is suspended by Chamber, the reserved one runs.
+  ASSERT_TRUE(Eventually([&] { return GetJob("elastic").suspend; }, 30s));
+  const kube::Job suspended = GetJob("elastic");
+  EXPECT_TRUE(suspended.metadata.annotations.count(keys::kPreemptedAt));
+  EXPECT_TRUE(suspended.metadata.annotations.count(keys::kPreemptions));
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+
+  // Then the elastic Job resumes and completes.
+  ASSERT_TRUE(Eventually([&] { return !GetJob("elastic").suspend; }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Complete("elastic"); }, 60s));
+  const auto reasons = EventReasons("elastic");
+  for (const char* want : {"Preempted", "Resumed", "Scheduled"})
+    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+}
+
+TEST_F(ChamberdE2E, ATeamBorrowsIdleQuotaAndTheOwnerReclaimsIt) {
+  Nodes(1, 8);
+  StartSim();
+  const std::string a = ns_ + "-a", b = ns_ + "-b";
+  Queue(a, 4);
+  Queue(b, 4);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("b1", JobSpec(b, 4).Seconds(6));
+  Job("b2", JobSpec(b, 4).Seconds(6));
+  ASSERT_TRUE(Eventually([&] { return Bound("b1") == 4 && Bound("b2") == 4; }, 30s))
+      << "team b borrows team a's idle quota";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto q = client_->Get(kQueueType, "", b);
+        return q.ok() && (*q)["status"]["borrowed"].value("gpu", 0) == 4 &&
+               (*q)["status"]["allocated"].value("gpu", 0) == 8;
+      },
+      10s));
+
+  Job("a1", JobSpec(a, 4).Seconds(3));
+  // Team a takes its quota back: one of b's Jobs is suspended, a1 runs.
+  ASSERT_TRUE(Eventually([&] { return Bound("a1") == 4; }, 30s));
+  const bool b1_suspended = GetJob("b1").suspend, b2_suspended = GetJob("b2").suspend;
+  EXPECT_NE(b1_suspended, b2_suspended) << "exactly one of team b's Jobs gives way";
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("a1"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Complete("b1") && Complete("b2"); }, 60s))
+      << "the reclaimed Job resumes once team a is done";
+}
+
+TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
+  Nodes(16, 8);
+  StartSim();
+  Queue(ns_ + "-team", 128);
+  const std::vector<std::string> le = {"--lease-duration", "3",   "--renew-deadline", "2",
+                                       "--retry-period",   "0.5", "--kube-api-qps",   "25",
+                                       "--kube-api-burst", "5",   "--writers",        "2"};
+  StartChamberd("first", le);
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "first"; }, 20s));
+  StartChamberd("second", le);
+  for (int j = 0; j < 12; ++j) Job("job-" + std::to_string(j), JobSpec(ns_ + "-team", 10));
+  auto bound_total = [&] {
+    int n = 0;
+    for (int j = 0; j < 12; ++j) n += Bound("job-" + std::to_string(j));
+    return n;
+  };
+  ASSERT_TRUE(Eventually([&] { return bound_total() >= 10; }, 30s));
+  const int before = bound_total();
+  Stop(chamberd_["first"], SIGKILL);
+  EXPECT_LT(before, 120) << "the leader was killed before it finished";
+
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "second"; }, 20s));
+  ASSERT_TRUE(Eventually([&] { return bound_total() == 120; }, 60s)) << bound_total();
+  ExpectNoDoubleBooking(8);
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(PodsOf("job-" + std::to_string(j)).size(), 10u);
+}
+
+}  // namespace
+}  // namespace chamber::controller
