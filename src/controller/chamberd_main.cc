@@ -37,6 +37,8 @@ struct Flags {
   std::string listen = "0.0.0.0:8080";
   std::string token_file;
   bool token_review = true;
+  std::vector<std::string> admin_groups{"chamber:admins", "system:masters"};
+  std::vector<std::string> viewer_groups{"chamber:viewers"};
   bool anonymous = false;
   bool leader_elect = true;
   std::string lease_namespace;
@@ -93,7 +95,7 @@ std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* cl
           u.groups = user.value("groups", std::vector<std::string>{});
           return u;
         },
-        daemon::TokenReviewAuthenticator::Options{}));
+        daemon::TokenReviewAuthenticator::Options{f.admin_groups, f.viewer_groups}));
   }
   return chain;
 }
@@ -172,6 +174,12 @@ int Main(int argc, char** argv) {
   app.add_option("--token-file", f.token_file, "API tokens: lines of `<token> <role> [name]`");
   app.add_flag("--token-review,!--no-token-review", f.token_review,
                "accept Kubernetes tokens through TokenReview")
+      ->capture_default_str();
+  app.add_option("--admin-group", f.admin_groups,
+                 "Kubernetes groups whose tokens may use the admin API (repeatable)")
+      ->capture_default_str();
+  app.add_option("--viewer-group", f.viewer_groups,
+                 "Kubernetes groups whose tokens may read the API (repeatable)")
       ->capture_default_str();
   app.add_flag("--anonymous", f.anonymous, "no authentication: every caller is admin (testing)");
   app.add_flag("--leader-elect,!--no-leader-elect", f.leader_elect,

@@ -72,6 +72,8 @@ KubeBackend::KubeBackend(kube::Client* client, KubeBackendOptions options)
     : client_(client), options_(std::move(options)) {}
 
 KubeBackend::~KubeBackend() {
+  for (std::jthread& t : event_writers_) t.request_stop();
+  event_writers_.clear();  // joins
   if (nodes_) nodes_->Stop();
   if (pods_) pods_->Stop();
   if (jobs_) jobs_->Stop();
@@ -95,6 +97,8 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
       client, Watching(kube::resources::kPriorityClasses));
   b->namespaces_ = std::make_unique<kube::Informer<kube::Namespace>>(
       client, Watching(kube::resources::kNamespaces));
+  for (int i = 0; i < std::max(b->options_.event_writers, 1); ++i)
+    b->event_writers_.emplace_back([p = b.get()](std::stop_token stop) { p->EventWriter(stop); });
   b->nodes_->Start();
   b->pods_->Start();
   b->jobs_->Start();
@@ -189,8 +193,32 @@ void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
   e.message = message;
   e.type = warning ? "Warning" : "Normal";
   e.component = "chamber-scheduler";
-  Result<Json> r = client_->CreateEvent(e);
-  if (!r.ok()) CountError(r.status(), "event " + reason);
+  {
+    std::lock_guard<std::mutex> l(events_mu_);
+    if (events_.size() >= options_.max_queued_events) {
+      std::lock_guard<std::mutex> s(stats_mu_);
+      stats_.events_dropped++;
+      return;
+    }
+    events_.push_back(std::move(e));
+  }
+  events_cv_.notify_one();
+}
+
+void KubeBackend::EventWriter(std::stop_token stop) {
+  while (true) {
+    kube::EventSpec e;
+    {
+      std::unique_lock<std::mutex> l(events_mu_);
+      events_cv_.wait(l, stop, [&] { return !events_.empty(); });
+      if (stop.stop_requested() || events_.empty()) return;
+      e = std::move(events_.front());
+      events_.pop_front();
+    }
+    if (!WritesAllowed()) continue;
+    Result<Json> r = client_->CreateEvent(e);
+    if (!r.ok()) CountError(r.status(), "event " + e.reason);
+  }
 }
 
 Status KubeBackend::Apply(const core::CycleResult& result) {
@@ -290,9 +318,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     events.push_back(
         {&src, "FailedScheduling", "gang bind failed and was rolled back (" + failed + ")", true});
   }
-  ParallelFor(events.size(), options_.writers, [&](size_t i) {
-    Event(*events[i].about, events[i].reason, events[i].message, events[i].warning);
-  });
+  for (const EventCall& e : events) Event(*e.about, e.reason, e.message, e.warning);
   std::lock_guard<std::mutex> l(stats_mu_);
   stats_.binds += binds;
   stats_.bind_failures += failures;

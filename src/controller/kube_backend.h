@@ -22,11 +22,15 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "controller/snapshot_builder.h"
@@ -44,6 +48,10 @@ struct KubeBackendOptions {
   int32_t max_condition_writes_per_cycle = 500;         // PodScheduled updates (binds go first)
   std::chrono::milliseconds condition_refresh{10'000};  // a changed message waits this long
   bool write_events = true;
+  // Events go out from a queue of their own, so that a cycle that binds thousands of pods does
+  // not wait for their Events; beyond this many waiting, new ones are dropped (and counted).
+  size_t max_queued_events = 20'000;
+  int32_t event_writers = 4;
   std::function<bool()> writes_allowed;  // empty: always
 };
 
@@ -51,7 +59,7 @@ struct KubeBackendOptions {
 struct KubeBackendStats {
   int64_t binds = 0, bind_failures = 0, rollbacks = 0;
   int64_t suspends = 0, resumes = 0, evictions = 0, eviction_blocked = 0;
-  int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0;
+  int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0, events_dropped = 0;
 };
 
 class KubeBackend : public daemon::ClusterBackend {
@@ -87,6 +95,7 @@ class KubeBackend : public daemon::ClusterBackend {
   void ApplyQueueStatus(const core::CycleResult& result);
   void Event(const WorkloadSource& about, const std::string& reason, const std::string& message,
              bool warning = false);
+  void EventWriter(std::stop_token stop);
   void CountError(const Status& s, const std::string& what);
   std::vector<std::shared_ptr<const kube::Pod>> PodsOf(const WorkloadSource& src) const;
 
@@ -112,6 +121,11 @@ class KubeBackend : public daemon::ClusterBackend {
   std::vector<std::vector<daemon::GpuSample>> samples_;
 
   double last_refresh_ms_ = 0, last_apply_ms_ = 0;
+
+  std::mutex events_mu_;
+  std::condition_variable_any events_cv_;
+  std::deque<kube::EventSpec> events_;
+  std::vector<std::jthread> event_writers_;  // last: they stop first
   mutable std::mutex stats_mu_;
   KubeBackendStats stats_;
 };

@@ -131,7 +131,7 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writers,
-                        std::chrono::seconds timeout) {
+                        std::chrono::seconds timeout, std::chrono::seconds settle) {
   const std::string ns = "bench-" + run.name;
   (void)client.Delete(kube::resources::kNamespaces, "", ns);
   for (int i = 0; i < 600; ++i) {  // a namespace being deleted cannot take pods
@@ -180,6 +180,8 @@ Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writ
       return Status::Unavailable(run.name + " exited early; see " + run.log);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  // Some cycles over the full cluster before the scheduler stops (chamberd's cycle times).
+  std::this_thread::sleep_for(settle);
   out.peak_rss_kib = PeakRssKib(pid);
   out.bound = bound;
   kill(pid, SIGTERM);
@@ -198,7 +200,7 @@ Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writ
 
 int Main(int argc, char** argv) {
   std::string kubeconfig, chamberd, kube_scheduler, work_dir = "/tmp/chamber-scheduler-bench";
-  int nodes = 5000, gpus = 8, pods = 10000, writers = 32, timeout_s = 1200;
+  int nodes = 5000, gpus = 8, pods = 10000, writers = 32, timeout_s = 1200, settle_s = 15;
   double raised_qps = 500;
   std::string runs = "chamberd,chamberd-qps,kube-scheduler,kube-scheduler-qps";
   CLI::App app{"chamberd against kube-scheduler: time to bind every pending pod, and memory"};
@@ -213,6 +215,8 @@ int Main(int argc, char** argv) {
   app.add_option("--runs", runs, "comma-separated runs")->capture_default_str();
   app.add_option("--work-dir", work_dir, "logs and configs")->capture_default_str();
   app.add_option("--timeout", timeout_s, "seconds each scheduler may take")->capture_default_str();
+  app.add_option("--settle", settle_s, "seconds each scheduler runs on after all are bound")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto rest = kube::LoadKubeconfig(kubeconfig);
@@ -295,7 +299,8 @@ int Main(int argc, char** argv) {
               "all bound s", "peak RSS MiB", "decide p50 ms", "decide p99 ms");
   for (const Run& run : all) {
     if (("," + runs + ",").find("," + run.name + ",") == std::string::npos) continue;
-    Result<Outcome> o = Measure(c, run, pods, writers, std::chrono::seconds(timeout_s));
+    Result<Outcome> o = Measure(c, run, pods, writers, std::chrono::seconds(timeout_s),
+                                std::chrono::seconds(settle_s));
     if (!o.ok()) {
       std::cerr << run.name << ": " << o.status().message() << "\n";
       return 1;

@@ -3,6 +3,7 @@
 // and the pod lifecycle simulator (src/kubesim) standing in for kubelets: bound pods run for the
 // seconds their `chamber.io/sim-duration-seconds` annotation says, then succeed.
 #include <fcntl.h>
+#include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -234,7 +235,9 @@ class ChamberdE2E : public ::testing::Test {
     }
   }
 
-  pid_t StartChamberd(const std::string& name, std::vector<std::string> extra = {}) {
+  // Without `anonymous`, the API wants tokens.
+  pid_t StartChamberd(const std::string& name, std::vector<std::string> extra = {},
+                      bool anonymous = true) {
     std::vector<std::string> args = {CHAMBERD_BINARY,
                                      "--kubeconfig",
                                      std::getenv("CHAMBER_TEST_KUBECONFIG"),
@@ -242,13 +245,13 @@ class ChamberdE2E : public ::testing::Test {
                                      (dir_ / "config.yaml").string(),
                                      "--listen",
                                      "127.0.0.1:0",
-                                     "--anonymous",
                                      "--identity",
                                      name,
                                      "--lease-namespace",
                                      ns_,
                                      "--log-level",
                                      "debug"};
+    if (anonymous) args.push_back("--anonymous");
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
@@ -445,6 +448,53 @@ TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
   ASSERT_TRUE(Eventually([&] { return bound_total() == 120; }, 60s)) << bound_total();
   ExpectNoDoubleBooking(8);
   for (int j = 0; j < 12; ++j) EXPECT_EQ(PodsOf("job-" + std::to_string(j)).size(), 10u);
+}
+
+// The API answers Kubernetes tokens through TokenReview: a service account in an admin group
+// may read and cordon, one in no Chamber group and a made-up token may not.
+TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReview) {
+  Nodes(1, 8);
+  const std::string stranger_name = ns_ + "-stranger";
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kServiceAccounts, ns_,
+                           {{"metadata", {{"name", "ops"}, {"namespace", ns_}}}})
+                  .ok());
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kServiceAccounts, "default",
+                           {{"metadata", {{"name", stranger_name}, {"namespace", "default"}}}})
+                  .ok());
+  // Service accounts of the test's namespace are admins; those elsewhere are in no group.
+  StartChamberd("solo", {"--no-leader-elect", "--admin-group", "system:serviceaccounts:" + ns_},
+                false);
+  // chamberd names its port once it serves.
+  int port = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::ifstream log(dir_ / "solo.log");
+        std::string line;
+        while (std::getline(log, line)) {
+          const size_t at = line.find("serving the API and dashboard on 127.0.0.1:");
+          if (at != std::string::npos) port = std::stoi(line.substr(line.rfind(':') + 1));
+        }
+        return port > 0;
+      },
+      30s));
+  const std::string ops = client_->CreateToken(ns_, "ops").value();
+  const std::string stranger = client_->CreateToken("default", stranger_name).value();
+  auto get = [&](const std::string& token, const std::string& path) {
+    httplib::Client http("127.0.0.1", port);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = http.Get(path, headers);
+    return res ? res->status : -1;
+  };
+  ASSERT_TRUE(Eventually([&] { return get(ops, "/api/v1/fleet") == 200; }, 20s))
+      << get(ops, "/api/v1/fleet");
+  EXPECT_EQ(get("", "/api/v1/fleet"), 401);
+  EXPECT_EQ(get("not-a-token", "/api/v1/fleet"), 401);
+  EXPECT_EQ(get(stranger, "/api/v1/fleet"), 401) << "authenticated, but in no Chamber group";
+  EXPECT_EQ(get("", "/healthz"), 200);
+  (void)client_->Delete(kube::resources::kServiceAccounts, "default", stranger_name);
 }
 
 }  // namespace
