@@ -40,6 +40,7 @@ TEST_DEBIAN_PACKAGES=(
   curl
   unzip
   python3
+  python3-yaml
   chromium
 )
 

@@ -1,0 +1,491 @@
+#!/usr/bin/env bash
+# Tests of the Helm chart deploy/helm/chamber (docs/install.md).
+#
+#   chart_test.sh lint    helm lint --strict; helm template for the defaults and every example
+#                         in deploy/helm/chamber/examples; values.schema.json refusing bad
+#                         values; the rendered objects, arguments and RBAC rules per mode.
+#   chart_test.sh apply   against the test control plane (CHAMBER_TEST_CONTROLPLANE_DIR): the
+#                         rendered manifests through a server-side dry run, then helm install
+#                         into a fresh namespace; kubectl auth can-i as chamberd's, the agent's
+#                         and the dashboard's service accounts (every verb chamberd uses allowed,
+#                         others denied) in scheduling mode, then after helm upgrade to
+#                         monitoring mode; helm uninstall.
+#
+# Tools: CHAMBER_HELM and CHAMBER_KUBECTL, else scripts/kube-tools.sh path. CHAMBER_CLI (the
+# chamber binary), when set and present, also checks the rendered engine configuration.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+chart="${root}/deploy/helm/chamber"
+mode="${1:-}"
+
+failures=0
+checks=0
+fail() {
+  printf 'FAIL: %s\n' "$*" >&2
+  failures=$((failures + 1))
+}
+pass() { checks=$((checks + 1)); }
+die() {
+  printf 'chart_test: %s\n' "$*" >&2
+  exit 2
+}
+
+# expect_eq <what> <want> <got>
+expect_eq() {
+  if [[ "$2" == "$3" ]]; then pass; else fail "$1: want '$2', got '$3'"; fi
+}
+# expect_contains <what> <needle> <haystack>
+expect_contains() {
+  if [[ "$3" == *"$2"* ]]; then pass; else fail "$1: '$2' not in: $3"; fi
+}
+expect_not_contains() {
+  if [[ "$3" != *"$2"* ]]; then pass; else fail "$1: '$2' unexpectedly in output"; fi
+}
+
+tools_dir() { "${root}/scripts/kube-tools.sh" path 2>/dev/null || true; }
+
+if [[ "${mode}" == apply ]]; then
+  [[ -n "${CHAMBER_TEST_CONTROLPLANE_DIR:-}" && -f "${CHAMBER_TEST_CONTROLPLANE_DIR}/env" ]] ||
+    die "apply: CHAMBER_TEST_CONTROLPLANE_DIR/env is missing (run through ctest, fixture controlplane)"
+  # shellcheck disable=SC1091
+  source "${CHAMBER_TEST_CONTROLPLANE_DIR}/env"
+fi
+helm="${CHAMBER_HELM:-$(tools_dir)/helm}"
+kubectl="${CHAMBER_KUBECTL:-$(tools_dir)/kubectl}"
+[[ -x "${helm}" ]] || die "helm not found: run scripts/install-deps.sh (or scripts/kube-tools.sh)"
+command -v python3 >/dev/null || die "python3 is needed"
+python3 -c 'import yaml' 2>/dev/null || die "python3's yaml module is needed (python3-yaml)"
+
+work="$(mktemp -d)"
+cleanup_steps=()
+cleanup() {
+  local step
+  for step in "${cleanup_steps[@]}"; do eval "${step}" || true; done
+  rm -rf "${work}"
+}
+trap cleanup EXIT
+
+# query <manifests.yaml> <python expression over `docs` (list of objects) and `find(kind, name)`>
+query() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+def find(kind, name=None):
+    hits = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    if len(hits) != 1:
+        sys.exit(f"expected one {kind} {name or ''}, found {len(hits)}")
+    return hits[0]
+def rules(kind, name):
+    out = set()
+    for r in find(kind, name).get("rules", []):
+        for g in r.get("apiGroups", []):
+            for res in r.get("resources", []):
+                for v in r.get("verbs", []):
+                    names = r.get("resourceNames")
+                    out.add(f"{v} {res}{'.' + g if g else ''}" + (f"/{','.join(names)}" if names else ""))
+    return " ".join(sorted(out))
+val = eval(sys.argv[2])
+print(val if isinstance(val, str) else json.dumps(val, sort_keys=True))
+EOF
+}
+
+# The rules of a mode, as "verb resource[.group][/names]" sorted: exactly what chamberd calls.
+common_rules="create events create tokenreviews.authentication.k8s.io list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch nodes patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
+sched_rules="create events create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
+
+run_lint() {
+  local out f n
+
+  # helm lint, strict, for the defaults and each example.
+  out="$("${helm}" lint --strict "${chart}" 2>&1)" || fail "helm lint --strict: ${out}"
+  expect_contains "helm lint" "1 chart(s) linted, 0 chart(s) failed" "${out}"
+  local examples=("${chart}"/examples/*.yaml)
+  [[ ${#examples[@]} -ge 3 ]] || fail "expected at least 3 examples, found ${#examples[@]}"
+  for f in "${examples[@]}"; do
+    out="$("${helm}" lint --strict "${chart}" -f "${f}" 2>&1)" || fail "helm lint -f ${f}: ${out}"
+    expect_contains "helm lint -f $(basename "${f}")" "0 chart(s) failed" "${out}"
+  done
+
+  # Defaults: monitoring mode, every object of the chart.
+  "${helm}" template chamber "${chart}" -n chamber-system >"${work}/default.yaml" ||
+    fail "helm template (defaults)"
+  expect_eq "kinds (defaults)" \
+    '["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceAccount", "ServiceAccount"]' \
+    "$(query "${work}/default.yaml" 'sorted(d["kind"] for d in docs)')"
+  expect_eq "service accounts" '["chamber", "chamber-agent", "chamber-dashboard"]' \
+    "$(query "${work}/default.yaml" 'sorted(d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount")')"
+  expect_eq "monitoring rules" "${common_rules}" "$(query "${work}/default.yaml" 'rules("ClusterRole", "chamber")')"
+  expect_not_contains "monitoring mode" "pods/binding" "$(cat "${work}/default.yaml")"
+  expect_eq "lease role" "create leases.coordination.k8s.io get leases.coordination.k8s.io/chamber-scheduler update leases.coordination.k8s.io/chamber-scheduler" \
+    "$(query "${work}/default.yaml" 'rules("Role", "chamber-leader-election")')"
+  expect_eq "lease role namespace" "chamber-system" \
+    "$(query "${work}/default.yaml" 'find("Role")["metadata"]["namespace"]')"
+  local args='find("Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]'
+  expect_eq "chamberd args (defaults)" \
+    '["--leader-elect", "--lease-namespace", "chamber-system", "--lease-name", "chamber-scheduler", "--listen", "0.0.0.0:8080", "--config", "/etc/chamber/chamber.yaml", "--scheduler-name", "chamber-disabled", "--kube-api-qps", "200", "--kube-api-burst", "400", "--writers", "16", "--admin-group", "chamber:admins", "--admin-group", "system:masters", "--viewer-group", "chamber:viewers", "--viewer-group", "system:serviceaccounts:chamber-system", "--data-dir", "/var/lib/chamber", "--log-level", "info", "--log-json"]' \
+    "$(query "${work}/default.yaml" "${args}")"
+  local pod='find("Deployment")["spec"]["template"]["spec"]'
+  expect_eq "replicas" "2" "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["replicas"]')"
+  expect_eq "strategy" '{"type": "Recreate"}' "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["strategy"]')"
+  expect_eq "POD_NAMESPACE" '{"fieldRef": {"fieldPath": "metadata.namespace"}}' \
+    "$(query "${work}/default.yaml" "[e['valueFrom'] for e in ${pod}['containers'][0]['env'] if e['name'] == 'POD_NAMESPACE'][0]")"
+  expect_eq "chamberd security context" \
+    '{"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true, "runAsGroup": 65532, "runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}' \
+    "$(query "${work}/default.yaml" "${pod}['containers'][0]['securityContext']")"
+  expect_eq "readiness probe" '{"path": "/healthz", "port": "http"}' \
+    "$(query "${work}/default.yaml" "${pod}['containers'][0]['readinessProbe']['httpGet']")"
+  expect_eq "chamberd service account" "chamber" "$(query "${work}/default.yaml" "${pod}['serviceAccountName']")"
+  expect_eq "service" '[{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"}]' \
+    "$(query "${work}/default.yaml" 'find("Service")["spec"]["ports"]')"
+  expect_eq "service type" "ClusterIP" "$(query "${work}/default.yaml" 'find("Service")["spec"]["type"]')"
+  expect_eq "pdb" "1" "$(query "${work}/default.yaml" 'find("PodDisruptionBudget")["spec"]["minAvailable"]')"
+  expect_eq "config (defaults)" "{}" \
+    "$(query "${work}/default.yaml" 'find("ConfigMap")["data"]["chamber.yaml"].strip()')"
+  local ds='find("DaemonSet")["spec"]["template"]["spec"]'
+  expect_eq "agent node selector" '{"nvidia.com/gpu.present": "true"}' \
+    "$(query "${work}/default.yaml" "${ds}['nodeSelector']")"
+  expect_eq "agent tolerations" '[{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]' \
+    "$(query "${work}/default.yaml" "${ds}['tolerations']")"
+  expect_eq "agent args" \
+    '["--listen", "0.0.0.0:9401", "--nvml-library", "/host/nvml/libnvidia-ml.so.1", "--kernel-log", "", "--interval", "1", "--log-level", "info", "--log-json"]' \
+    "$(query "${work}/default.yaml" "${ds}['containers'][0]['args']")"
+  expect_eq "agent nvml hostPath" '{"path": "/usr/lib/x86_64-linux-gnu", "type": "Directory"}' \
+    "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'nvml'][0]")"
+  expect_eq "agent token" "False" \
+    "$(query "${work}/default.yaml" "str(${ds}['automountServiceAccountToken'])")"
+  expect_eq "agent not privileged" "False" \
+    "$(query "${work}/default.yaml" "str(${ds}['containers'][0]['securityContext'].get('privileged', False))")"
+
+  # Scheduling mode: the scheduler name and the scheduling rules.
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    >"${work}/scheduling.yaml" || fail "helm template (scheduling)"
+  expect_eq "scheduling rules" "${sched_rules}" "$(query "${work}/scheduling.yaml" 'rules("ClusterRole", "chamber")')"
+  expect_eq "scheduler name (scheduling)" "chamber" \
+    "$(query "${work}/scheduling.yaml" "${args}[${args}.index('--scheduler-name') + 1]")"
+
+  # Every example renders; the tuned one carries its values through.
+  for f in "${examples[@]}"; do
+    n="$(basename "${f}" .yaml)"
+    "${helm}" template chamber "${chart}" -n chamber-system -f "${f}" \
+      --api-versions monitoring.coreos.com/v1 >"${work}/${n}.yaml" || fail "helm template -f ${f}"
+    expect_eq "${n}: one Deployment" "1" "$(query "${work}/${n}.yaml" 'sum(d["kind"] == "Deployment" for d in docs)')"
+  done
+  expect_eq "tuned: replicas" "3" "$(query "${work}/scheduling-tuned.yaml" 'find("Deployment")["spec"]["replicas"]')"
+  expect_eq "tuned: qps" "1000" "$(query "${work}/scheduling-tuned.yaml" "${args}[${args}.index('--kube-api-qps') + 1]")"
+  expect_eq "tuned: groups" '["--admin-group", "platform:gpu-admins", "--viewer-group", "platform:ml-engineers"]' \
+    "$(query "${work}/scheduling-tuned.yaml" "[a for i, a in enumerate(${args}) if a.endswith('-group') or ${args}[i - 1].endswith('-group')]")"
+  expect_eq "tuned: no dashboard account" "0" \
+    "$(query "${work}/scheduling-tuned.yaml" 'sum(d["metadata"]["name"] == "chamber-dashboard" for d in docs)')"
+  expect_eq "tuned: agent node selector" '{"node-pool": "gpu"}' "$(query "${work}/scheduling-tuned.yaml" "${ds}['nodeSelector']")"
+  expect_eq "tuned: runtime class" "nvidia" "$(query "${work}/scheduling-tuned.yaml" "${ds}['runtimeClassName']")"
+  expect_eq "tuned: config" '{"cyclePeriod": "500ms", "fairShare": {"usageHalfLife": "24h", "usageWeight": 0.5}, "preemption": {"checkpointGraceSeconds": 120, "minRuntime": "10m"}, "queueOrder": "DominantShare"}' \
+    "$(query "${work}/scheduling-tuned.yaml" 'yaml.safe_load(find("ConfigMap")["data"]["chamber.yaml"])')"
+  expect_eq "prometheus: ServiceMonitor" '{"authorization": {"credentials": {"key": "token", "name": "chamber-metrics-token"}, "type": "Bearer"}, "interval": "15s", "path": "/metrics", "port": "http"}' \
+    "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor")["spec"]["endpoints"][0]')"
+  expect_eq "prometheus: kernel log" '["--kernel-log", "/dev/kmsg", true]' \
+    "$(query "${work}/monitoring-prometheus.yaml" "[${ds}['containers'][0]['args'][4], ${ds}['containers'][0]['args'][5], ${ds}['containers'][0]['securityContext']['privileged']]")"
+
+  # The engine configuration as chamberd reads it.
+  if [[ -n "${CHAMBER_CLI:-}" && -x "${CHAMBER_CLI}" ]]; then
+    for n in default scheduling-tuned; do
+      query "${work}/${n}.yaml" 'find("ConfigMap")["data"]["chamber.yaml"]' >"${work}/${n}-config.yaml"
+      out="$("${CHAMBER_CLI}" config check "${work}/${n}-config.yaml" 2>&1)" ||
+        fail "chamber config check (${n}): ${out}"
+      expect_contains "chamber config check (${n})" "queueOrder:" "${out}"
+    done
+  else
+    printf 'chart_test: CHAMBER_CLI not set: the engine configuration is not checked by chamber\n'
+  fi
+
+  # values.schema.json refuses bad values, naming the field.
+  local bad
+  while IFS='|' read -r bad want; do
+    if out="$("${helm}" template chamber "${chart}" ${bad} 2>&1)"; then
+      fail "schema accepted ${bad}"
+    else
+      expect_contains "schema: ${bad}" "${want}" "${out}"
+    fi
+  done <<'EOF'
+--set mode=bogus|at '/mode': value must be one of 'monitoring', 'scheduling'
+--set chamberd.replicas=0|at '/chamberd/replicas': minimum: got 0, want 1
+--set chamberd.bogus=1|at '/chamberd': additional properties 'bogus' not allowed
+--set chamberd.writers=300|at '/chamberd/writers': maximum: got 300, want 256
+--set config.queueOrder=Random|at '/config/queueOrder': value must be one of 'FairShare', 'DominantShare', 'OldestHead'
+--set config.preemption.minRuntime=soon|at '/config/preemption/minRuntime'
+--set config.typo=1|at '/config': additional properties 'typo' not allowed
+--set agent.nvml.hostPath=relative/lib|at '/agent/nvml/hostPath'
+--set chamberd.logLevel=verbose|at '/chamberd/logLevel': value must be one of
+--set-string service.port=http|at '/service/port': got string, want integer
+EOF
+  # A ServiceMonitor on a cluster without prometheus-operator is refused, with the reason.
+  if out="$("${helm}" template chamber "${chart}" --set serviceMonitor.enabled=true 2>&1)"; then
+    fail "serviceMonitor without monitoring.coreos.com/v1 rendered"
+  else
+    expect_contains "serviceMonitor without the API" "the cluster has no monitoring.coreos.com/v1 API" "${out}"
+  fi
+}
+
+# can <yes|no> <service account> <namespace or -> <kubectl auth can-i arguments...>
+can() {
+  local want="$1" sa="$2" ns="$3" got
+  shift 3
+  local nsarg=()
+  [[ "${ns}" != - ]] && nsarg=(-n "${ns}")
+  # stdout holds the answer; stderr warnings (a cluster-scoped resource) and errors.
+  got="$("${kubectl}" auth can-i "$@" "${nsarg[@]}" \
+    --as="system:serviceaccount:${release_ns}:${sa}" 2>"${work}/can-i.err" || true)"
+  [[ -n "${got}" ]] || got="$(cat "${work}/can-i.err")"
+  expect_eq "can-i ${sa}: $* ${nsarg[*]}" "${want}" "${got}"
+}
+
+# run_chamberd <scheduling|monitoring>: the chamberd binary (CHAMBER_CHAMBERD) with the installed
+# Deployment's arguments and its service account's token, against the test apiserver. It must
+# take the Lease, list and watch everything, answer a dashboard token through TokenReview, and
+# (scheduling) bind a Job's pod to a fake GPU node (CHAMBER_KUBESIM) or (monitoring) leave a new
+# one alone, with no request refused.
+run_chamberd() {
+  local what="$1"
+  if [[ -z "${CHAMBER_CHAMBERD:-}" || ! -x "${CHAMBER_CHAMBERD}" || -z "${CHAMBER_KUBESIM:-}" ||
+    ! -x "${CHAMBER_KUBESIM}" ]]; then
+    printf 'chart_test: CHAMBER_CHAMBERD or CHAMBER_KUBESIM not built: chamberd is not run (%s)\n' "${what}"
+    return 0
+  fi
+  local dir="${work}/chamberd-${what}" sa="${release}" node="${release}-gpu-0" job=train-${what}
+  mkdir -p "${dir}/data"
+
+  # A kubeconfig holding only the service account's token.
+  local token ca
+  token="$("${kubectl}" create token "${sa}" -n "${release_ns}" --duration 10m)"
+  ca="$("${kubectl}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
+  cat >"${dir}/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "${CHAMBER_APISERVER_URL}", certificate-authority-data: "${ca}"}}]
+users: [{name: chamberd, user: {token: "${token}"}}]
+contexts: [{name: test, context: {cluster: test, user: chamberd, namespace: "${release_ns}"}}]
+current-context: test
+EOF
+
+  # The installed Deployment's arguments, with local paths and a free loopback port.
+  local port args=()
+  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  "${kubectl}" get configmap "${release}" -n "${release_ns}" -o jsonpath='{.data.chamber\.yaml}' \
+    >"${dir}/chamber.yaml"
+  mapfile -t args < <("${kubectl}" get deployment "${release}" -n "${release_ns}" \
+    -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
+    sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" \
+      -e "s|^/var/lib/chamber$|${dir}/data|")
+  expect_contains "chamberd args (${what})" "--leader-elect --lease-namespace ${release_ns}" "${args[*]}"
+
+  if [[ "${what}" == scheduling ]]; then
+    "${CHAMBER_KUBESIM}" --kubeconfig "${KUBECONFIG}" nodes create --count 1 --gpus 8 \
+      --prefix "${release}-gpu" >"${dir}/kubesim.log" 2>&1 || fail "chamber-kubesim nodes create: $(cat "${dir}/kubesim.log")"
+    cleanup_steps+=("'${kubectl}' delete node '${node}' --wait=false >/dev/null 2>&1")
+    cleanup_steps+=("'${kubectl}' delete queue.chamber.io '${release}' --wait=false >/dev/null 2>&1")
+    "${kubectl}" apply -f - >/dev/null <<EOF || fail "queue: apply"
+apiVersion: chamber.io/v1alpha1
+kind: Queue
+metadata: {name: ${release}}
+spec: {resources: {gpu: {quota: 8}}}
+EOF
+  fi
+  "${kubectl}" apply -f - >/dev/null <<EOF || fail "job ${job}: apply"
+apiVersion: batch/v1
+kind: Job
+metadata: {name: ${job}, namespace: ${release_ns}}
+spec:
+  template:
+    metadata: {labels: {chamber.io/queue: ${release}}}
+    spec:
+      schedulerName: chamber
+      restartPolicy: Never
+      containers:
+        - name: main
+          image: trainer
+          resources: {limits: {nvidia.com/gpu: "2"}, requests: {nvidia.com/gpu: "2"}}
+EOF
+
+  POD_NAMESPACE="${release_ns}" "${CHAMBER_CHAMBERD}" --kubeconfig "${dir}/kubeconfig" "${args[@]}" \
+    --identity "test-${what}" >"${dir}/log" 2>&1 &
+  local pid=$! started
+  started="$(date +%s.%N)"
+  local url="http://127.0.0.1:${port}" i healthy=0
+  for ((i = 0; i < 300; i++)); do
+    if [[ "$(curl -s -m 1 "${url}/healthz" 2>/dev/null)" == ok* ]]; then
+      healthy=1
+      break
+    fi
+    kill -0 "${pid}" 2>/dev/null || break
+    sleep 0.1
+  done
+  expect_eq "chamberd /healthz (${what})" "1" "${healthy}"
+  printf 'chart_test: chamberd (%s) served /healthz %.1f s after start\n' "${what}" \
+    "$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "${started}" "$(date +%s.%N)")"
+  expect_eq "lease holder (${what})" "test-${what}" "$("${kubectl}" get lease chamber-scheduler \
+    -n "${release_ns}" -o jsonpath='{.spec.holderIdentity}' 2>&1)"
+
+  # A dashboard token is accepted through TokenReview; none is refused.
+  local dash_token
+  dash_token="$("${kubectl}" create token "${release}-dashboard" -n "${release_ns}" --duration 10m)"
+  expect_eq "GET /api/v1/fleet with the dashboard token (${what})" "200" \
+    "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${dash_token}" "${url}/api/v1/fleet")"
+  expect_eq "GET /api/v1/fleet without a token (${what})" "401" \
+    "$(curl -s -o /dev/null -w '%{http_code}' "${url}/api/v1/fleet")"
+
+  local pod_node="" waits=100
+  [[ "${what}" == monitoring ]] && waits=30  # a few cycles
+  for ((i = 0; i < waits; i++)); do
+    pod_node="$("${kubectl}" get pods -n "${release_ns}" -l "job-name=${job}" \
+      -o jsonpath='{.items[*].spec.nodeName}' 2>/dev/null || true)"
+    [[ -n "${pod_node}" ]] && break
+    sleep 0.1
+  done
+  if [[ "${what}" == scheduling ]]; then
+    expect_eq "the Job's pod bound by chamberd" "${node}" "${pod_node}"
+  else
+    expect_eq "monitoring: the Job's pod is left alone" "" "${pod_node}"
+    expect_eq "monitoring: the pod exists" "1" "$("${kubectl}" get pods -n "${release_ns}" \
+      -l "job-name=${job}" -o name | wc -l)"
+  fi
+
+  kill -TERM "${pid}"
+  local rc=0
+  wait "${pid}" || rc=$?
+  expect_eq "chamberd exit status after SIGTERM (${what})" "0" "${rc}"
+  expect_eq "requests refused by RBAC (${what})" "" "$(grep -iE 'forbidden|\b403\b' "${dir}/log" || true)"
+  if ((failures > 0)); then
+    printf -- '---- chamberd log (%s) ----\n' "${what}" >&2
+    tail -n 40 "${dir}/log" >&2
+  fi
+}
+
+run_apply() {
+  [[ -x "${kubectl}" ]] || die "kubectl not found"
+  local out
+  release="chamber-t$$"
+  release_ns="chamber-helm-test-$$"
+  local sa="${release}" agent="${release}-agent" dash="${release}-dashboard"
+
+  local crd_existed=0
+  "${kubectl}" get crd queues.chamber.io >/dev/null 2>&1 && crd_existed=1
+  "${kubectl}" create namespace "${release_ns}" >/dev/null
+  cleanup_steps+=("'${kubectl}' delete namespace '${release_ns}' --wait=false >/dev/null 2>&1")
+  cleanup_steps+=("'${kubectl}' delete clusterrole,clusterrolebinding -l app.kubernetes.io/instance=${release} >/dev/null 2>&1")
+  ((crd_existed)) || cleanup_steps+=("'${kubectl}' delete crd queues.chamber.io --wait=false >/dev/null 2>&1")
+
+  # Server-side dry run of everything the chart renders, CRD included.
+  "${helm}" template "${release}" "${chart}" -n "${release_ns}" --include-crds \
+    -f "${chart}/examples/scheduling.yaml" >"${work}/rendered.yaml"
+  out="$("${kubectl}" apply --server-side --force-conflicts --dry-run=server -f "${work}/rendered.yaml" 2>&1)" ||
+    fail "server-side dry run: ${out}"
+  local object
+  for object in customresourcedefinition.apiextensions.k8s.io/queues.chamber.io \
+    "serviceaccount/${release}" "serviceaccount/${agent}" "serviceaccount/${dash}" \
+    "configmap/${release}" "clusterrole.rbac.authorization.k8s.io/${release}" \
+    "clusterrolebinding.rbac.authorization.k8s.io/${release}" \
+    "role.rbac.authorization.k8s.io/${release}-leader-election" \
+    "rolebinding.rbac.authorization.k8s.io/${release}-leader-election" "service/${release}" \
+    "daemonset.apps/${agent}" "deployment.apps/${release}" \
+    "poddisruptionbudget.policy/${release}"; do
+    expect_contains "dry run: ${object}" "${object} serverside-applied (server dry run)" "${out}"
+  done
+  expect_eq "dry run created nothing" "" \
+    "$("${kubectl}" get deployment,clusterrole -n "${release_ns}" -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
+
+  # The real install, in scheduling mode.
+  out="$("${helm}" install "${release}" "${chart}" -n "${release_ns}" -f "${chart}/examples/scheduling.yaml" 2>&1)" ||
+    fail "helm install: ${out}"
+  expect_contains "helm install: status" "STATUS: deployed" "${out}"
+  expect_contains "helm install: NOTES port-forward" \
+    "kubectl -n ${release_ns} port-forward service/${release} 8080:80" "${out}"
+  expect_contains "helm install: NOTES token" "kubectl -n ${release_ns} create token ${dash}" "${out}"
+  expect_eq "deployment" "2 chamber" "$("${kubectl}" get deployment "${release}" -n "${release_ns}" \
+    -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].args[10]}')"
+  expect_eq "crd established" "True" "$("${kubectl}" get crd queues.chamber.io \
+    -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')"
+
+  # chamberd: every call it makes is allowed.
+  local r
+  for r in nodes pods namespaces jobs.batch priorityclasses.scheduling.k8s.io queues.chamber.io; do
+    can yes "${sa}" - list "${r}" --all-namespaces
+    can yes "${sa}" - watch "${r}" --all-namespaces
+  done
+  can yes "${sa}" default create pods --subresource=binding
+  can yes "${sa}" default create pods --subresource=eviction
+  can yes "${sa}" default patch pods --subresource=status
+  can yes "${sa}" default create events
+  can yes "${sa}" default patch jobs.batch
+  can yes "${sa}" default delete pods
+  can yes "${sa}" - patch nodes
+  can yes "${sa}" - patch queues.chamber.io --subresource=status
+  can yes "${sa}" - create tokenreviews.authentication.k8s.io
+  can yes "${sa}" "${release_ns}" create leases.coordination.k8s.io
+  can yes "${sa}" "${release_ns}" get leases.coordination.k8s.io/chamber-scheduler
+  can yes "${sa}" "${release_ns}" update leases.coordination.k8s.io/chamber-scheduler
+  # ... and nothing broader.
+  can no "${sa}" - delete nodes
+  can no "${sa}" - update nodes
+  can no "${sa}" default create pods
+  can no "${sa}" default get pods
+  can no "${sa}" default patch pods
+  can no "${sa}" default get secrets
+  can no "${sa}" - list secrets --all-namespaces
+  can no "${sa}" default create pods --subresource=exec
+  can no "${sa}" default update jobs.batch
+  can no "${sa}" default delete jobs.batch
+  can no "${sa}" - patch queues.chamber.io
+  can no "${sa}" - delete queues.chamber.io
+  can no "${sa}" "${release_ns}" get leases.coordination.k8s.io/other-lease
+  can no "${sa}" "${release_ns}" delete leases.coordination.k8s.io/chamber-scheduler
+  can no "${sa}" kube-system create leases.coordination.k8s.io
+  can no "${sa}" kube-system update leases.coordination.k8s.io/chamber-scheduler
+  can no "${sa}" - create clusterrolebindings.rbac.authorization.k8s.io
+  # The agent and the dashboard account hold nothing.
+  can no "${agent}" - get nodes
+  can no "${agent}" - patch nodes
+  can no "${agent}" default list pods
+  can no "${dash}" default list pods
+  can no "${dash}" - create tokenreviews.authentication.k8s.io
+
+  run_chamberd scheduling
+
+  # helm upgrade to monitoring mode: the scheduling rules are gone, the rest stays.
+  out="$("${helm}" upgrade "${release}" "${chart}" -n "${release_ns}" --set mode=monitoring 2>&1)" ||
+    fail "helm upgrade: ${out}"
+  expect_contains "helm upgrade: revision" "REVISION: 2" "${out}"
+  expect_contains "helm upgrade: NOTES" "chamberd schedules nothing in this mode" "${out}"
+  expect_eq "scheduler name (monitoring)" "chamber-disabled" "$("${kubectl}" get deployment \
+    "${release}" -n "${release_ns}" -o jsonpath='{.spec.template.spec.containers[0].args[10]}')"
+  can no "${sa}" default create pods --subresource=binding
+  can no "${sa}" default create pods --subresource=eviction
+  can no "${sa}" default delete pods
+  can no "${sa}" default patch jobs.batch
+  can yes "${sa}" - list pods --all-namespaces
+  can yes "${sa}" - watch jobs.batch --all-namespaces
+  can yes "${sa}" default patch pods --subresource=status
+  can yes "${sa}" - patch queues.chamber.io --subresource=status
+  can yes "${sa}" "${release_ns}" update leases.coordination.k8s.io/chamber-scheduler
+  run_chamberd monitoring
+
+  # helm uninstall removes the release's objects, cluster-scoped ones included; the CRD stays.
+  out="$("${helm}" uninstall "${release}" -n "${release_ns}" --wait --timeout 60s 2>&1)" ||
+    fail "helm uninstall: ${out}"
+  expect_contains "helm uninstall" "release \"${release}\" uninstalled" "${out}"
+  expect_eq "objects left after uninstall" "" "$("${kubectl}" get \
+    deployment,daemonset,service,configmap,serviceaccount,role,rolebinding,poddisruptionbudget \
+    -n "${release_ns}" -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
+  expect_eq "cluster objects left after uninstall" "" "$("${kubectl}" get clusterrole,clusterrolebinding \
+    -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
+  expect_eq "crd kept" "customresourcedefinition.apiextensions.k8s.io/queues.chamber.io" \
+    "$("${kubectl}" get crd queues.chamber.io -o name 2>&1)"
+}
+
+case "${mode}" in
+  lint) run_lint ;;
+  apply) run_apply ;;
+  *) die "usage: chart_test.sh lint|apply" ;;
+esac
+
+printf 'chart_test %s: %d checks passed, %d failed\n' "${mode}" "${checks}" "${failures}"
+((failures == 0))
