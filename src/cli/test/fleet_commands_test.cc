@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/test/run_cli.h"
 #include "daemon/api_json.h"
 #include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
@@ -30,27 +31,8 @@ void Commands(CommandRegistry& r) {
   RegisterCostCommand(r);
 }
 
-struct Output {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-Output RunCli(std::vector<std::string> args) {
-  args.insert(args.begin(), "chamber");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  auto logger = spdlog::default_logger();
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  Output o;
-  o.code = Run(static_cast<int>(argv.size()), argv.data(), Commands);
-  std::cout.flush();
-  o.out = ::testing::internal::GetCapturedStdout();
-  o.err = ::testing::internal::GetCapturedStderr();
-  spdlog::set_default_logger(logger);
-  return o;
-}
+using testing::Output;
+Output RunCli(std::vector<std::string> args) { return testing::RunCli(std::move(args), Commands); }
 
 class FleetCommandsTest : public ::testing::Test {
  protected:

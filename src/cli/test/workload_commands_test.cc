@@ -9,6 +9,7 @@
 
 #include "cli/api_client.h"
 #include "cli/command.h"
+#include "cli/test/run_cli.h"
 #include "cli/workload_text.h"
 #include "daemon/api_json.h"
 #include "daemon/demo_cluster.h"
@@ -26,27 +27,8 @@ void Commands(CommandRegistry& r) {
   RegisterWhyCommand(r);
 }
 
-struct Output {
-  int code = 0;
-  std::string out;
-  std::string err;
-};
-
-Output RunCli(std::vector<std::string> args) {
-  args.insert(args.begin(), "chamber");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  auto logger = spdlog::default_logger();
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  Output o;
-  o.code = Run(static_cast<int>(argv.size()), argv.data(), Commands);
-  std::cout.flush();
-  o.out = ::testing::internal::GetCapturedStdout();
-  o.err = ::testing::internal::GetCapturedStderr();
-  spdlog::set_default_logger(logger);
-  return o;
-}
+using testing::Output;
+Output RunCli(std::vector<std::string> args) { return testing::RunCli(std::move(args), Commands); }
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
