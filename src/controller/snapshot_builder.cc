@@ -296,9 +296,11 @@ class Builder {
   core::Time EarliestBind(const std::vector<const kube::Pod*>& pods) const {
     int64_t start = 0;
     for (const kube::Pod* p : pods) {
-      int64_t t = UnixMs(p->raw.contains("status") && p->raw["status"].contains("startTime")
-                             ? p->raw["status"]["startTime"].get<std::string>()
-                             : "");
+      const kube::Json* status =
+          p->raw.is_object() && p->raw.contains("status") ? &p->raw["status"] : nullptr;
+      const bool started = status != nullptr && status->is_object() &&
+                           status->contains("startTime") && (*status)["startTime"].is_string();
+      int64_t t = started ? UnixMs((*status)["startTime"].get<std::string>()) : 0;
       if (t == 0) t = options_.now.count();  // bound, not yet started
       if (start == 0 || t < start) start = t;
     }

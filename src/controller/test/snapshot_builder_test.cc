@@ -309,6 +309,21 @@ TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
   EXPECT_EQ(paused.recent_preemptions[0].count(), 1'796'032'800'000);
 }
 
+TEST(SnapshotBuilderTest, ABoundPodWithoutAReadableStartTimeStartsNow) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pods = {
+      Pod("ml", "odd", 1,
+          {{"spec", {{"nodeName", "n1"}}}, {"status", {{"phase", "Running"}, {"startTime", 5}}}}),
+      Pod("ml", "fresh", 1, {{"spec", {{"nodeName", "n1"}}}, {"status", {{"phase", "Running"}}}})};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  for (const core::Workload& w : b.snapshot.workloads) {
+    EXPECT_EQ(w.state, core::WorkloadState::kRunning) << w.name;
+    EXPECT_EQ(w.start_time, Opts().now) << w.name;
+  }
+}
+
 TEST(SnapshotBuilderTest, IndexLists) {
   EXPECT_EQ(ParseIndexList("0, 3,5").value(), (std::vector<int>{0, 3, 5}));
   EXPECT_TRUE(ParseIndexList("").value().empty());
