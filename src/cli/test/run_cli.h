@@ -1,8 +1,10 @@
 // Runs the CLI in-process, as `chamber <args>` with the given subcommands, and captures what it
-// prints and its exit code.
+// prints and its exit code; and the demo's simulated cluster behind a real API server on a
+// loopback port for the commands to talk to.
 #pragma once
 
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,9 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "daemon/demo_cluster.h"
+#include "daemon/http_server.h"
+#include "daemon/sim_backend.h"
 
 namespace chamber::cli::testing {
 
@@ -33,6 +38,27 @@ inline Output RunCli(std::vector<std::string> args, const RegisterFn& commands) 
   o.err = ::testing::internal::GetCapturedStderr();
   spdlog::set_default_logger(logger);  // the CLI sets up its own
   return o;
+}
+
+// The demo cluster (seed 11, no GPU faults, `load`) after 200 cycles, served with one read
+// token. Call from SetUpTestSuite; ASSERTs end it early on failure.
+inline void StartDemoApi(double load, const std::string& token,
+                         std::unique_ptr<daemon::Daemon>* daemon,
+                         std::unique_ptr<daemon::ApiServer>* server) {
+  daemon::DemoClusterOptions o;
+  o.seed = 11;
+  o.start_unix_ms = 1'790'000'040'000;
+  o.gpu_mtbf_hours = 0;
+  o.load = load;
+  auto backend = std::move(daemon::SimulatedBackend::Create(daemon::DemoCluster(o))).value();
+  *daemon = std::make_unique<daemon::Daemon>(std::move(backend), daemon::DaemonOptions{}, nullptr);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE((*daemon)->Tick().ok());
+  auto tokens = daemon::TokenFileAuthenticator::Parse(token + " read\n", "t");
+  daemon::ServerOptions so;
+  so.port = 0;
+  *server = std::make_unique<daemon::ApiServer>(
+      **daemon, std::shared_ptr<daemon::Authenticator>(std::move(tokens).value()), so);
+  ASSERT_TRUE((*server)->Start().ok());
 }
 
 }  // namespace chamber::cli::testing

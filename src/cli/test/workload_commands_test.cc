@@ -48,24 +48,12 @@ std::vector<std::string> Fields(const std::string& line) {
 class WorkloadCommandsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    daemon::DemoClusterOptions o;
-    o.seed = 11;
-    o.start_unix_ms = 1'790'000'040'000;
-    o.gpu_mtbf_hours = 0;
-    o.load = 6;  // queues form within the first simulated hours
-    auto backend = std::move(daemon::SimulatedBackend::Create(daemon::DemoCluster(o))).value();
-    daemon_ = new daemon::Daemon(std::move(backend), daemon::DaemonOptions{}, nullptr);
-    for (int i = 0; i < 200; ++i) ASSERT_TRUE(daemon_->Tick().ok());
-    auto tokens = daemon::TokenFileAuthenticator::Parse(std::string(kToken) + " read\n", "t");
-    daemon::ServerOptions so;
-    so.port = 0;
-    server_ = new daemon::ApiServer(
-        *daemon_, std::shared_ptr<daemon::Authenticator>(std::move(tokens).value()), so);
-    ASSERT_TRUE(server_->Start().ok());
+    // Queues form within the first simulated hours.
+    testing::StartDemoApi(6, kToken, &daemon_, &server_);
   }
   static void TearDownTestSuite() {
-    delete server_;
-    delete daemon_;
+    server_.reset();
+    daemon_.reset();
   }
   static std::string Server() { return "http://127.0.0.1:" + std::to_string(server_->port()); }
   static Output Cli(std::vector<std::string> args) {
@@ -76,11 +64,11 @@ class WorkloadCommandsTest : public ::testing::Test {
     return daemon::WorkloadsJson(*daemon_->state(), f);
   }
 
-  static daemon::Daemon* daemon_;
-  static daemon::ApiServer* server_;
+  static std::unique_ptr<daemon::Daemon> daemon_;
+  static std::unique_ptr<daemon::ApiServer> server_;
 };
-daemon::Daemon* WorkloadCommandsTest::daemon_ = nullptr;
-daemon::ApiServer* WorkloadCommandsTest::server_ = nullptr;
+std::unique_ptr<daemon::Daemon> WorkloadCommandsTest::daemon_;
+std::unique_ptr<daemon::ApiServer> WorkloadCommandsTest::server_;
 
 TEST_F(WorkloadCommandsTest, QueuesTableMatchesTheQueuesResource) {
   const Output o = Cli({"queues"});
