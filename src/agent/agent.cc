@@ -209,6 +209,19 @@ Result<PushTarget> ParseUrl(const std::string& url) {
   return t;
 }
 
+// The token file's first line, without surrounding whitespace.
+Result<std::string> ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  std::string token;
+  if (!in || !std::getline(in, token))
+    return Status::NotFound(fmt::format("--token-file {}: cannot read it", path));
+  const auto first = token.find_first_not_of(" \t\r");
+  const auto last = token.find_last_not_of(" \t\r");
+  if (first == std::string::npos)
+    return Status::InvalidArgument(fmt::format("--token-file {}: the file is empty", path));
+  return token.substr(first, last - first + 1);
+}
+
 }  // namespace
 
 void Agent::PushLoop() {
@@ -231,7 +244,16 @@ void Agent::PushLoop() {
       push_due_ = false;
     }
     std::string body = ReportJson(Snapshot()).dump();
-    auto res = client.Post(target->path, body, "application/json");
+    httplib::Headers headers;
+    if (!options_.token_file.empty()) {
+      Result<std::string> token = ReadToken(options_.token_file);
+      if (token.ok()) {
+        headers.emplace("Authorization", "Bearer " + *token);
+      } else {
+        spdlog::warn("{}; pushing without a token", token.status().message());
+      }
+    }
+    auto res = client.Post(target->path, headers, body, "application/json");
     bool ok = res && res->status >= 200 && res->status < 300;
     {
       std::lock_guard lock(mu_);

@@ -31,6 +31,9 @@ struct AgentOptions {
   int listen_port = 9401;    // 0: any free port
   std::string port_file;     // written with the bound port when set
   std::string chamberd_url;  // http://host:port/path; empty: no push
+  // Sent as `Authorization: Bearer` with every push, read again each time (tokens rotate);
+  // empty: no header.
+  std::string token_file;
   double push_interval_s = 10;
   double push_max_backoff_s = 60;
   HealthConfig health;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -96,6 +97,11 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", opt.port_file, "Write the bound port to this file");
   app.add_option("--chamberd-url", opt.chamberd_url,
                  "POST reports to this http:// or https:// URL (default: no push)");
+  const std::string sa_token = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+  if (std::filesystem::exists(sa_token)) opt.token_file = sa_token;
+  app.add_option("--token-file", opt.token_file,
+                 "Bearer token for pushes, read before each push (default: the service "
+                 "account token when mounted; empty: none)");
   app.add_option("--push-interval", opt.push_interval_s, "Seconds between pushes")
       ->check(CLI::Range(0.1, 3600.0));
   app.add_option("--debounce", opt.health.debounce_samples,

@@ -37,6 +37,15 @@ Result<std::string> Token(const ApiClientOptions& o) {
 }  // namespace
 
 Result<nlohmann::json> ApiGet(const ApiClientOptions& o, const std::string& path) {
+  return ApiCall(o, "GET", path);
+}
+
+Result<nlohmann::json> ApiPost(const ApiClientOptions& o, const std::string& path) {
+  return ApiCall(o, "POST", path);
+}
+
+Result<nlohmann::json> ApiCall(const ApiClientOptions& o, const std::string& method,
+                               const std::string& path) {
   CHAMBER_ASSIGN_OR_RETURN(std::string token, Token(o));
   httplib::Client client(o.server);
   if (!client.is_valid())
@@ -45,7 +54,7 @@ Result<nlohmann::json> ApiGet(const ApiClientOptions& o, const std::string& path
   client.set_connection_timeout(5);
   client.set_read_timeout(30);
   if (!token.empty()) client.set_bearer_token_auth(token);
-  httplib::Result r = client.Get(path);
+  httplib::Result r = method == "POST" ? client.Post(path) : client.Get(path);
   if (!r)
     return Status::Unavailable("cannot reach " + o.server + " (" + httplib::to_string(r.error()) +
                                " error); is `chamber demo` or chamberd running there? (--server)");

@@ -27,6 +27,10 @@ void AddApiClientFlags(CLI::App* cmd, ApiClientOptions& options);
 // an unreachable server, a missing or refused token, an error the server reports (NotFound for
 // HTTP 404).
 Result<nlohmann::json> ApiGet(const ApiClientOptions& options, const std::string& path);
+// The same for a POST without a body (an action such as /api/v1/health/nodes/{node}/clear).
+Result<nlohmann::json> ApiPost(const ApiClientOptions& options, const std::string& path);
+Result<nlohmann::json> ApiCall(const ApiClientOptions& options, const std::string& method,
+                               const std::string& path);
 
 // Table helpers.
 std::string Percent(double fraction);                           // "53.9%"

@@ -66,5 +66,6 @@ void RegisterCostCommand(CommandRegistry& registry);
 void RegisterQueuesCommand(CommandRegistry& registry);
 void RegisterWorkloadsCommand(CommandRegistry& registry);
 void RegisterWhyCommand(CommandRegistry& registry);
+void RegisterHealthCommand(CommandRegistry& registry);
 
 }  // namespace chamber::cli

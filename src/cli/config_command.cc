@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "controller/health_controller.h"
 #include "core/io/config_yaml.h"
 
 namespace chamber::cli {
@@ -20,7 +21,12 @@ void RegisterConfigCommand(CommandRegistry& registry) {
       *group, "check", "Validate a configuration file and print it with defaults filled in",
       [path]() -> Status {
         CHAMBER_ASSIGN_OR_RETURN(core::EngineConfig c, core::io::LoadEngineConfigFile(*path));
+        // chamberd's health controller reads the `health:` section (docs/health.md).
+        bool health = false;
+        CHAMBER_ASSIGN_OR_RETURN(controller::health::HealthControllerConfig h,
+                                 controller::health::LoadHealthConfigFile(*path, &health));
         std::cout << core::io::EngineConfigToYaml(c);
+        if (health) std::cout << controller::health::HealthConfigToYaml(h);
         return Status::Ok();
       });
   check->add_option("file", *path, "Configuration YAML")->required();

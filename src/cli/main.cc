@@ -11,6 +11,7 @@ void RegisterCommands(chamber::cli::CommandRegistry& commands) {
   chamber::cli::RegisterQueuesCommand(commands);
   chamber::cli::RegisterWorkloadsCommand(commands);
   chamber::cli::RegisterWhyCommand(commands);
+  chamber::cli::RegisterHealthCommand(commands);
   chamber::cli::RegisterScheduleCommand(commands);
   chamber::cli::RegisterSimCommand(commands);
   chamber::cli::RegisterConfigCommand(commands);

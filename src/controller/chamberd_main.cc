@@ -6,6 +6,7 @@
 // candidate with nothing cached.
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -15,6 +16,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/log.h"
+#include "controller/health_listener.h"
+#include "controller/health_service.h"
 #include "controller/kube_backend.h"
 #include "core/io/config_yaml.h"
 #include "daemon/auth.h"
@@ -35,10 +38,13 @@ struct Flags {
   std::string kubeconfig;
   std::string config;
   std::string listen = "0.0.0.0:8080";
+  std::string health_listen = "0.0.0.0:8081";  // /healthz and /readyz on every replica
   std::string token_file;
   bool token_review = true;
   std::vector<std::string> admin_groups{"chamber:admins", "system:masters"};
   std::vector<std::string> viewer_groups{"chamber:viewers"};
+  std::vector<std::string> agent_users, agent_groups;  // may only post agent reports
+  health::HealthControllerConfig health;               // the config file's `health:` section
   bool anonymous = false;
   bool leader_elect = true;
   std::string lease_namespace;
@@ -54,17 +60,18 @@ struct Flags {
   bool log_json = false;
 };
 
-Result<std::pair<std::string, int>> ParseListen(const std::string& text) {
+Result<std::pair<std::string, int>> ParseListen(const std::string& text,
+                                                const std::string& flag = "--listen") {
   const size_t colon = text.rfind(':');
   if (colon == std::string::npos)
-    return Status::InvalidArgument("--listen " + text + ": expected HOST:PORT, e.g. 0.0.0.0:8080");
+    return Status::InvalidArgument(flag + " " + text + ": expected HOST:PORT, e.g. 0.0.0.0:8080");
   int port = -1;
   try {
     port = std::stoi(text.substr(colon + 1));
   } catch (const std::exception&) {
   }
   if (port < 0 || port > 65535)
-    return Status::InvalidArgument("--listen " + text + ": the port must be 0 to 65535");
+    return Status::InvalidArgument(flag + " " + text + ": the port must be 0 to 65535");
   return std::make_pair(text.substr(0, colon), port);
 }
 
@@ -95,14 +102,18 @@ std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* cl
           u.groups = user.value("groups", std::vector<std::string>{});
           return u;
         },
-        daemon::TokenReviewAuthenticator::Options{f.admin_groups, f.viewer_groups}));
+        daemon::TokenReviewAuthenticator::Options{.admin_groups = f.admin_groups,
+                                                  .read_groups = f.viewer_groups,
+                                                  .agent_users = f.agent_users,
+                                                  .agent_groups = f.agent_groups}));
   }
   return chain;
 }
 
-// Leads until `leading` is cancelled: informers, scheduling cycles, the API.
+// Leads until `leading` is cancelled: informers, scheduling cycles, the API. `serving` is true
+// while the API is served (the informers have synced): /readyz.
 Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
-            const kube::CancellationToken& leading) {
+            const kube::CancellationToken& leading, std::atomic<bool>& serving) {
   KubeBackendOptions bo;
   bo.scheduler_name = f.scheduler_name;
   bo.writers = f.writers;
@@ -128,6 +139,20 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   so.host = listen.first;
   so.port = listen.second;
   so.anonymous = f.anonymous;
+  // The health controller: agent reports in (the API), fences out (Node objects).
+  std::shared_ptr<health::HealthService> health_service;
+  if (f.health.enabled) {
+    health::HealthService::Options ho;
+    ho.config = f.health;
+    ho.writes_allowed = [leading] { return !leading.cancelled(); };
+    health_service = std::make_shared<health::HealthService>(
+        std::move(ho),
+        std::make_unique<health::HealthWriter>(
+            client, [kb](const std::string& n) { return kb->NodeNamed(n); }),
+        [kb] { return kb->AllNodes(); });
+    health_service->Start();
+    so.health = health_service;
+  }
   Status auth_error;
   std::shared_ptr<daemon::Authenticator> auth;
   if (!f.anonymous) {
@@ -137,6 +162,7 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   daemon::ApiServer server(d, auth, so);
   CHAMBER_RETURN_IF_ERROR(server.Start());
   spdlog::info("serving the API and dashboard on {}:{}", so.host, server.port());
+  serving = true;
 
   auto next = std::chrono::steady_clock::now();
   KubeBackendStats before = kb->stats();
@@ -148,19 +174,58 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
                   preempted = after.suspends + after.evictions - before.suspends - before.evictions,
                   resumed = after.resumes - before.resumes;
     spdlog::log(binds + preempted + resumed > 0 ? spdlog::level::info : spdlog::level::debug,
-                "cycle: snapshot={:.1f}ms engine={:.1f}ms apply={:.1f}ms bound={} preempted={} "
-                "resumed={} workloads={} nodes={}",
-                kb->last_refresh_ms(), d.state()->cycle_ms, kb->last_apply_ms(), binds, preempted,
-                resumed, kb->built().snapshot.workloads.size(), kb->built().snapshot.nodes.size());
+                "cycle: snapshot={:.1f}ms engine={:.1f}ms cpu={:.1f}ms apply={:.1f}ms bound={} "
+                "preempted={} resumed={} workloads={} nodes={} derived={}",
+                kb->last_refresh_ms(), d.state()->cycle_ms,
+                kb->last_refresh_cpu_ms() + d.state()->cycle_cpu_ms, kb->last_apply_ms(), binds,
+                preempted, resumed, kb->built().snapshot.workloads.size(),
+                kb->built().snapshot.nodes.size(), kb->last_derived());
     before = after;
     next += options.tick;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) next = now;
     leading.WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
   }
+  serving = false;
+  if (health_service) health_service->Stop();
   d.Shutdown();
   server.Stop();
   return Status::Ok();
+}
+
+// The health listener (--health-listen; empty: none). `elector` is null without leader
+// election: then /healthz is always 200 and /readyz follows `serving` alone.
+Result<std::unique_ptr<HealthListener>> StartHealthListener(const Flags& f,
+                                                            const kube::RestConfig& rest,
+                                                            const kube::LeaderElector* elector,
+                                                            const std::atomic<bool>& serving) {
+  if (f.health_listen.empty()) return std::unique_ptr<HealthListener>();
+  CHAMBER_ASSIGN_OR_RETURN(auto listen, ParseListen(f.health_listen, "--health-listen"));
+  using std::chrono::milliseconds;
+  const milliseconds retry(static_cast<int64_t>(f.retry_period_s * 1000));
+  // Stuck: no Lease attempt for 5 retry periods, or one that outlived its two requests'
+  // time-outs (a read, then a create or update).
+  const milliseconds idle_limit = 5 * retry;
+  const milliseconds attempt_limit = 2 * (rest.connect_timeout + rest.request_timeout) + retry;
+  const auto since = std::chrono::steady_clock::now();
+  HealthChecks checks;
+  checks.live = [elector, since, idle_limit, attempt_limit]() -> std::string {
+    if (elector == nullptr) return "";
+    return ElectionLiveness(elector->activity(), since, std::chrono::steady_clock::now(),
+                            idle_limit, attempt_limit);
+  };
+  checks.ready = [elector, &serving]() -> std::string {
+    if (elector != nullptr && !elector->IsLeader()) {
+      const std::string leader = elector->leader();
+      return leader.empty() ? "standby: no leader yet" : "standby: leader is " + leader;
+    }
+    if (!serving) return "starting: waiting for the informers to sync";
+    return "";
+  };
+  auto listener = std::make_unique<HealthListener>(std::move(checks));
+  CHAMBER_RETURN_IF_ERROR(listener->Start(listen.first, listen.second));
+  spdlog::info("serving /healthz and /readyz on {}:{}", listen.first, listener->port());
+  return listener;
 }
 
 int Main(int argc, char** argv) {
@@ -170,6 +235,9 @@ int Main(int argc, char** argv) {
                  "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)");
   app.add_option("--config", f.config, "the engine's YAML configuration (docs/configuration.md)");
   app.add_option("--listen", f.listen, "HOST:PORT for the API, dashboard and /metrics")
+      ->capture_default_str();
+  app.add_option("--health-listen", f.health_listen,
+                 "HOST:PORT for /healthz and /readyz, served by every replica (empty: none)")
       ->capture_default_str();
   app.add_option("--token-file", f.token_file, "API tokens: lines of `<token> <role> [name]`");
   app.add_flag("--token-review,!--no-token-review", f.token_review,
@@ -181,6 +249,12 @@ int Main(int argc, char** argv) {
   app.add_option("--viewer-group", f.viewer_groups,
                  "Kubernetes groups whose tokens may read the API (repeatable)")
       ->capture_default_str();
+  app.add_option("--agent-user", f.agent_users,
+                 "Kubernetes users whose tokens may post agent reports, and nothing else "
+                 "(repeatable; e.g. system:serviceaccount:chamber:chamber-agent)");
+  app.add_option("--agent-group", f.agent_groups,
+                 "Kubernetes groups whose tokens may post agent reports, and nothing else "
+                 "(repeatable)");
   app.add_flag("--anonymous", f.anonymous, "no authentication: every caller is admin (testing)");
   app.add_flag("--leader-elect,!--no-leader-elect", f.leader_elect,
                "campaign for the Lease; only the leader schedules")
@@ -228,6 +302,12 @@ int Main(int argc, char** argv) {
       return 2;
     }
     engine = *c;
+    auto h = health::LoadHealthConfigFile(f.config);
+    if (!h.ok()) {
+      std::cerr << "chamberd: " << h.status().message() << "\n";
+      return 2;
+    }
+    f.health = *h;
   }
   auto rest = f.kubeconfig.empty() ? kube::LoadDefaultConfig() : kube::LoadKubeconfig(f.kubeconfig);
   if (!rest.ok()) {
@@ -258,8 +338,14 @@ int Main(int argc, char** argv) {
   });
   waiter.detach();
 
+  std::atomic<bool> serving{false};
   if (!f.leader_elect) {
-    Status s = Lead(f, engine, client->get(), stop);
+    auto health = StartHealthListener(f, *rest, nullptr, serving);
+    if (!health.ok()) {
+      std::cerr << "chamberd: " << health.status().message() << "\n";
+      return 2;
+    }
+    Status s = Lead(f, engine, client->get(), stop, serving);
     if (!s.ok()) spdlog::error("{}", s.message());
     return s.ok() ? 0 : 1;
   }
@@ -285,7 +371,7 @@ int Main(int argc, char** argv) {
   Status lead_status;
   le.on_started_leading = [&](kube::CancellationToken leading) {
     spdlog::info("{} became the leader", f.identity);
-    lead_status = Lead(f, engine, client->get(), leading);
+    lead_status = Lead(f, engine, client->get(), leading, serving);
     if (!lead_status.ok()) {
       spdlog::error("{}", lead_status.message());
       stop.Cancel();  // give the Lease up: another replica may do better
@@ -297,6 +383,11 @@ int Main(int argc, char** argv) {
   auto elector = kube::LeaderElector::Create(client->get(), le);
   if (!elector.ok()) {
     std::cerr << "chamberd: " << elector.status().message() << "\n";
+    return 2;
+  }
+  auto health = StartHealthListener(f, *rest, elector->get(), serving);
+  if (!health.ok()) {
+    std::cerr << "chamberd: " << health.status().message() << "\n";
     return 2;
   }
   spdlog::info("{} campaigning for lease {}/{}", f.identity, le.lease_namespace, le.lease_name);

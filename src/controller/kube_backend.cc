@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/cpu_time.h"
 #include "common/log.h"
 #include "controller/queue_resource.h"
 #include "kube/errors.h"
@@ -72,6 +73,10 @@ KubeBackend::KubeBackend(kube::Client* client, KubeBackendOptions options)
     : client_(client), options_(std::move(options)) {}
 
 KubeBackend::~KubeBackend() {
+  if (preparer_.joinable()) {
+    preparer_.request_stop();  // wakes it
+    preparer_.join();
+  }
   for (std::jthread& t : event_writers_) t.request_stop();
   event_writers_.clear();  // joins
   if (nodes_) nodes_->Stop();
@@ -125,6 +130,22 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
       return Status::Unavailable(std::string("could not list and watch ") + what + " within " +
                                  std::to_string(sync_timeout.count() / 1000) +
                                  " s; see the log for the API server's answers");
+  const double begin_cpu = ThreadCpuMs();
+  const size_t derived = b->Prepare();
+  spdlog::info("derived {} objects for the first cycle in {:.0f}ms", derived,
+               ThreadCpuMs() - begin_cpu);
+  if (b->options_.prepare_every.count() > 0)
+    b->preparer_ = std::jthread([p = b.get()](std::stop_token stop) {
+      std::mutex m;
+      std::unique_lock<std::mutex> l(m);
+      while (true) {
+        p->prepare_cv_.wait_for(l, stop, p->options_.prepare_every, [] { return false; });
+        if (stop.stop_requested()) return;
+        const double begin = ThreadCpuMs();
+        if (const size_t n = p->Prepare(); n > 0)
+          spdlog::debug("prepared {} changed objects in {:.1f}ms", n, ThreadCpuMs() - begin);
+      }
+    });
   return b;
 }
 
@@ -141,14 +162,37 @@ void KubeBackend::CountError(const Status& s, const std::string& what) {
   spdlog::warn("{}: {}", what, s.ToString());
 }
 
-Result<const core::Snapshot*> KubeBackend::Refresh() {
-  const auto begin = std::chrono::steady_clock::now();
+ClusterObjects KubeBackend::ListObjects() const {
   ClusterObjects objects;
   objects.nodes = nodes_->List();
   objects.pods = pods_->List();
   objects.jobs = jobs_->List();
   objects.priority_classes = priority_classes_->List();
   objects.namespaces = namespaces_->List();
+  return objects;
+}
+
+BuildOptions KubeBackend::BuildOptionsAt(int64_t now_ms) {
+  BuildOptions bo;
+  bo.scheduler_name = options_.scheduler_name;
+  bo.gpu_resource = options_.gpu_resource;
+  bo.now = core::Time(now_ms);
+  bo.assumed = &assumed_;
+  bo.cache = &build_cache_;
+  return bo;
+}
+
+size_t KubeBackend::Prepare() {
+  std::lock_guard<std::mutex> l(build_mu_);
+  retired_ = BuiltSnapshot{};  // freed here, between cycles, rather than in the next one
+  return build_cache_.Prepare(ListObjects(), BuildOptionsAt(NowMs()));
+}
+
+Result<const core::Snapshot*> KubeBackend::Refresh() {
+  std::lock_guard<std::mutex> l(build_mu_);
+  const auto begin = std::chrono::steady_clock::now();
+  const double begin_cpu = ThreadCpuMs();
+  ClusterObjects objects = ListObjects();
   queue_errors_.clear();
   for (const auto& q : queues_->List()) {
     queue_generation_[q->metadata.name] = q->metadata.generation;
@@ -173,14 +217,15 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
     it = drop ? assumed_.erase(it) : std::next(it);
   }
 
-  BuildOptions bo;
-  bo.scheduler_name = options_.scheduler_name;
-  bo.gpu_resource = options_.gpu_resource;
-  bo.now = core::Time(now);
-  bo.assumed = &assumed_;
+  // The last snapshot lends its nodes' memory to the new one; the rest is freed by Prepare().
+  retired_ = std::move(built_);
+  BuildOptions bo = BuildOptionsAt(now);
+  bo.recycle = &retired_;
   built_ = BuildSnapshot(objects, bo);
   for (const std::string& p : built_.problems) spdlog::debug("{}", p);
   last_refresh_ms_ = MsSince(begin);
+  last_refresh_cpu_ms_ = ThreadCpuMs() - begin_cpu;
+  last_derived_ = build_cache_.last_derived();
   return &built_.snapshot;
 }
 
@@ -327,8 +372,9 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
 
 std::vector<std::shared_ptr<const kube::Pod>> KubeBackend::PodsOf(const WorkloadSource& src) const {
   std::vector<std::shared_ptr<const kube::Pod>> out;
-  for (const std::string& key : src.pod_keys)
-    if (auto p = pods_->Get(key)) out.push_back(std::move(p));
+  for (const auto& set : src.pods)
+    for (const PodRef& ref : set)
+      if (auto p = pods_->Get(ref.Key())) out.push_back(std::move(p));
   return out;
 }
 
@@ -530,8 +576,25 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
     auto gen = queue_generation_.find(name);
     Json status = QueueStatusJson(s, gen == queue_generation_.end() ? 0 : gen->second);
     auto it = queue_status_written_.find(name);
+    // The Valid condition keeps its lastTransitionTime while its status stays: from what this
+    // leader wrote, else from what the API holds (written by an earlier leader).
+    Json& valid = status["conditions"][0];
+    std::string since;
+    auto same_status = [&](const Json& conditions) {
+      if (!conditions.is_array()) return;
+      for (const Json& c : conditions)
+        if (c.is_object() && c.value("type", "") == "Valid" &&
+            c.value("status", "") == valid["status"] && c.contains("lastTransitionTime") &&
+            c["lastTransitionTime"].is_string())
+          since = c["lastTransitionTime"].get<std::string>();
+    };
+    if (it != queue_status_written_.end()) same_status(it->second.value("conditions", Json()));
+    if (since.empty())
+      if (auto q = queues_->Get(name);
+          q && q->raw.contains("status") && q->raw["status"].is_object())
+        same_status(q->raw["status"].value("conditions", Json()));
+    valid["lastTransitionTime"] = since.empty() ? NowText() : since;
     if (it != queue_status_written_.end() && it->second == status) continue;
-    // Condition times change only with the condition.
     Json patch = {{"status", status}};
     Result<Json> r = client_->MergePatch(kQueues, "", name, patch, "status");
     if (!r.ok()) {
@@ -564,7 +627,7 @@ daemon::Observation KubeBackend::Observe() {
   }
   o.samples = samples_;
   o.workload_pods.reserve(built_.sources.size());
-  for (const WorkloadSource& s : built_.sources) o.workload_pods.push_back(s.pod_keys);
+  for (const WorkloadSource& s : built_.sources) o.workload_pods.push_back(s.PodKeys());
   return o;
 }
 
@@ -573,6 +636,14 @@ Status KubeBackend::SetSchedulable(std::string_view node, bool schedulable) {
   Result<Json> r = client_->MergePatch(kube::resources::kNodes, "", std::string(node), patch);
   if (!r.ok()) return r.status();
   return Status::Ok();
+}
+
+std::shared_ptr<const kube::Node> KubeBackend::NodeNamed(const std::string& name) const {
+  return nodes_->Get(name);
+}
+
+std::vector<std::shared_ptr<const kube::Node>> KubeBackend::AllNodes() const {
+  return nodes_->List();
 }
 
 }  // namespace chamber::controller

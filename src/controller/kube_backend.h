@@ -52,6 +52,9 @@ struct KubeBackendOptions {
   // not wait for their Events; beyond this many waiting, new ones are dropped (and counted).
   size_t max_queued_events = 20'000;
   int32_t event_writers = 4;
+  // How often a thread of its own derives the objects that changed (Prepare()), so that cycles,
+  // and the cycle after a long Apply(), do not; 0: none.
+  std::chrono::milliseconds prepare_every{250};
   std::function<bool()> writes_allowed;  // empty: always
 };
 
@@ -73,17 +76,28 @@ class KubeBackend : public daemon::ClusterBackend {
   std::string_view mode() const override { return "cluster"; }
   bool simulated_time() const override { return false; }
   Result<const core::Snapshot*> Refresh() override;
+  // Derives, from the objects that changed since the last Refresh(), what the next one needs,
+  // so that the cycle does not have to, and frees the snapshot before the last. Create() calls
+  // it once, and a thread every `prepare_every`. Returns the objects derived.
+  size_t Prepare();
   Status Apply(const core::CycleResult& result) override;
   daemon::Observation Observe() override;
   Status SetSchedulable(std::string_view node, bool schedulable) override;
 
   KubeBackendStats stats() const;
-  // Durations of the last Refresh() (cache to snapshot) and Apply() (API writes), ms.
+  // Durations of the last Refresh() (cache to snapshot) and Apply() (API writes), ms; and the
+  // CPU time Refresh() took.
   double last_refresh_ms() const { return last_refresh_ms_; }
+  double last_refresh_cpu_ms() const { return last_refresh_cpu_ms_; }
+  // Objects the last Refresh() derived itself (the others were cached or prepared).
+  size_t last_derived() const { return last_derived_; }
   double last_apply_ms() const { return last_apply_ms_; }
   // Problems met reading the cluster in the last Refresh().
   const std::vector<std::string>& problems() const { return built_.problems; }
   const BuiltSnapshot& built() const { return built_; }
+  // The Nodes as the informer has them (the health controller reads them); thread-safe.
+  std::shared_ptr<const kube::Node> NodeNamed(const std::string& name) const;
+  std::vector<std::shared_ptr<const kube::Node>> AllNodes() const;
 
  private:
   KubeBackend(kube::Client* client, KubeBackendOptions options);
@@ -109,6 +123,11 @@ class KubeBackend : public daemon::ClusterBackend {
   std::unique_ptr<kube::Informer<kube::Namespace>> namespaces_;
 
   BuiltSnapshot built_;
+  ClusterObjects ListObjects() const;  // from the informers' caches; no queues
+  BuildOptions BuildOptionsAt(int64_t now_ms);
+  std::mutex build_mu_;     // Refresh() and Prepare()
+  BuiltSnapshot retired_;   // the snapshot before built_, until Prepare() frees it
+  BuildCache build_cache_;  // what Refresh() and Prepare() derived from objects still unchanged
   std::map<std::string, AssumedBind> assumed_;              // by pod UID
   std::map<std::string, std::string> queue_errors_;         // queue -> decode error
   std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
@@ -120,12 +139,15 @@ class KubeBackend : public daemon::ClusterBackend {
   std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
   std::vector<std::vector<daemon::GpuSample>> samples_;
 
-  double last_refresh_ms_ = 0, last_apply_ms_ = 0;
+  double last_refresh_ms_ = 0, last_refresh_cpu_ms_ = 0, last_apply_ms_ = 0;
+  size_t last_derived_ = 0;
 
   std::mutex events_mu_;
   std::condition_variable_any events_cv_;
   std::deque<kube::EventSpec> events_;
   std::vector<std::jthread> event_writers_;  // last: they stop first
+  std::condition_variable_any prepare_cv_;
+  std::jthread preparer_;
   mutable std::mutex stats_mu_;
   KubeBackendStats stats_;
 };

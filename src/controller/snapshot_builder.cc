@@ -56,36 +56,216 @@ core::TaintEffect Effect(const std::string& e) {
   return core::TaintEffect::kNoSchedule;
 }
 
-// Reads the annotations and labels of a pod or Job (annotation first, then label).
+inline constexpr std::string_view kChamberPrefix = "chamber.io/";
+
+// A pod's `chamber.io/` annotations, then labels, in that order: the keys the builder reads.
+using ChamberKeys = std::vector<std::pair<std::string_view, const std::string*>>;
+
+ChamberKeys ChamberKeysOf(const kube::ObjectMeta& m) {
+  ChamberKeys out;
+  for (const auto* map : {&m.annotations, &m.labels})
+    for (auto it = map->lower_bound(std::string(kChamberPrefix));
+         it != map->end() && it->first.starts_with(kChamberPrefix); ++it)
+      out.emplace_back(it->first, &it->second);
+  return out;
+}
+
+// Reads the annotations and labels of a pod or Job (annotation first, then label). Every key
+// read through it starts with `chamber.io/`.
 struct Meta {
   const kube::ObjectMeta* first;
   const kube::ObjectMeta* second = nullptr;  // e.g. a Job's template metadata
-  const std::string* Get(const std::string& key) const {
-    for (const kube::ObjectMeta* m : {first, second}) {
-      if (m == nullptr) continue;
-      if (const std::string* v = Find(m->annotations, key)) return v;
-      if (const std::string* v = Find(m->labels, key)) return v;
+  const ChamberKeys* first_keys = nullptr;   // `first`'s, when known
+  const std::string* Get(std::string_view key) const {
+    if (first_keys != nullptr) {
+      for (const auto& [k, v] : *first_keys)
+        if (k == key) return v;
+    } else if (const std::string* v = FindIn(first, key)) {
+      return v;
     }
-    return nullptr;
+    return FindIn(second, key);
+  }
+
+ private:
+  static const std::string* FindIn(const kube::ObjectMeta* m, std::string_view key) {
+    if (m == nullptr) return nullptr;
+    const std::string k(key);
+    if (const std::string* v = Find(m->annotations, k)) return v;
+    return Find(m->labels, k);
   }
 };
 
+core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource) {
+  core::PodSet s;
+  s.name = p.metadata.name;
+  const kube::ResourceList req = p.Requests();
+  s.request = Resources::Of(req.Get(gpu_resource), req.Get("cpu"), req.Get("memory"));
+  for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
+  for (const kube::Toleration& t : p.tolerations) {
+    core::Toleration ct;
+    ct.key = t.key;
+    ct.op =
+        t.op == "Exists" ? core::Toleration::Operator::kExists : core::Toleration::Operator::kEqual;
+    ct.value = t.value;
+    if (!t.effect.empty()) ct.effect = Effect(t.effect);
+    s.tolerations.push_back(std::move(ct));
+  }
+  if (const std::string* models = meta.Get(keys::kGpuModels))
+    s.gpu_models = SplitCommaList(*models);
+  return s;
+}
+
+}  // namespace
+
+// What a pod says on its own, whatever else the cluster holds. Pointers and views point into
+// the pod, and are read only while a build holds it.
+struct PodFacts {
+  std::string key;       // "namespace/name"
+  std::string sort_key;  // "namespace\0name": orders as (namespace, name)
+  bool terminal = false;
+  int64_t created_ms = 0, started_ms = 0;  // 0: none
+  std::string job_uid;                     // the controlling Job's, if any
+  const std::string* pod_group = nullptr;  // the label, in the pod
+  std::vector<int> gpu_indices;            // the annotation, when it parses
+  std::string gpu_indices_error;           // why it does not
+  core::PodSet shape;                      // gpu_models from the pod's own metadata only
+  ChamberKeys chamber_keys;
+};
+
+struct BuildCache::State {
+  // An entry holds its object weakly: the object itself is freed by whoever drops it last (the
+  // informer), while the entry keeps its control block, so that no other object can take its
+  // place under the same control block.
+  template <typename T>
+  struct Entry {
+    const T* object = nullptr;  // valid while the build's ClusterObjects hold it
+    std::weak_ptr<const T> owner;
+    uint64_t seen = 0;     // the last build that saw the object
+    uint64_t derived = 0;  // the build that derived the entry
+  };
+  struct NodeEntry : Entry<kube::Node> {
+    core::Node node;
+    std::vector<std::string> problems;
+  };
+  struct PodEntry : Entry<kube::Pod> {
+    PodFacts facts;
+    // Set by each build for a bound pod: its index among the build's bound pods.
+    mutable size_t bound_index = 0;
+  };
+  struct JobEntry : Entry<kube::Job> {
+    std::optional<kube::Pod> pod_template;
+    std::string template_error;
+  };
+  std::string gpu_resource;  // what the entries were derived with
+  uint64_t generation = 0;   // of the last build
+  size_t derived = 0;
+  // Deriving ahead of the next build (Prepare): entries count as derived by that build, and
+  // are not marked seen, so that one gone before it is dropped then.
+  bool preparing = false;
+
+  // The entry of `object`, and whether it must be derived (it is new, or was reset).
+  template <typename E, typename T>
+  std::pair<E*, bool> Lookup(std::unordered_map<const T*, E>& map,
+                             const std::shared_ptr<const T>& object) {
+    auto [it, inserted] = map.try_emplace(object.get());
+    E& e = it->second;
+    const bool same = !inserted && !e.owner.owner_before(object) && !object.owner_before(e.owner);
+    if (!same) {
+      e = E{};
+      e.object = object.get();
+      e.owner = object;
+      e.derived = preparing ? generation + 1 : generation;
+      ++derived;
+    }
+    if (!preparing) e.seen = generation;
+    return {&e, !same};
+  }
+  std::unordered_map<const kube::Node*, NodeEntry> nodes;
+  std::unordered_map<const kube::Pod*, PodEntry> pods;
+  std::unordered_map<const kube::Job*, JobEntry> jobs;
+  // The last build's nodes by name and pods by (namespace, name): the next build sorts only
+  // the objects new to it and merges them in.
+  std::vector<const NodeEntry*> node_order;
+  std::vector<const PodEntry*> pod_order;
+
+  // `order` less the entries gone or derived again, merged with `fresh`, sorted by `less`.
+  template <typename E, typename Less>
+  void Reorder(std::vector<const E*>* order, std::vector<const E*> fresh, Less less) const {
+    std::sort(fresh.begin(), fresh.end(), less);
+    std::erase_if(*order,
+                  [this](const E* e) { return e->seen != generation || e->derived == generation; });
+    const auto kept = static_cast<std::ptrdiff_t>(order->size());
+    order->insert(order->end(), fresh.begin(), fresh.end());
+    std::inplace_merge(order->begin(), order->begin() + kept, order->end(), less);
+  }
+
+  // Drops the entries of objects the build did not see.
+  void Sweep() {
+    auto sweep = [this](auto& map) {
+      std::erase_if(map, [this](const auto& kv) { return kv.second.seen != generation; });
+    };
+    sweep(nodes);
+    sweep(pods);
+    sweep(jobs);
+  }
+};
+
+BuildCache::BuildCache() : state_(std::make_unique<State>()) {}
+BuildCache::~BuildCache() = default;
+size_t BuildCache::size() const {
+  return state_->nodes.size() + state_->pods.size() + state_->jobs.size();
+}
+size_t BuildCache::last_derived() const { return state_->derived; }
+
 class Builder {
  public:
-  Builder(const ClusterObjects& objects, const BuildOptions& options)
-      : objects_(objects), options_(options) {}
+  Builder(const ClusterObjects& objects, const BuildOptions& options, BuildCache::State* cache)
+      : objects_(objects), options_(options), cache_(*cache) {}
 
   BuiltSnapshot Build() {
+    Reset();
+    ++cache_.generation;
+    cache_.derived = 0;
     out_.snapshot.now = options_.now;
     out_.snapshot.queues = objects_.queues;
     IndexObjects();
     BuildNodes();
     CollectWorkloads();
     AccountBoundPods();
+    cache_.Sweep();
     return std::move(out_);
   }
 
+  size_t Prepare() {
+    Reset();
+    const size_t by_last_build = cache_.derived;
+    cache_.derived = 0;
+    cache_.preparing = true;
+    for (const auto& n : objects_.nodes)
+      if (auto [e, derive] = cache_.Lookup(cache_.nodes, n); derive)
+        e->node = NodeOf(*n, &e->problems);
+    for (const auto& p : objects_.pods) PodOf(p);
+    for (const auto& j : objects_.jobs) JobOf(j);
+    cache_.preparing = false;
+    const size_t derived = cache_.derived;
+    cache_.derived = by_last_build;
+    return derived;
+  }
+
  private:
+  using PodEntry = BuildCache::State::PodEntry;
+
+  // Entries derived for another GPU resource name are of no use.
+  void Reset() {
+    if (cache_.gpu_resource == options_.gpu_resource) return;
+    cache_.nodes.clear();
+    cache_.pods.clear();
+    cache_.jobs.clear();
+    cache_.node_order.clear();
+    cache_.pod_order.clear();
+    cache_.gpu_resource = options_.gpu_resource;
+  }
+
   struct BoundPod {
     const kube::Pod* pod;
     int32_t node = -1;
@@ -109,62 +289,125 @@ class Builder {
     for (const auto& job : objects_.jobs) jobs_by_uid_[job->metadata.uid] = job.get();
   }
 
-  void BuildNodes() {
-    std::vector<const kube::Node*> nodes;
-    for (const auto& n : objects_.nodes) nodes.push_back(n.get());
-    std::sort(nodes.begin(), nodes.end(),
-              [](auto* a, auto* b) { return a->metadata.name < b->metadata.name; });
-    for (const kube::Node* kn : nodes) {
-      core::Node n;
-      n.name = kn->metadata.name;
-      for (const auto& [k, v] : kn->metadata.labels) n.labels.emplace_back(k, v);
-      for (const kube::Taint& t : kn->taints)
-        n.taints.push_back({t.key, t.value, Effect(t.effect)});
-      n.unschedulable = kn->unschedulable || !kn->Ready();
-      n.allocatable = Resources::Of(0, kn->allocatable.Get("cpu"), kn->allocatable.Get("memory"));
-      n.max_pods = static_cast<int32_t>(
-          kn->allocatable.values.count("pods") ? kn->allocatable.Get("pods") : 110);
-      int64_t gpus = kn->allocatable.Get(options_.gpu_resource);
-      if (gpus > core::kMaxGpusPerNode) {
-        Problem("node " + n.name + ": " + std::to_string(gpus) + " GPUs; only the first " +
-                std::to_string(core::kMaxGpusPerNode) + " are scheduled");
-        gpus = core::kMaxGpusPerNode;
+  const BuildCache::State::JobEntry& JobOf(const std::shared_ptr<const kube::Job>& job) {
+    auto [entry, derive] = cache_.Lookup(cache_.jobs, job);
+    BuildCache::State::JobEntry& e = *entry;
+    if (!derive) return e;
+    Result<kube::Pod> tmpl = kube::Pod::FromJson(job->template_spec);
+    if (tmpl.ok())
+      e.pod_template = std::move(*tmpl);
+    else
+      e.template_error = tmpl.status().message();
+    return e;
+  }
+
+  const PodEntry& PodOf(const std::shared_ptr<const kube::Pod>& pod) {
+    auto [entry, derive] = cache_.Lookup(cache_.pods, pod);
+    PodEntry& e = *entry;
+    if (!derive) return e;
+    const kube::Pod& p = *pod;
+    PodFacts& f = e.facts;
+    f.key = p.metadata.Key();
+    f.sort_key = p.metadata.namespace_name + '\0' + p.metadata.name;
+    f.chamber_keys = ChamberKeysOf(p.metadata);
+    f.terminal = Terminal(p);
+    f.created_ms = UnixMs(p.metadata.creation_timestamp);
+    const kube::Json* status =
+        p.raw.is_object() && p.raw.contains("status") ? &p.raw["status"] : nullptr;
+    if (status != nullptr && status->is_object() && status->contains("startTime") &&
+        (*status)["startTime"].is_string())
+      f.started_ms = UnixMs((*status)["startTime"].get<std::string>());
+    for (const kube::OwnerReference& o : p.metadata.owner_references)
+      if (o.controller && o.kind == "Job") {
+        f.job_uid = o.uid;
+        break;
       }
-      const std::string* product = Find(kn->metadata.labels, keys::kGpuProduct);
-      int64_t memory_mib = 0;
-      if (const std::string* m = Find(kn->metadata.labels, keys::kGpuMemory)) {
-        if (auto v = ParseInt(*m); v.ok()) memory_mib = *v;
-      }
-      std::vector<std::string> uuids;
-      if (const std::string* u = Find(kn->metadata.annotations, keys::kGpuUuids))
-        uuids = SplitCommaList(*u);
-      for (int64_t g = 0; g < gpus; ++g) {
-        core::Gpu gpu;
-        gpu.uuid = static_cast<size_t>(g) < uuids.size() && !uuids[g].empty()
-                       ? uuids[g]
-                       : n.name + "/gpu" + std::to_string(g);
-        gpu.model = product ? *product : "";
-        gpu.memory_mib = memory_mib;
-        n.gpus.push_back(std::move(gpu));
-      }
-      if (const std::string* bad = Find(kn->metadata.annotations, keys::kUnhealthyGpus)) {
-        Result<std::vector<int>> idx = ParseIndexList(*bad);
-        if (!idx.ok()) {
-          Problem("node " + n.name + ": annotation " + keys::kUnhealthyGpus + ": " +
-                  idx.status().message() + "; every GPU of the node is taken as unhealthy");
-          for (core::Gpu& g : n.gpus) g.healthy = false;
-        } else {
-          for (int i : *idx)
-            if (i < static_cast<int>(n.gpus.size())) n.gpus[i].healthy = false;
-        }
-      }
-      if (const std::string* v = Find(kn->metadata.labels, keys::kGpuClique))
-        n.topology.nvlink_domain = *v;
-      if (const std::string* v = Find(kn->metadata.labels, keys::kBlock)) n.topology.block = *v;
-      if (const std::string* v = Find(kn->metadata.labels, keys::kZone)) n.topology.zone = *v;
-      node_index_[n.name] = static_cast<int32_t>(out_.snapshot.nodes.size());
-      out_.snapshot.nodes.push_back(std::move(n));
+    f.pod_group = Find(p.metadata.labels, keys::kPodGroup);
+    if (const std::string* a = Find(p.metadata.annotations, keys::kGpuIndices)) {
+      Result<std::vector<int>> idx = ParseIndexList(*a);
+      if (idx.ok())
+        f.gpu_indices = std::move(*idx);
+      else
+        f.gpu_indices_error = idx.status().message();
     }
+    f.shape = PodShape(p, Meta{&p.metadata, nullptr, &f.chamber_keys}, options_.gpu_resource);
+    return e;
+  }
+
+  void BuildNodes() {
+    using NodeEntry = BuildCache::State::NodeEntry;
+    std::vector<const NodeEntry*> fresh;
+    for (const auto& n : objects_.nodes) {
+      auto [e, derive] = cache_.Lookup(cache_.nodes, n);
+      if (derive) e->node = NodeOf(*n, &e->problems);
+      if (e->derived == cache_.generation) fresh.push_back(e);
+    }
+    cache_.Reorder(
+        &cache_.node_order, std::move(fresh),
+        [](const NodeEntry* a, const NodeEntry* b) { return a->node.name < b->node.name; });
+    // Assigning over the nodes of an earlier snapshot reuses their strings' and vectors' memory.
+    std::vector<core::Node>& nodes = out_.snapshot.nodes;
+    if (options_.recycle != nullptr) nodes = std::move(options_.recycle->snapshot.nodes);
+    nodes.resize(cache_.node_order.size());
+    node_index_.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeEntry* e = cache_.node_order[i];
+      for (const std::string& p : e->problems) Problem(p);
+      node_index_[e->node.name] = static_cast<int32_t>(i);
+      nodes[i] = e->node;
+    }
+  }
+
+  // The engine's node for a Kubernetes node, before the pods bound to it are accounted.
+  core::Node NodeOf(const kube::Node& kn, std::vector<std::string>* problems) const {
+    auto problem = [problems](std::string text) { problems->push_back(std::move(text)); };
+    core::Node n;
+    n.name = kn.metadata.name;
+    for (const auto& [k, v] : kn.metadata.labels) n.labels.emplace_back(k, v);
+    for (const kube::Taint& t : kn.taints) n.taints.push_back({t.key, t.value, Effect(t.effect)});
+    n.unschedulable = kn.unschedulable || !kn.Ready();
+    n.allocatable = Resources::Of(0, kn.allocatable.Get("cpu"), kn.allocatable.Get("memory"));
+    n.max_pods = static_cast<int32_t>(
+        kn.allocatable.values.count("pods") ? kn.allocatable.Get("pods") : 110);
+    int64_t gpus = kn.allocatable.Get(options_.gpu_resource);
+    if (gpus > core::kMaxGpusPerNode) {
+      problem("node " + n.name + ": " + std::to_string(gpus) + " GPUs; only the first " +
+              std::to_string(core::kMaxGpusPerNode) + " are scheduled");
+      gpus = core::kMaxGpusPerNode;
+    }
+    const std::string* product = Find(kn.metadata.labels, keys::kGpuProduct);
+    int64_t memory_mib = 0;
+    if (const std::string* m = Find(kn.metadata.labels, keys::kGpuMemory)) {
+      if (auto v = ParseInt(*m); v.ok()) memory_mib = *v;
+    }
+    std::vector<std::string> uuids;
+    if (const std::string* u = Find(kn.metadata.annotations, keys::kGpuUuids))
+      uuids = SplitCommaList(*u);
+    for (int64_t g = 0; g < gpus; ++g) {
+      core::Gpu gpu;
+      gpu.uuid = static_cast<size_t>(g) < uuids.size() && !uuids[g].empty()
+                     ? uuids[g]
+                     : n.name + "/gpu" + std::to_string(g);
+      gpu.model = product ? *product : "";
+      gpu.memory_mib = memory_mib;
+      n.gpus.push_back(std::move(gpu));
+    }
+    if (const std::string* bad = Find(kn.metadata.annotations, keys::kUnhealthyGpus)) {
+      Result<std::vector<int>> idx = ParseIndexList(*bad);
+      if (!idx.ok()) {
+        problem("node " + n.name + ": annotation " + keys::kUnhealthyGpus + ": " +
+                idx.status().message() + "; every GPU of the node is taken as unhealthy");
+        for (core::Gpu& g : n.gpus) g.healthy = false;
+      } else {
+        for (int i : *idx)
+          if (i < static_cast<int>(n.gpus.size())) n.gpus[i].healthy = false;
+      }
+    }
+    if (const std::string* v = Find(kn.metadata.labels, keys::kGpuClique))
+      n.topology.nvlink_domain = *v;
+    if (const std::string* v = Find(kn.metadata.labels, keys::kBlock)) n.topology.block = *v;
+    if (const std::string* v = Find(kn.metadata.labels, keys::kZone)) n.topology.zone = *v;
+    return n;
   }
 
   // --- workloads ---
@@ -185,13 +428,15 @@ class Builder {
     return p.priority ? *p.priority : PriorityOfClass(p.priority_class_name);
   }
 
-  // Reads an integer annotation; a bad value is a problem and reads as empty.
-  std::optional<int64_t> IntKey(const Meta& meta, const char* key, const std::string& what) {
+  // Reads an integer annotation; a bad value is a problem about "<what_kind> <what_name>" (e.g.
+  // "pod ml/x") and reads as empty.
+  std::optional<int64_t> IntKey(const Meta& meta, const char* key, std::string_view what_kind,
+                                const std::string& what_name) {
     const std::string* v = meta.Get(key);
     if (v == nullptr) return std::nullopt;
     Result<int64_t> r = ParseInt(*v);
     if (!r.ok() || *r < 0) {
-      Problem(what + ": " + key + ": " +
+      Problem(std::string(what_kind) + " " + what_name + ": " + key + ": " +
               (r.ok() ? "\"" + *v + "\" must not be negative" : r.status().message()) +
               "; ignored");
       return std::nullopt;
@@ -199,23 +444,12 @@ class Builder {
     return *r;
   }
 
-  core::PodSet PodSetOf(const kube::Pod& p, const Meta& meta) {
-    core::PodSet s;
-    s.name = p.metadata.name;
-    const kube::ResourceList req = p.Requests();
-    s.request = Resources::Of(req.Get(options_.gpu_resource), req.Get("cpu"), req.Get("memory"));
-    for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
-    for (const kube::Toleration& t : p.tolerations) {
-      core::Toleration ct;
-      ct.key = t.key;
-      ct.op = t.op == "Exists" ? core::Toleration::Operator::kExists
-                               : core::Toleration::Operator::kEqual;
-      ct.value = t.value;
-      if (!t.effect.empty()) ct.effect = Effect(t.effect);
-      s.tolerations.push_back(std::move(ct));
-    }
-    if (const std::string* models = meta.Get(keys::kGpuModels))
-      s.gpu_models = SplitCommaList(*models);
+  // The pod's shape; the GPU models may also come from its gang's metadata (`meta.first`).
+  static core::PodSet PodSetOf(const PodEntry& e, const Meta& meta) {
+    core::PodSet s = e.facts.shape;
+    if (s.gpu_models.empty() && meta.first != &e.object->metadata)
+      if (const std::string* models = Meta{meta.first}.Get(keys::kGpuModels))
+        s.gpu_models = SplitCommaList(*models);
     return s;
   }
 
@@ -231,76 +465,76 @@ class Builder {
     return k;
   }
 
-  void CommonFields(core::Workload* w, const Meta& meta, const std::string& what) {
-    if (auto g = IntKey(meta, keys::kCheckpointGrace, what))
+  void CommonFields(core::Workload* w, const Meta& meta, std::string_view what_kind,
+                    const std::string& what_name) {
+    if (auto g = IntKey(meta, keys::kCheckpointGrace, what_kind, what_name))
       w->checkpoint_grace_seconds = static_cast<int32_t>(*g);
     if (const std::string* c = meta.Get(keys::kLastCheckpoint)) {
       auto t = kube::ParseTime(*c);
       if (t.ok())
         w->last_checkpoint_time = std::chrono::duration_cast<core::Time>(t->time_since_epoch());
       else
-        Problem(what + ": " + keys::kLastCheckpoint + ": " + t.status().message() + "; ignored");
+        Problem(std::string(what_kind) + " " + what_name + ": " + keys::kLastCheckpoint + ": " +
+                t.status().message() + "; ignored");
     }
   }
 
   // Adds a workload of `pods` (pending or bound), grouping pods of one shape into a pod set.
   // `uniform`: the pods share one shape (a Job's pods come from one template; a lone pod), so
   // the first pod's makes the one pod set and no shapes are compared.
-  int AddWorkload(core::Workload w, WorkloadSource src, const std::vector<const kube::Pod*>& pods,
+  int AddWorkload(core::Workload w, WorkloadSource src, const std::vector<const PodEntry*>& pods,
                   const Meta& meta, bool running, bool uniform) {
-    auto ref = [](const kube::Pod* p) {
-      return PodRef{p->metadata.namespace_name, p->metadata.name, p->metadata.uid,
-                    p->metadata.resource_version};
+    auto ref = [](const PodEntry* e) {
+      const kube::ObjectMeta& m = e->object->metadata;
+      return PodRef{m.namespace_name, m.name, m.uid, m.resource_version};
     };
+    std::vector<const PodEntry*> in_set_order;  // pods in pod-set order, when they differ
     if (uniform) {
-      core::PodSet s = PodSetOf(*pods.front(), Meta{&pods.front()->metadata, meta.first});
+      core::PodSet s = PodSetOf(*pods.front(), meta);
       s.count = static_cast<int32_t>(pods.size());
       w.pod_sets.push_back(std::move(s));
       src.pods.emplace_back();
       src.pods[0].reserve(pods.size());
-      for (const kube::Pod* p : pods) src.pods[0].push_back(ref(p));
+      for (const PodEntry* e : pods) src.pods[0].push_back(ref(e));
     } else {
+      std::vector<std::vector<const PodEntry*>> members;
       std::map<std::string, size_t> set_of_shape;
-      for (const kube::Pod* p : pods) {
-        core::PodSet s = PodSetOf(*p, Meta{&p->metadata, meta.first});
+      for (const PodEntry* e : pods) {
+        core::PodSet s = PodSetOf(*e, meta);
         const std::string key = ShapeKey(s);
         auto [it, inserted] = set_of_shape.try_emplace(key, w.pod_sets.size());
         if (inserted) {
           s.count = 0;
           w.pod_sets.push_back(std::move(s));
           src.pods.emplace_back();
+          members.emplace_back();
         }
         w.pod_sets[it->second].count++;
-        src.pods[it->second].push_back(ref(p));
+        src.pods[it->second].push_back(ref(e));
+        members[it->second].push_back(e);
       }
+      for (const auto& m : members) in_set_order.insert(in_set_order.end(), m.begin(), m.end());
     }
     const int id = static_cast<int>(out_.snapshot.workloads.size());
     if (running) {
       // Placements follow pod-set order; remember each bound pod's slot.
       w.placements.resize(pods.size());
       size_t slot = 0;
-      for (const auto& set : src.pods)
-        for (const PodRef& ref : set) {
-          BoundPod& b = bound_[bound_by_uid_.at(ref.uid)];
-          b.workload = id;
-          b.placement = slot++;
-        }
+      for (const PodEntry* e : uniform ? pods : in_set_order) {
+        BoundPod& b = bound_[e->bound_index];
+        b.workload = id;
+        b.placement = slot++;
+      }
     }
-    for (const auto& set : src.pods)
-      for (const PodRef& ref : set) src.pod_keys.push_back(ref.Key());
     out_.snapshot.workloads.push_back(std::move(w));
     out_.sources.push_back(std::move(src));
     return id;
   }
 
-  core::Time EarliestBind(const std::vector<const kube::Pod*>& pods) const {
+  core::Time EarliestBind(const std::vector<const PodEntry*>& pods) const {
     int64_t start = 0;
-    for (const kube::Pod* p : pods) {
-      const kube::Json* status =
-          p->raw.is_object() && p->raw.contains("status") ? &p->raw["status"] : nullptr;
-      const bool started = status != nullptr && status->is_object() &&
-                           status->contains("startTime") && (*status)["startTime"].is_string();
-      int64_t t = started ? UnixMs((*status)["startTime"].get<std::string>()) : 0;
+    for (const PodEntry* e : pods) {
+      int64_t t = e->facts.started_ms;
       if (t == 0) t = options_.now.count();  // bound, not yet started
       if (start == 0 || t < start) start = t;
     }
@@ -309,88 +543,98 @@ class Builder {
 
   void CollectWorkloads() {
     // Bound pods of every scheduler, and our pending pods by the gang they belong to.
-    std::map<std::string, std::vector<const kube::Pod*>> job_pending, job_bound, job_terminating;
-    std::map<std::string, std::vector<const kube::Pod*>> group_pending, group_bound;
-    std::vector<const kube::Pod*> single_pending, single_bound;
-    std::vector<const kube::Pod*> pods;
-    for (const auto& p : objects_.pods) pods.push_back(p.get());
-    std::sort(pods.begin(), pods.end(), [](auto* a, auto* b) {
-      if (a->metadata.namespace_name != b->metadata.namespace_name)
-        return a->metadata.namespace_name < b->metadata.namespace_name;
-      return a->metadata.name < b->metadata.name;
-    });
-    for (const kube::Pod* p : pods) {
-      if (Terminal(*p)) continue;
-      std::string node = p->node_name;
-      std::vector<int> annotated;
+    using Pods = std::vector<const PodEntry*>;
+    struct JobPods {
+      Pods pending, bound, terminating;
+    };
+    std::unordered_map<const kube::Job*, JobPods> job_pods;
+    std::map<std::string, Pods> group_pending, group_bound;
+    Pods single_pending, single_bound;
+    out_.snapshot.workloads.reserve(objects_.pods.size() + objects_.jobs.size());
+    out_.sources.reserve(objects_.pods.size() + objects_.jobs.size());
+    const Pods& pods = SortedPods();
+    for (const PodEntry* e : pods) {
+      const kube::Pod* p = e->object;
+      const PodFacts& f = e->facts;
+      if (f.terminal) continue;
+      const std::string* node = &p->node_name;
+      const std::vector<int>* annotated = &f.gpu_indices;
       if (options_.assumed != nullptr) {
         auto it = options_.assumed->find(p->metadata.uid);
-        if (it != options_.assumed->end() && (node.empty() || node == it->second.node)) {
-          node = it->second.node;
-          annotated = it->second.gpu_indices;
+        if (it != options_.assumed->end() && (node->empty() || *node == it->second.node)) {
+          node = &it->second.node;
+          annotated = &it->second.gpu_indices;
         }
       }
       const bool ours = p->scheduler_name == options_.scheduler_name;
-      if (!node.empty()) {
-        auto n = node_index_.find(node);
+      if (!node->empty()) {
+        auto n = node_index_.find(*node);
         if (n == node_index_.end()) continue;  // on a node we do not know: holds nothing we see
-        if (annotated.empty())
-          if (const std::string* a = Find(p->metadata.annotations, keys::kGpuIndices)) {
-            Result<std::vector<int>> idx = ParseIndexList(*a);
-            if (idx.ok())
-              annotated = *idx;
-            else
-              Problem("pod " + p->metadata.Key() + ": annotation " + keys::kGpuIndices + ": " +
-                      idx.status().message() + "; given free GPU slots instead");
-          }
-        bound_by_uid_[p->metadata.uid] = bound_.size();
-        const kube::ResourceList req = p->Requests();
-        bound_.push_back(
-            {p, n->second,
-             core::Resources::Of(req.Get(options_.gpu_resource), req.Get("cpu"), req.Get("memory")),
-             std::move(annotated)});
+        if (annotated == &f.gpu_indices && !f.gpu_indices_error.empty())
+          Problem("pod " + f.key + ": annotation " + keys::kGpuIndices + ": " +
+                  f.gpu_indices_error + "; given free GPU slots instead");
+        e->bound_index = bound_.size();
+        bound_.push_back({p, n->second, f.shape.request, *annotated});
       }
       if (!ours) continue;
       const bool deleting = !p->metadata.deletion_timestamp.empty();
-      const kube::Job* job = OwningJob(*p);
-      if (job != nullptr) {
-        const std::string key = job->metadata.uid;
+      if (const kube::Job* job = JobNamed(f.job_uid)) {
+        JobPods& jp = job_pods[job];
         if (deleting) {
-          if (!node.empty()) job_terminating[key].push_back(p);
+          if (!node->empty()) jp.terminating.push_back(e);
         } else {
-          (node.empty() ? job_pending : job_bound)[key].push_back(p);
+          (node->empty() ? jp.pending : jp.bound).push_back(e);
         }
         continue;
       }
       if (deleting) continue;
-      if (const std::string* g = Find(p->metadata.labels, keys::kPodGroup)) {
-        (node.empty() ? group_pending : group_bound)[p->metadata.namespace_name + "/" + *g]
-            .push_back(p);
+      if (f.pod_group != nullptr) {
+        (node->empty() ? group_pending
+                       : group_bound)[p->metadata.namespace_name + "/" + *f.pod_group]
+            .push_back(e);
         continue;
       }
-      (node.empty() ? single_pending : single_bound).push_back(p);
+      (node->empty() ? single_pending : single_bound).push_back(e);
     }
 
-    std::vector<const kube::Job*> jobs;
-    for (const auto& j : objects_.jobs) jobs.push_back(j.get());
-    std::sort(jobs.begin(), jobs.end(),
-              [](auto* a, auto* b) { return a->metadata.Key() < b->metadata.Key(); });
-    for (const kube::Job* job : jobs)
-      AddJob(*job, job_pending[job->metadata.uid], job_bound[job->metadata.uid],
-             job_terminating[job->metadata.uid]);
+    std::vector<const std::shared_ptr<const kube::Job>*> jobs;
+    jobs.reserve(objects_.jobs.size());
+    for (const auto& j : objects_.jobs) jobs.push_back(&j);
+    std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) {
+      const kube::ObjectMeta &x = (*a)->metadata, &y = (*b)->metadata;
+      if (x.namespace_name != y.namespace_name) return x.namespace_name < y.namespace_name;
+      return x.name < y.name;
+    });
+    static const JobPods kNone;
+    for (const auto* job : jobs) {
+      auto it = job_pods.find(job->get());
+      const JobPods& jp = it == job_pods.end() ? kNone : it->second;
+      AddJob(**job, JobOf(*job), jp.pending, jp.bound, jp.terminating);
+    }
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
-    for (const kube::Pod* p : single_bound) AddSingle(*p, true);
-    for (const kube::Pod* p : single_pending) AddSingle(*p, false);
+    for (const PodEntry* e : single_bound) AddSingle(*e, true);
+    for (const PodEntry* e : single_pending) AddSingle(*e, false);
   }
 
-  const kube::Job* OwningJob(const kube::Pod& p) const {
-    for (const kube::OwnerReference& o : p.metadata.owner_references)
-      if (o.controller && o.kind == "Job") {
-        auto it = jobs_by_uid_.find(o.uid);
-        return it == jobs_by_uid_.end() ? nullptr : it->second;
-      }
-    return nullptr;
+  // Every pod, by namespace and name: the last build's order less the pods gone, merged with
+  // the pods new to this build.
+  const std::vector<const PodEntry*>& SortedPods() {
+    std::vector<const PodEntry*> fresh;
+    for (const auto& p : objects_.pods) {
+      const PodEntry& e = PodOf(p);
+      if (e.derived == cache_.generation) fresh.push_back(&e);
+    }
+    cache_.Reorder(&cache_.pod_order, std::move(fresh), [](const PodEntry* a, const PodEntry* b) {
+      return a->facts.sort_key < b->facts.sort_key;
+    });
+    return cache_.pod_order;
+  }
+
+  const kube::Job* JobNamed(const std::string& uid) const {
+    if (uid.empty()) return nullptr;
+    auto it = jobs_by_uid_.find(uid);
+    return it == jobs_by_uid_.end() ? nullptr : it->second;
   }
 
   static bool JobFinished(const kube::Job& j) {
@@ -399,29 +643,30 @@ class Builder {
     return false;
   }
 
-  void AddJob(const kube::Job& job, const std::vector<const kube::Pod*>& pending,
-              const std::vector<const kube::Pod*>& bound,
-              const std::vector<const kube::Pod*>& terminating) {
+  void AddJob(const kube::Job& job, const BuildCache::State::JobEntry& entry,
+              const std::vector<const PodEntry*>& pending,
+              const std::vector<const PodEntry*>& bound,
+              const std::vector<const PodEntry*>& terminating) {
     if (JobFinished(job)) return;
-    const std::string what = "job " + job.metadata.Key();
-    Result<kube::Pod> tmpl = kube::Pod::FromJson(job.template_spec);
-    if (!tmpl.ok()) {
-      Problem(what + ": spec.template: " + tmpl.status().message());
+    const std::string job_key = job.metadata.Key();
+    if (!entry.pod_template) {
+      Problem("job " + job_key + ": spec.template: " + entry.template_error);
       return;
     }
+    const kube::Pod* tmpl = &*entry.pod_template;
     if (tmpl->scheduler_name != options_.scheduler_name) return;
     const Meta meta{&job.metadata, &tmpl->metadata};
     const bool preempted = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr;
     if (job.suspend && !preempted) return;  // paused by its owner
 
     core::Workload w;
-    w.name = job.metadata.Key();
+    w.name = job_key;
     w.queue = QueueOf(meta, job.metadata.namespace_name);
-    w.priority = !pending.empty() ? PodPriority(*pending.front())
-                 : !bound.empty() ? PodPriority(*bound.front())
+    w.priority = !pending.empty() ? PodPriority(*pending.front()->object)
+                 : !bound.empty() ? PodPriority(*bound.front()->object)
                                   : PriorityOfClass(tmpl->priority_class_name);
     w.submit_time = core::Time(UnixMs(job.metadata.creation_timestamp));
-    CommonFields(&w, meta, what);
+    CommonFields(&w, meta, "job", job_key);
     if (const std::string* p = Find(job.metadata.annotations, keys::kPreemptions)) {
       std::vector<std::string> items = SplitCommaList(*p);
       for (const std::string& s : items)
@@ -437,10 +682,11 @@ class Builder {
 
     int32_t want = job.parallelism.value_or(1);
     if (job.completions) want = std::min(want, *job.completions - job.succeeded);
-    if (auto m = IntKey(meta, keys::kMinMember, what)) w.min_member = static_cast<int32_t>(*m);
+    if (auto m = IntKey(meta, keys::kMinMember, "job", job_key))
+      w.min_member = static_cast<int32_t>(*m);
 
     if (job.suspend) {
-      std::vector<const kube::Pod*> holding = bound;
+      std::vector<const PodEntry*> holding = bound;
       holding.insert(holding.end(), terminating.begin(), terminating.end());
       if (!holding.empty()) {  // our victim, still releasing its GPUs
         w.state = core::WorkloadState::kPreempting;
@@ -449,7 +695,7 @@ class Builder {
         return;
       }
       w.state = core::WorkloadState::kSuspended;
-      core::PodSet s = PodSetOf(*tmpl, meta);
+      core::PodSet s = PodShape(*tmpl, meta, options_.gpu_resource);
       s.name = job.metadata.name;
       s.count = std::max(want, 1);
       w.pod_sets.push_back(std::move(s));
@@ -480,25 +726,24 @@ class Builder {
     AddWorkload(std::move(w), std::move(src), pending, meta, false, true);
   }
 
-  void AddGroup(const std::string& key, const std::vector<const kube::Pod*>& members,
-                bool running) {
-    const kube::Pod& first = *members.front();
-    const Meta meta{&first.metadata};
-    const std::string what = "pod group " + key;
+  void AddGroup(const std::string& key, const std::vector<const PodEntry*>& members, bool running) {
+    const kube::Pod& first = *members.front()->object;
+    const Meta meta{&first.metadata, nullptr, &members.front()->facts.chamber_keys};
     core::Workload w;
     w.name = key;
     w.queue = QueueOf(meta, first.metadata.namespace_name);
     w.priority = PodPriority(first);
     int64_t submit = 0;
     int64_t min_member = 0;
-    for (const kube::Pod* p : members) {
-      const int64_t t = UnixMs(p->metadata.creation_timestamp);
+    for (const PodEntry* e : members) {
+      const int64_t t = e->facts.created_ms;
       if (submit == 0 || t < submit) submit = t;
-      if (auto m = IntKey(Meta{&p->metadata}, keys::kMinMember, "pod " + p->metadata.Key()))
+      if (auto m = IntKey(Meta{&e->object->metadata, nullptr, &e->facts.chamber_keys},
+                          keys::kMinMember, "pod", e->facts.key))
         min_member = std::max(min_member, *m);
     }
     w.submit_time = core::Time(submit);
-    CommonFields(&w, meta, what);
+    CommonFields(&w, meta, "pod group", key);
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPodGroup;
     src.namespace_name = first.metadata.namespace_name;
@@ -507,17 +752,15 @@ class Builder {
     if (running) {
       w.state = core::WorkloadState::kRunning;
       w.start_time = EarliestBind(members);
+      running_groups_.insert(key);
       AddWorkload(std::move(w), std::move(src), members, meta, true, false);
       return;
     }
-    // A group whose gang is partly running: the rest joins it one by one.
-    for (const WorkloadSource& s : out_.sources)
-      if (s.kind == WorkloadSource::Kind::kPodGroup && s.namespace_name == src.namespace_name &&
-          s.name == src.name) {
-        w.name += "+pending";
-        min_member = 1;
-        break;
-      }
+    if (running_groups_.contains(key)) {
+      // A group whose gang is partly running: the rest joins it one by one.
+      w.name += "+pending";
+      min_member = 1;
+    }
     if (static_cast<int64_t>(members.size()) < min_member) {
       ++out_.incomplete_gangs;
       return;
@@ -526,14 +769,15 @@ class Builder {
     AddWorkload(std::move(w), std::move(src), members, meta, false, false);
   }
 
-  void AddSingle(const kube::Pod& p, bool running) {
-    const Meta meta{&p.metadata};
+  void AddSingle(const PodEntry& e, bool running) {
+    const kube::Pod& p = *e.object;
+    const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
     core::Workload w;
-    w.name = p.metadata.Key();
+    w.name = e.facts.key;
     w.queue = QueueOf(meta, p.metadata.namespace_name);
     w.priority = PodPriority(p);
-    w.submit_time = core::Time(UnixMs(p.metadata.creation_timestamp));
-    CommonFields(&w, meta, "pod " + w.name);
+    w.submit_time = core::Time(e.facts.created_ms);
+    CommonFields(&w, meta, "pod", w.name);
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPod;
     src.namespace_name = p.metadata.namespace_name;
@@ -541,9 +785,9 @@ class Builder {
     src.involved = {"v1", "Pod", p.metadata.name, p.metadata.uid};
     if (running) {
       w.state = core::WorkloadState::kRunning;
-      w.start_time = EarliestBind({&p});
+      w.start_time = EarliestBind({&e});
     }
-    AddWorkload(std::move(w), std::move(src), {&p}, meta, running, true);
+    AddWorkload(std::move(w), std::move(src), {&e}, meta, running, true);
   }
 
   // --- holdings ---
@@ -615,12 +859,11 @@ class Builder {
   int32_t default_priority_ = 0;
   std::map<std::string, std::string> namespace_queue_;
   std::unordered_map<std::string, const kube::Job*> jobs_by_uid_;
+  BuildCache::State& cache_;
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;
-  std::unordered_map<std::string, size_t> bound_by_uid_;
+  std::set<std::string> running_groups_;
 };
-
-}  // namespace
 
 kube::Json WorkloadSource::Ref::ToJson(const std::string& namespace_name) const {
   return {{"apiVersion", api_version},
@@ -628,8 +871,22 @@ kube::Json WorkloadSource::Ref::ToJson(const std::string& namespace_name) const 
           {"metadata", {{"name", name}, {"namespace", namespace_name}, {"uid", uid}}}};
 }
 
+size_t BuildCache::Prepare(const ClusterObjects& objects, const BuildOptions& options) {
+  return Builder(objects, options, state_.get()).Prepare();
+}
+
 BuiltSnapshot BuildSnapshot(const ClusterObjects& objects, const BuildOptions& options) {
-  return Builder(objects, options).Build();
+  if (options.cache != nullptr)
+    return Builder(objects, options, options.cache->state_.get()).Build();
+  BuildCache once;
+  return Builder(objects, options, once.state_.get()).Build();
+}
+
+std::vector<std::string> WorkloadSource::PodKeys() const {
+  std::vector<std::string> out;
+  for (const auto& set : pods)
+    for (const PodRef& ref : set) out.push_back(ref.Key());
+  return out;
 }
 
 Result<std::vector<int>> ParseIndexList(std::string_view text) {

@@ -106,8 +106,12 @@ struct WorkloadSource {
   // Per pod set, the pods by replica index: pending pods for a pending workload (bind
   // decisions index into these), bound pods in placement order for a running one.
   std::vector<std::vector<PodRef>> pods;
-  std::vector<std::string> pod_keys;  // every pod, "namespace/name"
+  // Every pod's "namespace/name", in pod-set order.
+  std::vector<std::string> PodKeys() const;
 };
+
+class BuildCache;
+struct BuiltSnapshot;
 
 struct BuildOptions {
   std::string scheduler_name = kDefaultSchedulerName;
@@ -115,6 +119,12 @@ struct BuildOptions {
   core::Time now{0};                                            // Unix milliseconds
   const std::map<std::string, AssumedBind>* assumed = nullptr;  // by pod UID
   size_t max_preemptions_kept = 10;
+  // What earlier builds derived from objects that have not changed since (null: derive
+  // everything). The snapshot is the same with or without it.
+  BuildCache* cache = nullptr;
+  // An earlier result whose memory the build may reuse (its nodes' strings and vectors); it is
+  // left empty or partly emptied.
+  BuiltSnapshot* recycle = nullptr;
 };
 
 struct BuiltSnapshot {
@@ -125,6 +135,34 @@ struct BuiltSnapshot {
   std::vector<std::string> problems;
   // Pods of ours waiting for the rest of their gang to be created.
   int32_t incomplete_gangs = 0;
+};
+
+// What a build derives from each node, pod and Job on its own (requests, parsed annotations and
+// times, the engine's node, the sort order), kept for the next build. Informers hand out a new
+// object whenever one changes, so an entry is found by the object's address and is valid while
+// the object is the same one (the same shared_ptr control block, which the entry keeps through
+// a weak_ptr). Entries of objects a build no longer sees are dropped at its end. One build at a
+// time; BuildSnapshot returns the same with or without a cache.
+class BuildCache {
+ public:
+  BuildCache();
+  ~BuildCache();
+  BuildCache(const BuildCache&) = delete;
+  BuildCache& operator=(const BuildCache&) = delete;
+
+  size_t size() const;  // objects held
+  // Objects derived afresh by the last build (the others came from the cache or Prepare).
+  size_t last_derived() const;
+
+  // Derives what the next build will need from `objects` now, so that it does not have to:
+  // chamberd calls it between cycles, as objects change. Returns the objects derived.
+  size_t Prepare(const ClusterObjects& objects, const BuildOptions& options);
+
+ private:
+  friend class Builder;
+  friend BuiltSnapshot BuildSnapshot(const ClusterObjects&, const BuildOptions&);
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 BuiltSnapshot BuildSnapshot(const ClusterObjects& objects, const BuildOptions& options);

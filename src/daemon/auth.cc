@@ -6,7 +6,17 @@
 
 namespace chamber::daemon {
 
-std::string_view RoleName(Role r) { return r == Role::kAdmin ? "admin" : "read"; }
+std::string_view RoleName(Role r) {
+  switch (r) {
+    case Role::kAdmin:
+      return "admin";
+    case Role::kAgent:
+      return "agent";
+    case Role::kRead:
+      break;
+  }
+  return "read";
+}
 
 Result<std::unique_ptr<TokenFileAuthenticator>> TokenFileAuthenticator::Load(
     const std::string& path) {
@@ -29,7 +39,8 @@ Result<std::unique_ptr<TokenFileAuthenticator>> TokenFileAuthenticator::Parse(
     std::string token, role, name, extra;
     if (!(fields >> token)) continue;  // blank or comment
     if (!(fields >> role))
-      return Status::InvalidArgument(where + "a token needs a role (read or admin) after it");
+      return Status::InvalidArgument(where +
+                                     "a token needs a role (read, admin or agent) after it");
     fields >> name;
     if (fields >> extra)
       return Status::InvalidArgument(where + "unexpected \"" + extra +
@@ -39,9 +50,11 @@ Result<std::unique_ptr<TokenFileAuthenticator>> TokenFileAuthenticator::Parse(
       p.role = Role::kRead;
     } else if (role == "admin") {
       p.role = Role::kAdmin;
+    } else if (role == "agent") {
+      p.role = Role::kAgent;
     } else {
       return Status::InvalidArgument(where + "unknown role \"" + role +
-                                     "\" (expected read or admin)");
+                                     "\" (expected read, admin or agent)");
     }
     if (token.size() < 16)
       return Status::InvalidArgument(where + "token is shorter than 16 characters");
@@ -82,8 +95,12 @@ Result<Principal> TokenReviewAuthenticator::Authenticate(std::string_view token)
         return std::find(groups.begin(), groups.end(), g) != groups.end();
       });
     };
+    const bool agent_user = std::find(options_.agent_users.begin(), options_.agent_users.end(),
+                                      user->username) != options_.agent_users.end();
     if (in(options_.admin_groups)) {
       p = Principal{user->username, Role::kAdmin};
+    } else if (agent_user || in(options_.agent_groups)) {
+      p = Principal{user->username, Role::kAgent};
     } else if (in(options_.read_groups)) {
       p = Principal{user->username, Role::kRead};
     }

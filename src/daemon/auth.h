@@ -1,6 +1,7 @@
 // Who may call the API. Requests carry `Authorization: Bearer <token>`; an Authenticator maps a
 // token to a principal with a role. Read tokens see everything; admin tokens may also change
-// things (cordon, uncordon).
+// things (cordon, uncordon, clear a health hold); agent tokens (chamber-agent) may only post
+// their node's reports.
 //
 //   TokenFileAuthenticator: a file of `<token> <role> [name]` lines (docs/api.md).
 //   TokenReviewAuthenticator: inside a cluster, asks the apiserver (TokenReview) who the token
@@ -22,7 +23,7 @@
 
 namespace chamber::daemon {
 
-enum class Role { kRead, kAdmin };
+enum class Role { kRead, kAdmin, kAgent };
 std::string_view RoleName(Role r);
 
 struct Principal {
@@ -64,6 +65,9 @@ class TokenReviewAuthenticator : public Authenticator {
   struct Options {
     std::vector<std::string> admin_groups{"chamber:admins", "system:masters"};
     std::vector<std::string> read_groups{"chamber:viewers"};
+    // Users and groups whose tokens may only post agent reports (the agent's service account).
+    std::vector<std::string> agent_users;
+    std::vector<std::string> agent_groups;
     std::chrono::seconds cache_ttl{60};
   };
   TokenReviewAuthenticator(ReviewFn review, Options options);

@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/cpu_time.h"
+
 namespace chamber::daemon {
 namespace {
 
@@ -84,9 +86,11 @@ Status Daemon::Tick() {
   CHAMBER_ASSIGN_OR_RETURN(const core::Snapshot* snap, backend_->Refresh());
 
   const auto begin = std::chrono::steady_clock::now();
+  const double begin_cpu = ThreadCpuMs();
   const core::CycleResult result = engine_.Schedule(*snap);
   const double cycle_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+  const double cycle_cpu_ms = ThreadCpuMs() - begin_cpu;
   ++cycles_;
 
   // What the decisions say, by workload name: indices are only good for this snapshot.
@@ -119,6 +123,7 @@ Status Daemon::Tick() {
   state->mode = std::string(backend_->mode());
   state->simulated = backend_->simulated_time();
   state->cycle_ms = cycle_ms;
+  state->cycle_cpu_ms = cycle_cpu_ms;
   state->cycles = cycles_;
   state->currency = options_.fleet.currency;
   fleet::FleetInput& in = state->input;

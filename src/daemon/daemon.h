@@ -51,6 +51,7 @@ struct FleetState {
   std::vector<Incident> incidents;  // newest first
   std::vector<bool> node_schedulable;
   double cycle_ms = 0;
+  double cycle_cpu_ms = 0;  // the engine's CPU time in that cycle
   int64_t cycles = 0;
   std::string currency = "USD";
 

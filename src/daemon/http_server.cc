@@ -100,8 +100,12 @@ struct ApiServer::Impl {
   std::atomic<int>& event_clients;
 
   // Role check for a request; writes the error response and returns false when refused.
-  bool Allowed(const httplib::Request& req, httplib::Response& res, Role need) {
-    if (options.anonymous) return true;
+  bool Allowed(const httplib::Request& req, httplib::Response& res, Role need,
+               std::string* who = nullptr) {
+    if (options.anonymous) {
+      if (who) *who = "anonymous";
+      return true;
+    }
     std::string token;
     const std::string header = req.get_header_value("Authorization");
     if (header.rfind("Bearer ", 0) == 0) {
@@ -124,10 +128,21 @@ struct ApiServer::Impl {
       }
       return false;
     }
-    if (need == Role::kAdmin && p->role != Role::kAdmin) {
+    if (need == Role::kAgent) {
+      if (p->role != Role::kAgent && p->role != Role::kAdmin) {
+        JsonError(res, 403,
+                  "posting agent reports needs an agent token; \"" + p->name + "\" has role " +
+                      std::string(RoleName(p->role)));
+        return false;
+      }
+    } else if (p->role == Role::kAgent) {
+      JsonError(res, 403, "\"" + p->name + "\" has role agent: it may only post agent reports");
+      return false;
+    } else if (need == Role::kAdmin && p->role != Role::kAdmin) {
       JsonError(res, 403, "this needs an admin token; \"" + p->name + "\" has role read");
       return false;
     }
+    if (who) *who = p->name;
     return true;
   }
 
@@ -164,13 +179,51 @@ void ApiServer::Impl::Routes() {
     if (!Allowed(req, res, Role::kRead)) return;
     auto s = daemon.state();
     auto body = Cached(*s, "/metrics", [&] { return MetricsPage(*s); });
+    if (options.health) {
+      res.set_content(*body + options.health->Metrics(),
+                      std::string(prometheus::kContentType).c_str());
+      return;
+    }
     res.set_content(*body, std::string(prometheus::kContentType).c_str());
   });
   Resource("/api/v1/fleet", [](const FleetState& s) { return FleetJson(s).dump(); });
   Resource("/api/v1/nodes", [](const FleetState& s) { return NodesJson(s).dump(); });
   Resource("/api/v1/gpus", [](const FleetState& s) { return GpusBody(s); });
   Resource("/api/v1/queues", [](const FleetState& s) { return QueuesJson(s).dump(); });
-  Resource("/api/v1/health", [](const FleetState& s) { return HealthJson(s).dump(); });
+  if (options.health) {
+    server.Get("/api/v1/health", [this](const httplib::Request& req, httplib::Response& res) {
+      if (!Allowed(req, res, Role::kRead)) return;
+      auto s = Ready(res);
+      if (!s) return;
+      nlohmann::json j = HealthJson(*s);
+      j["controller"] = options.health->View();
+      res.set_content(j.dump(), kJson);
+    });
+  } else {
+    Resource("/api/v1/health", [](const FleetState& s) { return HealthJson(s).dump(); });
+  }
+  server.Post("/api/v1/agent/reports", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string who;
+    if (!Allowed(req, res, Role::kAgent, &who)) return;
+    if (!options.health) return JsonError(res, 404, "this server runs no health controller");
+    Status st = options.health->PostReport(req.body, who);
+    if (st.code() == StatusCode::kInvalidArgument) return JsonError(res, 400, st.message());
+    if (!st.ok()) return JsonError(res, 503, st.message());
+    res.status = 202;
+    res.set_content(R"({"accepted":true})", kJson);
+  });
+  server.Post(R"(/api/v1/health/nodes/([^/]+)/clear)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                std::string who;
+                if (!Allowed(req, res, Role::kAdmin, &who)) return;
+                if (!options.health)
+                  return JsonError(res, 404, "this server runs no health controller");
+                const std::string node = req.matches[1];
+                Status st = options.health->Clear(node, who);
+                if (st.code() == StatusCode::kNotFound) return JsonError(res, 404, st.message());
+                if (!st.ok()) return JsonError(res, 500, st.message());
+                res.set_content(nlohmann::json{{"node", node}, {"cleared", true}}.dump(), kJson);
+              });
   Resource("/api/v1/cost", [](const FleetState& s) { return CostJson(s).dump(); });
   server.Get("/api/v1/workloads", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Allowed(req, res, Role::kRead)) return;

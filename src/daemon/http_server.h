@@ -3,9 +3,9 @@
 //
 // Authentication: every /api/ path and /metrics needs `Authorization: Bearer <token>` (or, for
 // clients that cannot set headers such as a browser's EventSource, `?access_token=<token>`);
-// admin paths need an admin token. /healthz and the dashboard's files (which hold no data)
-// answer without one. With `anonymous` set no token is needed and every caller is admin: the
-// demo, which listens on 127.0.0.1 only.
+// admin paths need an admin token; agent tokens may only POST /api/v1/agent/reports. /healthz and
+// the dashboard's files (which hold no data) answer without one. With `anonymous` set no token is
+// needed and every caller is admin: the demo, which listens on 127.0.0.1 only.
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "daemon/health_api.h"
 
 namespace chamber::daemon {
 
@@ -25,6 +26,8 @@ struct ServerOptions {
   bool anonymous = false;
   size_t max_event_clients = 64;
   std::chrono::milliseconds keepalive{15000};  // event-stream comment when nothing changed
+  // chamberd's health controller (health_api.h); null: no agent reports, no health actions.
+  std::shared_ptr<HealthApi> health;
 };
 
 class ApiServer {

@@ -77,6 +77,11 @@ bool LeaderElector::IsLeader() const {
   return is_leader_ && !leading_.cancelled();
 }
 
+LeaderElector::Activity LeaderElector::activity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return activity_;
+}
+
 std::string LeaderElector::leader() const {
   std::lock_guard<std::mutex> lock(mu_);
   return observed_lease_.holder_identity;
@@ -95,6 +100,10 @@ void LeaderElector::Observe(const Lease& lease, SteadyClock::time_point now) {
 
 bool LeaderElector::TryAcquireOrRenew() {
   const auto now = SteadyClock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    activity_.started = now;
+  }
   const std::string now_text = FormatMicroTime(std::chrono::system_clock::now());
   const auto duration_s = static_cast<int32_t>(
       std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
@@ -167,6 +176,7 @@ bool LeaderElector::TryAcquireOrRenew() {
   }();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    activity_.finished = SteadyClock::now();
     if (have_observed_ && observed_lease_.holder_identity != reported_leader_) {
       reported_leader_ = observed_lease_.holder_identity;
       new_leader = reported_leader_;

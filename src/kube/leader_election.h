@@ -76,6 +76,14 @@ class LeaderElector {
   bool IsLeader() const;
   std::string leader() const;  // the last observed holder ("" when none)
 
+  // When the last acquire-or-renew attempt started and when the last one finished (steady
+  // clock; the epoch before the first). Run starts one every retry period, so these show
+  // whether the election loop is alive (chamberd's /healthz).
+  struct Activity {
+    std::chrono::steady_clock::time_point started, finished;
+  };
+  Activity activity() const;
+
   // One acquire-or-renew attempt (the step Run repeats); public for tests.
   bool TryAcquireOrRenew();
   // Clears holderIdentity if this candidate holds the lease.
@@ -96,6 +104,7 @@ class LeaderElector {
   std::string reported_leader_;
   CancellationToken leading_;
   bool is_leader_ = false;
+  Activity activity_;
 };
 
 }  // namespace chamber::kube

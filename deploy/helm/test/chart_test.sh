@@ -9,7 +9,12 @@
 #                         into a fresh namespace; kubectl auth can-i as chamberd's, the agent's
 #                         and the dashboard's service accounts (every verb chamberd uses allowed,
 #                         others denied) in scheduling mode, then after helm upgrade to
-#                         monitoring mode; helm uninstall.
+#                         monitoring mode; helm uninstall; one time-to-dashboard run (below),
+#                         which must stay under 180 s.
+#   chart_test.sh timing [N]  time to first dashboard, N runs (default 3) and their median:
+#                         from `helm install` to the first /api/v1/fleet answer listing the
+#                         fake GPU nodes' GPUs (docs/install.md). scripts/time-to-dashboard.sh
+#                         runs it on a control plane of its own.
 #
 # Tools: CHAMBER_HELM and CHAMBER_KUBECTL, else scripts/kube-tools.sh path. CHAMBER_CLI (the
 # chamber binary), when set and present, also checks the rendered engine configuration.
@@ -44,10 +49,15 @@ expect_not_contains() {
 }
 
 tools_dir() { "${root}/scripts/kube-tools.sh" path 2>/dev/null || true; }
+# elapsed <from> <to>: seconds between two `date +%s.%N` readings, one decimal.
+elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 
-if [[ "${mode}" == apply ]]; then
+if [[ "${mode}" == apply || "${mode}" == timing ]]; then
   [[ -n "${CHAMBER_TEST_CONTROLPLANE_DIR:-}" && -f "${CHAMBER_TEST_CONTROLPLANE_DIR}/env" ]] ||
-    die "apply: CHAMBER_TEST_CONTROLPLANE_DIR/env is missing (run through ctest, fixture controlplane)"
+    die "${mode}: CHAMBER_TEST_CONTROLPLANE_DIR/env is missing (run through ctest, fixture controlplane)"
   # shellcheck disable=SC1091
   source "${CHAMBER_TEST_CONTROLPLANE_DIR}/env"
 fi
@@ -91,8 +101,8 @@ EOF
 }
 
 # The rules of a mode, as "verb resource[.group][/names]" sorted: exactly what chamberd calls.
-common_rules="create events create tokenreviews.authentication.k8s.io list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch nodes patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
-sched_rules="create events create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
+common_rules="create events create tokenreviews.authentication.k8s.io get nodes list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
+sched_rules="create events create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods get nodes list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
 
 run_lint() {
   local out f n
@@ -111,7 +121,7 @@ run_lint() {
   "${helm}" template chamber "${chart}" -n chamber-system >"${work}/default.yaml" ||
     fail "helm template (defaults)"
   expect_eq "kinds (defaults)" \
-    '["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ServiceAccount", "ServiceAccount"]' \
+    '["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "Service", "ServiceAccount", "ServiceAccount", "ServiceAccount"]' \
     "$(query "${work}/default.yaml" 'sorted(d["kind"] for d in docs)')"
   expect_eq "service accounts" '["chamber", "chamber-agent", "chamber-dashboard"]' \
     "$(query "${work}/default.yaml" 'sorted(d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount")')"
@@ -123,23 +133,38 @@ run_lint() {
     "$(query "${work}/default.yaml" 'find("Role")["metadata"]["namespace"]')"
   local args='find("Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]'
   expect_eq "chamberd args (defaults)" \
-    '["--leader-elect", "--lease-namespace", "chamber-system", "--lease-name", "chamber-scheduler", "--listen", "0.0.0.0:8080", "--config", "/etc/chamber/chamber.yaml", "--scheduler-name", "chamber-disabled", "--kube-api-qps", "200", "--kube-api-burst", "400", "--writers", "16", "--admin-group", "chamber:admins", "--admin-group", "system:masters", "--viewer-group", "chamber:viewers", "--viewer-group", "system:serviceaccounts:chamber-system", "--data-dir", "/var/lib/chamber", "--log-level", "info", "--log-json"]' \
+    '["--leader-elect", "--lease-namespace", "chamber-system", "--lease-name", "chamber-scheduler", "--listen", "0.0.0.0:8080", "--health-listen", "0.0.0.0:8081", "--config", "/etc/chamber/chamber.yaml", "--scheduler-name", "chamber-disabled", "--kube-api-qps", "200", "--kube-api-burst", "400", "--writers", "16", "--admin-group", "chamber:admins", "--admin-group", "system:masters", "--viewer-group", "chamber:viewers", "--viewer-group", "system:serviceaccounts:chamber-system", "--data-dir", "/var/lib/chamber", "--log-level", "info", "--log-json"]' \
     "$(query "${work}/default.yaml" "${args}")"
   local pod='find("Deployment")["spec"]["template"]["spec"]'
   expect_eq "replicas" "2" "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["replicas"]')"
-  expect_eq "strategy" '{"type": "Recreate"}' "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["strategy"]')"
+  expect_eq "strategy" '{"rollingUpdate": {"maxSurge": 1, "maxUnavailable": "100%"}, "type": "RollingUpdate"}' \
+    "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["strategy"]')"
   expect_eq "POD_NAMESPACE" '{"fieldRef": {"fieldPath": "metadata.namespace"}}' \
     "$(query "${work}/default.yaml" "[e['valueFrom'] for e in ${pod}['containers'][0]['env'] if e['name'] == 'POD_NAMESPACE'][0]")"
   expect_eq "chamberd security context" \
     '{"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true, "runAsGroup": 65532, "runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}' \
     "$(query "${work}/default.yaml" "${pod}['containers'][0]['securityContext']")"
-  expect_eq "readiness probe" '{"path": "/healthz", "port": "http"}' \
+  expect_eq "readiness probe" '{"path": "/readyz", "port": "health"}' \
     "$(query "${work}/default.yaml" "${pod}['containers'][0]['readinessProbe']['httpGet']")"
+  expect_eq "liveness probe" '{"path": "/healthz", "port": "health"}' \
+    "$(query "${work}/default.yaml" "${pod}['containers'][0]['livenessProbe']['httpGet']")"
+  expect_eq "chamberd ports" '[{"containerPort": 8080, "name": "http", "protocol": "TCP"}, {"containerPort": 8081, "name": "health", "protocol": "TCP"}]' \
+    "$(query "${work}/default.yaml" "${pod}['containers'][0]['ports']")"
   expect_eq "chamberd service account" "chamber" "$(query "${work}/default.yaml" "${pod}['serviceAccountName']")"
   expect_eq "service" '[{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"}]' \
-    "$(query "${work}/default.yaml" 'find("Service")["spec"]["ports"]')"
-  expect_eq "service type" "ClusterIP" "$(query "${work}/default.yaml" 'find("Service")["spec"]["type"]')"
+    "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["ports"]')"
+  expect_eq "service type" "ClusterIP" "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["type"]')"
+  expect_eq "agent metrics service" '{"clusterIP": "None", "ports": [{"name": "metrics", "port": 9401, "protocol": "TCP", "targetPort": "metrics"}], "selector": {"app.kubernetes.io/component": "agent", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}' \
+    "$(query "${work}/default.yaml" 'find("Service", "chamber-agent")["spec"]')"
+  expect_eq "agent metrics service selects the DaemonSet's pods" "True" \
+    "$(query "${work}/default.yaml" 'str(find("Service", "chamber-agent")["spec"]["selector"].items() <= find("DaemonSet")["spec"]["template"]["metadata"]["labels"].items())')"
   expect_eq "pdb" "1" "$(query "${work}/default.yaml" 'find("PodDisruptionBudget")["spec"]["minAvailable"]')"
+  # One replica: no PDB (it would refuse every eviction, so every drain of that node).
+  "${helm}" template chamber "${chart}" -n chamber-system --set chamberd.replicas=1 >"${work}/one.yaml" ||
+    fail "helm template (one replica)"
+  expect_eq "no pdb with one replica" "0" "$(query "${work}/one.yaml" 'sum(d["kind"] == "PodDisruptionBudget" for d in docs)')"
+  expect_eq "no liveness probe when off" "False" "$("${helm}" template chamber "${chart}" \
+    --set chamberd.livenessProbe=false | python3 -c 'import sys, yaml; d = [x for x in yaml.safe_load_all(sys.stdin) if x and x["kind"] == "Deployment"][0]; print("livenessProbe" in d["spec"]["template"]["spec"]["containers"][0])')"
   expect_eq "config (defaults)" "{}" \
     "$(query "${work}/default.yaml" 'find("ConfigMap")["data"]["chamber.yaml"].strip()')"
   local ds='find("DaemonSet")["spec"]["template"]["spec"]'
@@ -154,6 +179,14 @@ run_lint() {
     "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'nvml'][0]")"
   expect_eq "agent token" "False" \
     "$(query "${work}/default.yaml" "str(${ds}['automountServiceAccountToken'])")"
+  # An agent that pushes reports gets its token, and chamberd accepts it as an agent.
+  "${helm}" template chamber "${chart}" -n chamber-system \
+    --set agent.chamberdUrl=http://chamber:8080/api/v1/agent/reports >"${work}/push.yaml" ||
+    fail "helm template (agent.chamberdUrl)"
+  expect_eq "pushing agent token" "True" \
+    "$(query "${work}/push.yaml" "str(${ds}['automountServiceAccountToken'])")"
+  expect_eq "chamberd --agent-user" "system:serviceaccount:chamber-system:chamber-agent" \
+    "$(query "${work}/push.yaml" "${args}[${args}.index('--agent-user') + 1]")"
   expect_eq "agent not privileged" "False" \
     "$(query "${work}/default.yaml" "str(${ds}['containers'][0]['securityContext'].get('privileged', False))")"
 
@@ -182,7 +215,12 @@ run_lint() {
   expect_eq "tuned: config" '{"cyclePeriod": "500ms", "fairShare": {"usageHalfLife": "24h", "usageWeight": 0.5}, "preemption": {"checkpointGraceSeconds": 120, "minRuntime": "10m"}, "queueOrder": "DominantShare"}' \
     "$(query "${work}/scheduling-tuned.yaml" 'yaml.safe_load(find("ConfigMap")["data"]["chamber.yaml"])')"
   expect_eq "prometheus: ServiceMonitor" '{"authorization": {"credentials": {"key": "token", "name": "chamber-metrics-token"}, "type": "Bearer"}, "interval": "15s", "path": "/metrics", "port": "http"}' \
-    "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor")["spec"]["endpoints"][0]')"
+    "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber")["spec"]["endpoints"][0]')"
+  expect_eq "prometheus: agent ServiceMonitor" '{"endpoints": [{"interval": "15s", "path": "/metrics", "port": "metrics", "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}], "namespaceSelector": {"matchNames": ["chamber-system"]}, "selector": {"matchLabels": {"app.kubernetes.io/component": "agent", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}}' \
+    "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber-agent")["spec"]')"
+  expect_eq "prometheus: agent ServiceMonitor labels" "prometheus" \
+    "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber-agent")["metadata"]["labels"]["release"]')"
+  check_grafana_dashboard "${work}/monitoring-prometheus.yaml"
   expect_eq "prometheus: kernel log" '["--kernel-log", "/dev/kmsg", true]' \
     "$(query "${work}/monitoring-prometheus.yaml" "[${ds}['containers'][0]['args'][4], ${ds}['containers'][0]['args'][5], ${ds}['containers'][0]['securityContext']['privileged']]")"
 
@@ -217,6 +255,8 @@ run_lint() {
 --set agent.nvml.hostPath=relative/lib|at '/agent/nvml/hostPath'
 --set chamberd.logLevel=verbose|at '/chamberd/logLevel': value must be one of
 --set-string service.port=http|at '/service/port': got string, want integer
+--set grafana.dashboard.bogus=1|at '/grafana/dashboard': additional properties 'bogus' not allowed
+--set agent.serviceMonitor.interval=often|at '/agent/serviceMonitor/interval'
 EOF
   # A ServiceMonitor on a cluster without prometheus-operator is refused, with the reason.
   if out="$("${helm}" template chamber "${chart}" --set serviceMonitor.enabled=true 2>&1)"; then
@@ -224,6 +264,44 @@ EOF
   else
     expect_contains "serviceMonitor without the API" "the cluster has no monitoring.coreos.com/v1 API" "${out}"
   fi
+  if out="$("${helm}" template chamber "${chart}" --set agent.serviceMonitor.enabled=true 2>&1)"; then
+    fail "agent.serviceMonitor without monitoring.coreos.com/v1 rendered"
+  else
+    expect_contains "agent.serviceMonitor without the API" "agent.serviceMonitor.enabled: the cluster has no monitoring.coreos.com/v1 API" "${out}"
+  fi
+  # The dashboard's own namespace, and none unless enabled.
+  expect_eq "no dashboard by default" "0" \
+    "$(query "${work}/default.yaml" 'sum(d["metadata"].get("labels", {}).get("grafana_dashboard") == "1" for d in docs)')"
+  "${helm}" template chamber "${chart}" -n chamber-system --set grafana.dashboard.enabled=true \
+    --set grafana.dashboard.namespace=monitoring >"${work}/grafana-ns.yaml" || fail "helm template (grafana namespace)"
+  expect_eq "dashboard namespace" "monitoring" \
+    "$(query "${work}/grafana-ns.yaml" 'find("ConfigMap", "chamber-grafana-dashboard")["metadata"]["namespace"]')"
+}
+
+# check_grafana_dashboard <manifests.yaml>: the dashboard ConfigMap holds valid dashboard JSON,
+# and every metric a panel queries is one chamberd (src/daemon/api_json.cc) or the agent
+# (src/agent/report.cc) exports: a renamed metric fails here.
+check_grafana_dashboard() {
+  local manifests="$1" out
+  expect_eq "dashboard label" "1" \
+    "$(query "${manifests}" 'find("ConfigMap", "chamber-grafana-dashboard")["metadata"]["labels"]["grafana_dashboard"]')"
+  out="$(query "${manifests}" 'json.loads(find("ConfigMap", "chamber-grafana-dashboard")["data"]["chamber-fleet.json"])["uid"]')"
+  expect_eq "dashboard JSON" "chamber-fleet" "${out}"
+  local metrics exported missing=() m
+  metrics="$(query "${manifests}" '" ".join(sorted({m for p in json.loads(find("ConfigMap", "chamber-grafana-dashboard")["data"]["chamber-fleet.json"])["panels"] for t in p.get("targets", []) for m in __import__("re").findall(r"\bchamber_[a-z0-9_]+", t["expr"])}))')"
+  # Metric families are named by string literals in those two files.
+  exported="$(grep -ohE '"chamber_[a-z0-9_]+"' "${root}/src/daemon/api_json.cc" "${root}/src/agent/report.cc" |
+    tr -d '"' | sort -u)"
+  for m in ${metrics}; do
+    grep -qx "${m}" <<<"${exported}" || missing+=("${m}")
+  done
+  expect_eq "dashboard metrics not exported by chamberd or the agent" "" "${missing[*]}"
+  # Sanity of the check itself: the dashboard covers both exporters.
+  expect_contains "dashboard queries chamberd" "chamber_gpus_capacity" "${metrics}"
+  expect_contains "dashboard queries the agent" "chamber_gpu_utilization_ratio" "${metrics}"
+  local count
+  count="$(wc -w <<<"${metrics}")"
+  ((count >= 20)) && pass || fail "dashboard queries only ${count} metrics"
 }
 
 # can <yes|no> <service account> <namespace or -> <kubectl auth can-i arguments...>
@@ -267,14 +345,16 @@ contexts: [{name: test, context: {cluster: test, user: chamberd, namespace: "${r
 current-context: test
 EOF
 
-  # The installed Deployment's arguments, with local paths and a free loopback port.
-  local port args=()
-  port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  # The installed Deployment's arguments, with local paths and free loopback ports.
+  local port hport args=()
+  port="$(free_port)"
+  hport="$(free_port)"
   "${kubectl}" get configmap "${release}" -n "${release_ns}" -o jsonpath='{.data.chamber\.yaml}' \
     >"${dir}/chamber.yaml"
   mapfile -t args < <("${kubectl}" get deployment "${release}" -n "${release_ns}" \
     -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
-    sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" \
+    sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
+      -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" \
       -e "s|^/var/lib/chamber$|${dir}/data|")
   expect_contains "chamberd args (${what})" "--leader-elect --lease-namespace ${release_ns}" "${args[*]}"
 
@@ -324,6 +404,11 @@ EOF
     "$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "${started}" "$(date +%s.%N)")"
   expect_eq "lease holder (${what})" "test-${what}" "$("${kubectl}" get lease chamber-scheduler \
     -n "${release_ns}" -o jsonpath='{.spec.holderIdentity}' 2>&1)"
+  # The probes' port (--health-listen): live, and ready once it leads and serves the API.
+  expect_eq "chamberd health port /healthz (${what})" "200 ok" \
+    "$(curl -s -w '%{http_code} ' -o "${dir}/healthz" "http://127.0.0.1:${hport}/healthz")$(cat "${dir}/healthz")"
+  expect_eq "chamberd health port /readyz (${what})" "200 ok" \
+    "$(curl -s -w '%{http_code} ' -o "${dir}/readyz" "http://127.0.0.1:${hport}/readyz")$(cat "${dir}/readyz")"
 
   # A dashboard token is accepted through TokenReview; none is refused.
   local dash_token
@@ -386,7 +471,7 @@ run_apply() {
     "clusterrolebinding.rbac.authorization.k8s.io/${release}" \
     "role.rbac.authorization.k8s.io/${release}-leader-election" \
     "rolebinding.rbac.authorization.k8s.io/${release}-leader-election" "service/${release}" \
-    "daemonset.apps/${agent}" "deployment.apps/${release}" \
+    "daemonset.apps/${agent}" "service/${agent}" "deployment.apps/${release}" \
     "poddisruptionbudget.policy/${release}"; do
     expect_contains "dry run: ${object}" "${object} serverside-applied (server dry run)" "${out}"
   done
@@ -401,7 +486,7 @@ run_apply() {
     "kubectl -n ${release_ns} port-forward service/${release} 8080:80" "${out}"
   expect_contains "helm install: NOTES token" "kubectl -n ${release_ns} create token ${dash}" "${out}"
   expect_eq "deployment" "2 chamber" "$("${kubectl}" get deployment "${release}" -n "${release_ns}" \
-    -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].args[10]}')"
+    -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].args[12]}')"
   expect_eq "crd established" "True" "$("${kubectl}" get crd queues.chamber.io \
     -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')"
 
@@ -418,6 +503,8 @@ run_apply() {
   can yes "${sa}" default patch jobs.batch
   can yes "${sa}" default delete pods
   can yes "${sa}" - patch nodes
+  can yes "${sa}" - get nodes
+  can yes "${sa}" - patch nodes --subresource=status
   can yes "${sa}" - patch queues.chamber.io --subresource=status
   can yes "${sa}" - create tokenreviews.authentication.k8s.io
   can yes "${sa}" "${release_ns}" create leases.coordination.k8s.io
@@ -426,6 +513,7 @@ run_apply() {
   # ... and nothing broader.
   can no "${sa}" - delete nodes
   can no "${sa}" - update nodes
+  can no "${sa}" - update nodes --subresource=status
   can no "${sa}" default create pods
   can no "${sa}" default get pods
   can no "${sa}" default patch pods
@@ -456,7 +544,7 @@ run_apply() {
   expect_contains "helm upgrade: revision" "REVISION: 2" "${out}"
   expect_contains "helm upgrade: NOTES" "chamberd schedules nothing in this mode" "${out}"
   expect_eq "scheduler name (monitoring)" "chamber-disabled" "$("${kubectl}" get deployment \
-    "${release}" -n "${release_ns}" -o jsonpath='{.spec.template.spec.containers[0].args[10]}')"
+    "${release}" -n "${release_ns}" -o jsonpath='{.spec.template.spec.containers[0].args[12]}')"
   can no "${sa}" default create pods --subresource=binding
   can no "${sa}" default create pods --subresource=eviction
   can no "${sa}" default delete pods
@@ -479,12 +567,116 @@ run_apply() {
     -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
   expect_eq "crd kept" "customresourcedefinition.apiextensions.k8s.io/queues.chamber.io" \
     "$("${kubectl}" get crd queues.chamber.io -o name 2>&1)"
+
+  # Time to first dashboard (the issue's target: under 3 minutes).
+  if [[ -n "${CHAMBER_CHAMBERD:-}" && -x "${CHAMBER_CHAMBERD}" && -n "${CHAMBER_KUBESIM:-}" &&
+    -x "${CHAMBER_KUBESIM}" ]]; then
+    time_to_dashboard 1
+    local took
+    took="$(cat "${work}/ttd-seconds" 2>/dev/null || echo 999)"
+    python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < 180 else 1)' "${took}" && pass ||
+      fail "time to first dashboard ${took} s, not under 180 s"
+  fi
+}
+
+# time_to_dashboard <run>: seconds from the start of `helm install` (defaults: monitoring mode)
+# to the first /api/v1/fleet answer, with the chart's dashboard token, that counts every GPU of
+# the cluster's nodes; fake GPU nodes (CHAMBER_KUBESIM, 4 nodes x 8 GPUs) exist beforehand. No
+# kubelet runs here, so where a cluster would pull the image and start the pod, chamberd
+# (CHAMBER_CHAMBERD) is started as a local process with the installed Deployment's arguments
+# and its service account's token. Prints "time-to-dashboard <run>: <seconds> s".
+time_to_dashboard() {
+  local run="$1" rel="chamber-ttd$$-$1" ns="chamber-ttd-$$-$1" nodes=4 gpus=8
+  local dir="${work}/ttd-${run}" node_prefix="chamber-ttd$$-$1-gpu"
+  mkdir -p "${dir}/data"
+  "${CHAMBER_KUBESIM}" --kubeconfig "${KUBECONFIG}" nodes create --count "${nodes}" --gpus "${gpus}" \
+    --prefix "${node_prefix}" >"${dir}/kubesim.log" 2>&1 || fail "chamber-kubesim nodes create: $(cat "${dir}/kubesim.log")"
+  local i
+  for ((i = 0; i < nodes; i++)); do
+    cleanup_steps+=("'${kubectl}' delete node '${node_prefix}-${i}' --wait=false >/dev/null 2>&1")
+  done
+  cleanup_steps+=("'${kubectl}' delete namespace '${ns}' --wait=false >/dev/null 2>&1")
+  cleanup_steps+=("'${kubectl}' delete clusterrole,clusterrolebinding -l app.kubernetes.io/instance=${rel} >/dev/null 2>&1")
+  # Every GPU the cluster's nodes offer (other tests' nodes included): what the dashboard must show.
+  local want
+  want="$("${kubectl}" get nodes -o jsonpath='{range .items[*]}{.status.capacity.nvidia\.com/gpu}{"\n"}{end}' |
+    awk '{n += $1} END {print n + 0}')"
+
+  local t0 out
+  t0="$(date +%s.%N)"
+  out="$("${helm}" install "${rel}" "${chart}" -n "${ns}" --create-namespace 2>&1)" ||
+    fail "time-to-dashboard: helm install: ${out}"
+  local t_helm
+  t_helm="$(date +%s.%N)"
+  # What the kubelet would start: chamberd with the Deployment's arguments and the token.
+  local token ca port hport args=()
+  token="$("${kubectl}" create token "${rel}" -n "${ns}" --duration 10m)"
+  ca="$("${kubectl}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
+  cat >"${dir}/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "${CHAMBER_APISERVER_URL}", certificate-authority-data: "${ca}"}}]
+users: [{name: chamberd, user: {token: "${token}"}}]
+contexts: [{name: test, context: {cluster: test, user: chamberd, namespace: "${ns}"}}]
+current-context: test
+EOF
+  port="$(free_port)"
+  hport="$(free_port)"
+  "${kubectl}" get configmap "${rel}" -n "${ns}" -o jsonpath='{.data.chamber\.yaml}' >"${dir}/chamber.yaml"
+  mapfile -t args < <("${kubectl}" get deployment "${rel}" -n "${ns}" \
+    -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
+    sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
+      -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" -e "s|^/var/lib/chamber$|${dir}/data|")
+  local t_start
+  t_start="$(date +%s.%N)"
+  POD_NAMESPACE="${ns}" "${CHAMBER_CHAMBERD}" --kubeconfig "${dir}/kubeconfig" "${args[@]}" \
+    --identity "ttd-${run}" >"${dir}/log" 2>&1 &
+  local pid=$! dash_token got="" seconds="" t_end=""
+  dash_token="$("${kubectl}" create token "${rel}-dashboard" -n "${ns}" --duration 10m)"
+  for ((i = 0; i < 1800; i++)); do
+    got="$(curl -s -m 2 -H "Authorization: Bearer ${dash_token}" "http://127.0.0.1:${port}/api/v1/fleet" |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["summary"]["gpus"]["capacity"])' 2>/dev/null || true)"
+    if [[ -n "${got}" && "${got%.*}" -ge "${want}" ]]; then
+      t_end="$(date +%s.%N)"
+      seconds="$(elapsed "${t0}" "${t_end}")"
+      break
+    fi
+    kill -0 "${pid}" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -TERM "${pid}" 2>/dev/null || true
+  wait "${pid}" || true
+  if [[ -n "${seconds}" ]]; then
+    pass
+    printf 'time-to-dashboard %s: %s s (helm install %s s, token and arguments %s s, chamberd start to dashboard %s s; %s GPUs)\n' \
+      "${run}" "${seconds}" "$(elapsed "${t0}" "${t_helm}")" "$(elapsed "${t_helm}" "${t_start}")" \
+      "$(elapsed "${t_start}" "${t_end}")" "${want}"
+    echo "${seconds}" >>"${work}/ttd-seconds"
+  else
+    fail "time-to-dashboard ${run}: /api/v1/fleet never counted ${want} GPUs (last: '${got}'); log: $(tail -n 20 "${dir}/log")"
+  fi
+  "${helm}" uninstall "${rel}" -n "${ns}" >/dev/null 2>&1 || true
+  "${kubectl}" delete node "${node_prefix}-"{0..3} --wait=true >/dev/null 2>&1 || true
+}
+
+# run_timing [runs]: time_to_dashboard that many times (default 3), then the median.
+run_timing() {
+  [[ -x "${kubectl}" ]] || die "kubectl not found"
+  [[ -n "${CHAMBER_CHAMBERD:-}" && -x "${CHAMBER_CHAMBERD}" && -n "${CHAMBER_KUBESIM:-}" &&
+    -x "${CHAMBER_KUBESIM}" ]] || die "timing: CHAMBER_CHAMBERD and CHAMBER_KUBESIM must name the built binaries"
+  local runs="${1:-3}" r
+  for ((r = 1; r <= runs; r++)); do time_to_dashboard "${r}"; done
+  [[ -s "${work}/ttd-seconds" ]] &&
+    printf 'time-to-dashboard: median %s s of %d runs\n' \
+      "$(sort -n "${work}/ttd-seconds" | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')" \
+      "$(wc -l <"${work}/ttd-seconds")"
 }
 
 case "${mode}" in
   lint) run_lint ;;
   apply) run_apply ;;
-  *) die "usage: chart_test.sh lint|apply" ;;
+  timing) run_timing "${2:-3}" ;;
+  *) die "usage: chart_test.sh lint|apply|timing [runs]" ;;
 esac
 
 printf 'chart_test %s: %d checks passed, %d failed\n' "${mode}" "${checks}" "${failures}"

@@ -497,9 +497,11 @@ TEST(AgentServeTest, PushesReportsAndSurvivesAnAbsentChamberd) {
   httplib::Server chamberd;
   std::mutex mu;
   std::vector<json> received;
+  std::vector<std::string> authorization;
   chamberd.Post("/v1/agent/report", [&](const httplib::Request& req, httplib::Response& res) {
     std::lock_guard lock(mu);
     received.push_back(json::parse(req.body));
+    authorization.push_back(req.get_header_value("Authorization"));
     res.status = 204;
   });
   int port = chamberd.bind_to_any_port("127.0.0.1");
@@ -510,7 +512,9 @@ TEST(AgentServeTest, PushesReportsAndSurvivesAnAbsentChamberd) {
   scenario["events"] = {{{"t", 0.5}, {"gpu", 1}, {"xid", 48}}};
   std::string path = WriteTemp("push.json", scenario.dump());
   std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1/agent/report";
-  ServingAgent agent(Args({"--interval", "0.1", "--chamberd-url", url, "--push-interval", "0.3"}),
+  std::string token = WriteTemp("push-token", "  agent-token-0123456789\n");
+  ServingAgent agent(Args({"--interval", "0.1", "--chamberd-url", url, "--push-interval", "0.3",
+                           "--token-file", token}),
                      path, "push");
   ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
   bool got_incident = false;
@@ -528,6 +532,7 @@ TEST(AgentServeTest, PushesReportsAndSurvivesAnAbsentChamberd) {
     EXPECT_EQ(received[0]["node"], "node-a");
     EXPECT_EQ(received[0]["inventory"]["gpu_count"], 2);
     EXPECT_EQ(received.back()["incidents"][0]["xid"], 48);
+    EXPECT_EQ(authorization[0], "Bearer agent-token-0123456789");
   }
   EXPECT_EQ(agent.process().Terminate(), 0);
   chamberd.stop();

@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -245,6 +246,8 @@ class ChamberdE2E : public ::testing::Test {
                                      (dir_ / "config.yaml").string(),
                                      "--listen",
                                      "127.0.0.1:0",
+                                     "--health-listen",
+                                     "127.0.0.1:0",
                                      "--identity",
                                      name,
                                      "--lease-namespace",
@@ -266,6 +269,45 @@ class ChamberdE2E : public ::testing::Test {
     posix_spawn_file_actions_destroy(&fa);
     chamberd_[name] = pid;
     return pid;
+  }
+
+  // The API port a chamberd started with StartChamberd serves on, once its log names it; 0 if
+  // it does not within 30 s.
+  int ApiPort(const std::string& name) {
+    int port = 0;
+    Eventually(
+        [&] {
+          std::ifstream log(dir_ / (name + ".log"));
+          std::string line;
+          while (std::getline(log, line)) {
+            const size_t at = line.find("serving the API and dashboard on 127.0.0.1:");
+            if (at != std::string::npos) port = std::stoi(line.substr(line.rfind(':') + 1));
+          }
+          return port > 0;
+        },
+        30s);
+    return port;
+  }
+
+  // Runs the `chamber` CLI; its exit code, and its stdout and stderr together.
+  std::pair<int, std::string> RunChamber(std::vector<std::string> args) {
+    args.insert(args.begin(), CHAMBER_CLI_BINARY);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const std::string out = (dir_ / "chamber-cli.out").string();
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid = -1;
+    int status = -1;
+    if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0)
+      waitpid(pid, &status, 0);
+    posix_spawn_file_actions_destroy(&fa);
+    std::ifstream in(out);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
   }
 
   static void Stop(pid_t& pid, int sig) {
@@ -411,12 +453,30 @@ TEST_F(ChamberdE2E, ATeamBorrowsIdleQuotaAndTheOwnerReclaimsIt) {
                (*q)["status"]["allocated"].value("gpu", 0) == 8;
       },
       10s));
+  // The Valid condition's time is when it last changed, not when the status was last written.
+  auto valid_since = [&] {
+    auto q = client_->Get(kQueueType, "", b);
+    if (!q.ok()) return std::string("unreadable");
+    for (const Json& c : (*q)["status"].value("conditions", Json::array()))
+      if (c.value("type", "") == "Valid" && c.value("status", "") == "True")
+        return c.value("lastTransitionTime", std::string("missing"));
+    return std::string("no Valid=True condition");
+  };
+  const std::string since = valid_since();
+  ASSERT_TRUE(kube::ParseTime(since).ok()) << since;
 
   Job("a1", JobSpec(a, 4).Seconds(3));
   // Team a takes its quota back: one of b's Jobs is suspended, a1 runs.
   ASSERT_TRUE(Eventually([&] { return Bound("a1") == 4; }, 30s));
   const bool b1_suspended = GetJob("b1").suspend, b2_suspended = GetJob("b2").suspend;
   EXPECT_NE(b1_suspended, b2_suspended) << "exactly one of team b's Jobs gives way";
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto q = client_->Get(kQueueType, "", b);
+        return q.ok() && (*q)["status"]["borrowed"].value("gpu", 0) == 0;
+      },
+      10s));
+  EXPECT_EQ(valid_since(), since) << "the status changed, the condition did not";
   ExpectNoDoubleBooking(8);
   ASSERT_TRUE(Eventually([&] { return Complete("a1"); }, 30s));
   ASSERT_TRUE(Eventually([&] { return Complete("b1") && Complete("b2"); }, 60s))
@@ -466,19 +526,8 @@ TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReview) {
   // Service accounts of the test's namespace are admins; those elsewhere are in no group.
   StartChamberd("solo", {"--no-leader-elect", "--admin-group", "system:serviceaccounts:" + ns_},
                 false);
-  // chamberd names its port once it serves.
-  int port = 0;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        std::ifstream log(dir_ / "solo.log");
-        std::string line;
-        while (std::getline(log, line)) {
-          const size_t at = line.find("serving the API and dashboard on 127.0.0.1:");
-          if (at != std::string::npos) port = std::stoi(line.substr(line.rfind(':') + 1));
-        }
-        return port > 0;
-      },
-      30s));
+  const int port = ApiPort("solo");
+  ASSERT_GT(port, 0);
   const std::string ops = client_->CreateToken(ns_, "ops").value();
   const std::string stranger = client_->CreateToken("default", stranger_name).value();
   auto get = [&](const std::string& token, const std::string& path) {
@@ -495,6 +544,59 @@ TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReview) {
   EXPECT_EQ(get(stranger, "/api/v1/fleet"), 401) << "authenticated, but in no Chamber group";
   EXPECT_EQ(get("", "/healthz"), 200);
   (void)client_->Delete(kube::resources::kServiceAccounts, "default", stranger_name);
+}
+
+// `chamber why` on a pod of the cluster: the CLI asks chamberd, which finds the Job the pod
+// belongs to and says why it waits.
+TEST_F(ChamberdE2E, ChamberWhyExplainsAPendingPodOfTheCluster) {
+  Nodes(1, 8);
+  StartSim();
+  Queue(ns_ + "-team", 16);
+  StartChamberd("solo", {"--no-leader-elect"});
+  const int port = ApiPort("solo");
+  ASSERT_GT(port, 0);
+  const std::string server = "http://127.0.0.1:" + std::to_string(port);
+  Job("wide", JobSpec(ns_ + "-team", 12));  // 12 GPUs on one 8-GPU node: it never fits
+  std::string pod;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const kube::Pod& p : PodsOf("wide"))
+          for (const kube::Condition& c : p.conditions)
+            if (c.type == "PodScheduled" && c.status == "False") pod = p.metadata.name;
+        return !pod.empty();
+      },
+      30s));
+
+  // The API answers from the last cycle's state, which may not have the pod yet.
+  int code = -1;
+  std::string text;
+  Eventually(
+      [&] {
+        std::tie(code, text) = RunChamber({"why", ns_ + "/" + pod, "--server", server});
+        return code == 0;
+      },
+      10s);
+  ASSERT_EQ(code, 0) << text;
+  const std::string first = "Pod " + ns_ + "/" + pod + " belongs to workload " + ns_ + "/wide.\n" +
+                            ns_ + "/wide is pending in queue " + ns_ +
+                            "-team (position 1 of 1): NoNodeFits";
+  EXPECT_EQ(text.rfind(first, 0), 0u) << text;
+  EXPECT_NE(text.find("It asks for 12 GPUs"), std::string::npos) << text;
+
+  const auto [json_code, json_text] =
+      RunChamber({"why", ns_ + "/" + pod, "--server", server, "-o", "json"});
+  ASSERT_EQ(json_code, 0) << json_text;
+  const Json detail = Json::parse(json_text, nullptr, false);
+  ASSERT_TRUE(detail.is_object()) << json_text;
+  EXPECT_EQ(detail["workload"].value("name", ""), ns_ + "/wide");
+  EXPECT_EQ(detail["workload"].value("state", ""), "pending");
+  EXPECT_EQ(detail["workload"].value("gpus", 0), 12);
+
+  const auto [missing_code, missing] =
+      RunChamber({"why", ns_ + "/no-such-pod", "--server", server});
+  EXPECT_NE(missing_code, 0);
+  EXPECT_NE(missing.find("no workload or pod named \"" + ns_ + "/no-such-pod\""), std::string::npos)
+      << missing;
 }
 
 }  // namespace

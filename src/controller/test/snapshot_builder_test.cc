@@ -161,7 +161,8 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   ASSERT_EQ(src.pods.size(), 1u);
   ASSERT_EQ(src.pods[0].size(), 4u);
   EXPECT_EQ(src.pods[0][2].name, "train-2");
-  EXPECT_EQ(src.pod_keys.size(), 4u);
+  EXPECT_EQ(src.PodKeys(),
+            (std::vector<std::string>{"ml/train-0", "ml/train-1", "ml/train-2", "ml/train-3"}));
 
   // The engine binds the whole gang, and the replicas name real pods.
   core::CycleResult r = core::Engine().Schedule([&] {

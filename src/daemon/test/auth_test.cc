@@ -30,9 +30,10 @@ TEST(TokenFileTest, ErrorsNameTheLine) {
       "aaaaaaaaaaaaaaaaaaaa read\ncccccccccccccccccccc root\n", "tokens");
   ASSERT_FALSE(bad_role.ok());
   EXPECT_EQ(bad_role.status().message(),
-            "tokens:2: unknown role \"root\" (expected read or admin)");
+            "tokens:2: unknown role \"root\" (expected read, admin or agent)");
   auto no_role = TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa\n", "t");
-  EXPECT_EQ(no_role.status().message(), "t:1: a token needs a role (read or admin) after it");
+  EXPECT_EQ(no_role.status().message(),
+            "t:1: a token needs a role (read, admin or agent) after it");
   auto short_token = TokenFileAuthenticator::Parse("abc read\n", "t");
   EXPECT_EQ(short_token.status().message(), "t:1: token is shorter than 16 characters");
   auto twice =
@@ -63,6 +64,33 @@ TEST(TokenReviewTest, MapsGroupsToRolesAndCaches) {
   EXPECT_EQ(a.Authenticate("other-token").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(a.Authenticate("forged").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(a.Authenticate("broken").status().code(), StatusCode::kUnavailable);
+}
+
+TEST(TokenFileTest, AgentRole) {
+  auto a = TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa agent node-agents\n", "t");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ((*a)->Authenticate("aaaaaaaaaaaaaaaaaaaa")->role, Role::kAgent);
+  EXPECT_EQ(RoleName(Role::kAgent), "agent");
+}
+
+TEST(TokenReviewTest, AgentUsersAndGroupsGetTheAgentRole) {
+  TokenReviewAuthenticator::Options o;
+  o.agent_users = {"system:serviceaccount:chamber:chamber-agent"};
+  o.agent_groups = {"chamber:agents"};
+  TokenReviewAuthenticator a(
+      [](std::string_view token) -> Result<ReviewedUser> {
+        if (token == "sa")
+          return ReviewedUser{
+              true, "system:serviceaccount:chamber:chamber-agent", {"system:serviceaccounts"}};
+        if (token == "grp") return ReviewedUser{true, "x", {"chamber:agents"}};
+        if (token == "adm") return ReviewedUser{true, "y", {"chamber:agents", "chamber:admins"}};
+        return ReviewedUser{true, "z", {"system:serviceaccounts"}};
+      },
+      o);
+  EXPECT_EQ(a.Authenticate("sa")->role, Role::kAgent);
+  EXPECT_EQ(a.Authenticate("grp")->role, Role::kAgent);
+  EXPECT_EQ(a.Authenticate("adm")->role, Role::kAdmin);  // admin wins
+  EXPECT_EQ(a.Authenticate("other").status().code(), StatusCode::kNotFound);
 }
 
 TEST(ChainTest, FirstKnowerAnswers) {

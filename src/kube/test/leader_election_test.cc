@@ -159,5 +159,28 @@ TEST(LeaderElectionTest, LosingTheLeaseCancelsTheLeadershipToken) {
   EXPECT_FALSE(a->IsLeader());
 }
 
+// activity() is what chamberd's /healthz reads: each attempt, leading or not, moves it.
+TEST(LeaderElectionTest, ActivityAdvancesEveryRetryPeriod) {
+  FakeApiServer s;
+  auto client = Client::Create(s.Config()).value();
+  LeaderElectionConfig ca = Config("a");
+  ca.on_started_leading = [](CancellationToken t) { t.WaitFor(1h); };
+  auto a = LeaderElector::Create(client.get(), ca).value();
+  EXPECT_EQ(a->activity().started, std::chrono::steady_clock::time_point());
+  EXPECT_EQ(a->activity().finished, std::chrono::steady_clock::time_point());
+  CancellationToken stop;
+  const auto begin = std::chrono::steady_clock::now();
+  std::thread ta([&] { a->Run(stop); });
+  ASSERT_TRUE(Eventually([&] { return a->IsLeader(); }, 3s));
+  const LeaderElector::Activity first = a->activity();
+  EXPECT_GE(first.started, begin);
+  EXPECT_GE(first.finished, first.started);
+  // The leader renews every retry period (200 ms): a later attempt is seen within a few.
+  ASSERT_TRUE(Eventually([&] { return a->activity().started > first.started; }, 1s));
+  EXPECT_GE(a->activity().started - first.started, 150ms);
+  stop.Cancel();
+  ta.join();
+}
+
 }  // namespace
 }  // namespace chamber::kube

@@ -1,0 +1,260 @@
+// chamberd's health controller: turns the agents' reports into the fencing each node should
+// carry (docs/health.md, "Health controller"). Pure and single-threaded: reports and `now` come
+// in as arguments, the desired state comes out; HealthWriter (health_writer.h) carries it to the
+// Node objects and HealthService (health_service.h) does the locking and the HTTP side.
+//
+// Per GPU (node, index) the controller keeps a fence:
+//   - fault: the GPU's agent reports an open incident of severity unhealthy or fatal. The GPU is
+//     fenced at once (it joins the node's `chamber.io/unhealthy-gpus` annotation), the node gets
+//     the taint `chamber.io/gpu-unhealthy` (NoSchedule; NoExecute when a fatal fault is open and
+//     `fatal_no_execute` is set) and the condition ChamberGPUHealthy=False.
+//   - probation: once the GPU reads clean (no such incident, not lost, recovery action none or
+//     unknown) it stays fenced for the probation period; a fault during probation restarts it.
+//   - backoff: the probation doubles with every earlier fault of the GPU within `fault_window`,
+//     up to `max_probation`.
+//   - hold: a node with `hold_after_faults` faults (all GPUs together) within `fault_window`
+//     keeps every fence until an operator clears it (Clear()).
+//   - circuit breaker: fencing a node that has nothing fenced yet counts against the breaker.
+//     When the nodes newly fenced within `breaker_window` would reach `breaker_min_nodes` and
+//     exceed `breaker_fraction` of the nodes that report, the node is not fenced; the breaker
+//     opens (an alert in the status, the API, the log and /metrics) until the window has passed.
+//   - stale: a node whose agent has not reported for `stale_after` is reported stale. Its fences
+//     stay as they are and its probation does not advance: no data is not good news.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace chamber::controller::health {
+
+inline constexpr char kTaintKey[] = "chamber.io/gpu-unhealthy";
+inline constexpr char kConditionType[] = "ChamberGPUHealthy";
+inline constexpr char kHoldAnnotation[] = "chamber.io/gpu-health-hold";
+
+// The agent's severities (src/agent/health.h), by the names its report uses.
+enum class Severity { kHealthy = 0, kDegraded = 1, kUnhealthy = 2, kFatal = 3 };
+std::string_view SeverityName(Severity s);
+
+enum class TaintEffect { kNone, kNoSchedule, kNoExecute };
+std::string_view TaintEffectName(TaintEffect e);  // "", "NoSchedule", "NoExecute"
+
+// --- the agent's report (docs/agent.md, "Report (push payload)"): the fields the controller uses
+
+struct ReportGpu {
+  int index = 0;
+  std::string uuid;
+};
+
+struct ReportSample {
+  int index = 0;
+  std::string uuid;
+  bool lost = false;
+  std::optional<int64_t> recovery_action;  // null: the driver does not say
+};
+
+struct ReportIncident {
+  uint64_t id = 0;
+  int gpu_index = -1;
+  std::string gpu_uuid;
+  std::string cause;
+  Severity severity = Severity::kHealthy;
+  std::optional<int64_t> xid;
+  std::string message;
+  double opened_at = 0;
+  double last_seen = 0;
+  int64_t occurrences = 1;
+};
+
+struct AgentReport {
+  std::string node;
+  double time = 0;
+  std::vector<ReportGpu> gpus;
+  std::vector<ReportSample> samples;
+  std::vector<ReportIncident> incidents;  // open ones
+};
+
+// Strict: a missing or mistyped field fails with its path, e.g.
+// "report.incidents[2].severity: expected a string".
+Result<AgentReport> ParseAgentReport(const nlohmann::json& j);
+Result<AgentReport> ParseAgentReportText(std::string_view text);
+
+// --- configuration (the `health:` section of the engine configuration file)
+
+struct HealthControllerConfig {
+  bool enabled = true;
+  double probation_s = 300;       // healthy this long before a fence lifts
+  double max_probation_s = 3600;  // the backoff's cap
+  double fault_window_s = 86400;  // faults counted for backoff and hold
+  int hold_after_faults = 3;      // faults of one node within the window that hold it
+  bool fatal_no_execute = false;  // fatal faults taint NoExecute instead of NoSchedule
+  double stale_after_s = 60;      // no report for this long: the agent is stale
+  double breaker_fraction = 0.1;  // share of reporting nodes newly fenced within the window...
+  int breaker_min_nodes = 3;      // ...and at least this many, open the circuit breaker
+  double breaker_window_s = 300;
+};
+
+// Reads the `health:` section of a configuration file's text (other sections are ignored);
+// `found`, when given, says whether the text has one.
+Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::string_view source,
+                                                 bool* found = nullptr);
+Result<HealthControllerConfig> LoadHealthConfigFile(const std::string& path, bool* found = nullptr);
+std::string HealthConfigToYaml(const HealthControllerConfig& c);
+
+// --- output
+
+struct NodeCondition {
+  std::string status;  // "True", "False", "Unknown"
+  std::string reason;
+  std::string message;
+  bool operator==(const NodeCondition&) const = default;
+};
+
+struct DesiredNode {
+  std::string node;
+  std::vector<int> unhealthy_gpus;  // ascending
+  TaintEffect taint = TaintEffect::kNone;
+  NodeCondition condition;
+  bool held = false;
+  bool operator==(const DesiredNode&) const = default;
+};
+
+// One fault as the controller saw it: an agent incident of severity unhealthy or fatal, or a
+// degraded one (reported only). Repeats of the same agent incident in later reports update it.
+struct HealthIncident {
+  uint64_t id = 0;
+  std::string node;
+  int gpu_index = -1;
+  std::string gpu_uuid;
+  std::string cause;
+  Severity severity = Severity::kHealthy;
+  std::optional<int64_t> xid;
+  std::string message;
+  double opened_at = 0;  // chamberd's clock
+  double last_seen = 0;
+  std::optional<double> closed_at;
+  int64_t occurrences = 1;
+  bool fenced = false;  // false: degraded only, or the circuit breaker held the fence back
+};
+
+struct GpuFence {
+  int index = 0;
+  std::string uuid;
+  bool faulty = false;                  // an unhealthy or fatal incident is open
+  Severity worst = Severity::kHealthy;  // of the open incidents
+  double fenced_at = 0;
+  std::optional<double> clean_since;  // when it last turned clean
+  double probation_s = 0;             // this fence's probation
+  int faults_in_window = 0;
+};
+
+struct NodeHealth {
+  std::string node;
+  double last_report = 0;
+  bool stale = false;
+  bool held = false;
+  bool suppressed = false;  // faulty, but the circuit breaker kept it unfenced
+  std::vector<GpuFence> fenced;
+};
+
+struct BreakerState {
+  bool open = false;
+  double opened_at = 0;
+  int fenced_in_window = 0;
+  int reporting_nodes = 0;
+  std::vector<std::string> suppressed_nodes;
+  std::string message;
+};
+
+// What happened in one step, for logs, Events and metrics.
+struct HealthChange {
+  enum class Kind { kFenced, kUnfenced, kHeld, kCleared, kBreakerOpened, kBreakerClosed, kStale };
+  Kind kind;
+  std::string node;
+  std::string message;
+};
+std::string_view ChangeKindName(HealthChange::Kind k);
+
+class HealthController {
+ public:
+  explicit HealthController(HealthControllerConfig config);
+
+  // Takes one report, received at `now` (chamberd's clock, unix seconds).
+  void Ingest(const AgentReport& report, double now);
+
+  // A fence found on a Node at start (the annotation written by an earlier leader): the GPUs
+  // stay fenced and their probation starts now; `held` restores an operator hold.
+  void Restore(const std::string& node, const std::vector<int>& gpus, bool held, double now);
+
+  // Lifts an operator hold and every fence of the node whose GPU reads clean now; forgets its
+  // fault history. NotFound for a node the controller does not know.
+  Status Clear(const std::string& node, double now);
+
+  // Advances time: probation ends, staleness, the breaker's window. Returns what changed since
+  // the previous call (including changes Ingest and Clear made).
+  std::vector<HealthChange> Evaluate(double now);
+
+  // The fencing every node an agent has reported should carry, by node name. A node known only
+  // from Restore is left as it is until its agent reports.
+  std::map<std::string, DesiredNode> Desired() const;
+
+  std::vector<NodeHealth> Nodes() const;
+  const std::deque<HealthIncident>& Incidents() const { return incidents_; }  // newest last
+  BreakerState Breaker() const;
+  const HealthControllerConfig& config() const { return config_; }
+  bool Knows(const std::string& node) const { return nodes_.contains(node); }
+
+  // The controller's view as JSON (GET /api/v1/health, "controller").
+  nlohmann::json ToJson(double now) const;
+
+ private:
+  struct Gpu {
+    std::string uuid;
+    bool faulty = false;
+    Severity worst = Severity::kHealthy;
+    bool fenced = false;
+    double fenced_at = 0;
+    std::optional<double> clean_since;
+    double probation_s = 0;
+    std::deque<double> faults;  // times this GPU turned faulty, within the window
+  };
+  struct Node {
+    bool reported = false;  // false: known only from Restore
+    double last_report = 0;
+    bool stale = false;
+    bool held = false;
+    bool suppressed = false;
+    std::map<int, Gpu> gpus;
+    std::deque<double> faults;  // every GPU's, within the window
+    // Incidents open in the last report: key -> index into incidents_ by id.
+    std::map<std::string, uint64_t> open;
+  };
+
+  bool AnyFenced(const Node& n) const;
+  // Fences `g` of `n`; false when the circuit breaker forbids it.
+  bool Fence(const std::string& name, Node& n, int index, Gpu& g, double now);
+  void Unfence(const std::string& name, Node& n, int index, Gpu& g);
+  void Trim(std::deque<double>& times, double now, double window) const;
+  HealthIncident* FindIncident(uint64_t id);
+  bool BreakerBlocks(double now);
+
+  HealthControllerConfig config_;
+  std::map<std::string, Node> nodes_;
+  std::deque<HealthIncident> incidents_;
+  uint64_t next_incident_ = 1;
+  std::deque<std::pair<double, std::string>> newly_fenced_;  // (time, node), within the window
+  bool breaker_open_ = false;
+  double breaker_opened_at_ = 0;
+  std::vector<HealthChange> changes_;
+};
+
+}  // namespace chamber::controller::health

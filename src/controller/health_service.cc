@@ -1,0 +1,165 @@
+#include "controller/health_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/prometheus_text.h"
+#include "controller/snapshot_builder.h"
+
+namespace chamber::controller::health {
+
+HealthService::HealthService(Options options, std::unique_ptr<HealthWriter> writer,
+                             NodeLister lister)
+    : options_(std::move(options)),
+      writer_(std::move(writer)),
+      lister_(std::move(lister)),
+      controller_(options_.config) {}
+
+HealthService::~HealthService() { Stop(); }
+
+double HealthService::Now() const {
+  if (options_.clock) return options_.clock();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void HealthService::RestoreFromNodes(double now) {
+  if (!lister_) return;
+  for (const std::shared_ptr<const kube::Node>& n : lister_()) {
+    if (!n || controller_.Knows(n->metadata.name)) continue;
+    const kube::Json j = n->raw.is_object() && n->raw.contains("metadata") ? n->raw : n->ToJson();
+    std::optional<ObservedFence> f = ObserveFence(j);
+    if (!f) continue;
+    spdlog::info("health: node {} carries a fence (GPUs {}{}); its probation starts now",
+                 n->metadata.name, FormatIndexList(f->gpus), f->held ? ", held" : "");
+    controller_.Restore(n->metadata.name, f->gpus, f->held, now);
+  }
+}
+
+void HealthService::Start() {
+  {
+    std::lock_guard lock(mu_);
+    RestoreFromNodes(Now());
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void HealthService::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HealthService::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, options_.period, [this] { return stop_ || dirty_; });
+    if (stop_) break;
+    dirty_ = false;
+    lock.unlock();
+    Step();
+    lock.lock();
+  }
+}
+
+void HealthService::Step() {
+  std::vector<HealthChange> changes;
+  std::map<std::string, DesiredNode> desired;
+  {
+    std::lock_guard lock(mu_);
+    const double now = Now();
+    RestoreFromNodes(now);
+    changes = controller_.Evaluate(now);
+    desired = controller_.Desired();
+  }
+  for (const HealthChange& c : changes) {
+    const bool alarm =
+        c.kind == HealthChange::Kind::kFenced || c.kind == HealthChange::Kind::kHeld ||
+        c.kind == HealthChange::Kind::kBreakerOpened || c.kind == HealthChange::Kind::kStale;
+    spdlog::log(alarm ? spdlog::level::warn : spdlog::level::info, "health: {} {}: {}",
+                ChangeKindName(c.kind), c.node, c.message);
+  }
+  if (!writer_ || !options_.config.enabled) return;
+  if (options_.writes_allowed && !options_.writes_allowed()) return;
+  if (Status s = writer_->Apply(desired, changes); !s.ok())
+    spdlog::warn("health: writing nodes: {}", s.message());
+  std::lock_guard lock(mu_);
+  writer_stats_ = writer_->stats();
+}
+
+Status HealthService::PostReport(std::string_view body, const std::string& principal) {
+  Result<AgentReport> r = ParseAgentReportText(body);
+  std::lock_guard lock(mu_);
+  if (!r.ok()) {
+    ++reports_rejected_;
+    spdlog::warn("health: report from {} rejected: {}", principal, r.status().message());
+    return r.status();
+  }
+  ++reports_accepted_;
+  controller_.Ingest(*r, Now());
+  dirty_ = true;
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+nlohmann::json HealthService::View() {
+  std::lock_guard lock(mu_);
+  return controller_.ToJson(Now());
+}
+
+Status HealthService::Clear(const std::string& node, const std::string& principal) {
+  std::lock_guard lock(mu_);
+  CHAMBER_RETURN_IF_ERROR(controller_.Clear(node, Now()));
+  spdlog::info("health: node {} cleared by {}", node, principal);
+  dirty_ = true;
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+std::string HealthService::Metrics() {
+  namespace pm = chamber::prometheus;
+  std::lock_guard lock(mu_);
+  int fenced_gpus = 0, fenced_nodes = 0, held = 0, stale = 0;
+  for (const NodeHealth& n : controller_.Nodes()) {
+    fenced_gpus += static_cast<int>(n.fenced.size());
+    fenced_nodes += n.fenced.empty() ? 0 : 1;
+    held += n.held ? 1 : 0;
+    stale += n.stale ? 1 : 0;
+  }
+  const BreakerState b = controller_.Breaker();
+  pm::TextWriter w;
+  w.Family("chamber_health_fenced_gpus", "GPUs the health controller fences now.",
+           pm::MetricType::kGauge);
+  w.Sample(fenced_gpus);
+  w.Family("chamber_health_fenced_nodes", "Nodes with at least one fenced GPU.",
+           pm::MetricType::kGauge);
+  w.Sample(fenced_nodes);
+  w.Family("chamber_health_held_nodes", "Nodes held until an operator clears them.",
+           pm::MetricType::kGauge);
+  w.Sample(held);
+  w.Family("chamber_health_stale_agents", "Nodes whose agent stopped reporting.",
+           pm::MetricType::kGauge);
+  w.Sample(stale);
+  w.Family("chamber_health_circuit_breaker_open",
+           "1 while the fleet circuit breaker keeps new nodes from being fenced (an alert).",
+           pm::MetricType::kGauge);
+  w.Sample(b.open ? 1 : 0);
+  w.Family("chamber_health_suppressed_nodes",
+           "Nodes with GPU faults left unfenced by the circuit breaker.", pm::MetricType::kGauge);
+  w.Sample(static_cast<double>(b.suppressed_nodes.size()));
+  w.Family("chamber_health_reports_total", "Agent reports received, by result.",
+           pm::MetricType::kCounter);
+  w.Sample({{"result", "accepted"}}, static_cast<double>(reports_accepted_));
+  w.Sample({{"result", "rejected"}}, static_cast<double>(reports_rejected_));
+  w.Family("chamber_health_node_writes_total", "Writes to Node objects, by kind.",
+           pm::MetricType::kCounter);
+  w.Sample({{"kind", "node"}}, static_cast<double>(writer_stats_.node_patches));
+  w.Sample({{"kind", "status"}}, static_cast<double>(writer_stats_.status_patches));
+  w.Sample({{"kind", "conflict"}}, static_cast<double>(writer_stats_.conflicts));
+  w.Sample({{"kind", "error"}}, static_cast<double>(writer_stats_.errors));
+  return w.Take();
+}
+
+}  // namespace chamber::controller::health

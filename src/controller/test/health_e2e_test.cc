@@ -1,0 +1,490 @@
+// The health controller end to end: the real control plane (kube-apiserver, etcd and
+// kube-controller-manager from the ctest fixture), two fake GPU nodes (src/kubesim) with the pod
+// lifecycle simulator, chamberd, and one chamber-agent per node on the fake NVML pushing its
+// reports to chamberd with an agent token.
+//
+//   node X: Xid 79 on the GPU a Job runs on, then a flapping NVLink on its other GPU;
+//   node Y: one Xid 13 (an application fault).
+//
+// Expected: X is tainted, annotated and conditioned within 2 s of the Xid (the latency is
+// printed), the Job is preempted with reason HardwareFault and resumes on Y; Y is left alone;
+// the flapping NVLink is one incident; once X's faults close, its fences lift after the
+// probation (2 s here).
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "controller/queue_resource.h"
+#include "controller/snapshot_builder.h"
+#include "kube/client.h"
+#include "kube/errors.h"
+#include "kubesim/nodes.h"
+#include "kubesim/simulator.h"
+
+extern char** environ;
+
+namespace chamber::controller {
+namespace {
+
+using namespace std::chrono_literals;
+using kube::Json;
+
+constexpr char kAgentToken[] = "agent-token-0123456789abcdef";
+constexpr char kAdminToken[] = "admin-token-0123456789abcdef";
+constexpr char kReadToken[] = "read-token-0123456789abcdef";
+
+template <typename F>
+bool Eventually(F f, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds poll = std::chrono::milliseconds(100)) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (f()) return true;
+    std::this_thread::sleep_for(poll);
+  }
+  return f();
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+pid_t Spawn(std::vector<std::string> args, const std::string& log,
+            const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+void Stop(pid_t& pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  pid = -1;
+}
+
+// A two-GPU node for the fake NVML: NVLink, ECC, no MIG.
+Json Scenario(Json events, Json nvlink_errors_gpu1 = nullptr) {
+  Json gpus = Json::array();
+  for (int i = 0; i < 2; ++i) {
+    Json g = {{"uuid", "GPU-e2e-" + std::to_string(i)},
+              {"name", "NVIDIA H100 80GB HBM3"},
+              {"memory_total_mib", 81559},
+              {"pci_bus_id", i == 0 ? "00000000:18:00.0" : "00000000:2A:00.0"},
+              {"pcie_max_width", 16},
+              {"pcie_max_gen", 5},
+              {"nvlinks", 4},
+              {"ecc", true},
+              {"metrics", {{"utilization", 50}, {"power_w", 400}, {"temperature_c", 50}}}};
+    if (i == 1 && !nvlink_errors_gpu1.is_null()) g["metrics"]["nvlink_errors"] = nvlink_errors_gpu1;
+    gpus.push_back(std::move(g));
+  }
+  return {{"driver_version", "550.54.15"},
+          {"cuda_driver_version", 12040},
+          {"gpus", gpus},
+          {"events", std::move(events)}};
+}
+
+class HealthE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const char* kubeconfig = std::getenv("CHAMBER_TEST_KUBECONFIG");
+    ASSERT_NE(kubeconfig, nullptr) << "run through ctest: the controlplane fixture sets it";
+    kube::RestConfig rc = kube::LoadKubeconfig(kubeconfig).value();
+    rc.qps = 0;
+    client_ = std::move(kube::Client::Create(rc).value());
+    std::ifstream in(CHAMBER_QUEUE_CRD);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto docs = ManifestToJson(text.str(), CHAMBER_QUEUE_CRD).value();
+    ASSERT_TRUE(ApplyQueueCrd(*client_, docs.at(0)).ok());
+  }
+
+  void SetUp() override {
+    std::random_device rd;
+    ns_ = "health-" + std::to_string(rd() % 1000000);
+    dir_ = std::filesystem::temp_directory_path() / ("chamber-" + ns_);
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(kubesim::DeleteFakeNodes(*client_).ok());
+    ASSERT_TRUE(
+        client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns_}}}}).ok());
+  }
+
+  void TearDown() override {
+    for (pid_t& pid : pids_) Stop(pid);
+    if (HasFailure()) {
+      for (const std::string& name : logs_) {
+        std::ifstream log(dir_ / name);
+        std::cerr << "---- " << name << " ----\n" << log.rdbuf() << "\n";
+      }
+    }
+    if (sim_) sim_->Stop();
+    kube::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    (void)client_->Delete(kube::resources::kJobs, ns_, "", now);
+    (void)client_->Delete(kube::resources::kPods, ns_, "", now);
+    (void)client_->Delete(kube::resources::kNamespaces, "", ns_);
+    (void)client_->Delete(kQueues, "", queue_);
+    (void)kubesim::DeleteFakeNodes(*client_);
+    std::filesystem::remove_all(dir_);
+  }
+
+  int StartChamberd() {
+    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 200ms\n"
+                                           "preemption:\n"
+                                           "  minRuntime: 0s\n"
+                                           "  checkpointGraceSeconds: 0\n"
+                                           "health:\n"
+                                           "  probation: 2s\n"
+                                           "  staleAfter: 20s\n";
+    std::ofstream(dir_ / "tokens") << kAgentToken << " agent node-agents\n"
+                                   << kAdminToken << " admin ops\n"
+                                   << kReadToken << " read viewer\n";
+    logs_.push_back("chamberd.log");
+    pids_.push_back(Spawn(
+        {CHAMBERD_BINARY, "--kubeconfig", std::getenv("CHAMBER_TEST_KUBECONFIG"), "--config",
+         (dir_ / "config.yaml").string(), "--listen", "127.0.0.1:0", "--no-leader-elect",
+         "--no-token-review", "--token-file", (dir_ / "tokens").string(), "--log-level", "debug"},
+        (dir_ / "chamberd.log").string()));
+    int port = 0;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          std::ifstream log(dir_ / "chamberd.log");
+          std::string line;
+          while (std::getline(log, line)) {
+            if (line.find("serving the API and dashboard on 127.0.0.1:") != std::string::npos)
+              port = std::stoi(line.substr(line.rfind(':') + 1));
+          }
+          return port > 0;
+        },
+        30s));
+    return port;
+  }
+
+  // Starts an agent for `node`; returns its HTTP port.
+  int StartAgent(const std::string& node, const Json& scenario, int chamberd_port) {
+    const std::string tag = node.substr(node.rfind('-') + 1);
+    const std::string scenario_path = (dir_ / ("scenario-" + tag + ".json")).string();
+    std::ofstream(scenario_path) << scenario.dump();
+    std::ofstream(dir_ / ("token-" + tag)) << kAgentToken << "\n";
+    const std::string port_file = (dir_ / ("port-" + tag)).string();
+    logs_.push_back("agent-" + tag + ".log");
+    pids_.push_back(
+        Spawn({CHAMBER_AGENT_BINARY,
+               "--node-name",
+               node,
+               "--nvml-library",
+               CHAMBER_FAKE_NVML,
+               "--kernel-log",
+               "",
+               "--listen",
+               "127.0.0.1:0",
+               "--port-file",
+               port_file,
+               "--interval",
+               "0.1",
+               "--chamberd-url",
+               "http://127.0.0.1:" + std::to_string(chamberd_port) + "/api/v1/agent/reports",
+               "--token-file",
+               (dir_ / ("token-" + tag)).string(),
+               "--push-interval",
+               "1",
+               "--boot-grace",
+               "0",
+               "--debounce",
+               "2",
+               "--clear-after",
+               "2",
+               "--nvlink-error-window",
+               "1",
+               "--xid-clear-after",
+               "6"},
+              (dir_ / ("agent-" + tag + ".log")).string(),
+              {"CHAMBER_FAKE_NVML_SCENARIO=" + scenario_path}));
+    int port = 0;
+    EXPECT_TRUE(Eventually(
+        [&] {
+          std::ifstream in(port_file);
+          return static_cast<bool>(in >> port) && port > 0;
+        },
+        10s));
+    return port;
+  }
+
+  static Json AgentGet(int port, const std::string& path) {
+    httplib::Client c("127.0.0.1", port);
+    auto r = c.Get(path);
+    if (!r || r->status != 200) return nullptr;
+    if (path == "/metrics") return r->body;
+    return Json::parse(r->body, nullptr, false);
+  }
+
+  Json Node(const std::string& name) {
+    auto n = client_->Get(kube::resources::kNodes, "", name);
+    return n.ok() ? *n : Json(nullptr);
+  }
+
+  static bool Tainted(const Json& node) {
+    for (const Json& t : node["spec"].value("taints", Json::array()))
+      if (t.value("key", "") == "chamber.io/gpu-unhealthy") return true;
+    return false;
+  }
+  static std::string UnhealthyGpus(const Json& node) {
+    return node["metadata"].value("annotations", Json::object()).value(keys::kUnhealthyGpus, "");
+  }
+  static Json Condition(const Json& node) {
+    for (const Json& c : node["status"].value("conditions", Json::array()))
+      if (c.value("type", "") == "ChamberGPUHealthy") return c;
+    return nullptr;
+  }
+
+  std::vector<kube::Pod> Pods(const std::string& job) {
+    kube::ListOptions o;
+    o.label_selector = "batch.kubernetes.io/job-name=" + job;
+    std::vector<kube::Pod> out;
+    auto list = client_->List(kube::resources::kPods, ns_, o);
+    if (!list.ok()) return out;
+    for (Json& j : list->items) out.push_back(kube::Pod::FromJson(std::move(j)).value());
+    return out;
+  }
+
+  static std::unique_ptr<kube::Client> client_;
+  std::string ns_, queue_;
+  std::filesystem::path dir_;
+  std::unique_ptr<kubesim::Simulator> sim_;
+  std::vector<pid_t> pids_;
+  std::vector<std::string> logs_;
+};
+
+std::unique_ptr<kube::Client> HealthE2E::client_;
+
+TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
+  kubesim::NodePoolSpec spec;
+  spec.count = 2;
+  spec.gpus = 2;
+  spec.prefix = ns_ + "-gpu";
+  ASSERT_TRUE(kubesim::CreateFakeNodes(*client_, spec).ok());
+  sim_ = std::make_unique<kubesim::Simulator>(client_.get());
+  ASSERT_TRUE(sim_->Start().ok());
+  queue_ = ns_ + "-team";
+  Json q = {{"apiVersion", "chamber.io/v1alpha1"},
+            {"kind", "Queue"},
+            {"metadata", {{"name", queue_}}},
+            {"spec", {{"resources", {{"gpu", {{"quota", 4}}}}}}}};
+  ASSERT_TRUE(Eventually([&] { return client_->Create(kQueues, "", q).ok(); }, 10s));
+  const int port = StartChamberd();
+  ASSERT_GT(port, 0);
+
+  // One 1-GPU Job; where it lands decides which GPU fails.
+  Json container = {{"name", "main"},
+                    {"image", "trainer:latest"},
+                    {"resources",
+                     {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", 1}}},
+                      {"limits", {{"nvidia.com/gpu", 1}}}}}};
+  Json job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata",
+               {{"name", "train"}, {"namespace", ns_}, {"labels", {{"chamber.io/queue", queue_}}}}},
+              {"spec",
+               {{"parallelism", 1},
+                {"completions", 1},
+                {"backoffLimit", 0},
+                {"template",
+                 {{"spec",
+                   {{"schedulerName", "chamber"},
+                    {"restartPolicy", "Never"},
+                    {"terminationGracePeriodSeconds", 0},
+                    {"containers", Json::array({container})}}}}}}}};
+  ASSERT_TRUE(client_->Create(kube::resources::kJobs, ns_, job).ok());
+  std::string node_x;
+  int gpu = -1;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const kube::Pod& p : Pods("train")) {
+          auto a = p.metadata.annotations.find(keys::kGpuIndices);
+          if (p.node_name.empty() || a == p.metadata.annotations.end()) continue;
+          node_x = p.node_name;
+          gpu = ParseIndexList(a->second).value().at(0);
+          return true;
+        }
+        return false;
+      },
+      30s));
+  const std::string node_y =
+      kubesim::FakeNodeName(spec, node_x == kubesim::FakeNodeName(spec, 0) ? 1 : 0);
+  ASSERT_NE(node_x, node_y);
+
+  // X: Xid 79 on the Job's GPU at 3 s; the other GPU's NVLink counters grow every 1.5 s from
+  // 5 s to 9.5 s (bad for 1 s, good for 0.5 s: shorter than --clear-after). Y: one Xid 13.
+  const double kXidAt = 3.0;
+  Json flapping = Json::array({{0, 0}, {5, 1}, {6.5, 2}, {8, 3}, {9.5, 4}});
+  Json x_events = Json::array({{{"t", kXidAt}, {"gpu", gpu}, {"xid", 79}}});
+  Json scenario_x = Scenario(x_events, Json(nullptr));
+  scenario_x["gpus"][1 - gpu]["metrics"]["nvlink_errors"] = flapping;
+  const int agent_x = StartAgent(node_x, scenario_x, port);
+  const int agent_y =
+      StartAgent(node_y, Scenario(Json::array({{{"t", kXidAt}, {"gpu", 0}, {"xid", 13}}})), port);
+  ASSERT_GT(agent_x, 0);
+  ASSERT_GT(agent_y, 0);
+  Json report;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        report = AgentGet(agent_x, "/v1/report");
+        return report.is_object() && report["inventory"]["nvml"]["loaded"] == true;
+      },
+      10s));
+  const double injected = report["inventory"]["nvml"]["initialized_at"].get<double>() + kXidAt;
+
+  // Injection -> taint visible in the API.
+  double seen = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        if (!Tainted(Node(node_x))) return false;
+        seen = UnixNow();
+        return true;
+      },
+      15s, 10ms));
+  const double latency = seen - injected;
+  std::printf("health e2e: Xid 79 injection -> taint visible: %.3f s\n", latency);
+  RecordProperty("injection_to_taint_seconds", std::to_string(latency));
+  EXPECT_LE(latency, 2.0);
+  EXPECT_GT(latency, 0.0);
+  Json x = Node(node_x);
+  const std::vector<int> fenced = ParseIndexList(UnhealthyGpus(x)).value();
+  EXPECT_NE(std::find(fenced.begin(), fenced.end(), gpu), fenced.end()) << UnhealthyGpus(x);
+  ASSERT_TRUE(Eventually([&] { return Condition(Node(node_x)).is_object(); }, 5s));
+  EXPECT_EQ(Condition(Node(node_x))["status"], "False");
+
+  // The Job is preempted for the hardware fault and resumes on Y.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const kube::Pod& p : Pods("train"))
+          if (p.node_name == node_y && p.metadata.deletion_timestamp.empty()) return true;
+        return false;
+      },
+      20s));
+  kube::ListOptions eo;
+  eo.field_selector = "involvedObject.name=train";
+  bool hardware_fault = false;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto events = client_->List(kube::resources::kEvents, ns_, eo);
+        if (!events.ok()) return false;
+        for (const Json& e : events->items)
+          hardware_fault |= e.value("reason", "") == "Preempted" &&
+                            e.value("message", "").find("HardwareFault") != std::string::npos;
+        return hardware_fault;
+      },
+      10s));
+
+  // Y: the Xid 13 arrived and isolated nothing.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        Json m = AgentGet(agent_y, "/metrics");
+        return m.is_string() &&
+               m.get<std::string>().find("chamber_gpu_xid_events_total{gpu=\"0\",xid=\"13\"} 1") !=
+                   std::string::npos;
+      },
+      10s));
+  Json y = Node(node_y);
+  EXPECT_FALSE(Tainted(y));
+  EXPECT_EQ(UnhealthyGpus(y), "");
+  ASSERT_TRUE(Eventually([&] { return Condition(Node(node_y)).is_object(); }, 5s));
+  EXPECT_EQ(Condition(Node(node_y))["status"], "True");
+
+  // The API: agent tokens may only post; the controller's view shows the fence.
+  httplib::Client api("127.0.0.1", port);
+  auto get = [&](const char* token, const std::string& path) {
+    return api.Get(path, httplib::Headers{{"Authorization", std::string("Bearer ") + token}});
+  };
+  EXPECT_EQ(get(kAgentToken, "/api/v1/health")->status, 403);
+  EXPECT_EQ(api.Post("/api/v1/agent/reports",
+                     httplib::Headers{{"Authorization", std::string("Bearer ") + kReadToken}},
+                     report.dump(), "application/json")
+                ->status,
+            403);
+  auto bad = api.Post("/api/v1/agent/reports",
+                      httplib::Headers{{"Authorization", std::string("Bearer ") + kAgentToken}},
+                      R"({"kind":"chamber.io/agent-report/v1","node":7})", "application/json");
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("report.node: expected a string"), std::string::npos) << bad->body;
+  auto health = get(kReadToken, "/api/v1/health");
+  ASSERT_EQ(health->status, 200) << health->body;
+  Json view = Json::parse(health->body)["controller"];
+  bool x_listed = false;
+  for (const Json& n : view["nodes"])
+    if (n["node"] == node_x) x_listed = !n["fenced_gpus"].empty();
+  EXPECT_TRUE(x_listed) << view.dump();
+
+  // Recovery: the Xid closes at ~9 s, the NVLink at ~12.5 s; then 2 s of probation.
+  std::vector<std::string> reasons;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        Json n = Node(node_x);
+        Json c = Condition(n);
+        if (c.is_object()) {
+          const std::string r = c.value("reason", "");
+          if (reasons.empty() || reasons.back() != r) reasons.push_back(r);
+        }
+        return !Tainted(n) && UnhealthyGpus(n).empty() && c.is_object() &&
+               c.value("status", "") == "True";
+      },
+      40s, 50ms));
+  const double lifted = UnixNow() - injected;
+  std::printf("health e2e: fence lifted %.1f s after the injection; condition reasons: ", lifted);
+  for (const std::string& r : reasons) std::printf("%s ", r.c_str());
+  std::printf("\n");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Probation"), reasons.end());
+  EXPECT_GE(lifted, 12.5 - kXidAt + 2.0 - 0.5);  // the NVLink close plus the probation
+
+  // The flapping NVLink was one incident, at the agent and in chamberd.
+  Json agent_report = AgentGet(agent_x, "/v1/report");
+  int agent_nvlink = 0;
+  for (const char* key : {"incidents", "closed_incidents"})
+    for (const Json& i : agent_report[key]) agent_nvlink += i["cause"] == "nvlink-errors";
+  EXPECT_EQ(agent_nvlink, 1) << agent_report.dump();
+  view = Json::parse(get(kReadToken, "/api/v1/health")->body)["controller"];
+  int nvlink = 0, xid79 = 0;
+  for (const Json& i : view["incidents"]) {
+    if (i["node"] != node_x) continue;
+    nvlink += i["cause"] == "nvlink-errors";
+    xid79 += i["xid"] == 79;
+  }
+  EXPECT_EQ(nvlink, 1) << view["incidents"].dump();
+  EXPECT_EQ(xid79, 1) << view["incidents"].dump();
+
+  // The operator action answers for known nodes only.
+  auto admin = httplib::Headers{{"Authorization", std::string("Bearer ") + kAdminToken}};
+  EXPECT_EQ(
+      api.Post("/api/v1/health/nodes/" + node_x + "/clear", admin, "", "application/json")->status,
+      200);
+  EXPECT_EQ(api.Post("/api/v1/health/nodes/nope/clear", admin, "", "application/json")->status,
+            404);
+}
+
+}  // namespace
+}  // namespace chamber::controller

@@ -1,0 +1,117 @@
+#include "controller/health_writer.h"
+
+#include <gtest/gtest.h>
+
+namespace chamber::controller::health {
+namespace {
+
+using kube::Json;
+
+Json Node(Json annotations = Json::object(), Json taints = nullptr, Json conditions = nullptr) {
+  Json j = {{"metadata", {{"name", "n1"}, {"resourceVersion", "42"}, {"annotations", annotations}}},
+            {"spec", Json::object()},
+            {"status", Json::object()}};
+  if (!taints.is_null()) j["spec"]["taints"] = taints;
+  if (!conditions.is_null()) j["status"]["conditions"] = conditions;
+  return j;
+}
+
+DesiredNode Fenced(std::vector<int> gpus, TaintEffect effect = TaintEffect::kNoSchedule) {
+  DesiredNode d;
+  d.node = "n1";
+  d.unhealthy_gpus = std::move(gpus);
+  d.taint = effect;
+  d.condition = {"False", "GpuFault", "GPU 1 fatal"};
+  return d;
+}
+
+DesiredNode Healthy() {
+  DesiredNode d;
+  d.node = "n1";
+  d.condition = {"True", "GpusHealthy", "every GPU passes its health checks"};
+  return d;
+}
+
+TEST(HealthWriter, FencePatchSetsAnnotationAndTaintAndKeepsOtherTaints) {
+  Json other = {{"key", "dedicated"}, {"value", "ml"}, {"effect", "NoSchedule"}};
+  std::optional<Json> p = NodePatch(Node(Json::object(), Json::array({other})), Fenced({1, 5}));
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)["metadata"]["annotations"]["chamber.io/unhealthy-gpus"], "1,5");
+  EXPECT_EQ((*p)["metadata"]["resourceVersion"], "42");
+  EXPECT_EQ((*p)["spec"]["taints"],
+            Json::array({other, {{"key", "chamber.io/gpu-unhealthy"}, {"effect", "NoSchedule"}}}));
+  EXPECT_FALSE((*p)["metadata"]["annotations"].contains("chamber.io/gpu-health-hold"));
+}
+
+TEST(HealthWriter, NothingToWriteWhenTheNodeMatches) {
+  Json fenced = Node({{"chamber.io/unhealthy-gpus", "1,5"}},
+                     Json::array({{{"key", "chamber.io/gpu-unhealthy"},
+                                   {"effect", "NoSchedule"},
+                                   {"timeAdded", "2026-01-01T00:00:00Z"}}}));
+  EXPECT_FALSE(NodePatch(fenced, Fenced({1, 5})).has_value());
+  EXPECT_FALSE(NodePatch(Node(), Healthy()).has_value());
+}
+
+TEST(HealthWriter, UnfencePatchRemovesAnnotationAndOnlyOurTaint) {
+  Json other = {{"key", "dedicated"}, {"effect", "NoSchedule"}};
+  Json node =
+      Node({{"chamber.io/unhealthy-gpus", "1"}, {"chamber.io/gpu-health-hold", "true"}},
+           Json::array({other, {{"key", "chamber.io/gpu-unhealthy"}, {"effect", "NoExecute"}}}));
+  std::optional<Json> p = NodePatch(node, Healthy());
+  ASSERT_TRUE(p);
+  EXPECT_TRUE((*p)["metadata"]["annotations"]["chamber.io/unhealthy-gpus"].is_null());
+  EXPECT_TRUE((*p)["metadata"]["annotations"]["chamber.io/gpu-health-hold"].is_null());
+  EXPECT_EQ((*p)["spec"]["taints"], Json::array({other}));
+}
+
+TEST(HealthWriter, EffectChangeReplacesTheTaint) {
+  Json node = Node({{"chamber.io/unhealthy-gpus", "1"}},
+                   Json::array({{{"key", "chamber.io/gpu-unhealthy"}, {"effect", "NoSchedule"}}}));
+  std::optional<Json> p = NodePatch(node, Fenced({1}, TaintEffect::kNoExecute));
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)["spec"]["taints"],
+            Json::array({{{"key", "chamber.io/gpu-unhealthy"}, {"effect", "NoExecute"}}}));
+  EXPECT_FALSE((*p)["metadata"].contains("annotations"));
+}
+
+TEST(HealthWriter, ConditionPatchTestsTheResourceVersionAndKeepsOtherConditions) {
+  Json ready = {{"type", "Ready"}, {"status", "True"}};
+  std::optional<Json> p =
+      ConditionPatch(Node(Json::object(), nullptr, Json::array({ready})), Fenced({1}), "T1");
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->size(), 2u);
+  EXPECT_EQ((*p)[0],
+            (Json{{"op", "test"}, {"path", "/metadata/resourceVersion"}, {"value", "42"}}));
+  EXPECT_EQ((*p)[1]["op"], "add");
+  EXPECT_EQ((*p)[1]["path"], "/status/conditions/-");
+  EXPECT_EQ((*p)[1]["value"]["type"], "ChamberGPUHealthy");
+  EXPECT_EQ((*p)[1]["value"]["status"], "False");
+  EXPECT_EQ((*p)[1]["value"]["lastTransitionTime"], "T1");
+
+  Json ours = {{"type", "ChamberGPUHealthy"},
+               {"status", "False"},
+               {"reason", "GpuFault"},
+               {"message", "old"},
+               {"lastTransitionTime", "T0"}};
+  p = ConditionPatch(Node(Json::object(), nullptr, Json::array({ready, ours})), Fenced({1}), "T2");
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)[1]["op"], "replace");
+  EXPECT_EQ((*p)[1]["path"], "/status/conditions/1");
+  EXPECT_EQ((*p)[1]["value"]["lastTransitionTime"], "T0");  // same status: no transition
+  ours["message"] = "GPU 1 fatal";
+  EXPECT_FALSE(
+      ConditionPatch(Node(Json::object(), nullptr, Json::array({ready, ours})), Fenced({1}), "T3"));
+}
+
+TEST(HealthWriter, ObserveFenceReadsTheAnnotations) {
+  EXPECT_FALSE(ObserveFence(Node()).has_value());
+  std::optional<ObservedFence> f = ObserveFence(
+      Node({{"chamber.io/unhealthy-gpus", "0,3"}, {"chamber.io/gpu-health-hold", "true"}}));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->gpus, (std::vector<int>{0, 3}));
+  EXPECT_TRUE(f->held);
+  EXPECT_FALSE(ObserveFence(Node({{"chamber.io/unhealthy-gpus", "nope"}})).has_value());
+}
+
+}  // namespace
+}  // namespace chamber::controller::health

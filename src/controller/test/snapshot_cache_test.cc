@@ -1,0 +1,342 @@
+// The build cache changes nothing but the time a build takes: over random clusters that change
+// between builds (pods bound, finished, relabelled, deleted and created; nodes replaced; Jobs
+// suspended), a build with the cache of the earlier builds equals a build without one.
+#include <rapidcheck.h>
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "controller/snapshot_builder.h"
+
+namespace chamber::controller {
+namespace {
+
+using kube::Json;
+
+// Everything a build returns, as text, so that two builds compare field by field.
+std::string Dump(const BuiltSnapshot& b) {
+  std::ostringstream o;
+  auto res = [&](const core::Resources& r) {
+    for (int64_t v : r.v) o << v << ",";
+  };
+  for (const core::Node& n : b.snapshot.nodes) {
+    o << "node " << n.name << " unsched=" << n.unschedulable << " pods=" << n.max_pods
+      << " ext=" << n.external_gpu_mask << " alloc=";
+    res(n.allocatable);
+    for (const auto& [k, v] : n.labels) o << " l:" << k << "=" << v;
+    for (const core::Taint& t : n.taints)
+      o << " t:" << t.key << "=" << t.value << ":" << static_cast<int>(t.effect);
+    for (const core::Gpu& g : n.gpus)
+      o << " g:" << g.uuid << "/" << g.model << "/" << g.memory_mib << "/" << g.healthy;
+    o << " topo:" << n.topology.nvlink_domain << "/" << n.topology.block << "/" << n.topology.zone
+      << "\n";
+  }
+  for (const core::Queue& q : b.snapshot.queues) o << "queue " << q.name << "\n";
+  for (size_t i = 0; i < b.snapshot.workloads.size(); ++i) {
+    const core::Workload& w = b.snapshot.workloads[i];
+    o << "workload " << w.name << " q=" << w.queue << " prio=" << w.priority
+      << " submit=" << w.submit_time.count() << " min=" << w.min_member
+      << " state=" << static_cast<int>(w.state) << " start=" << w.start_time.count()
+      << " ckpt=" << (w.last_checkpoint_time ? w.last_checkpoint_time->count() : -1)
+      << " grace=" << w.checkpoint_grace_seconds.value_or(-1) << " preempted=";
+    for (core::Time t : w.recent_preemptions) o << t.count() << ",";
+    for (const core::PodSet& s : w.pod_sets) {
+      o << " set:" << s.name << "x" << s.count << " req=";
+      res(s.request);
+      for (const auto& [k, v] : s.node_selector) o << " sel:" << k << "=" << v;
+      for (const core::Toleration& t : s.tolerations)
+        o << " tol:" << t.key << static_cast<int>(t.op) << t.value
+          << (t.effect ? static_cast<int>(*t.effect) : -1);
+      for (const std::string& m : s.gpu_models) o << " model:" << m;
+    }
+    for (const core::PodPlacement& p : w.placements)
+      o << " at:" << p.node.value << "/" << p.gpu_mask;
+    const WorkloadSource& src = b.sources[i];
+    o << " src:" << static_cast<int>(src.kind) << " " << src.namespace_name << "/" << src.name
+      << " job=" << src.job_uid << "@" << src.job_resource_version
+      << " about=" << src.involved.api_version << "/" << src.involved.kind << "/"
+      << src.involved.name << "/" << src.involved.uid;
+    for (const auto& set : src.pods) {
+      o << " [";
+      for (const PodRef& r : set)
+        o << r.namespace_name << "/" << r.name << "#" << r.uid << "@" << r.resource_version << " ";
+      o << "]";
+    }
+    o << "\n";
+  }
+  for (const std::string& p : b.problems) o << "problem " << p << "\n";
+  o << "incomplete " << b.incomplete_gangs << "\n";
+  return o.str();
+}
+
+// A small random cluster, described by numbers so that a change is a new number.
+struct PodSpec {
+  int ns = 0, gpus = 1, node = -1;  // node: -1 pending, 0..: bound, 99: an unknown node
+  int scheduler = 0;                // 0: ours
+  int phase = 0;                    // 0 Pending, 1 Running, 2 Succeeded
+  int group = -1, job = -1, queue = -1, min_member = 0;
+  int indices = 0;  // 0: none, 1: valid slot, 2: malformed, 3: slot 0
+  int extra = 0;    // 0: nothing, 1: checkpoint annotations, 2: bad grace, 3: deleting
+  int started = 1, version = 0;
+};
+
+std::shared_ptr<const kube::Pod> MakePod(int id, const PodSpec& s) {
+  Json labels = Json::object(), annotations = Json::object();
+  if (s.queue >= 0) labels["chamber.io/queue"] = "team-" + std::to_string(s.queue);
+  if (s.group >= 0) labels["chamber.io/pod-group"] = "g" + std::to_string(s.group);
+  if (s.min_member > 0) annotations["chamber.io/min-member"] = std::to_string(s.min_member);
+  if (s.indices == 1) annotations["chamber.io/gpu-indices"] = std::to_string(id % 4);
+  if (s.indices == 2) annotations["chamber.io/gpu-indices"] = "x,1";
+  if (s.indices == 3) annotations["chamber.io/gpu-indices"] = "0";
+  if (s.extra == 1) {
+    annotations["chamber.io/checkpoint-grace-seconds"] = "30";
+    annotations["chamber.io/last-checkpoint"] = "2026-11-30T09:30:00Z";
+  }
+  if (s.extra == 2) annotations["chamber.io/checkpoint-grace-seconds"] = "-4";
+  const std::string ns = "ns" + std::to_string(s.ns);
+  const std::string name = "p-" + std::to_string(id);
+  Json meta = {{"name", name},
+               {"namespace", ns},
+               {"uid", "uid-" + std::to_string(id)},
+               {"resourceVersion", std::to_string(s.version)},
+               {"creationTimestamp", "2026-11-30T10:0" + std::to_string(id % 10) + ":00Z"},
+               {"labels", labels},
+               {"annotations", annotations}};
+  if (s.extra == 3) meta["deletionTimestamp"] = "2026-11-30T11:00:00Z";
+  if (s.job >= 0)
+    meta["ownerReferences"] = {{{"apiVersion", "batch/v1"},
+                                {"kind", "Job"},
+                                {"name", "j" + std::to_string(s.job)},
+                                {"uid", "uid-job-" + std::to_string(s.job)},
+                                {"controller", true}}};
+  Json spec = {
+      {"schedulerName", s.scheduler == 0 ? "chamber" : "default-scheduler"},
+      {"priority", 10 * s.ns},
+      {"containers",
+       {{{"name", "main"},
+         {"resources",
+          {{"requests",
+            {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", std::to_string(s.gpus)}}}}}}}}};
+  if (s.node >= 0) spec["nodeName"] = "n" + std::to_string(s.node);
+  Json status = {{"phase", s.phase == 0 ? "Pending" : s.phase == 1 ? "Running" : "Succeeded"}};
+  if (s.node >= 0 && s.started) status["startTime"] = "2026-11-30T10:30:00Z";
+  Json j = {{"metadata", meta}, {"spec", spec}, {"status", status}};
+  return std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value());
+}
+
+std::shared_ptr<const kube::Node> MakeNode(int id, int variant) {
+  Json annotations = Json::object();
+  if (variant == 1) annotations["chamber.io/unhealthy-gpus"] = "1";
+  if (variant == 2) annotations["chamber.io/unhealthy-gpus"] = "nope";
+  if (variant == 3) annotations["chamber.io/gpu-uuids"] = "GPU-a,GPU-b";
+  Json j = {{"metadata",
+             {{"name", "n" + std::to_string(id)},
+              {"uid", "node-" + std::to_string(id)},
+              {"labels",
+               {{"nvidia.com/gpu.product", variant == 4 ? "A100" : "H100"},
+                {"chamber.io/block", "b" + std::to_string(id % 2)}}},
+              {"annotations", annotations}}},
+            {"spec", variant == 5 ? Json{{"unschedulable", true}} : Json::object()},
+            {"status",
+             {{"allocatable",
+               {{"cpu", "16"}, {"memory", "64Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}}},
+              {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+  return std::make_shared<const kube::Node>(kube::Node::FromJson(j).value());
+}
+
+std::shared_ptr<const kube::Job> MakeJob(int id, int variant) {
+  Json tmpl = {
+      {"metadata", {{"labels", {{"chamber.io/queue", "team-0"}}}}},
+      {"spec",
+       {{"schedulerName", "chamber"},
+        {"containers",
+         {{{"name", "main"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  Json annotations = Json::object();
+  if (variant == 2) annotations["chamber.io/preempted-at"] = "2026-11-30T10:40:00Z";
+  if (variant == 3) annotations["chamber.io/gpu-models"] = "A100";
+  Json j = {
+      {"metadata",
+       {{"name", "j" + std::to_string(id)},
+        {"namespace", "ns0"},
+        {"uid", "uid-job-" + std::to_string(id)},
+        {"resourceVersion", std::to_string(variant)},
+        {"creationTimestamp", "2026-11-30T09:00:00Z"},
+        {"annotations", annotations}}},
+      {"spec",
+       {{"parallelism", 2}, {"completions", 2}, {"suspend", variant >= 1}, {"template", tmpl}}},
+      {"status", Json::object()}};
+  return std::make_shared<const kube::Job>(kube::Job::FromJson(j).value());
+}
+
+PodSpec RandomPodSpec() {
+  PodSpec s;
+  s.ns = *rc::gen::inRange(0, 2);
+  s.gpus = *rc::gen::inRange(0, 3);
+  s.node = *rc::gen::element(-1, -1, 0, 1, 2, 99);
+  s.scheduler = *rc::gen::element(0, 0, 0, 1);
+  s.phase = *rc::gen::element(0, 1, 1, 2);
+  s.group = *rc::gen::element(-1, -1, 0, 1);
+  s.job = *rc::gen::element(-1, -1, 0, 1, 5);
+  s.queue = *rc::gen::element(-1, 0, 1);
+  s.min_member = *rc::gen::inRange(0, 3);
+  s.indices = *rc::gen::inRange(0, 4);
+  s.extra = *rc::gen::element(0, 0, 1, 2, 3);
+  s.started = *rc::gen::inRange(0, 2);
+  return s;
+}
+
+RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
+  std::vector<PodSpec> specs(*rc::gen::inRange(0, 24));
+  for (PodSpec& s : specs) s = RandomPodSpec();
+  std::vector<std::shared_ptr<const kube::Pod>> pods;
+  for (size_t i = 0; i < specs.size(); ++i) pods.push_back(MakePod(static_cast<int>(i), specs[i]));
+  ClusterObjects in;
+  for (int n = 0; n < 3; ++n) in.nodes.push_back(MakeNode(n, *rc::gen::inRange(0, 6)));
+  for (int j = 0; j < 2; ++j) in.jobs.push_back(MakeJob(j, *rc::gen::inRange(0, 4)));
+  core::Queue q;
+  q.name = "team-0";
+  in.queues.push_back(q);
+
+  BuildCache cache;
+  BuiltSnapshot previous;  // lends its memory to the next build
+  std::map<std::string, AssumedBind> assumed;
+  for (int round = 0; round < 4; ++round) {
+    in.pods.clear();
+    for (const auto& p : pods)
+      if (p) in.pods.push_back(p);
+    BuildOptions fresh;
+    fresh.now = core::Time(1'796'000'000'000 + round * 1000);
+    fresh.assumed = &assumed;
+    BuildOptions cached = fresh;
+    cached.cache = &cache;
+    cached.recycle = &previous;
+    BuiltSnapshot got = BuildSnapshot(in, cached);
+    RC_ASSERT(Dump(got) == Dump(BuildSnapshot(in, fresh)));
+    previous = std::move(got);
+    cached.recycle = nullptr;
+    RC_ASSERT(cache.size() == in.nodes.size() + in.pods.size() + in.jobs.size());
+
+    // Change the cluster: every changed object is a new object, as informers hand them out.
+    const int changes = *rc::gen::inRange(0, 8);
+    for (int c = 0; c < changes && !pods.empty(); ++c) {
+      if (*rc::gen::inRange(0, 4) == 0) {  // chamberd derives ahead between cycles
+        ClusterObjects now = in;
+        now.pods.clear();
+        for (const auto& p : pods)
+          if (p) now.pods.push_back(p);
+        cache.Prepare(now, cached);
+      }
+      const size_t i = *rc::gen::inRange<size_t>(0, pods.size());
+      switch (*rc::gen::inRange(0, 5)) {
+        case 0:  // bound, finished or relabelled
+          specs[i].node = *rc::gen::element(-1, 0, 1, 2);
+          specs[i].phase = *rc::gen::inRange(0, 3);
+          specs[i].queue = *rc::gen::element(-1, 0, 1);
+          ++specs[i].version;
+          pods[i] = MakePod(static_cast<int>(i), specs[i]);
+          break;
+        case 1:  // deleted
+          pods[i] = nullptr;
+          break;
+        case 2:  // created
+          specs.push_back(RandomPodSpec());
+          pods.push_back(MakePod(static_cast<int>(specs.size() - 1), specs.back()));
+          break;
+        case 3:  // a node replaced
+          in.nodes[*rc::gen::inRange<size_t>(0, in.nodes.size())] =
+              MakeNode(*rc::gen::inRange(0, 3), *rc::gen::inRange(0, 6));
+          break;
+        default:  // a Job changed, or a bind assumed
+          if (*rc::gen::arbitrary<bool>()) {
+            in.jobs[*rc::gen::inRange<size_t>(0, in.jobs.size())] =
+                MakeJob(*rc::gen::inRange(0, 2), *rc::gen::inRange(0, 4));
+          } else if (pods[i]) {
+            assumed[pods[i]->metadata.uid] = {pods[i]->metadata.Key(), "n1", {3}, 0};
+          }
+      }
+    }
+    // Keep names unique among the nodes.
+    std::map<std::string, std::shared_ptr<const kube::Node>> by_name;
+    for (const auto& n : in.nodes) by_name[n->metadata.name] = n;
+    in.nodes.clear();
+    for (const auto& [name, n] : by_name) in.nodes.push_back(n);
+    std::map<std::string, std::shared_ptr<const kube::Job>> jobs;
+    for (const auto& j : in.jobs) jobs[j->metadata.name] = j;
+    in.jobs.clear();
+    for (const auto& [name, j] : jobs) in.jobs.push_back(j);
+  }
+}
+
+TEST(SnapshotCacheTest, OnlyChangedObjectsAreDerivedAgain) {
+  ClusterObjects in;
+  in.nodes = {MakeNode(0, 0), MakeNode(1, 0)};
+  for (int i = 0; i < 10; ++i) {
+    PodSpec s;
+    in.pods.push_back(MakePod(i, s));
+  }
+  BuildCache cache;
+  BuildOptions o;
+  o.cache = &cache;
+  const std::string first = Dump(BuildSnapshot(in, o));
+  EXPECT_EQ(cache.last_derived(), 12u);
+  EXPECT_EQ(Dump(BuildSnapshot(in, o)), first);
+  EXPECT_EQ(cache.last_derived(), 0u);
+
+  PodSpec bound;
+  bound.node = 1;
+  bound.phase = 1;
+  bound.indices = 1;
+  bound.version = 1;
+  in.pods[3] = MakePod(3, bound);  // p-3 is bound to n1 slot 3
+  in.pods.pop_back();              // p-9 is gone
+  const BuiltSnapshot b = BuildSnapshot(in, o);
+  EXPECT_EQ(cache.last_derived(), 1u);
+  EXPECT_EQ(cache.size(), 2u + 9u);
+  ASSERT_EQ(b.snapshot.workloads.size(), 9u);
+  const auto running = std::find_if(b.snapshot.workloads.begin(), b.snapshot.workloads.end(),
+                                    [](const core::Workload& w) { return w.name == "ns0/p-3"; });
+  ASSERT_NE(running, b.snapshot.workloads.end());
+  EXPECT_EQ(running->state, core::WorkloadState::kRunning);
+  ASSERT_EQ(running->placements.size(), 1u);
+  EXPECT_EQ(running->placements[0].gpu_mask, uint64_t{1} << 3);
+  BuildOptions fresh;
+  EXPECT_EQ(Dump(b), Dump(BuildSnapshot(in, fresh)));
+
+  // Derived ahead, a changed pod costs the next build nothing.
+  in.pods[4] = MakePod(4, bound);
+  EXPECT_EQ(cache.Prepare(in, o), 1u);
+  EXPECT_EQ(cache.Prepare(in, o), 0u);
+  const BuiltSnapshot c = BuildSnapshot(in, o);
+  EXPECT_EQ(cache.last_derived(), 0u);
+  EXPECT_EQ(Dump(c), Dump(BuildSnapshot(in, fresh)));
+}
+
+// An object built apart from its control block can be freed while the cache still holds its
+// entry, and a new object may then sit at the same address: it is not mistaken for the old one.
+TEST(SnapshotCacheTest, ANewObjectAtAFreedObjectsAddressIsDerivedAgain) {
+  ClusterObjects in;
+  in.nodes = {MakeNode(0, 0)};
+  PodSpec spec;
+  std::shared_ptr<const kube::Pod> first(new kube::Pod(*MakePod(1, spec)));
+  const kube::Pod* address = first.get();
+  in.pods = {first};
+  BuildCache cache;
+  BuildOptions o;
+  o.cache = &cache;
+  BuildSnapshot(in, o);
+  in.pods.clear();
+  first.reset();  // the Pod is freed; the entry keeps only the control block
+  spec.gpus = 3;
+  std::shared_ptr<const kube::Pod> second(new kube::Pod(*MakePod(2, spec)));
+  in.pods = {second};
+  const BuiltSnapshot b = BuildSnapshot(in, o);
+  EXPECT_EQ(cache.last_derived(), 1u) << "same address: " << (second.get() == address);
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ns0/p-2");
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 3);
+}
+
+}  // namespace
+}  // namespace chamber::controller
