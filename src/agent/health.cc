@@ -10,20 +10,6 @@
 
 namespace chamber::agent {
 
-std::string_view SeverityName(Severity severity) {
-  switch (severity) {
-    case Severity::kHealthy:
-      return "healthy";
-    case Severity::kDegraded:
-      return "degraded";
-    case Severity::kUnhealthy:
-      return "unhealthy";
-    case Severity::kFatal:
-      return "fatal";
-  }
-  return "unknown";
-}
-
 std::string_view XidClassName(XidClass cls) {
   switch (cls) {
     case XidClass::kHardware:

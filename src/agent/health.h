@@ -30,13 +30,12 @@
 #include <vector>
 
 #include "agent/gpu_types.h"
+#include "common/gpu_severity.h"
 
 namespace chamber::agent {
 
-// healthy: nothing wrong. degraded: slower or suspect, keep scheduling. unhealthy: fence the
-// GPU (no new work). fatal: fence and evict what runs there (NoExecute).
-enum class Severity { kHealthy = 0, kDegraded = 1, kUnhealthy = 2, kFatal = 3 };
-std::string_view SeverityName(Severity severity);
+using Severity = ::chamber::GpuSeverity;  // common/gpu_severity.h
+using ::chamber::SeverityName;
 
 enum class XidClass { kHardware, kApplication, kInformational };
 std::string_view XidClassName(XidClass cls);

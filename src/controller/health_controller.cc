@@ -14,20 +14,6 @@ namespace chamber::controller::health {
 
 using nlohmann::json;
 
-std::string_view SeverityName(Severity s) {
-  switch (s) {
-    case Severity::kHealthy:
-      return "healthy";
-    case Severity::kDegraded:
-      return "degraded";
-    case Severity::kUnhealthy:
-      return "unhealthy";
-    case Severity::kFatal:
-      return "fatal";
-  }
-  return "unknown";
-}
-
 std::string_view TaintEffectName(TaintEffect e) {
   switch (e) {
     case TaintEffect::kNone:
@@ -149,10 +135,7 @@ class Fields {
 constexpr int64_t kMaxGpuIndex = 1023;
 
 Result<Severity> ParseSeverity(const std::string& s, const std::string& where) {
-  if (s == "healthy") return Severity::kHealthy;
-  if (s == "degraded") return Severity::kDegraded;
-  if (s == "unhealthy") return Severity::kUnhealthy;
-  if (s == "fatal") return Severity::kFatal;
+  if (std::optional<Severity> named = SeverityNamed(s)) return *named;
   return Fields::Err(where, "expected healthy, degraded, unhealthy or fatal, got \"" + s + "\"");
 }
 

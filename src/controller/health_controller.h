@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/gpu_severity.h"
 #include "common/status.h"
 
 namespace chamber::controller::health {
@@ -41,9 +42,9 @@ inline constexpr char kTaintKey[] = "chamber.io/gpu-unhealthy";
 inline constexpr char kConditionType[] = "ChamberGPUHealthy";
 inline constexpr char kHoldAnnotation[] = "chamber.io/gpu-health-hold";
 
-// The agent's severities (src/agent/health.h), by the names its report uses.
-enum class Severity { kHealthy = 0, kDegraded = 1, kUnhealthy = 2, kFatal = 3 };
-std::string_view SeverityName(Severity s);
+// The agent's severities, by the names its report uses (common/gpu_severity.h).
+using Severity = ::chamber::GpuSeverity;
+using ::chamber::SeverityName;
 
 enum class TaintEffect { kNone, kNoSchedule, kNoExecute };
 std::string_view TaintEffectName(TaintEffect e);  // "", "NoSchedule", "NoExecute"
