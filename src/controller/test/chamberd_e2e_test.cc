@@ -22,6 +22,7 @@
 
 #include "controller/queue_resource.h"
 #include "controller/snapshot_builder.h"
+#include "controller/test/e2e_support.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kubesim/nodes.h"
@@ -33,33 +34,17 @@ namespace chamber::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using e2e::Eventually;
 using kube::Json;
-
-template <typename F>
-bool Eventually(F f, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
 
 const kube::ResourceType kQueueType = kQueues;
 
 class ChamberdE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const char* kubeconfig = std::getenv("CHAMBER_TEST_KUBECONFIG");
-    ASSERT_NE(kubeconfig, nullptr) << "run through ctest: the controlplane fixture sets it";
-    kube::RestConfig rc = kube::LoadKubeconfig(kubeconfig).value();
-    rc.qps = 0;
-    client_ = std::move(kube::Client::Create(rc).value());
-    std::ifstream in(CHAMBER_QUEUE_CRD);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto docs = ManifestToJson(text.str(), CHAMBER_QUEUE_CRD).value();
-    ASSERT_TRUE(ApplyQueueCrd(*client_, docs.at(0)).ok());
+    auto client = e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(*client);
   }
 
   void SetUp() override {
@@ -256,17 +241,8 @@ class ChamberdE2E : public ::testing::Test {
                                      "debug"};
     if (anonymous) args.push_back("--anonymous");
     args.insert(args.end(), extra.begin(), extra.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string log = (dir_ / (name + ".log")).string();
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid = -1;
-    EXPECT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    const pid_t pid = e2e::SpawnLogged(args, (dir_ / (name + ".log")).string());
+    EXPECT_GT(pid, 0);
     chamberd_[name] = pid;
     return pid;
   }
@@ -292,19 +268,11 @@ class ChamberdE2E : public ::testing::Test {
   // Runs the `chamber` CLI; its exit code, and its stdout and stderr together.
   std::pair<int, std::string> RunChamber(std::vector<std::string> args) {
     args.insert(args.begin(), CHAMBER_CLI_BINARY);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     const std::string out = (dir_ / "chamber-cli.out").string();
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid = -1;
+    std::filesystem::remove(out);
+    const pid_t pid = e2e::SpawnLogged(args, out);
     int status = -1;
-    if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0)
-      waitpid(pid, &status, 0);
-    posix_spawn_file_actions_destroy(&fa);
+    if (pid > 0) waitpid(pid, &status, 0);
     std::ifstream in(out);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/queue_resource.h"
+#include "controller/test/e2e_support.h"
 #include "kube/client.h"
 
 extern char** environ;
@@ -27,16 +28,7 @@ namespace chamber::controller {
 namespace {
 
 using namespace std::chrono_literals;
-
-template <typename F>
-bool Eventually(F f, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return f();
-}
+using e2e::Eventually;
 
 struct Reply {
   int status = -1;
@@ -93,17 +85,8 @@ class ChamberdHealthE2E : public ::testing::Test {
                                      "2",
                                      "--retry-period",
                                      "0.5"};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const std::string log = (dir_ / (name + ".log")).string();
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid = -1;
-    ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
+    const pid_t pid = e2e::SpawnLogged(args, (dir_ / (name + ".log")).string());
+    ASSERT_GT(pid, 0);
     pids_[name] = pid;
   }
 

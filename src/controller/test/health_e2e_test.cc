@@ -28,6 +28,7 @@
 
 #include "controller/queue_resource.h"
 #include "controller/snapshot_builder.h"
+#include "controller/test/e2e_support.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kubesim/nodes.h"
@@ -39,22 +40,12 @@ namespace chamber::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using e2e::Eventually;
 using kube::Json;
 
 constexpr char kAgentToken[] = "agent-token-0123456789abcdef";
 constexpr char kAdminToken[] = "admin-token-0123456789abcdef";
 constexpr char kReadToken[] = "read-token-0123456789abcdef";
-
-template <typename F>
-bool Eventually(F f, std::chrono::milliseconds timeout,
-                std::chrono::milliseconds poll = std::chrono::milliseconds(100)) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (f()) return true;
-    std::this_thread::sleep_for(poll);
-  }
-  return f();
-}
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -62,21 +53,9 @@ double UnixNow() {
 
 pid_t Spawn(std::vector<std::string> args, const std::string& log,
             const std::vector<std::string>& extra_env = {}) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-  env.insert(env.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  const std::string binary = args.front();
+  const pid_t pid = e2e::SpawnLogged(std::move(args), log, extra_env);
+  EXPECT_GT(pid, 0) << "cannot start " << binary;
   return pid;
 }
 
@@ -112,16 +91,9 @@ Json Scenario(Json events, Json nvlink_errors_gpu1 = nullptr) {
 class HealthE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const char* kubeconfig = std::getenv("CHAMBER_TEST_KUBECONFIG");
-    ASSERT_NE(kubeconfig, nullptr) << "run through ctest: the controlplane fixture sets it";
-    kube::RestConfig rc = kube::LoadKubeconfig(kubeconfig).value();
-    rc.qps = 0;
-    client_ = std::move(kube::Client::Create(rc).value());
-    std::ifstream in(CHAMBER_QUEUE_CRD);
-    std::stringstream text;
-    text << in.rdbuf();
-    auto docs = ManifestToJson(text.str(), CHAMBER_QUEUE_CRD).value();
-    ASSERT_TRUE(ApplyQueueCrd(*client_, docs.at(0)).ok());
+    auto client = e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(*client);
   }
 
   void SetUp() override {
