@@ -1,11 +1,12 @@
 #include "controller/health_writer.h"
 
 #include <algorithm>
-#include <ctime>
+#include <chrono>
 
 #include <spdlog/spdlog.h>
 
 #include "controller/snapshot_builder.h"
+#include "kube/client.h"
 #include "kube/errors.h"
 
 namespace chamber::controller::health {
@@ -28,15 +29,6 @@ const Json* Field(const Json& j, std::initializer_list<const char*> path) {
 std::string Annotation(const Json& node, const char* key) {
   const Json* v = Field(node, {"metadata", "annotations", key});
   return v && v->is_string() ? v->get<std::string>() : std::string();
-}
-
-std::string NowRfc3339() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 }  // namespace
@@ -183,7 +175,8 @@ Status HealthWriter::ApplyNode(const DesiredNode& d) {
       written.after = cur;
       written_[d.node] = written;
     }
-    if (std::optional<Json> cp = ConditionPatch(cur, d, NowRfc3339())) {
+    if (std::optional<Json> cp =
+            ConditionPatch(cur, d, kube::FormatTime(std::chrono::system_clock::now()))) {
       Result<Json> r = client_->JsonPatch(kube::resources::kNodes, "", d.node, *cp, "status");
       if (!r.ok()) {
         if (kube::IsConflict(r.status()) || kube::IsInvalid(r.status())) {
