@@ -151,6 +151,12 @@ struct BuildCache::State {
     PodFacts facts;
     // Set by each build for a bound pod: its index among the build's bound pods.
     mutable size_t bound_index = 0;
+    // Set by a build that made a workload of this pod alone (a bare pod) and read nothing else
+    // of the cluster's but what `externals` covers: that build, the workload's index in its
+    // snapshot, and whether it was running.
+    mutable uint64_t single_generation = 0;
+    mutable size_t single_index = 0;
+    mutable bool single_running = false;
   };
   struct JobEntry : Entry<kube::Job> {
     std::optional<kube::Pod> pod_template;
@@ -158,6 +164,12 @@ struct BuildCache::State {
   };
   std::string gpu_resource;  // what the entries were derived with
   uint64_t generation = 0;   // of the last build
+  size_t reused = 0;         // workloads the last build moved over
+  // What a bare pod's workload reads beyond the pod (namespaces for the default queue, priority
+  // classes, the scheduler name), as the last build saw it: objects by address, since an
+  // informer hands out a new object for every change.
+  std::vector<const void*> externals;
+  std::string externals_scheduler;
   size_t derived = 0;
   // Deriving ahead of the next build (Prepare): entries count as derived by that build, and
   // are not marked seen, so that one gone before it is dropped then.
@@ -216,6 +228,7 @@ size_t BuildCache::size() const {
   return state_->nodes.size() + state_->pods.size() + state_->jobs.size();
 }
 size_t BuildCache::last_derived() const { return state_->derived; }
+size_t BuildCache::last_reused() const { return state_->reused; }
 
 class Builder {
  public:
@@ -226,9 +239,13 @@ class Builder {
     Reset();
     ++cache_.generation;
     cache_.derived = 0;
+    cache_.reused = 0;
+    out_.generation = cache_.generation;
     out_.snapshot.now = options_.now;
     out_.snapshot.queues = objects_.queues;
     IndexObjects();
+    reuse_singles_ = ExternalsUnchanged() && options_.recycle != nullptr &&
+                     options_.recycle->generation + 1 == cache_.generation;
     BuildNodes();
     CollectWorkloads();
     AccountBoundPods();
@@ -269,14 +286,30 @@ class Builder {
   struct BoundPod {
     const kube::Pod* pod;
     int32_t node = -1;
-    core::Resources request;     // GPUs, CPU and memory it holds
-    std::vector<int> annotated;  // valid indices from the annotation (or the assumption)
-    uint64_t mask = 0;           // assigned in AccountBoundPods
-    int workload = -1;           // snapshot workload holding it, or -1: external
-    size_t placement = 0;        // its index in that workload's placements
+    core::Resources request;  // GPUs, CPU and memory it holds
+    // Valid indices from the annotation (or the assumption): the pod's entry's or the assumed
+    // bind's, both held for the whole build.
+    const std::vector<int>* annotated = nullptr;
+    uint64_t mask = 0;     // assigned in AccountBoundPods
+    int workload = -1;     // snapshot workload holding it, or -1: external
+    size_t placement = 0;  // its index in that workload's placements
   };
 
   void Problem(std::string text) { out_.problems.push_back(std::move(text)); }
+
+  // Whether what bare pods' workloads read beyond the pods is as the last build saw it; records
+  // it for the next build.
+  bool ExternalsUnchanged() {
+    std::vector<const void*> now;
+    now.reserve(objects_.namespaces.size() + objects_.priority_classes.size());
+    for (const auto& ns : objects_.namespaces) now.push_back(ns.get());
+    for (const auto& pc : objects_.priority_classes) now.push_back(pc.get());
+    const bool same =
+        now == cache_.externals && cache_.externals_scheduler == options_.scheduler_name;
+    cache_.externals = std::move(now);
+    cache_.externals_scheduler = options_.scheduler_name;
+    return same;
+  }
 
   void IndexObjects() {
     for (const auto& pc : objects_.priority_classes) {
@@ -574,7 +607,7 @@ class Builder {
           Problem("pod " + f.key + ": annotation " + keys::kGpuIndices + ": " +
                   f.gpu_indices_error + "; given free GPU slots instead");
         e->bound_index = bound_.size();
-        bound_.push_back({p, n->second, f.shape.request, *annotated});
+        bound_.push_back({p, n->second, f.shape.request, annotated});
       }
       if (!ours) continue;
       const bool deleting = !p->metadata.deletion_timestamp.empty();
@@ -770,6 +803,26 @@ class Builder {
   }
 
   void AddSingle(const PodEntry& e, bool running) {
+    // Unchanged since the last build: its workload moves over from that build's snapshot. A
+    // running pod not yet started takes `now` as its start, which moves on.
+    if (reuse_singles_ && e.single_generation + 1 == cache_.generation &&
+        e.single_running == running && !(running && e.facts.started_ms == 0) &&
+        e.single_index < options_.recycle->snapshot.workloads.size()) {
+      const int id = static_cast<int>(out_.snapshot.workloads.size());
+      if (running) {
+        BoundPod& b = bound_[e.bound_index];
+        b.workload = id;
+        b.placement = 0;
+      }
+      out_.snapshot.workloads.push_back(
+          std::move(options_.recycle->snapshot.workloads[e.single_index]));
+      out_.sources.push_back(std::move(options_.recycle->sources[e.single_index]));
+      e.single_generation = cache_.generation;
+      e.single_index = static_cast<size_t>(id);
+      ++cache_.reused;
+      return;
+    }
+    const size_t problems = out_.problems.size();
     const kube::Pod& p = *e.object;
     const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
     core::Workload w;
@@ -787,7 +840,11 @@ class Builder {
       w.state = core::WorkloadState::kRunning;
       w.start_time = EarliestBind({&e});
     }
-    AddWorkload(std::move(w), std::move(src), {&e}, meta, running, true);
+    const int id = AddWorkload(std::move(w), std::move(src), {&e}, meta, running, true);
+    // A workload that raised a problem is made again, so that the problem is raised again.
+    e.single_generation = out_.problems.size() == problems ? cache_.generation : 0;
+    e.single_index = static_cast<size_t>(id);
+    e.single_running = running;
   }
 
   // --- holdings ---
@@ -805,15 +862,15 @@ class Builder {
         BoundPod& b = bound_[i];
         const int64_t want = b.request.gpu();
         uint64_t mask = 0;
-        bool ok = static_cast<int64_t>(b.annotated.size()) == want;
-        for (int g : b.annotated) {
+        bool ok = static_cast<int64_t>(b.annotated->size()) == want;
+        for (int g : *b.annotated) {
           if (g < 0 || g >= gpu_count || (taken >> g & 1) || (mask >> g & 1)) ok = false;
           if (ok) mask |= uint64_t{1} << g;
         }
         if (!ok) {
-          if (!b.annotated.empty())
+          if (!b.annotated->empty())
             Problem("pod " + b.pod->metadata.Key() + ": annotation " + keys::kGpuIndices + "=" +
-                    FormatIndexList(b.annotated) + " does not match its " + std::to_string(want) +
+                    FormatIndexList(*b.annotated) + " does not match its " + std::to_string(want) +
                     " GPUs on node " + node.name + "; given free GPU slots instead");
           unplaced.push_back(i);
           continue;
@@ -863,6 +920,7 @@ class Builder {
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;
   std::set<std::string> running_groups_;
+  bool reuse_singles_ = false;
 };
 
 kube::Json WorkloadSource::Ref::ToJson(const std::string& namespace_name) const {

@@ -122,8 +122,9 @@ struct BuildOptions {
   // What earlier builds derived from objects that have not changed since (null: derive
   // everything). The snapshot is the same with or without it.
   BuildCache* cache = nullptr;
-  // An earlier result whose memory the build may reuse (its nodes' strings and vectors); it is
-  // left empty or partly emptied.
+  // An earlier result whose memory the build may reuse (its nodes' strings and vectors, and,
+  // when it is the cache's last build, the workloads of unchanged bare pods); it is left empty
+  // or partly emptied.
   BuiltSnapshot* recycle = nullptr;
 };
 
@@ -135,6 +136,9 @@ struct BuiltSnapshot {
   std::vector<std::string> problems;
   // Pods of ours waiting for the rest of their gang to be created.
   int32_t incomplete_gangs = 0;
+  // The cache's build that made it (0: built without a cache). A build that recycles the one
+  // just before it moves over the workloads of bare pods that have not changed.
+  uint64_t generation = 0;
 };
 
 // What a build derives from each node, pod and Job on its own (requests, parsed annotations and
@@ -153,6 +157,8 @@ class BuildCache {
   size_t size() const;  // objects held
   // Objects derived afresh by the last build (the others came from the cache or Prepare).
   size_t last_derived() const;
+  // Workloads the last build moved over from the snapshot it recycled.
+  size_t last_reused() const;
 
   // Derives what the next build will need from `objects` now, so that it does not have to:
   // chamberd calls it between cycles, as objects change. Returns the objects derived.
