@@ -26,6 +26,10 @@ DEBIAN_PACKAGES=(
   libyaml-cpp-dev
   libcurl4-openssl-dev
   libcpp-httplib-dev
+  libgrpc++-dev
+  libprotobuf-dev
+  protobuf-compiler
+  protobuf-compiler-grpc
   libsqlite3-dev
   googletest
   libgtest-dev

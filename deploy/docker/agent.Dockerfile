@@ -21,7 +21,7 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHAMBER_BUILD_BEN
 FROM debian:bookworm-slim
 RUN apt-get update -q \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      libcpp-httplib0.11 libfmt9 libspdlog1.10 libssl3 \
+      libcpp-httplib0.11 libfmt9 libspdlog1.10 libssl3 libgrpc++1.51 libprotobuf32 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/src/agent/chamber-agent /usr/local/bin/chamber-agent
 USER 65532:65532

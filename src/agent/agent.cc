@@ -30,11 +30,15 @@ double HostBootTime() {
   return UnixNow();
 }
 
-Agent::Agent(AgentOptions options, NodeLabelSink* label_sink)
+Agent::Agent(AgentOptions options)
     : options_(std::move(options)),
-      label_sink_(label_sink),
       classifier_(std::make_unique<HealthClassifier>(options_.health, options_.boot_time)),
-      http_(std::make_unique<Http>()) {}
+      http_(std::make_unique<Http>()) {
+  if (!options_.pod_resources_socket.empty()) {
+    pod_attribution_.state = AttributionState::kUnavailable;
+    pod_attribution_.error = "the kubelet has not been asked yet";
+  }
+}
 
 Agent::~Agent() { Stop(); }
 
@@ -71,11 +75,6 @@ void Agent::Start() {
     inventory_ = inv;
     labels_ = labels;
     classifier_->SetInventory(inv);
-  }
-  if (label_sink_ != nullptr) {
-    if (Status s = label_sink_->Publish(labels); !s.ok()) {
-      spdlog::warn("cannot publish node labels: {}", s.ToString());
-    }
   }
   for (const auto& [key, value] : labels) spdlog::info("node label {}={}", key, value);
 
@@ -129,6 +128,50 @@ void Agent::SampleOnce() {
   }
 }
 
+void Agent::RefreshPodResources() {
+  if (options_.pod_resources_socket.empty()) return;
+  auto devices = ListPodDevices(options_.pod_resources_socket, options_.pod_resources_timeout_s);
+  std::lock_guard lock(mu_);
+  PodAttribution next;
+  if (devices.ok()) {
+    next = Attribute(inventory_, *devices);
+    next.updated_at = UnixNow();
+    if (pod_resources_ok_ != true) {
+      spdlog::info("per-pod GPU attribution available from {}: {} of {} GPUs held by pods",
+                   options_.pod_resources_socket, next.by_gpu.size(), inventory_.gpus.size());
+    }
+  } else {
+    next.state = AttributionState::kUnavailable;
+    next.error = devices.status().message();
+    next.updated_at = pod_attribution_.updated_at;
+    if (pod_resources_ok_ != false) {
+      spdlog::warn(
+          "per-pod GPU attribution unavailable: {}; GPUs are reported without pods "
+          "until the kubelet answers",
+          next.error);
+    }
+  }
+  pod_resources_ok_ = devices.ok();
+  if (next.by_gpu != pod_attribution_.by_gpu) {
+    // chamberd learns of a pod change with the next push rather than at the next interval.
+    push_due_ = true;
+    wake_.notify_all();
+  }
+  pod_attribution_ = std::move(next);
+}
+
+void Agent::PodResourcesLoop() {
+  auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(options_.pod_resources_interval_s));
+  auto next = std::chrono::steady_clock::now();
+  while (!stop_) {
+    RefreshPodResources();
+    next = std::max(next + period, std::chrono::steady_clock::now());
+    std::unique_lock lock(mu_);
+    wake_.wait_until(lock, next, [&] { return stop_.load(); });
+  }
+}
+
 void Agent::HandleXid(XidEvent event) {
   std::lock_guard lock(mu_);
   ++xid_counts_[{event.gpu_index, event.xid}];
@@ -173,6 +216,7 @@ AgentSnapshot Agent::Snapshot() const {
     snap.gpu_severity[g.uuid] = classifier_->GpuSeverity(g.uuid);
   }
   snap.labels = labels_;
+  snap.pod_attribution = pod_attribution_;
   snap.xid_counts = xid_counts_;
   snap.push_success = push_success_;
   snap.push_failure = push_failure_;
@@ -319,6 +363,8 @@ Status Agent::Serve() {
   if (collector_ && inventory_.xid_events) events = std::thread([this] { EventLoop(); });
   std::thread push;
   if (!options_.chamberd_url.empty()) push = std::thread([this] { PushLoop(); });
+  std::thread pods;
+  if (!options_.pod_resources_socket.empty()) pods = std::thread([this] { PodResourcesLoop(); });
 
   auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(options_.interval_s));
@@ -337,6 +383,7 @@ Status Agent::Serve() {
   http.join();
   if (events.joinable()) events.join();
   if (push.joinable()) push.join();
+  if (pods.joinable()) pods.join();
   spdlog::info("agent stopped");
   return Status::Ok();
 }

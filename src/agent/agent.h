@@ -3,7 +3,8 @@
 // serves /metrics, /healthz and /v1/report, and pushes reports to chamberd.
 //
 // Threads in Serve: the caller's (sampling), one waiting on the NVML event set, one for HTTP,
-// one pushing. They share one mutex-guarded state; the classifier itself is single-threaded
+// one pushing, one asking the kubelet for pod resources (so a slow kubelet never delays a
+// sample). They share one mutex-guarded state; the classifier itself is single-threaded
 // code called under that mutex.
 #pragma once
 
@@ -12,11 +13,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/gpu_collector.h"
 #include "agent/health.h"
+#include "agent/pod_resources.h"
 #include "agent/report.h"
 #include "common/status.h"
 
@@ -26,6 +29,11 @@ struct AgentOptions {
   std::string node_name;
   std::string nvml_library = kDefaultNvmlLibrary;
   std::string kernel_log = "/dev/kmsg";  // empty: do not read
+  // The kubelet's pod-resources socket, for per-pod attribution; empty: none. Pod assignments
+  // change slowly, so List is called on its own, slower period, each call with a deadline.
+  std::string pod_resources_socket = kDefaultPodResourcesSocket;
+  double pod_resources_interval_s = 10;
+  double pod_resources_timeout_s = 2;
   double interval_s = 1.0;
   std::string listen_host = "0.0.0.0";
   int listen_port = 9401;    // 0: any free port
@@ -42,7 +50,7 @@ struct AgentOptions {
 
 class Agent {
  public:
-  explicit Agent(AgentOptions options, NodeLabelSink* label_sink = nullptr);
+  explicit Agent(AgentOptions options);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -53,6 +61,11 @@ class Agent {
 
   // Samples every GPU once and classifies the samples.
   void SampleOnce();
+
+  // Asks the kubelet which containers hold which GPUs (List, with a deadline) and keeps the
+  // answer for Snapshot. Logs when attribution becomes unavailable or available again, not on
+  // every call. Serve calls it every pod_resources_interval_s on a thread of its own.
+  void RefreshPodResources();
 
   // True when some GPU supports GPM (its figures need two samples some time apart).
   bool UsesGpm() const;
@@ -68,9 +81,9 @@ class Agent {
   void Record(const std::vector<IncidentChange>& changes);  // under mu_
   void EventLoop();
   void PushLoop();
+  void PodResourcesLoop();
 
   AgentOptions options_;
-  NodeLabelSink* label_sink_;
   std::unique_ptr<GpuCollector> collector_;
 
   mutable std::mutex mu_;
@@ -82,6 +95,8 @@ class Agent {
   std::map<int, GpuSample> latest_;
   std::map<std::pair<int, unsigned>, std::uint64_t> xid_counts_;
   std::map<std::string, std::string> labels_;
+  PodAttribution pod_attribution_;
+  std::optional<bool> pod_resources_ok_;  // the last List's outcome, so only changes are logged
   std::uint64_t push_success_ = 0;
   std::uint64_t push_failure_ = 0;
 

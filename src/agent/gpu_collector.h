@@ -53,14 +53,6 @@ std::map<std::string, std::string> NodeLabels(const Inventory& inventory);
 // are trimmed to alphanumerics, the length is capped at 63.
 std::string SanitizeLabelValue(const std::string& value);
 
-// Publishes node labels; the Kubernetes client implements it. The agent calls it whenever the
-// labels change.
-class NodeLabelSink {
- public:
-  virtual ~NodeLabelSink() = default;
-  virtual Status Publish(const std::map<std::string, std::string>& labels) = 0;
-};
-
 // PCI domain, bus and device parsed from "00000000:3B:00.0" (NVML) or "0000:3b:00" (kernel
 // log), for matching one to the other. Nullopt when the text is not a PCI address.
 struct PciAddress {

@@ -61,6 +61,20 @@ void PrintText(const chamber::agent::AgentSnapshot& snap) {
                              s.power_watts ? fmt::format("{:.0f}", *s.power_watts) : "-",
                              s.temperature_c ? std::to_string(*s.temperature_c) : "-");
   }
+  const chamber::agent::PodAttribution& pods = snap.pod_attribution;
+  if (pods.state == chamber::agent::AttributionState::kUnavailable) {
+    std::cout << "pods: unavailable: " << pods.error << "\n";
+  }
+  for (const auto& [uuid, held] : pods.by_gpu) {
+    for (const auto& d : held) {
+      std::cout << fmt::format("{}  pod {}/{}  container {}\n", uuid, d.namespace_name, d.pod,
+                               d.container);
+    }
+  }
+  for (const auto& d : pods.unmatched) {
+    std::cout << fmt::format("{} ({})  pod {}/{}  container {}\n", d.device_id, d.resource_name,
+                             d.namespace_name, d.pod, d.container);
+  }
   for (const auto& i : snap.open_incidents) {
     std::cout << fmt::format("incident {}  GPU {}  {}  {}: {}\n", i.id, i.gpu_index,
                              chamber::agent::SeverityName(i.severity), i.cause, i.message);
@@ -91,6 +105,15 @@ int main(int argc, char** argv) {
                  "empty to skip");
   app.add_option("--interval", opt.interval_s, "Seconds between samples")
       ->check(CLI::Range(0.01, 3600.0));
+  app.add_option("--pod-resources-socket", opt.pod_resources_socket,
+                 "The kubelet's pod-resources socket, for per-pod GPU attribution; empty to "
+                 "disable");
+  app.add_option("--pod-resources-interval", opt.pod_resources_interval_s,
+                 "Seconds between asks for which pods hold which GPUs")
+      ->check(CLI::Range(0.05, 3600.0));
+  app.add_option("--pod-resources-timeout", opt.pod_resources_timeout_s,
+                 "Deadline of one ask to the kubelet, seconds")
+      ->check(CLI::Range(0.01, 60.0));
   app.add_option("--listen", listen,
                  "host:port for /metrics, /healthz and /v1/report (port 0: "
                  "any free port)");
@@ -158,6 +181,7 @@ int main(int argc, char** argv) {
     // GPM figures are rates over an interval: give the second sample one.
     if (agent.UsesGpm()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     agent.SampleOnce();
+    agent.RefreshPodResources();
     auto snap = agent.Snapshot();
     if (output == "json") {
       std::cout << chamber::agent::ReportJson(snap).dump(2) << "\n";

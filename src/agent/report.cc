@@ -1,6 +1,8 @@
 #include "agent/report.h"
 
+#include <array>
 #include <functional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -34,6 +36,46 @@ constexpr ReasonName kReasons[] = {
     {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
     {nvmlClocksEventReasonDisplayClockSetting, "display_clock_setting"},
 };
+
+// Which container holds which GPU, as an info metric to join on `uuid`: per-GPU series keep
+// their identity when pods come and go, and a GPU shared by several pods is one series each.
+void RenderPodMetrics(prometheus::TextWriter& w, const AgentSnapshot& snap) {
+  namespace pm = chamber::prometheus;
+  const PodAttribution& a = snap.pod_attribution;
+  w.Family("chamber_agent_pod_resources_up",
+           "1 when the last List on the kubelet's pod-resources API succeeded, 0 when it failed.",
+           pm::MetricType::kGauge);
+  if (a.state != AttributionState::kDisabled) {
+    w.Sample(a.state == AttributionState::kAvailable ? 1 : 0);
+  }
+  w.Family("chamber_gpu_pod_info",
+           "The container the kubelet assigned a GPU (or MIG instance) to; always 1.",
+           pm::MetricType::kGauge);
+  // gpu, uuid, resource, namespace, pod, container; a set, since time-sliced replicas of one
+  // GPU in one container would otherwise repeat a series.
+  std::set<std::array<std::string, 6>> rows;
+  for (const GpuInfo& g : snap.inventory.gpus) {
+    auto held = a.by_gpu.find(g.uuid);
+    if (held == a.by_gpu.end()) continue;
+    for (const DeviceAssignment& d : held->second) {
+      rows.insert(
+          {std::to_string(g.index), g.uuid, d.resource_name, d.namespace_name, d.pod, d.container});
+    }
+  }
+  for (const DeviceAssignment& d : a.unmatched) {
+    rows.insert({"", d.device_id, d.resource_name, d.namespace_name, d.pod, d.container});
+  }
+  for (const auto& r : rows) {
+    std::vector<pm::Label> labels;
+    if (!r[0].empty()) labels.push_back({"gpu", r[0]});
+    labels.insert(labels.end(), {{"uuid", r[1]},
+                                 {"resource", r[2]},
+                                 {"namespace", r[3]},
+                                 {"pod", r[4]},
+                                 {"container", r[5]}});
+    w.Sample(labels, 1);
+  }
+}
 
 }  // namespace
 
@@ -143,9 +185,39 @@ json IncidentJson(const Incident& i) {
   };
 }
 
+namespace {
+
+json AssignmentJson(const DeviceAssignment& d) {
+  return {{"namespace", d.namespace_name},
+          {"pod", d.pod},
+          {"container", d.container},
+          {"resource", d.resource_name},
+          {"device_id", d.device_id}};
+}
+
+json PodResourcesJson(const PodAttribution& a) {
+  json unmatched = json::array();
+  for (const DeviceAssignment& d : a.unmatched) unmatched.push_back(AssignmentJson(d));
+  return {{"state", AttributionStateName(a.state)},
+          {"error", a.error.empty() ? json(nullptr) : json(a.error)},
+          {"updated_at", a.updated_at > 0 ? json(a.updated_at) : json(nullptr)},
+          {"unmatched", unmatched}};
+}
+
+}  // namespace
+
 json ReportJson(const AgentSnapshot& snap) {
   json samples = json::array();
-  for (const GpuSample& s : snap.samples) samples.push_back(SampleJson(s));
+  for (const GpuSample& s : snap.samples) {
+    json sample = SampleJson(s);
+    json pods = json::array();
+    auto held = snap.pod_attribution.by_gpu.find(s.uuid);
+    if (held != snap.pod_attribution.by_gpu.end()) {
+      for (const DeviceAssignment& d : held->second) pods.push_back(AssignmentJson(d));
+    }
+    sample["pods"] = pods;
+    samples.push_back(std::move(sample));
+  }
   json open = json::array();
   for (const Incident& i : snap.open_incidents) open.push_back(IncidentJson(i));
   json closed = json::array();
@@ -157,7 +229,7 @@ json ReportJson(const AgentSnapshot& snap) {
       {"time", snap.time},          {"inventory", InventoryJson(snap.inventory)},
       {"labels", snap.labels},      {"samples", samples},
       {"health", health},           {"incidents", open},
-      {"closed_incidents", closed},
+      {"closed_incidents", closed}, {"pod_resources", PodResourcesJson(snap.pod_attribution)},
   };
 }
 
@@ -343,6 +415,7 @@ std::string RenderMetrics(const AgentSnapshot& snap) {
     std::string index = std::to_string(g.index);
     w.Sample({{"gpu", index}, {"uuid", g.uuid}}, static_cast<double>(sev));
   }
+  RenderPodMetrics(w, snap);
   w.Family("chamber_agent_incidents_open", "Open health incidents, by severity and cause.",
            pm::MetricType::kGauge);
   std::map<std::pair<std::string, std::string>, int> open;

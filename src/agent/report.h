@@ -11,6 +11,7 @@
 
 #include "agent/gpu_types.h"
 #include "agent/health.h"
+#include "agent/pod_resources.h"
 
 namespace chamber::agent {
 
@@ -24,6 +25,7 @@ struct AgentSnapshot {
   std::vector<Incident> recently_closed;
   std::map<std::string, Severity> gpu_severity;  // by UUID
   std::map<std::string, std::string> labels;
+  PodAttribution pod_attribution;
   // (gpu index, xid) -> events seen since the agent started.
   std::map<std::pair<int, unsigned>, std::uint64_t> xid_counts;
   std::uint64_t push_success = 0;

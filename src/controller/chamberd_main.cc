@@ -3,7 +3,8 @@
 // With leader election (the default) every replica campaigns for the Lease; the leader builds
 // its state from the API server, schedules every cycle and serves the API and dashboard. A
 // leader that loses the Lease stops writing at once and exits, so that it restarts as a
-// candidate with nothing cached.
+// candidate with nothing cached. Every healthy replica is ready; the serving leader labels its
+// own pod chamber.io/leader=true (--pod-name), which the Service selects (leader_label.h).
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +20,7 @@
 #include "controller/health_listener.h"
 #include "controller/health_service.h"
 #include "controller/kube_backend.h"
+#include "controller/leader_label.h"
 #include "core/io/config_yaml.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
@@ -50,6 +52,8 @@ struct Flags {
   std::string lease_namespace;
   std::string lease_name = "chamber-scheduler";
   std::string identity;
+  std::string pod_name;  // this replica's pod, for the leader label ("": no label)
+  std::string pod_namespace;
   double lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   std::string scheduler_name = kDefaultSchedulerName;
   double qps = 200;
@@ -94,13 +98,7 @@ std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* cl
                                {"kind", "TokenReview"},
                                {"spec", {{"token", std::string(token)}}}};
           CHAMBER_ASSIGN_OR_RETURN(kube::Json out, client->Create(kTokenReviews, "", review));
-          daemon::ReviewedUser u;
-          const kube::Json& st = out.value("status", kube::Json::object());
-          u.authenticated = st.value("authenticated", false);
-          const kube::Json& user = st.value("user", kube::Json::object());
-          u.username = user.value("username", "");
-          u.groups = user.value("groups", std::vector<std::string>{});
-          return u;
+          return daemon::ParseTokenReview(out);
         },
         daemon::TokenReviewAuthenticator::Options{.admin_groups = f.admin_groups,
                                                   .read_groups = f.viewer_groups,
@@ -111,9 +109,11 @@ std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* cl
 }
 
 // Leads until `leading` is cancelled: informers, scheduling cycles, the API. `serving` is true
-// while the API is served (the informers have synced): /readyz.
+// while the API is served (the informers have synced): /readyz and the leader label;
+// `serving_changed` runs after it changes.
 Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
-            const kube::CancellationToken& leading, std::atomic<bool>& serving) {
+            const kube::CancellationToken& leading, std::atomic<bool>& serving,
+            const std::function<void()>& serving_changed) {
   KubeBackendOptions bo;
   bo.scheduler_name = f.scheduler_name;
   bo.writers = f.writers;
@@ -163,6 +163,7 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   CHAMBER_RETURN_IF_ERROR(server.Start());
   spdlog::info("serving the API and dashboard on {}:{}", so.host, server.port());
   serving = true;
+  serving_changed();
 
   auto next = std::chrono::steady_clock::now();
   KubeBackendStats before = kb->stats();
@@ -187,6 +188,7 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
     leading.WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(next - now));
   }
   serving = false;
+  serving_changed();
   if (health_service) health_service->Stop();
   d.Shutdown();
   server.Stop();
@@ -214,13 +216,21 @@ Result<std::unique_ptr<HealthListener>> StartHealthListener(const Flags& f,
     return ElectionLiveness(elector->activity(), since, std::chrono::steady_clock::now(),
                             idle_limit, attempt_limit);
   };
+  // A standby is ready once it has made a Lease attempt: it can take over. The Service finds
+  // the leader by its pod label, not by readiness.
   checks.ready = [elector, &serving]() -> std::string {
     if (elector != nullptr && !elector->IsLeader()) {
-      const std::string leader = elector->leader();
-      return leader.empty() ? "standby: no leader yet" : "standby: leader is " + leader;
+      if (elector->activity().finished == std::chrono::steady_clock::time_point{})
+        return "starting: no Lease attempt has finished yet";
+      return "";
     }
     if (!serving) return "starting: waiting for the informers to sync";
     return "";
+  };
+  checks.role = [elector]() -> std::string {
+    if (elector == nullptr || elector->IsLeader()) return "leader";
+    const std::string leader = elector->leader();
+    return leader.empty() ? "standby: no leader yet" : "standby: leader is " + leader;
   };
   auto listener = std::make_unique<HealthListener>(std::move(checks));
   CHAMBER_RETURN_IF_ERROR(listener->Start(listen.first, listen.second));
@@ -260,9 +270,14 @@ int Main(int argc, char** argv) {
                "campaign for the Lease; only the leader schedules")
       ->capture_default_str();
   app.add_option("--lease-namespace", f.lease_namespace,
-                 "namespace of the Lease (default: $POD_NAMESPACE, else the kubeconfig's)");
+                 "namespace of the Lease (default: the pod's namespace, --pod-namespace)");
   app.add_option("--lease-name", f.lease_name, "name of the Lease")->capture_default_str();
   app.add_option("--identity", f.identity, "this replica's name in the Lease (default: hostname)");
+  app.add_option("--pod-name", f.pod_name,
+                 "this replica's pod, labelled chamber.io/leader=true while it leads and serves "
+                 "(default: $POD_NAME; empty: no label)");
+  app.add_option("--pod-namespace", f.pod_namespace,
+                 "this replica's namespace (default: $POD_NAMESPACE, else the kubeconfig's)");
   app.add_option("--lease-duration", f.lease_duration_s,
                  "seconds a Lease not renewed stays with its holder")
       ->capture_default_str()
@@ -339,20 +354,41 @@ int Main(int argc, char** argv) {
   waiter.detach();
 
   std::atomic<bool> serving{false};
+  const char* pod_namespace = std::getenv("POD_NAMESPACE");
+  const std::string own_namespace = !f.pod_namespace.empty()   ? f.pod_namespace
+                                    : pod_namespace != nullptr ? pod_namespace
+                                                               : rest->namespace_name;
+  if (f.pod_name.empty() && std::getenv("POD_NAME") != nullptr)
+    f.pod_name = std::getenv("POD_NAME");
+  // Set while the elector exists: the label says "true" only while this replica leads.
+  std::atomic<const kube::LeaderElector*> leader_elector{nullptr};
+  std::unique_ptr<LeaderLabeler> labeler;
+  if (!f.pod_name.empty()) {
+    labeler = std::make_unique<LeaderLabeler>(
+        client->get(),
+        LeaderLabeler::Options{.pod_namespace = own_namespace, .pod_name = f.pod_name},
+        [&serving, &leader_elector] {
+          const kube::LeaderElector* e = leader_elector.load();
+          return serving.load() && (e == nullptr || e->IsLeader());
+        });
+    labeler->Start();
+  }
+  auto serving_changed = [&labeler] {
+    if (labeler) labeler->Poke();
+  };
   if (!f.leader_elect) {
     auto health = StartHealthListener(f, *rest, nullptr, serving);
     if (!health.ok()) {
       std::cerr << "chamberd: " << health.status().message() << "\n";
       return 2;
     }
-    Status s = Lead(f, engine, client->get(), stop, serving);
+    Status s = Lead(f, engine, client->get(), stop, serving, serving_changed);
     if (!s.ok()) spdlog::error("{}", s.message());
+    if (labeler) labeler->Stop();
     return s.ok() ? 0 : 1;
   }
   kube::LeaderElectionConfig le;
-  le.lease_namespace = !f.lease_namespace.empty()                ? f.lease_namespace
-                       : std::getenv("POD_NAMESPACE") != nullptr ? std::getenv("POD_NAMESPACE")
-                                                                 : rest->namespace_name;
+  le.lease_namespace = !f.lease_namespace.empty() ? f.lease_namespace : own_namespace;
   le.lease_name = f.lease_name;
   auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   le.lease_duration = ms(f.lease_duration_s);
@@ -371,7 +407,11 @@ int Main(int argc, char** argv) {
   Status lead_status;
   le.on_started_leading = [&](kube::CancellationToken leading) {
     spdlog::info("{} became the leader", f.identity);
-    lead_status = Lead(f, engine, client->get(), leading, serving);
+    lead_status = Lead(f, engine, client->get(), leading, serving, serving_changed);
+    // The label goes before the Lease does, so the Service stops routing here first.
+    if (labeler) {
+      if (Status s = labeler->Step(); !s.ok()) spdlog::warn("{}", s.message());
+    }
     if (!lead_status.ok()) {
       spdlog::error("{}", lead_status.message());
       stop.Cancel();  // give the Lease up: another replica may do better
@@ -390,8 +430,10 @@ int Main(int argc, char** argv) {
     std::cerr << "chamberd: " << health.status().message() << "\n";
     return 2;
   }
+  leader_elector = elector->get();
   spdlog::info("{} campaigning for lease {}/{}", f.identity, le.lease_namespace, le.lease_name);
   (*elector)->Run(stop);
+  if (labeler) labeler->Stop();
   if (!lead_status.ok()) return 1;
   if (!stop.cancelled()) {
     spdlog::error("leadership lost; exiting so that a fresh start rebuilds the state");

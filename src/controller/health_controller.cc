@@ -1,6 +1,7 @@
 #include "controller/health_controller.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <ctime>
 
@@ -134,6 +135,17 @@ class Fields {
 
 constexpr int64_t kMaxGpuIndex = 1023;
 
+// A Kubernetes label value (also the name part of a key): at most 63 of [A-Za-z0-9._-],
+// alphanumeric at both ends; `allow_empty` for values.
+bool ValidLabelText(std::string_view s, bool allow_empty) {
+  if (s.empty()) return allow_empty;
+  if (s.size() > 63) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
 Result<Severity> ParseSeverity(const std::string& s, const std::string& where) {
   if (std::optional<Severity> named = SeverityNamed(s)) return *named;
   return Fields::Err(where, "expected healthy, degraded, unhealthy or fatal, got \"" + s + "\"");
@@ -202,6 +214,28 @@ Result<AgentReport> ParseAgentReport(const json& j) {
     CHAMBER_ASSIGN_OR_RETURN(ri.last_seen, f.Number("last_seen"));
     CHAMBER_ASSIGN_OR_RETURN(ri.occurrences, f.Int("occurrences", 1, INT64_MAX));
     out.incidents.push_back(std::move(ri));
+  }
+
+  // Optional: reports of agents that compute no labels leave the node's labels alone.
+  if (const json* labels = r.Get("labels", &where)) {
+    if (!labels->is_object()) return Fields::Err(where, "expected an object");
+    std::map<std::string, std::string> own;
+    const std::string_view prefix = kAgentLabelPrefix;
+    const std::string_view domain = "chamber.io/";
+    for (const auto& [key, value] : labels->items()) {
+      const std::string at = fmt::format("{}[\"{}\"]", where, key);
+      if (!value.is_string()) return Fields::Err(at, "expected a string");
+      if (key.rfind(prefix, 0) != 0) continue;  // not the agent's to set
+      if (!ValidLabelText(std::string_view(key).substr(domain.size()), false))
+        return Fields::Err(at, "not a valid label key");
+      std::string v = value.get<std::string>();
+      if (!ValidLabelText(v, true))
+        return Fields::Err(at, "\"" + v +
+                                   "\" is not a valid label value (at most 63 of A-Z a-z 0-9 . _ "
+                                   "-, alphanumeric at both ends)");
+      own.emplace(key, std::move(v));
+    }
+    out.labels = std::move(own);
   }
   return out;
 }
@@ -407,6 +441,7 @@ void HealthController::Ingest(const AgentReport& report, double now) {
   n.last_report = now;
   n.stale = false;
   for (const ReportGpu& rg : report.gpus) n.gpus[rg.index].uuid = rg.uuid;
+  if (report.labels) n.labels = report.labels;
 
   // Per GPU: the worst open incident, and whether the sample reads clean.
   std::map<int, Severity> worst;
@@ -568,6 +603,7 @@ std::map<std::string, DesiredNode> HealthController::Desired() const {
     DesiredNode d;
     d.node = name;
     d.held = n.held;
+    d.labels = n.labels;
     bool fatal = false, faulty = false;
     std::vector<std::string> why;
     for (const auto& [index, g] : n.gpus) {

@@ -41,6 +41,9 @@ namespace chamber::controller::health {
 inline constexpr char kTaintKey[] = "chamber.io/gpu-unhealthy";
 inline constexpr char kConditionType[] = "ChamberGPUHealthy";
 inline constexpr char kHoldAnnotation[] = "chamber.io/gpu-health-hold";
+// Node labels the agent owns (chamber.io/gpu.count, .model, .memory, .driver): chamberd writes
+// the ones in a node's report to that Node and removes those the report no longer has.
+inline constexpr char kAgentLabelPrefix[] = "chamber.io/gpu.";
 
 // The agent's severities, by the names its report uses (common/gpu_severity.h).
 using Severity = ::chamber::GpuSeverity;
@@ -82,10 +85,14 @@ struct AgentReport {
   std::vector<ReportGpu> gpus;
   std::vector<ReportSample> samples;
   std::vector<ReportIncident> incidents;  // open ones
+  // The node labels the agent computed, only the keys with kAgentLabelPrefix (others are
+  // dropped); nullopt when the report has no `labels` (the node's labels are left alone).
+  std::optional<std::map<std::string, std::string>> labels;
 };
 
 // Strict: a missing or mistyped field fails with its path, e.g.
-// "report.incidents[2].severity: expected a string".
+// "report.incidents[2].severity: expected a string". An agent label that is not a valid
+// Kubernetes label fails too, naming its key.
 Result<AgentReport> ParseAgentReport(const nlohmann::json& j);
 Result<AgentReport> ParseAgentReportText(std::string_view text);
 
@@ -126,6 +133,9 @@ struct DesiredNode {
   TaintEffect taint = TaintEffect::kNone;
   NodeCondition condition;
   bool held = false;
+  // The agent-owned labels (kAgentLabelPrefix) the node should carry, exactly; nullopt: leave
+  // them as they are (the agent's reports carry none).
+  std::optional<std::map<std::string, std::string>> labels;
   bool operator==(const DesiredNode&) const = default;
 };
 
@@ -234,6 +244,7 @@ class HealthController {
     bool stale = false;
     bool held = false;
     bool suppressed = false;
+    std::optional<std::map<std::string, std::string>> labels;  // from the last report
     std::map<int, Gpu> gpus;
     std::deque<double> faults;  // every GPU's, within the window
     // Incidents open in the last report: key -> index into incidents_ by id.

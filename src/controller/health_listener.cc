@@ -8,9 +8,11 @@
 namespace chamber::controller {
 namespace {
 
-void Answer(httplib::Response& res, const std::string& problem, int failure_status) {
+void Answer(httplib::Response& res, const std::string& problem, int failure_status,
+            const std::string& role = "") {
   res.status = problem.empty() ? 200 : failure_status;
-  res.set_content(problem.empty() ? "ok\n" : problem + "\n", "text/plain");
+  const std::string ok = role.empty() ? "ok" : "ok: " + role;
+  res.set_content((problem.empty() ? ok : problem) + "\n", "text/plain");
 }
 
 std::string Seconds(std::chrono::steady_clock::duration d) {
@@ -42,7 +44,8 @@ Status HealthListener::Start(const std::string& host, int port) {
     Answer(res, i.checks.live ? i.checks.live() : "", 500);
   });
   i.server.Get("/readyz", [&i](const httplib::Request&, httplib::Response& res) {
-    Answer(res, i.checks.ready ? i.checks.ready() : "", 503);
+    const std::string problem = i.checks.ready ? i.checks.ready() : "";
+    Answer(res, problem, 503, problem.empty() && i.checks.role ? i.checks.role() : "");
   });
   if (port == 0) {
     port_ = i.server.bind_to_any_port(host);

@@ -3,10 +3,12 @@
 //
 //   /healthz  200 "ok" while the process and its leader-election loop are alive; 500 and the
 //             reason when the loop is stuck (ElectionLiveness). The liveness probe.
-//   /readyz   200 "ok" on the replica that serves the API: the leader, once its informers have
-//             synced and its API server listens; 503 and the reason otherwise, e.g.
-//             "standby: leader is chamber-5f7c9-x2x7q_1". The readiness probe: the Service
-//             routes to the leader.
+//   /readyz   200 on every replica that can do its part: a standby once it has made a Lease
+//             attempt ("ok: standby: leader is chamber-5f7c9-x2x7q_1"), the leader once its
+//             informers have synced and its API server listens ("ok: leader"); 503 and the
+//             reason otherwise ("starting: waiting for the informers to sync"). The readiness
+//             probe. The Service routes to the leader by its pod label (leader_label.h), not by
+//             readiness, so that rollouts and disruption budgets see every healthy replica.
 //
 // Neither needs a token: they say nothing about the cluster beyond the leader's name.
 #pragma once
@@ -26,6 +28,8 @@ namespace chamber::controller {
 struct HealthChecks {
   std::function<std::string()> live;
   std::function<std::string()> ready;
+  // What a passing /readyz says after "ok: " (e.g. "leader"); empty or unset: just "ok".
+  std::function<std::string()> role;
 };
 
 class HealthListener {

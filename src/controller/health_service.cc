@@ -89,13 +89,23 @@ void HealthService::Step() {
   writer_stats_ = writer_->stats();
 }
 
-Status HealthService::PostReport(std::string_view body, const std::string& principal) {
+Status HealthService::PostReport(std::string_view body, const std::string& principal,
+                                 const std::string& bound_node) {
   Result<AgentReport> r = ParseAgentReportText(body);
   std::lock_guard lock(mu_);
   if (!r.ok()) {
     ++reports_rejected_;
     spdlog::warn("health: report from {} rejected: {}", principal, r.status().message());
     return r.status();
+  }
+  // A token the kubelet projected into an agent pod names the pod's node: that agent may speak
+  // for its own node only, so one stolen token cannot fence (or unfence) the whole fleet.
+  if (!bound_node.empty() && r->node != bound_node) {
+    ++reports_rejected_;
+    Status refused = Status::FailedPrecondition("token bound to node " + bound_node +
+                                                " may not report for node " + r->node);
+    spdlog::warn("health: report from {} rejected: {}", principal, refused.message());
+    return refused;
   }
   ++reports_accepted_;
   controller_.Ingest(*r, Now());

@@ -38,7 +38,8 @@ class HealthService : public daemon::HealthApi {
   // Restore, evaluate, write: one pass.
   void Step();
 
-  Status PostReport(std::string_view body, const std::string& principal) override;
+  Status PostReport(std::string_view body, const std::string& principal,
+                    const std::string& bound_node) override;
   nlohmann::json View() override;
   Status Clear(const std::string& node, const std::string& principal) override;
   std::string Metrics() override;

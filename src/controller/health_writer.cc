@@ -44,6 +44,24 @@ std::optional<Json> NodePatch(const Json& node, const DesiredNode& d) {
     patch["metadata"]["annotations"][kHoldAnnotation] =
         want_hold.empty() ? Json(nullptr) : Json(want_hold);
 
+  if (d.labels) {
+    // Exactly the agent's labels: set what differs, remove agent keys the report dropped, and
+    // leave every other label alone.
+    const std::string_view prefix = kAgentLabelPrefix;
+    const Json* have = Field(node, {"metadata", "labels"});
+    for (const auto& [key, value] : *d.labels) {
+      if (key.rfind(prefix, 0) != 0) continue;
+      const Json* v = have && have->is_object() && have->contains(key) ? &(*have)[key] : nullptr;
+      if (!v || !v->is_string() || v->get<std::string>() != value)
+        patch["metadata"]["labels"][key] = value;
+    }
+    if (have && have->is_object()) {
+      for (const auto& [key, value] : have->items())
+        if (key.rfind(prefix, 0) == 0 && !d.labels->contains(key))
+          patch["metadata"]["labels"][key] = nullptr;
+    }
+  }
+
   const Json* cur = Field(node, {"spec", "taints"});
   Json taints = Json::array();
   bool ours_ok = false;

@@ -2,7 +2,9 @@
 //
 //   metadata  `chamber.io/unhealthy-gpus: "1,5"` (the snapshot builder's format: those GPUs are
 //             never given out and the engine preempts their work with reason HardwareFault) and
-//             `chamber.io/gpu-health-hold: "true"` while an operator hold lasts;
+//             `chamber.io/gpu-health-hold: "true"` while an operator hold lasts; the labels the
+//             agent computed (`chamber.io/gpu.*`), exactly those of its last report: keys it no
+//             longer reports are removed, labels with other keys are never touched;
 //   spec      the taint `chamber.io/gpu-unhealthy` (NoSchedule, or NoExecute for fatal faults by
 //             config); other taints are kept as they are;
 //   status    the condition ChamberGPUHealthy (nodes/status).
@@ -27,8 +29,8 @@
 
 namespace chamber::controller::health {
 
-// The merge patch that brings `node`'s annotations and taints to `desired`; nullopt when they
-// already match.
+// The merge patch that brings `node`'s annotations, agent labels and taints to `desired`;
+// nullopt when they already match.
 std::optional<kube::Json> NodePatch(const kube::Json& node, const DesiredNode& desired);
 // The JSON patch that brings `node`'s ChamberGPUHealthy condition to `desired`; nullopt when it
 // matches. `now` is an RFC 3339 time for the condition's heartbeat and transition times.

@@ -73,6 +73,35 @@ Result<Principal> TokenFileAuthenticator::Authenticate(std::string_view token) {
   return it->second;
 }
 
+Result<ReviewedUser> ParseTokenReview(const nlohmann::json& review) {
+  using nlohmann::json;
+  ReviewedUser u;
+  if (!review.is_object()) return Status::InvalidArgument("TokenReview: expected an object");
+  const json status = review.value("status", json::object());
+  if (!status.is_object()) return Status::InvalidArgument("TokenReview.status: expected an object");
+  const json authenticated = status.value("authenticated", json(false));
+  u.authenticated = authenticated.is_boolean() && authenticated.get<bool>();
+  const json user = status.value("user", json::object());
+  if (!user.is_object())
+    return Status::InvalidArgument("TokenReview.status.user: expected an object");
+  if (const json name = user.value("username", json("")); name.is_string())
+    u.username = name.get<std::string>();
+  if (const json groups = user.value("groups", json::array()); groups.is_array()) {
+    for (const json& g : groups)
+      if (g.is_string()) u.groups.push_back(g.get<std::string>());
+  }
+  const json extra = user.value("extra", json::object());
+  if (extra.is_object() && extra.contains(kNodeNameExtra)) {
+    const json& node = extra[kNodeNameExtra];
+    const std::string where =
+        std::string("TokenReview.status.user.extra[\"") + kNodeNameExtra + "\"]";
+    if (!node.is_array() || node.size() > 1 || (node.size() == 1 && !node[0].is_string()))
+      return Status::InvalidArgument(where + ": expected at most one node name");
+    if (node.size() == 1) u.node = node[0].get<std::string>();
+  }
+  return u;
+}
+
 TokenReviewAuthenticator::TokenReviewAuthenticator(ReviewFn review, Options options)
     : review_(std::move(review)), options_(std::move(options)) {}
 
@@ -98,11 +127,11 @@ Result<Principal> TokenReviewAuthenticator::Authenticate(std::string_view token)
     const bool agent_user = std::find(options_.agent_users.begin(), options_.agent_users.end(),
                                       user->username) != options_.agent_users.end();
     if (in(options_.admin_groups)) {
-      p = Principal{user->username, Role::kAdmin};
+      p = Principal{user->username, Role::kAdmin, user->node};
     } else if (agent_user || in(options_.agent_groups)) {
-      p = Principal{user->username, Role::kAgent};
+      p = Principal{user->username, Role::kAgent, user->node};
     } else if (in(options_.read_groups)) {
-      p = Principal{user->username, Role::kRead};
+      p = Principal{user->username, Role::kRead, user->node};
     }
   }
   std::lock_guard lock(mu_);

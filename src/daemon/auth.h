@@ -6,7 +6,10 @@
 //   TokenFileAuthenticator: a file of `<token> <role> [name]` lines (docs/api.md).
 //   TokenReviewAuthenticator: inside a cluster, asks the apiserver (TokenReview) who the token
 //   belongs to and maps the user's groups to a role. The review call is injected, so the kube
-//   client plugs in without this file depending on it.
+//   client plugs in without this file depending on it. A service-account token bound to a pod
+//   (what the kubelet projects into the agent's pod) names the pod's node in the review's
+//   `user.extra` (Kubernetes 1.30 and newer); the principal carries it, and such a principal
+//   may post reports for that node only.
 #pragma once
 
 #include <chrono>
@@ -19,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/status.h"
 
 namespace chamber::daemon {
@@ -29,6 +34,7 @@ std::string_view RoleName(Role r);
 struct Principal {
   std::string name;
   Role role = Role::kRead;
+  std::string node;  // the node the token is bound to; empty: not bound to one
 };
 
 class Authenticator {
@@ -52,12 +58,21 @@ class TokenFileAuthenticator : public Authenticator {
   std::map<std::string, Principal, std::less<>> tokens_;
 };
 
+// The TokenReview `user.extra` key that names the node of the pod a token is bound to.
+inline constexpr char kNodeNameExtra[] = "authentication.kubernetes.io/node-name";
+
 // What a TokenReview says about a token.
 struct ReviewedUser {
   bool authenticated = false;
   std::string username;
   std::vector<std::string> groups;
+  std::string node;  // user.extra[kNodeNameExtra]; empty when absent
 };
+
+// Reads a TokenReview response (authentication.k8s.io/v1): status.authenticated, status.user's
+// username, groups and the bound node. Missing fields read as empty; a node-name extra with
+// more than one value is an error (a token is bound to one pod).
+Result<ReviewedUser> ParseTokenReview(const nlohmann::json& review);
 
 class TokenReviewAuthenticator : public Authenticator {
  public:

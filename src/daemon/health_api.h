@@ -17,9 +17,12 @@ namespace chamber::daemon {
 class HealthApi {
  public:
   virtual ~HealthApi() = default;
-  // One agent report (the agent's JSON). InvalidArgument names the bad field (HTTP 400).
-  // Called from the server's threads.
-  virtual Status PostReport(std::string_view body, const std::string& principal) = 0;
+  // One agent report (the agent's JSON) from `principal`. InvalidArgument names the bad field
+  // (HTTP 400). `bound_node`: the node the sender's token is bound to (a Kubernetes
+  // service-account token of a pod, Principal::node); when set, a report for another node is
+  // refused with FailedPrecondition (HTTP 403). Called from the server's threads.
+  virtual Status PostReport(std::string_view body, const std::string& principal,
+                            const std::string& bound_node) = 0;
   virtual nlohmann::json View() = 0;
   // Lifts an operator hold; NotFound for a node no agent reported.
   virtual Status Clear(const std::string& node, const std::string& principal) = 0;

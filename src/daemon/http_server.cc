@@ -100,8 +100,9 @@ struct ApiServer::Impl {
   std::atomic<int>& event_clients;
 
   // Role check for a request; writes the error response and returns false when refused.
+  // `bound_node`: the node the token is bound to (Principal::node).
   bool Allowed(const httplib::Request& req, httplib::Response& res, Role need,
-               std::string* who = nullptr) {
+               std::string* who = nullptr, std::string* bound_node = nullptr) {
     if (options.anonymous) {
       if (who) *who = "anonymous";
       return true;
@@ -143,6 +144,7 @@ struct ApiServer::Impl {
       return false;
     }
     if (who) *who = p->name;
+    if (bound_node) *bound_node = p->node;
     return true;
   }
 
@@ -203,11 +205,12 @@ void ApiServer::Impl::Routes() {
     Resource("/api/v1/health", [](const FleetState& s) { return HealthJson(s).dump(); });
   }
   server.Post("/api/v1/agent/reports", [this](const httplib::Request& req, httplib::Response& res) {
-    std::string who;
-    if (!Allowed(req, res, Role::kAgent, &who)) return;
+    std::string who, bound_node;
+    if (!Allowed(req, res, Role::kAgent, &who, &bound_node)) return;
     if (!options.health) return JsonError(res, 404, "this server runs no health controller");
-    Status st = options.health->PostReport(req.body, who);
+    Status st = options.health->PostReport(req.body, who, bound_node);
     if (st.code() == StatusCode::kInvalidArgument) return JsonError(res, 400, st.message());
+    if (st.code() == StatusCode::kFailedPrecondition) return JsonError(res, 403, st.message());
     if (!st.ok()) return JsonError(res, 503, st.message());
     res.status = 202;
     res.set_content(R"({"accepted":true})", kJson);

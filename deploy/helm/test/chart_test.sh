@@ -127,7 +127,7 @@ run_lint() {
     "$(query "${work}/default.yaml" 'sorted(d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount")')"
   expect_eq "monitoring rules" "${common_rules}" "$(query "${work}/default.yaml" 'rules("ClusterRole", "chamber")')"
   expect_not_contains "monitoring mode" "pods/binding" "$(cat "${work}/default.yaml")"
-  expect_eq "lease role" "create leases.coordination.k8s.io get leases.coordination.k8s.io/chamber-scheduler update leases.coordination.k8s.io/chamber-scheduler" \
+  expect_eq "lease role" "create leases.coordination.k8s.io get leases.coordination.k8s.io/chamber-scheduler patch pods update leases.coordination.k8s.io/chamber-scheduler" \
     "$(query "${work}/default.yaml" 'rules("Role", "chamber-leader-election")')"
   expect_eq "lease role namespace" "chamber-system" \
     "$(query "${work}/default.yaml" 'find("Role")["metadata"]["namespace"]')"
@@ -137,7 +137,7 @@ run_lint() {
     "$(query "${work}/default.yaml" "${args}")"
   local pod='find("Deployment")["spec"]["template"]["spec"]'
   expect_eq "replicas" "2" "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["replicas"]')"
-  expect_eq "strategy" '{"rollingUpdate": {"maxSurge": 1, "maxUnavailable": "100%"}, "type": "RollingUpdate"}' \
+  expect_eq "strategy" '{"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}, "type": "RollingUpdate"}' \
     "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["strategy"]')"
   expect_eq "POD_NAMESPACE" '{"fieldRef": {"fieldPath": "metadata.namespace"}}' \
     "$(query "${work}/default.yaml" "[e['valueFrom'] for e in ${pod}['containers'][0]['env'] if e['name'] == 'POD_NAMESPACE'][0]")"
@@ -154,6 +154,13 @@ run_lint() {
   expect_eq "service" '[{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"}]' \
     "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["ports"]')"
   expect_eq "service type" "ClusterIP" "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["type"]')"
+  # The Service reaches the Deployment's pods, and of them only the one labelled the leader.
+  expect_eq "service selector" '{"app.kubernetes.io/component": "chamberd", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber", "chamber.io/leader": "true"}' \
+    "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["selector"]')"
+  expect_eq "service selects the Deployment's pods but the leader label" "True" \
+    "$(query "${work}/default.yaml" 'str({k: v for k, v in find("Service", "chamber")["spec"]["selector"].items() if k != "chamber.io/leader"}.items() <= find("Deployment")["spec"]["template"]["metadata"]["labels"].items())')"
+  expect_eq "POD_NAME" '{"fieldRef": {"fieldPath": "metadata.name"}}' \
+    "$(query "${work}/default.yaml" "[e['valueFrom'] for e in ${pod}['containers'][0]['env'] if e['name'] == 'POD_NAME'][0]")"
   expect_eq "agent metrics service" '{"clusterIP": "None", "ports": [{"name": "metrics", "port": 9401, "protocol": "TCP", "targetPort": "metrics"}], "selector": {"app.kubernetes.io/component": "agent", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}' \
     "$(query "${work}/default.yaml" 'find("Service", "chamber-agent")["spec"]')"
   expect_eq "agent metrics service selects the DaemonSet's pods" "True" \
@@ -173,8 +180,22 @@ run_lint() {
   expect_eq "agent tolerations" '[{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]' \
     "$(query "${work}/default.yaml" "${ds}['tolerations']")"
   expect_eq "agent args" \
-    '["--listen", "0.0.0.0:9401", "--nvml-library", "/host/nvml/libnvidia-ml.so.1", "--kernel-log", "", "--interval", "1", "--log-level", "info", "--log-json"]' \
+    '["--listen", "0.0.0.0:9401", "--nvml-library", "/host/nvml/libnvidia-ml.so.1", "--kernel-log", "", "--interval", "1", "--pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "--log-level", "info", "--log-json"]' \
     "$(query "${work}/default.yaml" "${ds}['containers'][0]['args']")"
+  # The kubelet's pod-resources socket: its directory read-only, and root without capabilities.
+  expect_eq "agent pod-resources hostPath" '{"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}' \
+    "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'pod-resources'][0]")"
+  expect_eq "agent pod-resources mount" '{"mountPath": "/var/lib/kubelet/pod-resources", "name": "pod-resources", "readOnly": true}' \
+    "$(query "${work}/default.yaml" "[m for m in ${ds}['containers'][0]['volumeMounts'] if m['name'] == 'pod-resources'][0]")"
+  expect_eq "agent security context (pod resources)" \
+    '{"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": true, "runAsGroup": 0, "runAsNonRoot": false, "runAsUser": 0, "seccompProfile": {"type": "RuntimeDefault"}}' \
+    "$(query "${work}/default.yaml" "${ds}['containers'][0]['securityContext']")"
+  "${helm}" template chamber "${chart}" -n chamber-system --set agent.podResources.enabled=false \
+    >"${work}/no-pod-resources.yaml" || fail "helm template (agent.podResources.enabled=false)"
+  expect_eq "agent without pod resources: socket flag" '""' \
+    "$(query "${work}/no-pod-resources.yaml" "json.dumps(${ds}['containers'][0]['args'][${ds}['containers'][0]['args'].index('--pod-resources-socket') + 1])")"
+  expect_eq "agent without pod resources: user and volumes" '[65532, true, ["nvml"]]' \
+    "$(query "${work}/no-pod-resources.yaml" "[${ds}['containers'][0]['securityContext']['runAsUser'], ${ds}['containers'][0]['securityContext']['runAsNonRoot'], [v['name'] for v in ${ds}['volumes']]]")"
   expect_eq "agent nvml hostPath" '{"path": "/usr/lib/x86_64-linux-gnu", "type": "Directory"}' \
     "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'nvml'][0]")"
   expect_eq "agent token" "False" \
@@ -386,8 +407,24 @@ spec:
           resources: {limits: {nvidia.com/gpu: "2"}, requests: {nvidia.com/gpu: "2"}}
 EOF
 
-  POD_NAMESPACE="${release_ns}" "${CHAMBER_CHAMBERD}" --kubeconfig "${dir}/kubeconfig" "${args[@]}" \
-    --identity "test-${what}" >"${dir}/log" 2>&1 &
+  # The pod the kubelet would run chamberd in (none runs here): chamberd labels it the leader.
+  local self="${release}-${what}-0" selector
+  "${kubectl}" apply -f - >/dev/null <<EOF || fail "pod ${self}: apply"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ${self}
+  namespace: ${release_ns}
+  labels: {app.kubernetes.io/name: chamber, app.kubernetes.io/instance: ${release}, app.kubernetes.io/component: chamberd}
+spec:
+  schedulerName: nobody
+  containers: [{name: chamberd, image: chamberd}]
+EOF
+  selector="$("${kubectl}" get service "${release}" -n "${release_ns}" \
+    -o go-template='{{range $k, $v := .spec.selector}}{{$k}}={{$v}},{{end}}')"
+
+  POD_NAMESPACE="${release_ns}" POD_NAME="${self}" "${CHAMBER_CHAMBERD}" \
+    --kubeconfig "${dir}/kubeconfig" "${args[@]}" --identity "test-${what}" >"${dir}/log" 2>&1 &
   local pid=$! started
   started="$(date +%s.%N)"
   local url="http://127.0.0.1:${port}" i healthy=0
@@ -407,8 +444,16 @@ EOF
   # The probes' port (--health-listen): live, and ready once it leads and serves the API.
   expect_eq "chamberd health port /healthz (${what})" "200 ok" \
     "$(curl -s -w '%{http_code} ' -o "${dir}/healthz" "http://127.0.0.1:${hport}/healthz")$(cat "${dir}/healthz")"
-  expect_eq "chamberd health port /readyz (${what})" "200 ok" \
+  expect_eq "chamberd health port /readyz (${what})" "200 ok: leader" \
     "$(curl -s -w '%{http_code} ' -o "${dir}/readyz" "http://127.0.0.1:${hport}/readyz")$(cat "${dir}/readyz")"
+  # The leader labels its pod, and the Service's selector picks exactly that pod.
+  local selected=""
+  for ((i = 0; i < 50; i++)); do
+    selected="$("${kubectl}" get pods -n "${release_ns}" -l "${selector%,}" -o name 2>&1)"
+    [[ "${selected}" == "pod/${self}" ]] && break
+    sleep 0.1
+  done
+  expect_eq "pods the Service selects while ${self} leads (${what})" "pod/${self}" "${selected}"
 
   # A dashboard token is accepted through TokenReview; none is refused.
   local dash_token
@@ -438,6 +483,8 @@ EOF
   local rc=0
   wait "${pid}" || rc=$?
   expect_eq "chamberd exit status after SIGTERM (${what})" "0" "${rc}"
+  expect_eq "leader label after SIGTERM (${what})" "false" "$("${kubectl}" get pod "${self}" \
+    -n "${release_ns}" -o jsonpath='{.metadata.labels.chamber\.io/leader}')"
   expect_eq "requests refused by RBAC (${what})" "" "$(grep -iE 'forbidden|\b403\b' "${dir}/log" || true)"
   if ((failures > 0)); then
     printf -- '---- chamberd log (%s) ----\n' "${what}" >&2
@@ -510,6 +557,7 @@ run_apply() {
   can yes "${sa}" "${release_ns}" create leases.coordination.k8s.io
   can yes "${sa}" "${release_ns}" get leases.coordination.k8s.io/chamber-scheduler
   can yes "${sa}" "${release_ns}" update leases.coordination.k8s.io/chamber-scheduler
+  can yes "${sa}" "${release_ns}" patch pods
   # ... and nothing broader.
   can no "${sa}" - delete nodes
   can no "${sa}" - update nodes
@@ -524,6 +572,7 @@ run_apply() {
   can no "${sa}" default delete jobs.batch
   can no "${sa}" - patch queues.chamber.io
   can no "${sa}" - delete queues.chamber.io
+  can no "${sa}" "${release_ns}" update pods
   can no "${sa}" "${release_ns}" get leases.coordination.k8s.io/other-lease
   can no "${sa}" "${release_ns}" delete leases.coordination.k8s.io/chamber-scheduler
   can no "${sa}" kube-system create leases.coordination.k8s.io

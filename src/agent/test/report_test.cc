@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/gpu_collector.h"
 #include "agent/nvml_api.h"
 
 namespace chamber::agent {
@@ -72,6 +73,19 @@ TEST(ReportJsonTest, CarriesInventorySamplesAndIncidents) {
   EXPECT_EQ(j["incidents"][0]["xid"], 79);
   EXPECT_TRUE(j["incidents"][0]["closed_at"].is_null());
   EXPECT_EQ(j["health"]["GPU-a"], "fatal");
+}
+
+// chamberd writes these to the Node (docs/health.md, "GPU node labels"): the agent itself has no
+// Kubernetes write access.
+TEST(ReportJsonTest, CarriesTheNodeLabelsForChamberd) {
+  AgentSnapshot snap = Snapshot();
+  snap.labels = NodeLabels(snap.inventory);
+  auto j = ReportJson(snap);
+  ASSERT_TRUE(j["labels"].is_object());
+  EXPECT_EQ(j["labels"]["chamber.io/gpu.count"], "1");
+  EXPECT_EQ(j["labels"]["chamber.io/gpu.driver"], "550.54.15");
+  EXPECT_EQ(j["labels"].size(), snap.labels.size());
+  for (const auto& [key, value] : snap.labels) EXPECT_EQ(j["labels"][key], value) << key;
 }
 
 TEST(RenderMetricsTest, WritesDocumentedFamilies) {

@@ -89,8 +89,8 @@ TEST_F(HealthCommandTest, ListsFencedNodesAndIncidents) {
   EXPECT_NE(o.out.find("No fenced nodes; 0 stale agents."), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("No incidents."), std::string::npos) << o.out;
 
-  ASSERT_TRUE(health_->PostReport(Report("gpu-7", true).dump(), "test").ok());
-  ASSERT_TRUE(health_->PostReport(Report("gpu-8", false).dump(), "test").ok());
+  ASSERT_TRUE(health_->PostReport(Report("gpu-7", true).dump(), "test", "").ok());
+  ASSERT_TRUE(health_->PostReport(Report("gpu-8", false).dump(), "test", "").ok());
   health_->Step();
   o = RunCli({"health", "--server", Server(), "--token", kRead});
   ASSERT_EQ(o.code, 0) << o.err;
@@ -107,8 +107,9 @@ TEST_F(HealthCommandTest, ListsFencedNodesAndIncidents) {
 }
 
 TEST_F(HealthCommandTest, ClearNeedsAnAdminAndAKnownNode) {
-  ASSERT_TRUE(health_->PostReport(Report("gpu-7", true).dump(), "test").ok());
-  ASSERT_TRUE(health_->PostReport(Report("gpu-7", false).dump(), "test").ok());  // healthy again
+  ASSERT_TRUE(health_->PostReport(Report("gpu-7", true).dump(), "test", "").ok());
+  ASSERT_TRUE(
+      health_->PostReport(Report("gpu-7", false).dump(), "test", "").ok());  // healthy again
   health_->Step();
   testing::Output o = RunCli({"health", "clear", "gpu-7", "--server", Server(), "--token", kRead});
   EXPECT_EQ(o.code, kExitFailure);

@@ -1,6 +1,7 @@
-// chamberd's health listener (--health-listen) end to end: two replicas of the real binary
-// against the test control plane. Both answer /healthz; exactly one, the Lease holder, is
-// ready on /readyz while the other names it; when the leader is killed the other becomes ready.
+// chamberd's health listener (--health-listen) and leader label end to end: two replicas of the
+// real binary against the test control plane. Both are live and ready; exactly one pod, the
+// Lease holder's, carries chamber.io/leader=true (what the chart's Service selects), and the
+// label moves when the leader is killed and when it is stopped.
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -67,36 +68,53 @@ class ChamberdHealthE2E : public ::testing::Test {
   }
 
   void Start(const std::string& name) {
-    std::vector<std::string> args = {CHAMBERD_BINARY,
-                                     "--kubeconfig",
-                                     std::getenv("CHAMBER_TEST_KUBECONFIG"),
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--health-listen",
-                                     "127.0.0.1:0",
-                                     "--anonymous",
-                                     "--identity",
-                                     name,
-                                     "--lease-namespace",
-                                     ns_,
-                                     "--lease-duration",
-                                     "3",
-                                     "--renew-deadline",
-                                     "2",
-                                     "--retry-period",
-                                     "0.5"};
+    std::vector<std::string> args = {
+        CHAMBERD_BINARY, "--kubeconfig", std::getenv("CHAMBER_TEST_KUBECONFIG"), "--listen",
+        "127.0.0.1:0", "--health-listen", "127.0.0.1:0", "--anonymous", "--identity", name,
+        "--pod-name", name, "--pod-namespace", ns_, "--lease-namespace", ns_,
+        // Short, but with room for a loaded machine: a leader
+        // whose renewals stall for the renew deadline steps down.
+        "--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "0.5"};
     const pid_t pid = e2e::SpawnLogged(args, (dir_ / (name + ".log")).string());
     ASSERT_GT(pid, 0);
     pids_[name] = pid;
   }
 
-  void Kill(const std::string& name) {
+  // Sends `signal` and waits for the process to end.
+  void Kill(const std::string& name, int signal = SIGKILL) {
     pid_t& pid = pids_[name];
     if (pid <= 0) return;
-    kill(pid, SIGKILL);
+    kill(pid, signal);
     int status = 0;
     waitpid(pid, &status, 0);
     pid = -1;
+  }
+
+  // A pod standing for a replica (no kubelet runs here: nothing starts it).
+  void CreatePod(const std::string& name) {
+    kube::Json pod = {{"metadata", {{"name", name}, {"labels", {{"app", "chamberd"}}}}},
+                      {"spec",
+                       {{"schedulerName", "nobody"},
+                        {"containers", {{{"name", "chamberd"}, {"image", "chamberd:test"}}}}}}};
+    ASSERT_TRUE(client_->Create(kube::resources::kPods, ns_, pod).ok());
+  }
+
+  // The pod's chamber.io/leader label ("" when absent).
+  std::string Label(const std::string& pod) {
+    auto p = client_->Get(kube::resources::kPods, ns_, pod);
+    if (!p.ok()) return "<" + p.status().message() + ">";
+    return (*p)["metadata"].value("labels", kube::Json::object()).value("chamber.io/leader", "");
+  }
+
+  // The pods the chart's Service would select.
+  std::vector<std::string> LabelledLeaders() {
+    kube::ListOptions lo;
+    lo.label_selector = "chamber.io/leader=true";
+    auto pods = client_->List(kube::resources::kPods, ns_, lo);
+    std::vector<std::string> names;
+    if (pods.ok())
+      for (const kube::Json& p : pods->items) names.push_back(p["metadata"].value("name", ""));
+    return names;
   }
 
   // The health port a replica names in its log once it listens; 0 until then.
@@ -104,11 +122,12 @@ class ChamberdHealthE2E : public ::testing::Test {
     std::ifstream log(dir_ / (name + ".log"));
     std::string line;
     const std::string marker = "serving /healthz and /readyz on 127.0.0.1:";
+    int port = 0;  // the last one: a restarted replica appends to its log
     while (std::getline(log, line)) {
       const size_t at = line.find(marker);
-      if (at != std::string::npos) return std::stoi(line.substr(at + marker.size()));
+      if (at != std::string::npos) port = std::stoi(line.substr(at + marker.size()));
     }
-    return 0;
+    return port;
   }
 
   static Reply Get(int port, const std::string& path) {
@@ -132,7 +151,8 @@ class ChamberdHealthE2E : public ::testing::Test {
   std::map<std::string, pid_t> pids_;
 };
 
-TEST_F(ChamberdHealthE2E, EveryReplicaIsLiveOnlyTheLeaderIsReadyAndFailoverMovesReadiness) {
+TEST_F(ChamberdHealthE2E, EveryReplicaIsReadyTheLeaderLabelsItsPodAndFailoverMovesTheLabel) {
+  for (const char* name : {"replica-a", "replica-b"}) CreatePod(name);
   Start("replica-a");
   Start("replica-b");
   std::map<std::string, int> port;
@@ -148,41 +168,64 @@ TEST_F(ChamberdHealthE2E, EveryReplicaIsLiveOnlyTheLeaderIsReadyAndFailoverMoves
     EXPECT_EQ(Get(p, "/healthz").body, "ok\n") << name;
   }
 
-  // Exactly one is ready, and it is the Lease holder (it lists the cluster first).
+  // The Lease holder serves (it lists the cluster first), says so on /readyz and labels its pod;
+  // the standby is ready too, names the leader, and its pod says "false".
   std::string leader;
   ASSERT_TRUE(Eventually(
       [&] {
         leader = LeaseHolder();
-        return !leader.empty() && Get(port[leader], "/readyz").status == 200;
+        return !leader.empty() && Get(port[leader], "/readyz").body == "ok: leader\n" &&
+               Label(leader) == "true";
       },
-      30s));
+      30s))
+      << "leader " << leader << ": " << Get(port[leader], "/readyz").body;
   const std::string standby = leader == "replica-a" ? "replica-b" : "replica-a";
-  EXPECT_EQ(Get(port[leader], "/readyz").body, "ok\n");
-  // The standby names the leader once it has read the Lease (its next attempt, 0.5 s), then
-  // stays unready for several probe periods.
   ASSERT_TRUE(Eventually(
-      [&] { return Get(port[standby], "/readyz").body == "standby: leader is " + leader + "\n"; },
+      [&] {
+        return Get(port[standby], "/readyz").body == "ok: standby: leader is " + leader + "\n" &&
+               Label(standby) == "false";
+      },
       5s))
-      << Get(port[standby], "/readyz").body;
-  for (int i = 0; i < 10; ++i) {
-    const Reply r = Get(port[standby], "/readyz");
-    EXPECT_EQ(r.status, 503);
-    EXPECT_EQ(r.body, "standby: leader is " + leader + "\n");
-    EXPECT_EQ(Get(port[standby], "/healthz").status, 200);
+      << Get(port[standby], "/readyz").body << " label " << Label(standby);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Get(port[standby], "/readyz").status, 200);
     EXPECT_EQ(Get(port[leader], "/readyz").status, 200);
+    EXPECT_EQ(LabelledLeaders(), std::vector<std::string>{leader});
     std::this_thread::sleep_for(200ms);
   }
 
-  // The leader dies without releasing the Lease: after the lease duration (3 s) the standby
-  // takes it and becomes ready.
+  // The leader dies without releasing the Lease or its label: after the lease duration (6 s)
+  // the standby takes over, labels its own pod and clears the dead leader's.
   Kill(leader);
   const auto killed = std::chrono::steady_clock::now();
   EXPECT_EQ(Get(port[leader], "/healthz").status, -1);
-  ASSERT_TRUE(Eventually([&] { return Get(port[standby], "/readyz").status == 200; }, 30s))
+  EXPECT_EQ(Label(leader), "true");
+  ASSERT_TRUE(
+      Eventually([&] { return LabelledLeaders() == std::vector<std::string>{standby}; }, 30s))
       << Get(port[standby], "/readyz").body;
+  EXPECT_EQ(Get(port[standby], "/readyz").body, "ok: leader\n");
   EXPECT_EQ(LeaseHolder(), standby);
-  EXPECT_GE(std::chrono::steady_clock::now() - killed, 2s);
-  EXPECT_EQ(Get(port[standby], "/healthz").status, 200);
+  EXPECT_EQ(Label(leader), "false");
+  EXPECT_GE(std::chrono::steady_clock::now() - killed, 5s);
+
+  // The dead replica restarts in its pod as a standby. The leader is then stopped the way the
+  // kubelet stops it (SIGTERM): it clears its label, then releases the Lease, so the restarted
+  // replica takes over at its next attempt instead of after the lease duration.
+  Start(leader);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        port[leader] = HealthPort(leader);
+        return port[leader] > 0 &&
+               Get(port[leader], "/readyz").body == "ok: standby: leader is " + standby + "\n";
+      },
+      20s));
+  EXPECT_EQ(Label(leader), "false");
+  Kill(standby, SIGTERM);
+  EXPECT_EQ(Label(standby), "false");  // cleared before the process exited
+  ASSERT_TRUE(
+      Eventually([&] { return LabelledLeaders() == std::vector<std::string>{leader}; }, 20s));
+  EXPECT_EQ(LeaseHolder(), leader);
+  EXPECT_EQ(Get(port[leader], "/readyz").body, "ok: leader\n");
 }
 
 }  // namespace

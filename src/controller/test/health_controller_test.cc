@@ -112,6 +112,42 @@ TEST(AgentReportParser, ErrorsNameTheField) {
   EXPECT_EQ(ParseAgentReportText("[]").status().message(), "report: expected an object");
 }
 
+TEST(AgentReportParser, KeepsOnlyTheAgentsOwnLabels) {
+  EXPECT_FALSE(Parse(Report("n1", 1)).labels.has_value());  // no `labels`: leave them alone
+  json j = Report("n1", 1);
+  j["labels"] = {{"chamber.io/gpu.count", "1"},
+                 {"chamber.io/gpu.model", "NVIDIA-H100-80GB-HBM3"},
+                 {"chamber.io/queue", "team-a"},  // not the agent's to set
+                 {"kubernetes.io/hostname", "n1"}};
+  AgentReport r = Parse(j);
+  ASSERT_TRUE(r.labels.has_value());
+  EXPECT_EQ(*r.labels,
+            (std::map<std::string, std::string>{
+                {"chamber.io/gpu.count", "1"}, {"chamber.io/gpu.model", "NVIDIA-H100-80GB-HBM3"}}));
+  j["labels"] = json::object();
+  EXPECT_EQ(Parse(j).labels, (std::map<std::string, std::string>{}));
+}
+
+TEST(AgentReportParser, InvalidAgentLabelsNameTheKey) {
+  json j = Report("n1", 1);
+  j["labels"] = {{"chamber.io/gpu.model", "NVIDIA H100 80GB"}};
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.labels[\"chamber.io/gpu.model\"]: \"NVIDIA H100 80GB\" is not a valid label "
+            "value (at most 63 of A-Z a-z 0-9 . _ -, alphanumeric at both ends)");
+  j["labels"] = {{"chamber.io/gpu.count", 2}};
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.labels[\"chamber.io/gpu.count\"]: expected a string");
+  j["labels"] = {{"chamber.io/gpu.bad-", "x"}};
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.labels[\"chamber.io/gpu.bad-\"]: not a valid label key");
+  j["labels"] = {{"chamber.io/gpu.memory", std::string(64, '1')}};
+  EXPECT_FALSE(ParseAgentReport(j).ok());
+  j["labels"] = json::array();
+  EXPECT_EQ(ParseAgentReport(j).status().message(), "report.labels: expected an object");
+  j["labels"] = {{"chamber.io/gpu.driver", ""}};  // an empty value is a valid label value
+  EXPECT_TRUE(ParseAgentReport(j).ok());
+}
+
 // Any mutation of a valid report is either accepted or rejected with an error naming a report
 // field; the parser never throws or crashes.
 RC_GTEST_PROP(AgentReportParser, MutatedReportsFailCleanly, ()) {
@@ -182,6 +218,24 @@ RC_GTEST_PROP(AgentReportParser, MutatedReportsFailCleanly, ()) {
 }
 
 // --- rules
+
+TEST(HealthController, DesiredCarriesTheLastReportedLabels) {
+  HealthController c(Config());
+  c.Ingest(Parse(Report("n1", 2)), 10);
+  EXPECT_FALSE(c.Desired().at("n1").labels.has_value());
+  json j = Report("n1", 2);
+  j["labels"] = {{"chamber.io/gpu.count", "2"}, {"chamber.io/gpu.memory", "81559"}};
+  c.Ingest(Parse(j), 11);
+  EXPECT_EQ(c.Desired().at("n1").labels,
+            (std::map<std::string, std::string>{{"chamber.io/gpu.count", "2"},
+                                                {"chamber.io/gpu.memory", "81559"}}));
+  c.Ingest(Parse(Report("n1", 2)), 12);  // a report without labels keeps the last ones
+  EXPECT_EQ(c.Desired().at("n1").labels->size(), 2u);
+  j["labels"] = {{"chamber.io/gpu.count", "2"}};
+  c.Ingest(Parse(j), 13);
+  EXPECT_EQ(c.Desired().at("n1").labels,
+            (std::map<std::string, std::string>{{"chamber.io/gpu.count", "2"}}));
+}
 
 TEST(HealthController, HardwareFaultFencesAtOnce) {
   HealthController c(Config());

@@ -9,7 +9,10 @@
 // Expected: X is tainted, annotated and conditioned within 2 s of the Xid (the latency is
 // printed), the Job is preempted with reason HardwareFault and resumes on Y; Y is left alone;
 // the flapping NVLink is one incident; once X's faults close, its fences lift after the
-// probation (2 s here).
+// probation (2 s here). chamberd writes the agents' GPU labels (chamber.io/gpu.*) to both Nodes,
+// removes a stale one and leaves other labels alone, and writes nothing while nothing changes.
+// A service-account token bound to a pod on X (TokenRequest, reviewed by chamberd through
+// TokenReview) may post X's reports and is refused (403) for Y's.
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -46,6 +49,7 @@ using kube::Json;
 constexpr char kAgentToken[] = "agent-token-0123456789abcdef";
 constexpr char kAdminToken[] = "admin-token-0123456789abcdef";
 constexpr char kReadToken[] = "read-token-0123456789abcdef";
+constexpr char kAgentAccount[] = "chamber-agent";
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -137,11 +141,14 @@ class HealthE2E : public ::testing::Test {
                                    << kAdminToken << " admin ops\n"
                                    << kReadToken << " read viewer\n";
     logs_.push_back("chamberd.log");
-    pids_.push_back(Spawn(
-        {CHAMBERD_BINARY, "--kubeconfig", std::getenv("CHAMBER_TEST_KUBECONFIG"), "--config",
-         (dir_ / "config.yaml").string(), "--listen", "127.0.0.1:0", "--no-leader-elect",
-         "--no-token-review", "--token-file", (dir_ / "tokens").string(), "--log-level", "debug"},
-        (dir_ / "chamberd.log").string()));
+    // Token file first; other tokens go to TokenReview, where the test's service account has
+    // the agent role.
+    pids_.push_back(
+        Spawn({CHAMBERD_BINARY, "--kubeconfig", std::getenv("CHAMBER_TEST_KUBECONFIG"), "--config",
+               (dir_ / "config.yaml").string(), "--listen", "127.0.0.1:0", "--no-leader-elect",
+               "--token-file", (dir_ / "tokens").string(), "--agent-user",
+               "system:serviceaccount:" + ns_ + ":" + kAgentAccount, "--log-level", "debug"},
+              (dir_ / "chamberd.log").string()));
     int port = 0;
     EXPECT_TRUE(Eventually(
         [&] {
@@ -228,6 +235,47 @@ class HealthE2E : public ::testing::Test {
   static std::string UnhealthyGpus(const Json& node) {
     return node["metadata"].value("annotations", Json::object()).value(keys::kUnhealthyGpus, "");
   }
+  static Json Labels(const Json& node) { return node["metadata"].value("labels", Json::object()); }
+  static Json AgentLabels(const Json& node) {
+    Json out = Json::object();
+    const Json labels = Labels(node);
+    for (const auto& [k, v] : labels.items())
+      if (k.rfind("chamber.io/gpu.", 0) == 0) out[k] = v;
+    return out;
+  }
+  // The value of one sample of chamberd's /metrics; -1 when it is not there.
+  static double Metric(httplib::Client& api, const std::string& sample) {
+    auto r = api.Get("/metrics",
+                     httplib::Headers{{"Authorization", std::string("Bearer ") + kReadToken}});
+    if (!r || r->status != 200) return -1;
+    const size_t at = r->body.find("\n" + sample + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(r->body.substr(at + sample.size() + 2));
+  }
+  // A token for the test's agent service account bound to a pod on `node`, as the kubelet
+  // projects into the agent's pod.
+  std::string PodBoundToken(const std::string& node) {
+    Json sa = {{"metadata", {{"name", kAgentAccount}}}};
+    EXPECT_TRUE(client_->Create(kube::resources::kServiceAccounts, ns_, sa).ok());
+    Json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "agent-x"}}},
+                {"spec",
+                 {{"nodeName", node},
+                  {"serviceAccountName", kAgentAccount},
+                  {"containers", Json::array({{{"name", "agent"}, {"image", "chamber-agent"}}})}}}};
+    Result<Json> created = client_->Create(kube::resources::kPods, ns_, pod);
+    EXPECT_TRUE(created.ok()) << created.status().ToString();
+    if (!created.ok()) return "";
+    Result<std::string> token = client_->CreateToken(ns_, kAgentAccount, 3600,
+                                                     {{"apiVersion", "v1"},
+                                                      {"kind", "Pod"},
+                                                      {"name", "agent-x"},
+                                                      {"uid", (*created)["metadata"]["uid"]}});
+    EXPECT_TRUE(token.ok()) << token.status().ToString();
+    return token.ok() ? *token : "";
+  }
+
   static Json Condition(const Json& node) {
     for (const Json& c : node["status"].value("conditions", Json::array()))
       if (c.value("type", "") == "ChamberGPUHealthy") return c;
@@ -259,6 +307,7 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   spec.count = 2;
   spec.gpus = 2;
   spec.prefix = ns_ + "-gpu";
+  spec.labels["chamber.io/gpu.mig"] = "stale";  // an agent label no agent reports any more
   ASSERT_TRUE(kubesim::CreateFakeNodes(*client_, spec).ok());
   sim_ = std::make_unique<kubesim::Simulator>(client_.get());
   ASSERT_TRUE(sim_->Start().ok());
@@ -388,6 +437,20 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   ASSERT_TRUE(Eventually([&] { return Condition(Node(node_y)).is_object(); }, 5s));
   EXPECT_EQ(Condition(Node(node_y))["status"], "True");
 
+  // The agents' GPU labels reach both Nodes through chamberd (the fake NVML's two H100s).
+  const Json want_labels = {{"chamber.io/gpu.count", "2"},
+                            {"chamber.io/gpu.driver", "550.54.15"},
+                            {"chamber.io/gpu.memory", "81559"},
+                            {"chamber.io/gpu.model", "NVIDIA-H100-80GB-HBM3"}};
+  for (const std::string& name : {node_x, node_y}) {
+    ASSERT_TRUE(Eventually([&] { return AgentLabels(Node(name)) == want_labels; }, 10s))
+        << name << ": " << Labels(Node(name)).dump();
+    const Json labels = Labels(Node(name));
+    EXPECT_EQ(labels.value("kubernetes.io/hostname", ""), name);  // others left alone
+    EXPECT_EQ(labels.value(kubesim::kFakeNodeLabel, ""), "true");
+    EXPECT_EQ(labels.value(kubesim::kGpuProductLabel, ""), spec.gpu_model);
+  }
+
   // The API: agent tokens may only post; the controller's view shows the fence.
   httplib::Client api("127.0.0.1", port);
   auto get = [&](const char* token, const std::string& path) {
@@ -404,6 +467,29 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
                       R"({"kind":"chamber.io/agent-report/v1","node":7})", "application/json");
   EXPECT_EQ(bad->status, 400);
   EXPECT_NE(bad->body.find("report.node: expected a string"), std::string::npos) << bad->body;
+  EXPECT_EQ(Metric(api, "chamber_health_reports_total{result=\"rejected\"}"), 1);
+
+  // A token bound to a pod on X speaks for X only.
+  const std::string bound = PodBoundToken(node_x);
+  ASSERT_FALSE(bound.empty());
+  auto bound_headers = httplib::Headers{{"Authorization", "Bearer " + bound}};
+  Json own = AgentGet(agent_x, "/v1/report");
+  ASSERT_TRUE(own.is_object());
+  auto own_post = api.Post("/api/v1/agent/reports", bound_headers, own.dump(), "application/json");
+  ASSERT_TRUE(own_post);
+  EXPECT_EQ(own_post->status, 202) << own_post->body;
+  Json other = own;
+  other["node"] = node_y;
+  auto other_post =
+      api.Post("/api/v1/agent/reports", bound_headers, other.dump(), "application/json");
+  ASSERT_TRUE(other_post);
+  EXPECT_EQ(other_post->status, 403) << other_post->body;
+  EXPECT_NE(
+      other_post->body.find("token bound to node " + node_x + " may not report for node " + node_y),
+      std::string::npos)
+      << other_post->body;
+  EXPECT_EQ(Metric(api, "chamber_health_reports_total{result=\"rejected\"}"), 2);
+
   auto health = get(kReadToken, "/api/v1/health");
   ASSERT_EQ(health->status, 200) << health->body;
   Json view = Json::parse(health->body)["controller"];
@@ -448,6 +534,13 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   }
   EXPECT_EQ(nvlink, 1) << view["incidents"].dump();
   EXPECT_EQ(xid79, 1) << view["incidents"].dump();
+
+  // Reports keep arriving, but with nothing to change chamberd writes no Node.
+  const double writes = Metric(api, "chamber_health_node_writes_total{kind=\"node\"}");
+  EXPECT_GT(writes, 0);
+  std::this_thread::sleep_for(3s);  // three pushes of each agent
+  EXPECT_EQ(Metric(api, "chamber_health_node_writes_total{kind=\"node\"}"), writes);
+  EXPECT_EQ(AgentLabels(Node(node_x)), want_labels);
 
   // The operator action answers for known nodes only.
   auto admin = httplib::Headers{{"Authorization", std::string("Bearer ") + kAdminToken}};

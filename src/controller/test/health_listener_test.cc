@@ -32,7 +32,9 @@ TEST(HealthListenerTest, AnswersEachCheckWithItsStatusAndReason) {
   std::atomic<bool> stuck{false}, ready{false};
   HealthChecks checks;
   checks.live = [&]() -> std::string { return stuck ? "leader election stuck: x" : ""; };
-  checks.ready = [&]() -> std::string { return ready ? "" : "standby: leader is replica-a"; };
+  checks.ready = [&]() -> std::string {
+    return ready ? "" : "starting: waiting for the informers to sync";
+  };
   HealthListener listener(checks);
   ASSERT_TRUE(listener.Start("127.0.0.1", 0).ok());
   ASSERT_GT(listener.port(), 0);
@@ -42,7 +44,7 @@ TEST(HealthListenerTest, AnswersEachCheckWithItsStatusAndReason) {
   EXPECT_EQ(r.body, "ok\n");
   r = Get(listener.port(), "/readyz");
   EXPECT_EQ(r.status, 503);
-  EXPECT_EQ(r.body, "standby: leader is replica-a\n");
+  EXPECT_EQ(r.body, "starting: waiting for the informers to sync\n");
 
   ready = true;
   stuck = true;
@@ -57,6 +59,22 @@ TEST(HealthListenerTest, AnswersEachCheckWithItsStatusAndReason) {
   listener.Stop();
   listener.Stop();  // idempotent
   EXPECT_EQ(Get(listener.port(), "/healthz").status, -1);
+}
+
+TEST(HealthListenerTest, APassingReadinessNamesTheRole) {
+  std::atomic<bool> ready{true};
+  HealthChecks checks;
+  checks.ready = [&]() -> std::string { return ready ? "" : "starting: no Lease attempt yet"; };
+  checks.role = [] { return std::string("standby: leader is replica-a"); };
+  HealthListener listener(checks);
+  ASSERT_TRUE(listener.Start("127.0.0.1", 0).ok());
+  Reply r = Get(listener.port(), "/readyz");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok: standby: leader is replica-a\n");
+  ready = false;  // a failing check says why, not the role
+  r = Get(listener.port(), "/readyz");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.body, "starting: no Lease attempt yet\n");
 }
 
 TEST(HealthListenerTest, APortInUseIsAnErrorNamingTheFlag) {

@@ -103,6 +103,72 @@ TEST(HealthWriter, ConditionPatchTestsTheResourceVersionAndKeepsOtherConditions)
       ConditionPatch(Node(Json::object(), nullptr, Json::array({ready, ours})), Fenced({1}), "T3"));
 }
 
+using Labels = std::map<std::string, std::string>;
+
+Json Labeled(Json labels) {
+  Json j = Node();
+  j["metadata"]["labels"] = std::move(labels);
+  return j;
+}
+
+DesiredNode WithLabels(Labels labels) {
+  DesiredNode d = Healthy();
+  d.labels = std::move(labels);
+  return d;
+}
+
+TEST(HealthWriter, LabelPatchAddsChangesAndRemovesOnlyAgentLabels) {
+  const Json foreign = {{"kubernetes.io/hostname", "n1"},
+                        {"chamber.io/queue", "team-a"},
+                        {"chamber.io/gpu", "keep"},  // not under the agent's prefix
+                        {"nvidia.com/gpu.product", "H100"}};
+  Json have = foreign;
+  have["chamber.io/gpu.count"] = "4";            // changes
+  have["chamber.io/gpu.driver"] = "535.104.05";  // stays
+  have["chamber.io/gpu.mig"] = "enabled";        // no longer reported: removed
+  std::optional<Json> p =
+      NodePatch(Labeled(have), WithLabels({{"chamber.io/gpu.count", "8"},
+                                           {"chamber.io/gpu.driver", "535.104.05"},
+                                           {"chamber.io/gpu.model", "NVIDIA-H200"}}));
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)["metadata"]["labels"], (Json{{"chamber.io/gpu.count", "8"},
+                                              {"chamber.io/gpu.model", "NVIDIA-H200"},
+                                              {"chamber.io/gpu.mig", nullptr}}));
+  EXPECT_EQ((*p)["metadata"]["resourceVersion"], "42");  // a conflict fails the write
+  EXPECT_FALSE(p->contains("spec"));
+  EXPECT_FALSE((*p)["metadata"].contains("annotations"));
+
+  // A node with no labels at all gets them added.
+  p = NodePatch(Node(), WithLabels(Labels{{"chamber.io/gpu.count", "0"}}));
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)["metadata"]["labels"], (Json{{"chamber.io/gpu.count", "0"}}));
+}
+
+TEST(HealthWriter, NoLabelWriteWhenTheyMatchOrTheAgentSendsNone) {
+  Json have = {{"kubernetes.io/hostname", "n1"},
+               {"chamber.io/gpu.count", "8"},
+               {"chamber.io/gpu.model", "NVIDIA-H200"}};
+  EXPECT_FALSE(NodePatch(Labeled(have), WithLabels({{"chamber.io/gpu.count", "8"},
+                                                    {"chamber.io/gpu.model", "NVIDIA-H200"}}))
+                   .has_value());
+  EXPECT_FALSE(NodePatch(Labeled(have), Healthy()).has_value());  // nullopt: left alone
+  // An empty set removes every agent label, and only those.
+  std::optional<Json> p = NodePatch(Labeled(have), WithLabels({}));
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)["metadata"]["labels"],
+            (Json{{"chamber.io/gpu.count", nullptr}, {"chamber.io/gpu.model", nullptr}}));
+}
+
+TEST(HealthWriter, LabelsAndFenceGoInOnePatch) {
+  DesiredNode d = Fenced({2});
+  d.labels = Labels{{"chamber.io/gpu.count", "8"}};
+  std::optional<Json> p = NodePatch(Node(), d);
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)["metadata"]["labels"]["chamber.io/gpu.count"], "8");
+  EXPECT_EQ((*p)["metadata"]["annotations"]["chamber.io/unhealthy-gpus"], "2");
+  EXPECT_EQ((*p)["spec"]["taints"].size(), 1u);
+}
+
 TEST(HealthWriter, ObserveFenceReadsTheAnnotations) {
   EXPECT_FALSE(ObserveFence(Node()).has_value());
   std::optional<ObservedFence> f = ObserveFence(

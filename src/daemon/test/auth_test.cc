@@ -50,11 +50,11 @@ TEST(TokenReviewTest, MapsGroupsToRolesAndCaches) {
   TokenReviewAuthenticator a(
       [&](std::string_view token) -> Result<ReviewedUser> {
         ++calls;
-        if (token == "admin-token") return ReviewedUser{true, "ops", {"system:masters"}};
-        if (token == "viewer-token") return ReviewedUser{true, "ann", {"chamber:viewers"}};
-        if (token == "other-token") return ReviewedUser{true, "bob", {"dev"}};
+        if (token == "admin-token") return ReviewedUser{true, "ops", {"system:masters"}, ""};
+        if (token == "viewer-token") return ReviewedUser{true, "ann", {"chamber:viewers"}, ""};
+        if (token == "other-token") return ReviewedUser{true, "bob", {"dev"}, ""};
         if (token == "broken") return Status::Unavailable("apiserver down");
-        return ReviewedUser{false, "", {}};
+        return ReviewedUser{false, "", {}, ""};
       },
       TokenReviewAuthenticator::Options{});
   EXPECT_EQ(a.Authenticate("admin-token")->role, Role::kAdmin);
@@ -81,10 +81,11 @@ TEST(TokenReviewTest, AgentUsersAndGroupsGetTheAgentRole) {
       [](std::string_view token) -> Result<ReviewedUser> {
         if (token == "sa")
           return ReviewedUser{
-              true, "system:serviceaccount:chamber:chamber-agent", {"system:serviceaccounts"}};
-        if (token == "grp") return ReviewedUser{true, "x", {"chamber:agents"}};
-        if (token == "adm") return ReviewedUser{true, "y", {"chamber:agents", "chamber:admins"}};
-        return ReviewedUser{true, "z", {"system:serviceaccounts"}};
+              true, "system:serviceaccount:chamber:chamber-agent", {"system:serviceaccounts"}, ""};
+        if (token == "grp") return ReviewedUser{true, "x", {"chamber:agents"}, ""};
+        if (token == "adm")
+          return ReviewedUser{true, "y", {"chamber:agents", "chamber:admins"}, ""};
+        return ReviewedUser{true, "z", {"system:serviceaccounts"}, ""};
       },
       o);
   EXPECT_EQ(a.Authenticate("sa")->role, Role::kAgent);
@@ -93,12 +94,75 @@ TEST(TokenReviewTest, AgentUsersAndGroupsGetTheAgentRole) {
   EXPECT_EQ(a.Authenticate("other").status().code(), StatusCode::kNotFound);
 }
 
+// A TokenReview of a service-account token the kubelet projected into a pod (Kubernetes 1.30+).
+TEST(TokenReviewTest, ParsesTheBoundNodeFromExtra) {
+  const nlohmann::json bound = nlohmann::json::parse(R"({
+    "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+    "status": {"authenticated": true,
+               "audiences": ["https://kubernetes.default.svc.cluster.local"],
+               "user": {"username": "system:serviceaccount:chamber:chamber-agent",
+                        "uid": "5b1e", "groups": ["system:serviceaccounts",
+                                                  "system:serviceaccounts:chamber",
+                                                  "system:authenticated"],
+                        "extra": {"authentication.kubernetes.io/credential-id": ["JTI=7f"],
+                                  "authentication.kubernetes.io/node-name": ["gpu-node-3"],
+                                  "authentication.kubernetes.io/node-uid": ["a1"],
+                                  "authentication.kubernetes.io/pod-name": ["agent-x"],
+                                  "authentication.kubernetes.io/pod-uid": ["b2"]}}}})");
+  Result<ReviewedUser> u = ParseTokenReview(bound);
+  ASSERT_TRUE(u.ok()) << u.status().ToString();
+  EXPECT_TRUE(u->authenticated);
+  EXPECT_EQ(u->username, "system:serviceaccount:chamber:chamber-agent");
+  EXPECT_EQ(u->groups.size(), 3u);
+  EXPECT_EQ(u->node, "gpu-node-3");
+
+  // A token from a Secret or an older cluster: no extra, no node.
+  Result<ReviewedUser> plain = ParseTokenReview(nlohmann::json::parse(
+      R"({"status": {"authenticated": true, "user": {"username": "u", "groups": ["g"]}}})"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->username, "u");
+  EXPECT_EQ(plain->node, "");
+  Result<ReviewedUser> rejected =
+      ParseTokenReview(nlohmann::json::parse(R"({"status": {"authenticated": false}})"));
+  ASSERT_TRUE(rejected.ok());
+  EXPECT_FALSE(rejected->authenticated);
+
+  Result<ReviewedUser> two = ParseTokenReview(nlohmann::json::parse(
+      R"({"status": {"authenticated": true, "user": {"username": "u",
+          "extra": {"authentication.kubernetes.io/node-name": ["a", "b"]}}}})"));
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().message(),
+            "TokenReview.status.user.extra[\"authentication.kubernetes.io/node-name\"]: expected "
+            "at most one node name");
+}
+
+TEST(TokenReviewTest, PrincipalCarriesTheBoundNode) {
+  TokenReviewAuthenticator::Options o;
+  o.agent_groups = {"system:serviceaccounts:chamber"};
+  TokenReviewAuthenticator a(
+      [](std::string_view token) -> Result<ReviewedUser> {
+        if (token == "pod-bound")
+          return ReviewedUser{true, "sa", {"system:serviceaccounts:chamber"}, "gpu-node-3"};
+        return ReviewedUser{true, "sa", {"system:serviceaccounts:chamber"}, ""};
+      },
+      o);
+  Result<Principal> bound = a.Authenticate("pod-bound");
+  ASSERT_TRUE(bound.ok());
+  EXPECT_EQ(bound->role, Role::kAgent);
+  EXPECT_EQ(bound->node, "gpu-node-3");
+  EXPECT_EQ(a.Authenticate("pod-bound")->node, "gpu-node-3");  // from the cache, too
+  Result<Principal> unbound = a.Authenticate("legacy");
+  ASSERT_TRUE(unbound.ok());
+  EXPECT_EQ(unbound->role, Role::kAgent);
+  EXPECT_EQ(unbound->node, "");
+}
+
 TEST(ChainTest, FirstKnowerAnswers) {
   ChainAuthenticator chain;
   chain.Add(std::move(TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa read\n", "t")).value());
   chain.Add(std::make_unique<TokenReviewAuthenticator>(
       [](std::string_view) -> Result<ReviewedUser> {
-        return ReviewedUser{true, "ops", {"chamber:admins"}};
+        return ReviewedUser{true, "ops", {"chamber:admins"}, ""};
       },
       TokenReviewAuthenticator::Options{}));
   EXPECT_EQ(chain.Authenticate("aaaaaaaaaaaaaaaaaaaa")->role, Role::kRead);
