@@ -176,11 +176,11 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
                   resumed = after.resumes - before.resumes;
     spdlog::log(binds + preempted + resumed > 0 ? spdlog::level::info : spdlog::level::debug,
                 "cycle: snapshot={:.1f}ms engine={:.1f}ms cpu={:.1f}ms apply={:.1f}ms bound={} "
-                "preempted={} resumed={} workloads={} nodes={} derived={}",
+                "preempted={} resumed={} workloads={} nodes={} derived={} reused={}",
                 kb->last_refresh_ms(), d.state()->cycle_ms,
                 kb->last_refresh_cpu_ms() + d.state()->cycle_cpu_ms, kb->last_apply_ms(), binds,
                 preempted, resumed, kb->built().snapshot.workloads.size(),
-                kb->built().snapshot.nodes.size(), kb->last_derived());
+                kb->built().snapshot.nodes.size(), kb->last_derived(), kb->last_reused());
     before = after;
     next += options.tick;
     const auto now = std::chrono::steady_clock::now();

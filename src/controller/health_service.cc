@@ -23,15 +23,24 @@ double HealthService::Now() const {
 
 void HealthService::RestoreFromNodes(double now) {
   if (!lister_) return;
+  std::unordered_map<std::string, std::weak_ptr<const kube::Node>> seen;
   for (const std::shared_ptr<const kube::Node>& n : lister_()) {
-    if (!n || controller_.Knows(n->metadata.name)) continue;
-    const kube::Json j = n->raw.is_object() && n->raw.contains("metadata") ? n->raw : n->ToJson();
-    std::optional<ObservedFence> f = ObserveFence(j);
+    if (!n) continue;
+    // A Node object is read once: the informer hands out a new one when the node changes (the
+    // weak pointer tells a new object at a reused address from the old one).
+    auto last = observed_.find(n->metadata.name);
+    const bool same =
+        last != observed_.end() && !last->second.owner_before(n) && !n.owner_before(last->second);
+    seen.emplace(n->metadata.name, n);
+    if (same || controller_.Knows(n->metadata.name)) continue;
+    const bool has_meta = n->raw.is_object() && n->raw.contains("metadata");
+    std::optional<ObservedFence> f = has_meta ? ObserveFence(n->raw) : ObserveFence(n->ToJson());
     if (!f) continue;
     spdlog::info("health: node {} carries a fence (GPUs {}{}); its probation starts now",
                  n->metadata.name, FormatIndexList(f->gpus), f->held ? ", held" : "");
     controller_.Restore(n->metadata.name, f->gpus, f->held, now);
   }
+  observed_ = std::move(seen);
 }
 
 void HealthService::Start() {

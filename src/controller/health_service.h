@@ -10,7 +10,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "controller/health_controller.h"
@@ -58,6 +60,8 @@ class HealthService : public daemon::HealthApi {
   bool dirty_ = false;
   bool stop_ = false;
   HealthController controller_;
+  // The Node objects RestoreFromNodes has read, by name.
+  std::unordered_map<std::string, std::weak_ptr<const kube::Node>> observed_;
   int64_t reports_accepted_ = 0, reports_rejected_ = 0;
   HealthWriterStats writer_stats_;
   std::thread thread_;

@@ -226,6 +226,7 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   last_refresh_ms_ = MsSince(begin);
   last_refresh_cpu_ms_ = ThreadCpuMs() - begin_cpu;
   last_derived_ = build_cache_.last_derived();
+  last_reused_ = build_cache_.last_reused();
   return &built_.snapshot;
 }
 

@@ -91,6 +91,8 @@ class KubeBackend : public daemon::ClusterBackend {
   double last_refresh_cpu_ms() const { return last_refresh_cpu_ms_; }
   // Objects the last Refresh() derived itself (the others were cached or prepared).
   size_t last_derived() const { return last_derived_; }
+  // Workloads the last Refresh moved over from the snapshot before it (unchanged bare pods).
+  size_t last_reused() const { return last_reused_; }
   double last_apply_ms() const { return last_apply_ms_; }
   // Problems met reading the cluster in the last Refresh().
   const std::vector<std::string>& problems() const { return built_.problems; }
@@ -141,6 +143,7 @@ class KubeBackend : public daemon::ClusterBackend {
 
   double last_refresh_ms_ = 0, last_refresh_cpu_ms_ = 0, last_apply_ms_ = 0;
   size_t last_derived_ = 0;
+  size_t last_reused_ = 0;
 
   std::mutex events_mu_;
   std::condition_variable_any events_cv_;

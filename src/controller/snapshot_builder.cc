@@ -124,7 +124,8 @@ struct PodFacts {
   std::string sort_key;  // "namespace\0name": orders as (namespace, name)
   bool terminal = false;
   int64_t created_ms = 0, started_ms = 0;  // 0: none
-  std::string job_uid;                     // the controlling Job's, if any
+  int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
+  std::string job_uid;       // the controlling Job's, if any
   const std::string* pod_group = nullptr;  // the label, in the pod
   std::vector<int> gpu_indices;            // the annotation, when it parses
   std::string gpu_indices_error;           // why it does not
@@ -350,6 +351,9 @@ class Builder {
     if (status != nullptr && status->is_object() && status->contains("startTime") &&
         (*status)["startTime"].is_string())
       f.started_ms = UnixMs((*status)["startTime"].get<std::string>());
+    for (const kube::Condition& c : p.conditions)
+      if (c.type == "PodScheduled" && c.status == "True")
+        f.scheduled_ms = UnixMs(c.last_transition_time);
     for (const kube::OwnerReference& o : p.metadata.owner_references)
       if (o.controller && o.kind == "Job") {
         f.job_uid = o.uid;
@@ -564,11 +568,17 @@ class Builder {
     return id;
   }
 
+  // When a bound pod began to hold its node: its start, else (not started yet) its bind; 0 for
+  // neither (a bind only assumed, which counts from `now`).
+  static int64_t StartMs(const PodEntry& e) {
+    return e.facts.started_ms != 0 ? e.facts.started_ms : e.facts.scheduled_ms;
+  }
+
   core::Time EarliestBind(const std::vector<const PodEntry*>& pods) const {
     int64_t start = 0;
     for (const PodEntry* e : pods) {
-      int64_t t = e->facts.started_ms;
-      if (t == 0) t = options_.now.count();  // bound, not yet started
+      int64_t t = StartMs(*e);
+      if (t == 0) t = options_.now.count();  // assumed bound
       if (start == 0 || t < start) start = t;
     }
     return core::Time(start);
@@ -803,10 +813,10 @@ class Builder {
   }
 
   void AddSingle(const PodEntry& e, bool running) {
-    // Unchanged since the last build: its workload moves over from that build's snapshot. A
-    // running pod not yet started takes `now` as its start, which moves on.
+    // Unchanged since the last build: its workload moves over from that build's snapshot. A pod
+    // whose bind is only assumed takes `now` as its start, which moves on.
     if (reuse_singles_ && e.single_generation + 1 == cache_.generation &&
-        e.single_running == running && !(running && e.facts.started_ms == 0) &&
+        e.single_running == running && !(running && StartMs(e) == 0) &&
         e.single_index < options_.recycle->snapshot.workloads.size()) {
       const int id = static_cast<int>(out_.snapshot.workloads.size());
       if (running) {

@@ -77,9 +77,9 @@ struct PodSpec {
   int scheduler = 0;                // 0: ours
   int phase = 0;                    // 0 Pending, 1 Running, 2 Succeeded
   int group = -1, job = -1, queue = -1, min_member = 0;
-  int indices = 0;  // 0: none, 1: valid slot, 2: malformed, 3: slot 0
-  int extra = 0;    // 0: nothing, 1: checkpoint annotations, 2: bad grace, 3: deleting
-  int started = 1, version = 0;
+  int indices = 0;               // 0: none, 1: valid slot, 2: malformed, 3: slot 0
+  int extra = 0;                 // 0: nothing, 1: checkpoint annotations, 2: bad grace, 3: deleting
+  int started = 1, version = 0;  // started: 0 no, 1 startTime, 2 PodScheduled=True only
 };
 
 std::shared_ptr<const kube::Pod> MakePod(int id, const PodSpec& s) {
@@ -122,7 +122,11 @@ std::shared_ptr<const kube::Pod> MakePod(int id, const PodSpec& s) {
   if (s.ns == 0) spec["priority"] = 0;
   if (s.node >= 0) spec["nodeName"] = "n" + std::to_string(s.node);
   Json status = {{"phase", s.phase == 0 ? "Pending" : s.phase == 1 ? "Running" : "Succeeded"}};
-  if (s.node >= 0 && s.started) status["startTime"] = "2026-11-30T10:30:00Z";
+  if (s.node >= 0 && s.started == 1) status["startTime"] = "2026-11-30T10:30:00Z";
+  if (s.node >= 0 && s.started == 2)  // bound, not started yet: the API server's condition
+    status["conditions"] = {{{"type", "PodScheduled"},
+                             {"status", "True"},
+                             {"lastTransitionTime", "2026-11-30T10:20:00Z"}}};
   Json j = {{"metadata", meta}, {"spec", spec}, {"status", status}};
   return std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value());
 }
@@ -205,7 +209,7 @@ PodSpec RandomPodSpec() {
   s.min_member = *rc::gen::inRange(0, 3);
   s.indices = *rc::gen::inRange(0, 4);
   s.extra = *rc::gen::element(0, 0, 1, 2, 3);
-  s.started = *rc::gen::inRange(0, 2);
+  s.started = *rc::gen::inRange(0, 3);
   return s;
 }
 
@@ -303,12 +307,17 @@ RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
   }
 }
 
-// The state a Dump gives the workload `name` ("" when it has none).
-std::string StateIn(const std::string& dump, const std::string& name) {
+// The value a Dump gives `field` of the workload `name` ("" when it has none).
+std::string FieldIn(const std::string& dump, const std::string& name, const std::string& field) {
   const size_t line = dump.find("workload " + name + " ");
   if (line == std::string::npos) return "";
-  const size_t at = dump.find(" state=", line);
-  return at == std::string::npos ? "" : dump.substr(at + 7, 1);
+  const size_t at = dump.find(" " + field + "=", line);
+  if (at == std::string::npos || at > dump.find('\n', line)) return "";
+  const size_t from = at + field.size() + 2;
+  return dump.substr(from, dump.find(' ', from) - from);
+}
+std::string StateIn(const std::string& dump, const std::string& name) {
+  return FieldIn(dump, name, "state");
 }
 
 // Builds as chamberd does: cached, each lending its memory to the next. Each result must equal
@@ -337,11 +346,15 @@ class ChainedBuilds {
 TEST(SnapshotCacheTest, UnchangedBarePodsKeepTheirWorkloadsAcrossBuilds) {
   ClusterObjects in;
   in.nodes = {MakeNode(0, 0), MakeNode(1, 0)};
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < 8; ++i) {
     PodSpec s;
     if (i < 2) {  // bound and started
       s.node = i;
       s.phase = 1;
+    }
+    if (i >= 6) {  // bound, not started: p-6 with the bind's PodScheduled=True, p-7 without
+      s.node = 0;
+      s.started = i == 6 ? 2 : 0;
     }
     in.pods.push_back(MakePod(i, s));
   }
@@ -350,24 +363,28 @@ TEST(SnapshotCacheTest, UnchangedBarePodsKeepTheirWorkloadsAcrossBuilds) {
   ChainedBuilds builds;
   builds.Next(in, assumed);
   EXPECT_EQ(builds.reused(), 0u);
-  builds.Next(in, assumed);
-  EXPECT_EQ(builds.reused(), 6u);
+  // All but p-7, whose start is `now` for want of a start or bind time.
+  const std::string second = builds.Next(in, assumed);
+  EXPECT_EQ(builds.reused(), 7u);
+  // p-6 holds its node since its bind (10:20), and p-7 since `now` (0 here).
+  EXPECT_EQ(FieldIn(second, "ns0/p-6", "start"), "1796034000000");
+  EXPECT_EQ(FieldIn(second, "ns0/p-7", "start"), "0");
 
   // A pending pod assumed bound runs (made afresh: its start is `now`), then goes back to
   // pending when the assumption expires (made afresh again: it was running).
   assumed[in.pods[4]->metadata.uid] = {in.pods[4]->metadata.Key(), "n1", {3}, 0};
   EXPECT_EQ(StateIn(builds.Next(in, assumed), "ns0/p-4"), "1");  // kRunning
-  EXPECT_EQ(builds.reused(), 5u);
+  EXPECT_EQ(builds.reused(), 6u);
   assumed.clear();
   EXPECT_EQ(StateIn(builds.Next(in, assumed), "ns0/p-4"), "0");  // kPending
-  EXPECT_EQ(builds.reused(), 5u);
+  EXPECT_EQ(builds.reused(), 6u);
 
   // A new namespace object (its default queue may have changed) makes every workload afresh.
   in.namespaces = MakeNamespaces(1);
   builds.Next(in, assumed);
   EXPECT_EQ(builds.reused(), 0u);
   builds.Next(in, assumed);
-  EXPECT_EQ(builds.reused(), 6u);
+  EXPECT_EQ(builds.reused(), 7u);
 }
 
 TEST(SnapshotCacheTest, OnlyChangedObjectsAreDerivedAgain) {
