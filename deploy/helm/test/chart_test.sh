@@ -338,6 +338,22 @@ can() {
   expect_eq "can-i ${sa}: $* ${nsarg[*]}" "${want}" "${got}"
 }
 
+# sa_kubeconfig <service account> <namespace>: a kubeconfig for the test apiserver holding only
+# a 10-minute token of that service account, on stdout.
+sa_kubeconfig() {
+  local token ca
+  token="$("${kubectl}" create token "$1" -n "$2" --duration 10m)" || return 1
+  ca="$("${kubectl}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
+  cat <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: "${CHAMBER_APISERVER_URL}", certificate-authority-data: "${ca}"}}]
+users: [{name: chamberd, user: {token: "${token}"}}]
+contexts: [{name: test, context: {cluster: test, user: chamberd, namespace: "$2"}}]
+current-context: test
+EOF
+}
+
 # run_chamberd <scheduling|monitoring>: the chamberd binary (CHAMBER_CHAMBERD) with the installed
 # Deployment's arguments and its service account's token, against the test apiserver. It must
 # take the Lease, list and watch everything, answer a dashboard token through TokenReview, and
@@ -354,17 +370,7 @@ run_chamberd() {
   mkdir -p "${dir}/data"
 
   # A kubeconfig holding only the service account's token.
-  local token ca
-  token="$("${kubectl}" create token "${sa}" -n "${release_ns}" --duration 10m)"
-  ca="$("${kubectl}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
-  cat >"${dir}/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "${CHAMBER_APISERVER_URL}", certificate-authority-data: "${ca}"}}]
-users: [{name: chamberd, user: {token: "${token}"}}]
-contexts: [{name: test, context: {cluster: test, user: chamberd, namespace: "${release_ns}"}}]
-current-context: test
-EOF
+  sa_kubeconfig "${sa}" "${release_ns}" >"${dir}/kubeconfig" || fail "token for ${sa}"
 
   # The installed Deployment's arguments, with local paths and free loopback ports.
   local port hport args=()
@@ -658,17 +664,8 @@ time_to_dashboard() {
   local t_helm
   t_helm="$(date +%s.%N)"
   # What the kubelet would start: chamberd with the Deployment's arguments and the token.
-  local token ca port hport args=()
-  token="$("${kubectl}" create token "${rel}" -n "${ns}" --duration 10m)"
-  ca="$("${kubectl}" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
-  cat >"${dir}/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "${CHAMBER_APISERVER_URL}", certificate-authority-data: "${ca}"}}]
-users: [{name: chamberd, user: {token: "${token}"}}]
-contexts: [{name: test, context: {cluster: test, user: chamberd, namespace: "${ns}"}}]
-current-context: test
-EOF
+  local port hport args=()
+  sa_kubeconfig "${rel}" "${ns}" >"${dir}/kubeconfig" || fail "time-to-dashboard: token for ${rel}"
   port="$(free_port)"
   hport="$(free_port)"
   "${kubectl}" get configmap "${rel}" -n "${ns}" -o jsonpath='{.data.chamber\.yaml}' >"${dir}/chamber.yaml"
