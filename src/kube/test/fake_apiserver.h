@@ -261,26 +261,29 @@ class FakeApiServer {
   }
 
   void Watch(const httplib::Request& req, httplib::Response& res, const std::string& collection) {
-    ++watches;
     int64_t from = 0;
     const std::string rv = req.get_param_value("resourceVersion");
     if (!rv.empty()) from = std::stoll(rv);
+    int64_t generation = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (from < compacted_ && !gone_as_error_event) {
         return Fail(res, 410, "Expired", "too old resource version: " + rv);
       }
+      // Taken before the request counts as a watch, so that a CloseWatches() after a test sees
+      // the count ends this stream too.
+      generation = close_generation_;
     }
+    ++watches;
     const int timeout =
         req.has_param("timeoutSeconds") ? std::stoi(req.get_param_value("timeoutSeconds")) : 300;
     const bool bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
-    auto state = std::make_shared<std::pair<int64_t, int64_t>>(from, -1);  // sent rv, generation
+    auto state = std::make_shared<std::pair<int64_t, int64_t>>(from, generation);  // sent rv, gen
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout);
     res.set_chunked_content_provider(
         "application/json",
         [this, state, collection, deadline, bookmarks](size_t, httplib::DataSink& sink) {
           std::unique_lock<std::mutex> lock(mu_);
-          if (state->second < 0) state->second = close_generation_;
           if (state->first < compacted_) {
             Json ev = {{"type", "ERROR"},
                        {"object", StatusJson(410, "Expired", "too old resource version")}};
