@@ -100,7 +100,9 @@ Status TransferError(const HttpRequest& req, const RestConfig& cfg, CURLcode rc,
       hint = "timed out: ";
       break;
     case CURLE_PEER_FAILED_VERIFICATION:
-      hint = "TLS: the server's certificate is not trusted by the configured CA: ";
+      hint =
+          "TLS: the server's certificate is not trusted by the configured CA or does not "
+          "name the server (its host, or tls-server-name when set): ";
       break;
     case CURLE_SSL_CACERT_BADFILE:
       hint = "TLS: the configured CA certificate cannot be loaded: ";
@@ -126,17 +128,80 @@ Transport::Transport(RestConfig config, TransportOptions options)
       tokens_(config_.token, config_.token_file, options.token_refresh),
       bucket_(config_.qps, config_.burst),
       rng_(options.seed != 0 ? options.seed
-                             : static_cast<uint64_t>(Clock::now().time_since_epoch().count())) {}
+                             : static_cast<uint64_t>(Clock::now().time_since_epoch().count())) {
+  url_base_ = config_.server;
+  while (!url_base_.empty() && url_base_.back() == '/') url_base_.pop_back();
+}
+
+Result<ServerUrl> ParseServerUrl(const std::string& server) {
+  ServerUrl u;
+  const size_t scheme_end = server.find("://");
+  if (scheme_end == std::string::npos) {
+    return Status::InvalidArgument("kube config: server \"" + server + "\" is not a URL");
+  }
+  u.scheme = server.substr(0, scheme_end);
+  const size_t authority_start = scheme_end + 3;
+  const size_t path_start = server.find('/', authority_start);
+  const std::string authority = server.substr(authority_start, path_start == std::string::npos
+                                                                   ? std::string::npos
+                                                                   : path_start - authority_start);
+  u.path = path_start == std::string::npos ? "" : server.substr(path_start);
+  while (!u.path.empty() && u.path.back() == '/') u.path.pop_back();
+  // "[v6]:port", "[v6]", "host:port" or "host".
+  size_t host_end = authority.size();
+  if (!authority.empty() && authority.front() == '[') {
+    host_end = authority.find(']');
+    if (host_end == std::string::npos) {
+      return Status::InvalidArgument("kube config: server \"" + server +
+                                     "\": unterminated IPv6 address");
+    }
+    ++host_end;
+  } else {
+    host_end = std::min(authority.find(':'), authority.size());
+  }
+  u.host = authority.substr(0, host_end);
+  if (host_end < authority.size()) {
+    if (authority[host_end] != ':' || host_end + 1 == authority.size()) {
+      return Status::InvalidArgument("kube config: server \"" + server + "\": bad port");
+    }
+    u.port = authority.substr(host_end + 1);
+    if (u.port.find_first_not_of("0123456789") != std::string::npos) {
+      return Status::InvalidArgument("kube config: server \"" + server + "\": port \"" + u.port +
+                                     "\" is not a number");
+    }
+  }
+  if (u.host.empty()) {
+    return Status::InvalidArgument("kube config: server \"" + server + "\" names no host");
+  }
+  u.authority = authority;
+  return u;
+}
 
 Result<std::unique_ptr<Transport>> Transport::Create(const RestConfig& config,
                                                      TransportOptions options) {
   GlobalInit();
   if (config.server.empty()) return Status::InvalidArgument("kube config: no server URL");
-  return std::unique_ptr<Transport>(new Transport(config, options));
+  std::unique_ptr<Transport> t(new Transport(config, options));
+  // tls-server-name applies to TLS only, as in client-go.
+  if (!config.tls_server_name.empty() && config.server.rfind("https://", 0) == 0) {
+    CHAMBER_ASSIGN_OR_RETURN(ServerUrl u, ParseServerUrl(config.server));
+    const std::string port = u.port.empty() ? "443" : u.port;
+    const std::string& name = config.tls_server_name;
+    if (name.find_first_of(":/[]@ ") != std::string::npos) {
+      return Status::InvalidArgument("kube config: tls-server-name \"" + name +
+                                     "\" is not a host name [config: " + config.source + "]");
+    }
+    t->url_base_ = "https://" + name + ":" + port + u.path;
+    t->connect_to_ =
+        curl_slist_append(nullptr, (name + ":" + port + ":" + u.host + ":" + port).c_str());
+    t->host_header_ = "Host: " + u.authority;
+  }
+  return t;
 }
 
 Transport::~Transport() {
   for (void* h : idle_) curl_easy_cleanup(AsCurl(h));
+  curl_slist_free_all(static_cast<curl_slist*>(connect_to_));
 }
 
 void* Transport::Acquire() {
@@ -163,8 +228,9 @@ Status Transport::Configure(void* handle, const HttpRequest& req, void* headers_
   CURL* c = AsCurl(handle);
   auto* headers = static_cast<Headers*>(headers_out);
   curl_easy_reset(c);  // keeps the live connection
-  const std::string url = config_.server + req.path;
+  const std::string url = url_base_ + req.path;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());  // copied by curl
+  if (connect_to_ != nullptr) curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_to_);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
@@ -189,6 +255,7 @@ Status Transport::Configure(void* handle, const HttpRequest& req, void* headers_
     curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
     SetBlob(c, CURLOPT_SSLKEY_BLOB, config_.client_key_pem);
   }
+  if (!host_header_.empty()) headers->Add(host_header_);
   headers->Add("Accept: application/json");
   headers->Add("Expect:");
   if (!req.body.empty() || req.method != "GET") headers->Add("Content-Type: " + req.content_type);

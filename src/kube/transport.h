@@ -49,6 +49,18 @@ struct TransportOptions {
   uint64_t seed = 0;  // jitter seed; 0 picks one from the clock
 };
 
+// The parts of a server URL ("https://[::1]:6443/prefix"): scheme "https", host "[::1]",
+// port "6443" (empty when the URL gives none), path "/prefix" (no trailing '/'), and the
+// authority as written ("[::1]:6443").
+struct ServerUrl {
+  std::string scheme;
+  std::string host;
+  std::string port;
+  std::string path;
+  std::string authority;
+};
+Result<ServerUrl> ParseServerUrl(const std::string& server);
+
 class Transport {
  public:
   static Result<std::unique_ptr<Transport>> Create(const RestConfig& config,
@@ -83,6 +95,12 @@ class Transport {
 
   const RestConfig config_;
   const TransportOptions options_;
+  // Where requests go. With a tls-server-name the URL names that host (so that TLS sends it
+  // as SNI and checks the certificate against it), `connect_to_` sends the connection to the
+  // configured server's address, and `host_header_` keeps the HTTP Host of the server URL.
+  std::string url_base_;
+  void* connect_to_ = nullptr;  // curl_slist*
+  std::string host_header_;
   TokenSource tokens_;
   TokenBucket bucket_;
   std::mutex mu_;

@@ -455,5 +455,34 @@ TEST(ClientTest, ParsesTheTimesItFormats) {
   }
 }
 
+TEST(ClientTest, ParsesServerUrls) {
+  ServerUrl u = ParseServerUrl("https://[::1]:6443/k8s/clusters/c-1/").value();
+  EXPECT_EQ(u.scheme, "https");
+  EXPECT_EQ(u.host, "[::1]");
+  EXPECT_EQ(u.port, "6443");
+  EXPECT_EQ(u.path, "/k8s/clusters/c-1");
+  EXPECT_EQ(u.authority, "[::1]:6443");
+  u = ParseServerUrl("https://api.example.com").value();
+  EXPECT_EQ(u.host, "api.example.com");
+  EXPECT_EQ(u.port, "");
+  EXPECT_EQ(u.path, "");
+  for (const char* bad : {"api.example.com", "https://", "https://[::1",
+                          "https://h:", "https://h:x1", "https://:443"}) {
+    Result<ServerUrl> r = ParseServerUrl(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(bad), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(ClientTest, TlsServerNameIsIgnoredForPlainHttp) {
+  FakeApiServer s;
+  s.Upsert("/api/v1/namespaces", Json{{"metadata", {{"name", "ml"}}}});
+  RestConfig cfg = s.Config();
+  cfg.tls_server_name = "kubernetes.default.svc";
+  std::unique_ptr<Client> c = Client::Create(cfg, FastRetries()).value();
+  Result<Json> ns = c->Get(resources::kNamespaces, "", "ml");
+  ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+}
+
 }  // namespace
 }  // namespace chamber::kube

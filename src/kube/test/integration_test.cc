@@ -611,5 +611,37 @@ TEST_F(KubeIntegrationTest, BadCertificateAndUnreachableServerAreClearErrors) {
       << unreachable.status().message();
 }
 
+// tls-server-name: the certificate is checked against that name while the connection goes to
+// the server URL's address (here 127.0.0.1, whose certificate also names
+// kubernetes.default.svc, as a cluster's apiserver certificate does).
+TEST_F(KubeIntegrationTest, TlsServerNameIsTheNameTheCertificateIsCheckedAgainst) {
+  if (config_.server.rfind("https://", 0) != 0) GTEST_SKIP() << "not a TLS server";
+  TransportOptions once;
+  once.backoff.max_retries = 0;
+  RestConfig named = config_;
+  named.tls_server_name = "kubernetes.default.svc";
+  std::unique_ptr<Client> client = Client::Create(named, once).value();
+  Result<Json> ns = client->Get(resources::kNamespaces, "", ns_);
+  ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+  EXPECT_EQ(ns->at("metadata").at("name"), ns_);
+  // Keep-alive still works through the redirected connection.
+  ASSERT_TRUE(client->Get(resources::kNamespaces, "", ns_).ok());
+  EXPECT_EQ(client->transport().connections_opened(), 1);
+
+  RestConfig wrong = config_;
+  wrong.tls_server_name = "not-the-apiserver.example.com";
+  Result<Json> refused = Client::Create(wrong, once).value()->Get(resources::kNamespaces, "", ns_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(refused.status().message().find("not-the-apiserver.example.com"), std::string::npos)
+      << refused.status().message();
+
+  RestConfig bad = config_;
+  bad.tls_server_name = "host:1";
+  Result<std::unique_ptr<Client>> rejected = Client::Create(bad, once);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("tls-server-name"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace chamber::kube
