@@ -384,6 +384,13 @@ HealthIncident* HealthController::FindIncident(uint64_t id) {
   return it != incidents_.end() && it->id == id ? &*it : nullptr;
 }
 
+double HealthController::BackoffProbation(const Gpu& g) const {
+  // Every earlier fault within the window doubles the probation.
+  const double doublings = g.faults.empty() ? 0.0 : static_cast<double>(g.faults.size() - 1);
+  return std::min(config_.probation_s * std::pow(2.0, std::min(doublings, 60.0)),
+                  std::max(config_.max_probation_s, config_.probation_s));
+}
+
 bool HealthController::AnyFenced(const Node& n) const {
   return std::any_of(n.gpus.begin(), n.gpus.end(), [](const auto& g) { return g.second.fenced; });
 }
@@ -502,10 +509,7 @@ void HealthController::Ingest(const AgentReport& report, double now) {
         Trim(n.faults, now, config_.fault_window_s);
         g.faults.push_back(now);
         n.faults.push_back(now);
-        // Backoff: every earlier fault within the window doubles the probation.
-        const double doublings = static_cast<double>(g.faults.size() - 1);
-        g.probation_s = std::min(config_.probation_s * std::pow(2.0, std::min(doublings, 60.0)),
-                                 std::max(config_.max_probation_s, config_.probation_s));
+        g.probation_s = BackoffProbation(g);
         if (config_.hold_after_faults > 0 && !n.held &&
             static_cast<int>(n.faults.size()) >= config_.hold_after_faults) {
           n.held = true;
@@ -538,16 +542,32 @@ void HealthController::Ingest(const AgentReport& report, double now) {
 }
 
 void HealthController::Restore(const std::string& node, const std::vector<int>& gpus, bool held,
-                               double now) {
+                               const FaultHistory& history, double now) {
   Node& n = nodes_[node];
   n.last_report = now;  // the agent gets stale_after to report
   n.held = n.held || held;
+  std::vector<double> all;
+  for (const auto& [index, times] : history) {
+    Gpu& g = n.gpus[index];
+    std::vector<double> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    for (double t : sorted) {
+      // Faults after `now` are a clock skew between leaders: count them as now.
+      const double at = std::min(t, now);
+      if (now - at > config_.fault_window_s) continue;
+      g.faults.push_back(at);
+      all.push_back(at);
+    }
+  }
+  for (double t : n.faults) all.push_back(t);
+  std::sort(all.begin(), all.end());
+  n.faults.assign(all.begin(), all.end());
   for (int index : gpus) {
     Gpu& g = n.gpus[index];
     if (g.fenced) continue;
     g.fenced = true;
-    g.fenced_at = now;
-    g.probation_s = config_.probation_s;
+    g.fenced_at = g.faults.empty() ? now : g.faults.back();
+    g.probation_s = BackoffProbation(g);
   }
 }
 
@@ -574,6 +594,8 @@ Status HealthController::Clear(const std::string& node, double now) {
 
 std::vector<HealthChange> HealthController::Evaluate(double now) {
   for (auto& [name, n] : nodes_) {
+    Trim(n.faults, now, config_.fault_window_s);
+    for (auto& [index, g] : n.gpus) Trim(g.faults, now, config_.fault_window_s);
     if (!n.stale && now - n.last_report > config_.stale_after_s) {
       n.stale = true;
       changes_.push_back(
@@ -607,6 +629,7 @@ std::map<std::string, DesiredNode> HealthController::Desired() const {
     bool fatal = false, faulty = false;
     std::vector<std::string> why;
     for (const auto& [index, g] : n.gpus) {
+      if (!g.faults.empty()) d.fault_history[index].assign(g.faults.begin(), g.faults.end());
       if (!g.fenced) continue;
       d.unhealthy_gpus.push_back(index);
       faulty = faulty || g.faulty;

@@ -41,6 +41,12 @@ namespace chamber::controller::health {
 inline constexpr char kTaintKey[] = "chamber.io/gpu-unhealthy";
 inline constexpr char kConditionType[] = "ChamberGPUHealthy";
 inline constexpr char kHoldAnnotation[] = "chamber.io/gpu-health-hold";
+// Each GPU's faults within the fault window, so that backoff and hold survive a change of
+// leader: "1:1764500000,1764503600;5:1764510000" (GPU index, then unix seconds).
+inline constexpr char kFaultHistoryAnnotation[] = "chamber.io/gpu-fault-history";
+
+// A node's fault history: GPU index -> times it turned faulty (unix seconds, ascending).
+using FaultHistory = std::map<int, std::vector<double>>;
 // Node labels the agent owns (chamber.io/gpu.count, .model, .memory, .driver): chamberd writes
 // the ones in a node's report to that Node and removes those the report no longer has.
 inline constexpr char kAgentLabelPrefix[] = "chamber.io/gpu.";
@@ -136,6 +142,7 @@ struct DesiredNode {
   // The agent-owned labels (kAgentLabelPrefix) the node should carry, exactly; nullopt: leave
   // them as they are (the agent's reports carry none).
   std::optional<std::map<std::string, std::string>> labels;
+  FaultHistory fault_history;  // within the fault window; empty when there is none
   bool operator==(const DesiredNode&) const = default;
 };
 
@@ -202,9 +209,12 @@ class HealthController {
   // Takes one report, received at `now` (chamberd's clock, unix seconds).
   void Ingest(const AgentReport& report, double now);
 
-  // A fence found on a Node at start (the annotation written by an earlier leader): the GPUs
-  // stay fenced and their probation starts now; `held` restores an operator hold.
-  void Restore(const std::string& node, const std::vector<int>& gpus, bool held, double now);
+  // A fence found on a Node at start (the annotations written by an earlier leader): the GPUs
+  // stay fenced and their probation starts now; `held` restores an operator hold; `history`
+  // restores the faults within the window, so that the backoff of the restored fences and of
+  // later faults, and the count towards a hold, go on where the earlier leader left them.
+  void Restore(const std::string& node, const std::vector<int>& gpus, bool held,
+               const FaultHistory& history, double now);
 
   // Lifts an operator hold and every fence of the node whose GPU reads clean now; forgets its
   // fault history. NotFound for a node the controller does not know.
@@ -256,6 +266,8 @@ class HealthController {
   bool Fence(const std::string& name, Node& n, int index, Gpu& g, double now);
   void Unfence(const std::string& name, Node& n, int index, Gpu& g);
   void Trim(std::deque<double>& times, double now, double window) const;
+  // The probation after a GPU's latest fault: doubled for every earlier one within the window.
+  double BackoffProbation(const Gpu& g) const;
   HealthIncident* FindIncident(uint64_t id);
   bool BreakerBlocks(double now);
 

@@ -36,9 +36,14 @@ void HealthService::RestoreFromNodes(double now) {
     const bool has_meta = n->raw.is_object() && n->raw.contains("metadata");
     std::optional<ObservedFence> f = has_meta ? ObserveFence(n->raw) : ObserveFence(n->ToJson());
     if (!f) continue;
-    spdlog::info("health: node {} carries a fence (GPUs {}{}); its probation starts now",
-                 n->metadata.name, FormatIndexList(f->gpus), f->held ? ", held" : "");
-    controller_.Restore(n->metadata.name, f->gpus, f->held, now);
+    if (!f->history_error.empty())
+      spdlog::warn("health: node {}: {}; its fault history starts empty", n->metadata.name,
+                   f->history_error);
+    if (!f->gpus.empty() || f->held) {
+      spdlog::info("health: node {} carries a fence (GPUs {}{}); its probation starts now",
+                   n->metadata.name, FormatIndexList(f->gpus), f->held ? ", held" : "");
+    }
+    controller_.Restore(n->metadata.name, f->gpus, f->held, f->history, now);
   }
   observed_ = std::move(seen);
 }

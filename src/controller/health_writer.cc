@@ -1,7 +1,9 @@
 #include "controller/health_writer.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 
 #include <spdlog/spdlog.h>
 
@@ -39,6 +41,10 @@ std::optional<Json> NodePatch(const Json& node, const DesiredNode& d) {
   if (Annotation(node, keys::kUnhealthyGpus) != want_gpus)
     patch["metadata"]["annotations"][keys::kUnhealthyGpus] =
         want_gpus.empty() ? Json(nullptr) : Json(want_gpus);
+  const std::string want_history = FormatFaultHistory(d.fault_history);
+  if (Annotation(node, kFaultHistoryAnnotation) != want_history)
+    patch["metadata"]["annotations"][kFaultHistoryAnnotation] =
+        want_history.empty() ? Json(nullptr) : Json(want_history);
   const std::string want_hold = d.held ? "true" : "";
   if (Annotation(node, kHoldAnnotation) != want_hold)
     patch["metadata"]["annotations"][kHoldAnnotation] =
@@ -126,12 +132,71 @@ std::optional<Json> ConditionPatch(const Json& node, const DesiredNode& d, const
   return ops;
 }
 
+std::string FormatFaultHistory(const FaultHistory& h) {
+  std::string out;
+  for (const auto& [index, times] : h) {
+    if (times.empty()) continue;
+    if (!out.empty()) out += ';';
+    out += std::to_string(index) + ':';
+    for (size_t i = 0; i < times.size(); ++i) {
+      if (i > 0) out += ',';
+      out += std::to_string(static_cast<int64_t>(std::floor(times[i])));
+    }
+  }
+  return out;
+}
+
+Result<FaultHistory> ParseFaultHistory(std::string_view text) {
+  FaultHistory out;
+  auto bad = [&](std::string_view entry, const std::string& why) {
+    return Status::InvalidArgument(std::string("annotation ") + kFaultHistoryAnnotation +
+                                   ": entry \"" + std::string(entry) + "\": " + why);
+  };
+  auto number = [](std::string_view s, int64_t max, int64_t* v) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return ec == std::errc() && end == s.data() + s.size() && !s.empty() && *v >= 0 && *v <= max;
+  };
+  size_t pos = 0;
+  while (!text.empty() && pos <= text.size()) {
+    size_t end = text.find(';', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view entry = text.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t colon = entry.find(':');
+    if (colon == std::string_view::npos) return bad(entry, "expected <gpu index>:<times>");
+    int64_t index = 0;
+    if (!number(entry.substr(0, colon), 1023, &index))
+      return bad(entry, "the GPU index is not a number from 0 to 1023");
+    if (out.contains(static_cast<int>(index))) return bad(entry, "GPU index listed twice");
+    std::vector<double>& times = out[static_cast<int>(index)];
+    std::string_view rest = entry.substr(colon + 1);
+    while (true) {
+      const size_t comma = rest.find(',');
+      const std::string_view t = rest.substr(0, comma);
+      int64_t v = 0;
+      if (!number(t, int64_t{1} << 40, &v))
+        return bad(entry, "\"" + std::string(t) + "\" is not a time in unix seconds");
+      times.push_back(static_cast<double>(v));
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    std::sort(times.begin(), times.end());
+  }
+  return out;
+}
+
 std::optional<ObservedFence> ObserveFence(const Json& node) {
   const std::string gpus = Annotation(node, keys::kUnhealthyGpus);
   const bool held = Annotation(node, kHoldAnnotation) == "true";
-  if (gpus.empty() && !held) return std::nullopt;
+  const std::string history = Annotation(node, kFaultHistoryAnnotation);
+  if (gpus.empty() && !held && history.empty()) return std::nullopt;
   ObservedFence f;
   f.held = held;
+  if (Result<FaultHistory> h = ParseFaultHistory(history); h.ok()) {
+    f.history = std::move(*h);
+  } else {
+    f.history_error = h.status().message();
+  }
   Result<std::vector<int>> idx = ParseIndexList(gpus);
   // Not ours to interpret: the snapshot builder takes every GPU as unhealthy and says why.
   if (!idx.ok()) return std::nullopt;

@@ -1,8 +1,9 @@
 // Carries the health controller's desired fencing (health_controller.h) to Node objects:
 //
 //   metadata  `chamber.io/unhealthy-gpus: "1,5"` (the snapshot builder's format: those GPUs are
-//             never given out and the engine preempts their work with reason HardwareFault) and
-//             `chamber.io/gpu-health-hold: "true"` while an operator hold lasts; the labels the
+//             never given out and the engine preempts their work with reason HardwareFault),
+//             `chamber.io/gpu-health-hold: "true"` while an operator hold lasts and
+//             `chamber.io/gpu-fault-history` (the faults within the window); the labels the
 //             agent computed (`chamber.io/gpu.*`), exactly those of its last report: keys it no
 //             longer reports are removed, labels with other keys are never touched;
 //   spec      the taint `chamber.io/gpu-unhealthy` (NoSchedule, or NoExecute for fatal faults by
@@ -36,11 +37,18 @@ std::optional<kube::Json> NodePatch(const kube::Json& node, const DesiredNode& d
 // matches. `now` is an RFC 3339 time for the condition's heartbeat and transition times.
 std::optional<kube::Json> ConditionPatch(const kube::Json& node, const DesiredNode& desired,
                                          const std::string& now);
-// The fence a node carries now (for Restore at start): the annotation's GPU indices and the hold;
-// nullopt when there is none or the annotation does not parse.
+// The fault history annotation's text (kFaultHistoryAnnotation): "1:1764500000,1764503600;5:..."
+// with whole seconds; "" for none. Parse names the bad entry in its error.
+std::string FormatFaultHistory(const FaultHistory& h);
+Result<FaultHistory> ParseFaultHistory(std::string_view text);
+
+// The fence a node carries now (for Restore at start): the annotation's GPU indices, the hold and
+// the fault history; nullopt when there is none of these or the GPU list does not parse.
 struct ObservedFence {
   std::vector<int> gpus;
   bool held = false;
+  FaultHistory history;
+  std::string history_error;  // the history annotation did not parse: why (history is empty)
 };
 std::optional<ObservedFence> ObserveFence(const kube::Json& node);
 

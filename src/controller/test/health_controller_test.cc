@@ -487,13 +487,67 @@ TEST(HealthController, StaleAgentIsReportedNotFencedAndFencesFreeze) {
 
 TEST(HealthController, RestoredFencesServeAProbationFirst) {
   HealthController c(Config());
-  c.Restore("n1", {0, 3}, /*held=*/false, 1000);
+  c.Restore("n1", {0, 3}, /*held=*/false, {}, 1000);
   EXPECT_FALSE(c.Desired().contains("n1")) << "not written before its agent reports";
   c.Ingest(Parse(Report("n1", 4)), 1001);
   c.Evaluate(1050);
   EXPECT_EQ(c.Desired().at("n1").unhealthy_gpus, (std::vector<int>{0, 3}));
   c.Evaluate(1061);
   EXPECT_TRUE(c.Desired().at("n1").unhealthy_gpus.empty());
+}
+
+// A new leader that restores the fault history from the Node goes on exactly as the old one
+// would have: the restored fence keeps its backed-off probation, and later faults count towards
+// the backoff and the hold.
+TEST(HealthController, FaultHistorySurvivesALeaderChange) {
+  HealthControllerConfig cfg = Config();  // probation 60, cap 200, window 3600
+  cfg.hold_after_faults = 3;
+  auto fault = [](int id, int gpu, double at) {
+    return Parse(Report("n1", 2, json::array({Incident(id, gpu, "gpu-lost", "fatal", {}, at)})));
+  };
+  HealthController old_leader(cfg);
+  old_leader.Ingest(fault(1, 0, 1000), 1000);
+  old_leader.Ingest(Parse(Report("n1", 2)), 1001);
+  old_leader.Evaluate(1070);  // GPU 0's probation is over
+  old_leader.Ingest(fault(2, 0, 1100), 1100);
+  old_leader.Ingest(Parse(Report("n1", 2)), 1101);
+  old_leader.Evaluate(1110);
+  const DesiredNode written = old_leader.Desired().at("n1");
+  EXPECT_EQ(written.unhealthy_gpus, std::vector<int>{0});
+  EXPECT_EQ(written.fault_history, (FaultHistory{{0, {1000, 1100}}}));
+
+  for (HealthController* c : {&old_leader, new HealthController(cfg)}) {
+    std::unique_ptr<HealthController> owned(c == &old_leader ? nullptr : c);
+    if (owned) c->Restore("n1", written.unhealthy_gpus, written.held, written.fault_history, 1120);
+    SCOPED_TRACE(owned ? "new leader" : "old leader");
+    c->Ingest(Parse(Report("n1", 2)), 1121);
+    c->Evaluate(1121);
+    ASSERT_EQ(c->Nodes()[0].fenced.size(), 1u);
+    EXPECT_EQ(c->Nodes()[0].fenced[0].probation_s, 120);  // the second fault doubled it
+    EXPECT_EQ(c->Nodes()[0].fenced[0].faults_in_window, 2);
+    // The old leader saw the GPU clean since 1101; the new one starts its probation over.
+    const double clean_since = owned ? 1121 : 1101;
+    c->Evaluate(clean_since + 119);
+    EXPECT_EQ(c->Desired().at("n1").unhealthy_gpus, std::vector<int>{0});
+    c->Evaluate(clean_since + 120);
+    EXPECT_TRUE(c->Desired().at("n1").unhealthy_gpus.empty());
+    // The third fault of the node within the window holds it.
+    c->Ingest(fault(3, 1, 1300), 1300);
+    c->Evaluate(1300);
+    EXPECT_TRUE(c->Desired().at("n1").held);
+    EXPECT_EQ(c->Desired().at("n1").fault_history, (FaultHistory{{0, {1000, 1100}}, {1, {1300}}}));
+    // Faults leave the history as they leave the window.
+    c->Evaluate(1000 + 3600.5);
+    EXPECT_EQ(c->Desired().at("n1").fault_history, (FaultHistory{{0, {1100}}, {1, {1300}}}));
+  }
+}
+
+TEST(HealthController, RestoredHistoryOutsideTheWindowOrInTheFutureIsClamped) {
+  HealthController c(Config());  // window 3600
+  c.Restore("n1", {}, false, {{0, {10, 5000, 9000}}, {1, {100}}}, 5000);
+  c.Ingest(Parse(Report("n1", 2)), 5001);
+  // 10 and 100 are out of the window; 9000 (a later clock) counts as now.
+  EXPECT_EQ(c.Desired().at("n1").fault_history, (FaultHistory{{0, {5000, 5000}}}));
 }
 
 TEST(HealthController, JsonViewShowsFencesAndIncidents) {

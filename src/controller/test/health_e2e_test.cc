@@ -29,6 +29,7 @@
 
 #include <gtest/gtest.h>
 
+#include "controller/health_writer.h"
 #include "controller/queue_resource.h"
 #include "controller/snapshot_builder.h"
 #include "controller/test/e2e_support.h"
@@ -397,6 +398,14 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   Json x = Node(node_x);
   const std::vector<int> fenced = ParseIndexList(UnhealthyGpus(x)).value();
   EXPECT_NE(std::find(fenced.begin(), fenced.end(), gpu), fenced.end()) << UnhealthyGpus(x);
+  // The fault is on the Node too, for the next leader: this GPU, once, at about the injection.
+  Result<health::FaultHistory> history = health::ParseFaultHistory(
+      x["metadata"]["annotations"].value(health::kFaultHistoryAnnotation, ""));
+  ASSERT_TRUE(history.ok()) << history.status().ToString();
+  ASSERT_EQ(history->size(), 1u) << x["metadata"]["annotations"].dump();
+  ASSERT_EQ(history->count(gpu), 1u);
+  ASSERT_EQ(history->at(gpu).size(), 1u);
+  EXPECT_NEAR(history->at(gpu)[0], injected, 3.0);
   ASSERT_TRUE(Eventually([&] { return Condition(Node(node_x)).is_object(); }, 5s));
   EXPECT_EQ(Condition(Node(node_x))["status"], "False");
 

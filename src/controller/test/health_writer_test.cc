@@ -179,5 +179,52 @@ TEST(HealthWriter, ObserveFenceReadsTheAnnotations) {
   EXPECT_FALSE(ObserveFence(Node({{"chamber.io/unhealthy-gpus", "nope"}})).has_value());
 }
 
+TEST(HealthWriter, FaultHistoryIsWrittenReadBackAndRemovedWhenEmpty) {
+  DesiredNode d = Healthy();
+  d.fault_history = {{1, {1764500000.7, 1764503600}}, {5, {1764510000}}};
+  std::optional<Json> p = NodePatch(Node(), d);
+  ASSERT_TRUE(p);
+  const std::string text = (*p)["metadata"]["annotations"]["chamber.io/gpu-fault-history"];
+  EXPECT_EQ(text, "1:1764500000,1764503600;5:1764510000");
+  EXPECT_FALSE(NodePatch(Node({{"chamber.io/gpu-fault-history", text}}), d).has_value());
+  // Read back by a new leader: the history alone is reason enough to restore the node.
+  std::optional<ObservedFence> f = ObserveFence(Node({{"chamber.io/gpu-fault-history", text}}));
+  ASSERT_TRUE(f);
+  EXPECT_TRUE(f->gpus.empty());
+  EXPECT_EQ(f->history, (FaultHistory{{1, {1764500000, 1764503600}}, {5, {1764510000}}}));
+  EXPECT_EQ(f->history_error, "");
+  p = NodePatch(Node({{"chamber.io/gpu-fault-history", text}}), Healthy());
+  ASSERT_TRUE(p);
+  EXPECT_TRUE((*p)["metadata"]["annotations"]["chamber.io/gpu-fault-history"].is_null());
+}
+
+TEST(HealthWriter, BadFaultHistoryNamesTheEntryAndKeepsTheFence) {
+  EXPECT_EQ(ParseFaultHistory("").value(), FaultHistory{});
+  EXPECT_EQ(ParseFaultHistory("3:20,10").value(), (FaultHistory{{3, {10, 20}}}));
+  const std::pair<const char*, const char*> bad[] = {
+      {"1", "entry \"1\": expected <gpu index>:<times>"},
+      {"x:1", "entry \"x:1\": the GPU index is not a number from 0 to 1023"},
+      {"2000:1", "the GPU index is not a number from 0 to 1023"},
+      {"1:5;1:6", "entry \"1:6\": GPU index listed twice"},
+      {"1:", "\"\" is not a time in unix seconds"},
+      {"1:5,,6", "\"\" is not a time in unix seconds"},
+      {"1:-5", "\"-5\" is not a time in unix seconds"},
+      {"1:5.5", "\"5.5\" is not a time in unix seconds"},
+      {"1:5;", "entry \"\": expected <gpu index>:<times>"},
+  };
+  for (const auto& [text, why] : bad) {
+    Result<FaultHistory> r = ParseFaultHistory(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find("chamber.io/gpu-fault-history"), std::string::npos);
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+  }
+  std::optional<ObservedFence> f = ObserveFence(
+      Node({{"chamber.io/unhealthy-gpus", "2"}, {"chamber.io/gpu-fault-history", "2:x"}}));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->gpus, std::vector<int>{2});
+  EXPECT_TRUE(f->history.empty());
+  EXPECT_NE(f->history_error.find("\"x\" is not a time"), std::string::npos) << f->history_error;
+}
+
 }  // namespace
 }  // namespace chamber::controller::health
