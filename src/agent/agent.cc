@@ -66,6 +66,12 @@ void Agent::Start() {
       spdlog::info("GPU {}: {} {} {} MiB at {}{}", g.index, g.uuid, g.name,
                    g.memory_total_bytes >> 20, g.pci_bus_id,
                    g.HasNvLink() ? fmt::format(", {} NVLinks", g.nvlinks_total) : "");
+      for (const MigInstance& m : g.mig) {
+        spdlog::info("GPU {} MIG device {}: {} {} {} MiB, GPU instance {}, compute instance {}",
+                     g.index, m.index, m.uuid, m.name, m.memory_total_bytes.value_or(0) >> 20,
+                     m.gpu_instance_id ? std::to_string(*m.gpu_instance_id) : "?",
+                     m.compute_instance_id ? std::to_string(*m.compute_instance_id) : "?");
+      }
     }
     if (inv.gpus.empty()) spdlog::warn("NVML loaded but found no GPUs");
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -56,7 +57,59 @@ struct Query {
 
 std::string CudaVersionText(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
+// Total memory of a GPU or MIG device handle, newest query first.
+std::optional<std::uint64_t> MemoryTotal(NvmlLibrary& n, nvmlDevice_t h) {
+  if (n.device_get_memory_info_v2) {
+    nvmlMemory_v2_t m{};
+    m.version = nvmlMemory_v2;
+    if (n.device_get_memory_info_v2(h, &m) == NVML_SUCCESS) return m.total;
+  } else if (n.device_get_memory_info) {
+    nvmlMemory_t m{};
+    if (n.device_get_memory_info(h, &m) == NVML_SUCCESS) return m.total;
+  }
+  return std::nullopt;
+}
+
+// The MIG devices of a MIG-enabled GPU. Handle indices run up to the GPU's maximum MIG device
+// count and may have gaps (NVML_ERROR_NOT_FOUND), so every index is asked.
+std::vector<MigInstance> DiscoverMig(NvmlLibrary& n, nvmlDevice_t parent) {
+  std::vector<MigInstance> out;
+  unsigned max_mig = 0;
+  if (!n.device_get_max_mig_device_count || !n.device_get_mig_device_handle_by_index ||
+      n.device_get_max_mig_device_count(parent, &max_mig) != NVML_SUCCESS) {
+    return out;
+  }
+  for (unsigned i = 0; i < max_mig; ++i) {
+    nvmlDevice_t h = nullptr;
+    if (n.device_get_mig_device_handle_by_index(parent, i, &h) != NVML_SUCCESS) continue;
+    MigInstance m;
+    m.index = static_cast<int>(i);
+    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (n.device_get_uuid && n.device_get_uuid(h, buf, sizeof buf) == NVML_SUCCESS) m.uuid = buf;
+    std::memset(buf, 0, sizeof buf);
+    if (n.device_get_name && n.device_get_name(h, buf, sizeof buf) == NVML_SUCCESS) m.name = buf;
+    m.profile = MigProfileFromName(m.name);
+    m.memory_total_bytes = MemoryTotal(n, h);
+    unsigned id = 0;
+    if (n.device_get_gpu_instance_id && n.device_get_gpu_instance_id(h, &id) == NVML_SUCCESS) {
+      m.gpu_instance_id = id;
+    }
+    if (n.device_get_compute_instance_id &&
+        n.device_get_compute_instance_id(h, &id) == NVML_SUCCESS) {
+      m.compute_instance_id = id;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string MigProfileFromName(const std::string& name) {
+  constexpr std::string_view kMarker = " MIG ";
+  size_t at = name.rfind(kMarker);
+  return at == std::string::npos ? std::string() : name.substr(at + kMarker.size());
+}
 
 Inventory GpuCollector::Discover(double now) {
   Inventory inv;
@@ -95,32 +148,15 @@ Inventory GpuCollector::Discover(double now) {
     if (n.device_get_uuid && n.device_get_uuid(h, buf, sizeof buf) == NVML_SUCCESS) g.uuid = buf;
     std::memset(buf, 0, sizeof buf);
     if (n.device_get_name && n.device_get_name(h, buf, sizeof buf) == NVML_SUCCESS) g.name = buf;
-    if (n.device_get_memory_info_v2) {
-      nvmlMemory_v2_t m{};
-      m.version = nvmlMemory_v2;
-      if (n.device_get_memory_info_v2(h, &m) == NVML_SUCCESS) g.memory_total_bytes = m.total;
-    } else if (n.device_get_memory_info) {
-      nvmlMemory_t m{};
-      if (n.device_get_memory_info(h, &m) == NVML_SUCCESS) g.memory_total_bytes = m.total;
-    }
+    g.memory_total_bytes = MemoryTotal(n, h).value_or(0);
     nvmlPciInfo_t pci{};
     if (n.device_get_pci_info && n.device_get_pci_info(h, &pci) == NVML_SUCCESS) {
       g.pci_bus_id = pci.busId;
     }
     unsigned current = 0, pending = 0;
     if (n.device_get_mig_mode && n.device_get_mig_mode(h, &current, &pending) == NVML_SUCCESS) {
-      g.mig_enabled = current == 1;
-      unsigned max_mig = 0;
-      if (current == 1 && n.device_get_max_mig_device_count &&
-          n.device_get_mig_device_handle_by_index &&
-          n.device_get_max_mig_device_count(h, &max_mig) == NVML_SUCCESS) {
-        for (unsigned m = 0; m < max_mig; ++m) {
-          nvmlDevice_t mig = nullptr;
-          if (n.device_get_mig_device_handle_by_index(h, m, &mig) == NVML_SUCCESS) {
-            ++g.mig_instances;
-          }
-        }
-      }
+      g.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+      if (current == NVML_DEVICE_MIG_ENABLE) g.mig = DiscoverMig(n, h);
     }
     if (n.device_get_nvlink_state) {
       for (unsigned link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {

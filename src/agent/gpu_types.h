@@ -11,6 +11,23 @@
 
 namespace chamber::agent {
 
+// One MIG device of a MIG-enabled GPU: a compute instance inside a GPU instance, as NVML lists
+// it under its parent (nvmlDeviceGetMigDeviceHandleByIndex). The NVIDIA device plugin hands it
+// out as "MIG-<uuid>" (or "<gpu index>:<index>" with deviceIDStrategy=index).
+struct MigInstance {
+  int index = 0;     // the MIG device handle index on the parent GPU
+  std::string uuid;  // "MIG-..."; empty when NVML did not say
+  std::string name;  // as NVML names it: "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+  // The profile, the part of the name after "MIG ": "1g.10gb"; empty when the name has none.
+  std::string profile;
+  std::optional<std::uint64_t> memory_total_bytes;
+  std::optional<unsigned> gpu_instance_id;      // unique on the parent GPU
+  std::optional<unsigned> compute_instance_id;  // unique within its GPU instance
+};
+
+// "NVIDIA H100 80GB HBM3 MIG 1g.10gb" -> "1g.10gb"; "" when the name holds no "MIG " part.
+std::string MigProfileFromName(const std::string& name);
+
 struct GpuInfo {
   int index = 0;
   std::string uuid;
@@ -18,7 +35,8 @@ struct GpuInfo {
   std::uint64_t memory_total_bytes = 0;
   std::string pci_bus_id;  // as NVML spells it: "00000000:3B:00.0"
   std::optional<bool> mig_enabled;
-  int mig_instances = 0;
+  // The MIG devices found at discovery, by handle index; empty unless MIG is enabled.
+  std::vector<MigInstance> mig;
   // Links that reported a state; empty on GPUs without NVLink.
   std::vector<int> nvlinks_active;
   int nvlinks_total = 0;

@@ -51,6 +51,14 @@ void PrintText(const chamber::agent::AgentSnapshot& snap) {
         chamber::agent::SeverityName(snap.gpu_severity.count(g.uuid)
                                          ? snap.gpu_severity.at(g.uuid)
                                          : chamber::agent::Severity::kHealthy));
+    for (const auto& m : g.mig) {
+      std::cout << fmt::format(
+          "  MIG {}  {}  {}  {}  gi {}  ci {}\n", m.index, m.uuid,
+          m.profile.empty() ? m.name : m.profile,
+          m.memory_total_bytes ? fmt::format("{} MiB", *m.memory_total_bytes >> 20) : "- MiB",
+          m.gpu_instance_id ? std::to_string(*m.gpu_instance_id) : "-",
+          m.compute_instance_id ? std::to_string(*m.compute_instance_id) : "-");
+    }
   }
   for (const auto& s : snap.samples) {
     std::cout << fmt::format("GPU {}  util {} ({})  power {} W  temp {} C\n", s.index,
@@ -67,7 +75,8 @@ void PrintText(const chamber::agent::AgentSnapshot& snap) {
   }
   for (const auto& [uuid, held] : pods.by_gpu) {
     for (const auto& d : held) {
-      std::cout << fmt::format("{}  pod {}/{}  container {}\n", uuid, d.namespace_name, d.pod,
+      std::cout << fmt::format("{}{}  pod {}/{}  container {}\n", uuid,
+                               d.mig_uuid.empty() ? "" : " " + d.mig_uuid, d.namespace_name, d.pod,
                                d.container);
     }
   }

@@ -81,6 +81,10 @@ typedef enum nvmlValueType_enum {
   NVML_VALUE_TYPE_SIGNED_INT = 5,
 } nvmlValueType_t;
 
+// nvmlDeviceGetMigMode's current and pending modes.
+#define NVML_DEVICE_MIG_DISABLE 0x0
+#define NVML_DEVICE_MIG_ENABLE 0x1
+
 #define NVML_NVLINK_MAX_LINKS 18
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
 #define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
@@ -238,6 +242,9 @@ using DeviceGetNvLinkErrorCounter = nvmlReturn_t(nvmlDevice_t, unsigned int,
                                                  nvmlNvLinkErrorCounter_t, unsigned long long*);
 using DeviceGetMigMode = nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*);
 using DeviceGetMigDeviceHandleByIndex = nvmlReturn_t(nvmlDevice_t, unsigned int, nvmlDevice_t*);
+// nvmlDeviceGetGpuInstanceId and nvmlDeviceGetComputeInstanceId: the ids of a MIG device handle
+// (NVML_ERROR_INVALID_ARGUMENT for a whole GPU's handle).
+using DeviceGetInstanceId = nvmlReturn_t(nvmlDevice_t, unsigned int*);
 using DeviceGetFieldValues = nvmlReturn_t(nvmlDevice_t, int, nvmlFieldValue_t*);
 using EventSetCreate = nvmlReturn_t(nvmlEventSet_t*);
 using DeviceRegisterEvents = nvmlReturn_t(nvmlDevice_t, unsigned long long, nvmlEventSet_t);

@@ -75,6 +75,8 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   lib->Bind(lib->device_get_mig_mode, {"nvmlDeviceGetMigMode"});
   lib->Bind(lib->device_get_max_mig_device_count, {"nvmlDeviceGetMaxMigDeviceCount"});
   lib->Bind(lib->device_get_mig_device_handle_by_index, {"nvmlDeviceGetMigDeviceHandleByIndex"});
+  lib->Bind(lib->device_get_gpu_instance_id, {"nvmlDeviceGetGpuInstanceId"});
+  lib->Bind(lib->device_get_compute_instance_id, {"nvmlDeviceGetComputeInstanceId"});
   lib->Bind(lib->device_get_field_values, {"nvmlDeviceGetFieldValues"});
   lib->Bind(lib->event_set_create, {"nvmlEventSetCreate"});
   lib->Bind(lib->device_register_events, {"nvmlDeviceRegisterEvents"});

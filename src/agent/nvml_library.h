@@ -64,6 +64,8 @@ class NvmlLibrary {
   nvml_fn::DeviceGetMigMode* device_get_mig_mode = nullptr;
   nvml_fn::DeviceGetUint* device_get_max_mig_device_count = nullptr;
   nvml_fn::DeviceGetMigDeviceHandleByIndex* device_get_mig_device_handle_by_index = nullptr;
+  nvml_fn::DeviceGetInstanceId* device_get_gpu_instance_id = nullptr;
+  nvml_fn::DeviceGetInstanceId* device_get_compute_instance_id = nullptr;
   nvml_fn::DeviceGetFieldValues* device_get_field_values = nullptr;
   nvml_fn::EventSetCreate* event_set_create = nullptr;
   nvml_fn::DeviceRegisterEvents* device_register_events = nullptr;

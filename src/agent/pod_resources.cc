@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -72,6 +73,16 @@ std::optional<int> ParseIndex(const std::string& id) {
   return n;
 }
 
+// "<gpu index>:<mig index>" (a MIG device under deviceIDStrategy=index) -> the two indices.
+std::optional<std::pair<int, int>> ParseMigIndex(const std::string& id) {
+  size_t colon = id.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  std::optional<int> gpu = ParseIndex(id.substr(0, colon));
+  std::optional<int> mig = ParseIndex(id.substr(colon + 1));
+  if (!gpu || !mig) return std::nullopt;
+  return std::make_pair(*gpu, *mig);
+}
+
 }  // namespace
 
 const char* AttributionStateName(AttributionState state) {
@@ -128,12 +139,23 @@ PodAttribution Attribute(const Inventory& inventory, const std::vector<DeviceAss
     if (!d.resource_name.starts_with("nvidia.com/")) continue;
     const std::string id = WithoutReplica(d.device_id);
     const std::optional<int> index = ParseIndex(id);
+    const std::optional<std::pair<int, int>> mig_index = ParseMigIndex(id);
     const GpuInfo* gpu = nullptr;
+    const MigInstance* mig = nullptr;
     for (const GpuInfo& g : inventory.gpus) {
       if (g.uuid == id || (index && g.index == *index)) gpu = &g;
+      for (const MigInstance& m : g.mig) {
+        bool by_index = mig_index && g.index == mig_index->first && m.index == mig_index->second;
+        if ((!m.uuid.empty() && m.uuid == id) || by_index) {
+          gpu = &g;
+          mig = &m;
+        }
+      }
     }
     if (gpu != nullptr) {
-      out.by_gpu[gpu->uuid].push_back(d);
+      DeviceAssignment held = d;
+      if (mig != nullptr) held.mig_uuid = mig->uuid;
+      out.by_gpu[gpu->uuid].push_back(std::move(held));
     } else {
       out.unmatched.push_back(d);
     }

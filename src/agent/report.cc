@@ -51,30 +51,39 @@ void RenderPodMetrics(prometheus::TextWriter& w, const AgentSnapshot& snap) {
   w.Family("chamber_gpu_pod_info",
            "The container the kubelet assigned a GPU (or MIG instance) to; always 1.",
            pm::MetricType::kGauge);
-  // gpu, uuid, resource, namespace, pod, container; a set, since time-sliced replicas of one
-  // GPU in one container would otherwise repeat a series.
-  std::set<std::array<std::string, 6>> rows;
+  // gpu, uuid, mig_uuid, resource, namespace, pod, container; a set, since time-sliced replicas
+  // of one GPU in one container would otherwise repeat a series.
+  std::set<std::array<std::string, 7>> rows;
   for (const GpuInfo& g : snap.inventory.gpus) {
     auto held = a.by_gpu.find(g.uuid);
     if (held == a.by_gpu.end()) continue;
     for (const DeviceAssignment& d : held->second) {
-      rows.insert(
-          {std::to_string(g.index), g.uuid, d.resource_name, d.namespace_name, d.pod, d.container});
+      rows.insert({std::to_string(g.index), g.uuid, d.mig_uuid, d.resource_name, d.namespace_name,
+                   d.pod, d.container});
     }
   }
   for (const DeviceAssignment& d : a.unmatched) {
-    rows.insert({"", d.device_id, d.resource_name, d.namespace_name, d.pod, d.container});
+    rows.insert({"", d.device_id, "", d.resource_name, d.namespace_name, d.pod, d.container});
   }
   for (const auto& r : rows) {
     std::vector<pm::Label> labels;
     if (!r[0].empty()) labels.push_back({"gpu", r[0]});
-    labels.insert(labels.end(), {{"uuid", r[1]},
-                                 {"resource", r[2]},
-                                 {"namespace", r[3]},
-                                 {"pod", r[4]},
-                                 {"container", r[5]}});
+    labels.push_back({"uuid", r[1]});
+    if (!r[2].empty()) labels.push_back({"mig_uuid", r[2]});
+    labels.insert(labels.end(),
+                  {{"resource", r[3]}, {"namespace", r[4]}, {"pod", r[5]}, {"container", r[6]}});
     w.Sample(labels, 1);
   }
+}
+
+json MigJson(const MigInstance& m) {
+  return {{"index", m.index},
+          {"uuid", m.uuid},
+          {"name", m.name},
+          {"profile", m.profile},
+          {"memory_total_bytes", Opt(m.memory_total_bytes)},
+          {"gpu_instance_id", Opt(m.gpu_instance_id)},
+          {"compute_instance_id", Opt(m.compute_instance_id)}};
 }
 
 }  // namespace
@@ -82,13 +91,18 @@ void RenderPodMetrics(prometheus::TextWriter& w, const AgentSnapshot& snap) {
 json InventoryJson(const Inventory& inv) {
   json gpus = json::array();
   for (const GpuInfo& g : inv.gpus) {
+    json mig_devices = json::array();
+    for (const MigInstance& m : g.mig) mig_devices.push_back(MigJson(m));
     gpus.push_back({
         {"index", g.index},
         {"uuid", g.uuid},
         {"name", g.name},
         {"memory_total_bytes", g.memory_total_bytes},
         {"pci_bus_id", g.pci_bus_id},
-        {"mig", {{"enabled", Opt(g.mig_enabled)}, {"instances", g.mig_instances}}},
+        {"mig",
+         {{"enabled", Opt(g.mig_enabled)},
+          {"instances", g.mig.size()},
+          {"devices", std::move(mig_devices)}}},
         {"nvlink", {{"links", g.nvlinks_total}, {"active", g.nvlinks_active}}},
         {"gpm_supported", g.gpm_supported},
         {"features", g.features},
@@ -192,7 +206,8 @@ json AssignmentJson(const DeviceAssignment& d) {
           {"pod", d.pod},
           {"container", d.container},
           {"resource", d.resource_name},
-          {"device_id", d.device_id}};
+          {"device_id", d.device_id},
+          {"mig_uuid", d.mig_uuid.empty() ? json(nullptr) : json(d.mig_uuid)}};
 }
 
 json PodResourcesJson(const PodAttribution& a) {
@@ -259,6 +274,35 @@ std::string RenderMetrics(const AgentSnapshot& snap) {
               {"pci_bus_id", g.pci_bus_id},
               {"driver_version", inv.driver_version}},
              1);
+  }
+  // MIG devices under their parent GPU; an id NVML did not report is left out of the labels.
+  w.Family("chamber_gpu_mig_info", "MIG device identity, under its parent GPU; always 1.",
+           pm::MetricType::kGauge);
+  for (const GpuInfo& g : inv.gpus) {
+    std::string index = std::to_string(g.index);
+    for (const MigInstance& m : g.mig) {
+      // Labels are views: the strings they show must outlive the Sample call.
+      std::string mig_index = std::to_string(m.index);
+      std::string gi = m.gpu_instance_id ? std::to_string(*m.gpu_instance_id) : "";
+      std::string ci = m.compute_instance_id ? std::to_string(*m.compute_instance_id) : "";
+      std::vector<pm::Label> labels = {{"gpu", index},
+                                       {"uuid", g.uuid},
+                                       {"mig_index", mig_index},
+                                       {"mig_uuid", m.uuid},
+                                       {"profile", m.profile}};
+      if (m.gpu_instance_id) labels.push_back({"gpu_instance_id", gi});
+      if (m.compute_instance_id) labels.push_back({"compute_instance_id", ci});
+      w.Sample(labels, 1);
+    }
+  }
+  w.Family("chamber_gpu_mig_memory_total_bytes", "Memory of a MIG device.", pm::MetricType::kGauge);
+  for (const GpuInfo& g : inv.gpus) {
+    std::string index = std::to_string(g.index);
+    for (const MigInstance& m : g.mig) {
+      if (!m.memory_total_bytes) continue;
+      w.Sample({{"gpu", index}, {"uuid", g.uuid}, {"mig_uuid", m.uuid}},
+               static_cast<double>(*m.memory_total_bytes));
+    }
   }
 
   // One family per quantity; each sample labelled with the GPU's index and UUID.

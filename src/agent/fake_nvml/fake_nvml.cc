@@ -28,7 +28,8 @@
 #include "agent/nvml_api.h"
 
 struct nvmlDevice_st {
-  int index = 0;
+  int index = 0;  // the GPU
+  int mig = -1;   // for a MIG device handle: its position in the GPU's MIG devices
 };
 struct nvmlEventSet_st {
   std::set<int> devices;
@@ -56,9 +57,22 @@ struct Series {
   }
 };
 
+// The most MIG devices one GPU holds (nvmlDeviceGetMaxMigDeviceCount; 7 on A100 and H100).
+constexpr unsigned kMaxMigDevices = 7;
+
+struct FakeMig {
+  nvmlDevice_st handle;
+  unsigned index = 0;  // the MIG device handle index on the parent
+  std::string uuid;
+  std::string name;
+  unsigned long long memory_total = 0;
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+};
+
 struct FakeGpu {
   nvmlDevice_st handle;
-  std::vector<nvmlDevice_st> mig_handles;
+  std::vector<FakeMig> migs;
   std::string uuid;
   std::string name;
   unsigned long long memory_total = 0;
@@ -70,7 +84,6 @@ struct FakeGpu {
   bool ecc = true;
   bool remap = true;
   int mig_mode = -1;  // -1: not supported
-  int mig_instances = 0;
   double lost_at = -1;
   std::map<std::string, Series> metrics;
 };
@@ -163,6 +176,59 @@ T Get(const json& obj, const char* key, T fallback, const std::string& where) {
   }
 }
 
+// "mig_devices": [{"index", "uuid", "profile", "name", "memory_total_mib", "gpu_instance_id",
+// "compute_instance_id"}, ...], every field optional; or "mig_instances": n for n defaults.
+void ParseMigDevices(const json& g, size_t gpu_index, FakeGpu& gpu, const std::string& where) {
+  if (g.contains("mig_instances") && g.contains("mig_devices")) {
+    Fail(where + ".mig_instances", "give either mig_instances or mig_devices, not both");
+  }
+  json list = json::array();
+  if (g.contains("mig_devices")) {
+    list = g["mig_devices"];
+    if (!list.is_array()) Fail(where + ".mig_devices", "expected a list");
+  } else {
+    int count = Get<int>(g, "mig_instances", 0, where);
+    if (count < 0 || count > static_cast<int>(kMaxMigDevices)) {
+      Fail(where + ".mig_instances", "must be between 0 and 7");
+    }
+    for (int m = 0; m < count; ++m) list.push_back(json::object());
+  }
+  if (!list.empty() && gpu.mig_mode != 1) {
+    Fail(where + (g.contains("mig_devices") ? ".mig_devices" : ".mig_instances"),
+         "MIG devices need \"mig_mode\": 1");
+  }
+  if (list.size() > kMaxMigDevices) Fail(where + ".mig_devices", "at most 7 MIG devices");
+  static const std::set<std::string> kMigKeys = {"index",
+                                                 "uuid",
+                                                 "profile",
+                                                 "name",
+                                                 "memory_total_mib",
+                                                 "gpu_instance_id",
+                                                 "compute_instance_id"};
+  std::set<unsigned> indices;
+  for (size_t m = 0; m < list.size(); ++m) {
+    std::string at = where + ".mig_devices[" + std::to_string(m) + "]";
+    const json& d = list[m];
+    if (!d.is_object()) Fail(at, "expected an object");
+    for (const auto& [key, value] : d.items()) {
+      if (!kMigKeys.count(key)) Fail(at + "." + key, "unknown field");
+    }
+    FakeMig mig;
+    mig.index = Get<unsigned>(d, "index", static_cast<unsigned>(m), at);
+    if (mig.index >= kMaxMigDevices) Fail(at + ".index", "must be below 7");
+    if (!indices.insert(mig.index).second) Fail(at + ".index", "repeats another MIG device's");
+    char uuid[64];
+    std::snprintf(uuid, sizeof uuid, "MIG-00000000-0000-0000-%04zu-%012u", gpu_index, mig.index);
+    mig.uuid = Get<std::string>(d, "uuid", uuid, at);
+    std::string profile = Get<std::string>(d, "profile", "1g.10gb", at);
+    mig.name = Get<std::string>(d, "name", gpu.name + " MIG " + profile, at);
+    mig.memory_total = Get<unsigned long long>(d, "memory_total_mib", 9984, at) << 20;
+    mig.gpu_instance_id = Get<unsigned>(d, "gpu_instance_id", mig.index + 1, at);
+    mig.compute_instance_id = Get<unsigned>(d, "compute_instance_id", 0, at);
+    gpu.migs.push_back(std::move(mig));
+  }
+}
+
 std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
   std::ifstream in(path);
   if (!in) Fail(path, "cannot open the scenario file");
@@ -198,6 +264,7 @@ std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
                                                  "remapped_rows",
                                                  "mig_mode",
                                                  "mig_instances",
+                                                 "mig_devices",
                                                  "lost_at",
                                                  "metrics"};
   for (size_t i = 0; i < gpus.size(); ++i) {
@@ -227,7 +294,7 @@ std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
     gpu.ecc = Get<bool>(g, "ecc", true, where);
     gpu.remap = Get<bool>(g, "remapped_rows", true, where);
     gpu.mig_mode = Get<int>(g, "mig_mode", -1, where);
-    gpu.mig_instances = Get<int>(g, "mig_instances", 0, where);
+    ParseMigDevices(g, i, gpu, where);
     gpu.lost_at = Get<double>(g, "lost_at", -1, where);
     for (const auto& [name, fallback] : MetricDefaults()) {
       gpu.metrics[name].points.emplace_back(0, fallback);
@@ -241,8 +308,11 @@ std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
     }
     sc->gpus.push_back(std::move(gpu));
   }
-  for (auto& gpu : sc->gpus) {
-    gpu.mig_handles.resize(static_cast<size_t>(std::max(0, gpu.mig_instances)));
+  // Handles point into the scenario, so they are set once the GPUs stay where they are.
+  for (size_t i = 0; i < sc->gpus.size(); ++i) {
+    for (size_t m = 0; m < sc->gpus[i].migs.size(); ++m) {
+      sc->gpus[i].migs[m].handle = {static_cast<int>(i), static_cast<int>(m)};
+    }
   }
   json events = doc.value("events", json::array());
   if (!events.is_array()) Fail(path + ": events", "expected a list");
@@ -283,6 +353,29 @@ nvmlReturn_t Device(nvmlDevice_t device, FakeGpu*& gpu, double& t) {
   }
   gpu = &st.scenario->gpus[static_cast<size_t>(device->index)];
   if (&gpu->handle != device) return NVML_ERROR_INVALID_ARGUMENT;
+  t = Now(st);
+  if (gpu->lost_at >= 0 && t >= gpu->lost_at) return NVML_ERROR_GPU_IS_LOST;
+  return NVML_SUCCESS;
+}
+
+// Resolves a GPU or MIG device handle; on success `gpu` is set, and `mig` for a MIG handle
+// (null for a GPU's).
+nvmlReturn_t AnyDevice(nvmlDevice_t device, FakeGpu*& gpu, FakeMig*& mig, double& t) {
+  State& st = S();
+  if (!st.scenario) return NVML_ERROR_UNINITIALIZED;
+  if (device == nullptr || device->index < 0 ||
+      static_cast<size_t>(device->index) >= st.scenario->gpus.size()) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  gpu = &st.scenario->gpus[static_cast<size_t>(device->index)];
+  mig = nullptr;
+  if (device->mig >= 0) {
+    if (static_cast<size_t>(device->mig) >= gpu->migs.size()) return NVML_ERROR_INVALID_ARGUMENT;
+    mig = &gpu->migs[static_cast<size_t>(device->mig)];
+    if (&mig->handle != device) return NVML_ERROR_INVALID_ARGUMENT;
+  } else if (&gpu->handle != device) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
   t = Now(st);
   if (gpu->lost_at >= 0 && t >= gpu->lost_at) return NVML_ERROR_GPU_IS_LOST;
   return NVML_SUCCESS;
@@ -338,8 +431,14 @@ nvmlReturn_t GetHandle(unsigned int index, nvmlDevice_t* device) {
 
 nvmlReturn_t MemoryInfo(nvmlDevice_t device, unsigned long long& total, unsigned long long& used) {
   FakeGpu* g;
+  FakeMig* mig;
   double t;
-  if (nvmlReturn_t rc = Device(device, g, t); rc != NVML_SUCCESS) return rc;
+  if (nvmlReturn_t rc = AnyDevice(device, g, mig, t); rc != NVML_SUCCESS) return rc;
+  if (mig != nullptr) {  // the scenario's memory metric is the whole GPU's
+    total = mig->memory_total;
+    used = 0;
+    return NVML_SUCCESS;
+  }
   total = g->memory_total;
   used = static_cast<unsigned long long>(Metric(*g, "memory_used_mib", t)) << 20;
   return NVML_SUCCESS;
@@ -399,6 +498,16 @@ nvmlReturn_t EventWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int t
   if (nvmlReturn_t rc = Device(device, g, t); rc != NVML_SUCCESS) { \
     return rc;                                                      \
   }
+
+// For the functions that also take a MIG device handle: sets `g`, and `mig` for a MIG handle.
+#define FAKE_ANY_DEVICE(device)                                             \
+  FakeGpu* g;                                                               \
+  FakeMig* mig;                                                             \
+  double t;                                                                 \
+  if (nvmlReturn_t rc = AnyDevice(device, g, mig, t); rc != NVML_SUCCESS) { \
+    return rc;                                                              \
+  }                                                                         \
+  (void)t
 
 extern "C" {
 
@@ -462,15 +571,15 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetHandleByIndex(
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device,
                                                                       char* uuid,
                                                                       unsigned int length) {
-  FAKE_DEVICE(device);
-  return CopyString(g->uuid, uuid, length);
+  FAKE_ANY_DEVICE(device);
+  return CopyString(mig ? mig->uuid : g->uuid, uuid, length);
 }
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device,
                                                                       char* name,
                                                                       unsigned int length) {
-  FAKE_DEVICE(device);
-  return CopyString(g->name, name, length);
+  FAKE_ANY_DEVICE(device);
+  return CopyString(mig ? mig->name : g->name, name, length);
 }
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
@@ -619,7 +728,7 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMaxMigDeviceCou
   FAKE_FUNCTION(nvmlDeviceGetMaxMigDeviceCount);
   FAKE_DEVICE(device);
   if (g->mig_mode < 0) return NVML_ERROR_NOT_SUPPORTED;
-  *count = 7;
+  *count = kMaxMigDevices;
   return NVML_SUCCESS;
 }
 
@@ -627,9 +736,15 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMigDeviceHandle
     nvmlDevice_t device, unsigned int index, nvmlDevice_t* mig) {
   FAKE_FUNCTION(nvmlDeviceGetMigDeviceHandleByIndex);
   FAKE_DEVICE(device);
-  if (index >= g->mig_handles.size()) return NVML_ERROR_NOT_FOUND;
-  *mig = &g->mig_handles[index];
-  return NVML_SUCCESS;
+  if (mig == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g->mig_mode < 0) return NVML_ERROR_NOT_SUPPORTED;
+  for (FakeMig& m : g->migs) {
+    if (m.index == index) {
+      *mig = &m.handle;
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
 }
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
@@ -744,6 +859,25 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetWait_v2(nvmlEven
                                                                         unsigned int timeoutms) {
   FAKE_FUNCTION(nvmlEventSetWait_v2);
   return EventWait(set, data, timeoutms, true);
+}
+
+// Added with MIG; the old-driver build lacks them, so that their absence is exercised.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
+                                                                               unsigned int* id) {
+  FAKE_FUNCTION(nvmlDeviceGetGpuInstanceId);
+  FAKE_ANY_DEVICE(device);
+  if (mig == nullptr || id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *id = mig->gpu_instance_id;
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeInstanceId(
+    nvmlDevice_t device, unsigned int* id) {
+  FAKE_FUNCTION(nvmlDeviceGetComputeInstanceId);
+  FAKE_ANY_DEVICE(device);
+  if (mig == nullptr || id == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *id = mig->compute_instance_id;
+  return NVML_SUCCESS;
 }
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlGpmQueryDeviceSupport(

@@ -105,6 +105,10 @@ TEST(AgentOnceTest, JsonInventoryAndSampleFieldByField) {
   EXPECT_EQ(g1["pci_bus_id"], "00000000:2A:00.0");
   EXPECT_EQ(g1["mig"]["enabled"], true);
   EXPECT_EQ(g1["mig"]["instances"], 3);
+  ASSERT_EQ(g1["mig"]["devices"].size(), 3u);
+  EXPECT_EQ(g1["mig"]["devices"][2]["uuid"], "MIG-2e3f4a5b-6c7d-5e8f-a0b1-c2d3e4f5a6b7");
+  EXPECT_EQ(g1["mig"]["devices"][2]["profile"], "1g.10gb");
+  EXPECT_EQ(g0["mig"]["devices"], json::array());
 
   EXPECT_EQ(r["labels"]["chamber.io/gpu.count"], "2");
   EXPECT_EQ(r["labels"]["chamber.io/gpu.model"], "NVIDIA-H100-80GB-HBM3");
@@ -197,6 +201,104 @@ TEST(AgentOnceTest, OlderDriverMissingFunctionsAreReportedAndTheRestWorks) {
   EXPECT_TRUE(s["recovery_action"].is_null());
   EXPECT_EQ(r["labels"]["chamber.io/gpu.count"], "2");
   EXPECT_EQ(r["incidents"], json::array());
+}
+
+// GPU 1 of the example with two MIG devices, at handle indices 0 and 3.
+json TwoMigDevices() {
+  json scenario = json::parse(Example());
+  scenario["gpus"][1]["mig_devices"] = {{{"uuid", "MIG-4b0e7f5c-1a2d-5e6f-8a9b-0c1d2e3f4a5b"},
+                                         {"profile", "3g.40gb"},
+                                         {"memory_total_mib", 40192},
+                                         {"gpu_instance_id", 2},
+                                         {"compute_instance_id", 0}},
+                                        {{"index", 3},
+                                         {"uuid", "MIG-2e3f4a5b-6c7d-5e8f-a0b1-c2d3e4f5a6b7"},
+                                         {"name", "NVIDIA H100 80GB HBM3 MIG 1c.2g.20gb"},
+                                         {"memory_total_mib", 19968},
+                                         {"gpu_instance_id", 5},
+                                         {"compute_instance_id", 1}}};
+  return scenario;
+}
+
+TEST(AgentOnceTest, MigDevicesAreListedUnderTheirParentGpu) {
+  json r = RunOnce(TwoMigDevices().dump(), "mig");
+  EXPECT_EQ(r["inventory"]["nvml"]["missing_functions"], json::array());
+  const json& g0 = r["inventory"]["gpus"][0];
+  EXPECT_EQ(g0["mig"], json({{"enabled", false}, {"instances", 0}, {"devices", json::array()}}));
+  const json& mig = r["inventory"]["gpus"][1]["mig"];
+  EXPECT_EQ(mig["enabled"], true);
+  EXPECT_EQ(mig["instances"], 2);
+  ASSERT_EQ(mig["devices"].size(), 2u) << mig;
+  EXPECT_EQ(mig["devices"][0], json({{"index", 0},
+                                     {"uuid", "MIG-4b0e7f5c-1a2d-5e6f-8a9b-0c1d2e3f4a5b"},
+                                     {"name", "NVIDIA H100 80GB HBM3 MIG 3g.40gb"},
+                                     {"profile", "3g.40gb"},
+                                     {"memory_total_bytes", 40192ULL << 20},
+                                     {"gpu_instance_id", 2},
+                                     {"compute_instance_id", 0}}));
+  EXPECT_EQ(mig["devices"][1], json({{"index", 3},
+                                     {"uuid", "MIG-2e3f4a5b-6c7d-5e8f-a0b1-c2d3e4f5a6b7"},
+                                     {"name", "NVIDIA H100 80GB HBM3 MIG 1c.2g.20gb"},
+                                     {"profile", "1c.2g.20gb"},
+                                     {"memory_total_bytes", 19968ULL << 20},
+                                     {"gpu_instance_id", 5},
+                                     {"compute_instance_id", 1}}));
+  // The parent's figures stay the whole GPU's.
+  EXPECT_EQ(r["inventory"]["gpus"][1]["memory_total_bytes"], 81559ULL << 20);
+  EXPECT_EQ(r["inventory"]["gpu_count"], 2);
+
+  std::string path = WriteTemp("mig-text.json", TwoMigDevices().dump());
+  AgentProcess p(Args({"--once"}), path, "mig-text");
+  ASSERT_EQ(p.Wait(), 0) << p.Stderr();
+  EXPECT_NE(p.Stdout().find("  MIG 3  MIG-2e3f4a5b-6c7d-5e8f-a0b1-c2d3e4f5a6b7  1c.2g.20gb  19968 "
+                            "MiB  gi 5  ci 1\n"),
+            std::string::npos)
+      << p.Stdout();
+}
+
+TEST(AgentOnceTest, MigInstanceIdsStayAbsentWithoutTheirFunctions) {
+  // A driver without the symbols: named in missing_functions, the ids null, the rest reported.
+  json r = RunOnce(TwoMigDevices().dump(), "mig-old", {}, CHAMBER_FAKE_NVML_OLD);
+  const json& missing = r["inventory"]["nvml"]["missing_functions"];
+  auto has = [&](const std::string& f) {
+    return std::find(missing.begin(), missing.end(), f) != missing.end();
+  };
+  EXPECT_TRUE(has("nvmlDeviceGetGpuInstanceId")) << missing;
+  EXPECT_TRUE(has("nvmlDeviceGetComputeInstanceId")) << missing;
+  const json& devices = r["inventory"]["gpus"][1]["mig"]["devices"];
+  ASSERT_EQ(devices.size(), 2u);
+  for (const json& d : devices) {
+    EXPECT_TRUE(d["gpu_instance_id"].is_null()) << d;
+    EXPECT_TRUE(d["compute_instance_id"].is_null()) << d;
+  }
+  EXPECT_EQ(devices[1]["uuid"], "MIG-2e3f4a5b-6c7d-5e8f-a0b1-c2d3e4f5a6b7");
+  EXPECT_EQ(devices[1]["memory_total_bytes"], 19968ULL << 20);  // through the v1 fallback
+
+  // A symbol that answers NVML_ERROR_FUNCTION_NOT_FOUND: that id null, the other reported.
+  json scenario = TwoMigDevices();
+  scenario["missing_functions"] = {"nvmlDeviceGetComputeInstanceId"};
+  r = RunOnce(scenario.dump(), "mig-noci");
+  const json& d1 = r["inventory"]["gpus"][1]["mig"]["devices"][1];
+  EXPECT_EQ(d1["gpu_instance_id"], 5);
+  EXPECT_TRUE(d1["compute_instance_id"].is_null()) << d1;
+}
+
+TEST(AgentOnceTest, BadMigScenarioNamesTheField) {
+  json scenario = TwoMigDevices();
+  scenario["gpus"][1]["mig_devices"][1]["index"] = 0;
+  std::string err;
+  json r = RunOnce(scenario.dump(), "mig-dup", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_EQ(r["inventory"]["nvml"]["loaded"], false);
+  EXPECT_NE(err.find("mig-dup.json: gpus[1].mig_devices[1].index: repeats another MIG device's"),
+            std::string::npos)
+      << err;
+
+  scenario = TwoMigDevices();
+  scenario["gpus"][1]["mig_mode"] = 0;
+  RunOnce(scenario.dump(), "mig-off", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_NE(err.find("mig-off.json: gpus[1].mig_devices: MIG devices need \"mig_mode\": 1"),
+            std::string::npos)
+      << err;
 }
 
 TEST(AgentOnceTest, NoNvmlSaysSoAndReportsAnEmptyInventory) {
@@ -480,7 +582,16 @@ TEST(NvmlLibraryTest, CollectsFromTheFakeInProcess) {
   GpuCollector collector(std::move(lib).value());
   Inventory inv = collector.Discover(100);
   ASSERT_EQ(inv.gpus.size(), 2u);
-  EXPECT_EQ(inv.gpus[1].mig_instances, 3);
+  ASSERT_EQ(inv.gpus[1].mig.size(), 3u);
+  const MigInstance& m = inv.gpus[1].mig[0];
+  EXPECT_EQ(m.index, 0);
+  EXPECT_EQ(m.uuid, "MIG-4b0e7f5c-1a2d-5e6f-8a9b-0c1d2e3f4a5b");
+  EXPECT_EQ(m.name, "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
+  EXPECT_EQ(m.profile, "3g.40gb");
+  EXPECT_EQ(m.memory_total_bytes, 40192ULL << 20);
+  EXPECT_EQ(m.gpu_instance_id, 2u);
+  EXPECT_EQ(m.compute_instance_id, 0u);
+  EXPECT_TRUE(inv.gpus[0].mig.empty());
   GpuSample s = collector.Sample(0, 101);
   EXPECT_EQ(s.utilization_source, UtilizationSource::kGpm);
   EXPECT_EQ(s.sm_active, 63.5);

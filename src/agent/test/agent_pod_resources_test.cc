@@ -82,6 +82,55 @@ TEST(AgentPodResourcesTest, OnceJsonNamesThePodOfEachGpu) {
   EXPECT_EQ(kubelet.calls(), 1);
 }
 
+// The example's GPU 1 is MIG-enabled; these are two of its MIG devices.
+constexpr const char* kMig40 = "MIG-4b0e7f5c-1a2d-5e6f-8a9b-0c1d2e3f4a5b";
+constexpr const char* kMig10 = "MIG-2e3f4a5b-6c7d-5e8f-a0b1-c2d3e4f5a6b7";
+
+TEST(AgentPodResourcesTest, MigDevicesAreAttributedToTheirParentGpu) {
+  FakeKubelet kubelet(SocketPath("mig.sock"));
+  kubelet.SetAssignments({{"nvidia.com/mig-3g.40gb", kMig40, "team-a", "trainer", "main"},
+                          {"nvidia.com/mig-1g.10gb", "1:2", "team-b", "infer", "server"},
+                          {"nvidia.com/mig-1g.10gb", "MIG-0d1e", "team-c", "stale", "c"}});
+  AgentProcess once(Args(kubelet.socket_path(), {"--once", "-o", "json"}), Scenario("mig-once"),
+                    "mig-once");
+  ASSERT_EQ(once.Wait(), 0) << once.Stderr();
+  json r = json::parse(once.Stdout());
+  EXPECT_EQ(r["samples"][0]["pods"], json::array());
+  const json& pods = r["samples"][1]["pods"];
+  ASSERT_EQ(pods.size(), 2u) << r["samples"][1];
+  EXPECT_EQ(pods[0]["pod"], "trainer");
+  EXPECT_EQ(pods[0]["device_id"], kMig40);
+  EXPECT_EQ(pods[0]["mig_uuid"], kMig40);
+  EXPECT_EQ(pods[1]["pod"], "infer");
+  EXPECT_EQ(pods[1]["device_id"], "1:2");
+  EXPECT_EQ(pods[1]["mig_uuid"], kMig10);
+  ASSERT_EQ(r["pod_resources"]["unmatched"].size(), 1u);
+  EXPECT_EQ(r["pod_resources"]["unmatched"][0]["device_id"], "MIG-0d1e");
+
+  ServingAgent agent(
+      Args(kubelet.socket_path(), {"--interval", "0.1", "--pod-resources-interval", "0.1"}),
+      Scenario("mig-serve"), "mig-serve");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  const std::string trainer = std::string("chamber_gpu_pod_info{gpu=\"1\",uuid=\"") + kUuid1 +
+                              "\",mig_uuid=\"" + kMig40 +
+                              "\",resource=\"nvidia.com/mig-3g.40gb\",namespace=\"team-a\","
+                              "pod=\"trainer\",container=\"main\"} 1\n";
+  std::string metrics;
+  ASSERT_TRUE(Eventually([&] {
+    metrics = agent.Get("/metrics");
+    return metrics.find(trainer) != std::string::npos;
+  })) << metrics;
+  EXPECT_THAT(metrics, HasSubstr(std::string("chamber_gpu_mig_info{gpu=\"1\",uuid=\"") + kUuid1 +
+                                 "\",mig_index=\"0\",mig_uuid=\"" + kMig40 +
+                                 "\",profile=\"3g.40gb\",gpu_instance_id=\"2\","
+                                 "compute_instance_id=\"0\"} 1\n"));
+  EXPECT_THAT(metrics,
+              HasSubstr(std::string("chamber_gpu_mig_memory_total_bytes{gpu=\"1\",uuid=\"") +
+                        kUuid1 + "\",mig_uuid=\"" + kMig10 + "\"} 10334765056\n"));
+  EXPECT_THAT(metrics, HasSubstr("chamber_gpu_pod_info{uuid=\"MIG-0d1e\""));
+  EXPECT_EQ(agent.process().Terminate(), 0);
+}
+
 TEST(AgentPodResourcesTest, OnceTextNamesThePod) {
   FakeKubelet kubelet(SocketPath("once-text.sock"));
   kubelet.SetAssignments({{"nvidia.com/gpu", kUuid0, "team-a", "trainer-0", "main"}});

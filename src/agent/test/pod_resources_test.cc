@@ -41,7 +41,7 @@ DeviceAssignment A(std::string resource, std::string id, std::string ns, std::st
   return {std::move(resource), std::move(id), std::move(ns), std::move(pod), std::move(container)};
 }
 
-TEST(AttributeTest, MatchesUuidsAndTimeSlicedReplicasAndKeepsMigApart) {
+TEST(AttributeTest, MatchesUuidsAndTimeSlicedReplicasAndLeavesUnknownDevicesUnmatched) {
   std::vector<DeviceAssignment> devices = {
       A("nvidia.com/gpu", kUuid0, "team-a", "trainer-0", "main"),
       A("nvidia.com/gpu.shared", std::string(kUuid1) + "::0", "team-b", "notebook-1", "jupyter"),
@@ -70,6 +70,56 @@ TEST(AttributeTest, IndexDeviceIdsNameGpusByIndex) {
   EXPECT_EQ(a.by_gpu.at(kUuid0), std::vector<DeviceAssignment>{devices[1]});
   EXPECT_EQ(a.by_gpu.at(kUuid1), std::vector<DeviceAssignment>{devices[0]});
   EXPECT_EQ(a.unmatched, (std::vector<DeviceAssignment>{devices[2], devices[3]}));
+}
+
+constexpr const char* kMig10 = "MIG-5c1e2a3b-0000-4000-8000-000000000001";
+constexpr const char* kMig13 = "MIG-5c1e2a3b-0000-4000-8000-000000000003";
+
+// GPU 1 is MIG-enabled with MIG devices at handle indices 0 and 3.
+Inventory TwoGpusOneWithMig() {
+  Inventory inv = TwoGpus();
+  GpuInfo& g1 = inv.gpus[1];
+  g1.mig_enabled = true;
+  MigInstance m0;
+  m0.index = 0;
+  m0.uuid = kMig10;
+  m0.profile = "3g.40gb";
+  MigInstance m3;
+  m3.index = 3;
+  m3.uuid = kMig13;
+  m3.profile = "1g.10gb";
+  g1.mig = {m0, m3};
+  return inv;
+}
+
+TEST(AttributeTest, MigDevicesCountAgainstTheirParentGpu) {
+  std::vector<DeviceAssignment> devices = {
+      A("nvidia.com/mig-3g.40gb", kMig10, "team-a", "trainer", "main"),
+      A("nvidia.com/mig-1g.10gb", std::string(kMig13) + "::2", "team-b", "nb", "jupyter"),
+      A("nvidia.com/mig-1g.10gb", "1:3", "team-c", "infer", "server"),  // index strategy
+      A("nvidia.com/mig-1g.10gb", "1:1", "team-d", "gap", "c"),         // no MIG device 1 on GPU 1
+      A("nvidia.com/mig-1g.10gb", "0:0", "team-d", "nomig", "c"),       // GPU 0 has no MIG
+      A("nvidia.com/mig-1g.10gb", "MIG-created-later", "team-e", "new", "c"),
+      A("nvidia.com/gpu", kUuid0, "team-f", "whole", "c"),
+  };
+  PodAttribution a = Attribute(TwoGpusOneWithMig(), devices);
+  ASSERT_EQ(a.by_gpu.size(), 2u);
+  const std::vector<DeviceAssignment>& on_gpu1 = a.by_gpu.at(kUuid1);
+  ASSERT_EQ(on_gpu1.size(), 3u);
+  EXPECT_EQ(on_gpu1[0].pod, "trainer");
+  EXPECT_EQ(on_gpu1[0].device_id, kMig10);
+  EXPECT_EQ(on_gpu1[0].mig_uuid, kMig10);
+  EXPECT_EQ(on_gpu1[1].pod, "nb");
+  EXPECT_EQ(on_gpu1[1].device_id, std::string(kMig13) + "::2");
+  EXPECT_EQ(on_gpu1[1].mig_uuid, kMig13);
+  EXPECT_EQ(on_gpu1[2].pod, "infer");
+  EXPECT_EQ(on_gpu1[2].device_id, "1:3");
+  EXPECT_EQ(on_gpu1[2].mig_uuid, kMig13);
+  ASSERT_EQ(a.by_gpu.at(kUuid0).size(), 1u);
+  EXPECT_EQ(a.by_gpu.at(kUuid0)[0].pod, "whole");
+  EXPECT_EQ(a.by_gpu.at(kUuid0)[0].mig_uuid, "");
+  EXPECT_EQ(a.unmatched, (std::vector<DeviceAssignment>{devices[3], devices[4], devices[5]}));
+  for (const DeviceAssignment& d : a.unmatched) EXPECT_EQ(d.mig_uuid, "") << d.device_id;
 }
 
 TEST(AttributeTest, NoGpuDevicesMeansNoAttribution) {
@@ -242,7 +292,8 @@ TEST(PodReportTest, JsonNamesThePodsPerGpuSample) {
                                       {"pod", "trainer-0"},
                                       {"container", "main"},
                                       {"resource", "nvidia.com/gpu.shared"},
-                                      {"device_id", std::string(kUuid0) + "::0"}}));
+                                      {"device_id", std::string(kUuid0) + "::0"},
+                                      {"mig_uuid", nullptr}}));
   EXPECT_EQ(pods0[2]["pod"], "nb");
   EXPECT_EQ(r["samples"][1]["pods"], nlohmann::json::array());
   EXPECT_EQ(r["pod_resources"]["state"], "available");
@@ -257,6 +308,40 @@ TEST(PodReportTest, JsonNamesThePodsPerGpuSample) {
   EXPECT_EQ(r["pod_resources"]["state"], "disabled");
   EXPECT_TRUE(r["pod_resources"]["updated_at"].is_null());
   EXPECT_EQ(r["samples"][0]["pods"], nlohmann::json::array());
+}
+
+TEST(PodReportTest, MigDevicesAppearUnderTheirParentGpuWithTheirMigUuid) {
+  AgentSnapshot snap = SnapshotWithPods();
+  snap.inventory = TwoGpusOneWithMig();
+  snap.pod_attribution =
+      Attribute(snap.inventory, {A("nvidia.com/mig-3g.40gb", kMig10, "team-a", "trainer", "main"),
+                                 A("nvidia.com/mig-1g.10gb", "1:3", "team-c", "infer", "server"),
+                                 A("nvidia.com/mig-1g.10gb", "MIG-abc", "team-e", "new", "c")});
+  std::string text = RenderMetrics(snap);
+  EXPECT_THAT(text, HasSubstr(std::string("chamber_gpu_pod_info{gpu=\"1\",uuid=\"") + kUuid1 +
+                              "\",mig_uuid=\"" + kMig10 +
+                              "\",resource=\"nvidia.com/mig-3g.40gb\",namespace=\"team-a\","
+                              "pod=\"trainer\",container=\"main\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr(std::string("chamber_gpu_pod_info{gpu=\"1\",uuid=\"") + kUuid1 +
+                              "\",mig_uuid=\"" + kMig13 +
+                              "\",resource=\"nvidia.com/mig-1g.10gb\",namespace=\"team-c\","
+                              "pod=\"infer\",container=\"server\"} 1\n"));
+  // A MIG device the inventory does not list keeps its own id and no parent.
+  EXPECT_THAT(text, HasSubstr("chamber_gpu_pod_info{uuid=\"MIG-abc\",resource=\"nvidia.com/"
+                              "mig-1g.10gb\",namespace=\"team-e\",pod=\"new\",container=\"c\"} "
+                              "1\n"));
+
+  nlohmann::json r = ReportJson(snap);
+  EXPECT_EQ(r["samples"][0]["pods"], nlohmann::json::array());
+  const nlohmann::json& pods1 = r["samples"][1]["pods"];
+  ASSERT_EQ(pods1.size(), 2u);
+  EXPECT_EQ(pods1[0]["pod"], "trainer");
+  EXPECT_EQ(pods1[0]["mig_uuid"], kMig10);
+  EXPECT_EQ(pods1[1]["device_id"], "1:3");
+  EXPECT_EQ(pods1[1]["mig_uuid"], kMig13);
+  ASSERT_EQ(r["pod_resources"]["unmatched"].size(), 1u);
+  EXPECT_EQ(r["pod_resources"]["unmatched"][0]["device_id"], "MIG-abc");
+  EXPECT_TRUE(r["pod_resources"]["unmatched"][0]["mig_uuid"].is_null());
 }
 
 }  // namespace

@@ -118,6 +118,81 @@ TEST(RenderMetricsTest, WritesDocumentedFamilies) {
   EXPECT_EQ(page.find("chamber_gpu_memory_used_bytes{"), std::string::npos);
 }
 
+// A MIG-enabled GPU with two MIG devices; the second's driver answered no instance ids.
+AgentSnapshot MigSnapshot() {
+  AgentSnapshot snap = Snapshot();
+  GpuInfo& g = snap.inventory.gpus[0];
+  g.mig_enabled = true;
+  MigInstance a;
+  a.index = 0;
+  a.uuid = "MIG-a";
+  a.name = "NVIDIA H100 80GB HBM3 MIG 3g.40gb";
+  a.profile = "3g.40gb";
+  a.memory_total_bytes = 40192ULL << 20;
+  a.gpu_instance_id = 2;
+  a.compute_instance_id = 0;
+  MigInstance b;
+  b.index = 3;
+  b.uuid = "MIG-b";
+  b.name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb";
+  b.profile = "1g.10gb";
+  g.mig = {a, b};
+  return snap;
+}
+
+TEST(ReportJsonTest, ListsMigDevicesUnderTheirGpuAndKeepsTheCount) {
+  auto j = ReportJson(MigSnapshot());
+  const auto& mig = j["inventory"]["gpus"][0]["mig"];
+  EXPECT_EQ(mig["enabled"], true);
+  EXPECT_EQ(mig["instances"], 2);
+  ASSERT_EQ(mig["devices"].size(), 2u);
+  EXPECT_EQ(mig["devices"][0], (nlohmann::json{{"index", 0},
+                                               {"uuid", "MIG-a"},
+                                               {"name", "NVIDIA H100 80GB HBM3 MIG 3g.40gb"},
+                                               {"profile", "3g.40gb"},
+                                               {"memory_total_bytes", 40192ULL << 20},
+                                               {"gpu_instance_id", 2},
+                                               {"compute_instance_id", 0}}));
+  EXPECT_EQ(mig["devices"][1]["index"], 3);
+  EXPECT_TRUE(mig["devices"][1]["memory_total_bytes"].is_null());
+  EXPECT_TRUE(mig["devices"][1]["gpu_instance_id"].is_null());
+  EXPECT_TRUE(mig["devices"][1]["compute_instance_id"].is_null());
+
+  // Without MIG: enabled null (not reported), no devices.
+  auto plain = ReportJson(Snapshot());
+  const auto& none = plain["inventory"]["gpus"][0]["mig"];
+  EXPECT_TRUE(none["enabled"].is_null());
+  EXPECT_EQ(none["instances"], 0);
+  EXPECT_EQ(none["devices"], nlohmann::json::array());
+}
+
+TEST(RenderMetricsTest, MigInfoAndMemoryPerMigDevice) {
+  std::string page = RenderMetrics(MigSnapshot());
+  for (const char* line : {
+           "# TYPE chamber_gpu_mig_info gauge\n",
+           "chamber_gpu_mig_info{gpu=\"0\",uuid=\"GPU-a\",mig_index=\"0\",mig_uuid=\"MIG-a\","
+           "profile=\"3g.40gb\",gpu_instance_id=\"2\",compute_instance_id=\"0\"} 1\n",
+           // Ids the driver did not report are left out of the labels.
+           "chamber_gpu_mig_info{gpu=\"0\",uuid=\"GPU-a\",mig_index=\"3\",mig_uuid=\"MIG-b\","
+           "profile=\"1g.10gb\"} 1\n",
+           "chamber_gpu_mig_memory_total_bytes{gpu=\"0\",uuid=\"GPU-a\",mig_uuid=\"MIG-a\"} "
+           "42144366592\n",
+       }) {
+    EXPECT_NE(page.find(line), std::string::npos) << "missing: " << line << "\n" << page;
+  }
+  EXPECT_EQ(
+      page.find("chamber_gpu_mig_memory_total_bytes{gpu=\"0\",uuid=\"GPU-a\",mig_uuid=\"MIG-b\""),
+      std::string::npos);
+  EXPECT_EQ(RenderMetrics(Snapshot()).find("chamber_gpu_mig_info{"), std::string::npos);
+}
+
+TEST(MigProfileTest, IsTheNamePartAfterMig) {
+  EXPECT_EQ(MigProfileFromName("NVIDIA H100 80GB HBM3 MIG 1g.10gb"), "1g.10gb");
+  EXPECT_EQ(MigProfileFromName("NVIDIA A100-SXM4-40GB MIG 1c.3g.20gb"), "1c.3g.20gb");
+  EXPECT_EQ(MigProfileFromName("NVIDIA H100 80GB HBM3"), "");
+  EXPECT_EQ(MigProfileFromName(""), "");
+}
+
 TEST(RenderMetricsTest, NoNvml) {
   AgentSnapshot snap;
   snap.inventory.nvml_error = "cannot load NVML library";
