@@ -121,7 +121,7 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   spdlog::info("leading: listing and watching the cluster");
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<KubeBackend> backend,
                            KubeBackend::Create(client, std::move(bo)));
-  const KubeBackend* kb = backend.get();
+  KubeBackend* kb = backend.get();  // owned by the daemon below
   std::unique_ptr<fleet::HistoryStore> history;
   if (!f.data_dir.empty()) {
     std::filesystem::create_directories(f.data_dir);
@@ -150,6 +150,12 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
         std::make_unique<health::HealthWriter>(
             client, [kb](const std::string& n) { return kb->NodeNamed(n); }),
         [kb] { return kb->AllNodes(); });
+    // The agents' reports also carry each GPU's utilization: the fleet model's "used".
+    std::weak_ptr<health::HealthService> usage(health_service);
+    kb->SetGpuUsageSource([usage] {
+      std::shared_ptr<health::HealthService> h = usage.lock();
+      return h ? h->GpuUsage() : AgentGpuUsage();
+    });
     health_service->Start();
     so.health = health_service;
   }

@@ -151,6 +151,35 @@ Result<Severity> ParseSeverity(const std::string& s, const std::string& where) {
   return Fields::Err(where, "expected healthy, degraded, unhealthy or fatal, got \"" + s + "\"");
 }
 
+// A sample's `utilization` (optional: an agent without NVML sends none): SM activity for
+// source "gpm", the coarse rate otherwise; percent in the report, 0-1 here.
+Result<std::optional<double>> SampleUtilization(const Fields& s) {
+  std::string where;
+  const json* u = s.Get("utilization", &where);
+  if (u == nullptr || u->is_null()) return std::optional<double>();
+  Fields f(*u, where);
+  CHAMBER_RETURN_IF_ERROR(f.Object());
+  std::string source;
+  if (const json* src = f.Get("source", &where); src && !src->is_null()) {
+    if (!src->is_string()) return Fields::Err(where, "expected a string");
+    source = src->get<std::string>();
+  }
+  auto percent = [&](std::string_view key) -> Result<std::optional<double>> {
+    std::string at;
+    const json* v = f.Get(key, &at);
+    if (v == nullptr || v->is_null()) return std::optional<double>();
+    if (!v->is_number()) return Fields::Err(at, "expected a number or null");
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < 0 || d > 100)
+      return Fields::Err(at, "must be a percentage from 0 to 100");
+    return std::optional<double>(d / 100);
+  };
+  CHAMBER_ASSIGN_OR_RETURN(std::optional<double> sm, percent("sm_active_percent"));
+  CHAMBER_ASSIGN_OR_RETURN(std::optional<double> coarse, percent("gpu_percent"));
+  if (source == "gpm" && sm) return sm;
+  return coarse ? coarse : sm;
+}
+
 }  // namespace
 
 Result<AgentReport> ParseAgentReport(const json& j) {
@@ -191,6 +220,12 @@ Result<AgentReport> ParseAgentReport(const json& j) {
     CHAMBER_ASSIGN_OR_RETURN(rs.uuid, s.String("uuid"));
     CHAMBER_ASSIGN_OR_RETURN(rs.lost, s.Bool("lost"));
     CHAMBER_ASSIGN_OR_RETURN(rs.recovery_action, s.OptInt("recovery_action", 0, 1 << 20));
+    CHAMBER_ASSIGN_OR_RETURN(rs.utilization, SampleUtilization(s));
+    std::string at;
+    if (const json* mem = s.Get("memory_used_bytes", &at); mem && !mem->is_null()) {
+      CHAMBER_ASSIGN_OR_RETURN(int64_t used, Fields::IntAt(*mem, at, 0, int64_t{1} << 50));
+      rs.memory_used_bytes = used;
+    }
     out.samples.push_back(std::move(rs));
   }
 

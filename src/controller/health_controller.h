@@ -70,6 +70,10 @@ struct ReportSample {
   std::string uuid;
   bool lost = false;
   std::optional<int64_t> recovery_action;  // null: the driver does not say
+  // How busy the GPU is, 0-1: SM activity where the agent measures it (utilization.source
+  // "gpm"), else the coarse utilization rate; null when the GPU reports neither.
+  std::optional<double> utilization;
+  std::optional<int64_t> memory_used_bytes;
 };
 
 struct ReportIncident {

@@ -122,10 +122,28 @@ Status HealthService::PostReport(std::string_view body, const std::string& princ
     return refused;
   }
   ++reports_accepted_;
-  controller_.Ingest(*r, Now());
+  const double now = Now();
+  auto gpus = std::make_shared<std::vector<AgentGpuSample>>();
+  gpus->reserve(r->samples.size());
+  for (const ReportSample& s : r->samples) {
+    if (s.lost || !s.utilization) continue;
+    gpus->push_back({s.index, s.uuid, {*s.utilization, s.memory_used_bytes.value_or(0)}});
+  }
+  usage_[r->node] = {now, std::move(gpus)};
+  controller_.Ingest(*r, now);
   dirty_ = true;
   cv_.notify_all();
   return Status::Ok();
+}
+
+AgentGpuUsage HealthService::GpuUsage() {
+  std::lock_guard lock(mu_);
+  const double now = Now();
+  AgentGpuUsage out;
+  out.reserve(usage_.size());
+  for (const auto& [node, u] : usage_)
+    if (now - u.received <= options_.config.stale_after_s) out.emplace(node, u.gpus);
+  return out;
 }
 
 nlohmann::json HealthService::View() {

@@ -17,6 +17,7 @@
 
 #include "controller/health_controller.h"
 #include "controller/health_writer.h"
+#include "controller/kube_backend.h"
 #include "daemon/health_api.h"
 
 namespace chamber::controller::health {
@@ -42,6 +43,9 @@ class HealthService : public daemon::HealthApi {
 
   Status PostReport(std::string_view body, const std::string& principal,
                     const std::string& bound_node) override;
+  // The utilization and memory use each node's agent last reported, for the nodes whose agent
+  // reported within `stale_after` (KubeBackend::SetGpuUsageSource).
+  AgentGpuUsage GpuUsage();
   nlohmann::json View() override;
   Status Clear(const std::string& node, const std::string& principal) override;
   std::string Metrics() override;
@@ -63,6 +67,11 @@ class HealthService : public daemon::HealthApi {
   // The Node objects RestoreFromNodes has read, by name.
   std::unordered_map<std::string, std::weak_ptr<const kube::Node>> observed_;
   int64_t reports_accepted_ = 0, reports_rejected_ = 0;
+  struct NodeUsage {
+    double received = 0;
+    std::shared_ptr<const std::vector<AgentGpuSample>> gpus;
+  };
+  std::unordered_map<std::string, NodeUsage> usage_;
   HealthWriterStats writer_stats_;
   std::thread thread_;
 };

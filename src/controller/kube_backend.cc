@@ -614,9 +614,22 @@ daemon::Observation KubeBackend::Observe() {
   std::map<std::string, int32_t> pool_of_model;
   o.node_pool.reserve(built_.snapshot.nodes.size());
   samples_.resize(built_.snapshot.nodes.size());
+  const AgentGpuUsage usage = gpu_usage_ ? gpu_usage_() : AgentGpuUsage();
   for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n) {
     const core::Node& node = built_.snapshot.nodes[n];
-    samples_[n].resize(node.gpus.size());
+    samples_[n].assign(node.gpus.size(), daemon::GpuSample{});
+    if (auto u = usage.find(node.name); u != usage.end() && u->second) {
+      // A GPU by its UUID where the node names its GPUs' UUIDs, else by index.
+      for (const AgentGpuSample& a : *u->second) {
+        size_t g = node.gpus.size();
+        for (size_t i = 0; i < node.gpus.size() && !a.uuid.empty(); ++i)
+          if (node.gpus[i].uuid == a.uuid) g = i;
+        if (g == node.gpus.size() && a.index >= 0 && static_cast<size_t>(a.index) < g &&
+            node.gpus[a.index].uuid.find('/') != std::string::npos)
+          g = static_cast<size_t>(a.index);  // no UUIDs on the node: "<node>/gpu<index>"
+        if (g < node.gpus.size()) samples_[n][g] = a.sample;
+      }
+    }
     if (node.gpus.empty()) {
       o.node_pool.push_back(-1);
       continue;

@@ -31,6 +31,7 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "controller/snapshot_builder.h"
@@ -39,6 +40,17 @@
 #include "kube/informer.h"
 
 namespace chamber::controller {
+
+// What a node's chamber-agent last measured on one GPU (its reports to chamberd), for the fleet
+// model's "used" and "allocated but idle".
+struct AgentGpuSample {
+  int index = 0;     // NVML's index on the node
+  std::string uuid;  // "GPU-..."
+  daemon::GpuSample sample;
+};
+// By node name; only nodes whose agent reports now (a stale agent's numbers are not used).
+using AgentGpuUsage =
+    std::unordered_map<std::string, std::shared_ptr<const std::vector<AgentGpuSample>>>;
 
 struct KubeBackendOptions {
   std::string scheduler_name = kDefaultSchedulerName;
@@ -83,6 +95,9 @@ class KubeBackend : public daemon::ClusterBackend {
   Status Apply(const core::CycleResult& result) override;
   daemon::Observation Observe() override;
   Status SetSchedulable(std::string_view node, bool schedulable) override;
+  // Where Observe() reads the GPUs' utilization and memory use; without one (or for a GPU its
+  // node's agent does not report) they read 0. Set before the daemon runs.
+  void SetGpuUsageSource(std::function<AgentGpuUsage()> source) { gpu_usage_ = std::move(source); }
 
   KubeBackendStats stats() const;
   // Durations of the last Refresh() (cache to snapshot) and Apply() (API writes), ms; and the
@@ -140,6 +155,7 @@ class KubeBackend : public daemon::ClusterBackend {
   };
   std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
   std::vector<std::vector<daemon::GpuSample>> samples_;
+  std::function<AgentGpuUsage()> gpu_usage_;
 
   double last_refresh_ms_ = 0, last_refresh_cpu_ms_ = 0, last_apply_ms_ = 0;
   size_t last_derived_ = 0;

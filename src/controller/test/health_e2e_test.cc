@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -466,6 +467,25 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
     return api.Get(path, httplib::Headers{{"Authorization", std::string("Bearer ") + token}});
   };
   EXPECT_EQ(get(kAgentToken, "/api/v1/health")->status, 403);
+
+  // The fleet view's utilization is what the agents measure: 50% in the scenario, on both
+  // GPUs of Y and on X's GPU without the fault.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = get(kReadToken, "/api/v1/gpus");
+        if (!r || r->status != 200) return false;
+        int measured = 0;
+        const Json body = Json::parse(r->body);
+        for (const Json& g : body["gpus"]) {
+          const std::string node = g.value("node", "");
+          if (node == node_y || (node == node_x && g.value("index", -1) == 1 - gpu))
+            measured += std::abs(g.value("utilization", -1.0) - 0.5) < 1e-9 ? 1 : 0;
+        }
+        return measured == 3;
+      },
+      10s))
+      << get(kReadToken, "/api/v1/gpus")->body.substr(0, 2000);
+
   EXPECT_EQ(api.Post("/api/v1/agent/reports",
                      httplib::Headers{{"Authorization", std::string("Bearer ") + kReadToken}},
                      report.dump(), "application/json")
@@ -544,7 +564,10 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   EXPECT_EQ(nvlink, 1) << view["incidents"].dump();
   EXPECT_EQ(xid79, 1) << view["incidents"].dump();
 
-  // Reports keep arriving, but with nothing to change chamberd writes no Node.
+  // Reports keep arriving, but with nothing to change chamberd writes no Node. (The counters
+  // are published when a step has written every node and its Events: the lift's step may
+  // still be writing Events when the condition shows, so the count starts a step later.)
+  std::this_thread::sleep_for(1500ms);
   const double writes = Metric(api, "chamber_health_node_writes_total{kind=\"node\"}");
   EXPECT_GT(writes, 0);
   std::this_thread::sleep_for(3s);  // three pushes of each agent

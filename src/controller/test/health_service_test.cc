@@ -51,5 +51,72 @@ TEST(HealthService, MalformedReportIsRejectedBeforeTheNodeCheck) {
   EXPECT_TRUE(Reports(s.Metrics(), "rejected", 1));
 }
 
+TEST(HealthService, GpuUsageIsTheLastReportOfEachNodeWhoseAgentIsNotStale) {
+  double now = 1000;
+  HealthService::Options o;
+  o.clock = [&now] { return now; };
+  o.config.stale_after_s = 60;
+  HealthService s(o, nullptr, nullptr);
+  auto report = [](const std::string& node, double util0) {
+    json r = json::parse(Report(node));
+    auto sample = [](int i, json utilization, bool lost) {
+      return json{{"index", i},
+                  {"uuid", "GPU-" + std::to_string(i)},
+                  {"lost", lost},
+                  {"recovery_action", 0},
+                  {"utilization", utilization},
+                  {"memory_used_bytes", 1000 * (i + 1)}};
+    };
+    r["samples"] = json::array(
+        {sample(0, {{"source", "gpm"}, {"gpu_percent", 100}, {"sm_active_percent", util0}}, false),
+         sample(1, {{"source", "coarse"}, {"gpu_percent", 25}, {"sm_active_percent", nullptr}},
+                false),
+         sample(2, nullptr, false),                                       // no NVML data
+         sample(3, {{"source", "coarse"}, {"gpu_percent", 90}}, true)});  // lost: not used
+    return r.dump();
+  };
+  ASSERT_TRUE(s.PostReport(report("gpu-a", 40), "agent", "").ok());
+  now = 1030;
+  ASSERT_TRUE(s.PostReport(report("gpu-b", 80), "agent", "").ok());
+  AgentGpuUsage u = s.GpuUsage();
+  ASSERT_EQ(u.size(), 2u);
+  const std::vector<AgentGpuSample>& a = *u.at("gpu-a");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].uuid, "GPU-0");
+  EXPECT_DOUBLE_EQ(a[0].sample.utilization, 0.4);  // SM activity where the agent has it
+  EXPECT_EQ(a[0].sample.memory_used_bytes, 1000);
+  EXPECT_EQ(a[1].index, 1);
+  EXPECT_DOUBLE_EQ(a[1].sample.utilization, 0.25);
+  EXPECT_DOUBLE_EQ(u.at("gpu-b")->at(0).sample.utilization, 0.8);
+  now = 1061;  // gpu-a's agent has been silent for 61 s
+  u = s.GpuUsage();
+  EXPECT_FALSE(u.contains("gpu-a"));
+  EXPECT_TRUE(u.contains("gpu-b"));
+}
+
+TEST(HealthService, BadUtilizationInAReportNamesTheField) {
+  HealthService s(Options(), nullptr, nullptr);
+  json r = json::parse(Report("gpu-a"));
+  r["samples"] = json::array({{{"index", 0},
+                               {"uuid", "GPU-0"},
+                               {"lost", false},
+                               {"recovery_action", 0},
+                               {"utilization", {{"source", "coarse"}, {"gpu_percent", 140}}}}});
+  Status bad = s.PostReport(r.dump(), "agent", "");
+  EXPECT_EQ(bad.message(),
+            "report.samples[0].utilization.gpu_percent: must be a percentage from 0 to 100");
+  r["samples"][0]["utilization"] = {{"gpu_percent", "high"}};
+  EXPECT_EQ(s.PostReport(r.dump(), "agent", "").message(),
+            "report.samples[0].utilization.gpu_percent: expected a number or null");
+  r["samples"][0]["utilization"] = 5;
+  EXPECT_EQ(s.PostReport(r.dump(), "agent", "").message(),
+            "report.samples[0].utilization: expected an object");
+  r["samples"][0]["utilization"] = nullptr;
+  r["samples"][0]["memory_used_bytes"] = -1;
+  EXPECT_EQ(s.PostReport(r.dump(), "agent", "").message(),
+            "report.samples[0].memory_used_bytes: must be between 0 and 1125899906842624");
+  EXPECT_TRUE(s.GpuUsage().empty());
+}
+
 }  // namespace
 }  // namespace chamber::controller::health
