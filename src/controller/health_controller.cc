@@ -482,7 +482,12 @@ void HealthController::Ingest(const AgentReport& report, double now) {
   n.reported = true;
   n.last_report = now;
   n.stale = false;
-  for (const ReportGpu& rg : report.gpus) n.gpus[rg.index].uuid = rg.uuid;
+  n.uuids.clear();
+  for (const ReportGpu& rg : report.gpus) {
+    n.gpus[rg.index].uuid = rg.uuid;
+    if (static_cast<size_t>(rg.index) >= n.uuids.size()) n.uuids.resize(rg.index + 1);
+    n.uuids[rg.index] = rg.uuid;
+  }
   if (report.labels) n.labels = report.labels;
 
   // Per GPU: the worst open incident, and whether the sample reads clean.
@@ -661,6 +666,7 @@ std::map<std::string, DesiredNode> HealthController::Desired() const {
     d.node = name;
     d.held = n.held;
     d.labels = n.labels;
+    d.gpu_uuids = n.uuids;
     bool fatal = false, faulty = false;
     std::vector<std::string> why;
     for (const auto& [index, g] : n.gpus) {

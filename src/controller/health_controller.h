@@ -147,6 +147,9 @@ struct DesiredNode {
   // them as they are (the agent's reports carry none).
   std::optional<std::map<std::string, std::string>> labels;
   FaultHistory fault_history;  // within the fault window; empty when there is none
+  // The GPUs' UUIDs by index, as the agent's inventory lists them ("" for an index it does not
+  // list); empty: leave the node's `chamber.io/gpu-uuids` as it is (no GPUs reported).
+  std::vector<std::string> gpu_uuids;
   bool operator==(const DesiredNode&) const = default;
 };
 
@@ -259,6 +262,7 @@ class HealthController {
     bool held = false;
     bool suppressed = false;
     std::optional<std::map<std::string, std::string>> labels;  // from the last report
+    std::vector<std::string> uuids;  // the last report's inventory, by index
     std::map<int, Gpu> gpus;
     std::deque<double> faults;  // every GPU's, within the window
     // Incidents open in the last report: key -> index into incidents_ by id.

@@ -45,6 +45,12 @@ std::optional<Json> NodePatch(const Json& node, const DesiredNode& d) {
   if (Annotation(node, kFaultHistoryAnnotation) != want_history)
     patch["metadata"]["annotations"][kFaultHistoryAnnotation] =
         want_history.empty() ? Json(nullptr) : Json(want_history);
+  if (!d.gpu_uuids.empty()) {
+    std::string want_uuids;
+    for (size_t i = 0; i < d.gpu_uuids.size(); ++i) want_uuids += (i ? "," : "") + d.gpu_uuids[i];
+    if (Annotation(node, keys::kGpuUuids) != want_uuids)
+      patch["metadata"]["annotations"][keys::kGpuUuids] = want_uuids;
+  }
   const std::string want_hold = d.held ? "true" : "";
   if (Annotation(node, kHoldAnnotation) != want_hold)
     patch["metadata"]["annotations"][kHoldAnnotation] =

@@ -2,8 +2,10 @@
 //
 //   metadata  `chamber.io/unhealthy-gpus: "1,5"` (the snapshot builder's format: those GPUs are
 //             never given out and the engine preempts their work with reason HardwareFault),
-//             `chamber.io/gpu-health-hold: "true"` while an operator hold lasts and
-//             `chamber.io/gpu-fault-history` (the faults within the window); the labels the
+//             `chamber.io/gpu-health-hold: "true"` while an operator hold lasts,
+//             `chamber.io/gpu-fault-history` (the faults within the window) and
+//             `chamber.io/gpu-uuids` (the agent's GPUs by index: the snapshot's GPU names);
+//             the labels the
 //             agent computed (`chamber.io/gpu.*`), exactly those of its last report: keys it no
 //             longer reports are removed, labels with other keys are never touched;
 //   spec      the taint `chamber.io/gpu-unhealthy` (NoSchedule, or NoExecute for fatal faults by

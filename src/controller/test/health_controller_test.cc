@@ -237,6 +237,16 @@ TEST(HealthController, DesiredCarriesTheLastReportedLabels) {
             (std::map<std::string, std::string>{{"chamber.io/gpu.count", "2"}}));
 }
 
+TEST(HealthController, DesiredCarriesTheInventorysUuidsByIndex) {
+  HealthController c(Config());
+  c.Ingest(Parse(Report("n1", 2)), 1000);
+  EXPECT_EQ(c.Desired().at("n1").gpu_uuids, (std::vector<std::string>{"GPU-n1-0", "GPU-n1-1"}));
+  json r = Report("n1", 3);
+  r["inventory"]["gpus"].erase(1);  // GPU 1 fell off the bus before the agent started
+  c.Ingest(Parse(r), 1001);
+  EXPECT_EQ(c.Desired().at("n1").gpu_uuids, (std::vector<std::string>{"GPU-n1-0", "", "GPU-n1-2"}));
+}
+
 TEST(HealthController, HardwareFaultFencesAtOnce) {
   HealthController c(Config());
   c.Ingest(Parse(Report("n1", 4, kXid79)), 1000);

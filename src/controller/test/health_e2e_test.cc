@@ -468,6 +468,16 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   };
   EXPECT_EQ(get(kAgentToken, "/api/v1/health")->status, 403);
 
+  // chamberd names the nodes' GPUs by the agents' inventories.
+  for (const std::string& name : {node_x, node_y})
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return Node(name)["metadata"]["annotations"].value(keys::kGpuUuids, "") ==
+                 "GPU-e2e-0,GPU-e2e-1";
+        },
+        10s))
+        << Node(name)["metadata"].dump();
+
   // The fleet view's utilization is what the agents measure: 50% in the scenario, on both
   // GPUs of Y and on X's GPU without the fault.
   ASSERT_TRUE(Eventually(
@@ -479,7 +489,11 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
         for (const Json& g : body["gpus"]) {
           const std::string node = g.value("node", "");
           if (node == node_y || (node == node_x && g.value("index", -1) == 1 - gpu))
-            measured += std::abs(g.value("utilization", -1.0) - 0.5) < 1e-9 ? 1 : 0;
+            measured +=
+                std::abs(g.value("utilization", -1.0) - 0.5) < 1e-9 &&
+                        g.value("uuid", "") == "GPU-e2e-" + std::to_string(g.value("index", -1))
+                    ? 1
+                    : 0;
         }
         return measured == 3;
       },

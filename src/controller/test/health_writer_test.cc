@@ -198,6 +198,17 @@ TEST(HealthWriter, FaultHistoryIsWrittenReadBackAndRemovedWhenEmpty) {
   EXPECT_TRUE((*p)["metadata"]["annotations"]["chamber.io/gpu-fault-history"].is_null());
 }
 
+TEST(HealthWriter, GpuUuidsFollowTheAgentsInventory) {
+  DesiredNode d = Healthy();
+  EXPECT_FALSE(NodePatch(Node({{"chamber.io/gpu-uuids", "set-by-hand"}}), d).has_value())
+      << "no GPUs reported: left alone";
+  d.gpu_uuids = {"GPU-a", "", "GPU-c"};  // GPU 1 missing from the inventory
+  std::optional<Json> p = NodePatch(Node(), d);
+  ASSERT_TRUE(p);
+  EXPECT_EQ((*p)["metadata"]["annotations"]["chamber.io/gpu-uuids"], "GPU-a,,GPU-c");
+  EXPECT_FALSE(NodePatch(Node({{"chamber.io/gpu-uuids", "GPU-a,,GPU-c"}}), d).has_value());
+}
+
 TEST(HealthWriter, BadFaultHistoryNamesTheEntryAndKeepsTheFence) {
   EXPECT_EQ(ParseFaultHistory("").value(), FaultHistory{});
   EXPECT_EQ(ParseFaultHistory("3:20,10").value(), (FaultHistory{{3, {10, 20}}}));
