@@ -167,9 +167,9 @@ struct BuildCache::State {
   uint64_t generation = 0;   // of the last build
   size_t reused = 0;         // workloads the last build moved over
   // What a bare pod's workload reads beyond the pod (namespaces for the default queue, priority
-  // classes, the scheduler name), as the last build saw it: objects by address, since an
+  // classes, the scheduler name), as the last build saw it: objects by identity, since an
   // informer hands out a new object for every change.
-  std::vector<const void*> externals;
+  std::vector<std::weak_ptr<const void>> externals;
   std::string externals_scheduler;
   size_t derived = 0;
   // Deriving ahead of the next build (Prepare): entries count as derived by that build, and
@@ -301,12 +301,18 @@ class Builder {
   // Whether what bare pods' workloads read beyond the pods is as the last build saw it; records
   // it for the next build.
   bool ExternalsUnchanged() {
-    std::vector<const void*> now;
+    std::vector<std::weak_ptr<const void>> now;
     now.reserve(objects_.namespaces.size() + objects_.priority_classes.size());
-    for (const auto& ns : objects_.namespaces) now.push_back(ns.get());
-    for (const auto& pc : objects_.priority_classes) now.push_back(pc.get());
-    const bool same =
-        now == cache_.externals && cache_.externals_scheduler == options_.scheduler_name;
+    for (const auto& ns : objects_.namespaces) now.emplace_back(ns);
+    for (const auto& pc : objects_.priority_classes) now.emplace_back(pc);
+    // By control block: the weak pointers kept keep it, so that no new object can take an old
+    // one's place (and address) while the old one is remembered.
+    auto same_object = [](const std::weak_ptr<const void>& a, const std::weak_ptr<const void>& b) {
+      return !a.owner_before(b) && !b.owner_before(a);
+    };
+    const bool same = std::equal(now.begin(), now.end(), cache_.externals.begin(),
+                                 cache_.externals.end(), same_object) &&
+                      cache_.externals_scheduler == options_.scheduler_name;
     cache_.externals = std::move(now);
     cache_.externals_scheduler = options_.scheduler_name;
     return same;

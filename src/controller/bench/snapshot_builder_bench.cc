@@ -108,6 +108,7 @@ void BM_BuildSnapshotCached(benchmark::State& state) {
     state.ResumeTiming();
   }
   state.counters["derived"] = static_cast<double>(cache.last_derived());
+  state.counters["reused"] = static_cast<double>(cache.last_reused());
 }
 BENCHMARK(BM_BuildSnapshotCached)
     ->Args({5000, 10000, 0, 0, 0})

@@ -387,6 +387,29 @@ TEST(SnapshotCacheTest, UnchangedBarePodsKeepTheirWorkloadsAcrossBuilds) {
   EXPECT_EQ(builds.reused(), 7u);
 }
 
+// The default PriorityClass is replaced by a new object that the allocator may place where the
+// old one was: the build must still see a new object (and make the pods' workloads afresh).
+TEST(SnapshotCacheTest, ANewPriorityClassAtTheOldOnesAddressIsANewObject) {
+  ClusterObjects in;
+  in.nodes = {MakeNode(0, 0)};
+  PodSpec s;
+  s.ns = 1;  // priority from the default PriorityClass
+  in.pods.push_back(MakePod(0, s));
+  in.namespaces = MakeNamespaces(0);
+  in.priority_classes = MakePriorityClasses(150);
+  std::map<std::string, AssumedBind> assumed;
+  ChainedBuilds builds;
+  EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "150");
+  EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "150");
+  EXPECT_EQ(builds.reused(), 1u);
+  const void* old_address = in.priority_classes[0].get();
+  in.priority_classes.clear();                   // the informer drops the old object...
+  in.priority_classes = MakePriorityClasses(5);  // ...and hands out a new one
+  RecordProperty("same_address", in.priority_classes[0].get() == old_address ? "yes" : "no");
+  EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "5");
+  EXPECT_EQ(builds.reused(), 0u);
+}
+
 TEST(SnapshotCacheTest, OnlyChangedObjectsAreDerivedAgain) {
   ClusterObjects in;
   in.nodes = {MakeNode(0, 0), MakeNode(1, 0)};
