@@ -147,6 +147,15 @@ const std::map<std::string, double>& MetricDefaults() {
   throw std::runtime_error(where + ": " + what);
 }
 
+// `j` must be an object whose keys are all in `known`; `where` names it, `sep` joins a key to it.
+void CheckFields(const json& j, const std::string& where, const std::set<std::string>& known,
+                 const char* sep = ".") {
+  if (!j.is_object()) Fail(where, "expected an object");
+  for (const auto& [key, value] : j.items()) {
+    if (!known.count(key)) Fail(where + sep + key, "unknown field");
+  }
+}
+
 Series ParseSeries(const json& v, const std::string& where) {
   Series s;
   if (v.is_number()) {
@@ -209,10 +218,7 @@ void ParseMigDevices(const json& g, size_t gpu_index, FakeGpu& gpu, const std::s
   for (size_t m = 0; m < list.size(); ++m) {
     std::string at = where + ".mig_devices[" + std::to_string(m) + "]";
     const json& d = list[m];
-    if (!d.is_object()) Fail(at, "expected an object");
-    for (const auto& [key, value] : d.items()) {
-      if (!kMigKeys.count(key)) Fail(at + "." + key, "unknown field");
-    }
+    CheckFields(d, at, kMigKeys);
     FakeMig mig;
     mig.index = Get<unsigned>(d, "index", static_cast<unsigned>(m), at);
     if (mig.index >= kMaxMigDevices) Fail(at + ".index", "must be below 7");
@@ -241,9 +247,7 @@ std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
   if (!doc.is_object()) Fail(path, "the scenario must be a JSON object");
   static const std::set<std::string> kTop = {"driver_version", "cuda_driver_version",
                                              "missing_functions", "gpus", "events"};
-  for (const auto& [key, value] : doc.items()) {
-    if (!kTop.count(key)) Fail(path + ": " + key, "unknown field");
-  }
+  CheckFields(doc, path, kTop, ": ");
   auto sc = std::make_unique<Scenario>();
   sc->driver_version = Get<std::string>(doc, "driver_version", sc->driver_version, path);
   sc->cuda_driver_version = Get<int>(doc, "cuda_driver_version", sc->cuda_driver_version, path);
@@ -270,10 +274,7 @@ std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string where = path + ": gpus[" + std::to_string(i) + "]";
     const json& g = gpus[i];
-    if (!g.is_object()) Fail(where, "expected an object");
-    for (const auto& [key, value] : g.items()) {
-      if (!kGpuKeys.count(key)) Fail(where + "." + key, "unknown field");
-    }
+    CheckFields(g, where, kGpuKeys);
     FakeGpu gpu;
     gpu.handle.index = static_cast<int>(i);
     char uuid[64];
