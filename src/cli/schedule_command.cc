@@ -67,10 +67,10 @@ void PrintTables(const Snapshot& s, const CycleResult& r, std::ostream& out) {
                        p.grace_seconds, p.gpu_hours_lost);
   for (const core::PendingDecision& p : r.pending) {
     out << fmt::format("{:<9} {:<28} {}: {}", "pending", name(p.workload),
-                       core::PendingReasonName(p.reason), p.message);
+                       core::PendingReasonName(p.reason), p.message());
     if (p.queue_position > 0) out << fmt::format(" (#{} in queue)", p.queue_position);
     out << "\n";
-    for (const std::string& d : p.details) out << fmt::format("{:<39}{}\n", "", d);
+    for (const std::string& d : p.details()) out << fmt::format("{:<39}{}\n", "", d);
   }
 
   out << fmt::format("\n{:<12} {:>9} {:>10} {:>6} {:>6} {:>8} {:>5} {:>7} {:>7}\n", "QUEUE",

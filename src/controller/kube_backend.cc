@@ -497,7 +497,7 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
   for (const core::PendingDecision& d : result.pending) {
     const WorkloadSource& src = built_.sources[d.workload.index()];
     const std::string reason = ConditionReason(d.reason);
-    const std::string message = std::string(core::PendingReasonName(d.reason)) + ": " + d.message;
+    const std::string message = std::string(core::PendingReasonName(d.reason)) + ": " + d.message();
     for (const auto& set : src.pods)
       for (const PodRef& ref : set) {
         live.insert(ref.uid);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,13 +67,30 @@ enum class PendingReason {
 };
 std::string_view PendingReasonName(PendingReason r);
 
+// Why a workload waits, for people.
+struct PendingExplanation {
+  std::string message;               // one line
+  std::vector<std::string> details;  // more lines (per-cause node counts, victims awaited)
+  friend bool operator==(const PendingExplanation&, const PendingExplanation&) = default;
+};
+
+// Workloads pending for the same cause in one cycle share one explanation: a cycle with 100,000
+// waiting workloads of a few shapes would otherwise build, copy and free the same text 100,000
+// times.
 struct PendingDecision {
   WorkloadId workload;
   PendingReason reason = PendingReason::kNoNodeFits;
-  std::string message;               // one line for people
-  std::vector<std::string> details;  // more lines (per-cause node counts, victims awaited)
-  int32_t queue_position = 0;        // 1-based among its queue's waiting workloads
-  friend bool operator==(const PendingDecision&, const PendingDecision&) = default;
+  std::shared_ptr<const PendingExplanation> explanation;  // never null in an engine result
+  int32_t queue_position = 0;  // 1-based among its queue's waiting workloads
+
+  const std::string& message() const;
+  const std::vector<std::string>& details() const;
+  // Explanations compare by their text, not by whether they are shared.
+  friend bool operator==(const PendingDecision& a, const PendingDecision& b) {
+    return a.workload == b.workload && a.reason == b.reason &&
+           a.queue_position == b.queue_position && a.message() == b.message() &&
+           a.details() == b.details();
+  }
 };
 
 // A queue's standing after the cycle, per resource in Resources units (fair share is fractional).

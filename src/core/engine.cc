@@ -25,6 +25,23 @@ double Hours(Duration d) { return static_cast<double>(d.count()) / 3.6e6; }
 
 enum class Outcome { kAdmitted, kDeferred, kPending };
 
+// At most two pod counts, in the order tried.
+class SmallSizes {
+ public:
+  void push_back(int32_t n) { v_[size_++] = n; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int32_t& operator[](size_t i) { return v_[i]; }
+  int32_t back() const { return v_[size_ - 1]; }
+  void resize(size_t n) { size_ = n; }
+  const int32_t* begin() const { return v_.data(); }
+  const int32_t* end() const { return v_.data() + size_; }
+
+ private:
+  std::array<int32_t, 2> v_{};
+  size_t size_ = 0;
+};
+
 double GpuHoursLost(const Workload& w, Time now);
 
 // The state of one cycle. Built fresh for each call of Engine::Schedule.
@@ -55,6 +72,8 @@ class Cycle {
   void Preempt(WorkloadId victim, PreemptReason reason, WorkloadId preemptor, std::string message);
   void Pend(WorkloadId w, PendingReason reason, std::string message,
             std::vector<std::string> details = {});
+  void Pend(WorkloadId w, PendingReason reason,
+            std::shared_ptr<const PendingExplanation> explanation);
   std::string LimitProblem(QueueId q, const Resources& req) const;
   // With `reserved`, only the queue's reserved work counts: its elastic work is preemptible.
   std::string QuotaProblem(QueueId q, const Resources& req, bool reserved) const;
@@ -64,7 +83,8 @@ class Cycle {
   bool LendingAllows(const Resources& req) const;
   bool Protected(WorkloadId v) const;
   std::vector<VictimCandidate> Candidates(WorkloadId w, bool reclaim) const;
-  std::string ShapeKey(const Workload& w, int32_t pods);
+  // Writes the key into shape_key_, reused so that interning 100k+ shapes allocates nothing.
+  void ShapeKey(const Workload& w, int32_t pods);
   int32_t InternShape(const Workload& w, int32_t pods);
   void AddUsage(QueueId q, const Resources& r, int sign, bool reserved = false);
   void FillQueueStatus();
@@ -81,6 +101,8 @@ class Cycle {
   // What a waiting workload asks for, read in LoadWorkloads while its pod sets are in cache:
   // fair share and every admission check need it, and with 100k+ workloads re-reading the
   // scattered pod sets cost more than the checks themselves.
+  // With its priority, the passes decide most workloads that cannot start without touching
+  // the Workload itself.
   struct Ask {
     int32_t total = 0;         // pods
     int32_t minimum = 0;       // pods the gang cannot start without
@@ -88,6 +110,8 @@ class Cycle {
     Resources least;           // request of `minimum` pods
     int32_t shape_all = -1;    // interned ShapeKey of `total` pods
     int32_t shape_least = -1;  // and of `minimum` pods
+    int32_t priority = 0;
+    bool reserved() const { return priority >= kReservedPriority; }
   };
   std::vector<Ask> ask_;  // per workload, filled for waiting ones
   // Workload::RequestOfFirst(pods) for pods = total or minimum, the only sizes tried.
@@ -137,10 +161,16 @@ class Cycle {
   const std::vector<std::vector<WorkloadId>>* lists_ = nullptr;  // the pass's queues
   // Shapes (constraint set, pods and request per pod set) interned to ids at load, so that the
   // caches below cost an index or an integer hash per workload rather than a string key.
-  std::unordered_map<std::string, int32_t> shape_ids_;
-  std::vector<uint8_t> no_fit_;                    // per shape: found not to fit on free capacity
-  std::vector<PlacementExplanation> explanation_;  // per shape: why not, once asked
-  std::unordered_set<uint64_t> no_victims_;        // queue << 32 | shape: no victim set found
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+  };
+  std::unordered_map<std::string, int32_t, KeyHash, std::equal_to<>> shape_ids_;
+  std::string shape_key_;
+  std::vector<uint8_t> no_fit_;  // per shape: found not to fit on free capacity
+  // Per shape: why not, once asked; shared by every pending workload of the shape.
+  std::vector<std::shared_ptr<const PendingExplanation>> explanation_;
+  std::unordered_set<uint64_t> no_victims_;  // queue << 32 | shape: no victim set found
   CycleResult out_;
 };
 
@@ -251,6 +281,7 @@ void Cycle::LoadWorkloads() {
       a.least = w.RequestOfFirst(a.minimum);
       a.shape_all = InternShape(w, a.total);
       a.shape_least = a.minimum == a.total ? a.shape_all : InternShape(w, a.minimum);
+      a.priority = w.priority;
     }
   }
 }
@@ -375,11 +406,11 @@ void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
     const WorkloadId w = list[c++];
     // The queue's next workload is served within a few turns; start loading what TryAdmit reads
     // of it now. Waiting lists are in queue order, which is random in memory, and these loads
-    // missed the cache on nearly every workload of a large cycle.
+    // missed the cache on nearly every workload of a large cycle. The Workload itself is read
+    // only for work that starts or preempts.
     if (c < list.size()) {
       __builtin_prefetch(&ask_[list[c].index()]);
       __builtin_prefetch(&queue_of_[list[c].index()]);
-      __builtin_prefetch(&s_.workloads[list[c].index()]);
     }
     ++out_.stats.workloads_considered;
     const Outcome o = TryAdmit(w, pass);
@@ -389,13 +420,12 @@ void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
       if (strict) {  // nothing may pass it in this pass either
         while (c < list.size()) (*deferred)[q.index()].push_back(list[c++]);
       }
-    } else if (o == Outcome::kPending && strict) {
-      while (c < list.size()) {
-        const WorkloadId later = list[c++];
-        Pend(later, PendingReason::kBlockedByQueueHead,
-             "queue " + tree_.queue(q).name + " is strict FIFO and " + wl(w).name +
-                 " ahead of it cannot start");
-      }
+    } else if (o == Outcome::kPending && strict && c < list.size()) {
+      const auto blocked = std::make_shared<const PendingExplanation>(
+          PendingExplanation{"queue " + tree_.queue(q).name + " is strict FIFO and " + wl(w).name +
+                                 " ahead of it cannot start",
+                             {}});
+      while (c < list.size()) Pend(list[c++], PendingReason::kBlockedByQueueHead, blocked);
     }
     if (c >= list.size()) SetActive(q, false);
   }
@@ -506,12 +536,12 @@ double GpuHoursLost(const Workload& w, Time now) {
 
 std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const {
   std::vector<VictimCandidate> out;
-  const Workload& pre = wl(w);
+  const int32_t priority = ask_[w.index()].priority;
   const QueueId q = queue_of_[w.index()];
   // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
-  if (cfg_.priority_preemption_enabled && pre.priority > running_min_priority_[q.index()]) {
+  if (cfg_.priority_preemption_enabled && priority > running_min_priority_[q.index()]) {
     for (const Running& v : running_[q.index()]) {
-      if (v.priority >= pre.priority || v.shielded || victim_[v.id.index()]) continue;
+      if (v.priority >= priority || v.shielded || victim_[v.id.index()]) continue;
       out.push_back(
           {v.id, PreemptReason::kPriority, v.priority, v.gpu_hours_lost, 0, PlacementsOf(v)});
     }
@@ -544,8 +574,9 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
 }
 
 // Raw fixed-width fields rather than formatted numbers: the key is only compared and hashed.
-std::string Cycle::ShapeKey(const Workload& w, int32_t pods) {
-  std::string key;
+void Cycle::ShapeKey(const Workload& w, int32_t pods) {
+  std::string& key = shape_key_;
+  key.clear();
   for (const PodSet& ps : w.pod_sets) {
     if (pods <= 0) break;
     const int32_t n = std::min(pods, ps.count);
@@ -556,25 +587,29 @@ std::string Cycle::ShapeKey(const Workload& w, int32_t pods) {
                                            ps.request.memory_bytes()};
     key.append(reinterpret_cast<const char*>(fields.data()), sizeof fields);
   }
-  return key;
 }
 
 int32_t Cycle::InternShape(const Workload& w, int32_t pods) {
-  auto [it, inserted] =
-      shape_ids_.try_emplace(ShapeKey(w, pods), static_cast<int32_t>(shape_ids_.size()));
-  if (inserted) {
-    no_fit_.push_back(0);
-    explanation_.emplace_back();
-  }
-  return it->second;
+  ShapeKey(w, pods);
+  if (auto it = shape_ids_.find(std::string_view(shape_key_)); it != shape_ids_.end())
+    return it->second;
+  const auto id = static_cast<int32_t>(shape_ids_.size());
+  shape_ids_.emplace(shape_key_, id);
+  no_fit_.push_back(0);
+  explanation_.emplace_back();
+  return id;
 }
 
 Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
-  const Workload& work = wl(w);
+  const Workload& work = wl(w);  // read only where a workload may start or preempt
   const QueueId q = queue_of_[w.index()];
   const int32_t total = ask_[w.index()].total;
   const int32_t minimum = ask_[w.index()].minimum;
-  std::vector<int32_t> sizes = {total};
+  const bool reserved = ask_[w.index()].reserved();
+  // The sizes still possible: all pods, then the gang's minimum. Inline, not a vector: this runs
+  // for every waiting workload in each pass.
+  SmallSizes sizes;
+  sizes.push_back(total);
   if (minimum < total) sizes.push_back(minimum);
 
   auto keep = [&](auto pred, std::string* why) {
@@ -598,13 +633,12 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     return Outcome::kPending;
   }
   // The answer only: formatting QuotaProblem's message for every workload cost more than the check.
-  const bool in_quota = !QuotaExceeded(q, RequestOf(w, sizes.back()), work.reserved());
-  if (work.reserved() &&
-      !keep([&](int32_t n) { return QuotaProblem(q, RequestOf(w, n), true); }, &why)) {
+  const bool in_quota = !QuotaExceeded(q, RequestOf(w, sizes.back()), reserved);
+  if (reserved && !keep([&](int32_t n) { return QuotaProblem(q, RequestOf(w, n), true); }, &why)) {
     Pend(w, PendingReason::kOverQuota, "reserved work runs only within quota: " + why);
     return Outcome::kPending;
   }
-  if (pass == 1 && !work.reserved()) {
+  if (pass == 1 && !reserved) {
     std::string unused;
     if (!keep(
             [&](int32_t n) {
@@ -617,7 +651,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   if (!keep(
           [&](int32_t n) {
             const Resources req = RequestOf(w, n);
-            return work.reserved() || !Borrowing(q, req) || LendingAllows(req)
+            return reserved || !Borrowing(q, req) || LendingAllows(req)
                        ? std::string()
                        : "borrowing " + FormatResources(req) +
                              " would use quota that its owners do not lend";
@@ -636,7 +670,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     }
     ++out_.stats.placement_attempts;
     if (auto plan = pol_.placement->Place(state_, feas_, work, n, nullptr)) {
-      Commit(w, std::move(*plan), !work.reserved() && Borrowing(q, RequestOf(w, n)));
+      Commit(w, std::move(*plan), !reserved && Borrowing(q, RequestOf(w, n)));
       return Outcome::kAdmitted;
     }
     no_fit_[shape] = 1;
@@ -691,9 +725,13 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     }
   }
 
-  PlacementExplanation& e = explanation_[ShapeOf(w, sizes.back())];
-  if (e.message.empty()) e = ExplainNoFit(state_, feas_, work, sizes.back());
-  Pend(w, PendingReason::kNoNodeFits, e.message, e.details);
+  std::shared_ptr<const PendingExplanation>& e = explanation_[ShapeOf(w, sizes.back())];
+  if (!e) {
+    PlacementExplanation why = ExplainNoFit(state_, feas_, work, sizes.back());
+    e = std::make_shared<const PendingExplanation>(
+        PendingExplanation{std::move(why.message), std::move(why.details)});
+  }
+  Pend(w, PendingReason::kNoNodeFits, e);
   return Outcome::kPending;
 }
 
@@ -740,7 +778,14 @@ void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, st
 
 void Cycle::Pend(WorkloadId w, PendingReason reason, std::string message,
                  std::vector<std::string> details) {
-  out_.pending.push_back({w, reason, std::move(message), std::move(details), 0});
+  Pend(w, reason,
+       std::make_shared<const PendingExplanation>(
+           PendingExplanation{std::move(message), std::move(details)}));
+}
+
+void Cycle::Pend(WorkloadId w, PendingReason reason,
+                 std::shared_ptr<const PendingExplanation> explanation) {
+  out_.pending.push_back({w, reason, std::move(explanation), 0});
 }
 
 void Cycle::FillQueueStatus() {
@@ -817,13 +862,24 @@ CycleResult Cycle::Run() {
   LoadWorkloads();
   ComputeFairShare();
 
+  // Queue order: priority, submit time, name, index. The keys are gathered first so that the
+  // sort reads a compact array, not the scattered workloads (their names break the rare ties).
+  struct OrderKey {
+    int32_t neg_priority;
+    WorkloadId id;
+    Time submit;
+  };
+  std::vector<OrderKey> keys;
   for (std::vector<WorkloadId>& list : waiting_) {
-    std::sort(list.begin(), list.end(), [&](WorkloadId a, WorkloadId b) {
-      const Workload& x = wl(a);
-      const Workload& y = wl(b);
-      return std::tuple(-x.priority, x.submit_time, std::string_view(x.name), a) <
-             std::tuple(-y.priority, y.submit_time, std::string_view(y.name), b);
+    keys.clear();
+    for (WorkloadId w : list) keys.push_back({-ask_[w.index()].priority, w, wl(w).submit_time});
+    std::sort(keys.begin(), keys.end(), [&](const OrderKey& a, const OrderKey& b) {
+      if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
+      if (a.submit != b.submit) return a.submit < b.submit;
+      return std::tuple(std::string_view(wl(a.id).name), a.id) <
+             std::tuple(std::string_view(wl(b.id).name), b.id);
     });
+    for (size_t i = 0; i < keys.size(); ++i) list[i] = keys[i].id;
   }
 
   std::vector<std::vector<WorkloadId>> deferred(s_.queues.size());
@@ -896,6 +952,21 @@ std::string_view PendingReasonName(PendingReason r) {
       return "BlockedByQueueHead";
   }
   return "Unknown";
+}
+
+namespace {
+const PendingExplanation& NoExplanation() {
+  static const PendingExplanation none;
+  return none;
+}
+}  // namespace
+
+const std::string& PendingDecision::message() const {
+  return (explanation ? *explanation : NoExplanation()).message;
+}
+
+const std::vector<std::string>& PendingDecision::details() const {
+  return (explanation ? *explanation : NoExplanation()).details;
 }
 
 std::string ValidateWorkload(const Workload& w) {

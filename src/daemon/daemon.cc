@@ -97,7 +97,7 @@ Status Daemon::Tick() {
   std::unordered_map<std::string, PendingInfo> pending;
   for (const core::PendingDecision& p : result.pending)
     pending[snap->workloads[p.workload.index()].name] = {
-        std::string(core::PendingReasonName(p.reason)), p.message, p.details, p.queue_position};
+        std::string(core::PendingReasonName(p.reason)), p.message(), p.details(), p.queue_position};
   std::vector<std::pair<std::string, double>> started;  // name, wait in seconds
   for (const core::BindDecision& b : result.binds) {
     const core::Workload& w = snap->workloads[b.workload.index()];

@@ -51,8 +51,8 @@ json CycleResultToJson(const Snapshot& s, const CycleResult& r) {
   for (const PendingDecision& p : r.pending)
     pending.push_back({{"workload", name(p.workload)},
                        {"reason", PendingReasonName(p.reason)},
-                       {"message", p.message},
-                       {"details", p.details},
+                       {"message", p.message()},
+                       {"details", p.details()},
                        {"queuePosition", p.queue_position}});
   json queues = json::array();
   for (const QueueStatus& q : r.queues) {

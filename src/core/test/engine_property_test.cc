@@ -370,7 +370,7 @@ std::string DumpResult(const Snapshot& s, const CycleResult& r) {
       << "\n";
   for (const PendingDecision& d : r.pending)
     o << "pending " << s.workloads[d.workload.index()].name << " " << PendingReasonName(d.reason)
-      << ": " << d.message << "\n";
+      << ": " << d.message() << "\n";
   return o.str();
 }
 
@@ -561,7 +561,7 @@ std::string CheckVictimsEligible(const Snapshot& s, const CycleResult& r) {
         "victim " + v.name + " (" + std::string(PreemptReasonName(p.reason)) + ")";
     const auto waits = std::find_if(r.pending.begin(), r.pending.end(), [&](const auto& d) {
       return d.workload == p.preemptor && d.reason == PendingReason::kWaitingForPreemption &&
-             std::find(d.details.begin(), d.details.end(), detail) != d.details.end();
+             std::find(d.details().begin(), d.details().end(), detail) != d.details().end();
     });
     if (waits == r.pending.end()) return pre.name + " does not wait for its victim " + v.name;
   }
@@ -911,7 +911,7 @@ std::string CheckQueuePositions(const Snapshot& s, const CycleResult& r) {
   std::map<int32_t, std::vector<const PendingDecision*>> by_queue;
   for (const PendingDecision& p : r.pending) {
     const Workload& w = s.workloads[p.workload.index()];
-    if (p.message.empty()) return w.name + ": pending without a message";
+    if (p.message().empty()) return w.name + ": pending without a message";
     const QueueId q = tree.Find(w.queue);
     const bool queued = ValidateWorkload(w).empty() && q.valid() && tree.valid(q) && tree.leaf(q);
     if (!queued) {
@@ -987,7 +987,7 @@ RC_GTEST_PROP(EngineProperty, SeveralCyclesInARow, ()) {
   for (int c = 0; c < cycles; ++c) {
     const CycleResult r = Engine().Schedule(s);
     for (const PendingDecision& p : r.pending)
-      preempting_waiter |= p.reason == PendingReason::kWaitingForPreemption && p.details.empty();
+      preempting_waiter |= p.reason == PendingReason::kWaitingForPreemption && p.details().empty();
     for (Check check : kAllChecks) {
       const std::string error = check(s, r);
       if (!error.empty())

@@ -127,8 +127,8 @@ TEST_F(EngineTest, GangIsAllOrNothing) {
   const PendingDecision* p = Pending("ml/gang");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->reason, PendingReason::kNoNodeFits);
-  EXPECT_EQ(p->message, "gang of 16 pods (16 gpu) does not fit at once: room for 15 of its pods");
-  EXPECT_THAT(p->details, ElementsAre("pod set ps0: 2 nodes have room for 15 of its 16 pods"));
+  EXPECT_EQ(p->message(), "gang of 16 pods (16 gpu) does not fit at once: room for 15 of its pods");
+  EXPECT_THAT(p->details(), ElementsAre("pod set ps0: 2 nodes have room for 15 of its 16 pods"));
   EXPECT_EQ(p->queue_position, 1);
 }
 
@@ -156,7 +156,7 @@ TEST_F(EngineTest, MinMemberAboveRoomBindsNothing) {
   EXPECT_THAT(result_.binds, IsEmpty());
   ASSERT_NE(Pending("ml/elastic"), nullptr);
   EXPECT_EQ(Pending("ml/elastic")->reason, PendingReason::kNoNodeFits);
-  EXPECT_EQ(Pending("ml/elastic")->message,
+  EXPECT_EQ(Pending("ml/elastic")->message(),
             "gang of 9 pods (9 gpu) does not fit at once: room for 8 of its pods");
 }
 
@@ -196,8 +196,9 @@ TEST_F(EngineTest, BorrowThenReclaim) {
   const PendingDecision* p = Pending("team-a/train");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->reason, PendingReason::kWaitingForPreemption);
-  EXPECT_EQ(p->message, "preempting 2 workloads to make room");
-  EXPECT_THAT(p->details, ElementsAre("victim team-b/w1 (Reclaim)", "victim team-b/w2 (Reclaim)"));
+  EXPECT_EQ(p->message(), "preempting 2 workloads to make room");
+  EXPECT_THAT(p->details(),
+              ElementsAre("victim team-b/w1 (Reclaim)", "victim team-b/w2 (Reclaim)"));
   EXPECT_EQ(Status("team-b").allocated.gpu(), 0);  // victims no longer count
   EXPECT_EQ(Status("team-b").running_workloads, 0);
 
@@ -210,7 +211,7 @@ TEST_F(EngineTest, BorrowThenReclaim) {
   p = Pending("team-a/train");
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->reason, PendingReason::kWaitingForPreemption);
-  EXPECT_EQ(p->message, "waiting for capacity that preempted workloads are releasing");
+  EXPECT_EQ(p->message(), "waiting for capacity that preempted workloads are releasing");
 
   // Cycle 3: the victims are gone.
   W("team-b/w1").state = WorkloadState::kSuspended;
@@ -237,7 +238,7 @@ TEST_F(EngineTest, ReclaimTakesOnlyWhatIsNeeded) {
   Run();
   EXPECT_THAT(Preempted(), ElementsAre("team-b/small"));
   EXPECT_EQ(Pending("team-a/two")->reason, PendingReason::kWaitingForPreemption);
-  EXPECT_EQ(Pending("team-a/two")->message, "preempting 1 workload to make room");
+  EXPECT_EQ(Pending("team-a/two")->message(), "preempting 1 workload to make room");
 }
 
 TEST_F(EngineTest, PriorityPreemptionWithinQueue) {
@@ -253,7 +254,7 @@ TEST_F(EngineTest, PriorityPreemptionWithinQueue) {
   EXPECT_EQ(v.preemptor, b_.id("team-a/high"));
   EXPECT_EQ(v.message, "preempted by team-a/high (priority 50 over 0)");
   EXPECT_EQ(Pending("team-a/high")->reason, PendingReason::kWaitingForPreemption);
-  EXPECT_THAT(Pending("team-a/high")->details, ElementsAre("victim team-a/low (Priority)"));
+  EXPECT_THAT(Pending("team-a/high")->details(), ElementsAre("victim team-a/low (Priority)"));
   // Equal priority never preempts, and work beyond its fair share does not wait on the room
   // that victims release for others.
   EXPECT_EQ(Pending("team-a/same")->reason, PendingReason::kNoNodeFits);
@@ -288,7 +289,7 @@ TEST_F(EngineTest, EqualPriorityDoesNotPreempt) {
   Run();
   EXPECT_THAT(result_.preemptions, IsEmpty());
   EXPECT_EQ(Pending("team-a/new")->reason, PendingReason::kNoNodeFits);
-  EXPECT_EQ(Pending("team-a/new")->message,
+  EXPECT_EQ(Pending("team-a/new")->message(),
             "no node fits a pod of 8 gpu: 1 node too few free GPUs");
 }
 
@@ -318,7 +319,7 @@ TEST_F(EngineTest, ReservedRunsOnlyWithinQuota) {
   ASSERT_NE(Pending("team-a/big"), nullptr);
   EXPECT_EQ(Pending("team-a/big")->reason, PendingReason::kOverQuota);
   EXPECT_EQ(
-      Pending("team-a/big")->message,
+      Pending("team-a/big")->message(),
       "reserved work runs only within quota: queue team-a: needs 8 gpu; quota 4 gpu, reserved in "
       "use 0 gpu");
 }
@@ -402,11 +403,11 @@ TEST_F(EngineTest, StrictFifoBlocksBehindHead) {
   Run();
   EXPECT_THAT(result_.binds, IsEmpty());
   EXPECT_EQ(Pending("team-a/big")->reason, PendingReason::kNoNodeFits);
-  EXPECT_EQ(Pending("team-a/big")->message, "no node fits a pod of 8 gpu: 1 node too few GPUs");
+  EXPECT_EQ(Pending("team-a/big")->message(), "no node fits a pod of 8 gpu: 1 node too few GPUs");
   for (const char* w : {"team-a/small", "team-a/later"}) {
     ASSERT_NE(Pending(w), nullptr) << w;
     EXPECT_EQ(Pending(w)->reason, PendingReason::kBlockedByQueueHead);
-    EXPECT_EQ(Pending(w)->message,
+    EXPECT_EQ(Pending(w)->message(),
               "queue team-a is strict FIFO and team-a/big ahead of it cannot start");
   }
   EXPECT_EQ(Pending("team-a/small")->queue_position, 2);
@@ -456,7 +457,7 @@ TEST_F(EngineTest, QueueLimit) {
   EXPECT_THAT(Bound(), ElementsAre("team-a/four"));
   ASSERT_NE(Pending("team-a/eight"), nullptr);
   EXPECT_EQ(Pending("team-a/eight")->reason, PendingReason::kOverQueueLimit);
-  EXPECT_EQ(Pending("team-a/eight")->message,
+  EXPECT_EQ(Pending("team-a/eight")->message(),
             "queue team-a: needs 8 gpu; quota 16 gpu, in use 12 gpu, limit 16 gpu");
 }
 
@@ -472,7 +473,7 @@ TEST_F(EngineTest, ParentQueueLimitApplies) {
   EXPECT_THAT(Bound(), ElementsAre("team-a/w"));
   ASSERT_NE(Pending("team-b/w"), nullptr);
   EXPECT_EQ(Pending("team-b/w")->reason, PendingReason::kOverQueueLimit);
-  EXPECT_EQ(Pending("team-b/w")->message,
+  EXPECT_EQ(Pending("team-b/w")->message(),
             "queue dept: needs 4 gpu; quota 0 gpu, in use 4 gpu, limit 6 gpu");
 }
 
@@ -484,7 +485,7 @@ TEST_F(EngineTest, CpuLimitApplies) {
   Run();
   EXPECT_THAT(Bound(), ElementsAre("team-a/w"));
   EXPECT_EQ(Pending("team-a/v")->reason, PendingReason::kOverQueueLimit);
-  EXPECT_EQ(Pending("team-a/v")->message,
+  EXPECT_EQ(Pending("team-a/v")->message(),
             "queue team-a: needs 1500m cpu; quota 0 cpu, in use 3 cpu, limit 4 cpu");
 }
 
@@ -499,7 +500,7 @@ TEST_F(EngineTest, LendingLimit) {
   EXPECT_TRUE(Bind("team-b/small")->borrowing);
   ASSERT_NE(Pending("team-b/big"), nullptr);
   EXPECT_EQ(Pending("team-b/big")->reason, PendingReason::kLendingLimit);
-  EXPECT_EQ(Pending("team-b/big")->message,
+  EXPECT_EQ(Pending("team-b/big")->message(),
             "borrowing 4 gpu would use quota that its owners do not lend");
   EXPECT_EQ(Status("team-a").lent.gpu(), 2);
 }
@@ -602,8 +603,8 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
   for (const Want& want : wants) {
     const PendingDecision* p = Pending(want.workload);
     ASSERT_NE(p, nullptr) << want.workload;
-    EXPECT_EQ(p->reason, want.reason) << want.workload << ": " << p->message;
-    EXPECT_EQ(p->message, want.message) << want.workload;
+    EXPECT_EQ(p->reason, want.reason) << want.workload << ": " << p->message();
+    EXPECT_EQ(p->message(), want.message) << want.workload;
     EXPECT_EQ(p->queue_position, 0) << want.workload;
   }
   EXPECT_EQ(result_.pending.size(), std::size(wants));
