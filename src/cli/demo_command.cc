@@ -20,8 +20,22 @@
 namespace chamber::cli {
 namespace {
 
+// --gpus: the fleet the dashboard is built for (10,000 GPUs) with room to spare; beyond it the
+// simulated week's trace alone takes gigabytes.
+constexpr int64_t kMinGpus = 20;  // one node of each pool
+constexpr int64_t kMaxGpus = 50000;
+
+// Warm-up cycles: the demo's own up to 2,000 GPUs; on larger clusters longer ones (up to 5
+// simulated minutes), so that warming up 10,000 GPUs takes about as long as 264.
+core::Duration WarmupStep(core::Duration step, int64_t gpus) {
+  const int64_t factor = (gpus + 1999) / 2000;
+  const core::Duration longest = std::max<core::Duration>(step, std::chrono::minutes(5));
+  return std::clamp<core::Duration>(step * factor, step, longest);
+}
+
 struct DemoOptions {
   int port = 8080;
+  int64_t gpus = daemon::kDemoClusterGpus;
   uint64_t seed = 1;
   double speed = 60;
   double load = 2;          // enough work that queues form and preemption shows
@@ -37,6 +51,9 @@ Status RunDemo(const DemoOptions& o) {
   if (o.port < 0 || o.port > 65535) return Status::InvalidArgument("--port must be 0..65535");
   if (o.warmup_hours < 0 || o.warmup_hours > 24 * 7)
     return Status::InvalidArgument("--warmup must be 0..168 hours");
+  if (o.gpus < kMinGpus || o.gpus > kMaxGpus)
+    return Status::InvalidArgument("--gpus must be " + std::to_string(kMinGpus) + ".." +
+                                   std::to_string(kMaxGpus) + ", got " + std::to_string(o.gpus));
 
   // Signals go to the one thread that waits for them; block them before any thread starts.
   sigset_t signals;
@@ -65,6 +82,7 @@ Status RunDemo(const DemoOptions& o) {
   daemon::DemoClusterOptions cluster;
   cluster.seed = o.seed;
   cluster.load = o.load;
+  cluster.scale = daemon::DemoScaleForGpus(o.gpus);
   cluster.step = core::Duration(static_cast<int64_t>(o.tick_ms * o.speed));
   // The warm-up hours lie in the past, so the cluster's clock reaches the present when the
   // dashboard opens and the history already holds them.
@@ -87,17 +105,28 @@ Status RunDemo(const DemoOptions& o) {
   const size_t jobs = backend_options.trace.jobs.size();
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<daemon::SimulatedBackend> backend,
                            daemon::SimulatedBackend::Create(std::move(backend_options)));
+  daemon::SimulatedBackend& simulated = *backend;
 
   daemon::DaemonOptions daemon_options;
   daemon_options.tick = std::chrono::milliseconds(o.tick_ms);
   daemon::Daemon d(std::move(backend), daemon_options, std::move(history));
   // The API has a fleet to show from the first request: a busy one after the warm-up.
-  const int64_t warmup_ticks = std::max<int64_t>(1, warmup / cluster.step);
+  const core::Duration warmup_step = WarmupStep(cluster.step, gpus);
+  const int64_t warmup_ticks = std::max<int64_t>(1, warmup / warmup_step);
   if (warmup_ticks > 1) {
     std::cout << "Simulating the last " << Number(o.warmup_hours) << " hours of the cluster..."
+              << std::flush;
+  }
+  const auto warmup_begin = std::chrono::steady_clock::now();
+  simulated.set_step(warmup_step);
+  for (int64_t i = 0; i < warmup_ticks; ++i) CHAMBER_RETURN_IF_ERROR(d.Tick());
+  simulated.set_step(cluster.step);
+  if (warmup_ticks > 1) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_begin).count();
+    std::cout << " done in " << Number(seconds) << " s (" << warmup_ticks << " cycles)"
               << std::endl;
   }
-  for (int64_t i = 0; i < warmup_ticks; ++i) CHAMBER_RETURN_IF_ERROR(d.Tick());
 
   daemon::ServerOptions server_options;
   server_options.host = "127.0.0.1";
@@ -154,6 +183,11 @@ void RegisterDemoCommand(CommandRegistry& registry) {
       "demo", "Run Chamber on a simulated GPU cluster and serve the dashboard on 127.0.0.1",
       [o] { return RunDemo(*o); });
   cmd->add_option("--port", o->port, "Port on 127.0.0.1 (0: any free port)")->capture_default_str();
+  cmd->add_option("--gpus", o->gpus,
+                  "About this many GPUs in the simulated cluster: pools, team quotas and work grow "
+                  "in proportion (" +
+                      std::to_string(kMinGpus) + ".." + std::to_string(kMaxGpus) + ")")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the simulated workload and faults")
       ->capture_default_str();
   cmd->add_option("--speed", o->speed, "Simulated seconds per wall-clock second")

@@ -1,6 +1,7 @@
 #include "daemon/demo_cluster.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "sim/synthetic.h"
@@ -12,13 +13,14 @@ constexpr int64_t kJobsPerWeek = 12000;
 
 SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
   SimulatedBackendOptions b;
-  const int32_t k = std::max(1, o.scale);
+  const double k = o.scale > 0 ? o.scale : 1;
+  auto scaled = [k](int64_t n) { return std::llround(static_cast<double>(n) * k); };
   auto pool = [&](const char* name, int32_t count, int32_t gpus, const char* model,
                   int64_t memory_gib, double price, sim::PricingType pricing, const char* zone,
                   int64_t cores, int64_t host_memory_gib) {
     sim::NodePool p;
     p.name = name;
-    p.count = count * k;
+    p.count = static_cast<int32_t>(std::max<int64_t>(1, scaled(count)));
     p.gpus_per_node = gpus;
     p.gpu_model = model;
     p.gpu_memory_bytes = memory_gib << 30;
@@ -42,17 +44,21 @@ SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
     core::Queue queue;
     queue.name = names[q];
     core::QueueResource& gpu = queue.res(core::Resource::kGpu);
-    gpu.quota = quotas[q] * k;
+    gpu.quota = scaled(quotas[q]);
     gpu.over_quota_weight = weights[q];
     b.queues.push_back(queue);
   }
 
   sim::SyntheticSpec spec;
   spec.profile = sim::SyntheticSpec::Profile::kHelios;
-  spec.jobs = static_cast<int64_t>(kJobsPerWeek * k * std::max(0.01, o.load));
+  spec.jobs = static_cast<int64_t>(static_cast<double>(kJobsPerWeek) * k * std::max(0.01, o.load));
   spec.span = std::chrono::hours(24 * 7);
   spec.teams = 4;
-  spec.max_gpus = 64;
+  // Jobs of up to 64 GPUs; on a cluster scaled far down, up to a quarter of it, so that every
+  // job can run.
+  int64_t gpus = 0;
+  for (const sim::NodePool& p : b.cluster.pools) gpus += int64_t{p.count} * p.gpus_per_node;
+  spec.max_gpus = static_cast<int32_t>(std::clamp<int64_t>(gpus / 4, 1, 64));
   spec.reserved_fraction = 0.1;
   spec.seed = o.seed;
   b.trace = sim::GenerateSyntheticTrace(spec);

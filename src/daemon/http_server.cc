@@ -25,12 +25,18 @@ void JsonError(httplib::Response& res, int status, const std::string& message) {
   res.set_content(nlohmann::json{{"error", message}}.dump(), kJson);
 }
 
+// JSON answers go out through a content provider, which keeps a cached body alive until sent and
+// which cpp-httplib never compresses. A set_content() body it would compress for a client that
+// accepts Brotli, at Brotli's highest quality: 10 s for a 10,000-GPU fleet's 1.5 MB workload list.
 void SendJson(httplib::Response& res, const std::shared_ptr<const std::string>& body) {
-  // The body lives in the state's cache; the provider keeps it alive until sent.
   res.set_content_provider(body->size(), kJson,
                            [body](size_t offset, size_t length, httplib::DataSink& sink) {
                              return sink.write(body->data() + offset, length);
                            });
+}
+
+void SendJson(httplib::Response& res, std::string body) {
+  SendJson(res, std::make_shared<const std::string>(std::move(body)));
 }
 
 bool IsLoopback(const std::string& host) {
@@ -199,7 +205,7 @@ void ApiServer::Impl::Routes() {
       if (!s) return;
       nlohmann::json j = HealthJson(*s);
       j["controller"] = options.health->View();
-      res.set_content(j.dump(), kJson);
+      SendJson(res, j.dump());
     });
   } else {
     Resource("/api/v1/health", [](const FleetState& s) { return HealthJson(s).dump(); });
@@ -252,7 +258,7 @@ void ApiServer::Impl::Routes() {
       SendJson(res, Cached(*s, "/api/v1/workloads", [&] { return WorkloadsJson(*s, f).dump(); }));
       return;
     }
-    res.set_content(WorkloadsJson(*s, f).dump(), kJson);
+    SendJson(res, WorkloadsJson(*s, f).dump());
   });
   // One workload by "namespace/name", by a bare name (workloads without a namespace, as in the
   // demo), or by the name of one of its pods.
@@ -265,7 +271,7 @@ void ApiServer::Impl::Routes() {
                if (req.matches[2].matched) name += "/" + req.matches[2].str();
                const std::optional<WorkloadMatch> m = FindWorkload(*s, name);
                if (!m) return JsonError(res, 404, "no workload or pod named \"" + name + "\"");
-               res.set_content(WorkloadDetailJson(*s, *m).dump(), kJson);
+               SendJson(res, WorkloadDetailJson(*s, *m).dump());
              });
   for (const bool cordon : {true, false}) {
     const std::string pattern =
@@ -307,7 +313,7 @@ void ApiServer::Impl::History(const httplib::Request& req, httplib::Response& re
   if (!req.has_param("metric")) {
     Result<fleet::HistoryCatalogue> c = store->Catalogue();
     if (!c.ok()) return JsonError(res, 500, c.status().message());
-    return res.set_content(CatalogueJson(*c, store->options()).dump(), kJson);
+    return SendJson(res, CatalogueJson(*c, store->options()).dump());
   }
   const std::string metric = req.get_param_value("metric");
   const std::string scope = req.has_param("scope") ? req.get_param_value("scope") : "cluster";
@@ -334,7 +340,7 @@ void ApiServer::Impl::History(const httplib::Request& req, httplib::Response& re
   if (to < from) return JsonError(res, 400, "parameter to: before from");
   Result<fleet::HistorySeries> series = store->Read(metric, scope, from, to, step);
   if (!series.ok()) return JsonError(res, 400, series.status().message());
-  res.set_content(HistoryJson(metric, scope, from, to, *series).dump(), kJson);
+  SendJson(res, HistoryJson(metric, scope, from, to, *series).dump());
 }
 
 void ApiServer::Impl::Events(const httplib::Request& req, httplib::Response& res) {

@@ -46,6 +46,8 @@ class SimulatedBackend : public ClusterBackend {
     return cluster_->FailGpu(node, gpu, options_.repair_time);
   }
   sim::SimCluster& cluster() { return *cluster_; }
+  // Simulated time per Refresh() from the next one on (the demo warms up in longer steps).
+  void set_step(core::Duration step) { options_.step = step; }
   // A job's activity level (0..1) before per-GPU jitter.
   double JobActivity(const std::string& job_id) const;
 

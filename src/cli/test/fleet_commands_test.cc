@@ -115,11 +115,40 @@ TEST(DemoCommandTest, RunsForADurationAndKeepsHistoryInTheDataDir) {
                            "100", "--data-dir", dir.string()});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("a simulated cluster of 264 GPUs"), std::string::npos) << o.out;
+  // Eight simulated hours in steps of 60 s (100 ms at 600x).
+  EXPECT_NE(o.out.find("Simulating the last 8 hours of the cluster... done in "),
+            std::string::npos);
+  EXPECT_NE(o.out.find(" s (480 cycles)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("Listening on 127.0.0.1 only, without authentication"), std::string::npos);
   EXPECT_NE(o.out.find("Dashboard: http://127.0.0.1:"), std::string::npos);
   EXPECT_NE(o.out.find("Ran "), std::string::npos);
   EXPECT_TRUE(std::filesystem::exists(dir / "history.db"));
   std::filesystem::remove_all(dir);
+}
+
+TEST(DemoCommandTest, GpusGrowsTheClusterInProportion) {
+  const Output o = RunCli({"demo", "--gpus", "4000", "--load", "0.1", "--warmup", "1", "--port",
+                           "0", "--duration", "0.2"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("a simulated cluster of 4000 GPUs"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("h100: 242 nodes x 8"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("a100: 182 nodes x 8"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("l40s: 152 nodes x 4"), std::string::npos) << o.out;
+  // Above 2,000 GPUs the warm-up runs in longer steps: 60 s rather than 30 s here.
+  EXPECT_NE(o.out.find(" s (60 cycles)"), std::string::npos) << o.out;
+}
+
+TEST(DemoCommandTest, GpusOutOfRangeIsRefused) {
+  for (const char* gpus : {"0", "-5", "19", "50001"}) {
+    const Output o = RunCli({"demo", "--gpus", gpus, "--port", "0", "--duration", "0.1"});
+    EXPECT_NE(o.code, 0) << gpus;
+    EXPECT_NE(o.err.find("--gpus must be 20..50000, got " + std::string(gpus)), std::string::npos)
+        << o.err;
+    EXPECT_EQ(o.out.find("Dashboard:"), std::string::npos) << o.out;
+  }
+  const Output o = RunCli({"demo", "--gpus", "many"});
+  EXPECT_EQ(o.code, kExitUsage);
+  EXPECT_NE(o.err.find("--gpus"), std::string::npos) << o.err;
 }
 
 // The real binary: it serves without a token, and Ctrl-C (SIGINT) stops it cleanly.

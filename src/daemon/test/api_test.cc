@@ -238,6 +238,28 @@ TEST_F(ApiTest, HistoryAnswersWithAStoredSeries) {
   for (const json& x : w["workloads"]) EXPECT_EQ(x["state"], "pending");
 }
 
+// Browsers accept Brotli, which cpp-httplib would apply at its slowest quality (seconds for a
+// large fleet's workload list): JSON goes out as it is.
+TEST_F(ApiTest, JsonAnswersAreNotCompressed) {
+  httplib::Client c = Client();
+  const httplib::Headers browser = {{"Accept-Encoding", "gzip, deflate, br"}};
+  const std::vector<std::string> paths = {"/api/v1/fleet",
+                                          "/api/v1/gpus",
+                                          "/api/v1/workloads",
+                                          "/api/v1/workloads?limit=5000",
+                                          "/api/v1/history",
+                                          "/api/v1/history?metric=utilization",
+                                          "/api/v1/workloads/" + DemoWorkload(*daemon_->state())};
+  for (const std::string& path : paths) {
+    auto r = c.Get(path, browser);
+    ASSERT_TRUE(r) << path;
+    ASSERT_EQ(r->status, 200) << path << ": " << r->body;
+    EXPECT_FALSE(r->has_header("Content-Encoding"))
+        << path << ": " << r->get_header_value("Content-Encoding");
+    EXPECT_TRUE(json::accept(r->body)) << path;
+  }
+}
+
 TEST_F(ApiTest, TokensAndRoles) {
   // Nothing but /healthz without a token.
   httplib::Client anonymous = Client(nullptr);

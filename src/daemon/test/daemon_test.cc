@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 
 #include <gtest/gtest.h>
 
@@ -51,6 +52,58 @@ TEST(DaemonTest, FirstTickPublishesTheFleet) {
   EXPECT_EQ(s->input.nodes.size(), 38u);
   EXPECT_EQ(s->input.queues.size(), 4u);
   EXPECT_EQ(s->totals.since, kStart);
+}
+
+int64_t Gpus(const SimulatedBackendOptions& b) {
+  int64_t gpus = 0;
+  for (const sim::NodePool& p : b.cluster.pools) gpus += int64_t{p.count} * p.gpus_per_node;
+  return gpus;
+}
+
+TEST(DemoClusterTest, ScaleGrowsPoolsQuotasAndWorkInProportion) {
+  DemoClusterOptions o;
+  o.load = 1;
+  const SimulatedBackendOptions base = DemoCluster(o);
+  EXPECT_EQ(Gpus(base), kDemoClusterGpus);
+  EXPECT_EQ(base.trace.jobs.size(), 12000u);
+
+  o.scale = DemoScaleForGpus(10000);
+  o.load = 0.1;  // a tenth of the work keeps the test fast; jobs scale with both
+  const SimulatedBackendOptions big = DemoCluster(o);
+  ASSERT_EQ(big.cluster.pools.size(), 3u);
+  EXPECT_EQ(big.cluster.pools[0].count, 606);  // 16 x 37.88
+  EXPECT_EQ(big.cluster.pools[1].count, 455);  // 12 x 37.88
+  EXPECT_EQ(big.cluster.pools[2].count, 379);  // 10 x 37.88
+  EXPECT_EQ(Gpus(big), 10004);
+  int64_t quotas = 0;
+  for (const core::Queue& q : big.queues) quotas += q.res(core::Resource::kGpu).quota;
+  EXPECT_EQ(big.queues[0].res(core::Resource::kGpu).quota, 4242);  // 112 x 37.88
+  EXPECT_EQ(quotas, 9999);
+  EXPECT_EQ(big.trace.jobs.size(), 45454u);  // 12,000 x 37.88 x 0.1
+  // Every team still gets work.
+  std::map<std::string, int> per_queue;
+  for (const sim::TraceJob& j : big.trace.jobs) ++per_queue[j.queue];
+  EXPECT_EQ(per_queue.size(), 4u);
+
+  // The smallest cluster keeps one node of each pool, and no job asks for more than a quarter.
+  o.scale = DemoScaleForGpus(20);
+  const SimulatedBackendOptions small = DemoCluster(o);
+  EXPECT_EQ(Gpus(small), 20);
+  int64_t largest = 0;
+  for (const sim::TraceJob& j : small.trace.jobs)
+    largest = std::max<int64_t>(largest, int64_t{j.pods} * j.gpus_per_pod);
+  EXPECT_GT(largest, 1);
+  EXPECT_LE(largest, 5);
+}
+
+TEST(DaemonTest, LongerStepsMoveTheClockFurther) {
+  Fixture f = MakeDaemon();
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  EXPECT_EQ(f.daemon->state()->time_ms, kStart + 30'000);
+  f.backend->set_step(std::chrono::minutes(5));
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  EXPECT_EQ(f.daemon->state()->time_ms, kStart + 30'000 + 300'000);
 }
 
 TEST(DaemonTest, FleetAgreesWithTheSimulatedCluster) {

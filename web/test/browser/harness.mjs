@@ -25,17 +25,19 @@ async function freePort() {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * Starts `chamber demo` on a free port (CHAMBER_BIN names the binary), or uses the server at
- * CHAMBER_API_URL when that is set. Returns { url, stop, log }.
+ * Starts `chamber demo` on a free port (CHAMBER_BIN names the binary) with `args` added to its
+ * command line, or uses the server at CHAMBER_API_URL when that is set. Returns { url, stop, log,
+ * startMs }: startMs is the time from start until /healthz answered.
  */
-export async function startServer({ seed = 7 } = {}) {
+export async function startServer({ seed = 7, args = [], timeoutMs = 60_000 } = {}) {
   if (process.env.CHAMBER_API_URL) {
-    return { url: process.env.CHAMBER_API_URL.replace(/\/$/, ''), stop: async () => {}, log: () => '' };
+    return { url: process.env.CHAMBER_API_URL.replace(/\/$/, ''), stop: async () => {}, log: () => '', startMs: 0 };
   }
   const bin = process.env.CHAMBER_BIN;
   if (!bin) throw new Error('set CHAMBER_BIN to the chamber binary (or CHAMBER_API_URL to a running server)');
   const port = await freePort();
-  const child = spawn(bin, ['demo', '--port', String(port), '--seed', String(seed), '--tick-ms', '2000'], {
+  const started = Date.now();
+  const child = spawn(bin, ['demo', '--port', String(port), '--seed', String(seed), '--tick-ms', '2000', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -44,7 +46,7 @@ export async function startServer({ seed = 7 } = {}) {
   let exited = null;
   child.on('exit', (code, signal) => (exited = { code, signal }));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (exited) throw new Error(`chamber demo exited (${JSON.stringify(exited)}):\n${output}`);
     try {
@@ -55,7 +57,7 @@ export async function startServer({ seed = 7 } = {}) {
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`chamber demo did not answer /healthz within 60 s:\n${output}`);
+      throw new Error(`chamber demo did not answer /healthz within ${timeoutMs / 1000} s:\n${output}`);
     }
     await sleep(100);
   }
@@ -65,7 +67,7 @@ export async function startServer({ seed = 7 } = {}) {
     for (let i = 0; i < 50 && !exited; i++) await sleep(100);
     if (!exited) child.kill('SIGKILL');
   };
-  return { url, stop, log: () => output };
+  return { url, stop, log: () => output, startMs: Date.now() - started };
 }
 
 /** Headless Chromium (Debian's, or CHAMBER_CHROMIUM) with a fresh profile. */
