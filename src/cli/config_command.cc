@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "controller/gpu_pricing.h"
 #include "controller/health_controller.h"
 #include "core/io/config_yaml.h"
 
@@ -25,8 +26,13 @@ void RegisterConfigCommand(CommandRegistry& registry) {
         bool health = false;
         CHAMBER_ASSIGN_OR_RETURN(controller::health::HealthControllerConfig h,
                                  controller::health::LoadHealthConfigFile(*path, &health));
+        // ... and its fleet pools the `pricing:` section (docs/fleet.md).
+        bool pricing = false;
+        CHAMBER_ASSIGN_OR_RETURN(controller::PricingConfig p,
+                                 controller::LoadPricingConfigFile(*path, &pricing));
         std::cout << core::io::EngineConfigToYaml(c);
         if (health) std::cout << controller::health::HealthConfigToYaml(h);
+        if (pricing) std::cout << controller::PricingConfigToYaml(p);
         return Status::Ok();
       });
   check->add_option("file", *path, "Configuration YAML")->required();

@@ -47,6 +47,7 @@ struct Flags {
   std::vector<std::string> viewer_groups{"chamber:viewers"};
   std::vector<std::string> agent_users, agent_groups;  // may only post agent reports
   health::HealthControllerConfig health;               // the config file's `health:` section
+  PricingConfig pricing;                               // the config file's `pricing:` section
   bool anonymous = false;
   bool leader_elect = true;
   std::string lease_namespace;
@@ -118,6 +119,7 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   bo.scheduler_name = f.scheduler_name;
   bo.writers = f.writers;
   bo.writes_allowed = [leading] { return !leading.cancelled(); };
+  bo.pricing = f.pricing;
   spdlog::info("leading: listing and watching the cluster");
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<KubeBackend> backend,
                            KubeBackend::Create(client, std::move(bo)));
@@ -132,6 +134,7 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   daemon::DaemonOptions options;
   options.engine = engine;
   options.tick = engine.cycle_period;
+  options.fleet.currency = f.pricing.currency;
   daemon::Daemon d(std::move(backend), options, std::move(history));
 
   CHAMBER_ASSIGN_OR_RETURN(auto listen, ParseListen(f.listen));
@@ -329,7 +332,18 @@ int Main(int argc, char** argv) {
       return 2;
     }
     f.health = *h;
+    auto p = LoadPricingConfigFile(f.config);
+    if (!p.ok()) {
+      std::cerr << "chamberd: " << p.status().message() << "\n";
+      return 2;
+    }
+    f.pricing = *p;
   }
+  if (f.pricing.rules.empty() && f.pricing.default_price_per_gpu_hour == 0)
+    spdlog::info("pricing: no GPU prices (the config file's pricing: section); every cost reads 0");
+  else
+    spdlog::info("pricing: {} rules; GPUs no rule matches cost {} {} per GPU-hour",
+                 f.pricing.rules.size(), f.pricing.default_price_per_gpu_hour, f.pricing.currency);
   auto rest = f.kubeconfig.empty() ? kube::LoadDefaultConfig() : kube::LoadKubeconfig(f.kubeconfig);
   if (!rest.ok()) {
     std::cerr << "chamberd: " << rest.status().message() << "\n";

@@ -611,8 +611,10 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
 daemon::Observation KubeBackend::Observe() {
   daemon::Observation o;
   o.snapshot = &built_.snapshot;
-  std::map<std::string, int32_t> pool_of_model;
-  o.node_pool.reserve(built_.snapshot.nodes.size());
+  PoolAssignment pools = AssignPools(options_.pricing, built_.snapshot.nodes, pools_);
+  pools_ = pools.pools;
+  o.pools = std::move(pools.pools);
+  o.node_pool = std::move(pools.node_pool);
   samples_.resize(built_.snapshot.nodes.size());
   const AgentGpuUsage usage = gpu_usage_ ? gpu_usage_() : AgentGpuUsage();
   for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n) {
@@ -630,14 +632,6 @@ daemon::Observation KubeBackend::Observe() {
         if (g < node.gpus.size()) samples_[n][g] = a.sample;
       }
     }
-    if (node.gpus.empty()) {
-      o.node_pool.push_back(-1);
-      continue;
-    }
-    const std::string model = node.gpus.front().model.empty() ? "gpu" : node.gpus.front().model;
-    auto [it, inserted] = pool_of_model.try_emplace(model, static_cast<int32_t>(o.pools.size()));
-    if (inserted) o.pools.push_back({model, model, fleet::Pricing::kOnDemand, 0});
-    o.node_pool.push_back(it->second);
   }
   o.samples = samples_;
   o.workload_pods.reserve(built_.sources.size());

@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "controller/gpu_pricing.h"
 #include "controller/snapshot_builder.h"
 #include "daemon/backend.h"
 #include "kube/client.h"
@@ -68,6 +69,8 @@ struct KubeBackendOptions {
   // and the cycle after a long Apply(), do not; 0: none.
   std::chrono::milliseconds prepare_every{250};
   std::function<bool()> writes_allowed;  // empty: always
+  // Prices of the nodes' GPUs, and the fleet pools they make (gpu_pricing.h).
+  PricingConfig pricing;
 };
 
 // Counters since start, for metrics and tests.
@@ -155,6 +158,8 @@ class KubeBackend : public daemon::ClusterBackend {
   };
   std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
   std::vector<std::vector<daemon::GpuSample>> samples_;
+  // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).
+  std::vector<fleet::PoolInput> pools_;
   std::function<AgentGpuUsage()> gpu_usage_;
 
   double last_refresh_ms_ = 0, last_refresh_cpu_ms_ = 0, last_apply_ms_ = 0;

@@ -233,7 +233,7 @@ run_lint() {
     "$(query "${work}/scheduling-tuned.yaml" 'sum(d["metadata"]["name"] == "chamber-dashboard" for d in docs)')"
   expect_eq "tuned: agent node selector" '{"node-pool": "gpu"}' "$(query "${work}/scheduling-tuned.yaml" "${ds}['nodeSelector']")"
   expect_eq "tuned: runtime class" "nvidia" "$(query "${work}/scheduling-tuned.yaml" "${ds}['runtimeClassName']")"
-  expect_eq "tuned: config" '{"cyclePeriod": "500ms", "fairShare": {"usageHalfLife": "24h", "usageWeight": 0.5}, "preemption": {"checkpointGraceSeconds": 120, "minRuntime": "10m"}, "queueOrder": "DominantShare"}' \
+  expect_eq "tuned: config" '{"cyclePeriod": "500ms", "fairShare": {"usageHalfLife": "24h", "usageWeight": 0.5}, "preemption": {"checkpointGraceSeconds": 120, "minRuntime": "10m"}, "pricing": {"defaultPricePerGpuHour": 2, "rules": [{"gpuModel": "NVIDIA-H100-80GB-HBM3", "nodeSelector": {"karpenter.sh/capacity-type": "spot"}, "pricePerGpuHour": 3.4}, {"gpuModel": "NVIDIA-H100-80GB-HBM3", "pricePerGpuHour": 12.29}]}, "queueOrder": "DominantShare"}' \
     "$(query "${work}/scheduling-tuned.yaml" 'yaml.safe_load(find("ConfigMap")["data"]["chamber.yaml"])')"
   expect_eq "prometheus: ServiceMonitor" '{"authorization": {"credentials": {"key": "token", "name": "chamber-metrics-token"}, "type": "Bearer"}, "interval": "15s", "path": "/metrics", "port": "http"}' \
     "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber")["spec"]["endpoints"][0]')"
@@ -253,6 +253,7 @@ run_lint() {
         fail "chamber config check (${n}): ${out}"
       expect_contains "chamber config check (${n})" "queueOrder:" "${out}"
     done
+    expect_contains "chamber config check (scheduling-tuned): pricing" "    pricePerGpuHour: 12.29" "${out}"
   else
     printf 'chart_test: CHAMBER_CLI not set: the engine configuration is not checked by chamber\n'
   fi
@@ -273,6 +274,8 @@ run_lint() {
 --set config.queueOrder=Random|at '/config/queueOrder': value must be one of 'FairShare', 'DominantShare', 'OldestHead'
 --set config.preemption.minRuntime=soon|at '/config/preemption/minRuntime'
 --set config.typo=1|at '/config': additional properties 'typo' not allowed
+--set config.pricing.defaultPricePerGpuHour=-1|at '/config/pricing/defaultPricePerGpuHour': minimum: got -1, want 0
+--set config.pricing.rules[0].pricing=preemptible|at '/config/pricing/rules/0/pricing': value must be one of 'on-demand', 'spot', 'reserved'
 --set agent.nvml.hostPath=relative/lib|at '/agent/nvml/hostPath'
 --set chamberd.logLevel=verbose|at '/chamberd/logLevel': value must be one of
 --set-string service.port=http|at '/service/port': got string, want integer

@@ -55,10 +55,18 @@ class ChamberdE2E : public ::testing::Test {
     ASSERT_TRUE(kubesim::DeleteFakeNodes(*client_).ok());
     ASSERT_TRUE(
         client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns_}}}}).ok());
-    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n"
-                                           "preemption:\n"
-                                           "  minRuntime: 0s\n"
-                                           "  checkpointGraceSeconds: 1\n";
+    std::ofstream(dir_ / "config.yaml")
+        << "cyclePeriod: 300ms\n"
+           "preemption:\n"
+           "  minRuntime: 0s\n"
+           "  checkpointGraceSeconds: 1\n"
+           "pricing:\n"
+           "  currency: EUR\n"
+           "  defaultPricePerGpuHour: 4\n"
+           "  rules:\n"
+           "    - gpuModel: NVIDIA-H100-80GB-HBM3\n"
+           "      nodeSelector: {karpenter.sh/capacity-type: spot}\n"
+           "      pricePerGpuHour: 1.5\n";
   }
 
   void TearDown() override {
@@ -81,12 +89,13 @@ class ChamberdE2E : public ::testing::Test {
   }
 
   void Nodes(int count, int gpus, const std::string& prefix = "gpu",
-             std::vector<kube::Taint> taints = {}) {
+             std::vector<kube::Taint> taints = {}, std::map<std::string, std::string> labels = {}) {
     kubesim::NodePoolSpec spec;
     spec.count = count;
     spec.gpus = gpus;
     spec.prefix = ns_ + "-" + prefix;
     spec.taints = std::move(taints);
+    spec.labels = std::move(labels);
     auto created = kubesim::CreateFakeNodes(*client_, spec);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
   }
@@ -487,8 +496,11 @@ TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
 
 // The API answers Kubernetes tokens through TokenReview: a service account in an admin group
 // may read and cordon, one in no Chamber group and a made-up token may not.
-TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReview) {
+// Also: the fleet's pools and prices come from the config file's `pricing:` section and the
+// nodes' labels (SetUp's config: spot H100s 1.5 EUR, everything else 4 EUR per GPU-hour).
+TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReviewAndCostsArePriced) {
   Nodes(1, 8);
+  Nodes(2, 8, "spot", {}, {{"karpenter.sh/capacity-type", "spot"}});
   const std::string stranger_name = ns_ + "-stranger";
   ASSERT_TRUE(client_
                   ->Create(kube::resources::kServiceAccounts, ns_,
@@ -505,11 +517,13 @@ TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReview) {
   ASSERT_GT(port, 0);
   const std::string ops = client_->CreateToken(ns_, "ops").value();
   const std::string stranger = client_->CreateToken("default", stranger_name).value();
+  std::string body;
   auto get = [&](const std::string& token, const std::string& path) {
     httplib::Client http("127.0.0.1", port);
     httplib::Headers headers;
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     auto res = http.Get(path, headers);
+    body = res ? res->body : "";
     return res ? res->status : -1;
   };
   ASSERT_TRUE(Eventually([&] { return get(ops, "/api/v1/fleet") == 200; }, 20s))
@@ -519,6 +533,27 @@ TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReview) {
   EXPECT_EQ(get(stranger, "/api/v1/fleet"), 401) << "authenticated, but in no Chamber group";
   EXPECT_EQ(get("", "/healthz"), 200);
   (void)client_->Delete(kube::resources::kServiceAccounts, "default", stranger_name);
+
+  // 8 on-demand GPUs at 4 and 16 spot GPUs at 1.5: 56 EUR an hour, all of it idle.
+  Json cost;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        if (get(ops, "/api/v1/cost") != 200) return false;
+        cost = Json::parse(body, nullptr, false);
+        return cost.is_object() && cost.value("per_hour", 0.0) == 56.0;
+      },
+      20s))
+      << body;
+  EXPECT_EQ(cost.value("currency", ""), "EUR");
+  EXPECT_DOUBLE_EQ(cost.value("idle_per_hour", 0.0), 56.0);
+  std::map<std::string, std::tuple<std::string, double, double>> pools;
+  for (const Json& p : cost.value("pools", Json::array()))
+    pools[p.value("name", "")] = {p.value("pricing", ""), p.value("price_per_gpu_hour", 0.0),
+                                  p.value("per_hour", 0.0)};
+  using Pool = std::tuple<std::string, double, double>;
+  EXPECT_EQ(pools.size(), 2u) << cost.dump();
+  EXPECT_EQ(pools["NVIDIA-H100-80GB-HBM3/on-demand"], Pool("on-demand", 4.0, 32.0));
+  EXPECT_EQ(pools["NVIDIA-H100-80GB-HBM3/spot"], Pool("spot", 1.5, 24.0));
 }
 
 // `chamber why` on a pod of the cluster: the CLI asks chamberd, which finds the Job the pod

@@ -23,9 +23,11 @@ Result<EngineConfig> ParseEngineConfig(std::string_view text, std::string_view s
   CHAMBER_ASSIGN_OR_RETURN(YAML::Node root, y.Load(text));
   EngineConfig c;
   if (root.IsNull()) return c;  // an empty file means every default
-  // `health` belongs to chamberd's health controller, which reads and checks it.
+  // `health` belongs to chamberd's health controller and `pricing` to its fleet pools (cost);
+  // chamberd reads and checks them.
   CHAMBER_RETURN_IF_ERROR(y.CheckKeys(
-      root, "", {"queueOrder", "fairShare", "queueing", "preemption", "cyclePeriod", "health"}));
+      root, "",
+      {"queueOrder", "fairShare", "queueing", "preemption", "cyclePeriod", "health", "pricing"}));
 
   if (const YAML::Node qo = root["queueOrder"]) {
     CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(qo, "queueOrder"));
