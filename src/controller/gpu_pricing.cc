@@ -182,12 +182,8 @@ PoolAssignment AssignPools(const PricingConfig& config, const std::vector<core::
 Result<PricingConfig> ParsePricingConfig(std::string_view text, std::string_view source,
                                          bool* found) {
   core::io::YamlReader y{std::string(source)};
-  CHAMBER_ASSIGN_OR_RETURN(YAML::Node root, y.Load(text));
+  CHAMBER_ASSIGN_OR_RETURN(const YAML::Node p, y.LoadSection(text, "pricing", found));
   PricingConfig c;
-  if (found) *found = false;
-  if (root.IsNull() || !root.IsMap() || !root["pricing"]) return c;
-  if (found) *found = true;
-  const YAML::Node p = root["pricing"];
   if (p.IsNull()) return c;
   CHAMBER_RETURN_IF_ERROR(
       y.CheckKeys(p, "pricing", {"currency", "defaultPricePerGpuHour", "rules"}));

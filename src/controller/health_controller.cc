@@ -293,12 +293,8 @@ std::string FormatSeconds(double s) {
 Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::string_view source,
                                                  bool* found) {
   core::io::YamlReader y{std::string(source)};
-  CHAMBER_ASSIGN_OR_RETURN(YAML::Node root, y.Load(text));
+  CHAMBER_ASSIGN_OR_RETURN(const YAML::Node h, y.LoadSection(text, "health", found));
   HealthControllerConfig c;
-  if (found) *found = false;
-  if (root.IsNull() || !root.IsMap() || !root["health"]) return c;
-  if (found) *found = true;
-  const YAML::Node h = root["health"];
   if (h.IsNull()) return c;
   CHAMBER_RETURN_IF_ERROR(
       y.CheckKeys(h, "health",
