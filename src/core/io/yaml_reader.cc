@@ -1,11 +1,33 @@
 #include "core/io/yaml_reader.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 namespace chamber::core::io {
 namespace {
+
+// Counts documents and builds nothing.
+class DocumentCounter final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
 
 // Splits "1.5Gi" into 1.5 and "Gi"; fails on anything else.
 bool SplitNumber(std::string_view text, double* value, std::string_view* suffix) {
@@ -166,6 +188,20 @@ Result<YAML::Node> YamlReader::LoadSection(std::string_view text, const std::str
 
 Result<std::vector<YAML::Node>> YamlReader::LoadAll(std::string_view text) const {
   try {
+    // yaml-cpp 0.7's parser can hand out empty documents without end on some malformed streams
+    // (a stray quote inside a flow map after a leading comma), and YAML::LoadAll then never
+    // returns. A stream holds at most one document per line (plus one), so the documents are
+    // counted first, up to that bound.
+    const size_t most = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 2;
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    DocumentCounter counter;
+    for (size_t docs = 0; parser.HandleNextDocument(counter);) {
+      if (++docs > most)
+        return Status::InvalidArgument(source_ +
+                                       ": not valid YAML: the parser finds more documents than "
+                                       "the text has lines");
+    }
     return YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(source_ + ":" + std::to_string(e.mark.line + 1) + ":" +

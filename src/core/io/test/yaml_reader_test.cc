@@ -54,6 +54,26 @@ TEST(YamlReader, SyntaxErrorNamesLine) {
   EXPECT_EQ(root.status().message().rfind("f.yaml:", 0), 0u) << root.status().message();
 }
 
+// Found by ParserFuzz.QueueReaderNeverCrashes: yaml-cpp's LoadAll never returned on this text.
+TEST(YamlReader, LoadAllEndsOnAStreamTheParserNeverFinishes) {
+  YamlReader y("f.yaml");
+  Result<std::vector<YAML::Node>> docs =
+      y.LoadAll(",ueues:\n  - name: research\n    resources: {g\"pu: {quota: 24}, cpu: 1}\n");
+  ASSERT_FALSE(docs.ok());
+  EXPECT_EQ(docs.status().message(),
+            "f.yaml: not valid YAML: the parser finds more documents than the text has lines");
+}
+
+TEST(YamlReader, LoadAllReadsEveryDocument) {
+  YamlReader y("f.yaml");
+  Result<std::vector<YAML::Node>> docs = y.LoadAll("a: 1\n---\nb: 2\n---\n---\nc: 3\n");
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 4u);
+  EXPECT_EQ((*docs)[0]["a"].as<int>(), 1);
+  EXPECT_TRUE((*docs)[2].IsNull());
+  EXPECT_EQ((*docs)[3]["c"].as<int>(), 3);
+}
+
 TEST(YamlReader, UnknownKeyIsRejected) {
   YamlReader y("f.yaml");
   Result<YAML::Node> root = y.Load("qouta: 3\n");
