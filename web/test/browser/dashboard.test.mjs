@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
   eventually,
+  expectOverviewMatches,
   expectScreenMatches,
   getJson,
   launchBrowser,
@@ -60,39 +61,7 @@ describe('dashboard', () => {
 
   test('fleet overview shows the fleet summary', async () => {
     await open('/', 'page-overview');
-    const fleet = await expectScreenMatches(page, 'page-overview', `${server.url}/api/v1/fleet`, (fleet, screen) => {
-      const s = fleet.summary;
-      const c = s.cost.currency;
-      const expected = {
-        'overview-utilization': f.formatPercent(s.utilization),
-        'overview-allocation': f.formatPercent(s.allocation),
-        'overview-idle': f.formatPercent(s.idle_fraction),
-        'overview-idle-cost': f.formatMoneyPerHour(s.cost.idle_per_hour, c),
-        'overview-cost': f.formatMoneyPerHour(s.cost.per_hour, c),
-        'overview-efficiency': f.formatPercent(s.efficiency.used_over_capacity),
-        'overview-efficiency-allocated': f.formatPercent(s.efficiency.used_over_allocated),
-        'gpus-capacity': f.formatGpus(s.gpus.capacity),
-        'gpus-allocated': f.formatGpus(s.gpus.allocated),
-        'gpus-allocated-idle': f.formatGpus(s.gpus.allocated_idle),
-        'gpus-idle': f.formatGpus(s.gpus.idle),
-        'gpus-unhealthy': f.formatGpus(s.gpus.unhealthy),
-        'gpus-used': f.formatGpus(s.gpus.used),
-        'queue-pending-workloads': f.formatNumber(s.queue.pending_workloads),
-        'queue-pending-gpus': f.formatGpus(s.queue.pending_gpus),
-        'queue-wait-p50': f.formatDuration(s.queue.wait_p50_seconds),
-        'queue-wait-p95': f.formatDuration(s.queue.wait_p95_seconds),
-        preemptions: f.formatNumber(s.preemptions_last_hour),
-        'fleet-time': f.formatTime(fleet.time),
-      };
-      for (const pool of fleet.pools) {
-        expected[`pool-${pool.name}-capacity`] = f.formatGpus(pool.gpus.capacity);
-        expected[`pool-${pool.name}-allocated`] = f.formatGpus(pool.gpus.allocated);
-        expected[`pool-${pool.name}-utilization`] = f.formatPercent(pool.utilization);
-        expected[`pool-${pool.name}-cost`] = f.formatMoneyPerHour(pool.cost.per_hour, pool.cost.currency);
-      }
-      const shown = Object.fromEntries(Object.keys(expected).map((k) => [k, screen.text[k]]));
-      assert.deepEqual(shown, expected);
-    });
+    const fleet = await expectOverviewMatches(page, f, `${server.url}/api/v1/fleet`);
     assert.ok(fleet.summary.gpus.capacity > 0, 'the demo has GPUs');
     assert.ok(fleet.pools.length > 0, 'the demo has pools');
     assert.equal(((await readScreen(page, 'page-overview')).text['mode'] ?? '').startsWith('Demo'), fleet.mode === 'demo');

@@ -1,5 +1,6 @@
 // Shared by the browser tests: the server under test, headless Chromium, the dashboard's own
 // number formatting, and polling until the screen and the API agree.
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -188,4 +189,46 @@ export function screenshotPath(name) {
   const dir = process.env.CHAMBER_SCREENSHOT_DIR ?? path.join(os.tmpdir(), 'chamber-screenshots');
   mkdirSync(dir, { recursive: true });
   return path.join(dir, `${name}.png`);
+}
+
+/**
+ * Waits until the overview shows the fleet answer's snapshot and checks every figure it shows:
+ * utilization, allocation, idle, costs, efficiency, GPU counts, the queue, preemptions, the
+ * snapshot time and each pool's row, formatted by the dashboard's own src/format.ts (`f`).
+ * Returns the answer.
+ */
+export async function expectOverviewMatches(page, f, apiUrl) {
+  return expectScreenMatches(page, 'page-overview', apiUrl, (fleet, screen) => {
+    const s = fleet.summary;
+    const c = s.cost.currency;
+    const expected = {
+      'overview-utilization': f.formatPercent(s.utilization),
+      'overview-allocation': f.formatPercent(s.allocation),
+      'overview-idle': f.formatPercent(s.idle_fraction),
+      'overview-idle-cost': f.formatMoneyPerHour(s.cost.idle_per_hour, c),
+      'overview-cost': f.formatMoneyPerHour(s.cost.per_hour, c),
+      'overview-efficiency': f.formatPercent(s.efficiency.used_over_capacity),
+      'overview-efficiency-allocated': f.formatPercent(s.efficiency.used_over_allocated),
+      'gpus-capacity': f.formatGpus(s.gpus.capacity),
+      'gpus-allocated': f.formatGpus(s.gpus.allocated),
+      'gpus-allocated-idle': f.formatGpus(s.gpus.allocated_idle),
+      'gpus-idle': f.formatGpus(s.gpus.idle),
+      'gpus-unhealthy': f.formatGpus(s.gpus.unhealthy),
+      'gpus-used': f.formatGpus(s.gpus.used),
+      'queue-pending-workloads': f.formatNumber(s.queue.pending_workloads),
+      'queue-pending-gpus': f.formatGpus(s.queue.pending_gpus),
+      'queue-wait-p50': f.formatDuration(s.queue.wait_p50_seconds),
+      'queue-wait-p95': f.formatDuration(s.queue.wait_p95_seconds),
+      preemptions: f.formatNumber(s.preemptions_last_hour),
+      'fleet-time': f.formatTime(fleet.time),
+    };
+    for (const pool of fleet.pools) {
+      expected[`pool-${pool.name}-capacity`] = f.formatGpus(pool.gpus.capacity);
+      expected[`pool-${pool.name}-allocated`] = f.formatGpus(pool.gpus.allocated);
+      expected[`pool-${pool.name}-utilization`] = f.formatPercent(pool.utilization);
+      expected[`pool-${pool.name}-cost`] = f.formatMoneyPerHour(pool.cost.per_hour, pool.cost.currency);
+    }
+    const shown = Object.fromEntries(Object.keys(expected).map((k) => [k, screen.text[k]]));
+    assert.deepEqual(shown, expected);
+  });
 }
