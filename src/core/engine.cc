@@ -20,6 +20,9 @@ namespace chamber::core {
 namespace {
 
 constexpr double kEpsilon = 1e-9;
+// How many workloads ahead of the one served the passes start loading a waiting workload's
+// records: far enough for the loads to arrive before they are read.
+constexpr size_t kPrefetchAhead = 8;
 
 double Hours(Duration d) { return static_cast<double>(d.count()) / 3.6e6; }
 
@@ -132,8 +135,9 @@ class Cycle {
   // asks for every sibling's ratio at each step, once per workload considered.
   mutable std::vector<double> ratio_;
   mutable std::vector<uint8_t> ratio_valid_;
-  std::vector<int32_t> name_rank_;                // per queue: position of its name in sorted order
-  bool any_lending_limit_ = false;                // some leaf queue keeps part of its quota back
+  uint64_t usage_changes_ = 0;      // AddUsage calls: the queue order changes only with usage
+  std::vector<int32_t> name_rank_;  // per queue: position of its name in sorted order
+  bool any_lending_limit_ = false;  // some leaf queue keeps part of its quota back
   std::vector<std::vector<WorkloadId>> waiting_;  // per leaf queue, in queue order
   // A running workload as victim selection sees it. Gathered once per cycle because Candidates
   // scans these for every preemption search, and reading them from the large, scattered
@@ -175,6 +179,7 @@ class Cycle {
 };
 
 void Cycle::AddUsage(QueueId q, const Resources& r, int sign, bool reserved) {
+  ++usage_changes_;
   for (QueueId a = q; a.valid(); a = tree_.parent(a)) {
     ratio_valid_[a.index()] = 0;
     if (sign > 0) {
@@ -213,12 +218,21 @@ void Cycle::LoadWorkloads() {
   ask_.assign(s_.workloads.size(), Ask{});
   victim_.assign(s_.workloads.size(), 0);
 
+  // Workloads of one queue tend to come together: the last name looked up is compared before
+  // the name is hashed.
+  std::string_view last_queue_name;
+  QueueId last_queue;
+  bool looked_up = false;
   for (size_t i = 0; i < s_.workloads.size(); ++i) {
     const WorkloadId id{static_cast<int32_t>(i)};
     const Workload& w = s_.workloads[i];
     const bool holds = w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
-    const std::string spec_error = ValidateWorkload(w);
-    const QueueId q = tree_.Find(w.queue);
+    if (!looked_up || w.queue != last_queue_name) {
+      last_queue = tree_.Find(w.queue);
+      last_queue_name = w.queue;
+      looked_up = true;
+    }
+    const QueueId q = last_queue;
     queue_of_[i] = q;
 
     if (holds) {
@@ -263,8 +277,8 @@ void Cycle::LoadWorkloads() {
       continue;
     }
 
-    if (!spec_error.empty()) {
-      Pend(id, PendingReason::kInvalidWorkload, spec_error);
+    if (std::string spec_error = ValidateWorkload(w); !spec_error.empty()) {
+      Pend(id, PendingReason::kInvalidWorkload, std::move(spec_error));
     } else if (!q.valid()) {
       Pend(id, PendingReason::kQueueNotFound, "queue " + w.queue + " does not exist");
     } else if (!tree_.valid(q)) {
@@ -398,8 +412,19 @@ void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
   for (size_t q = 0; q < nq; ++q)
     if (!lists[q].empty()) SetActive(QueueId{static_cast<int32_t>(q)}, true);
 
+  // The queue order is a function of usage and of which leaves still have work; in the fair
+  // share orders (not oldest head, which moves with every workload served) a leaf whose
+  // workload changed no usage and which still has work is picked again, so it is kept without
+  // walking the tree. Most waiting workloads of a large cycle end pending and change nothing.
+  const bool order_moves_with_heads = cfg_.queue_order == QueueOrder::kOldestHead;
+  QueueId q;
+  uint64_t picked_at = 0;
   while (true) {
-    const QueueId q = PickLeaf();
+    if (order_moves_with_heads || !q.valid() || !leaf_active_[q.index()] ||
+        picked_at != usage_changes_) {
+      q = PickLeaf();
+      picked_at = usage_changes_;
+    }
     if (!q.valid()) break;
     std::vector<WorkloadId>& list = lists[q.index()];
     size_t& c = cursor[q.index()];
@@ -408,9 +433,11 @@ void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
     // of it now. Waiting lists are in queue order, which is random in memory, and these loads
     // missed the cache on nearly every workload of a large cycle. The Workload itself is read
     // only for work that starts or preempts.
-    if (c < list.size()) {
-      __builtin_prefetch(&ask_[list[c].index()]);
-      __builtin_prefetch(&queue_of_[list[c].index()]);
+    if (c + kPrefetchAhead < list.size()) {
+      const size_t ahead = list[c + kPrefetchAhead].index();
+      __builtin_prefetch(&ask_[ahead]);
+      __builtin_prefetch(reinterpret_cast<const char*>(&ask_[ahead]) + sizeof(Ask) - 1);
+      __builtin_prefetch(&queue_of_[ahead]);
     }
     ++out_.stats.workloads_considered;
     const Outcome o = TryAdmit(w, pass);
