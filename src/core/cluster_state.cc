@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <map>
 
 namespace chamber::core {
 namespace {
@@ -23,6 +22,7 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
 
   int max_gpus = 0;
   std::array<std::unordered_map<std::string, int32_t>, kNumDomainLevels> domain_ids;
+  std::vector<int32_t> island_ids;
   for (size_t i = 0; i < n; ++i) {
     const Node& node = snapshot.nodes[i];
     NodeFacts& f = facts_[i];
@@ -41,13 +41,20 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
       continue;
     }
     f.gpu_count = static_cast<int32_t>(node.gpus.size());
-    std::map<int32_t, uint64_t> islands;
+    // Islands in order of their ids: a node has few, so a sorted small vector, not a map.
+    island_ids.clear();
+    f.islands.clear();
     for (int g = 0; g < f.gpu_count; ++g) {
       const Gpu& gpu = node.gpus[g];
       if (gpu.healthy && (node.external_gpu_mask >> g & 1) == 0) f.healthy_mask |= uint64_t{1} << g;
-      islands[gpu.nvlink_island] |= uint64_t{1} << g;
+      const auto at = std::lower_bound(island_ids.begin(), island_ids.end(), gpu.nvlink_island);
+      const auto k = at - island_ids.begin();
+      if (at == island_ids.end() || *at != gpu.nvlink_island) {
+        island_ids.insert(at, gpu.nvlink_island);
+        f.islands.insert(f.islands.begin() + k, 0);
+      }
+      f.islands[k] |= uint64_t{1} << g;
     }
-    for (const auto& [id, mask] : islands) f.islands.push_back(mask);
     if (!node.gpus.empty()) {
       const std::string& model = node.gpus.front().model;
       auto [it, inserted] = model_ids_.try_emplace(model, static_cast<int32_t>(models_.size()));

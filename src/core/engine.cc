@@ -226,6 +226,13 @@ void Cycle::LoadWorkloads() {
   for (size_t i = 0; i < s_.workloads.size(); ++i) {
     const WorkloadId id{static_cast<int32_t>(i)};
     const Workload& w = s_.workloads[i];
+    // A workload's pod sets and placements live apart from it; start loading those of one a few
+    // ahead.
+    if (i + kPrefetchAhead < s_.workloads.size()) {
+      const Workload& ahead = s_.workloads[i + kPrefetchAhead];
+      __builtin_prefetch(ahead.pod_sets.data());
+      __builtin_prefetch(ahead.placements.data());
+    }
     const bool holds = w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
     if (!looked_up || w.queue != last_queue_name) {
       last_queue = tree_.Find(w.queue);

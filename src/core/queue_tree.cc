@@ -1,5 +1,6 @@
 #include "core/queue_tree.h"
 
+#include <cstdint>
 #include <string>
 
 namespace chamber::core {
@@ -21,17 +22,42 @@ std::string CheckSpec(const Queue& q) {
   return {};
 }
 
+// FNV-1a: queue names are short, and this is cheaper on them than a general string hash.
+size_t HashName(std::string_view name) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return static_cast<size_t>(h ^ (h >> 32));
+}
+
 }  // namespace
+
+QueueId QueueTree::Insert(std::string_view name, QueueId id) {
+  const size_t mask = by_name_.size() - 1;
+  for (size_t h = HashName(name) & mask;; h = (h + 1) & mask) {
+    auto& [key, value] = by_name_[h];
+    if (!value.valid()) {
+      key = name;
+      value = id;
+      return id;
+    }
+    if (key == name) return value;
+  }
+}
 
 QueueTree::QueueTree(const std::vector<Queue>& queues) : queues_(&queues) {
   const size_t n = queues.size();
   nodes_.resize(n);
+  size_t table = 8;
+  while (table < 2 * n) table *= 2;
+  by_name_.assign(table, {std::string_view(), QueueId{}});
   for (size_t i = 0; i < n; ++i) {
     const Queue& q = queues[i];
     const QueueId id{static_cast<int32_t>(i)};
     nodes_[i].error = CheckSpec(q);
-    auto [it, inserted] = by_name_.try_emplace(q.name, id);
-    if (!inserted && nodes_[i].error.empty())
+    if (Insert(q.name, id) != id && nodes_[i].error.empty())
       nodes_[i].error = "duplicate queue name " + q.name + " (the first definition is used)";
     for (Resource r : kAllResources)
       if (q.res(r).quota > 0 || q.res(r).limit != kUnlimited) managed_[static_cast<int>(r)] = true;
@@ -97,8 +123,11 @@ QueueTree::QueueTree(const std::vector<Queue>& queues) : queues_(&queues) {
 }
 
 QueueId QueueTree::Find(std::string_view name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? QueueId{} : it->second;
+  const size_t mask = by_name_.size() - 1;
+  for (size_t h = HashName(name) & mask;; h = (h + 1) & mask) {
+    const auto& [key, value] = by_name_[h];
+    if (!value.valid() || key == name) return value;
+  }
 }
 
 }  // namespace chamber::core

@@ -6,7 +6,6 @@
 #include <array>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/model.h"
@@ -45,7 +44,12 @@ class QueueTree {
   std::vector<NodeInfo> nodes_;
   std::vector<QueueId> roots_;
   std::vector<QueueId> top_down_;
-  std::unordered_map<std::string_view, QueueId> by_name_;
+  // Names to ids: open addressing over a power-of-two table at most half full. Every workload
+  // of every cycle looks its queue up, and a general hash map's hashing and node chasing cost
+  // several percent of a large cycle.
+  std::vector<std::pair<std::string_view, QueueId>> by_name_;
+  // Inserts unless the name is there; returns the id the name has.
+  QueueId Insert(std::string_view name, QueueId id);
   std::array<bool, kNumResources> managed_{true, false, false};
 };
 
