@@ -139,6 +139,16 @@ class Cycle {
   std::vector<int32_t> name_rank_;  // per queue: position of its name in sorted order
   bool any_lending_limit_ = false;  // some leaf queue keeps part of its quota back
   std::vector<std::vector<WorkloadId>> waiting_;  // per leaf queue, in queue order
+  // Queue order: priority, submit time, name, index. The keys are gathered at load, while each
+  // workload is read anyway, so that the sort reads a compact array, not the scattered
+  // workloads (their names break the rare ties).
+  struct OrderKey {
+    int32_t neg_priority;
+    WorkloadId id;
+    Time submit;
+  };
+  std::vector<std::vector<OrderKey>> order_keys_;  // per leaf queue, in load order
+  std::vector<Resources> waiting_demand_;          // per leaf queue: what its waiting work asks
   // A running workload as victim selection sees it. Gathered once per cycle because Candidates
   // scans these for every preemption search, and reading them from the large, scattered
   // Workload structs dominated cycles with many searches.
@@ -211,6 +221,8 @@ void Cycle::LoadWorkloads() {
       if (tree_.queue(q).res(r).lending_limit != kUnlimited) any_lending_limit_ = true;
   }
   waiting_.assign(nq, {});
+  order_keys_.assign(nq, {});
+  waiting_demand_.assign(nq, {});
   running_.assign(nq, {});
   running_min_priority_.assign(nq, std::numeric_limits<int32_t>::max());
   running_count_.assign(nq, 0);
@@ -294,7 +306,7 @@ void Cycle::LoadWorkloads() {
       Pend(id, PendingReason::kNotLeafQueue,
            "queue " + w.queue + " has child queues; submit to one of them");
     } else {
-      waiting_[q.index()].push_back(id);
+      order_keys_[q.index()].push_back({-w.priority, id, w.submit_time});
       Ask& a = ask_[i];
       a.total = w.TotalPods();
       a.minimum = w.min_member > 0 ? w.min_member : a.total;
@@ -303,15 +315,15 @@ void Cycle::LoadWorkloads() {
       a.shape_all = InternShape(w, a.total);
       a.shape_least = a.minimum == a.total ? a.shape_all : InternShape(w, a.minimum);
       a.priority = w.priority;
+      waiting_demand_[q.index()] += a.all;
     }
   }
 }
 
 void Cycle::ComputeFairShare() {
   std::vector<Resources> demand = usage_;
-  for (size_t q = 0; q < waiting_.size(); ++q) {
-    Resources want;
-    for (WorkloadId w : waiting_[q]) want += ask_[w.index()].all;
+  for (size_t q = 0; q < waiting_demand_.size(); ++q) {
+    const Resources& want = waiting_demand_[q];
     if (!want.IsZero()) AddUsage(QueueId{static_cast<int32_t>(q)}, want, +1);
   }
   std::swap(demand, usage_);  // usage_ back to holdings; demand = holdings + waiting
@@ -896,24 +908,16 @@ CycleResult Cycle::Run() {
   LoadWorkloads();
   ComputeFairShare();
 
-  // Queue order: priority, submit time, name, index. The keys are gathered first so that the
-  // sort reads a compact array, not the scattered workloads (their names break the rare ties).
-  struct OrderKey {
-    int32_t neg_priority;
-    WorkloadId id;
-    Time submit;
-  };
-  std::vector<OrderKey> keys;
-  for (std::vector<WorkloadId>& list : waiting_) {
-    keys.clear();
-    for (WorkloadId w : list) keys.push_back({-ask_[w.index()].priority, w, wl(w).submit_time});
+  for (size_t q = 0; q < order_keys_.size(); ++q) {
+    std::vector<OrderKey>& keys = order_keys_[q];
     std::sort(keys.begin(), keys.end(), [&](const OrderKey& a, const OrderKey& b) {
       if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
       if (a.submit != b.submit) return a.submit < b.submit;
       return std::tuple(std::string_view(wl(a.id).name), a.id) <
              std::tuple(std::string_view(wl(b.id).name), b.id);
     });
-    for (size_t i = 0; i < keys.size(); ++i) list[i] = keys[i].id;
+    waiting_[q].reserve(keys.size());
+    for (const OrderKey& k : keys) waiting_[q].push_back(k.id);
   }
 
   std::vector<std::vector<WorkloadId>> deferred(s_.queues.size());

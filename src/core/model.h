@@ -61,6 +61,7 @@ struct Toleration {
   Operator op = Operator::kEqual;
   std::string value;
   std::optional<TaintEffect> effect;  // empty: all effects
+  friend bool operator==(const Toleration&, const Toleration&) = default;
 };
 
 // Where a node sits. Gangs are packed into as few of these as possible, finest first.

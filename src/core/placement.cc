@@ -126,8 +126,19 @@ class Attempt {
 }  // namespace
 
 const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) {
+  constexpr size_t kMaxKnown = 8;
+  const bool gpu = ps.request.gpu() > 0;
+  for (const Known& k : known_) {
+    if (k.gpu == gpu && k.node_selector == ps.node_selector && k.tolerations == ps.tolerations &&
+        k.gpu_models == ps.gpu_models) {
+      if (id != nullptr) *id = k.id;
+      return filters_[k.id];
+    }
+  }
   std::string sig = Signature(ps);
   auto [it, inserted] = ids_.try_emplace(std::move(sig), static_cast<int32_t>(filters_.size()));
+  if (known_.size() < kMaxKnown)
+    known_.push_back({gpu, ps.node_selector, ps.tolerations, ps.gpu_models, it->second});
   if (inserted) {
     int32_t model_count = 0;
     std::vector<uint8_t> allowed_model;

@@ -29,6 +29,16 @@ class FeasibilityCache {
  private:
   const ClusterState* state_;
   std::unordered_map<std::string, int32_t> ids_;
+  // The first few constraint sets seen, compared field by field before a signature is built
+  // and hashed: comparing is cheaper, and most pod sets of a cycle match one of them.
+  struct Known {
+    bool gpu = false;
+    std::vector<std::pair<std::string, std::string>> node_selector;
+    std::vector<Toleration> tolerations;
+    std::vector<std::string> gpu_models;
+    int32_t id = 0;
+  };
+  std::vector<Known> known_;
   std::deque<std::vector<NodeFilter>> filters_;  // a deque: For's results stay valid as it grows
 };
 
