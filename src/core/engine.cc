@@ -181,6 +181,18 @@ class Cycle {
   };
   std::unordered_map<std::string, int32_t, KeyHash, std::equal_to<>> shape_ids_;
   std::string shape_key_;
+  // Shapes whose pods all come from the first pod set (nearly every workload's) by their five
+  // fields, without building a key: open addressing over a power-of-two table at most half
+  // full. Both tables draw ids from one sequence, and a key of the other table always has more
+  // than one pod set, so a shape has one id whichever way it was interned.
+  struct OneSetShape {
+    std::array<int64_t, 5> fields{};
+    int32_t id = -1;  // -1: empty slot
+  };
+  std::vector<OneSetShape> one_set_shapes_ = std::vector<OneSetShape>(64);
+  size_t one_set_count_ = 0;
+  int32_t InternOneSet(const std::array<int64_t, 5>& fields);
+  int32_t NewShape();
   std::vector<uint8_t> no_fit_;  // per shape: found not to fit on free capacity
   // Per shape: why not, once asked; shared by every pending workload of the shape.
   std::vector<std::shared_ptr<const PendingExplanation>> explanation_;
@@ -635,14 +647,57 @@ void Cycle::ShapeKey(const Workload& w, int32_t pods) {
   }
 }
 
+int32_t Cycle::NewShape() {
+  const auto id = static_cast<int32_t>(no_fit_.size());
+  no_fit_.push_back(0);
+  explanation_.emplace_back();
+  return id;
+}
+
+int32_t Cycle::InternOneSet(const std::array<int64_t, 5>& fields) {
+  auto slot_of = [](const std::array<int64_t, 5>& f, size_t mask) {
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int64_t x : f) {
+      h ^= static_cast<uint64_t>(x) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      h *= 0xff51afd7ed558ccdull;
+    }
+    return static_cast<size_t>(h ^ (h >> 29)) & mask;
+  };
+  size_t mask = one_set_shapes_.size() - 1;
+  size_t i = slot_of(fields, mask);
+  for (; one_set_shapes_[i].id >= 0; i = (i + 1) & mask)
+    if (one_set_shapes_[i].fields == fields) return one_set_shapes_[i].id;
+  if (2 * (one_set_count_ + 1) > one_set_shapes_.size()) {
+    std::vector<OneSetShape> old(one_set_shapes_.size() * 2);
+    old.swap(one_set_shapes_);
+    mask = one_set_shapes_.size() - 1;
+    for (const OneSetShape& e : old) {
+      if (e.id < 0) continue;
+      size_t j = slot_of(e.fields, mask);
+      while (one_set_shapes_[j].id >= 0) j = (j + 1) & mask;
+      one_set_shapes_[j] = e;
+    }
+    i = slot_of(fields, mask);
+    while (one_set_shapes_[i].id >= 0) i = (i + 1) & mask;
+  }
+  ++one_set_count_;
+  one_set_shapes_[i] = {fields, NewShape()};
+  return one_set_shapes_[i].id;
+}
+
 int32_t Cycle::InternShape(const Workload& w, int32_t pods) {
+  const PodSet& first = w.pod_sets.front();  // validated: there is one
+  if (pods <= first.count) {
+    int32_t constraints = 0;
+    feas_.For(first, &constraints);
+    return InternOneSet({constraints, pods, first.request.gpu(), first.request.cpu_milli(),
+                         first.request.memory_bytes()});
+  }
   ShapeKey(w, pods);
   if (auto it = shape_ids_.find(std::string_view(shape_key_)); it != shape_ids_.end())
     return it->second;
-  const auto id = static_cast<int32_t>(shape_ids_.size());
+  const int32_t id = NewShape();
   shape_ids_.emplace(shape_key_, id);
-  no_fit_.push_back(0);
-  explanation_.emplace_back();
   return id;
 }
 
