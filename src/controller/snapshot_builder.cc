@@ -98,8 +98,15 @@ struct Meta {
 core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource) {
   core::PodSet s;
   s.name = p.metadata.name;
-  const kube::ResourceList req = p.Requests();
-  s.request = Resources::Of(req.Get(gpu_resource), req.Get("cpu"), req.Get("memory"));
+  // The three sums Pod::Requests() would hold, without building its map.
+  static const std::string kCpu = "cpu", kMemory = "memory";
+  int64_t gpu = 0, cpu = 0, memory = 0;
+  for (const kube::Container& c : p.containers) {
+    gpu += c.requests.Get(gpu_resource);
+    cpu += c.requests.Get(kCpu);
+    memory += c.requests.Get(kMemory);
+  }
+  s.request = Resources::Of(gpu, cpu, memory);
   for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
   for (const kube::Toleration& t : p.tolerations) {
     core::Toleration ct;
@@ -352,11 +359,7 @@ class Builder {
     f.chamber_keys = ChamberKeysOf(p.metadata);
     f.terminal = Terminal(p);
     f.created_ms = UnixMs(p.metadata.creation_timestamp);
-    const kube::Json* status =
-        p.raw.is_object() && p.raw.contains("status") ? &p.raw["status"] : nullptr;
-    if (status != nullptr && status->is_object() && status->contains("startTime") &&
-        (*status)["startTime"].is_string())
-      f.started_ms = UnixMs((*status)["startTime"].get<std::string>());
+    f.started_ms = UnixMs(p.start_time);
     for (const kube::Condition& c : p.conditions)
       if (c.type == "PodScheduled" && c.status == "True")
         f.scheduled_ms = UnixMs(c.last_transition_time);

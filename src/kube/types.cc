@@ -257,6 +257,10 @@ Result<Pod> Pod::FromJson(Json raw) {
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
   if (status != nullptr) {
     CHAMBER_RETURN_IF_ERROR(r.Str(*status, "phase", "status", &pod.phase));
+    // Lenient: an unreadable start time must not make a bound pod, and the GPUs it holds,
+    // disappear from the informer. It reads as none.
+    if (const Json* start = r.Find(*status, "startTime"); start != nullptr && start->is_string())
+      pod.start_time = start->get<std::string>();
     CHAMBER_RETURN_IF_ERROR(r.Conditions(*status, "status", &pod.conditions));
   }
   pod.raw = std::move(raw);

@@ -116,6 +116,7 @@ BENCHMARK(BM_BuildSnapshotCached)
     ->Args({5000, 10000, 5000, 500, 0})
     ->Args({5000, 10000, 5000, 500, 1})
     ->Args({5000, 10000, 10000, 0, 0})
+    ->Args({5000, 10000, 10000, 10000, 0})
     ->Args({5000, 10000, 10000, 10000, 1})
     ->Unit(benchmark::kMillisecond);
 

@@ -43,9 +43,19 @@ Json PodJson() {
              "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule",
                               "tolerationSeconds": 30}],
              "affinity": {"nodeAffinity": {"x": [1, 2]}}},
-    "status": {"phase": "Running",
+    "status": {"phase": "Running", "startTime": "2026-01-01T00:00:05Z",
                "conditions": [{"type": "PodScheduled", "status": "True"}]}
   })");
+}
+
+TEST(PodTest, AStartTimeThatIsNotAStringReadsAsNone) {
+  // The pod must still decode: a bound pod that disappeared would free the GPUs it holds.
+  Json j = PodJson();
+  j["status"]["startTime"] = 5;
+  Result<Pod> p = Pod::FromJson(j);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->start_time, "");
+  EXPECT_EQ(p->phase, "Running");
 }
 
 TEST(PodTest, DecodesTheFieldsChamberUses) {
@@ -67,6 +77,7 @@ TEST(PodTest, DecodesTheFieldsChamberUses) {
   EXPECT_EQ(p->tolerations[0].toleration_seconds, 30);
   EXPECT_EQ(p->affinity["nodeAffinity"]["x"][1], 2);
   EXPECT_EQ(p->phase, "Running");
+  EXPECT_EQ(p->start_time, "2026-01-01T00:00:05Z");
   ASSERT_EQ(p->conditions.size(), 1u);
   EXPECT_EQ(p->conditions[0].type, "PodScheduled");
   const ResourceList r = p->Requests();
