@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "kube/client.h"
@@ -269,7 +270,7 @@ class Builder {
     for (const auto& n : objects_.nodes)
       if (auto [e, derive] = cache_.Lookup(cache_.nodes, n); derive)
         e->node = NodeOf(*n, &e->problems);
-    for (const auto& p : objects_.pods) PodOf(p);
+    DerivePods();
     for (const auto& j : objects_.jobs) JobOf(j);
     cache_.preparing = false;
     const size_t derived = cache_.derived;
@@ -350,9 +351,45 @@ class Builder {
 
   const PodEntry& PodOf(const std::shared_ptr<const kube::Pod>& pod) {
     auto [entry, derive] = cache_.Lookup(cache_.pods, pod);
+    if (derive) DerivePod(entry);
+    return *entry;
+  }
+
+  // Looks every pod up, then derives the new ones, on several threads when there are many (the
+  // cycle after a mass bind, or a restart): each derivation reads its pod and writes its entry
+  // only.
+  // Returns every pod's entry, in the order of objects_.pods.
+  std::vector<PodEntry*> DerivePods() {
+    std::vector<PodEntry*> all, todo;
+    all.reserve(objects_.pods.size());
+    for (const auto& p : objects_.pods) {
+      auto [e, derive] = cache_.Lookup(cache_.pods, p);
+      all.push_back(e);
+      if (derive) todo.push_back(e);
+    }
+    constexpr size_t kPerThread = 1024;
+    const size_t limit = options_.derive_threads > 0
+                             ? static_cast<size_t>(options_.derive_threads)
+                             : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+    const size_t threads = std::min(todo.size() / kPerThread, limit);
+    if (threads <= 1) {
+      for (PodEntry* e : todo) DerivePod(e);
+      return all;
+    }
+    auto run = [&](size_t part) {
+      for (size_t i = part; i < todo.size(); i += threads) DerivePod(todo[i]);
+    };
+    std::vector<std::thread> workers;
+    for (size_t t = 1; t < threads; ++t) workers.emplace_back(run, t);
+    run(0);
+    for (std::thread& w : workers) w.join();
+    return all;
+  }
+
+  // What a pod says on its own (PodFacts). Reads only the pod and the options.
+  void DerivePod(PodEntry* entry) const {
     PodEntry& e = *entry;
-    if (!derive) return e;
-    const kube::Pod& p = *pod;
+    const kube::Pod& p = *e.object;
     PodFacts& f = e.facts;
     f.key = p.metadata.Key();
     f.sort_key = p.metadata.namespace_name + '\0' + p.metadata.name;
@@ -377,7 +414,6 @@ class Builder {
         f.gpu_indices_error = idx.status().message();
     }
     f.shape = PodShape(p, Meta{&p.metadata, nullptr, &f.chamber_keys}, options_.gpu_resource);
-    return e;
   }
 
   void BuildNodes() {
@@ -673,10 +709,8 @@ class Builder {
   // the pods new to this build.
   const std::vector<const PodEntry*>& SortedPods() {
     std::vector<const PodEntry*> fresh;
-    for (const auto& p : objects_.pods) {
-      const PodEntry& e = PodOf(p);
-      if (e.derived == cache_.generation) fresh.push_back(&e);
-    }
+    for (const PodEntry* e : DerivePods())
+      if (e->derived == cache_.generation) fresh.push_back(e);
     cache_.Reorder(&cache_.pod_order, std::move(fresh), [](const PodEntry* a, const PodEntry* b) {
       return a->facts.sort_key < b->facts.sort_key;
     });

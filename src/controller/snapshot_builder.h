@@ -122,6 +122,10 @@ struct BuildOptions {
   // What earlier builds derived from objects that have not changed since (null: derive
   // everything). The snapshot is the same with or without it.
   BuildCache* cache = nullptr;
+  // Threads that derive changed pods when there are many (a thousand or more per thread):
+  // 0 for up to the machine's cores (at most 8), 1 for the calling thread alone. The snapshot
+  // is the same either way.
+  int derive_threads = 0;
   // An earlier result whose memory the build may reuse (its nodes' strings and vectors, and,
   // when it is the cache's last build, the workloads of unchanged bare pods); it is left empty
   // or partly emptied.

@@ -454,6 +454,46 @@ TEST(SnapshotCacheTest, OnlyChangedObjectsAreDerivedAgain) {
   EXPECT_EQ(Dump(c), Dump(BuildSnapshot(in, fresh)));
 }
 
+TEST(SnapshotCacheTest, ManyChangedPodsDerivedOnSeveralThreadsGiveTheSameSnapshot) {
+  ClusterObjects in;
+  for (int n = 0; n < 40; ++n) in.nodes.push_back(MakeNode(n, n % 3));
+  in.namespaces = MakeNamespaces(1);
+  in.priority_classes = MakePriorityClasses(7);
+  auto spec = [](int i, int version) {
+    PodSpec s;
+    s.ns = i % 3;
+    s.gpus = 1 + i % 2;
+    s.node = i % 5 == 0 ? -1 : i % 40;
+    s.phase = s.node < 0 ? 0 : 1;
+    s.queue = i % 7 == 0 ? -1 : i % 4;
+    s.group = i % 11 == 0 ? i % 13 : -1;
+    s.indices = i % 4;
+    s.extra = i % 9 == 0 ? 1 : 0;
+    s.started = i % 3;
+    s.version = version;
+    return s;
+  };
+  for (int i = 0; i < 5000; ++i) in.pods.push_back(MakePod(i, spec(i, 0)));
+  BuildCache serial_cache, parallel_cache;
+  BuildOptions serial, parallel;
+  serial.cache = &serial_cache;
+  serial.derive_threads = 1;
+  parallel.cache = &parallel_cache;
+  parallel.derive_threads = 4;
+  const std::string first = Dump(BuildSnapshot(in, serial));
+  EXPECT_EQ(Dump(BuildSnapshot(in, parallel)), first);
+  EXPECT_EQ(parallel_cache.last_derived(), 5040u);
+  // Every pod changes (as after a mass bind), once derived in the build and once ahead of it.
+  for (int i = 0; i < 5000; ++i) in.pods[i] = MakePod(i, spec(i, 1));
+  const std::string second = Dump(BuildSnapshot(in, serial));
+  EXPECT_NE(second, first);
+  EXPECT_EQ(Dump(BuildSnapshot(in, parallel)), second);
+  for (int i = 0; i < 5000; ++i) in.pods[i] = MakePod(i, spec(i, 2));
+  EXPECT_EQ(parallel_cache.Prepare(in, parallel), 5000u);
+  EXPECT_EQ(Dump(BuildSnapshot(in, parallel)), Dump(BuildSnapshot(in, serial)));
+  EXPECT_EQ(parallel_cache.last_derived(), 0u);
+}
+
 // An object built apart from its control block can be freed while the cache still holds its
 // entry, and a new object may then sit at the same address: it is not mistaken for the old one.
 TEST(SnapshotCacheTest, ANewObjectAtAFreedObjectsAddressIsDerivedAgain) {
