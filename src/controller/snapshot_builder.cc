@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <set>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -357,8 +358,7 @@ class Builder {
 
   // Looks every pod up, then derives the new ones, on several threads when there are many (the
   // cycle after a mass bind, or a restart): each derivation reads its pod and writes its entry
-  // only.
-  // Returns every pod's entry, in the order of objects_.pods.
+  // only. Returns every pod's entry, in the order of objects_.pods.
   std::vector<PodEntry*> DerivePods() {
     std::vector<PodEntry*> all, todo;
     all.reserve(objects_.pods.size());
@@ -380,8 +380,16 @@ class Builder {
       for (size_t i = part; i < todo.size(); i += threads) DerivePod(todo[i]);
     };
     std::vector<std::thread> workers;
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back(run, t);
+    std::vector<size_t> unstarted;  // parts whose thread could not be created: done here
+    for (size_t t = 1; t < threads; ++t) {
+      try {
+        workers.emplace_back(run, t);
+      } catch (const std::system_error&) {
+        unstarted.push_back(t);
+      }
+    }
     run(0);
+    for (size_t t : unstarted) run(t);
     for (std::thread& w : workers) w.join();
     return all;
   }
