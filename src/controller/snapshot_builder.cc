@@ -100,15 +100,7 @@ struct Meta {
 core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource) {
   core::PodSet s;
   s.name = p.metadata.name;
-  // The three sums Pod::Requests() would hold, without building its map.
-  static const std::string kCpu = "cpu", kMemory = "memory";
-  int64_t gpu = 0, cpu = 0, memory = 0;
-  for (const kube::Container& c : p.containers) {
-    gpu += c.requests.Get(gpu_resource);
-    cpu += c.requests.Get(kCpu);
-    memory += c.requests.Get(kMemory);
-  }
-  s.request = Resources::Of(gpu, cpu, memory);
+  s.request = Resources::Of(p.Request(gpu_resource), p.Request("cpu"), p.Request("memory"));
   for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
   for (const kube::Toleration& t : p.tolerations) {
     core::Toleration ct;

@@ -274,6 +274,12 @@ ResourceList Pod::Requests() const {
   return sum;
 }
 
+int64_t Pod::Request(const std::string& name) const {
+  int64_t sum = 0;
+  for (const Container& c : containers) sum += c.requests.Get(name);
+  return sum;
+}
+
 Json Pod::ToJson() const {
   Json out = raw;
   WriteMeta(metadata, &out);

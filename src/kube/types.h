@@ -84,6 +84,8 @@ struct Pod {
 
   // Sum of the containers' requests (init containers are not counted).
   ResourceList Requests() const;
+  // The same sum for one resource, without building the list.
+  int64_t Request(const std::string& name) const;
   static Result<Pod> FromJson(Json raw);
   Json ToJson() const;
 };

@@ -84,6 +84,9 @@ TEST(PodTest, DecodesTheFieldsChamberUses) {
   EXPECT_EQ(r.Get("cpu"), 1500);
   EXPECT_EQ(r.Get("memory"), int64_t{16} << 30);
   EXPECT_EQ(r.Get("nvidia.com/gpu"), 6);
+  EXPECT_EQ(p->Request("nvidia.com/gpu"), 6);
+  EXPECT_EQ(p->Request("cpu"), 1500);
+  EXPECT_EQ(p->Request("ephemeral-storage"), 0);
   EXPECT_EQ(p->containers[0].limits.Get("nvidia.com/gpu"), 4);
 }
 
