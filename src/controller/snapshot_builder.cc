@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -132,6 +133,10 @@ struct PodFacts {
   std::string gpu_indices_error;           // why it does not
   core::PodSet shape;                      // gpu_models from the pod's own metadata only
   ChamberKeys chamber_keys;
+  // `chamber.io/queue` (annotation, then label), when the pod sets it.
+  std::optional<std::string> queue;
+  // It sets `chamber.io/checkpoint-grace-seconds` or `chamber.io/last-checkpoint`.
+  bool checkpoint_keys = false;
 };
 
 struct BuildCache::State {
@@ -159,6 +164,9 @@ struct BuildCache::State {
     mutable uint64_t single_generation = 0;
     mutable size_t single_index = 0;
     mutable bool single_running = false;
+    // Set by a build for an entry new to it: the last build's entry of a pod of the same name
+    // (gone now, and read only during this build), whose workload the pod may take over.
+    mutable const PodEntry* previous = nullptr;
   };
   struct JobEntry : Entry<kube::Job> {
     std::optional<kube::Pod> pod_template;
@@ -202,10 +210,9 @@ struct BuildCache::State {
   std::vector<const NodeEntry*> node_order;
   std::vector<const PodEntry*> pod_order;
 
-  // `order` less the entries gone or derived again, merged with `fresh`, sorted by `less`.
+  // `order` less the entries gone or derived again, merged with `fresh` (sorted by `less`).
   template <typename E, typename Less>
-  void Reorder(std::vector<const E*>* order, std::vector<const E*> fresh, Less less) const {
-    std::sort(fresh.begin(), fresh.end(), less);
+  void Reorder(std::vector<const E*>* order, const std::vector<const E*>& fresh, Less less) const {
     std::erase_if(*order,
                   [this](const E* e) { return e->seen != generation || e->derived == generation; });
     const auto kept = static_cast<std::ptrdiff_t>(order->size());
@@ -413,7 +420,10 @@ class Builder {
       else
         f.gpu_indices_error = idx.status().message();
     }
-    f.shape = PodShape(p, Meta{&p.metadata, nullptr, &f.chamber_keys}, options_.gpu_resource);
+    const Meta meta{&p.metadata, nullptr, &f.chamber_keys};
+    if (const std::string* q = meta.Get(keys::kQueue)) f.queue = *q;
+    f.checkpoint_keys = meta.Get(keys::kCheckpointGrace) || meta.Get(keys::kLastCheckpoint);
+    f.shape = PodShape(p, meta, options_.gpu_resource);
   }
 
   void BuildNodes() {
@@ -424,18 +434,33 @@ class Builder {
       if (derive) e->node = NodeOf(*n, &e->problems);
       if (e->derived == cache_.generation) fresh.push_back(e);
     }
-    cache_.Reorder(
-        &cache_.node_order, std::move(fresh),
-        [](const NodeEntry* a, const NodeEntry* b) { return a->node.name < b->node.name; });
+    auto by_name = [](const NodeEntry* a, const NodeEntry* b) {
+      return a->node.name < b->node.name;
+    };
+    std::sort(fresh.begin(), fresh.end(), by_name);
+    // The snapshot lent, when the last build made it, holds at index i the node of that
+    // build's entry i.
+    std::vector<const NodeEntry*> lent_order;
+    if (options_.recycle != nullptr && options_.recycle->generation + 1 == cache_.generation)
+      lent_order = cache_.node_order;
+    cache_.Reorder(&cache_.node_order, fresh, by_name);
     // Assigning over the nodes of an earlier snapshot reuses their strings' and vectors' memory.
     std::vector<core::Node>& nodes = out_.snapshot.nodes;
     if (options_.recycle != nullptr) nodes = std::move(options_.recycle->snapshot.nodes);
+    const size_t lent = std::min(lent_order.size(), nodes.size());
     nodes.resize(cache_.node_order.size());
     node_index_.reserve(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
       const NodeEntry* e = cache_.node_order[i];
       for (const std::string& p : e->problems) Problem(p);
       node_index_[e->node.name] = static_cast<int32_t>(i);
+      if (i < lent && lent_order[i] == e && e->derived != cache_.generation) {
+        // The same node as in the snapshot lent: only what AccountBoundPods changed differs.
+        nodes[i].allocatable = e->node.allocatable;
+        nodes[i].max_pods = e->node.max_pods;
+        nodes[i].external_gpu_mask = e->node.external_gpu_mask;
+        continue;
+      }
       nodes[i] = e->node;
     }
   }
@@ -498,6 +523,14 @@ class Builder {
     if (const std::string* q = meta.Get(keys::kQueue)) return *q;
     auto it = namespace_queue_.find(ns);
     return it == namespace_queue_.end() ? "" : it->second;
+  }
+
+  // A pod's queue when it is a workload of its own.
+  const std::string& QueueOf(const PodEntry& e) const {
+    static const std::string kNone;
+    if (e.facts.queue) return *e.facts.queue;
+    auto it = namespace_queue_.find(e.object->metadata.namespace_name);
+    return it == namespace_queue_.end() ? kNone : it->second;
   }
 
   int32_t PriorityOfClass(const std::string& name) const {
@@ -711,10 +744,37 @@ class Builder {
     std::vector<const PodEntry*> fresh;
     for (const PodEntry* e : DerivePods())
       if (e->derived == cache_.generation) fresh.push_back(e);
-    cache_.Reorder(&cache_.pod_order, std::move(fresh), [](const PodEntry* a, const PodEntry* b) {
+    auto by_key = [](const PodEntry* a, const PodEntry* b) {
       return a->facts.sort_key < b->facts.sort_key;
-    });
-    return cache_.pod_order;
+    };
+    // Informers list pods by name, so this is mostly sorted already.
+    if (!std::is_sorted(fresh.begin(), fresh.end(), by_key))
+      std::sort(fresh.begin(), fresh.end(), by_key);
+    // A pod that changed is a new object with a new entry: it takes the place of its entry in
+    // the last build, whose name it shares, and remembers it (`previous`). The other pods new
+    // to this build are merged in.
+    std::vector<const PodEntry*>& order = cache_.pod_order;
+    std::vector<const PodEntry*> unplaced;
+    auto f = fresh.begin();
+    size_t kept = 0;
+    for (const PodEntry* old : order) {
+      if (old->seen == cache_.generation) {
+        if (old->derived != cache_.generation) order[kept++] = old;  // unchanged
+        continue;  // else derived again (a new object at a freed one's address): in `fresh`
+      }
+      for (; f != fresh.end() && (*f)->facts.sort_key < old->facts.sort_key; ++f)
+        unplaced.push_back(*f);
+      if (f != fresh.end() && (*f)->facts.sort_key == old->facts.sort_key) {
+        (*f)->previous = old;
+        order[kept++] = *f++;
+      }
+    }
+    unplaced.insert(unplaced.end(), f, fresh.end());
+    order.resize(kept);
+    order.insert(order.end(), unplaced.begin(), unplaced.end());
+    std::inplace_merge(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept),
+                       order.end(), by_key);
+    return order;
   }
 
   const kube::Job* JobNamed(const std::string& uid) const {
@@ -875,12 +935,13 @@ class Builder {
       ++cache_.reused;
       return;
     }
+    if (TakeOverPrevious(e, running)) return;
     const size_t problems = out_.problems.size();
     const kube::Pod& p = *e.object;
     const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
     core::Workload w;
     w.name = e.facts.key;
-    w.queue = QueueOf(meta, p.metadata.namespace_name);
+    w.queue = QueueOf(e);
     w.priority = PodPriority(p);
     w.submit_time = core::Time(e.facts.created_ms);
     CommonFields(&w, meta, "pod", w.name);
@@ -898,6 +959,66 @@ class Builder {
     e.single_generation = out_.problems.size() == problems ? cache_.generation : 0;
     e.single_index = static_cast<size_t>(id);
     e.single_running = running;
+  }
+
+  // A pod that changed since the last build, as when it is bound (node, the GPU slots'
+  // annotation, its status and resourceVersion) or its PodScheduled condition is written: its
+  // workload in the snapshot lent to this build is moved over and brought up to date, when all
+  // that the pod's workload takes from the pod besides those is as it was. The result is the
+  // workload AddSingle would make afresh.
+  bool TakeOverPrevious(const PodEntry& e, bool running) {
+    const PodEntry* old = reuse_singles_ && e.derived == cache_.generation ? e.previous : nullptr;
+    if (old == nullptr || old->single_generation + 1 != cache_.generation ||
+        old->single_index >= options_.recycle->snapshot.workloads.size())
+      return false;
+    core::Workload& w = options_.recycle->snapshot.workloads[old->single_index];
+    WorkloadSource& src = options_.recycle->sources[old->single_index];
+    const kube::Pod& p = *e.object;
+    if (src.involved.uid != p.metadata.uid || src.pods.size() != 1 || src.pods[0].size() != 1 ||
+        w.pod_sets.size() != 1 || !SameShape(w.pod_sets[0], e.facts.shape))
+      return false;
+    const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
+    if (w.priority != PodPriority(p) || w.submit_time != core::Time(e.facts.created_ms) ||
+        w.queue != QueueOf(e))
+      return false;
+    core::Workload checkpoint;
+    if (e.facts.checkpoint_keys) {
+      const size_t problems = out_.problems.size();
+      CommonFields(&checkpoint, meta, "pod", e.facts.key);
+      if (out_.problems.size() != problems) {  // made afresh, which raises them again
+        out_.problems.resize(problems);
+        return false;
+      }
+    }
+    if (w.checkpoint_grace_seconds != checkpoint.checkpoint_grace_seconds ||
+        w.last_checkpoint_time != checkpoint.last_checkpoint_time)
+      return false;
+
+    const int id = static_cast<int>(out_.snapshot.workloads.size());
+    w.state = running ? core::WorkloadState::kRunning : core::WorkloadState::kPending;
+    w.start_time = running ? EarliestBind({&e}) : core::Time{0};
+    w.placements.assign(running ? 1 : 0, core::PodPlacement{});
+    if (running) {
+      BoundPod& b = bound_[e.bound_index];
+      b.workload = id;
+      b.placement = 0;
+    }
+    src.pods[0][0].resource_version = p.metadata.resource_version;
+    out_.snapshot.workloads.push_back(std::move(w));
+    out_.sources.push_back(std::move(src));
+    old->single_generation = 0;  // taken
+    e.single_generation = cache_.generation;
+    e.single_index = static_cast<size_t>(id);
+    e.single_running = running;
+    ++cache_.reused;
+    return true;
+  }
+
+  // Whether a workload's pod set (of one pod) is what AddWorkload makes of `shape`.
+  static bool SameShape(const core::PodSet& set, const core::PodSet& shape) {
+    return set.count == 1 && set.name == shape.name && set.request == shape.request &&
+           set.node_selector == shape.node_selector && set.tolerations == shape.tolerations &&
+           set.gpu_models == shape.gpu_models;
   }
 
   // --- holdings ---

@@ -11,6 +11,39 @@ namespace {
 
 using kube::Json;
 
+// "p-00042": pods in the order of their names, as an informer lists them.
+std::string PodName(int p) {
+  std::string n = std::to_string(p);
+  return "p-" + std::string(n.size() < 6 ? 6 - n.size() : 0, '0') + n;
+}
+
+// Pod `p` of the fleet, pending or (`bound`) bound by chamber to a node and GPU slot, with
+// the resourceVersion the bind gives it.
+Json PodJson(int p, bool bound, int nodes) {
+  Json container = {{"name", "main"},
+                    {"image", "trainer"},
+                    {"resources",
+                     {{"requests", {{"cpu", "100m"}, {"memory", "256Mi"}, {"nvidia.com/gpu", "1"}}},
+                      {"limits", {{"nvidia.com/gpu", "1"}}}}}};
+  Json j = {
+      {"metadata",
+       {{"name", PodName(p)},
+        {"namespace", "bench"},
+        {"uid", "pod-" + std::to_string(p)},
+        {"labels", {{"chamber.io/queue", "bench"}}},
+        {"creationTimestamp", "2026-11-30T10:00:00Z"}}},
+      {"spec",
+       {{"schedulerName", "chamber"}, {"priority", 0}, {"containers", Json::array({container})}}},
+      {"status", {{"phase", "Pending"}}}};
+  if (bound) {
+    j["spec"]["nodeName"] = "gpu-" + std::to_string(p / 8 % nodes);
+    j["metadata"]["annotations"] = {{"chamber.io/gpu-indices", std::to_string(p % 8)}};
+    j["status"] = {{"phase", "Running"}, {"startTime", "2026-11-30T10:01:00Z"}};
+    j["metadata"]["resourceVersion"] = "2";
+  }
+  return j;
+}
+
 ClusterObjects Fleet(int nodes, int pods, int bound) {
   ClusterObjects in;
   for (int n = 0; n < nodes; ++n) {
@@ -29,30 +62,9 @@ ClusterObjects Fleet(int nodes, int pods, int bound) {
                 {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
     in.nodes.push_back(std::make_shared<const kube::Node>(kube::Node::FromJson(j).value()));
   }
-  for (int p = 0; p < pods; ++p) {
-    Json container = {
-        {"name", "main"},
-        {"image", "trainer"},
-        {"resources",
-         {{"requests", {{"cpu", "100m"}, {"memory", "256Mi"}, {"nvidia.com/gpu", "1"}}},
-          {"limits", {{"nvidia.com/gpu", "1"}}}}}};
-    Json j = {
-        {"metadata",
-         {{"name", "p-" + std::to_string(p)},
-          {"namespace", "bench"},
-          {"uid", "pod-" + std::to_string(p)},
-          {"labels", {{"chamber.io/queue", "bench"}}},
-          {"creationTimestamp", "2026-11-30T10:00:00Z"}}},
-        {"spec",
-         {{"schedulerName", "chamber"}, {"priority", 0}, {"containers", Json::array({container})}}},
-        {"status", {{"phase", "Pending"}}}};
-    if (p < bound) {
-      j["spec"]["nodeName"] = "gpu-" + std::to_string(p / 8 % nodes);
-      j["metadata"]["annotations"] = {{"chamber.io/gpu-indices", std::to_string(p % 8)}};
-      j["status"] = {{"phase", "Running"}, {"startTime", "2026-11-30T10:01:00Z"}};
-    }
-    in.pods.push_back(std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value()));
-  }
+  for (int p = 0; p < pods; ++p)
+    in.pods.push_back(std::make_shared<const kube::Pod>(
+        kube::Pod::FromJson(PodJson(p, p < bound, nodes)).value()));
   core::Queue q;
   q.name = "bench";
   q.res(core::Resource::kGpu).quota = int64_t{nodes} * 8;
@@ -118,6 +130,45 @@ BENCHMARK(BM_BuildSnapshotCached)
     ->Args({5000, 10000, 10000, 0, 0})
     ->Args({5000, 10000, 10000, 10000, 0})
     ->Args({5000, 10000, 10000, 10000, 1})
+    ->Unit(benchmark::kMillisecond);
+
+// The cycle after a mass bind, chamberd's slowest: the last build saw every pod pending, and
+// each has since been replaced by its bound self (node, GPU slot annotation, status and
+// resourceVersion), derived in the build or (`prepared`) ahead of it.
+void BM_BuildSnapshotAfterBind(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0)), pods = static_cast<int>(state.range(1));
+  const bool prepared = state.range(2) != 0;
+  ClusterObjects in = Fleet(nodes, pods, 0);
+  std::vector<kube::Pod> pending, bound;
+  for (int p = 0; p < pods; ++p) {
+    pending.push_back(kube::Pod::FromJson(PodJson(p, false, nodes)).value());
+    bound.push_back(kube::Pod::FromJson(PodJson(p, true, nodes)).value());
+  }
+  BuildCache cache;
+  BuildOptions o = Options();
+  o.cache = &cache;
+  BuiltSnapshot last, retired;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int p = 0; p < pods; ++p) in.pods[p] = std::make_shared<const kube::Pod>(pending[p]);
+    retired = std::move(last);
+    o.recycle = &retired;
+    last = BuildSnapshot(in, o);
+    for (int p = 0; p < pods; ++p) in.pods[p] = std::make_shared<const kube::Pod>(bound[p]);
+    if (prepared) cache.Prepare(in, o);
+    retired = std::move(last);
+    state.ResumeTiming();
+    last = BuildSnapshot(in, o);
+    state.PauseTiming();
+    retired = BuiltSnapshot{};
+    state.ResumeTiming();
+  }
+  state.counters["derived"] = static_cast<double>(cache.last_derived());
+  state.counters["reused"] = static_cast<double>(cache.last_reused());
+}
+BENCHMARK(BM_BuildSnapshotAfterBind)
+    ->Args({5000, 10000, 0})
+    ->Args({5000, 10000, 1})
     ->Unit(benchmark::kMillisecond);
 
 // What chamberd decides in one cycle: the snapshot (from the previous cycle's cache, lent the

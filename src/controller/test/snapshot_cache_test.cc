@@ -3,6 +3,7 @@
 // suspended), a build with the cache of the earlier builds equals a build without one.
 #include <rapidcheck.h>
 
+#include <functional>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -385,6 +386,50 @@ TEST(SnapshotCacheTest, UnchangedBarePodsKeepTheirWorkloadsAcrossBuilds) {
   EXPECT_EQ(builds.reused(), 0u);
   builds.Next(in, assumed);
   EXPECT_EQ(builds.reused(), 7u);
+}
+
+// A changed pod is a new object. When what its workload takes from it is the same but for the
+// bind (node, GPU slots, status, resourceVersion), it takes over its workload from the last
+// snapshot; otherwise, or when it is another pod of the same name, the workload is made afresh.
+TEST(SnapshotCacheTest, AChangedBarePodTakesOverItsWorkloadWhenOnlyItsBindMoved) {
+  ClusterObjects in;
+  in.nodes = {MakeNode(0, 0), MakeNode(1, 0)};
+  std::vector<PodSpec> specs(6);
+  for (size_t i = 0; i < specs.size(); ++i)
+    in.pods.push_back(MakePod(static_cast<int>(i), specs[i]));
+  in.namespaces = MakeNamespaces(0);
+  std::map<std::string, AssumedBind> assumed;
+  ChainedBuilds builds;
+  builds.Next(in, assumed);
+  builds.Next(in, assumed);
+  EXPECT_EQ(builds.reused(), 6u);
+
+  // p-0 and p-1 bound (as chamber binds: slot annotation, then started), p-2 bound and not
+  // started yet, p-3 still pending but with a new resourceVersion, p-4 relabelled to another
+  // queue, p-5 deleted and created again under the same name (a new UID).
+  auto change = [&](int i, const std::function<void(PodSpec&)>& edit) {
+    edit(specs[i]);
+    ++specs[i].version;
+    in.pods[i] = MakePod(i, specs[i]);
+  };
+  change(0, [](PodSpec& s) { s.node = 0, s.phase = 1, s.indices = 3; });
+  change(1, [](PodSpec& s) { s.node = 1, s.phase = 1, s.indices = 1; });
+  change(2, [](PodSpec& s) { s.node = 1, s.started = 2; });
+  change(3, [](PodSpec&) {});
+  change(4, [](PodSpec& s) { s.queue = 1; });
+  Json j = in.pods[5]->raw;
+  j["metadata"]["uid"] = "uid-5-again";
+  in.pods[5] = std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value());
+  const std::string after = builds.Next(in, assumed);  // equals a fresh build (Next checks)
+  EXPECT_EQ(builds.reused(), 4u);                      // p-0 to p-3
+  EXPECT_EQ(StateIn(after, "ns0/p-0"), "1");
+  EXPECT_EQ(FieldIn(after, "ns0/p-0", "start"), "1796034600000");  // startTime 10:30
+  EXPECT_EQ(FieldIn(after, "ns0/p-2", "start"), "1796034000000");  // PodScheduled 10:20
+  EXPECT_EQ(FieldIn(after, "ns0/p-4", "q"), "team-1");
+  EXPECT_NE(after.find("#uid-5-again@"), std::string::npos);
+  // Unchanged since, all six move over as before.
+  builds.Next(in, assumed);
+  EXPECT_EQ(builds.reused(), 6u);
 }
 
 // The default PriorityClass is replaced by a new object that the allocator may place where the
