@@ -132,8 +132,13 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
                                  " s; see the log for the API server's answers");
   const double begin_cpu = ThreadCpuMs();
   const size_t derived = b->Prepare();
-  spdlog::info("derived {} objects for the first cycle in {:.0f}ms", derived,
-               ThreadCpuMs() - begin_cpu);
+  // The first snapshot too: the first cycle then lends it memory and takes workloads over from
+  // it, as every later cycle does from the one before.
+  const size_t workloads = (*b->Refresh())->workloads.size();
+  spdlog::info(
+      "derived {} objects and built a snapshot of {} workloads before the first cycle "
+      "in {:.0f}ms",
+      derived, workloads, ThreadCpuMs() - begin_cpu);
   if (b->options_.prepare_every.count() > 0)
     b->preparer_ = std::jthread([p = b.get()](std::stop_token stop) {
       std::mutex m;
@@ -206,7 +211,9 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   std::sort(objects.queues.begin(), objects.queues.end(),
             [](const core::Queue& a, const core::Queue& b) { return a.name < b.name; });
 
+  const double listed_ms = MsSince(begin);
   // Drop assumptions the informer has caught up with, or that expired.
+  const size_t assumptions = assumed_.size();
   const int64_t now = NowMs();
   for (auto it = assumed_.begin(); it != assumed_.end();) {
     bool drop = it->second.expires_ms < now;
@@ -217,13 +224,17 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
     it = drop ? assumed_.erase(it) : std::next(it);
   }
 
-  // The last snapshot lends its nodes' memory to the new one; the rest is freed by Prepare().
+  const double assumed_ms = MsSince(begin) - listed_ms;
+  // The last snapshot lends its memory to the new one, and is freed by Prepare().
   retired_ = std::move(built_);
   BuildOptions bo = BuildOptionsAt(now);
   bo.recycle = &retired_;
   built_ = BuildSnapshot(objects, bo);
   for (const std::string& p : built_.problems) spdlog::debug("{}", p);
   last_refresh_ms_ = MsSince(begin);
+  spdlog::debug("refresh: list={:.1f}ms assumptions={:.1f}ms ({} of {} dropped) build={:.1f}ms",
+                listed_ms, assumed_ms, assumptions - assumed_.size(), assumptions,
+                last_refresh_ms_ - listed_ms - assumed_ms);
   last_refresh_cpu_ms_ = ThreadCpuMs() - begin_cpu;
   last_derived_ = build_cache_.last_derived();
   last_reused_ = build_cache_.last_reused();

@@ -191,7 +191,12 @@ struct BuildCache::State {
                              const std::shared_ptr<const T>& object) {
     auto [it, inserted] = map.try_emplace(object.get());
     E& e = it->second;
-    const bool same = !inserted && !e.owner.owner_before(object) && !object.owner_before(e.owner);
+    // An entry is used again only for the object it was derived from, and only if the last
+    // build saw it, or it was derived for the coming build (an entry left by an older build
+    // and not swept yet is not in the last build's order).
+    const uint64_t next = preparing ? generation + 1 : generation;
+    const bool same = !inserted && !e.owner.owner_before(object) && !object.owner_before(e.owner) &&
+                      (e.seen + 1 == next || e.seen == next || e.derived == next);
     if (!same) {
       e = E{};
       e.object = object.get();
@@ -220,10 +225,31 @@ struct BuildCache::State {
     std::inplace_merge(order->begin(), order->begin() + kept, order->end(), less);
   }
 
-  // Drops the entries of objects the build did not see.
+  // Drops the entries derived ahead (Prepare) since the last build whose objects are gone
+  // already (a pod bound, then started, before a build saw it bound), so that the next build
+  // does not free them.
+  void DropUnseenGone() {
+    auto drop = [this](auto& map) {
+      std::erase_if(map, [this](const auto& kv) {
+        return kv.second.derived == generation + 1 && kv.second.owner.expired();
+      });
+    };
+    drop(nodes);
+    drop(pods);
+    drop(jobs);
+  }
+
+  // Drops the entries of objects the last build did not see (but those derived since for the
+  // next one). A build leaves this to Prepare, which chamberd calls between cycles, or else to
+  // the next build.
+  bool sweep_pending = false;
   void Sweep() {
+    if (!sweep_pending) return;
+    sweep_pending = false;
     auto sweep = [this](auto& map) {
-      std::erase_if(map, [this](const auto& kv) { return kv.second.seen != generation; });
+      std::erase_if(map, [this](const auto& kv) {
+        return kv.second.seen != generation && kv.second.derived != generation + 1;
+      });
     };
     sweep(nodes);
     sweep(pods);
@@ -246,6 +272,7 @@ class Builder {
 
   BuiltSnapshot Build() {
     Reset();
+    cache_.Sweep();
     ++cache_.generation;
     cache_.derived = 0;
     cache_.reused = 0;
@@ -258,12 +285,13 @@ class Builder {
     BuildNodes();
     CollectWorkloads();
     AccountBoundPods();
-    cache_.Sweep();
+    cache_.sweep_pending = true;
     return std::move(out_);
   }
 
   size_t Prepare() {
     Reset();
+    cache_.Sweep();
     const size_t by_last_build = cache_.derived;
     cache_.derived = 0;
     cache_.preparing = true;
@@ -273,6 +301,7 @@ class Builder {
     DerivePods();
     for (const auto& j : objects_.jobs) JobOf(j);
     cache_.preparing = false;
+    if (cache_.derived > 0) cache_.DropUnseenGone();
     const size_t derived = cache_.derived;
     cache_.derived = by_last_build;
     return derived;

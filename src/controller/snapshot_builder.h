@@ -149,7 +149,8 @@ struct BuiltSnapshot {
 // times, the engine's node, the sort order), kept for the next build. Informers hand out a new
 // object whenever one changes, so an entry is found by the object's address and is valid while
 // the object is the same one (the same shared_ptr control block, which the entry keeps through
-// a weak_ptr). Entries of objects a build no longer sees are dropped at its end. One build at a
+// a weak_ptr). Entries of objects a build no longer sees are dropped by the next Prepare (or, if
+// none comes, the next build), so that the build itself does not free them. One build at a
 // time; BuildSnapshot returns the same with or without a cache.
 class BuildCache {
  public:
@@ -158,7 +159,7 @@ class BuildCache {
   BuildCache(const BuildCache&) = delete;
   BuildCache& operator=(const BuildCache&) = delete;
 
-  size_t size() const;  // objects held
+  size_t size() const;  // entries held, those not swept yet included
   // Objects derived afresh by the last build (the others came from the cache or Prepare).
   size_t last_derived() const;
   // Workloads the last build moved over from the snapshot it recycled.
