@@ -212,29 +212,23 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
             [](const core::Queue& a, const core::Queue& b) { return a.name < b.name; });
 
   const double listed_ms = MsSince(begin);
-  // Drop assumptions the informer has caught up with, or that expired.
+  // Drop the assumptions that expired (a pod deleted before the informer showed its bind, or a
+  // watch that lags); the build reports those the informer has caught up with.
   const size_t assumptions = assumed_.size();
   const int64_t now = NowMs();
-  for (auto it = assumed_.begin(); it != assumed_.end();) {
-    bool drop = it->second.expires_ms < now;
-    if (!drop) {
-      std::shared_ptr<const kube::Pod> p = pods_->Get(it->second.pod);
-      drop = !p || p->metadata.uid != it->first || !p->node_name.empty();
-    }
-    it = drop ? assumed_.erase(it) : std::next(it);
-  }
-
+  std::erase_if(assumed_, [now](const auto& kv) { return kv.second.expires_ms < now; });
   const double assumed_ms = MsSince(begin) - listed_ms;
   // The last snapshot lends its memory to the new one, and is freed by Prepare().
   retired_ = std::move(built_);
   BuildOptions bo = BuildOptionsAt(now);
   bo.recycle = &retired_;
   built_ = BuildSnapshot(objects, bo);
+  for (const std::string& uid : built_.assumptions_shown) assumed_.erase(uid);
   for (const std::string& p : built_.problems) spdlog::debug("{}", p);
   last_refresh_ms_ = MsSince(begin);
-  spdlog::debug("refresh: list={:.1f}ms assumptions={:.1f}ms ({} of {} dropped) build={:.1f}ms",
-                listed_ms, assumed_ms, assumptions - assumed_.size(), assumptions,
-                last_refresh_ms_ - listed_ms - assumed_ms);
+  spdlog::debug("refresh: list={:.1f}ms expiry={:.1f}ms build={:.1f}ms; assumed binds {} -> {}",
+                listed_ms, assumed_ms, last_refresh_ms_ - listed_ms - assumed_ms, assumptions,
+                assumed_.size());
   last_refresh_cpu_ms_ = ThreadCpuMs() - begin_cpu;
   last_derived_ = build_cache_.last_derived();
   last_reused_ = build_cache_.last_reused();

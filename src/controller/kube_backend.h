@@ -16,9 +16,9 @@
 //            (reason `Unschedulable` when no node fits, as the cluster autoscaler expects).
 //   status   each Queue's status (allocated, fair share, borrowed, lent, workloads, Valid).
 //
-// A bind the API accepted is assumed until the pod informer shows it, so the next cycle does
-// not give those GPUs away. Every write stops as soon as `options.writes_allowed` turns false
-// (leadership lost).
+// A bind the API accepted is assumed until the pod informer shows it (the build reports that),
+// or until `assume_timeout`, so the next cycle does not give those GPUs away. Every write stops
+// as soon as `options.writes_allowed` turns false (leadership lost).
 #pragma once
 
 #include <atomic>
@@ -148,7 +148,7 @@ class KubeBackend : public daemon::ClusterBackend {
   std::mutex build_mu_;     // Refresh() and Prepare()
   BuiltSnapshot retired_;   // the snapshot before built_, until Prepare() frees it
   BuildCache build_cache_;  // what Refresh() and Prepare() derived from objects still unchanged
-  std::map<std::string, AssumedBind> assumed_;              // by pod UID
+  AssumedBinds assumed_;
   std::map<std::string, std::string> queue_errors_;         // queue -> decode error
   std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
   std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written

@@ -711,9 +711,13 @@ class Builder {
       const std::vector<int>* annotated = &f.gpu_indices;
       if (options_.assumed != nullptr) {
         auto it = options_.assumed->find(p->metadata.uid);
-        if (it != options_.assumed->end() && (node->empty() || *node == it->second.node)) {
-          node = &it->second.node;
-          annotated = &it->second.gpu_indices;
+        if (it != options_.assumed->end()) {
+          if (!node->empty()) {
+            out_.assumptions_shown.push_back(it->first);  // the informer caught up
+          } else {
+            node = &it->second.node;
+            annotated = &it->second.gpu_indices;
+          }
         }
       }
       const bool ours = p->scheduler_name == options_.scheduler_name;

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/model.h"
@@ -81,6 +82,7 @@ struct AssumedBind {
   std::vector<int> gpu_indices;
   int64_t expires_ms = 0;  // after this the informer's view wins
 };
+using AssumedBinds = std::unordered_map<std::string, AssumedBind>;  // by pod UID
 
 struct PodRef {
   std::string namespace_name, name, uid, resource_version;
@@ -116,8 +118,9 @@ struct BuiltSnapshot;
 struct BuildOptions {
   std::string scheduler_name = kDefaultSchedulerName;
   std::string gpu_resource = kGpuResource;
-  core::Time now{0};                                            // Unix milliseconds
-  const std::map<std::string, AssumedBind>* assumed = nullptr;  // by pod UID
+  core::Time now{0};  // Unix milliseconds
+  // Binds assumed; an assumption is used only while the pod's own nodeName is empty.
+  const AssumedBinds* assumed = nullptr;
   size_t max_preemptions_kept = 10;
   // What earlier builds derived from objects that have not changed since (null: derive
   // everything). The snapshot is the same with or without it.
@@ -140,6 +143,8 @@ struct BuiltSnapshot {
   std::vector<std::string> problems;
   // Pods of ours waiting for the rest of their gang to be created.
   int32_t incomplete_gangs = 0;
+  // UIDs of assumed binds whose pods now show a node: the caller may drop those assumptions.
+  std::vector<std::string> assumptions_shown;
   // The cache's build that made it (0: built without a cache). A build that recycles the one
   // just before it moves over the workloads of bare pods that have not changed.
   uint64_t generation = 0;

@@ -292,8 +292,7 @@ TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
              JobObj("ml", "paused-by-owner", 2, 1, {{"spec", {{"suspend", true}}}}),
              JobObj("ml", "fresh", 1, 2)};
   in.pods = {Pod("ml", "fresh-0", 2, OwnedBy("fresh"))};
-  std::map<std::string, AssumedBind> assumed = {
-      {"uid-ml-fresh-0", {"ml/fresh-0", "n1", {0, 1}, 1'900'000'000'000}}};
+  AssumedBinds assumed = {{"uid-ml-fresh-0", {"ml/fresh-0", "n1", {0, 1}, 1'900'000'000'000}}};
   BuildOptions o = Opts();
   o.assumed = &assumed;
   BuiltSnapshot b = BuildSnapshot(in, o);
@@ -308,6 +307,31 @@ TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
   EXPECT_EQ(paused.TotalPods(), 2);
   ASSERT_EQ(paused.recent_preemptions.size(), 1u);
   EXPECT_EQ(paused.recent_preemptions[0].count(), 1'796'032'800'000);
+}
+
+// Once the informer shows a pod bound, its own node and annotation count and the build reports
+// the assumption as shown; a pod still pending is taken as bound where the assumption says.
+TEST(SnapshotBuilderTest, AnAssumptionYieldsToThePodsOwnBind) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pods = {Pod("ml", "shown", 1,
+                 {{"metadata", {{"annotations", {{"chamber.io/gpu-indices", "4"}}}}},
+                  {"spec", {{"nodeName", "n1"}}},
+                  {"status", {{"phase", "Running"}}}}),
+             Pod("ml", "waiting", 1)};
+  AssumedBinds assumed = {{"uid-ml-shown", {"ml/shown", "n1", {0}, 1'900'000'000'000}},
+                          {"uid-ml-waiting", {"ml/waiting", "n1", {2}, 1'900'000'000'000}},
+                          {"uid-gone", {"ml/gone", "n1", {3}, 1'900'000'000'000}}};
+  BuildOptions o = Opts();
+  o.assumed = &assumed;
+  BuiltSnapshot b = BuildSnapshot(in, o);
+  EXPECT_EQ(b.assumptions_shown, std::vector<std::string>{"uid-ml-shown"});
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  for (const core::Workload& w : b.snapshot.workloads) {
+    EXPECT_EQ(w.state, core::WorkloadState::kRunning) << w.name;
+    ASSERT_EQ(w.placements.size(), 1u) << w.name;
+    EXPECT_EQ(w.placements[0].gpu_mask, w.name == "ml/shown" ? 1u << 4 : 1u << 2) << w.name;
+  }
 }
 
 TEST(SnapshotBuilderTest, ABoundPodWithoutAReadableStartTimeStartsNow) {

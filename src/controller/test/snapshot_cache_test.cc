@@ -230,7 +230,7 @@ RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
 
   BuildCache cache;
   BuiltSnapshot previous;  // lends its memory to the next build
-  std::map<std::string, AssumedBind> assumed;
+  AssumedBinds assumed;
   for (int round = 0; round < 6; ++round) {
     in.pods.clear();
     for (const auto& p : pods)
@@ -330,7 +330,7 @@ std::string StateIn(const std::string& dump, const std::string& name) {
 // a fresh build's.
 class ChainedBuilds {
  public:
-  std::string Next(const ClusterObjects& in, const std::map<std::string, AssumedBind>& assumed) {
+  std::string Next(const ClusterObjects& in, const AssumedBinds& assumed) {
     BuildOptions fresh;
     fresh.assumed = &assumed;
     BuildOptions cached = fresh;
@@ -365,7 +365,7 @@ TEST(SnapshotCacheTest, UnchangedBarePodsKeepTheirWorkloadsAcrossBuilds) {
     in.pods.push_back(MakePod(i, s));
   }
   in.namespaces = MakeNamespaces(0);
-  std::map<std::string, AssumedBind> assumed;
+  AssumedBinds assumed;
   ChainedBuilds builds;
   builds.Next(in, assumed);
   EXPECT_EQ(builds.reused(), 0u);
@@ -403,7 +403,7 @@ TEST(SnapshotCacheTest, AChangedBarePodTakesOverItsWorkloadWhenOnlyItsBindMoved)
   for (size_t i = 0; i < specs.size(); ++i)
     in.pods.push_back(MakePod(static_cast<int>(i), specs[i]));
   in.namespaces = MakeNamespaces(0);
-  std::map<std::string, AssumedBind> assumed;
+  AssumedBinds assumed;
   ChainedBuilds builds;
   builds.Next(in, assumed);
   builds.Next(in, assumed);
@@ -447,7 +447,7 @@ TEST(SnapshotCacheTest, ANewPriorityClassAtTheOldOnesAddressIsANewObject) {
   in.pods.push_back(MakePod(0, s));
   in.namespaces = MakeNamespaces(0);
   in.priority_classes = MakePriorityClasses(150);
-  std::map<std::string, AssumedBind> assumed;
+  AssumedBinds assumed;
   ChainedBuilds builds;
   EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "150");
   EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "150");
