@@ -198,10 +198,14 @@ struct BuildCache::State {
     const bool same = !inserted && !e.owner.owner_before(object) && !object.owner_before(e.owner) &&
                       (e.seen + 1 == next || e.seen == next || e.derived == next);
     if (!same) {
+      // An entry the last build saw stays marked so while preparing: the build's order may
+      // still point to it, so it is not dropped before the next build.
+      const uint64_t seen = e.seen;
       e = E{};
       e.object = object.get();
       e.owner = object;
       e.derived = preparing ? generation + 1 : generation;
+      if (preparing) e.seen = seen;
       ++derived;
     }
     if (!preparing) e.seen = generation;
@@ -227,11 +231,12 @@ struct BuildCache::State {
 
   // Drops the entries derived ahead (Prepare) since the last build whose objects are gone
   // already (a pod bound, then started, before a build saw it bound), so that the next build
-  // does not free them.
+  // does not free them; but not those the last build's order points to.
   void DropUnseenGone() {
     auto drop = [this](auto& map) {
       std::erase_if(map, [this](const auto& kv) {
-        return kv.second.derived == generation + 1 && kv.second.owner.expired();
+        return kv.second.derived == generation + 1 && kv.second.seen != generation &&
+               kv.second.owner.expired();
       });
     };
     drop(nodes);
@@ -791,9 +796,12 @@ class Builder {
     auto f = fresh.begin();
     size_t kept = 0;
     for (const PodEntry* old : order) {
+      // Derived again since (for a new object at a freed one's address): in `fresh` if that
+      // object is still here.
+      if (old->derived == cache_.generation) continue;
       if (old->seen == cache_.generation) {
-        if (old->derived != cache_.generation) order[kept++] = old;  // unchanged
-        continue;  // else derived again (a new object at a freed one's address): in `fresh`
+        order[kept++] = old;  // unchanged
+        continue;
       }
       for (; f != fresh.end() && (*f)->facts.sort_key < old->facts.sort_key; ++f)
         unplaced.push_back(*f);
