@@ -1,5 +1,7 @@
 #include "kube/informer.h"
 
+#include <future>
+
 #include <gtest/gtest.h>
 
 #include "kube/test/fake_apiserver.h"
@@ -137,20 +139,23 @@ void CheckRelistAfterGone(bool as_error_event) {
   ASSERT_TRUE(inf.WaitForSync(5s));
   ASSERT_TRUE(Eventually([&] { return s.watches.load() == 1; }));
   EXPECT_EQ(rec.Take().size(), 3u);
-  // While the informer is disconnected, history moves on and is compacted away.
-  s.set_intercept([](const httplib::Request& req, httplib::Response& res) {
-    if (req.get_param_value("watch") != "true") return false;
-    res.status = 503;
-    res.set_content(R"({"kind":"Status","code":503})", "application/json");
-    return true;
+  // While the informer is disconnected, history moves on and is compacted away: its watch
+  // request is held until then, and resumes from a version no longer kept. (Refusing it instead
+  // would make the informer list again after a few refusals, if the history took a while to
+  // move on, and then it would never see the 410.)
+  std::promise<void> moved_on;
+  std::shared_future<void> held = moved_on.get_future().share();
+  s.set_intercept([held](const httplib::Request& req, httplib::Response&) {
+    if (req.get_param_value("watch") == "true") held.wait();
+    return false;
   });
   s.CloseWatches();
   s.Remove(kPods, "vanish");
   s.Upsert(kPods, PodJson("change", "n2"));
   s.Upsert(kPods, PodJson("new", "n1"));
   s.Compact();
+  moved_on.set_value();
   s.set_intercept(nullptr);
-  // The 503s above put the watch into backoff (jittered, growing): allow for its longest wait.
   ASSERT_TRUE(Eventually([&] { return inf.stats().gone >= 1 && inf.stats().lists >= 2; }, 20s));
   ASSERT_TRUE(Eventually([&] { return inf.Get("ml/new") != nullptr; }));
   std::vector<std::string> calls = rec.Take();
