@@ -398,7 +398,9 @@ TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
   PriorityClass("chamber-e2e-reserved", 1000);
   Queue(ns_ + "-team", 8);
   StartChamberd("solo", {"--no-leader-elect"});
-  Job("elastic", JobSpec(ns_ + "-team", 8).Seconds(4).Priority("chamber-e2e-elastic").Grace("1"));
+  // Long enough that it still runs when the reserved Job's pods appear, however slowly the Job
+  // controller creates them on a loaded machine.
+  Job("elastic", JobSpec(ns_ + "-team", 8).Seconds(15).Priority("chamber-e2e-elastic").Grace("1"));
   ASSERT_TRUE(Eventually([&] { return Bound("elastic") == 8; }, 30s));
   Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
 
