@@ -217,7 +217,7 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   const size_t assumptions = assumed_.size();
   const int64_t now = NowMs();
   std::erase_if(assumed_, [now](const auto& kv) { return kv.second.expires_ms < now; });
-  const double assumed_ms = MsSince(begin) - listed_ms;
+  const double expiry_ms = MsSince(begin) - listed_ms;
   // The last snapshot lends its memory to the new one, and is freed by Prepare().
   retired_ = std::move(built_);
   BuildOptions bo = BuildOptionsAt(now);
@@ -227,7 +227,7 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   for (const std::string& p : built_.problems) spdlog::debug("{}", p);
   last_refresh_ms_ = MsSince(begin);
   spdlog::debug("refresh: list={:.1f}ms expiry={:.1f}ms build={:.1f}ms; assumed binds {} -> {}",
-                listed_ms, assumed_ms, last_refresh_ms_ - listed_ms - assumed_ms, assumptions,
+                listed_ms, expiry_ms, last_refresh_ms_ - listed_ms - expiry_ms, assumptions,
                 assumed_.size());
   last_refresh_cpu_ms_ = ThreadCpuMs() - begin_cpu;
   last_derived_ = build_cache_.last_derived();
