@@ -158,8 +158,8 @@ struct BuildCache::State {
     PodFacts facts;
     // Set by each build for a bound pod: its index among the build's bound pods.
     mutable size_t bound_index = 0;
-    // Set by a build that made a workload of this pod alone (a bare pod) and read nothing else
-    // of the cluster's but what `externals` covers: that build, the workload's index in its
+    // Set by a build that made a workload of this pod alone (a bare pod), which reads nothing
+    // else of the cluster's but what `Externals` covers: that build, the workload's index in its
     // snapshot, and whether it was running.
     mutable uint64_t single_generation = 0;
     mutable size_t single_index = 0;
@@ -175,11 +175,17 @@ struct BuildCache::State {
   std::string gpu_resource;  // what the entries were derived with
   uint64_t generation = 0;   // of the last build
   size_t reused = 0;         // workloads the last build moved over
-  // What a bare pod's workload reads beyond the pod (namespaces for the default queue, priority
-  // classes, the scheduler name), as the last build saw it: objects by identity, since an
-  // informer hands out a new object for every change.
-  std::vector<std::weak_ptr<const void>> externals;
-  std::string externals_scheduler;
+  // What a bare pod's workload reads beyond the pod, as the last build saw it: the values, not
+  // the objects, so that a namespace that changed in other ways (its status, another label, one
+  // being deleted) or a PriorityClass of the same value leaves the workloads as they were.
+  struct Externals {
+    std::map<std::string, std::string> namespace_queue;  // a namespace's default queue
+    std::map<std::string, int32_t> priority_classes;     // value by name
+    int32_t default_priority = 0;
+    std::string scheduler;
+    friend bool operator==(const Externals&, const Externals&) = default;
+  };
+  std::optional<Externals> externals;  // empty before the first build
   size_t derived = 0;
   // Deriving ahead of the next build (Prepare): entries count as derived by that build, and
   // are not marked seen, so that one gone before it is dropped then.
@@ -285,8 +291,10 @@ class Builder {
     out_.snapshot.now = options_.now;
     out_.snapshot.queues = objects_.queues;
     IndexObjects();
-    reuse_singles_ = ExternalsUnchanged() && options_.recycle != nullptr &&
-                     options_.recycle->generation + 1 == cache_.generation;
+    // The workloads of the snapshot lent to this build are where its pods' entries say.
+    take_over_ =
+        options_.recycle != nullptr && options_.recycle->generation + 1 == cache_.generation;
+    reuse_singles_ = ExternalsUnchanged() && take_over_;
     BuildNodes();
     CollectWorkloads();
     AccountBoundPods();
@@ -343,21 +351,14 @@ class Builder {
   // Whether what bare pods' workloads read beyond the pods is as the last build saw it; records
   // it for the next build.
   bool ExternalsUnchanged() {
-    std::vector<std::weak_ptr<const void>> now;
-    now.reserve(objects_.namespaces.size() + objects_.priority_classes.size());
-    for (const auto& ns : objects_.namespaces) now.emplace_back(ns);
-    for (const auto& pc : objects_.priority_classes) now.emplace_back(pc);
-    // By control block: the weak pointers kept keep it, so that no new object can take an old
-    // one's place (and address) while the old one is remembered.
-    auto same_object = [](const std::weak_ptr<const void>& a, const std::weak_ptr<const void>& b) {
-      return !a.owner_before(b) && !b.owner_before(a);
-    };
-    const bool same = std::equal(now.begin(), now.end(), cache_.externals.begin(),
-                                 cache_.externals.end(), same_object) &&
-                      cache_.externals_scheduler == options_.scheduler_name;
-    cache_.externals = std::move(now);
-    cache_.externals_scheduler = options_.scheduler_name;
-    return same;
+    auto& last = cache_.externals;
+    if (last && last->namespace_queue == namespace_queue_ &&
+        last->priority_classes == priority_classes_ &&
+        last->default_priority == default_priority_ && last->scheduler == options_.scheduler_name)
+      return true;
+    last = BuildCache::State::Externals{namespace_queue_, priority_classes_, default_priority_,
+                                        options_.scheduler_name};
+    return false;
   }
 
   void IndexObjects() {
@@ -1008,7 +1009,8 @@ class Builder {
   // that the pod's workload takes from the pod besides those is as it was. The result is the
   // workload AddSingle would make afresh.
   bool TakeOverPrevious(const PodEntry& e, bool running) {
-    const PodEntry* old = reuse_singles_ && e.derived == cache_.generation ? e.previous : nullptr;
+    // Queue and priority are compared below, so this holds when the externals changed too.
+    const PodEntry* old = take_over_ && e.derived == cache_.generation ? e.previous : nullptr;
     if (old == nullptr || old->single_generation + 1 != cache_.generation ||
         old->single_index >= options_.recycle->snapshot.workloads.size())
       return false;
@@ -1135,7 +1137,8 @@ class Builder {
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;
   std::set<std::string> running_groups_;
-  bool reuse_singles_ = false;
+  bool take_over_ = false;      // a changed bare pod may take over its workload (TakeOverPrevious)
+  bool reuse_singles_ = false;  // and an unchanged one moves its workload over (AddSingle)
 };
 
 kube::Json WorkloadSource::Ref::ToJson(const std::string& namespace_name) const {

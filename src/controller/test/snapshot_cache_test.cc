@@ -386,7 +386,20 @@ TEST(SnapshotCacheTest, UnchangedBarePodsKeepTheirWorkloadsAcrossBuilds) {
   EXPECT_EQ(StateIn(builds.Next(in, assumed), "ns0/p-4"), "0");  // kPending
   EXPECT_EQ(builds.reused(), 6u);
 
-  // A new namespace object (its default queue may have changed) makes every workload afresh.
+  // New namespace objects with the same default queues (another label, a status, a namespace
+  // being deleted) leave the workloads as they were.
+  in.namespaces = MakeNamespaces(0);
+  builds.Next(in, assumed);
+  EXPECT_EQ(builds.reused(), 7u);
+  Json other = {{"metadata", {{"name", "ns2"}, {"labels", {{"team", "a"}}}}}};
+  in.namespaces.push_back(
+      std::make_shared<const kube::Namespace>(kube::Namespace::FromJson(other).value()));
+  builds.Next(in, assumed);
+  EXPECT_EQ(builds.reused(), 7u);
+  in.namespaces.pop_back();  // and gone again
+  builds.Next(in, assumed);
+  EXPECT_EQ(builds.reused(), 7u);
+  // A namespace's default queue changed: every workload is made afresh.
   in.namespaces = MakeNamespaces(1);
   builds.Next(in, assumed);
   EXPECT_EQ(builds.reused(), 0u);
@@ -438,26 +451,33 @@ TEST(SnapshotCacheTest, AChangedBarePodTakesOverItsWorkloadWhenOnlyItsBindMoved)
   EXPECT_EQ(builds.reused(), 6u);
 }
 
-// The default PriorityClass is replaced by a new object that the allocator may place where the
-// old one was: the build must still see a new object (and make the pods' workloads afresh).
-TEST(SnapshotCacheTest, ANewPriorityClassAtTheOldOnesAddressIsANewObject) {
+// The default PriorityClass is replaced by a new object: of the same value, the pods' workloads
+// move over; of another value, they are made afresh, and the pod that changed meanwhile does
+// not take over its workload either.
+TEST(SnapshotCacheTest, WorkloadsMoveOverWhileThePriorityClassesValuesStay) {
   ClusterObjects in;
   in.nodes = {MakeNode(0, 0)};
   PodSpec s;
   s.ns = 1;  // priority from the default PriorityClass
   in.pods.push_back(MakePod(0, s));
+  in.pods.push_back(MakePod(1, s));
   in.namespaces = MakeNamespaces(0);
   in.priority_classes = MakePriorityClasses(150);
   AssumedBinds assumed;
   ChainedBuilds builds;
   EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "150");
   EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "150");
-  EXPECT_EQ(builds.reused(), 1u);
-  const void* old_address = in.priority_classes[0].get();
-  in.priority_classes.clear();                   // the informer drops the old object...
-  in.priority_classes = MakePriorityClasses(5);  // ...and hands out a new one
-  RecordProperty("same_address", in.priority_classes[0].get() == old_address ? "yes" : "no");
-  EXPECT_EQ(FieldIn(builds.Next(in, assumed), "ns1/p-0", "prio"), "5");
+  EXPECT_EQ(builds.reused(), 2u);
+  in.priority_classes.clear();                     // the informer drops the old object...
+  in.priority_classes = MakePriorityClasses(150);  // ...and hands out a new one
+  builds.Next(in, assumed);
+  EXPECT_EQ(builds.reused(), 2u);
+  in.priority_classes = MakePriorityClasses(5);
+  ++s.version;
+  in.pods[1] = MakePod(1, s);
+  const std::string after = builds.Next(in, assumed);  // equals a fresh build (Next checks)
+  EXPECT_EQ(FieldIn(after, "ns1/p-0", "prio"), "5");
+  EXPECT_EQ(FieldIn(after, "ns1/p-1", "prio"), "5");
   EXPECT_EQ(builds.reused(), 0u);
 }
 
