@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -50,8 +51,8 @@ double GpuHoursLost(const Workload& w, Time now);
 // The state of one cycle. Built fresh for each call of Engine::Schedule.
 class Cycle {
  public:
-  Cycle(const Snapshot& s, const EngineConfig& cfg, const Policies& pol)
-      : s_(s), cfg_(cfg), pol_(pol), tree_(s.queues), state_(s), feas_(state_) {}
+  Cycle(const Snapshot& s, const EngineConfig& cfg, const Policies& pol, const EngineTuning& tune)
+      : s_(s), cfg_(cfg), pol_(pol), tune_(tune), tree_(s.queues), state_(s), feas_(state_) {}
 
   CycleResult Run();
 
@@ -86,6 +87,14 @@ class Cycle {
   bool LendingAllows(const Resources& req) const;
   bool Protected(WorkloadId v) const;
   std::vector<VictimCandidate> Candidates(WorkloadId w, bool reclaim) const;
+  // The part of Candidates from the workload's own queue: lower-priority work it may preempt.
+  void PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const;
+  // Whether reclaim may take from `other`'s running work for a workload of `q`.
+  bool ReclaimsFrom(QueueId q, QueueId other) const;
+  // Builds index_ from the running work that reclaim could still take.
+  void BuildVictimIndex();
+  // groups_ for a search by a workload of `q`; false when no group offers a candidate.
+  bool MarkReclaimGroups(QueueId q, bool reclaim);
   // Writes the key into shape_key_, reused so that interning 100k+ shapes allocates nothing.
   void ShapeKey(const Workload& w, int32_t pods);
   int32_t InternShape(const Workload& w, int32_t pods);
@@ -95,6 +104,7 @@ class Cycle {
   const Snapshot& s_;
   const EngineConfig& cfg_;
   const Policies& pol_;
+  const EngineTuning& tune_;
   QueueTree tree_;
   ClusterState state_;
   FeasibilityCache feas_;
@@ -197,6 +207,10 @@ class Cycle {
   // Per shape: why not, once asked; shared by every pending workload of the shape.
   std::vector<std::shared_ptr<const PendingExplanation>> explanation_;
   std::unordered_set<uint64_t> no_victims_;  // queue << 32 | shape: no victim set found
+  // Reclaimable running work for single-pod searches, once a cycle has made enough of them.
+  std::unique_ptr<VictimIndex> index_;
+  int32_t one_pod_searches_ = 0;
+  std::vector<VictimGroup> groups_;  // per queue, for the search at hand
   CycleResult out_;
 };
 
@@ -592,29 +606,35 @@ double GpuHoursLost(const Workload& w, Time now) {
   return static_cast<double>(gpus) * Hours(now - since);
 }
 
-std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const {
-  std::vector<VictimCandidate> out;
+void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const {
   const int32_t priority = ask_[w.index()].priority;
   const QueueId q = queue_of_[w.index()];
   // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
-  if (cfg_.priority_preemption_enabled && priority > running_min_priority_[q.index()]) {
-    for (const Running& v : running_[q.index()]) {
-      if (v.priority >= priority || v.shielded || victim_[v.id.index()]) continue;
-      out.push_back(
-          {v.id, PreemptReason::kPriority, v.priority, v.gpu_hours_lost, 0, PlacementsOf(v)});
-    }
+  if (!cfg_.priority_preemption_enabled || priority <= running_min_priority_[q.index()]) return;
+  for (const Running& v : running_[q.index()]) {
+    if (v.priority >= priority || v.shielded || victim_[v.id.index()]) continue;
+    out->push_back(
+        {v.id, PreemptReason::kPriority, v.priority, v.gpu_hours_lost, 0, PlacementsOf(v)});
   }
+}
+
+bool Cycle::ReclaimsFrom(QueueId q, QueueId other) const {
+  if (other == q || !tree_.leaf(other) || running_[other.index()].empty()) return false;
+  for (Resource r : kAllResources)
+    if (tree_.managed(r) && usage_[other.index()][r] > tree_.queue(other).res(r).quota) return true;
+  return false;
+}
+
+std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const {
+  std::vector<VictimCandidate> out;
+  PriorityCandidates(w, &out);
   if (reclaim && cfg_.reclaim_enabled) {
+    const QueueId q = queue_of_[w.index()];
     // Borrowing queues first, so the result is allocated once: it can hold tens of thousands.
     std::vector<QueueId> borrowers;
     size_t most = out.size();
     for (QueueId other : tree_.top_down()) {
-      if (other == q || !tree_.leaf(other) || running_[other.index()].empty()) continue;
-      bool borrowing = false;
-      for (Resource r : kAllResources)
-        if (tree_.managed(r) && usage_[other.index()][r] > tree_.queue(other).res(r).quota)
-          borrowing = true;
-      if (!borrowing) continue;
+      if (!ReclaimsFrom(q, other)) continue;
       borrowers.push_back(other);
       most += running_[other.index()].size();
     }
@@ -629,6 +649,36 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
     }
   }
   return out;
+}
+
+void Cycle::BuildVictimIndex() {
+  // Every running workload reclaim could take this cycle: later victims leave it as they go.
+  std::vector<VictimIndex::Entry> entries;
+  for (size_t q = 0; q < running_.size(); ++q) {
+    for (const Running& v : running_[q]) {
+      if (v.shielded || victim_[v.id.index()]) continue;
+      entries.push_back(
+          {{v.id, PreemptReason::kReclaim, v.priority, v.gpu_hours_lost, 0, PlacementsOf(v)},
+           static_cast<int32_t>(q)});
+    }
+  }
+  index_ = std::make_unique<VictimIndex>(state_.num_nodes(), s_.queues.size(), s_.workloads.size(),
+                                         std::move(entries));
+  groups_.assign(s_.queues.size(), {});
+}
+
+bool Cycle::MarkReclaimGroups(QueueId q, bool reclaim) {
+  bool any = false;
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    const QueueId other{static_cast<int32_t>(i)};
+    VictimGroup& g = groups_[i];
+    g = {};
+    if (!reclaim || !cfg_.reclaim_enabled || !ReclaimsFrom(q, other)) continue;
+    g.overshare = Ratio(other);
+    g.candidates = index_->alive(other.value) > 0;
+    any |= g.candidates;
+  }
+  return any;
 }
 
 // Raw fixed-width fields rather than formatted numbers: the key is only compared and hashed.
@@ -778,11 +828,28 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   }
 
   // By preemption: reclaim when within quota (deserved pass only), priority within the queue.
-  std::vector<VictimCandidate> candidates = Candidates(w, pass == 1 && in_quota);
+  // A single pod's search may use the cycle's victim index: then `candidates` holds only those
+  // of its own queue, and the index those that reclaim could take.
+  const bool reclaim = pass == 1 && in_quota;
+  const bool indexed = total == 1 && index_;
+  std::vector<VictimCandidate> candidates;
+  bool any_candidate = false;
+  if (indexed) {
+    PriorityCandidates(w, &candidates);
+    any_candidate = MarkReclaimGroups(q, reclaim) || !candidates.empty();
+  } else {
+    candidates = Candidates(w, reclaim);
+    any_candidate = !candidates.empty();
+    // Reclaim candidates come last. Enough single-pod searches among them pay for the index.
+    if (total == 1 && any_candidate && candidates.back().reason == PreemptReason::kReclaim &&
+        tune_.victim_index_after > 0 && pol_.victims->UsesVictimIndex() &&
+        ++one_pod_searches_ == tune_.victim_index_after)
+      BuildVictimIndex();
+  }
 
   // On capacity that earlier preemptions are releasing; only work entitled to preempt waits
   // for it, borrowers do not. Work that may preempt waits rather than evict more.
-  if ((pass == 1 || !candidates.empty()) && !releasing_.empty()) {
+  if ((pass == 1 || any_candidate) && !releasing_.empty()) {
     for (int32_t n : sizes) {
       if (pol_.placement->Place(state_, feas_, work, n, &releasing_)) {
         Pend(w, PendingReason::kWaitingForPreemption,
@@ -792,17 +859,25 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     }
   }
 
-  if (!candidates.empty()) {
+  if (any_candidate) {
     for (int32_t n : sizes) {
       const uint64_t key =
           uint64_t{static_cast<uint32_t>(q.value)} << 32 | static_cast<uint32_t>(ShapeOf(w, n));
       if (no_victims_.contains(key)) continue;
       ++out_.stats.preemption_searches;
+      std::optional<VictimSet> set;
+      if (indexed) {
+        ++out_.stats.indexed_preemption_searches;
+        set = pol_.victims->SelectOnePod(state_, feas_, *pol_.placement, s_, work, *index_, groups_,
+                                         candidates, releasing_);
+        if (!set) candidates = Candidates(w, reclaim);  // Select settles what the index cannot
+      }
       // The last size tried takes the candidates rather than a copy: they can be tens of
       // thousands, and nothing reads them after it.
-      auto set =
-          pol_.victims->Select(state_, feas_, *pol_.placement, s_, work, n,
-                               n == sizes.back() ? std::move(candidates) : candidates, releasing_);
+      if (!set)
+        set = pol_.victims->Select(state_, feas_, *pol_.placement, s_, work, n,
+                                   n == sizes.back() ? std::move(candidates) : candidates,
+                                   releasing_);
       if (!set) {
         no_victims_.insert(key);
         continue;
@@ -856,6 +931,7 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
 void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, std::string message) {
   const Workload& work = wl(v);
   victim_[v.index()] = 1;
+  if (index_) index_->Remove(v);
   Resources total;
   for (size_t i = 0; i < work.placements.size(); ++i) {
     const Resources req = work.PlacementRequest(i);
@@ -1091,11 +1167,11 @@ Policies DefaultPolicies() {
           std::make_shared<MinimalVictimSelector>()};
 }
 
-Engine::Engine(EngineConfig config, Policies policies)
-    : config_(std::move(config)), policies_(std::move(policies)) {}
+Engine::Engine(EngineConfig config, Policies policies, EngineTuning tuning)
+    : config_(std::move(config)), policies_(std::move(policies)), tuning_(tuning) {}
 
 CycleResult Engine::Schedule(const Snapshot& snapshot) const {
-  return Cycle(snapshot, config_, policies_).Run();
+  return Cycle(snapshot, config_, policies_, tuning_).Run();
 }
 
 }  // namespace chamber::core

@@ -39,9 +39,19 @@ struct Policies {
 // Water-filling fair share, topology-aware bin packing, minimal victims.
 Policies DefaultPolicies();
 
+// How the engine computes, never what it decides: every setting gives the same decisions.
+struct EngineTuning {
+  // A cycle answers its first single-pod reclaim searches by scanning every candidate; after
+  // this many it builds a victim index (VictimIndex) and answers the rest from it, at a cost of
+  // about the nodes a search must look at rather than every running workload it could take.
+  // 0: never.
+  int32_t victim_index_after = 16;
+};
+
 class Engine {
  public:
-  explicit Engine(EngineConfig config = {}, Policies policies = DefaultPolicies());
+  explicit Engine(EngineConfig config = {}, Policies policies = DefaultPolicies(),
+                  EngineTuning tuning = {});
 
   CycleResult Schedule(const Snapshot& snapshot) const;
 
@@ -50,6 +60,7 @@ class Engine {
  private:
   EngineConfig config_;
   Policies policies_;
+  EngineTuning tuning_;
 };
 
 // Why a workload's spec cannot be scheduled, or an empty string when it can.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 namespace chamber::core {
@@ -21,20 +22,165 @@ CapacityOverlay OverlayWith(const ClusterState& state, const Snapshot& snapshot,
   return o;
 }
 
+// Preference order: the most overshared queue first, then low priority, little progress lost.
+bool Before(const VictimCandidate& a, const VictimCandidate& b) {
+  return std::tuple(-a.queue_overshare, a.priority, a.gpu_hours_lost, a.workload) <
+         std::tuple(-b.queue_overshare, b.priority, b.gpu_hours_lost, b.workload);
+}
+
+// A node's score for one pod: victims, their highest priority, GPU-hours lost, node (lowest
+// wins). It is never below that of the node's first candidate taken alone.
+using NodeScore = std::tuple<size_t, int32_t, double, int32_t>;
+
+// Takes the node's candidates `ordered` (preference order, each once) until one pod of `request`
+// fits there. Returns the score, with the victims in `chosen`, or nothing when it never fits.
+std::optional<NodeScore> ScoreNode(const ClusterState& state, const Snapshot& snapshot,
+                                   const CapacityOverlay& releasing, const Resources& request,
+                                   int32_t node, std::span<const VictimCandidate* const> ordered,
+                                   std::vector<VictimCandidate>* chosen) {
+  chosen->clear();
+  NodeCapacity cap = EffectiveCapacity(state, node, &releasing, nullptr);
+  const uint64_t healthy = state.facts(NodeId{node}).healthy_mask;
+  for (const VictimCandidate* c : ordered) {
+    if (cap.Fits(request)) break;
+    const Workload& w = snapshot.workloads[c->workload.index()];
+    for (size_t i = 0; i < w.placements.size(); ++i) {
+      const PodPlacement& p = w.placements[i];
+      if (p.node.value != node) continue;
+      cap.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, w.PlacementRequest(i)));
+    }
+    chosen->push_back(*c);
+  }
+  if (chosen->empty() || !cap.Fits(request)) return std::nullopt;
+  int32_t max_priority = chosen->front().priority;
+  double lost = 0;
+  for (const VictimCandidate& v : *chosen) {
+    max_priority = std::max(max_priority, v.priority);
+    lost += v.gpu_hours_lost;
+  }
+  return NodeScore{chosen->size(), max_priority, lost, node};
+}
+
 }  // namespace
+
+VictimIndex::VictimIndex(size_t num_nodes, size_t num_groups, size_t num_workloads,
+                         std::vector<Entry> entries)
+    : entries_(std::move(entries)),
+      removed_(entries_.size(), 0),
+      entry_of_(num_workloads, -1),
+      node_begin_(num_nodes + 1, 0),
+      best_(num_groups),
+      node_best_(num_nodes),
+      alive_(num_groups, 0),
+      group_nodes_(num_groups),
+      first_(num_nodes, -1),
+      first_group_(num_nodes, -1),
+      first_valid_(num_nodes, 0),
+      last_groups_(num_groups),
+      scored_(num_nodes, 0) {
+  // (node, entry), an entry with several pods on a node once.
+  std::vector<std::pair<uint32_t, uint32_t>> placed;
+  for (size_t e = 0; e < entries_.size(); ++e) {
+    const Entry& entry = entries_[e];
+    ++alive_[static_cast<size_t>(entry.group)];
+    if (entry.candidate.workload.index() < num_workloads)
+      entry_of_[entry.candidate.workload.index()] = static_cast<int32_t>(e);
+    for (const PodPlacement& p : entry.candidate.placements)
+      if (p.node.valid() && p.node.index() < num_nodes)
+        placed.emplace_back(static_cast<uint32_t>(p.node.value), static_cast<uint32_t>(e));
+  }
+  std::sort(placed.begin(), placed.end());
+  placed.erase(std::unique(placed.begin(), placed.end()), placed.end());
+  node_entries_.reserve(placed.size());
+  for (const auto& [node, e] : placed) {
+    ++node_begin_[node + 1];
+    node_entries_.push_back(e);
+  }
+  std::partial_sum(node_begin_.begin(), node_begin_.end(), node_begin_.begin());
+  for (size_t n = 0; n < num_nodes; ++n) {
+    for (uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
+      const int32_t group = entries_[node_entries_[i]].group;
+      const auto& known = node_best_[n];
+      if (std::any_of(known.begin(), known.end(), [&](const auto& k) { return k.first == group; }))
+        continue;
+      UpdateBest(group, static_cast<int32_t>(n));
+      group_nodes_[static_cast<size_t>(group)].push_back(static_cast<int32_t>(n));
+    }
+  }
+}
+
+void VictimIndex::UpdateBest(int32_t group, int32_t node) {
+  const auto n = static_cast<size_t>(node);
+  std::optional<Key> best;
+  for (uint32_t i = node_begin_[n]; i < node_begin_[n + 1]; ++i) {
+    const uint32_t e = node_entries_[i];
+    const Entry& entry = entries_[e];
+    if (removed_[e] || entry.group != group) continue;
+    const Key key{entry.candidate.priority, entry.candidate.gpu_hours_lost, node,
+                  entry.candidate.workload.value, e};
+    if (!best || key < *best) best = key;
+  }
+  std::vector<std::pair<int32_t, Key>>& known = node_best_[n];
+  auto it =
+      std::find_if(known.begin(), known.end(), [&](const auto& k) { return k.first == group; });
+  std::set<Key>& set = best_[static_cast<size_t>(group)];
+  if (it != known.end()) {
+    set.erase(it->second);
+    if (best) {
+      it->second = *best;
+    } else {
+      known.erase(it);
+    }
+  } else if (best) {
+    known.emplace_back(group, *best);
+  }
+  if (best) set.insert(*best);
+}
+
+void VictimIndex::Remove(WorkloadId w) {
+  if (!w.valid() || w.index() >= entry_of_.size() || entry_of_[w.index()] < 0) return;
+  const auto e = static_cast<uint32_t>(entry_of_[w.index()]);
+  if (removed_[e]) return;
+  removed_[e] = 1;
+  const Entry& entry = entries_[e];
+  --alive_[static_cast<size_t>(entry.group)];
+  const size_t num_nodes = node_best_.size();
+  for (size_t i = 0; i < entry.candidate.placements.size(); ++i) {
+    const PodPlacement& p = entry.candidate.placements[i];
+    if (!p.node.valid() || p.node.index() >= num_nodes) continue;
+    bool repeat = false;  // another pod on the same node: updated already
+    for (size_t j = 0; j < i; ++j) repeat |= entry.candidate.placements[j].node == p.node;
+    if (repeat) continue;
+    UpdateBest(entry.group, p.node.value);
+    first_valid_[p.node.index()] = 0;
+  }
+}
+
+// A group ranked lower than before (or no longer a candidate) moves only the nodes whose first
+// candidate it held; a group ranked higher (or newly a candidate) may move any node it is on.
+void VictimIndex::Retarget(std::span<const VictimGroup> groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const VictimGroup& was = last_groups_[g];
+    const VictimGroup& now = groups[g];
+    const bool lower = was.candidates && (!now.candidates || now.overshare < was.overshare);
+    const bool higher = now.candidates && (!was.candidates || now.overshare > was.overshare);
+    if (!lower && !higher) continue;
+    for (int32_t n : group_nodes_[g]) {
+      const auto i = static_cast<size_t>(n);
+      if (higher || first_group_[i] == static_cast<int32_t>(g)) first_valid_[i] = 0;
+    }
+    last_groups_[g] = now;
+  }
+}
 
 std::optional<VictimSet> MinimalVictimSelector::Select(
     const ClusterState& state, FeasibilityCache& feasibility, const PlacementPolicy& placement,
     const Snapshot& snapshot, const Workload& preemptor, int32_t pods,
     std::vector<VictimCandidate> candidates, const CapacityOverlay& releasing) const {
   if (candidates.empty()) return std::nullopt;
-  // Preference order: the most overshared queue first, then low priority, little progress lost.
   // Candidates are never sorted as a whole: a busy cluster offers tens of thousands of them to
   // every preemptor, which needs only the best few on each node, or the best few overall.
-  auto before = [](const VictimCandidate& a, const VictimCandidate& b) {
-    return std::tuple(-a.queue_overshare, a.priority, a.gpu_hours_lost, a.workload) <
-           std::tuple(-b.queue_overshare, b.priority, b.gpu_hours_lost, b.workload);
-  };
+  const auto before = Before;
 
   // One pod: score every node the candidates occupy.
   if (pods == 1 && !preemptor.pod_sets.empty()) {
@@ -64,11 +210,10 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     auto by_preference = [&](uint32_t a, uint32_t b) {
       return before(candidates[a], candidates[b]);
     };
-    // A node's score: victims, their highest priority, GPU-hours lost, node (lowest wins). It is
-    // never below that of the node's first candidate taken alone, which the candidates give
-    // without reading any workload. Nodes are scored in order of that bound until no remaining
-    // one can beat the best found: the choice scoring every node makes, usually after one node.
-    using Score = std::tuple<size_t, int32_t, double, int32_t>;
+    // Nodes are scored in order of a bound, the score of their first candidate alone, which the
+    // candidates give without reading any workload, until no remaining one can beat the best
+    // found: the choice scoring every node makes, usually after one node.
+    using Score = NodeScore;
     std::vector<Score> bounds;
     for (size_t n = 0; n < num_nodes; ++n) {
       if (first[n] == first[n + 1] || filter[n] != NodeFilter::kOk) continue;
@@ -78,7 +223,8 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     }
     std::make_heap(bounds.begin(), bounds.end(), std::greater<>());
     std::optional<Score> best;
-    std::vector<VictimCandidate> best_victims;
+    std::vector<VictimCandidate> best_victims, chosen;
+    std::vector<const VictimCandidate*> ordered;
     for (auto heap_end = bounds.end(); heap_end != bounds.begin(); --heap_end) {
       if (best && !(bounds.front() < *best)) break;
       std::pop_heap(bounds.begin(), heap_end, std::greater<>());
@@ -88,32 +234,13 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
       std::sort(begin, by_node.begin() + first[n + 1], by_preference);
       // A candidate with several pods on the node appears once.
       const auto end = std::unique(begin, by_node.begin() + first[n + 1]);
-      NodeCapacity cap = EffectiveCapacity(state, node, &releasing, nullptr);
-      const uint64_t healthy = state.facts(NodeId{node}).healthy_mask;
-      auto fits = [&] { return cap.Fits(ps.request); };
-      std::vector<VictimCandidate> chosen;
-      for (auto it = begin; it != end; ++it) {
-        const uint32_t c = *it;
-        if (fits()) break;
-        const Workload& w = snapshot.workloads[candidates[c].workload.index()];
-        for (size_t i = 0; i < w.placements.size(); ++i) {
-          const PodPlacement& p = w.placements[i];
-          if (p.node.value != node) continue;
-          cap.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, w.PlacementRequest(i)));
-        }
-        chosen.push_back(candidates[c]);
-      }
-      if (chosen.empty() || !fits()) continue;
-      int32_t max_priority = chosen.front().priority;
-      double lost = 0;
-      for (const VictimCandidate& v : chosen) {
-        max_priority = std::max(max_priority, v.priority);
-        lost += v.gpu_hours_lost;
-      }
-      const Score score{chosen.size(), max_priority, lost, node};
-      if (!best || score < *best) {
+      ordered.clear();
+      for (auto it = begin; it != end; ++it) ordered.push_back(&candidates[*it]);
+      const std::optional<Score> score =
+          ScoreNode(state, snapshot, releasing, ps.request, node, ordered, &chosen);
+      if (score && (!best || *score < *best)) {
         best = score;
-        best_victims = std::move(chosen);
+        std::swap(best_victims, chosen);
       }
     }
     if (best) {
@@ -162,6 +289,167 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     }
   }
   return VictimSet{std::move(chosen), std::move(*plan)};
+}
+
+// The single-pod path of Select, with the index's entries of the marked groups and `extra` as the
+// candidates. Every node's bound is the key of its first candidate, and that candidate is the best
+// entry of its own group on the node (or the best extra there), so merging the groups' ordered
+// sets and the extras' keys meets every node's bound in ascending order. A key whose node has
+// another first candidate is passed over: that node is met at its own first candidate's key.
+std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
+    const ClusterState& state, FeasibilityCache& feasibility, const PlacementPolicy& placement,
+    const Snapshot& snapshot, const Workload& preemptor, VictimIndex& index,
+    std::span<const VictimGroup> groups, std::span<const VictimCandidate> extra,
+    const CapacityOverlay& releasing) const {
+  if (preemptor.pod_sets.empty() || groups.size() != index.num_groups()) return std::nullopt;
+  const PodSet& ps = preemptor.pod_sets.front();
+  const std::vector<NodeFilter>& filter = feasibility.For(ps);
+  const size_t num_nodes = state.num_nodes();
+  using Key = VictimIndex::Key;
+  const uint32_t search = ++index.search_;
+
+  // Extras by node, each node's in preference order, and each node's first as a key.
+  std::vector<std::pair<int32_t, uint32_t>> extra_at;  // (node, extra)
+  for (size_t c = 0; c < extra.size(); ++c) {
+    std::span<const PodPlacement> placements = extra[c].placements;
+    if (placements.empty()) placements = snapshot.workloads[extra[c].workload.index()].placements;
+    for (const PodPlacement& p : placements)
+      if (p.node.valid() && p.node.index() < num_nodes)
+        extra_at.emplace_back(p.node.value, static_cast<uint32_t>(c));
+  }
+  std::sort(extra_at.begin(), extra_at.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return Before(extra[a.second], extra[b.second]);
+  });
+  extra_at.erase(std::unique(extra_at.begin(), extra_at.end()), extra_at.end());
+  std::vector<Key> extra_keys;
+  for (size_t i = 0; i < extra_at.size(); ++i) {
+    if (i > 0 && extra_at[i - 1].first == extra_at[i].first) continue;
+    const VictimCandidate& c = extra[extra_at[i].second];
+    extra_keys.push_back(
+        {c.priority, c.gpu_hours_lost, extra_at[i].first, c.workload.value, extra_at[i].second});
+  }
+  std::sort(extra_keys.begin(), extra_keys.end());
+  auto extras_on = [&](int32_t node) {
+    auto lo = std::lower_bound(extra_at.begin(), extra_at.end(), node,
+                               [](const auto& a, int32_t n) { return a.first < n; });
+    auto hi = lo;
+    while (hi != extra_at.end() && hi->first == node) ++hi;
+    return std::pair(lo, hi);
+  };
+
+  // A node's candidates with their search's overshare, in preference order.
+  std::vector<VictimCandidate> on_node;
+  auto gather = [&](int32_t node) {
+    on_node.clear();
+    const auto n = static_cast<size_t>(node);
+    for (uint32_t i = index.node_begin_[n]; i < index.node_begin_[n + 1]; ++i) {
+      const uint32_t e = index.node_entries_[i];
+      const VictimIndex::Entry& entry = index.entries_[e];
+      const VictimGroup& g = groups[static_cast<size_t>(entry.group)];
+      if (index.removed_[e] || !g.candidates) continue;
+      on_node.push_back(entry.candidate);
+      on_node.back().queue_overshare = g.overshare;
+    }
+    auto [lo, hi] = extras_on(node);
+    for (auto it = lo; it != hi; ++it) on_node.push_back(extra[it->second]);
+    std::sort(on_node.begin(), on_node.end(), Before);
+  };
+  // The workload of the node's first candidate. Among the index's entries it is kept from search
+  // to search; the extras, this search's own, are compared on top.
+  index.Retarget(groups);
+  auto first_of = [&](int32_t node) {
+    const auto n = static_cast<size_t>(node);
+    if (!index.first_valid_[n]) {
+      index.first_valid_[n] = 1;
+      index.first_[n] = -1;
+      index.first_group_[n] = -1;
+      std::optional<VictimCandidate> best;
+      for (uint32_t i = index.node_begin_[n]; i < index.node_begin_[n + 1]; ++i) {
+        const uint32_t e = index.node_entries_[i];
+        const VictimIndex::Entry& entry = index.entries_[e];
+        const VictimGroup& g = groups[static_cast<size_t>(entry.group)];
+        if (index.removed_[e] || !g.candidates) continue;
+        VictimCandidate c = entry.candidate;
+        c.queue_overshare = g.overshare;
+        if (!best || Before(c, *best)) {
+          best = c;
+          index.first_group_[n] = entry.group;
+        }
+      }
+      if (best) index.first_[n] = best->workload.value;
+    }
+    if (extra_at.empty()) return index.first_[n];
+    auto [lo, hi] = extras_on(node);
+    if (lo == hi) return index.first_[n];
+    const VictimCandidate& x = extra[lo->second];
+    if (index.first_[n] < 0) return x.workload.value;
+    const VictimIndex::Entry& entry =
+        index.entries_[static_cast<size_t>(index.entry_of_[static_cast<size_t>(index.first_[n])])];
+    VictimCandidate c = entry.candidate;
+    c.queue_overshare = groups[static_cast<size_t>(entry.group)].overshare;
+    return Before(x, c) ? x.workload.value : c.workload.value;
+  };
+
+  // The merge: one stream per marked group's set, and one for the extras.
+  struct Stream {
+    Key key;
+    int32_t group;  // -1: the extras
+    std::set<Key>::const_iterator it;
+    size_t pos;
+  };
+  auto later = [](const Stream& a, const Stream& b) { return b.key < a.key; };
+  std::vector<Stream> heap;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (!groups[g].candidates || index.best_[g].empty()) continue;
+    const std::set<Key>& set = index.best_[g];
+    heap.push_back({*set.begin(), static_cast<int32_t>(g), set.begin(), 0});
+  }
+  if (!extra_keys.empty()) heap.push_back({extra_keys.front(), -1, {}, 0});
+  std::make_heap(heap.begin(), heap.end(), later);
+
+  std::optional<NodeScore> best;
+  std::vector<VictimCandidate> best_victims, chosen;
+  std::vector<const VictimCandidate*> ordered;
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Stream& s = heap.back();
+    const Key key = s.key;
+    if (best && !(NodeScore{1, key.priority, key.gpu_hours_lost, key.node} < *best)) break;
+    // Advance the stream before scoring.
+    bool more = false;
+    if (s.group >= 0) {
+      more = ++s.it != index.best_[static_cast<size_t>(s.group)].end();
+      if (more) s.key = *s.it;
+    } else {
+      more = ++s.pos < extra_keys.size();
+      if (more) s.key = extra_keys[s.pos];
+    }
+    if (more) {
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      heap.pop_back();
+    }
+
+    const auto n = static_cast<size_t>(key.node);
+    if (filter[n] != NodeFilter::kOk || index.scored_[n] == search) continue;
+    if (first_of(key.node) != key.workload) continue;
+    index.scored_[n] = search;
+    gather(key.node);
+    ordered.clear();
+    for (const VictimCandidate& c : on_node) ordered.push_back(&c);
+    const std::optional<NodeScore> score =
+        ScoreNode(state, snapshot, releasing, ps.request, key.node, ordered, &chosen);
+    if (score && (!best || *score < *best)) {
+      best = score;
+      std::swap(best_victims, chosen);
+    }
+  }
+  if (!best) return std::nullopt;
+  CapacityOverlay o = OverlayWith(state, snapshot, releasing, best_victims);
+  if (auto plan = placement.Place(state, feasibility, preemptor, 1, &o))
+    return VictimSet{std::move(best_victims), std::move(*plan)};
+  return std::nullopt;
 }
 
 }  // namespace chamber::core

@@ -4,9 +4,12 @@
 // of them, minimising in order the number of victims, their priority and the GPU-hours they lose.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <span>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/cluster_state.h"
@@ -31,6 +34,74 @@ struct VictimSet {
   PlacementPlan plan;  // where the preemptor goes once they are gone
 };
 
+// How one search treats a group's entries in the index.
+struct VictimGroup {
+  bool candidates = false;  // its entries are candidates (a queue that borrows)
+  double overshare = 0;     // VictimCandidate::queue_overshare of its entries
+};
+
+// One cycle's reclaimable running work, kept for the cycle's many single-pod preemption searches
+// (a reclaim cycle on a large cluster makes thousands). Entries are grouped by node, and each
+// group (the engine's queues) keeps its best entry on every node in an ordered set, so that a
+// search meets nodes in the order of their best candidate without gathering every candidate
+// again. Taking a victim updates it; nothing else changes its entries within a cycle. Which
+// groups count, and how far each is over its fair share, is the search's to say (VictimGroup).
+class VictimIndex {
+ public:
+  struct Entry {
+    VictimCandidate candidate;  // queue_overshare is set by each search
+    int32_t group = 0;
+  };
+  // `entries` holds each possible victim once; `num_workloads` bounds their workload ids.
+  VictimIndex(size_t num_nodes, size_t num_groups, size_t num_workloads,
+              std::vector<Entry> entries);
+
+  // The workload was taken as a victim: no later search offers it.
+  void Remove(WorkloadId w);
+  // Entries of the group not yet removed.
+  int32_t alive(int32_t group) const { return alive_[static_cast<size_t>(group)]; }
+  size_t num_groups() const { return alive_.size(); }
+
+ private:
+  friend class MinimalVictimSelector;
+  // A group's best entry on a node: lowest priority, then GPU-hours lost, then workload. Ordered
+  // by node before workload so that the order of keys is that of node bounds.
+  struct Key {
+    int32_t priority;
+    double gpu_hours_lost;
+    int32_t node;
+    int32_t workload;
+    uint32_t entry;
+    friend bool operator<(const Key& a, const Key& b) {
+      return std::tie(a.priority, a.gpu_hours_lost, a.node, a.workload) <
+             std::tie(b.priority, b.gpu_hours_lost, b.node, b.workload);
+    }
+  };
+  void UpdateBest(int32_t group, int32_t node);
+
+  std::vector<Entry> entries_;
+  std::vector<uint8_t> removed_;        // per entry
+  std::vector<int32_t> entry_of_;       // per workload: its entry, -1 when none
+  std::vector<uint32_t> node_begin_;    // node n's entries: node_entries_[begin[n], begin[n+1])
+  std::vector<uint32_t> node_entries_;  // entry index, one per (entry, node)
+  std::vector<std::set<Key>> best_;     // per group: its best entry on each node
+  // Per node: each group's key in best_, for the groups with an entry there.
+  std::vector<std::vector<std::pair<int32_t, Key>>> node_best_;
+  std::vector<int32_t> alive_;                     // per group
+  std::vector<std::vector<int32_t>> group_nodes_;  // per group: the nodes where it has entries
+  // Per node, its first candidate among the entries as the last search's groups rank them (the
+  // workload, -1 for none) and that entry's group; kept from search to search, and recomputed
+  // when first_valid_ is 0. Retarget clears it where the groups' change may move it.
+  std::vector<int32_t> first_;
+  std::vector<int32_t> first_group_;
+  std::vector<uint8_t> first_valid_;
+  std::vector<VictimGroup> last_groups_;
+  void Retarget(std::span<const VictimGroup> groups);
+  // Per node: the search that scored it (stamped, so never cleared).
+  std::vector<uint32_t> scored_;
+  uint32_t search_ = 0;
+};
+
 class VictimSelector {
  public:
   virtual ~VictimSelector() = default;
@@ -42,6 +113,21 @@ class VictimSelector {
                                           const Snapshot& snapshot, const Workload& preemptor,
                                           int32_t pods, std::vector<VictimCandidate> candidates,
                                           const CapacityOverlay& releasing) const = 0;
+
+  // Whether SelectOnePod can answer; then the engine keeps a VictimIndex for cycles with many
+  // single-pod searches.
+  virtual bool UsesVictimIndex() const { return false; }
+  // For a preemptor of one pod, the choice Select would make among the index's entries of the
+  // groups `groups` marks, plus `extra` (candidates outside the index): victims, or nothing when
+  // this path cannot settle the search, and the engine then calls Select with every candidate.
+  virtual std::optional<VictimSet> SelectOnePod(
+      const ClusterState& /*state*/, FeasibilityCache& /*feasibility*/,
+      const PlacementPolicy& /*placement*/, const Snapshot& /*snapshot*/,
+      const Workload& /*preemptor*/, VictimIndex& /*index*/,
+      std::span<const VictimGroup> /*groups*/, std::span<const VictimCandidate> /*extra*/,
+      const CapacityOverlay& /*releasing*/) const {
+    return std::nullopt;
+  }
 };
 
 // A single pod: the node where the fewest, lowest-priority, least-progressed victims make room.
@@ -55,6 +141,13 @@ class MinimalVictimSelector final : public VictimSelector {
                                   const Workload& preemptor, int32_t pods,
                                   std::vector<VictimCandidate> candidates,
                                   const CapacityOverlay& releasing) const override;
+  bool UsesVictimIndex() const override { return true; }
+  std::optional<VictimSet> SelectOnePod(const ClusterState& state, FeasibilityCache& feasibility,
+                                        const PlacementPolicy& placement, const Snapshot& snapshot,
+                                        const Workload& preemptor, VictimIndex& index,
+                                        std::span<const VictimGroup> groups,
+                                        std::span<const VictimCandidate> extra,
+                                        const CapacityOverlay& releasing) const override;
 };
 
 }  // namespace chamber::core

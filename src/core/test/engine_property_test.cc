@@ -15,6 +15,8 @@
 //   waiting workload, and queue positions in order. Also: victims are eligible, no preemption
 //   when the room is already on its way back, work on failed GPUs is preempted, reserved work
 //   stays within quota, and all of these over several cycles that apply each other's decisions.
+//   And the victim index (EngineTuning) changes no decision: synthetic reclaim cycles of up to
+//   a few hundred preemption searches decide the same with and without it.
 //
 // RapidCheck runs 100 cases per property, each over a few snapshots; RC_PARAMS="max_success=N"
 // runs more, and a failure prints the shrunk snapshot and the decisions.
@@ -31,6 +33,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include "core/bench/synthetic.h"
 #include "core/engine.h"
 #include "core/queue_tree.h"
 #include "core/test/snapshot_builder.h"
@@ -1009,6 +1012,63 @@ RC_GTEST_PROP(EngineProperty, AllPropertiesOnReclaimSnapshots, ()) {
       if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
     }
   }
+}
+
+// --- The victim index is a way of computing, not of deciding: with it or without, one cycle
+// decides the same.
+
+std::string SameDecisions(const CycleResult& a, const CycleResult& b) {
+  if (!(a.binds == b.binds)) return "binds differ";
+  if (!(a.resumes == b.resumes)) return "resumes differ";
+  if (!(a.preemptions == b.preemptions)) return "preemptions differ";
+  if (!(a.pending == b.pending)) return "pending decisions differ";
+  return {};
+}
+
+// A reclaim cycle with many searches: a small synthetic fleet in churn (lenders want their quota
+// back from borrowers), varied in what the index must get right: waiting pods of several GPUs
+// (several victims a node), reserved waiting work (victims by priority in its own queue beside
+// those of reclaim), pinned GPU models, failed GPUs and cordoned nodes, young and often
+// preempted running work, and the preemption switches.
+RC_GTEST_PROP(EngineProperty, VictimIndexDecidesAsTheScan, ()) {
+  SyntheticSpec spec;
+  spec.nodes = Pick(2, 48);
+  spec.gpus_per_node = OneOf<int32_t>({4, 8, 8});
+  spec.nodes_per_block = OneOf<int32_t>({4, 8, 32});
+  spec.nvlink_domain_nodes = OneOf<int32_t>({0, 0, 2});
+  spec.queues = Pick(2, 12);
+  spec.teams_per_department = Pick(1, 4);
+  spec.gpus_per_pod = OneOf<int32_t>({1, 1, 2});
+  spec.pods = spec.nodes * spec.gpus_per_node * Pick(12, 20) / 10 / spec.gpus_per_pod;
+  spec.running_fraction = 0.8;
+  spec.pinned_model_fraction = OneOf<double>({0, 0.2, 0.6});
+  spec.churn = true;
+  spec.seed = static_cast<uint64_t>(Pick(1, 1 << 20));
+  RC_PRE(ValidateSyntheticSpec(spec).empty());
+  Snapshot s = MakeSyntheticCluster(spec);
+  for (Workload& w : s.workloads) {
+    const bool waits = w.state == WorkloadState::kPending;
+    if (waits && Chance(20)) w.pod_sets[0].request[Resource::kGpu] *= Pick(2, 3);
+    if (!waits && Chance(10)) w.start_time = s.now - Sec(Pick(0, 120));
+    if (!waits && Chance(10)) w.recent_preemptions.assign(3, s.now - Sec(Pick(0, 7200)));
+  }
+  for (Node& n : s.nodes) {
+    if (Chance(5)) n.unschedulable = true;
+    if (Chance(5)) n.gpus[0].healthy = false;
+  }
+  EngineConfig cfg;
+  cfg.priority_preemption_enabled = !Chance(20);
+  cfg.reclaim_enabled = !Chance(10);
+  const Engine scan(cfg, DefaultPolicies(), EngineTuning{.victim_index_after = 0});
+  const Engine indexed(cfg, DefaultPolicies(), EngineTuning{.victim_index_after = Pick(1, 3)});
+  const CycleResult a = scan.Schedule(s);
+  const CycleResult b = indexed.Schedule(s);
+  RC_ASSERT(a.stats.indexed_preemption_searches == 0);
+  RC_CLASSIFY(b.stats.indexed_preemption_searches > 0, "index used");
+  RC_CLASSIFY(b.stats.indexed_preemption_searches > 50, "index used for over 50 searches");
+  const std::string error = SameDecisions(a, b);
+  if (!error.empty())
+    RC_FAIL(error + "\n" + DumpResult(s, a) + "with the index:\n" + DumpResult(s, b));
 }
 
 }  // namespace
