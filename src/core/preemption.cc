@@ -23,10 +23,11 @@ CapacityOverlay OverlayWith(const ClusterState& state, const Snapshot& snapshot,
 }
 
 // Preference order: the most overshared queue first, then low priority, little progress lost.
-bool Before(const VictimCandidate& a, const VictimCandidate& b) {
+// A lambda rather than a function, so that the sorts and heaps that take it inline it.
+constexpr auto Before = [](const VictimCandidate& a, const VictimCandidate& b) {
   return std::tuple(-a.queue_overshare, a.priority, a.gpu_hours_lost, a.workload) <
          std::tuple(-b.queue_overshare, b.priority, b.gpu_hours_lost, b.workload);
-}
+};
 
 // A node's score for one pod: victims, their highest priority, GPU-hours lost, node (lowest
 // wins). It is never below that of the node's first candidate taken alone.
