@@ -141,7 +141,8 @@ Status RunBenchEngine(const BenchEngineOptions& o) {
          {{"workloads_considered", counts.stats.workloads_considered},
           {"placement_attempts", counts.stats.placement_attempts},
           {"placement_cache_hits", counts.stats.placement_cache_hits},
-          {"preemption_searches", counts.stats.preemption_searches}}},
+          {"preemption_searches", counts.stats.preemption_searches},
+          {"indexed_preemption_searches", counts.stats.indexed_preemption_searches}}},
     };
     std::cout << j.dump(2) << "\n";
     return Status::Ok();
@@ -174,7 +175,8 @@ Status RunBenchEngine(const BenchEngineOptions& o) {
   row("  workloads considered", std::to_string(counts.stats.workloads_considered));
   row("  placement attempts / cache hits",
       fmt::format("{} / {}", counts.stats.placement_attempts, counts.stats.placement_cache_hits));
-  row("  preemption searches", std::to_string(counts.stats.preemption_searches));
+  row("  preemption searches / indexed", fmt::format("{} / {}", counts.stats.preemption_searches,
+                                                     counts.stats.indexed_preemption_searches));
   return Status::Ok();
 }
 

@@ -81,7 +81,8 @@ json CycleResultToJson(const Snapshot& s, const CycleResult& r) {
                {{"workloadsConsidered", r.stats.workloads_considered},
                 {"placementAttempts", r.stats.placement_attempts},
                 {"placementCacheHits", r.stats.placement_cache_hits},
-                {"preemptionSearches", r.stats.preemption_searches}}}};
+                {"preemptionSearches", r.stats.preemption_searches},
+                {"indexedPreemptionSearches", r.stats.indexed_preemption_searches}}}};
 }
 
 }  // namespace chamber::core::io
