@@ -118,7 +118,7 @@ void VictimIndex::UpdateBest(int32_t group, int32_t node) {
     const Entry& entry = entries_[e];
     if (removed_[e] || entry.group != group) continue;
     const Key key{entry.candidate.priority, entry.candidate.gpu_hours_lost, node,
-                  entry.candidate.workload.value, e};
+                  entry.candidate.workload.value};
     if (!best || key < *best) best = key;
   }
   std::vector<std::pair<int32_t, Key>>& known = node_best_[n];
@@ -327,8 +327,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
   for (size_t i = 0; i < extra_at.size(); ++i) {
     if (i > 0 && extra_at[i - 1].first == extra_at[i].first) continue;
     const VictimCandidate& c = extra[extra_at[i].second];
-    extra_keys.push_back(
-        {c.priority, c.gpu_hours_lost, extra_at[i].first, c.workload.value, extra_at[i].second});
+    extra_keys.push_back({c.priority, c.gpu_hours_lost, extra_at[i].first, c.workload.value});
   }
   std::sort(extra_keys.begin(), extra_keys.end());
   auto extras_on = [&](int32_t node) {

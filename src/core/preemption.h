@@ -71,7 +71,6 @@ class VictimIndex {
     double gpu_hours_lost;
     int32_t node;
     int32_t workload;
-    uint32_t entry;
     friend bool operator<(const Key& a, const Key& b) {
       return std::tie(a.priority, a.gpu_hours_lost, a.node, a.workload) <
              std::tie(b.priority, b.gpu_hours_lost, b.node, b.workload);
