@@ -338,19 +338,25 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
     return std::pair(lo, hi);
   };
 
-  // A node's candidates with their search's overshare, in preference order.
-  std::vector<VictimCandidate> on_node;
-  auto gather = [&](int32_t node) {
-    on_node.clear();
+  // Calls `f` with each of the index's entries on the node that this search offers, and the
+  // overshare the search gives it.
+  auto each_entry = [&](int32_t node, auto&& f) {
     const auto n = static_cast<size_t>(node);
     for (uint32_t i = index.node_begin_[n]; i < index.node_begin_[n + 1]; ++i) {
       const uint32_t e = index.node_entries_[i];
       const VictimIndex::Entry& entry = index.entries_[e];
       const VictimGroup& g = groups[static_cast<size_t>(entry.group)];
-      if (index.removed_[e] || !g.candidates) continue;
-      on_node.push_back(entry.candidate);
-      on_node.back().queue_overshare = g.overshare;
+      if (!index.removed_[e] && g.candidates) f(entry, g.overshare);
     }
+  };
+  // A node's candidates, extras included, in preference order.
+  std::vector<VictimCandidate> on_node;
+  auto gather = [&](int32_t node) {
+    on_node.clear();
+    each_entry(node, [&](const VictimIndex::Entry& entry, double overshare) {
+      on_node.push_back(entry.candidate);
+      on_node.back().queue_overshare = overshare;
+    });
     auto [lo, hi] = extras_on(node);
     for (auto it = lo; it != hi; ++it) on_node.push_back(extra[it->second]);
     std::sort(on_node.begin(), on_node.end(), Before);
@@ -364,20 +370,16 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
       index.first_valid_[n] = 1;
       index.first_[n] = -1;
       index.first_group_[n] = -1;
-      std::optional<VictimCandidate> best;
-      for (uint32_t i = index.node_begin_[n]; i < index.node_begin_[n + 1]; ++i) {
-        const uint32_t e = index.node_entries_[i];
-        const VictimIndex::Entry& entry = index.entries_[e];
-        const VictimGroup& g = groups[static_cast<size_t>(entry.group)];
-        if (index.removed_[e] || !g.candidates) continue;
-        VictimCandidate c = entry.candidate;
-        c.queue_overshare = g.overshare;
-        if (!best || Before(c, *best)) {
-          best = c;
-          index.first_group_[n] = entry.group;
-        }
-      }
-      if (best) index.first_[n] = best->workload.value;
+      // Before's order, without copying the candidates.
+      std::optional<std::tuple<double, int32_t, double, WorkloadId>> best;
+      each_entry(node, [&](const VictimIndex::Entry& entry, double overshare) {
+        const VictimCandidate& c = entry.candidate;
+        const auto key = std::tuple(-overshare, c.priority, c.gpu_hours_lost, c.workload);
+        if (best && !(key < *best)) return;
+        best = key;
+        index.first_[n] = c.workload.value;
+        index.first_group_[n] = entry.group;
+      });
     }
     if (extra_at.empty()) return index.first_[n];
     auto [lo, hi] = extras_on(node);
