@@ -22,7 +22,14 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
 
   int max_gpus = 0;
   std::array<std::unordered_map<std::string, int32_t>, kNumDomainLevels> domain_ids;
+  // Nodes of one pool come together: a node's model and domains are compared with the last
+  // node's before their names are hashed.
+  std::string_view last_model;
+  int32_t last_model_id = -1;
+  std::array<std::string_view, kNumDomainLevels> last_domain;
+  std::array<int32_t, kNumDomainLevels> last_domain_id{-1, -1, -1};
   std::vector<int32_t> island_ids;
+  island_masks_.clear();
   for (size_t i = 0; i < n; ++i) {
     const Node& node = snapshot.nodes[i];
     NodeFacts& f = facts_[i];
@@ -41,9 +48,11 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
       continue;
     }
     f.gpu_count = static_cast<int32_t>(node.gpus.size());
-    // Islands in order of their ids: a node has few, so a sorted small vector, not a map.
+    // Islands in order of their ids: a node has few, so a sorted small vector, not a map. All
+    // nodes' islands lie side by side in island_masks_, so building them allocates nothing
+    // per node.
     island_ids.clear();
-    f.islands.clear();
+    f.first_island = static_cast<uint32_t>(island_masks_.size());
     for (int g = 0; g < f.gpu_count; ++g) {
       const Gpu& gpu = node.gpus[g];
       if (gpu.healthy && (node.external_gpu_mask >> g & 1) == 0) f.healthy_mask |= uint64_t{1} << g;
@@ -51,27 +60,37 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
       const auto k = at - island_ids.begin();
       if (at == island_ids.end() || *at != gpu.nvlink_island) {
         island_ids.insert(at, gpu.nvlink_island);
-        f.islands.insert(f.islands.begin() + k, 0);
+        island_masks_.insert(island_masks_.begin() + f.first_island + k, 0);
       }
-      f.islands[k] |= uint64_t{1} << g;
+      island_masks_[f.first_island + k] |= uint64_t{1} << g;
     }
+    f.num_islands = static_cast<uint32_t>(island_ids.size());
     if (!node.gpus.empty()) {
       const std::string& model = node.gpus.front().model;
-      auto [it, inserted] = model_ids_.try_emplace(model, static_cast<int32_t>(models_.size()));
-      if (inserted) models_.push_back(model);
-      f.model_id = it->second;
+      if (last_model_id < 0 || model != last_model) {
+        auto [it, inserted] = model_ids_.try_emplace(model, static_cast<int32_t>(models_.size()));
+        if (inserted) models_.push_back(model);
+        last_model = model;
+        last_model_id = it->second;
+      }
+      f.model_id = last_model_id;
     }
     const std::array<const std::string*, kNumDomainLevels> names = {
         &node.topology.nvlink_domain, &node.topology.block, &node.topology.zone};
     for (int level = 0; level < kNumDomainLevels; ++level) {
-      if (names[level]->empty()) continue;
-      auto [it, inserted] = domain_ids[level].try_emplace(
-          *names[level], static_cast<int32_t>(domain_nodes_[level].size()));
-      if (inserted) {
-        domain_nodes_[level].emplace_back();
-        domain_free_[level].push_back(0);
+      const std::string& name = *names[level];
+      if (name.empty()) continue;
+      if (last_domain_id[level] < 0 || name != last_domain[level]) {
+        auto [it, inserted] =
+            domain_ids[level].try_emplace(name, static_cast<int32_t>(domain_nodes_[level].size()));
+        if (inserted) {
+          domain_nodes_[level].emplace_back();
+          domain_free_[level].push_back(0);
+        }
+        last_domain[level] = name;
+        last_domain_id[level] = it->second;
       }
-      f.domain[level] = it->second;
+      f.domain[level] = last_domain_id[level];
     }
     free_[i] = NodeCapacity{f.healthy_mask, node.allocatable.cpu_milli(),
                             node.allocatable.memory_bytes(), node.max_pods};

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -33,8 +34,9 @@ struct NodeFacts {
   uint64_t healthy_mask = 0;  // bit i: GPU i exists, is healthy and is not held externally
   int32_t model_id = -1;      // interned GPU model of the node's GPUs (-1: no GPUs)
   std::array<int32_t, kNumDomainLevels> domain{-1, -1, -1};  // interned domain ids (-1: none)
-  std::vector<uint64_t> islands;  // NVLink islands within the node, as GPU masks
-  bool schedulable = true;        // not cordoned and not rejected as malformed
+  uint32_t first_island = 0;  // its NVLink islands: ClusterState::islands()
+  uint32_t num_islands = 0;
+  bool schedulable = true;  // not cordoned and not rejected as malformed
 };
 
 // Capacity on one node: free, or (in an overlay) extra.
@@ -73,6 +75,11 @@ class ClusterState {
   size_t num_nodes() const { return facts_.size(); }
   const Node& node(NodeId n) const { return (*nodes_)[n.index()]; }
   const NodeFacts& facts(NodeId n) const { return facts_[n.index()]; }
+  // The node's NVLink islands, as GPU masks in order of island id.
+  std::span<const uint64_t> islands(NodeId n) const {
+    const NodeFacts& f = facts_[n.index()];
+    return std::span<const uint64_t>(island_masks_).subspan(f.first_island, f.num_islands);
+  }
   const NodeCapacity& free(NodeId n) const { return free_[n.index()]; }
   const NodeCapacity& releasing(NodeId n) const { return releasing_[n.index()]; }
   int free_gpus(NodeId n) const;
@@ -117,6 +124,7 @@ class ClusterState {
 
   const std::vector<Node>* nodes_;
   std::vector<NodeFacts> facts_;
+  std::vector<uint64_t> island_masks_;  // every node's islands, side by side
   std::vector<NodeCapacity> free_;
   std::vector<NodeCapacity> releasing_;
   std::vector<uint64_t> held_mask_;  // GPUs held, healthy or not

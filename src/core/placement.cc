@@ -85,29 +85,25 @@ class Attempt {
       : state_(state), overlay_(overlay) {}
 
   NodeCapacity Effective(int32_t n) const {
-    auto it = consumed_.find(n);
-    return EffectiveCapacity(state_, n, overlay_, it == consumed_.end() ? nullptr : &it->second);
+    return EffectiveCapacity(state_, n, overlay_, consumed_.Find(n));
   }
 
   bool Fits(int32_t n, const PodSet& ps) const { return Effective(n).Fits(ps.request); }
 
   void Take(int32_t n, const PodRef& p) {
     const NodeCapacity c = Effective(n);
-    const uint64_t mask = PickGpus(c.gpu_mask, state_.facts(NodeId{n}).islands,
-                                   static_cast<int>(p.ps->request.gpu()));
-    auto [it, inserted] = consumed_.try_emplace(n);
-    if (inserted) used_.push_back(n);
-    it->second.Add(NodeCapacity::OfPod(mask, p.ps->request));
+    const uint64_t mask =
+        PickGpus(c.gpu_mask, state_.islands(NodeId{n}), static_cast<int>(p.ps->request.gpu()));
+    consumed_[n].Add(NodeCapacity::OfPod(mask, p.ps->request));
     plan_.pods.push_back({p.set, p.replica, PodPlacement{NodeId{n}, mask}});
   }
 
   void Reset() {
     consumed_.clear();
-    used_.clear();
     plan_.pods.clear();
   }
 
-  const std::vector<int32_t>& used() const { return used_; }
+  const std::vector<int32_t>& used() const { return consumed_.nodes(); }
   PlacementPlan TakePlan() {
     std::sort(plan_.pods.begin(), plan_.pods.end(), [](const auto& a, const auto& b) {
       return std::pair(a.pod_set, a.replica) < std::pair(b.pod_set, b.replica);
@@ -118,8 +114,7 @@ class Attempt {
  private:
   const ClusterState& state_;
   const CapacityOverlay* overlay_;
-  std::unordered_map<int32_t, NodeCapacity> consumed_;
-  std::vector<int32_t> used_;
+  NodeCapacityMap consumed_;  // per node the gang uses, in order of first use
   PlacementPlan plan_;
 };
 
@@ -176,10 +171,9 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
 
 void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
                           const Resources& request) {
-  auto [it, inserted] = extra_.try_emplace(p.node.value);
-  if (inserted) order_.push_back(p.node.value);
-  const uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~it->second.gpu_mask;
-  it->second.Add(NodeCapacity::OfPod(usable, request));
+  NodeCapacity& extra = extra_[p.node.value];
+  const uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~extra.gpu_mask;
+  extra.Add(NodeCapacity::OfPod(usable, request));
   gpus_ += std::popcount(usable);
 }
 
@@ -198,12 +192,7 @@ NodeCapacity EffectiveCapacity(const ClusterState& state, int32_t node,
   return c;
 }
 
-const NodeCapacity* CapacityOverlay::Find(int32_t node) const {
-  auto it = extra_.find(node);
-  return it == extra_.end() ? nullptr : &it->second;
-}
-
-uint64_t PickGpus(uint64_t free_mask, const std::vector<uint64_t>& islands, int count) {
+uint64_t PickGpus(uint64_t free_mask, std::span<const uint64_t> islands, int count) {
   if (count <= 0) return 0;
   if (std::popcount(free_mask) == count) return free_mask;
   uint64_t best = 0;

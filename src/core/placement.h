@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "core/cluster_state.h"
 #include "core/decision.h"
 #include "core/model.h"
+#include "core/node_capacity_map.h"
 
 namespace chamber::core {
 
@@ -47,13 +49,14 @@ class CapacityOverlay {
  public:
   void Add(const ClusterState& state, const PodPlacement& p, const Resources& request);
   bool empty() const { return extra_.empty(); }
-  const NodeCapacity* Find(int32_t node) const;
-  const std::vector<int32_t>& nodes() const { return order_; }  // in order of first addition
+  const NodeCapacity* Find(int32_t node) const { return extra_.Find(node); }
+  const std::vector<int32_t>& nodes() const {
+    return extra_.nodes();
+  }  // in order of first addition
   int64_t gpus() const { return gpus_; }
 
  private:
-  std::unordered_map<int32_t, NodeCapacity> extra_;
-  std::vector<int32_t> order_;
+  NodeCapacityMap extra_;
   int64_t gpus_ = 0;
 };
 
@@ -93,7 +96,7 @@ class TopologyBinPacking final : public PlacementPolicy {
 };
 
 // Chooses `count` GPUs from `free_mask`, preferring the island that fits them most tightly.
-uint64_t PickGpus(uint64_t free_mask, const std::vector<uint64_t>& islands, int count);
+uint64_t PickGpus(uint64_t free_mask, std::span<const uint64_t> islands, int count);
 
 struct PlacementExplanation {
   std::string message;

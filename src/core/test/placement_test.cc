@@ -240,7 +240,7 @@ TEST(PickGpusTest, PrefersTightestIsland) {
   EXPECT_EQ(PickGpus(free, islands, 5), 0x2Fu);  // no island fits: lowest free GPUs
   EXPECT_EQ(PickGpus(free, islands, 7), free);
   EXPECT_EQ(PickGpus(free, islands, 0), 0u);
-  EXPECT_EQ(PickGpus(0xFF, {0xFF}, 1), 0x01u);
+  EXPECT_EQ(PickGpus(0xFF, std::vector<uint64_t>{0xFF}, 1), 0x01u);
 }
 
 TEST_F(PlacementTest, PlacementUsesNodeIslands) {
