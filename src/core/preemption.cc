@@ -22,6 +22,47 @@ CapacityOverlay OverlayWith(const ClusterState& state, const Snapshot& snapshot,
   return o;
 }
 
+// An upper bound on the pods of a gang that free capacity plus an overlay can hold, by GPUs
+// alone: a pod of `g` GPUs needs them free on one node its constraints allow, so a node holds at
+// most floor(its free GPUs / g) of them. A placement can succeed only once the bound reaches the
+// gang's pods; below that, trying one is known to fail. Kept up to date as the overlay grows, at
+// the cost of the placements added. Only for gangs whose pods all come from one pod set with
+// GPUs; for others the bound is always reached.
+class PodFitBound {
+ public:
+  PodFitBound(const ClusterState& state, FeasibilityCache& feasibility, const Workload& w,
+              int32_t pods, const CapacityOverlay& overlay)
+      : state_(state), pods_(pods) {
+    if (w.pod_sets.empty() || pods > w.pod_sets.front().count) return;
+    gpus_ = w.pod_sets.front().request.gpu();
+    if (gpus_ <= 0) return;
+    filter_ = &feasibility.For(w.pod_sets.front());
+    for (size_t n = 0; n < state.num_nodes(); ++n) {
+      const NodeCapacity* extra = overlay.Find(static_cast<int32_t>(n));
+      fit_ += Term(static_cast<int32_t>(n), extra != nullptr ? extra->gpu_mask : 0);
+    }
+  }
+
+  // The overlay's GPUs on `node` went from `before` to `after`.
+  void Grow(int32_t node, uint64_t before, uint64_t after) {
+    if (filter_ != nullptr) fit_ += Term(node, after) - Term(node, before);
+  }
+
+  bool Reached() const { return filter_ == nullptr || fit_ >= pods_; }
+
+ private:
+  int64_t Term(int32_t node, uint64_t extra) const {
+    if ((*filter_)[static_cast<size_t>(node)] != NodeFilter::kOk) return 0;
+    return std::popcount(state_.free(NodeId{node}).gpu_mask | extra) / gpus_;
+  }
+
+  const ClusterState& state_;
+  int64_t pods_;
+  int64_t gpus_ = 0;
+  const std::vector<NodeFilter>* filter_ = nullptr;  // null: no bound
+  int64_t fit_ = 0;
+};
+
 // Preference order: the most overshared queue first, then low priority, little progress lost.
 // A lambda rather than a function, so that the sorts and heaps that take it inline it.
 constexpr auto Before = [](const VictimCandidate& a, const VictimCandidate& b) {
@@ -264,6 +305,7 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
   std::vector<VictimCandidate> chosen;
   std::optional<PlacementPlan> plan;
   CapacityOverlay o = releasing;
+  std::optional<PodFitBound> bound;
   // Taken in preference order from a heap, as many as the gang turns out to need.
   auto after = [&](const VictimCandidate& a, const VictimCandidate& b) { return before(b, a); };
   std::make_heap(candidates.begin(), candidates.end(), after);
@@ -271,10 +313,17 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     std::pop_heap(candidates.begin(), end, after);
     const VictimCandidate& c = *(end - 1);
     const Workload& w = snapshot.workloads[c.workload.index()];
-    for (size_t i = 0; i < w.placements.size(); ++i)
+    for (size_t i = 0; i < w.placements.size(); ++i) {
+      const int32_t node = w.placements[i].node.value;
+      const NodeCapacity* extra = bound ? o.Find(node) : nullptr;
+      const uint64_t before_mask = extra != nullptr ? extra->gpu_mask : 0;
       o.Add(state, w.placements[i], w.PlacementRequest(i));
+      if (bound) bound->Grow(node, before_mask, o.Find(node)->gpu_mask);
+    }
     chosen.push_back(c);
     if (state.total_free().gpu() + o.gpus() < needed_gpu) continue;
+    if (!bound) bound.emplace(state, feasibility, preemptor, pods, o);
+    if (!bound->Reached()) continue;
     plan = placement.Place(state, feasibility, preemptor, pods, &o);
     if (plan) break;
   }
