@@ -12,12 +12,10 @@ uint64_t MaskOfCount(int n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n)
 
 }  // namespace
 
-ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
-  const size_t n = snapshot.nodes.size();
+NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
+  const size_t n = nodes.size();
   facts_.resize(n);
   free_.resize(n);
-  releasing_.resize(n);
-  held_mask_.assign(n, 0);
   bucket_pos_.assign(n, -1);
 
   int max_gpus = 0;
@@ -31,7 +29,7 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
   std::vector<int32_t> island_ids;
   island_masks_.clear();
   for (size_t i = 0; i < n; ++i) {
-    const Node& node = snapshot.nodes[i];
+    const Node& node = nodes[i];
     NodeFacts& f = facts_[i];
     f.schedulable = !node.unschedulable;
     if (node.gpus.size() > static_cast<size_t>(kMaxGpusPerNode)) {
@@ -112,17 +110,37 @@ ClusterState::ClusterState(const Snapshot& snapshot) : nodes_(&snapshot.nodes) {
     const Resources node_cap = Resources::Of(k, free_[i].cpu_milli, free_[i].memory_bytes);
     capacity_ += node_cap;
   }
-  total_free_ = capacity_;
 }
+
+namespace {
+
+std::shared_ptr<const NodeIndex> IndexFor(const Snapshot& snapshot) {
+  if (snapshot.node_index && snapshot.node_index->size() == snapshot.nodes.size())
+    return snapshot.node_index;
+  return std::make_shared<const NodeIndex>(snapshot.nodes);
+}
+
+}  // namespace
+
+ClusterState::ClusterState(const Snapshot& snapshot)
+    : nodes_(&snapshot.nodes),
+      index_(IndexFor(snapshot)),
+      free_(index_->free_),
+      releasing_(index_->facts_.size()),
+      held_mask_(index_->facts_.size(), 0),
+      buckets_(index_->buckets_),
+      bucket_pos_(index_->bucket_pos_),
+      domain_free_(index_->domain_free_),
+      total_free_(index_->capacity_) {}
 
 int ClusterState::free_gpus(NodeId n) const { return Popcount(free_[n.index()].gpu_mask); }
 
 int ClusterState::num_domains(DomainLevel level) const {
-  return static_cast<int>(domain_nodes_[static_cast<int>(level)].size());
+  return static_cast<int>(index_->domain_nodes_[static_cast<int>(level)].size());
 }
 
 const std::vector<int32_t>& ClusterState::domain_nodes(DomainLevel level, int32_t domain) const {
-  return domain_nodes_[static_cast<int>(level)][static_cast<size_t>(domain)];
+  return index_->domain_nodes_[static_cast<int>(level)][static_cast<size_t>(domain)];
 }
 
 int64_t ClusterState::domain_free_gpus(DomainLevel level, int32_t domain) const {
@@ -130,8 +148,8 @@ int64_t ClusterState::domain_free_gpus(DomainLevel level, int32_t domain) const 
 }
 
 int32_t ClusterState::model_id(std::string_view model) const {
-  auto it = model_ids_.find(std::string(model));
-  return it == model_ids_.end() ? -1 : it->second;
+  auto it = index_->model_ids_.find(std::string(model));
+  return it == index_->model_ids_.end() ? -1 : it->second;
 }
 
 void ClusterState::MoveBucket(int32_t node, int from, int to) {
@@ -155,7 +173,7 @@ void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remov
   f.cpu_milli += delta.cpu_milli();
   f.memory_bytes += delta.memory_bytes();
   const int after = Popcount(f.gpu_mask);
-  const NodeFacts& facts = facts_[node];
+  const NodeFacts& facts = index_->facts_[node];
   if (!facts.schedulable) return;
   MoveBucket(node, before, after);
   for (int level = 0; level < kNumDomainLevels; ++level) {
@@ -165,12 +183,12 @@ void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remov
 }
 
 Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& request) {
-  if (!p.node.valid() || p.node.index() >= facts_.size()) {
+  if (!p.node.valid() || p.node.index() >= index_->facts_.size()) {
     return Status::InvalidArgument("placement names node index " + std::to_string(p.node.value) +
                                    ", which does not exist");
   }
   const size_t i = p.node.index();
-  const NodeFacts& f = facts_[i];
+  const NodeFacts& f = index_->facts_[i];
   if ((p.gpu_mask & ~MaskOfCount(f.gpu_count)) != 0) {
     return Status::InvalidArgument("placement on node " + node(p.node).name +
                                    " names a GPU index the node does not have");
@@ -200,13 +218,13 @@ void ClusterState::Release(const PodPlacement& p, const Resources& request) {
   held_mask_[i] &= ~p.gpu_mask;
   free_[i].pods += 1;
   // Only healthy GPUs return to the free pool.
-  const uint64_t back = p.gpu_mask & facts_[i].healthy_mask;
+  const uint64_t back = p.gpu_mask & index_->facts_[i].healthy_mask;
   AdjustFree(i, back, 0, Resources::Of(0, request.cpu_milli(), request.memory_bytes()));
 }
 
 void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request) {
   NodeCapacity& r = releasing_[p.node.index()];
-  r.gpu_mask |= p.gpu_mask & facts_[p.node.index()].healthy_mask;
+  r.gpu_mask |= p.gpu_mask & index_->facts_[p.node.index()].healthy_mask;
   r.cpu_milli += request.cpu_milli();
   r.memory_bytes += request.memory_bytes();
   r.pods += 1;
@@ -217,8 +235,8 @@ Status ClusterState::CheckInvariants() const {
   std::array<std::vector<int64_t>, kNumDomainLevels> domain_sum;
   for (int level = 0; level < kNumDomainLevels; ++level)
     domain_sum[level].assign(domain_free_[level].size(), 0);
-  for (size_t i = 0; i < facts_.size(); ++i) {
-    const NodeFacts& f = facts_[i];
+  for (size_t i = 0; i < index_->facts_.size(); ++i) {
+    const NodeFacts& f = index_->facts_[i];
     const NodeCapacity& fr = free_[i];
     if ((fr.gpu_mask & held_mask_[i]) != 0)
       return Status::Internal("node " + (*nodes_)[i].name + ": a GPU is both free and held");

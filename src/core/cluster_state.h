@@ -13,6 +13,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,19 +67,48 @@ struct NodeCapacity {
   bool Fits(const Resources& request) const;
 };
 
+// What a cycle derives from the snapshot's nodes alone: their facts, interned models and
+// topology domains, and the free capacity, buckets and domain totals of a cluster with nothing
+// held. Building it reads every node and GPU; a caller whose nodes have not changed since the
+// last cycle passes the index it built then (Snapshot::node_index) and the cycle skips that.
+class NodeIndex {
+ public:
+  // Nodes that cannot be used (too many GPUs, negative allocatable) are marked unschedulable
+  // and reported in `issues`.
+  explicit NodeIndex(const std::vector<Node>& nodes);
+
+  size_t size() const { return facts_.size(); }
+  const std::vector<SnapshotIssue>& issues() const { return issues_; }
+
+ private:
+  friend class ClusterState;
+  std::vector<NodeFacts> facts_;
+  std::vector<uint64_t> island_masks_;  // every node's islands, side by side
+  std::array<std::vector<std::vector<int32_t>>, kNumDomainLevels> domain_nodes_;
+  std::vector<std::string> models_;
+  std::unordered_map<std::string, int32_t> model_ids_;
+  Resources capacity_;
+  std::vector<SnapshotIssue> issues_;
+  // The holdings-dependent state of ClusterState, with nothing held.
+  std::vector<NodeCapacity> free_;
+  std::vector<std::vector<int32_t>> buckets_;
+  std::vector<int32_t> bucket_pos_;
+  std::array<std::vector<int64_t>, kNumDomainLevels> domain_free_;
+};
+
 class ClusterState {
  public:
-  // Builds facts and indexes from the snapshot's nodes; holdings start empty. Nodes that cannot
-  // be used (too many GPUs) are marked unschedulable and reported in `issues`.
+  // Facts and indexes from the snapshot's nodes: its node_index when that was built from as
+  // many nodes, else built here. Holdings start empty.
   explicit ClusterState(const Snapshot& snapshot);
 
-  size_t num_nodes() const { return facts_.size(); }
+  size_t num_nodes() const { return index_->facts_.size(); }
   const Node& node(NodeId n) const { return (*nodes_)[n.index()]; }
-  const NodeFacts& facts(NodeId n) const { return facts_[n.index()]; }
+  const NodeFacts& facts(NodeId n) const { return index_->facts_[n.index()]; }
   // The node's NVLink islands, as GPU masks in order of island id.
   std::span<const uint64_t> islands(NodeId n) const {
-    const NodeFacts& f = facts_[n.index()];
-    return std::span<const uint64_t>(island_masks_).subspan(f.first_island, f.num_islands);
+    const NodeFacts& f = facts(n);
+    return std::span<const uint64_t>(index_->island_masks_).subspan(f.first_island, f.num_islands);
   }
   const NodeCapacity& free(NodeId n) const { return free_[n.index()]; }
   const NodeCapacity& releasing(NodeId n) const { return releasing_[n.index()]; }
@@ -94,13 +124,13 @@ class ClusterState {
 
   // Interned GPU model id, -1 when no node has that model.
   int32_t model_id(std::string_view model) const;
-  const std::string& model_name(int32_t id) const { return models_[id]; }
+  const std::string& model_name(int32_t id) const { return index_->models_[id]; }
 
   // Healthy GPUs, CPU and memory of schedulable nodes; and what of it is free now.
-  const Resources& capacity() const { return capacity_; }
+  const Resources& capacity() const { return index_->capacity_; }
   const Resources& total_free() const { return total_free_; }
 
-  const std::vector<SnapshotIssue>& issues() const { return issues_; }
+  const std::vector<SnapshotIssue>& issues() const { return index_->issues_; }
 
   // --- Mutations: the only way holdings change. ---
 
@@ -123,20 +153,14 @@ class ClusterState {
   void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, const Resources& delta);
 
   const std::vector<Node>* nodes_;
-  std::vector<NodeFacts> facts_;
-  std::vector<uint64_t> island_masks_;  // every node's islands, side by side
+  std::shared_ptr<const NodeIndex> index_;
   std::vector<NodeCapacity> free_;
   std::vector<NodeCapacity> releasing_;
   std::vector<uint64_t> held_mask_;  // GPUs held, healthy or not
   std::vector<std::vector<int32_t>> buckets_;
   std::vector<int32_t> bucket_pos_;  // position of each node in its bucket (-1: not bucketed)
-  std::array<std::vector<std::vector<int32_t>>, kNumDomainLevels> domain_nodes_;
   std::array<std::vector<int64_t>, kNumDomainLevels> domain_free_;
-  std::vector<std::string> models_;
-  std::unordered_map<std::string, int32_t> model_ids_;
-  Resources capacity_;
   Resources total_free_;
-  std::vector<SnapshotIssue> issues_;
 };
 
 }  // namespace chamber::core

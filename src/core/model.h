@@ -8,6 +8,7 @@
 #include <chrono>
 #include <compare>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -156,11 +157,18 @@ struct Queue {
   const QueueResource& res(Resource r) const { return resources[static_cast<int>(r)]; }
 };
 
+class NodeIndex;  // cluster_state.h
+
 struct Snapshot {
   Time now{0};
   std::vector<Node> nodes;
   std::vector<Queue> queues;
   std::vector<Workload> workloads;
+  // Optional: what a cycle derives from `nodes` alone, built by the caller (NodeIndex) from
+  // exactly these nodes and kept while they do not change, so that a cycle does not derive it
+  // again. Ignored when it covers a different number of nodes; never read by the snapshot's
+  // readers and writers.
+  std::shared_ptr<const NodeIndex> node_index;
 };
 
 }  // namespace chamber::core

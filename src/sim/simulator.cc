@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "core/cluster_state.h"
 #include "core/engine.h"
 
 namespace chamber::sim {
@@ -137,6 +138,7 @@ class Sim {
   bool FailGpu(size_t node, size_t gpu, Duration repair_after);
   void SetUnschedulable(size_t node, bool unschedulable) {
     snap_.nodes[node].unschedulable = unschedulable;
+    snap_.node_index.reset();
     MarkDirty(now_);
   }
   SimMetrics Finalize(Time end);
@@ -431,6 +433,8 @@ void Sim::Cycle(Time t) {
 
 void Sim::PrepareCycle(Time t) {
   snap_.now = t;
+  // The nodes change only with failures, repairs and cordons, which drop the index.
+  if (!snap_.node_index) snap_.node_index = std::make_shared<const core::NodeIndex>(snap_.nodes);
   // What the engine needs to know about running work: checkpoints and LAS priorities.
   for (size_t i = 0; i < snap_.workloads.size(); ++i) {
     core::Workload& w = snap_.workloads[i];
@@ -577,6 +581,7 @@ void Sim::Process(const Event& e) {
       core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
       if (gpu.healthy) {
         gpu.healthy = false;
+        snap_.node_index.reset();
         --capacity_;
         ++m_.gpu_failures;
         Push(e.time + options_.repair_time, Ev::kGpuRepair, e.a, e.b);
@@ -587,6 +592,7 @@ void Sim::Process(const Event& e) {
     case Ev::kGpuRepair: {
       core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
       gpu.healthy = true;
+      snap_.node_index.reset();
       ++capacity_;
       if (options_.gpu_mtbf_hours > 0)
         Push(e.time + Duration(static_cast<int64_t>(Exponential(options_.gpu_mtbf_hours) * 3.6e6)),
@@ -607,6 +613,7 @@ bool Sim::FailGpu(size_t node, size_t gpu, Duration repair_after) {
   core::Gpu& g = snap_.nodes[node].gpus[gpu];
   if (!g.healthy) return false;
   g.healthy = false;
+  snap_.node_index.reset();
   --capacity_;
   ++m_.gpu_failures;
   Push(now_ + repair_after, Ev::kGpuRepair, static_cast<int32_t>(node), static_cast<int32_t>(gpu));

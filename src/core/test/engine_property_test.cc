@@ -24,6 +24,7 @@
 #include <bit>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -34,6 +35,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "core/bench/synthetic.h"
+#include "core/cluster_state.h"
 #include "core/engine.h"
 #include "core/queue_tree.h"
 #include "core/test/snapshot_builder.h"
@@ -1069,6 +1071,42 @@ RC_GTEST_PROP(EngineProperty, VictimIndexDecidesAsTheScan, ()) {
   const std::string error = SameDecisions(a, b);
   if (!error.empty())
     RC_FAIL(error + "\n" + DumpResult(s, a) + "with the index:\n" + DumpResult(s, b));
+}
+
+// --- A node index kept from cycle to cycle is a way of computing too: cycles in a row given the
+// index built for the first one's nodes decide as cycles that derive it afresh, and an index of
+// another number of nodes is ignored.
+
+std::string SameIssues(const CycleResult& a, const CycleResult& b) {
+  if (a.issues.size() != b.issues.size()) return "issues differ in number";
+  for (size_t i = 0; i < a.issues.size(); ++i)
+    if (a.issues[i].object != b.issues[i].object || a.issues[i].message != b.issues[i].message)
+      return "issue " + std::to_string(i) + " differs";
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, KeptNodeIndexDecidesAsAFreshOne, ()) {
+  Snapshot s = *rc::gen::inRange(0, 2) == 0 ? GenSnapshot() : GenReclaimSnapshot();
+  const auto index = std::make_shared<const NodeIndex>(s.nodes);
+  const int cycles = Pick(2, 6);
+  for (int c = 0; c < cycles; ++c) {
+    const CycleResult fresh = Engine().Schedule(s);
+    Snapshot kept = s;
+    kept.node_index = index;
+    const CycleResult with = Engine().Schedule(kept);
+    std::string error = SameDecisions(fresh, with);
+    if (error.empty()) error = SameIssues(fresh, with);
+    if (!error.empty())
+      RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, fresh) +
+              "with the kept index:\n" + DumpResult(s, with));
+    s = NextSnapshot(s, fresh);
+  }
+  if (s.nodes.empty()) return;
+  Snapshot other = s;
+  other.node_index =
+      std::make_shared<const NodeIndex>(std::vector<Node>(s.nodes.begin(), s.nodes.end() - 1));
+  const std::string error = SameDecisions(Engine().Schedule(s), Engine().Schedule(other));
+  if (!error.empty()) RC_FAIL("an index of fewer nodes was used: " + error);
 }
 
 }  // namespace
