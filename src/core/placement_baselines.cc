@@ -1,7 +1,8 @@
 #include "core/placement_baselines.h"
 
 #include <bit>
-#include <unordered_map>
+
+#include "core/node_capacity_map.h"
 
 namespace chamber::core {
 namespace {
@@ -11,10 +12,9 @@ template <typename Choose>
 std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state, FeasibilityCache& feasibility,
                                          const Workload& w, int32_t pods,
                                          const CapacityOverlay* overlay, Choose choose) {
-  std::unordered_map<int32_t, NodeCapacity> consumed;
+  NodeCapacityMap consumed;
   auto effective = [&](int32_t n) {
-    auto it = consumed.find(n);
-    return EffectiveCapacity(state, n, overlay, it == consumed.end() ? nullptr : &it->second);
+    return EffectiveCapacity(state, n, overlay, consumed.Find(n));
   };
   PlacementPlan plan;
   int32_t placed = 0;

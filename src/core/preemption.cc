@@ -26,8 +26,8 @@ CapacityOverlay OverlayWith(const ClusterState& state, const Snapshot& snapshot,
 // alone: a pod of `g` GPUs needs them free on one node its constraints allow, so a node holds at
 // most floor(its free GPUs / g) of them. A placement can succeed only once the bound reaches the
 // gang's pods; below that, trying one is known to fail. Kept up to date as the overlay grows, at
-// the cost of the placements added. Only for gangs whose pods all come from one pod set with
-// GPUs; for others the bound is always reached.
+// the cost of the placements added, after one pass over the nodes to build it. Only for gangs whose
+// pods all come from one pod set with GPUs; for others the bound is always reached.
 class PodFitBound {
  public:
   PodFitBound(const ClusterState& state, FeasibilityCache& feasibility, const Workload& w,
@@ -322,10 +322,12 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     }
     chosen.push_back(c);
     if (state.total_free().gpu() + o.gpus() < needed_gpu) continue;
-    if (!bound) bound.emplace(state, feasibility, preemptor, pods, o);
-    if (!bound->Reached()) continue;
+    if (bound && !bound->Reached()) continue;
     plan = placement.Place(state, feasibility, preemptor, pods, &o);
     if (plan) break;
+    // Built after the first try fails: a search whose first try succeeds, the common case,
+    // does not pay for reading every node.
+    if (!bound) bound.emplace(state, feasibility, preemptor, pods, o);
   }
   if (!plan) return std::nullopt;
   for (size_t i = chosen.size(); i-- > 0;) {
