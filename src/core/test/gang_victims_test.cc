@@ -7,6 +7,7 @@
 #include "core/cluster_state.h"
 #include "core/placement.h"
 #include "core/preemption.h"
+#include "core/test/selection_state.h"
 #include "core/test/snapshot_builder.h"
 
 namespace chamber::core {
@@ -51,11 +52,7 @@ class GangVictimsTest : public ::testing::Test {
       }
     }
     b_.Workload("gang", "owner").Pods(2, 8);
-    state_.emplace(b_.snapshot());
-    for (const Workload& w : b_.snapshot().workloads)
-      for (size_t i = 0; i < w.placements.size(); ++i)
-        EXPECT_TRUE(state_->ClaimExisting(w.placements[i], w.PlacementRequest(i)).ok());
-    feas_.emplace(*state_);
+    sel_.Load(b_.snapshot());
   }
 
   // The running workloads on GPUs below `gpus` of every node, as reclaim candidates.
@@ -73,14 +70,12 @@ class GangVictimsTest : public ::testing::Test {
   }
 
   std::optional<VictimSet> Select(int gpus) {
-    return selector_.Select(*state_, *feas_, placement_, b_.snapshot(),
-                            b_.snapshot().workloads.back(), 2, Candidates(gpus), releasing_);
+    return selector_.Select(*sel_.state, *sel_.feas, placement_, b_.snapshot(),
+                            b_.snapshot().workloads.back(), 2, Candidates(gpus), sel_.releasing);
   }
 
   SnapshotBuilder b_;
-  std::optional<ClusterState> state_;
-  std::optional<FeasibilityCache> feas_;
-  CapacityOverlay releasing_;
+  testing::SelectionState sel_;
   CountingPlacement placement_;
   MinimalVictimSelector selector_;
 };

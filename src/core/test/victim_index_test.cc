@@ -6,6 +6,7 @@
 #include "core/cluster_state.h"
 #include "core/placement.h"
 #include "core/preemption.h"
+#include "core/test/selection_state.h"
 #include "core/test/snapshot_builder.h"
 
 namespace chamber::core {
@@ -33,11 +34,7 @@ class VictimIndexTest : public ::testing::Test {
       lost_.push_back(static_cast<double>(ran[i]) / 3600);
     }
     b_.Workload("want", "owner").Pods(1, 1);
-    state_.emplace(b_.snapshot());
-    for (const Workload& w : b_.snapshot().workloads)
-      for (size_t i = 0; i < w.placements.size(); ++i)
-        EXPECT_TRUE(state_->ClaimExisting(w.placements[i], w.PlacementRequest(i)).ok());
-    feas_.emplace(*state_);
+    sel_.Load(b_.snapshot());
   }
 
   // The candidates a scan would offer: every running workload not yet taken.
@@ -53,14 +50,14 @@ class VictimIndexTest : public ::testing::Test {
   }
 
   std::string Scan(const std::vector<bool>& taken) {
-    const auto set = selector_.Select(*state_, *feas_, placement_, b_.snapshot(), want(), 1,
-                                      Candidates(taken), releasing_);
+    const auto set = selector_.Select(*sel_.state, *sel_.feas, placement_, b_.snapshot(), want(), 1,
+                                      Candidates(taken), sel_.releasing);
     return set ? Name(*set) : "none";
   }
   std::string Indexed(VictimIndex& index) {
     const std::vector<VictimGroup> groups = {{true, kOvershare}, {false, 0}};
-    const auto set = selector_.SelectOnePod(*state_, *feas_, placement_, b_.snapshot(), want(),
-                                            index, groups, {}, releasing_);
+    const auto set = selector_.SelectOnePod(*sel_.state, *sel_.feas, placement_, b_.snapshot(),
+                                            want(), index, groups, {}, sel_.releasing);
     return set ? Name(*set) : "none";
   }
   std::string Name(const VictimSet& set) const {
@@ -74,9 +71,7 @@ class VictimIndexTest : public ::testing::Test {
   static constexpr double kOvershare = 2.0;
   SnapshotBuilder b_;
   std::vector<double> lost_;
-  std::optional<ClusterState> state_;
-  std::optional<FeasibilityCache> feas_;
-  CapacityOverlay releasing_;
+  testing::SelectionState sel_;
   TopologyBinPacking placement_;
   MinimalVictimSelector selector_;
 };
