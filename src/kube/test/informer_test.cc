@@ -1,6 +1,8 @@
 #include "kube/informer.h"
 
+#include <atomic>
 #include <future>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -145,11 +147,22 @@ void CheckRelistAfterGone(bool as_error_event) {
   // move on, and then it would never see the 410.)
   std::promise<void> moved_on;
   std::shared_future<void> held = moved_on.get_future().share();
-  s.set_intercept([held](const httplib::Request& req, httplib::Response&) {
-    if (req.get_param_value("watch") == "true") held.wait();
+  auto arrived = std::make_shared<std::atomic<int>>(0);
+  s.set_intercept([held, arrived](const httplib::Request& req, httplib::Response&) {
+    if (req.get_param_value("watch") == "true") {
+      ++*arrived;
+      held.wait();
+    }
     return false;
   });
   s.CloseWatches();
+  // History moves on only once the informer's next watch is held: the closed stream has ended
+  // by then. Moving on earlier, on a loaded machine, let the old stream deliver the changes
+  // before it noticed the close, and the next watch resumed from a version still kept.
+  if (!Eventually([&] { return arrived->load() >= 1; })) {
+    moved_on.set_value();  // release the server's handler before failing
+    FAIL() << "the informer did not watch again after its stream was closed";
+  }
   s.Remove(kPods, "vanish");
   s.Upsert(kPods, PodJson("change", "n2"));
   s.Upsert(kPods, PodJson("new", "n1"));
