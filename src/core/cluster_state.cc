@@ -27,7 +27,6 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
   std::array<std::string_view, kNumDomainLevels> last_domain;
   std::array<int32_t, kNumDomainLevels> last_domain_id{-1, -1, -1};
   std::vector<int32_t> island_ids;
-  island_masks_.clear();
   for (size_t i = 0; i < n; ++i) {
     const Node& node = nodes[i];
     NodeFacts& f = facts_[i];
