@@ -137,8 +137,7 @@ class Sim {
   int64_t GpusHeld(size_t w) const { return units_[wl_unit_[w]].gpus_held; }
   bool FailGpu(size_t node, size_t gpu, Duration repair_after);
   void SetUnschedulable(size_t node, bool unschedulable) {
-    snap_.nodes[node].unschedulable = unschedulable;
-    snap_.node_index.reset();
+    NodeToChange(node).unschedulable = unschedulable;
     MarkDirty(now_);
   }
   SimMetrics Finalize(Time end);
@@ -150,6 +149,13 @@ class Sim {
   }
   void Advance(Time t);
   void MarkDirty(Time t);
+  // The only way to change a node: the index derived from the nodes is dropped with it.
+  core::Node& NodeToChange(size_t n) {
+    snap_.node_index.reset();
+    return snap_.nodes[n];
+  }
+  // Fails a healthy GPU at `t` and plans its repair; false when it had failed already.
+  bool FailGpuAt(Time t, size_t node, size_t gpu, Duration repair_after);
   void Submit(int32_t j);
   void Cycle(Time t);
   void PrepareCycle(Time t);
@@ -577,22 +583,11 @@ void Sim::Process(const Event& e) {
       MarkDirty(e.time);
       break;
     }
-    case Ev::kGpuFail: {
-      core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
-      if (gpu.healthy) {
-        gpu.healthy = false;
-        snap_.node_index.reset();
-        --capacity_;
-        ++m_.gpu_failures;
-        Push(e.time + options_.repair_time, Ev::kGpuRepair, e.a, e.b);
-        MarkDirty(e.time);
-      }
+    case Ev::kGpuFail:
+      FailGpuAt(e.time, static_cast<size_t>(e.a), static_cast<size_t>(e.b), options_.repair_time);
       break;
-    }
     case Ev::kGpuRepair: {
-      core::Gpu& gpu = snap_.nodes[e.a].gpus[e.b];
-      gpu.healthy = true;
-      snap_.node_index.reset();
+      NodeToChange(static_cast<size_t>(e.a)).gpus[e.b].healthy = true;
       ++capacity_;
       if (options_.gpu_mtbf_hours > 0)
         Push(e.time + Duration(static_cast<int64_t>(Exponential(options_.gpu_mtbf_hours) * 3.6e6)),
@@ -610,14 +605,16 @@ void Sim::Process(const Event& e) {
 }
 
 bool Sim::FailGpu(size_t node, size_t gpu, Duration repair_after) {
-  core::Gpu& g = snap_.nodes[node].gpus[gpu];
-  if (!g.healthy) return false;
-  g.healthy = false;
-  snap_.node_index.reset();
+  return FailGpuAt(now_, node, gpu, repair_after);
+}
+
+bool Sim::FailGpuAt(Time t, size_t node, size_t gpu, Duration repair_after) {
+  if (!snap_.nodes[node].gpus[gpu].healthy) return false;
+  NodeToChange(node).gpus[gpu].healthy = false;
   --capacity_;
   ++m_.gpu_failures;
-  Push(now_ + repair_after, Ev::kGpuRepair, static_cast<int32_t>(node), static_cast<int32_t>(gpu));
-  MarkDirty(now_);
+  Push(t + repair_after, Ev::kGpuRepair, static_cast<int32_t>(node), static_cast<int32_t>(gpu));
+  MarkDirty(t);
   return true;
 }
 
