@@ -104,6 +104,7 @@ class Attempt {
   }
 
   const std::vector<int32_t>& used() const { return consumed_.nodes(); }
+  bool Uses(int32_t n) const { return consumed_.Find(n) != nullptr; }
   PlacementPlan TakePlan() {
     std::sort(plan_.pods.begin(), plan_.pods.end(), [](const auto& a, const auto& b) {
       return std::pair(a.pod_set, a.replica) < std::pair(b.pod_set, b.replica);
@@ -240,27 +241,74 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   int64_t total_gpu = 0;
   for (const PodRef& p : refs) total_gpu += p.ps->request.gpu();
 
+  // Where the next pod of each pod set may go, kept through one try. Within a try capacity only
+  // shrinks, and a node's capacity changes only once the gang uses it, so:
+  //   - a node of the gang's that could not take a pod of a set cannot take a later one either:
+  //     `used` is how far into a.used() the set's pods have found no room;
+  //   - the fullest node a pod of a set fits on, among those the gang does not use yet, is the
+  //     first unused one of `order`: the nodes that fitted such a pod when the set first looked,
+  //     fullest first, ties in candidate order. A node the gang used is never chosen by the
+  //     scan, since it was tried among the gang's nodes first and did not fit.
+  // This chooses as scanning every candidate for every pod would, in time linear in the
+  // candidates rather than in candidates times pods.
+  struct SetCursor {
+    size_t used = 0;
+    bool ordered = false;
+    size_t next = 0;
+    std::vector<int32_t> order;
+    int bucket = -1;  // with in_bucket, where the bucket scan of the set's next pod starts
+    size_t in_bucket = 0;
+  };
+  std::vector<SetCursor> cursors;  // made by the first try that needs them: most never do
+  auto reset_cursors = [&] {
+    cursors.resize(w.pod_sets.size());
+    for (SetCursor& c : cursors) {
+      c.used = 0;
+      c.ordered = false;
+      c.next = 0;
+      c.order.clear();
+      c.bucket = -1;
+      c.in_bucket = 0;
+    }
+  };
+  // The first node of the gang's, from the set's cursor on, that fits a pod of `p`'s set.
+  auto first_used = [&](const PodRef& p) {
+    SetCursor& c = cursors[p.set];
+    const std::vector<int32_t>& used = a.used();
+    for (; c.used < used.size(); ++c.used) {
+      const int32_t n = used[c.used];
+      if (ok(n, p) && a.Fits(n, *p.ps)) return n;
+    }
+    return -1;
+  };
+
   // Places every pod, each on a node the gang already uses if one fits, else on the fullest
   // fitting node among `candidates`.
   auto try_in = [&](const std::vector<int32_t>& candidates) {
     a.Reset();
+    reset_cursors();
     for (const PodRef& p : refs) {
-      int32_t chosen = -1;
-      for (int32_t n : a.used())
-        if (ok(n, p) && a.Fits(n, *p.ps)) {
-          chosen = n;
-          break;
-        }
+      int32_t chosen = first_used(p);
       if (chosen < 0) {
-        int best_free = 1 << 30;
-        for (int32_t n : candidates) {
-          if (!ok(n, p) || !a.Fits(n, *p.ps)) continue;
-          const int f = std::popcount(a.Effective(n).gpu_mask);
-          if (f < best_free) {
-            best_free = f;
-            chosen = n;
+        SetCursor& c = cursors[p.set];
+        if (!c.ordered) {
+          c.ordered = true;
+          std::array<int32_t, 66> by_free{};  // counting sort over free GPUs, 0 to 64
+          std::vector<std::pair<int32_t, int32_t>> fitting;  // (free GPUs, node)
+          for (int32_t n : candidates) {
+            if (!ok(n, p) || a.Uses(n)) continue;
+            const NodeCapacity e = a.Effective(n);
+            if (!e.Fits(p.ps->request)) continue;
+            const int f = std::popcount(e.gpu_mask);
+            fitting.emplace_back(f, n);
+            ++by_free[f + 1];
           }
+          for (size_t f = 1; f < by_free.size(); ++f) by_free[f] += by_free[f - 1];
+          c.order.resize(fitting.size());
+          for (const auto& [f, n] : fitting) c.order[by_free[f]++] = n;
         }
+        while (c.next < c.order.size() && a.Uses(c.order[c.next])) ++c.next;
+        if (c.next < c.order.size()) chosen = c.order[c.next];
       }
       if (chosen < 0) return false;
       a.Take(chosen, p);
@@ -319,13 +367,9 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
 
   // Anywhere: per pod, the gang's nodes, then released capacity, then best fit by bucket.
   a.Reset();
+  reset_cursors();
   for (const PodRef& p : refs) {
-    int32_t chosen = -1;
-    for (int32_t n : a.used())
-      if (ok(n, p) && a.Fits(n, *p.ps)) {
-        chosen = n;
-        break;
-      }
+    int32_t chosen = first_used(p);
     if (chosen < 0 && overlay != nullptr) {
       int best_free = 1 << 30;
       for (int32_t n : overlay->nodes()) {
@@ -337,13 +381,20 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
         }
       }
     }
-    for (int k = static_cast<int>(p.ps->request.gpu()); chosen < 0 && k <= max_k; ++k) {
-      for (int32_t n : state.nodes_with_free_gpus(k)) {
+    // The buckets from where the set's last pod found room: the nodes before it had none then,
+    // and have none now.
+    SetCursor& c = cursors[p.set];
+    if (c.bucket < 0) c.bucket = static_cast<int>(p.ps->request.gpu());
+    for (; chosen < 0 && c.bucket <= max_k; ++c.bucket, c.in_bucket = 0) {
+      const std::vector<int32_t>& bucket = state.nodes_with_free_gpus(c.bucket);
+      for (; c.in_bucket < bucket.size(); ++c.in_bucket) {
+        const int32_t n = bucket[c.in_bucket];
         if (ok(n, p) && a.Fits(n, *p.ps)) {
           chosen = n;
           break;
         }
       }
+      if (chosen >= 0) break;
     }
     if (chosen < 0) return std::nullopt;
     a.Take(chosen, p);

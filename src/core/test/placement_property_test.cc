@@ -1,0 +1,284 @@
+// TopologyBinPacking against a reference that places each pod by scanning every candidate node.
+//
+// The policy keeps, through one placement try, where the next pod of each pod set may go (the
+// gang's nodes already found full, each set's candidates ordered once, the bucket scan's
+// position), so that a gang of P pods over C candidate nodes costs about C rather than P x C
+// capacity reads. ReferencePlace below is the plain form of the same rules: for every pod, the
+// gang's nodes in order of first use, then the fullest fitting candidate (ties in candidate
+// order), then the free-GPU buckets. On random clusters, holdings, overlays and gangs of up to
+// three pod sets, both must choose the same nodes and GPUs for every pod, or both find none.
+//
+// RapidCheck runs 100 cases per property; RC_PARAMS="max_success=N" runs more.
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "core/cluster_state.h"
+#include "core/node_capacity_map.h"
+#include "core/placement.h"
+#include "core/test/snapshot_builder.h"
+
+namespace chamber::core {
+namespace {
+
+using testing::kGi;
+using testing::SnapshotBuilder;
+
+int Pick(int lo, int hi) { return *rc::gen::inRange(lo, hi + 1); }  // inclusive
+bool Chance(int percent) { return *rc::gen::inRange(0, 100) >= 100 - percent; }
+template <typename T>
+T OneOf(std::vector<T> values) {
+  return values[static_cast<size_t>(Pick(0, static_cast<int>(values.size()) - 1))];
+}
+
+// --- The reference: every pod scans every candidate. ---
+
+struct RefPod {
+  int32_t set;
+  int32_t replica;
+  const PodSet* ps;
+};
+
+class RefAttempt {
+ public:
+  RefAttempt(const ClusterState& state, const CapacityOverlay* overlay)
+      : state_(state), overlay_(overlay) {}
+  NodeCapacity Effective(int32_t n) const {
+    return EffectiveCapacity(state_, n, overlay_, consumed_.Find(n));
+  }
+  bool Fits(int32_t n, const PodSet& ps) const { return Effective(n).Fits(ps.request); }
+  void Take(int32_t n, const RefPod& p) {
+    const uint64_t mask = PickGpus(Effective(n).gpu_mask, state_.islands(NodeId{n}),
+                                   static_cast<int>(p.ps->request.gpu()));
+    consumed_[n].Add(NodeCapacity::OfPod(mask, p.ps->request));
+    plan_.pods.push_back({p.set, p.replica, PodPlacement{NodeId{n}, mask}});
+  }
+  void Reset() {
+    consumed_.clear();
+    plan_.pods.clear();
+  }
+  const std::vector<int32_t>& used() const { return consumed_.nodes(); }
+  PlacementPlan TakePlan() {
+    std::sort(plan_.pods.begin(), plan_.pods.end(), [](const auto& a, const auto& b) {
+      return std::pair(a.pod_set, a.replica) < std::pair(b.pod_set, b.replica);
+    });
+    return std::move(plan_);
+  }
+
+ private:
+  const ClusterState& state_;
+  const CapacityOverlay* overlay_;
+  NodeCapacityMap consumed_;
+  PlacementPlan plan_;
+};
+
+std::optional<PlacementPlan> ReferencePlace(const ClusterState& state, FeasibilityCache& feas,
+                                            const Workload& w, int32_t pods,
+                                            const CapacityOverlay* overlay) {
+  std::vector<RefPod> refs;
+  for (size_t s = 0; s < w.pod_sets.size() && static_cast<int32_t>(refs.size()) < pods; ++s)
+    for (int32_t r = 0; r < w.pod_sets[s].count && static_cast<int32_t>(refs.size()) < pods; ++r)
+      refs.push_back({static_cast<int32_t>(s), r, &w.pod_sets[s]});
+  if (refs.empty()) return PlacementPlan{};
+  std::stable_sort(refs.begin(), refs.end(), [](const RefPod& a, const RefPod& b) {
+    return a.ps->request.gpu() > b.ps->request.gpu();
+  });
+  auto ok = [&](int32_t n, const RefPod& p) {
+    return feas.For(w.pod_sets[p.set])[n] == NodeFilter::kOk;
+  };
+  if (overlay != nullptr && overlay->empty()) overlay = nullptr;
+  const int max_k = state.max_gpus_per_node();
+  RefAttempt a(state, overlay);
+  auto gang_node = [&](const RefPod& p) {
+    for (int32_t n : a.used())
+      if (ok(n, p) && a.Fits(n, *p.ps)) return n;
+    return -1;
+  };
+  auto fullest = [&](const std::vector<int32_t>& nodes, const RefPod& p) {
+    int32_t chosen = -1;
+    int best_free = 1 << 30;
+    for (int32_t n : nodes) {
+      if (!ok(n, p) || !a.Fits(n, *p.ps)) continue;
+      const int f = std::popcount(a.Effective(n).gpu_mask);
+      if (f < best_free) {
+        best_free = f;
+        chosen = n;
+      }
+    }
+    return chosen;
+  };
+  int64_t total_gpu = 0;
+  for (const RefPod& p : refs) total_gpu += p.ps->request.gpu();
+
+  if (refs.size() > 1) {
+    auto try_node = [&](int32_t n) {
+      a.Reset();
+      for (const RefPod& p : refs) {
+        if (!ok(n, p) || !a.Fits(n, *p.ps)) return false;
+        a.Take(n, p);
+      }
+      return true;
+    };
+    if (overlay != nullptr) {
+      for (int32_t n : overlay->nodes())
+        if (try_node(n)) return a.TakePlan();
+    }
+    int tries = 0;
+    for (int k = static_cast<int>(std::min<int64_t>(total_gpu, max_k + 1)); k <= max_k; ++k) {
+      for (int32_t n : state.nodes_with_free_gpus(k)) {
+        if (!ok(n, refs.front())) continue;
+        if (try_node(n)) return a.TakePlan();
+        if (++tries >= 64) break;
+      }
+      if (tries >= 64) break;
+    }
+    for (int level = 0; level < kNumDomainLevels; ++level) {
+      const auto lvl = static_cast<DomainLevel>(level);
+      const int count = state.num_domains(lvl);
+      std::vector<int64_t> free(static_cast<size_t>(count));
+      for (int d = 0; d < count; ++d) free[d] = state.domain_free_gpus(lvl, d);
+      if (overlay != nullptr) {
+        for (int32_t n : overlay->nodes()) {
+          const int32_t d = state.facts(NodeId{n}).domain[level];
+          if (d >= 0) free[d] += std::popcount(overlay->Find(n)->gpu_mask);
+        }
+      }
+      std::vector<int32_t> order;
+      for (int d = 0; d < count; ++d)
+        if (free[d] >= total_gpu) order.push_back(d);
+      std::sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+        return std::pair(free[x], x) < std::pair(free[y], y);
+      });
+      if (order.size() > 4) order.resize(4);
+      for (int32_t d : order) {
+        a.Reset();
+        bool placed = true;
+        for (const RefPod& p : refs) {
+          int32_t chosen = gang_node(p);
+          if (chosen < 0) chosen = fullest(state.domain_nodes(lvl, d), p);
+          if (chosen < 0) {
+            placed = false;
+            break;
+          }
+          a.Take(chosen, p);
+        }
+        if (placed) return a.TakePlan();
+      }
+    }
+  }
+
+  a.Reset();
+  for (const RefPod& p : refs) {
+    int32_t chosen = gang_node(p);
+    if (chosen < 0 && overlay != nullptr) chosen = fullest(overlay->nodes(), p);
+    for (int k = static_cast<int>(p.ps->request.gpu()); chosen < 0 && k <= max_k; ++k) {
+      for (int32_t n : state.nodes_with_free_gpus(k)) {
+        if (ok(n, p) && a.Fits(n, *p.ps)) {
+          chosen = n;
+          break;
+        }
+      }
+    }
+    if (chosen < 0) return std::nullopt;
+    a.Take(chosen, p);
+  }
+  return a.TakePlan();
+}
+
+// --- Generators. ---
+
+void GenNodes(SnapshotBuilder& b) {
+  const int n = Pick(1, 40);
+  const int blocks = Pick(1, 4);
+  for (int i = 0; i < n; ++i) {
+    const int gpus = OneOf<int>({0, 1, 2, 4, 8, 8, 8, 8});
+    auto node = b.Node("n" + std::to_string(i), gpus, Chance(20) ? "A100" : "H100");
+    node.Cpu(Pick(8, 128) * 1000).Memory(Pick(32, 1024) * kGi).MaxPods(Pick(2, 110));
+    node.Block("b" + std::to_string(Pick(0, blocks - 1))).Zone("z" + std::to_string(Pick(0, 1)));
+    if (Chance(30)) node.Nvlink("d" + std::to_string(Pick(0, 2)));
+    if (gpus == 8 && Chance(50)) node.Islands({0, 0, 0, 0, 1, 1, 1, 1});
+    if (gpus > 0 && Chance(15)) node.Unhealthy({Pick(0, gpus - 1)});
+    if (Chance(5)) node.Cordon();
+    if (Chance(10)) node.Taint("dedicated", "infer");
+    if (Chance(30)) node.Label("pool", Chance(50) ? "a" : "b");
+  }
+}
+
+// A gang of one to three pod sets; pods of one set alike.
+void GenGang(SnapshotBuilder& b) {
+  auto w = b.Workload("gang", "q");
+  const int sets = Pick(1, 3);
+  for (int s = 0; s < sets; ++s) {
+    w.Pods(Pick(1, 24), OneOf<int64_t>({0, 1, 1, 2, 4, 8}));
+    w.Cpu(Pick(0, 16) * 1000).Memory(Pick(0, 64) * kGi);
+    if (Chance(15)) w.Selector("pool", Chance(50) ? "a" : "b");
+    if (Chance(15)) w.Tolerate("dedicated");
+    if (Chance(15)) w.Models({"A100"});
+  }
+}
+
+// Random pods already running: some GPUs, CPU and memory of each node are held.
+void HoldSome(const Snapshot& s, ClusterState& state,
+              std::vector<std::pair<PodPlacement, Resources>>* held) {
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    const NodeId n{static_cast<int32_t>(i)};
+    const int gpus = static_cast<int>(s.nodes[i].gpus.size());
+    for (int pod = Pick(0, 3); pod > 0; --pod) {
+      const uint64_t free = state.free(n).gpu_mask;
+      const uint64_t mask = free & static_cast<uint64_t>(Pick(0, (1 << gpus) - 1));
+      const Resources req =
+          Resources::Of(std::popcount(mask), Pick(0, 32) * 1000, Pick(0, 256) * kGi);
+      const NodeCapacity& f = state.free(n);
+      if (f.pods < 1 || f.cpu_milli < req.cpu_milli() || f.memory_bytes < req.memory_bytes())
+        continue;
+      const PodPlacement p{n, mask};
+      if (!state.ClaimExisting(p, req).ok()) continue;
+      held->push_back({p, req});
+    }
+  }
+}
+
+std::string Describe(const std::optional<PlacementPlan>& plan) {
+  if (!plan) return "none";
+  std::string out;
+  for (const PodAssignment& p : plan->pods)
+    out += std::to_string(p.pod_set) + "/" + std::to_string(p.replica) + "@" +
+           std::to_string(p.placement.node.value) + ":" + std::to_string(p.placement.gpu_mask) +
+           " ";
+  return out;
+}
+
+RC_GTEST_PROP(PlacementProperty, KeptCursorsChooseAsScanningEveryCandidatePerPod, ()) {
+  SnapshotBuilder b;
+  GenNodes(b);
+  GenGang(b);
+  const Snapshot& s = b.snapshot();
+  ClusterState state(s);
+  std::vector<std::pair<PodPlacement, Resources>> held;
+  HoldSome(s, state, &held);
+  // Some held pods are being released by preemption victims: an overlay of their capacity.
+  CapacityOverlay overlay;
+  const bool with_overlay = Chance(40);
+  if (with_overlay)
+    for (const auto& [p, req] : held)
+      if (Chance(40)) overlay.Add(state, p, req);
+  const Workload& w = s.workloads.front();
+  const int32_t pods = Chance(70) ? w.TotalPods() : Pick(1, w.TotalPods());
+
+  FeasibilityCache f1(state), f2(state);
+  const TopologyBinPacking policy;
+  const auto got = policy.Place(state, f1, w, pods, with_overlay ? &overlay : nullptr);
+  const auto want = ReferencePlace(state, f2, w, pods, with_overlay ? &overlay : nullptr);
+  RC_TAG(got ? (got->pods.size() > 1 ? "gang placed" : "one pod placed") : "none");
+  RC_ASSERT(Describe(got) == Describe(want));
+}
+
+}  // namespace
+}  // namespace chamber::core
