@@ -165,12 +165,12 @@ void ClusterState::MoveBucket(int32_t node, int from, int to) {
 
 // Changes a node's free capacity and keeps the bucket, domain and cluster totals in step.
 void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove,
-                              const Resources& delta) {
+                              int64_t cpu_milli, int64_t memory_bytes) {
   NodeCapacity& f = free_[node];
   const int before = Popcount(f.gpu_mask);
   f.gpu_mask = (f.gpu_mask | gpu_add) & ~gpu_remove;
-  f.cpu_milli += delta.cpu_milli();
-  f.memory_bytes += delta.memory_bytes();
+  f.cpu_milli += cpu_milli;
+  f.memory_bytes += memory_bytes;
   const int after = Popcount(f.gpu_mask);
   const NodeFacts& facts = index_->facts_[node];
   if (!facts.schedulable) return;
@@ -178,7 +178,9 @@ void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remov
   for (int level = 0; level < kNumDomainLevels; ++level) {
     if (facts.domain[level] >= 0) domain_free_[level][facts.domain[level]] += after - before;
   }
-  total_free_ += Resources::Of(after - before, delta.cpu_milli(), delta.memory_bytes());
+  total_free_[Resource::kGpu] += after - before;
+  total_free_[Resource::kCpu] += cpu_milli;
+  total_free_[Resource::kMemory] += memory_bytes;
 }
 
 Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& request) {
@@ -209,7 +211,7 @@ void ClusterState::Claim(const PodPlacement& p, const Resources& request) {
   const int32_t i = p.node.value;
   held_mask_[i] |= p.gpu_mask;
   free_[i].pods -= 1;
-  AdjustFree(i, 0, p.gpu_mask, Resources::Of(0, -request.cpu_milli(), -request.memory_bytes()));
+  AdjustFree(i, 0, p.gpu_mask, -request.cpu_milli(), -request.memory_bytes());
 }
 
 void ClusterState::Release(const PodPlacement& p, const Resources& request) {
@@ -218,7 +220,7 @@ void ClusterState::Release(const PodPlacement& p, const Resources& request) {
   free_[i].pods += 1;
   // Only healthy GPUs return to the free pool.
   const uint64_t back = p.gpu_mask & index_->facts_[i].healthy_mask;
-  AdjustFree(i, back, 0, Resources::Of(0, request.cpu_milli(), request.memory_bytes()));
+  AdjustFree(i, back, 0, request.cpu_milli(), request.memory_bytes());
 }
 
 void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request) {

@@ -150,7 +150,10 @@ class ClusterState {
 
  private:
   void MoveBucket(int32_t node, int from, int to);
-  void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, const Resources& delta);
+  // Scalars rather than a Resources: one built by the caller went through the stack, and the
+  // vector load of its scalar stores stalled on store forwarding in every claim.
+  void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, int64_t cpu_milli,
+                  int64_t memory_bytes);
 
   const std::vector<Node>* nodes_;
   std::shared_ptr<const NodeIndex> index_;
