@@ -85,7 +85,11 @@ class Cycle {
   bool OverFairShare(QueueId q, const Resources& req) const;
   bool Borrowing(QueueId leaf, const Resources& req) const;
   bool LendingAllows(const Resources& req) const;
-  bool Protected(WorkloadId v) const;
+  // Whether running work may not be preempted whatever this cycle does: reserved, younger than
+  // the minimum runtime, or preempted too often lately.
+  bool Shielded(const Workload& w) const;
+  // Fills running_ from running_ids_, once, when the cycle's first victim search reads it.
+  void LoadRunning() const;
   std::vector<VictimCandidate> Candidates(WorkloadId w, bool reclaim) const;
   // The part of Candidates from the workload's own queue: lower-priority work it may preempt.
   void PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const;
@@ -165,13 +169,19 @@ class Cycle {
   struct Running {
     WorkloadId id;
     int32_t priority = 0;
-    bool shielded = false;  // Protected() before any preemption of this cycle
+    bool shielded = false;  // Shielded(); preempted this cycle is victim_
     double gpu_hours_lost = 0;
     uint32_t first_placement = 0;  // its placements in running_placements_
     uint32_t num_placements = 0;
   };
-  std::vector<std::vector<Running>> running_;     // per leaf queue: possible victims
-  std::vector<PodPlacement> running_placements_;  // of every Running entry, side by side
+  // Running work that may be a victim, in load order. Most cycles read none of it, even when
+  // work waits (no queue borrows, no waiting work outranks running work of its queue), so
+  // running_ is filled from it only when a victim search first reads it (LoadRunning).
+  std::vector<WorkloadId> running_ids_;
+  std::vector<int32_t> running_in_;  // per queue: its entries in running_ids_
+  mutable bool running_loaded_ = false;
+  mutable std::vector<std::vector<Running>> running_;     // per leaf queue: possible victims
+  mutable std::vector<PodPlacement> running_placements_;  // of every Running entry, side by side
   std::span<const PodPlacement> PlacementsOf(const Running& v) const {
     return std::span<const PodPlacement>(running_placements_)
         .subspan(v.first_placement, v.num_placements);
@@ -252,6 +262,7 @@ void Cycle::LoadWorkloads() {
   running_.assign(nq, {});
   running_min_priority_.assign(nq, std::numeric_limits<int32_t>::max());
   running_count_.assign(nq, 0);
+  running_in_.assign(nq, 0);
   queue_of_.assign(s_.workloads.size(), QueueId{});
   ask_.assign(s_.workloads.size(), Ask{});
   victim_.assign(s_.workloads.size(), 0);
@@ -313,11 +324,8 @@ void Cycle::LoadWorkloads() {
         continue;
       }
       if (!q.valid()) continue;
-      running_[q.index()].push_back({id, w.priority, Protected(id), GpuHoursLost(w, s_.now),
-                                     static_cast<uint32_t>(running_placements_.size()),
-                                     static_cast<uint32_t>(w.placements.size())});
-      running_placements_.insert(running_placements_.end(), w.placements.begin(),
-                                 w.placements.end());
+      running_ids_.push_back(id);
+      ++running_in_[q.index()];
       running_min_priority_[q.index()] = std::min(running_min_priority_[q.index()], w.priority);
       continue;
     }
@@ -585,11 +593,23 @@ bool Cycle::LendingAllows(const Resources& req) const {
   return true;
 }
 
-// Read once per running workload at load (Running::shielded); Candidates adds victim_ on top.
-// Anything here that changes during a cycle must be checked in Candidates instead.
-bool Cycle::Protected(WorkloadId v) const {
-  const Workload& w = wl(v);
-  if (w.reserved() || victim_[v.index()]) return true;
+void Cycle::LoadRunning() const {
+  if (running_loaded_) return;
+  running_loaded_ = true;
+  for (WorkloadId id : running_ids_) {
+    const Workload& w = wl(id);
+    running_[queue_of_[id.index()].index()].push_back(
+        {id, w.priority, Shielded(w), GpuHoursLost(w, s_.now),
+         static_cast<uint32_t>(running_placements_.size()),
+         static_cast<uint32_t>(w.placements.size())});
+    running_placements_.insert(running_placements_.end(), w.placements.begin(), w.placements.end());
+  }
+}
+
+// Read once per running workload (Running::shielded); Candidates adds victim_ on top. Anything
+// here that changes during a cycle must be checked in Candidates instead.
+bool Cycle::Shielded(const Workload& w) const {
+  if (w.reserved()) return true;
   if (s_.now - w.start_time < cfg_.min_runtime) return true;
   int32_t recent = 0;
   for (Time t : w.recent_preemptions)
@@ -611,6 +631,7 @@ void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) 
   const QueueId q = queue_of_[w.index()];
   // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
   if (!cfg_.priority_preemption_enabled || priority <= running_min_priority_[q.index()]) return;
+  LoadRunning();
   for (const Running& v : running_[q.index()]) {
     if (v.priority >= priority || v.shielded || victim_[v.id.index()]) continue;
     out->push_back(
@@ -619,7 +640,7 @@ void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) 
 }
 
 bool Cycle::ReclaimsFrom(QueueId q, QueueId other) const {
-  if (other == q || !tree_.leaf(other) || running_[other.index()].empty()) return false;
+  if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0) return false;
   for (Resource r : kAllResources)
     if (tree_.managed(r) && usage_[other.index()][r] > tree_.queue(other).res(r).quota) return true;
   return false;
@@ -636,8 +657,9 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
     for (QueueId other : tree_.top_down()) {
       if (!ReclaimsFrom(q, other)) continue;
       borrowers.push_back(other);
-      most += running_[other.index()].size();
+      most += running_in_[other.index()];
     }
+    if (!borrowers.empty()) LoadRunning();
     out.reserve(most);
     for (QueueId other : borrowers) {
       const double over = Ratio(other);
@@ -653,6 +675,7 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
 
 void Cycle::BuildVictimIndex() {
   // Every running workload reclaim could take this cycle: later victims leave it as they go.
+  LoadRunning();
   std::vector<VictimIndex::Entry> entries;
   for (size_t q = 0; q < running_.size(); ++q) {
     for (const Running& v : running_[q]) {
