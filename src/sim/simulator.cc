@@ -90,6 +90,16 @@ struct Unit {
 
 enum class Ev { kSubmit, kFinish, kGraceEnd, kGpuFail, kGpuRepair, kCycle };
 
+// When a running job's last checkpoint is next due to be brought up to date in the snapshot.
+struct CheckpointDue {
+  Time at;
+  int32_t job;
+  uint32_t version;  // JobRun::version when it started: a job stopped since has another
+  friend bool operator>(const CheckpointDue& x, const CheckpointDue& y) {
+    return std::tie(x.at, x.job) > std::tie(y.at, y.job);
+  }
+};
+
 struct Event {
   Time time;
   uint64_t seq;
@@ -191,6 +201,7 @@ class Sim {
   std::vector<Unit> units_;
   std::vector<int32_t> wl_unit_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::priority_queue<CheckpointDue, std::vector<CheckpointDue>, std::greater<>> checkpoints_;
   uint64_t seq_ = 0;
   int64_t live_ = 0;     // queued submit, finish and grace-end events
   int64_t running_ = 0;  // jobs making progress
@@ -441,20 +452,30 @@ void Sim::PrepareCycle(Time t) {
   snap_.now = t;
   // The nodes change only with failures, repairs and cordons, which drop the index.
   if (!snap_.node_index) snap_.node_index = std::make_shared<const core::NodeIndex>(snap_.nodes);
-  // What the engine needs to know about running work: checkpoints and LAS priorities.
-  for (size_t i = 0; i < snap_.workloads.size(); ++i) {
-    core::Workload& w = snap_.workloads[i];
-    const JobRun& r = jobs_[units_[wl_unit_[i]].job];
-    if (w.state == core::WorkloadState::kRunning && options_.checkpoint_interval.count() > 0 &&
-        r.phase == Phase::kRunning) {
-      const int64_t k = (t - r.run_start).count() / options_.checkpoint_interval.count();
-      w.last_checkpoint_time = r.run_start + Duration(k * options_.checkpoint_interval.count());
+  // A running job's last checkpoint, as of `t`, for the jobs that passed one since the last
+  // cycle: the rest keep theirs.
+  while (!checkpoints_.empty() && checkpoints_.top().at <= t) {
+    const CheckpointDue due = checkpoints_.top();
+    checkpoints_.pop();
+    const JobRun& r = jobs_[due.job];
+    if (r.phase != Phase::kRunning || r.version != due.version) continue;  // stopped since
+    const int64_t interval = options_.checkpoint_interval.count();
+    const Time last = r.run_start + Duration((t - r.run_start).count() / interval * interval);
+    for (int32_t u = r.first_unit; u < r.first_unit + r.units; ++u) {
+      if (units_[u].wl < 0) continue;
+      core::Workload& w = snap_.workloads[units_[u].wl];
+      if (w.state == core::WorkloadState::kRunning) w.last_checkpoint_time = last;
     }
-    if (policy_.attained_service) {
+    checkpoints_.push({last + Duration(interval), due.job, due.version});
+  }
+  // LAS: priorities from the service attained so far, which grows with every running moment.
+  if (policy_.attained_service) {
+    for (size_t i = 0; i < snap_.workloads.size(); ++i) {
+      const JobRun& r = jobs_[units_[wl_unit_[i]].job];
       double attained = r.attained_gpu_hours;
       if (r.phase == Phase::kRunning)
         attained += static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(t - r.run_start);
-      w.priority = AttainedServicePriority(attained);
+      snap_.workloads[i].priority = AttainedServicePriority(attained);
     }
   }
 }
@@ -505,6 +526,7 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     r.started = true;
     r.phase = Phase::kRunning;
     r.run_start = t;
+    if (options_.checkpoint_interval.count() > 0) checkpoints_.push({t, unit.job, r.version});
     ++running_;
     --waiting_jobs_;
     if (first) {
