@@ -1,5 +1,7 @@
 // The steppable simulated cluster: internal stepping matches Simulate, and external scheduling
 // (the daemon's way) runs the same jobs through the same engine.
+#include <optional>
+
 #include <gtest/gtest.h>
 
 #include "sim/cluster_spec.h"
@@ -84,6 +86,48 @@ TEST(SimCluster, ExternalSchedulingAndInjectedFaults) {
   EXPECT_TRUE(sim.snapshot().nodes[0].gpus[3].healthy);
   sim.SetUnschedulable(0, true);
   EXPECT_TRUE(sim.snapshot().nodes[0].unschedulable);
+}
+
+// The snapshot each cycle sees carries a running job's last checkpoint as of that cycle (every
+// checkpoint_interval from the start of its current run), through a restart after a fault.
+TEST(SimCluster, CyclesSeeEachRunningJobsLastCheckpoint) {
+  Trace trace;
+  trace.jobs = {Job("a", Time(0), hours(10), 1, 8)};
+  const SimPolicy policy = *MakePolicy("chamber", core::EngineConfig{});
+  SimOptions options;
+  options.checkpoint_interval = minutes(30);
+  auto c = SimCluster::Create(Cluster(1, 8), trace, policy, options, {},
+                              SimCluster::Scheduling::kExternal);
+  ASSERT_TRUE(c.ok());
+  SimCluster& sim = **c;
+  const core::Engine engine(policy.config, policy.policies);
+  // The last checkpoint the cycle at `t` sees; the cycle's decisions are applied.
+  auto checkpoint_at = [&](Time t) {
+    sim.AdvanceTo(t);
+    const core::Snapshot& s = sim.PrepareCycle();
+    EXPECT_EQ(s.workloads.size(), 1u);
+    const std::optional<Time> last = s.workloads[0].last_checkpoint_time;
+    sim.ApplyCycle(engine.Schedule(s));
+    return last;
+  };
+  EXPECT_EQ(checkpoint_at(Time(minutes(1))), std::nullopt);  // starts now
+  EXPECT_EQ(checkpoint_at(Time(minutes(20))), Time(minutes(1)));
+  EXPECT_EQ(checkpoint_at(Time(minutes(30))), Time(minutes(1)));
+  EXPECT_EQ(checkpoint_at(Time(minutes(31))), Time(minutes(31)));
+  EXPECT_EQ(checkpoint_at(Time(minutes(75))), Time(minutes(61)));
+  // A GPU fails under it: the next cycle preempts it, and it runs again once the GPU is back.
+  ASSERT_TRUE(sim.FailGpu(0, 3, minutes(5)));
+  EXPECT_EQ(checkpoint_at(Time(minutes(76))), Time(minutes(61)));
+  EXPECT_EQ(sim.snapshot().workloads[0].state, core::WorkloadState::kPreempting);
+  sim.AdvanceTo(Time(minutes(90)));
+  EXPECT_EQ(sim.snapshot().workloads[0].state, core::WorkloadState::kSuspended);
+  checkpoint_at(Time(minutes(90)));  // resumes
+  EXPECT_EQ(sim.snapshot().workloads[0].state, core::WorkloadState::kRunning);
+  EXPECT_EQ(sim.snapshot().workloads[0].last_checkpoint_time, std::nullopt);
+  // The first run's next checkpoint (91 min) is not the new run's.
+  EXPECT_EQ(checkpoint_at(Time(minutes(100))), Time(minutes(90)));
+  EXPECT_EQ(checkpoint_at(Time(minutes(125))), Time(minutes(120)));
+  EXPECT_EQ(checkpoint_at(Time(minutes(200))), Time(minutes(180)));
 }
 
 }  // namespace
