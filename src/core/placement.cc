@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <map>
+#include <span>
 
 namespace chamber::core {
 namespace {
@@ -259,9 +260,17 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
     int bucket = -1;  // with in_bucket, where the bucket scan of the set's next pod starts
     size_t in_bucket = 0;
   };
-  std::vector<SetCursor> cursors;  // made by the first try that needs them: most never do
+  // Inline for the usual one or two pod sets: victim searches try placements by the thousand.
+  std::array<SetCursor, 2> few_cursors;
+  std::vector<SetCursor> more_cursors;
+  std::span<SetCursor> cursors;
   auto reset_cursors = [&] {
-    cursors.resize(w.pod_sets.size());
+    if (w.pod_sets.size() <= few_cursors.size()) {
+      cursors = std::span<SetCursor>(few_cursors).first(w.pod_sets.size());
+    } else {
+      more_cursors.resize(w.pod_sets.size());
+      cursors = more_cursors;
+    }
     for (SetCursor& c : cursors) {
       c.used = 0;
       c.ordered = false;
