@@ -130,14 +130,19 @@ class Cycle {
     int32_t priority = 0;
     bool reserved() const { return priority >= kReservedPriority; }
   };
-  std::vector<Ask> ask_;  // per workload, filled for waiting ones
+  // One per waiting workload, in load order; ask_of_ finds a workload's. Running work, often
+  // most of a cycle's, has none: filling a record for every workload cost more than the rest of
+  // loading a running one.
+  std::vector<Ask> ask_;
+  std::vector<int32_t> ask_of_;  // per workload: its index in ask_, -1 when it has none
+  const Ask& AskOf(WorkloadId w) const { return ask_[ask_of_[w.index()]]; }
   // Workload::RequestOfFirst(pods) for pods = total or minimum, the only sizes tried.
   const Resources& RequestOf(WorkloadId w, int32_t pods) const {
-    const Ask& a = ask_[w.index()];
+    const Ask& a = AskOf(w);
     return pods == a.total ? a.all : a.least;
   }
   int32_t ShapeOf(WorkloadId w, int32_t pods) const {
-    const Ask& a = ask_[w.index()];
+    const Ask& a = AskOf(w);
     return pods == a.total ? a.shape_all : a.shape_least;
   }
   std::vector<Resources> usage_;           // per queue, whole subtree
@@ -264,7 +269,9 @@ void Cycle::LoadWorkloads() {
   running_count_.assign(nq, 0);
   running_in_.assign(nq, 0);
   queue_of_.assign(s_.workloads.size(), QueueId{});
-  ask_.assign(s_.workloads.size(), Ask{});
+  ask_.clear();
+  ask_.reserve(s_.workloads.size());  // reserved, not filled: only waiting work writes its part
+  ask_of_.assign(s_.workloads.size(), -1);
   victim_.assign(s_.workloads.size(), 0);
 
   // Workloads of one queue tend to come together: the last name looked up is compared before
@@ -341,7 +348,8 @@ void Cycle::LoadWorkloads() {
            "queue " + w.queue + " has child queues; submit to one of them");
     } else {
       order_keys_[q.index()].push_back({-w.priority, id, w.submit_time});
-      Ask& a = ask_[i];
+      ask_of_[i] = static_cast<int32_t>(ask_.size());
+      Ask& a = ask_.emplace_back();
       a.total = w.TotalPods();
       a.minimum = w.min_member > 0 ? w.min_member : a.total;
       a.all = w.RequestOfFirst(a.total);
@@ -486,10 +494,15 @@ void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
     // of it now. Waiting lists are in queue order, which is random in memory, and these loads
     // missed the cache on nearly every workload of a large cycle. The Workload itself is read
     // only for work that starts or preempts.
+    // A record's place in ask_ is loaded twice as far ahead, to be there when it says which
+    // record to load.
+    if (c + 2 * kPrefetchAhead < list.size())
+      __builtin_prefetch(&ask_of_[list[c + 2 * kPrefetchAhead].index()]);
     if (c + kPrefetchAhead < list.size()) {
       const size_t ahead = list[c + kPrefetchAhead].index();
-      __builtin_prefetch(&ask_[ahead]);
-      __builtin_prefetch(reinterpret_cast<const char*>(&ask_[ahead]) + sizeof(Ask) - 1);
+      const Ask* ask = &ask_[ask_of_[ahead]];
+      __builtin_prefetch(ask);
+      __builtin_prefetch(reinterpret_cast<const char*>(ask) + sizeof(Ask) - 1);
       __builtin_prefetch(&queue_of_[ahead]);
     }
     ++out_.stats.workloads_considered;
@@ -627,7 +640,7 @@ double GpuHoursLost(const Workload& w, Time now) {
 }
 
 void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const {
-  const int32_t priority = ask_[w.index()].priority;
+  const int32_t priority = AskOf(w).priority;
   const QueueId q = queue_of_[w.index()];
   // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
   if (!cfg_.priority_preemption_enabled || priority <= running_min_priority_[q.index()]) return;
@@ -777,9 +790,10 @@ int32_t Cycle::InternShape(const Workload& w, int32_t pods) {
 Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   const Workload& work = wl(w);  // read only where a workload may start or preempt
   const QueueId q = queue_of_[w.index()];
-  const int32_t total = ask_[w.index()].total;
-  const int32_t minimum = ask_[w.index()].minimum;
-  const bool reserved = ask_[w.index()].reserved();
+  const Ask& ask = AskOf(w);
+  const int32_t total = ask.total;
+  const int32_t minimum = ask.minimum;
+  const bool reserved = ask.reserved();
   // The sizes still possible: all pods, then the gang's minimum. Inline, not a vector: this runs
   // for every waiting workload in each pass.
   SmallSizes sizes;
