@@ -290,12 +290,15 @@ void Cycle::LoadWorkloads() {
       __builtin_prefetch(ahead.placements.data());
     }
     const bool holds = w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
-    if (!looked_up || w.queue != last_queue_name) {
-      last_queue = tree_.Find(w.queue);
-      last_queue_name = w.queue;
-      looked_up = true;
+    QueueId q{w.queue_hint};
+    if (w.queue_hint < 0 || !tree_.Finds(q, w.queue)) {
+      if (!looked_up || w.queue != last_queue_name) {
+        last_queue = tree_.Find(w.queue);
+        last_queue_name = w.queue;
+        looked_up = true;
+      }
+      q = last_queue;
     }
-    const QueueId q = last_queue;
     queue_of_[i] = q;
 
     if (holds) {

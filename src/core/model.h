@@ -114,6 +114,9 @@ struct PodPlacement {
 struct Workload {
   std::string name;   // "namespace/name"
   std::string queue;  // a leaf queue's name
+  // Optional: the position of `queue` in Snapshot::queues, when the caller knows it. A cycle
+  // checks the name there instead of looking it up; a wrong or stale hint only costs the lookup.
+  int32_t queue_hint = -1;
   int32_t priority = 0;
   Time submit_time{0};
   int32_t min_member = 0;  // 0: all pods; otherwise the gang's all-or-nothing minimum

@@ -57,7 +57,8 @@ QueueTree::QueueTree(const std::vector<Queue>& queues) : queues_(&queues) {
     const Queue& q = queues[i];
     const QueueId id{static_cast<int32_t>(i)};
     nodes_[i].error = CheckSpec(q);
-    if (Insert(q.name, id) != id && nodes_[i].error.empty())
+    nodes_[i].found_by_name = Insert(q.name, id) == id;
+    if (!nodes_[i].found_by_name && nodes_[i].error.empty())
       nodes_[i].error = "duplicate queue name " + q.name + " (the first definition is used)";
     for (Resource r : kAllResources)
       if (q.res(r).quota > 0 || q.res(r).limit != kUnlimited) managed_[static_cast<int>(r)] = true;

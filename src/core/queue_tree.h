@@ -19,6 +19,11 @@ class QueueTree {
   size_t size() const { return queues_->size(); }
   const Queue& queue(QueueId q) const { return (*queues_)[q.index()]; }
   QueueId Find(std::string_view name) const;  // invalid id when absent
+  // Whether Find(name) is q, checked without hashing: q holds that name and is the queue the
+  // name finds (the first of duplicates).
+  bool Finds(QueueId q, std::string_view name) const {
+    return q.index() < nodes_.size() && nodes_[q.index()].found_by_name && queue(q).name == name;
+  }
 
   QueueId parent(QueueId q) const { return nodes_[q.index()].parent; }
   const std::vector<QueueId>& children(QueueId q) const { return nodes_[q.index()].children; }
@@ -39,6 +44,7 @@ class QueueTree {
     QueueId parent;
     std::vector<QueueId> children;
     std::string error;
+    bool found_by_name = false;  // Find(its name) is this queue
   };
   const std::vector<Queue>* queues_;
   std::vector<NodeInfo> nodes_;

@@ -71,7 +71,8 @@ struct JobRun {
   int32_t first_unit = 0;
   int32_t units = 0;
   int32_t units_running = 0;
-  int32_t queue = -1;  // index into the metrics queues
+  int32_t queue = -1;         // index into the metrics queues
+  int32_t engine_queue = -1;  // index of its queue in the snapshot's
   Phase phase = Phase::kFuture;
   Duration remaining{0};
   Time run_start{0};
@@ -266,6 +267,9 @@ Status Sim::Setup() {
   for (const core::Queue& q : options_.queues) known.insert(q.name);
   std::set<std::string> parents;
   for (const core::Queue& q : options_.queues) parents.insert(q.parent);
+  std::map<std::string, int32_t> engine_queue;  // the first of a name, as the engine finds it
+  for (size_t i = 0; i < snap_.queues.size(); ++i)
+    engine_queue.try_emplace(snap_.queues[i].name, static_cast<int32_t>(i));
 
   jobs_.resize(trace_.jobs.size());
   for (size_t j = 0; j < trace_.jobs.size(); ++j) {
@@ -280,6 +284,7 @@ Status Sim::Setup() {
       return Status::InvalidArgument("job " + t.id + " names queue \"" + t.queue +
                                      "\", which has child queues; jobs go to leaf queues");
     r.queue = queue_of(queue);
+    r.engine_queue = policy_.one_queue ? 0 : engine_queue.at(queue);
     r.gpus_per_pod = t.gpus_per_pod;
     if (t.gpu_milli_per_pod > 0) {
       // The engine allocates whole GPUs: a fraction is rounded up and the report says so.
@@ -367,6 +372,7 @@ void Sim::AddWorkload(int32_t u, core::WorkloadState state) {
   core::Workload w;
   w.name = policy_.per_pod ? t.id + "/" + std::to_string(u - r.first_unit) : t.id;
   w.queue = policy_.one_queue ? kOneQueue : (options_.queues.empty() ? kDefaultQueue : t.queue);
+  w.queue_hint = r.engine_queue;
   w.priority = policy_.ignore_priority ? 0 : t.priority;
   if (policy_.attained_service) w.priority = AttainedServicePriority(r.attained_gpu_hours);
   // Pods of one job are created one after another, so per-pod scheduling interleaves jobs

@@ -116,6 +116,21 @@ TEST(QueueTreeTest, DuplicateNameKeepsFirst) {
   EXPECT_EQ(t.roots().size(), 1u);
 }
 
+// Finds(q, name) answers "is Find(name) q?" without a lookup.
+TEST(QueueTreeTest, FindsAgreesWithFind) {
+  SnapshotBuilder b;
+  b.Queue("team").Quota(4);
+  b.Queue("other");
+  b.Queue("team").Quota(8);
+  const QueueTree t(b.snapshot().queues);
+  EXPECT_TRUE(t.Finds(QueueId{0}, "team"));
+  EXPECT_TRUE(t.Finds(QueueId{1}, "other"));
+  EXPECT_FALSE(t.Finds(QueueId{1}, "team"));  // another queue's name
+  EXPECT_FALSE(t.Finds(QueueId{2}, "team"));  // a duplicate: Find gives the first
+  EXPECT_FALSE(t.Finds(QueueId{3}, "team"));  // no such queue
+  EXPECT_FALSE(t.Finds(QueueId{0}, "tea"));
+}
+
 TEST(QueueTreeTest, BadSpecs) {
   SnapshotBuilder b;
   b.Queue("neg").Quota(-2);
