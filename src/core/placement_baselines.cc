@@ -43,10 +43,19 @@ std::optional<PlacementPlan> FirstFitPlacement::Place(const ClusterState& state,
                                                       const Workload& w, int32_t pods,
                                                       const CapacityOverlay* overlay) const {
   const auto n_nodes = static_cast<int32_t>(state.num_nodes());
+  // Pods of a set are placed one after another and capacity only shrinks as they are, so a node
+  // before the one the set's last pod took had no room for that pod and has none for this one:
+  // each set scans the nodes once, however many pods it has.
+  const PodSet* set = nullptr;
+  int32_t from = 0;
   return PlaceGreedy(state, feasibility, w, pods, overlay,
-                     [&](auto& fits, auto& /*effective*/, const PodSet& /*ps*/) {
-                       for (int32_t n = 0; n < n_nodes; ++n)
-                         if (fits(n)) return n;
+                     [&](auto& fits, auto& /*effective*/, const PodSet& ps) {
+                       if (&ps != set) {
+                         set = &ps;
+                         from = 0;
+                       }
+                       for (; from < n_nodes; ++from)
+                         if (fits(from)) return from;
                        return -1;
                      });
 }

@@ -1,4 +1,5 @@
-// TopologyBinPacking against a reference that places each pod by scanning every candidate node.
+// TopologyBinPacking and FirstFitPlacement against references that place each pod by scanning
+// every candidate node.
 //
 // The policy keeps, through one placement try, where the next pod of each pod set may go (the
 // gang's nodes already found full, each set's candidates ordered once, the bucket scan's
@@ -23,6 +24,7 @@
 #include "core/cluster_state.h"
 #include "core/node_capacity_map.h"
 #include "core/placement.h"
+#include "core/placement_baselines.h"
 #include "core/test/snapshot_builder.h"
 
 namespace chamber::core {
@@ -276,6 +278,57 @@ RC_GTEST_PROP(PlacementProperty, KeptCursorsChooseAsScanningEveryCandidatePerPod
   const TopologyBinPacking policy;
   const auto got = policy.Place(state, f1, w, pods, with_overlay ? &overlay : nullptr);
   const auto want = ReferencePlace(state, f2, w, pods, with_overlay ? &overlay : nullptr);
+  RC_TAG(got ? (got->pods.size() > 1 ? "gang placed" : "one pod placed") : "none");
+  RC_ASSERT(Describe(got) == Describe(want));
+}
+
+// First fit: each pod on the first node, in node order, with room for it.
+std::optional<PlacementPlan> ReferenceFirstFit(const ClusterState& state, FeasibilityCache& feas,
+                                               const Workload& w, int32_t pods,
+                                               const CapacityOverlay* overlay) {
+  NodeCapacityMap consumed;
+  PlacementPlan plan;
+  int32_t placed = 0;
+  for (size_t s = 0; s < w.pod_sets.size() && placed < pods; ++s) {
+    const PodSet& ps = w.pod_sets[s];
+    for (int32_t r = 0; r < ps.count && placed < pods; ++r, ++placed) {
+      int32_t chosen = -1;
+      for (int32_t n = 0; n < static_cast<int32_t>(state.num_nodes()) && chosen < 0; ++n) {
+        if (feas.For(ps)[n] == NodeFilter::kOk &&
+            EffectiveCapacity(state, n, overlay, consumed.Find(n)).Fits(ps.request))
+          chosen = n;
+      }
+      if (chosen < 0) return std::nullopt;
+      const uint64_t mask =
+          PickGpus(EffectiveCapacity(state, chosen, overlay, consumed.Find(chosen)).gpu_mask,
+                   state.islands(NodeId{chosen}), static_cast<int>(ps.request.gpu()));
+      consumed[chosen].Add(NodeCapacity::OfPod(mask, ps.request));
+      plan.pods.push_back({static_cast<int32_t>(s), r, PodPlacement{NodeId{chosen}, mask}});
+    }
+  }
+  return plan;
+}
+
+RC_GTEST_PROP(PlacementProperty, FirstFitScansEachPodSetsNodesOnce, ()) {
+  SnapshotBuilder b;
+  GenNodes(b);
+  GenGang(b);
+  const Snapshot& s = b.snapshot();
+  ClusterState state(s);
+  std::vector<std::pair<PodPlacement, Resources>> held;
+  HoldSome(s, state, &held);
+  CapacityOverlay overlay;
+  const bool with_overlay = Chance(40);
+  if (with_overlay)
+    for (const auto& [p, req] : held)
+      if (Chance(40)) overlay.Add(state, p, req);
+  const Workload& w = s.workloads.front();
+  const int32_t pods = Chance(70) ? w.TotalPods() : Pick(1, w.TotalPods());
+
+  FeasibilityCache f1(state), f2(state);
+  const FirstFitPlacement policy;
+  const auto got = policy.Place(state, f1, w, pods, with_overlay ? &overlay : nullptr);
+  const auto want = ReferenceFirstFit(state, f2, w, pods, with_overlay ? &overlay : nullptr);
   RC_TAG(got ? (got->pods.size() > 1 ? "gang placed" : "one pod placed") : "none");
   RC_ASSERT(Describe(got) == Describe(want));
 }
