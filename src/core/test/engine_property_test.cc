@@ -38,43 +38,23 @@
 #include "core/cluster_state.h"
 #include "core/engine.h"
 #include "core/queue_tree.h"
+#include "core/test/generators.h"
 #include "core/test/snapshot_builder.h"
 
 namespace chamber::core {
 namespace {
 
+using testing::Chance;
+using testing::GenNodes;
 using testing::kGi;
+using testing::OneOf;
+using testing::Pick;
 using testing::Sec;
 using testing::SnapshotBuilder;
 
-// --- Generators. Each pick goes through RapidCheck, so failing cases shrink. ---
-
-int Pick(int lo, int hi) { return *rc::gen::inRange(lo, hi + 1); }  // inclusive
-// True with the given probability; shrinks towards false, the usual case.
-bool Chance(int percent) { return *rc::gen::inRange(0, 100) >= 100 - percent; }
-template <typename T>
-T OneOf(std::vector<T> values) {
-  return values[static_cast<size_t>(Pick(0, static_cast<int>(values.size()) - 1))];
-}
+// --- Generators (Pick, Chance, OneOf and GenNodes in generators.h). ---
 
 constexpr Time kNow = Sec(7200);
-
-void GenNodes(SnapshotBuilder& b, int min_nodes, int max_nodes) {
-  const int n = Pick(min_nodes, max_nodes);
-  const int blocks = Pick(1, 3);
-  for (int i = 0; i < n; ++i) {
-    const int gpus = OneOf<int>({0, 1, 2, 4, 8, 8, 8});
-    auto node = b.Node("n" + std::to_string(i), gpus, Chance(20) ? "A100" : "H100");
-    node.Cpu(Pick(8, 128) * 1000).Memory(Pick(32, 1024) * kGi).MaxPods(Pick(2, 110));
-    node.Block("b" + std::to_string(Pick(0, blocks - 1))).Zone("z" + std::to_string(Pick(0, 1)));
-    if (Chance(15)) node.Nvlink("d" + std::to_string(Pick(0, 1)));
-    if (gpus == 8 && Chance(50)) node.Islands({0, 0, 0, 0, 1, 1, 1, 1});
-    if (gpus > 0 && Chance(15)) node.Unhealthy({Pick(0, gpus - 1)});
-    if (Chance(5)) node.Cordon();
-    if (Chance(10)) node.Taint("dedicated", "infer");
-    if (Chance(30)) node.Label("pool", Chance(50) ? "a" : "b");
-  }
-}
 
 void GenQueues(SnapshotBuilder& b) {
   const int n = Pick(1, 8);

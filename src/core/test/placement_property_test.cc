@@ -25,20 +25,18 @@
 #include "core/node_capacity_map.h"
 #include "core/placement.h"
 #include "core/placement_baselines.h"
+#include "core/test/generators.h"
 #include "core/test/snapshot_builder.h"
 
 namespace chamber::core {
 namespace {
 
+using testing::Chance;
+using testing::GenNodes;
 using testing::kGi;
+using testing::OneOf;
+using testing::Pick;
 using testing::SnapshotBuilder;
-
-int Pick(int lo, int hi) { return *rc::gen::inRange(lo, hi + 1); }  // inclusive
-bool Chance(int percent) { return *rc::gen::inRange(0, 100) >= 100 - percent; }
-template <typename T>
-T OneOf(std::vector<T> values) {
-  return values[static_cast<size_t>(Pick(0, static_cast<int>(values.size()) - 1))];
-}
 
 // --- The reference: every pod scans every candidate. ---
 
@@ -196,23 +194,6 @@ std::optional<PlacementPlan> ReferencePlace(const ClusterState& state, Feasibili
 
 // --- Generators. ---
 
-void GenNodes(SnapshotBuilder& b) {
-  const int n = Pick(1, 40);
-  const int blocks = Pick(1, 4);
-  for (int i = 0; i < n; ++i) {
-    const int gpus = OneOf<int>({0, 1, 2, 4, 8, 8, 8, 8});
-    auto node = b.Node("n" + std::to_string(i), gpus, Chance(20) ? "A100" : "H100");
-    node.Cpu(Pick(8, 128) * 1000).Memory(Pick(32, 1024) * kGi).MaxPods(Pick(2, 110));
-    node.Block("b" + std::to_string(Pick(0, blocks - 1))).Zone("z" + std::to_string(Pick(0, 1)));
-    if (Chance(30)) node.Nvlink("d" + std::to_string(Pick(0, 2)));
-    if (gpus == 8 && Chance(50)) node.Islands({0, 0, 0, 0, 1, 1, 1, 1});
-    if (gpus > 0 && Chance(15)) node.Unhealthy({Pick(0, gpus - 1)});
-    if (Chance(5)) node.Cordon();
-    if (Chance(10)) node.Taint("dedicated", "infer");
-    if (Chance(30)) node.Label("pool", Chance(50) ? "a" : "b");
-  }
-}
-
 // A gang of one to three pod sets; pods of one set alike.
 void GenGang(SnapshotBuilder& b) {
   auto w = b.Workload("gang", "q");
@@ -257,29 +238,45 @@ std::string Describe(const std::optional<PlacementPlan>& plan) {
   return out;
 }
 
-RC_GTEST_PROP(PlacementProperty, KeptCursorsChooseAsScanningEveryCandidatePerPod, ()) {
+// A random cluster with some of it held, a gang, and maybe an overlay of capacity that some of
+// the holders are releasing.
+struct PlacementCase {
   SnapshotBuilder b;
-  GenNodes(b);
-  GenGang(b);
-  const Snapshot& s = b.snapshot();
-  ClusterState state(s);
-  std::vector<std::pair<PodPlacement, Resources>> held;
-  HoldSome(s, state, &held);
-  // Some held pods are being released by preemption victims: an overlay of their capacity.
+  std::optional<ClusterState> state;
   CapacityOverlay overlay;
-  const bool with_overlay = Chance(40);
-  if (with_overlay)
-    for (const auto& [p, req] : held)
-      if (Chance(40)) overlay.Add(state, p, req);
-  const Workload& w = s.workloads.front();
-  const int32_t pods = Chance(70) ? w.TotalPods() : Pick(1, w.TotalPods());
+  bool with_overlay = false;
+  int32_t pods = 0;
 
-  FeasibilityCache f1(state), f2(state);
-  const TopologyBinPacking policy;
-  const auto got = policy.Place(state, f1, w, pods, with_overlay ? &overlay : nullptr);
-  const auto want = ReferencePlace(state, f2, w, pods, with_overlay ? &overlay : nullptr);
-  RC_TAG(got ? (got->pods.size() > 1 ? "gang placed" : "one pod placed") : "none");
-  RC_ASSERT(Describe(got) == Describe(want));
+  PlacementCase() {
+    GenNodes(b, 1, 40);
+    GenGang(b);
+    state.emplace(b.snapshot());
+    std::vector<std::pair<PodPlacement, Resources>> held;
+    HoldSome(b.snapshot(), *state, &held);
+    with_overlay = Chance(40);
+    if (with_overlay)
+      for (const auto& [p, req] : held)
+        if (Chance(40)) overlay.Add(*state, p, req);
+    const Workload& w = gang();
+    pods = Chance(70) ? w.TotalPods() : Pick(1, w.TotalPods());
+  }
+  const Workload& gang() const { return b.snapshot().workloads.front(); }
+  const CapacityOverlay* overlay_or_null() const { return with_overlay ? &overlay : nullptr; }
+
+  using Placer = std::optional<PlacementPlan> (*)(const ClusterState&, FeasibilityCache&,
+                                                  const Workload&, int32_t, const CapacityOverlay*);
+  // The policy's plan and the reference's, each with a cache of its own.
+  void Compare(const PlacementPolicy& policy, Placer reference) const {
+    FeasibilityCache f1(*state), f2(*state);
+    const auto got = policy.Place(*state, f1, gang(), pods, overlay_or_null());
+    const auto want = reference(*state, f2, gang(), pods, overlay_or_null());
+    RC_TAG(got ? (got->pods.size() > 1 ? "gang placed" : "one pod placed") : "none");
+    RC_ASSERT(Describe(got) == Describe(want));
+  }
+};
+
+RC_GTEST_PROP(PlacementProperty, KeptCursorsChooseAsScanningEveryCandidatePerPod, ()) {
+  PlacementCase().Compare(TopologyBinPacking(), ReferencePlace);
 }
 
 // First fit: each pod on the first node, in node order, with room for it.
@@ -310,27 +307,7 @@ std::optional<PlacementPlan> ReferenceFirstFit(const ClusterState& state, Feasib
 }
 
 RC_GTEST_PROP(PlacementProperty, FirstFitScansEachPodSetsNodesOnce, ()) {
-  SnapshotBuilder b;
-  GenNodes(b);
-  GenGang(b);
-  const Snapshot& s = b.snapshot();
-  ClusterState state(s);
-  std::vector<std::pair<PodPlacement, Resources>> held;
-  HoldSome(s, state, &held);
-  CapacityOverlay overlay;
-  const bool with_overlay = Chance(40);
-  if (with_overlay)
-    for (const auto& [p, req] : held)
-      if (Chance(40)) overlay.Add(state, p, req);
-  const Workload& w = s.workloads.front();
-  const int32_t pods = Chance(70) ? w.TotalPods() : Pick(1, w.TotalPods());
-
-  FeasibilityCache f1(state), f2(state);
-  const FirstFitPlacement policy;
-  const auto got = policy.Place(state, f1, w, pods, with_overlay ? &overlay : nullptr);
-  const auto want = ReferenceFirstFit(state, f2, w, pods, with_overlay ? &overlay : nullptr);
-  RC_TAG(got ? (got->pods.size() > 1 ? "gang placed" : "one pod placed") : "none");
-  RC_ASSERT(Describe(got) == Describe(want));
+  PlacementCase().Compare(FirstFitPlacement(), ReferenceFirstFit);
 }
 
 }  // namespace
