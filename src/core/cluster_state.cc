@@ -16,7 +16,6 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
   const size_t n = nodes.size();
   facts_.resize(n);
   free_.resize(n);
-  bucket_pos_.assign(n, -1);
 
   int max_gpus = 0;
   std::array<std::unordered_map<std::string, int32_t>, kNumDomainLevels> domain_ids;
@@ -94,13 +93,16 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
     max_gpus = std::max(max_gpus, f.gpu_count);
   }
 
-  buckets_.resize(static_cast<size_t>(max_gpus) + 1);
+  max_gpus_ = max_gpus;
+  const size_t words = (n + 63) / 64;
+  bucket_bits_.assign((static_cast<size_t>(max_gpus) + 1) * words, 0);
+  bucket_size_.assign(static_cast<size_t>(max_gpus) + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     const NodeFacts& f = facts_[i];
     if (!f.schedulable) continue;
     const int k = Popcount(free_[i].gpu_mask);
-    bucket_pos_[i] = static_cast<int32_t>(buckets_[k].size());
-    buckets_[k].push_back(static_cast<int32_t>(i));
+    bucket_bits_[static_cast<size_t>(k) * words + i / 64] |= uint64_t{1} << (i % 64);
+    ++bucket_size_[k];
     for (int level = 0; level < kNumDomainLevels; ++level) {
       if (f.domain[level] < 0) continue;
       domain_nodes_[level][f.domain[level]].push_back(static_cast<int32_t>(i));
@@ -127,8 +129,9 @@ ClusterState::ClusterState(const Snapshot& snapshot)
       free_(index_->free_),
       releasing_(index_->facts_.size()),
       held_mask_(index_->facts_.size(), 0),
-      buckets_(index_->buckets_),
-      bucket_pos_(index_->bucket_pos_),
+      bucket_words_((index_->facts_.size() + 63) / 64),
+      bucket_bits_(index_->bucket_bits_),
+      bucket_size_(index_->bucket_size_),
       domain_free_(index_->domain_free_),
       total_free_(index_->capacity_) {}
 
@@ -151,16 +154,21 @@ int32_t ClusterState::model_id(std::string_view model) const {
   return it == index_->model_ids_.end() ? -1 : it->second;
 }
 
+std::vector<int32_t> ClusterState::nodes_with_free_gpus(int k) const {
+  std::vector<int32_t> out;
+  for (int32_t n = NextWithFreeGpus(k, 0); n >= 0; n = NextWithFreeGpus(k, n + 1)) out.push_back(n);
+  return out;
+}
+
+// The caller has checked that the node is schedulable (bucketed).
 void ClusterState::MoveBucket(int32_t node, int from, int to) {
-  if (from == to || bucket_pos_[node] < 0) return;
-  std::vector<int32_t>& src = buckets_[from];
-  const int32_t pos = bucket_pos_[node];
-  const int32_t last = src.back();
-  src[pos] = last;
-  bucket_pos_[last] = pos;
-  src.pop_back();
-  bucket_pos_[node] = static_cast<int32_t>(buckets_[to].size());
-  buckets_[to].push_back(node);
+  if (from == to) return;
+  const size_t word = static_cast<size_t>(node) / 64;
+  const uint64_t bit = uint64_t{1} << (node % 64);
+  bucket_bits_[static_cast<size_t>(from) * bucket_words_ + word] &= ~bit;
+  bucket_bits_[static_cast<size_t>(to) * bucket_words_ + word] |= bit;
+  --bucket_size_[from];
+  ++bucket_size_[to];
 }
 
 // Changes a node's free capacity and keeps the bucket, domain and cluster totals in step.
@@ -236,6 +244,7 @@ Status ClusterState::CheckInvariants() const {
   std::array<std::vector<int64_t>, kNumDomainLevels> domain_sum;
   for (int level = 0; level < kNumDomainLevels; ++level)
     domain_sum[level].assign(domain_free_[level].size(), 0);
+  std::vector<int32_t> bucket_sum(bucket_size_.size(), 0);
   for (size_t i = 0; i < index_->facts_.size(); ++i) {
     const NodeFacts& f = index_->facts_[i];
     const NodeCapacity& fr = free_[i];
@@ -243,16 +252,20 @@ Status ClusterState::CheckInvariants() const {
       return Status::Internal("node " + (*nodes_)[i].name + ": a GPU is both free and held");
     if ((fr.gpu_mask & ~f.healthy_mask) != 0)
       return Status::Internal("node " + (*nodes_)[i].name + ": an unhealthy GPU is free");
+    const int k = f.schedulable ? Popcount(fr.gpu_mask) : -1;  // -1: in no bucket
+    for (int b = 0; b <= max_gpus_per_node(); ++b) {
+      const bool in =
+          (bucket_bits_[static_cast<size_t>(b) * bucket_words_ + i / 64] >> (i % 64) & 1) != 0;
+      if (in != (b == k))
+        return Status::Internal("node " + (*nodes_)[i].name + ": free-GPU bucket out of step");
+      bucket_sum[b] += in ? 1 : 0;
+    }
     if (!f.schedulable) continue;
-    const int k = Popcount(fr.gpu_mask);
-    if (bucket_pos_[i] < 0 || static_cast<size_t>(k) >= buckets_.size() ||
-        static_cast<size_t>(bucket_pos_[i]) >= buckets_[k].size() ||
-        buckets_[k][bucket_pos_[i]] != static_cast<int32_t>(i))
-      return Status::Internal("node " + (*nodes_)[i].name + ": free-GPU bucket out of step");
     free_sum += Resources::Of(k, fr.cpu_milli, fr.memory_bytes);
     for (int level = 0; level < kNumDomainLevels; ++level)
       if (f.domain[level] >= 0) domain_sum[level][f.domain[level]] += k;
   }
+  if (bucket_sum != bucket_size_) return Status::Internal("free-GPU bucket sizes out of step");
   if (!(free_sum == total_free_)) return Status::Internal("cluster free total out of step");
   for (int level = 0; level < kNumDomainLevels; ++level)
     if (domain_sum[level] != domain_free_[level])

@@ -4,7 +4,9 @@
 // reference; the engine claims and releases through the methods below, which keep three indexes
 // in step with the holdings:
 //   - nodes bucketed by their number of free GPUs, so best-fit placement is a short scan from
-//     the smallest bucket that fits rather than a pass over every node;
+//     the smallest bucket that fits rather than a pass over every node. A bucket is a bitset
+//     over node indices and is read in index order, so which of several equally full nodes
+//     comes first depends on the holdings alone, never on the order they were claimed in;
 //   - free GPUs per topology domain (multi-node NVLink domain, block, zone), so gang placement
 //     can pick the tightest domain that can hold the gang;
 //   - capacity being released by preemption victims in their grace period, which a preemptor may
@@ -12,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -91,8 +94,9 @@ class NodeIndex {
   std::vector<SnapshotIssue> issues_;
   // The holdings-dependent state of ClusterState, with nothing held.
   std::vector<NodeCapacity> free_;
-  std::vector<std::vector<int32_t>> buckets_;
-  std::vector<int32_t> bucket_pos_;
+  int max_gpus_ = 0;
+  std::vector<uint64_t> bucket_bits_;  // ClusterState::bucket_bits_
+  std::vector<int32_t> bucket_size_;
   std::array<std::vector<int64_t>, kNumDomainLevels> domain_free_;
 };
 
@@ -113,10 +117,25 @@ class ClusterState {
   const NodeCapacity& free(NodeId n) const { return free_[n.index()]; }
   const NodeCapacity& releasing(NodeId n) const { return releasing_[n.index()]; }
   int free_gpus(NodeId n) const;
-  int max_gpus_per_node() const { return static_cast<int>(buckets_.size()) - 1; }
+  int max_gpus_per_node() const { return index_->max_gpus_; }
 
-  // Schedulable nodes with exactly `k` free GPUs, 0 <= k <= max_gpus_per_node().
-  const std::vector<int32_t>& nodes_with_free_gpus(int k) const { return buckets_[k]; }
+  // Schedulable nodes with exactly `k` free GPUs, 0 <= k <= max_gpus_per_node(), in index
+  // order: the first at or after node `from`, or -1 when there is none.
+  int32_t NextWithFreeGpus(int k, int32_t from) const {
+    if (bucket_size_[k] == 0) return -1;
+    const size_t words = bucket_words_;
+    size_t word = static_cast<size_t>(from) >> 6;
+    if (word >= words) return -1;
+    const uint64_t* bits = bucket_bits_.data() + static_cast<size_t>(k) * words;
+    uint64_t w = bits[word] & (~uint64_t{0} << (from & 63));
+    while (w == 0) {
+      if (++word == words) return -1;
+      w = bits[word];
+    }
+    return static_cast<int32_t>(word * 64 + static_cast<size_t>(std::countr_zero(w)));
+  }
+  // The same, all of them: for tests and explanations.
+  std::vector<int32_t> nodes_with_free_gpus(int k) const;
 
   int num_domains(DomainLevel level) const;
   const std::vector<int32_t>& domain_nodes(DomainLevel level, int32_t domain) const;
@@ -160,8 +179,11 @@ class ClusterState {
   std::vector<NodeCapacity> free_;
   std::vector<NodeCapacity> releasing_;
   std::vector<uint64_t> held_mask_;  // GPUs held, healthy or not
-  std::vector<std::vector<int32_t>> buckets_;
-  std::vector<int32_t> bucket_pos_;  // position of each node in its bucket (-1: not bucketed)
+  // Per free-GPU count k, bucket_words_ words from k * bucket_words_: bit n set when schedulable
+  // node n has exactly k free GPUs. Unschedulable nodes are in none.
+  size_t bucket_words_ = 0;
+  std::vector<uint64_t> bucket_bits_;
+  std::vector<int32_t> bucket_size_;  // nodes per bucket
   std::array<std::vector<int64_t>, kNumDomainLevels> domain_free_;
   Resources total_free_;
 };

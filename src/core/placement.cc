@@ -229,7 +229,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   if (refs.size() == 1 && overlay == nullptr) {
     const PodRef& p = refs.front();
     for (int k = static_cast<int>(p.ps->request.gpu()); k <= max_k; ++k) {
-      for (int32_t n : state.nodes_with_free_gpus(k)) {
+      for (int32_t n = state.NextWithFreeGpus(k, 0); n >= 0; n = state.NextWithFreeGpus(k, n + 1)) {
         if (ok(n, p) && a.Fits(n, *p.ps)) {
           a.Take(n, p);
           return a.TakePlan();
@@ -257,8 +257,8 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
     bool ordered = false;
     size_t next = 0;
     std::vector<int32_t> order;
-    int bucket = -1;  // with in_bucket, where the bucket scan of the set's next pod starts
-    size_t in_bucket = 0;
+    int bucket = -1;        // with in_bucket, where the bucket scan of the set's next pod starts
+    int32_t in_bucket = 0;  // a node index: buckets are read in index order
   };
   // Inline for the usual one or two pod sets: victim searches try placements by the thousand.
   std::array<SetCursor, 2> few_cursors;
@@ -341,7 +341,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
     }
     int tries = 0;
     for (int k = static_cast<int>(std::min<int64_t>(total_gpu, max_k + 1)); k <= max_k; ++k) {
-      for (int32_t n : state.nodes_with_free_gpus(k)) {
+      for (int32_t n = state.NextWithFreeGpus(k, 0); n >= 0; n = state.NextWithFreeGpus(k, n + 1)) {
         if (!ok(n, refs.front())) continue;
         if (try_node(n)) return a.TakePlan();
         if (++tries >= kMaxSingleNodeTries) break;
@@ -395,9 +395,9 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
     SetCursor& c = cursors[p.set];
     if (c.bucket < 0) c.bucket = static_cast<int>(p.ps->request.gpu());
     for (; chosen < 0 && c.bucket <= max_k; ++c.bucket, c.in_bucket = 0) {
-      const std::vector<int32_t>& bucket = state.nodes_with_free_gpus(c.bucket);
-      for (; c.in_bucket < bucket.size(); ++c.in_bucket) {
-        const int32_t n = bucket[c.in_bucket];
+      for (int32_t n = state.NextWithFreeGpus(c.bucket, c.in_bucket); n >= 0;
+           n = state.NextWithFreeGpus(c.bucket, n + 1)) {
+        c.in_bucket = n;
         if (ok(n, p) && a.Fits(n, *p.ps)) {
           chosen = n;
           break;

@@ -1,5 +1,6 @@
 #include "core/cluster_state.h"
 
+#include <algorithm>
 #include <bit>
 #include <random>
 #include <vector>
@@ -224,6 +225,44 @@ TEST(ClusterStateTest, InvariantsHoldAfterRandomOperations) {
   for (const auto& [p, r] : held) s.Release(p, r);
   EXPECT_EQ(s.total_free(), s.capacity());
   EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+// Buckets list their nodes in index order, whatever order the holdings were claimed and
+// released in: equally full nodes are offered alike to a fresh cycle and to one whose state
+// came about by other steps.
+TEST(ClusterStateTest, BucketsDependOnTheHoldingsNotTheirOrder) {
+  SnapshotBuilder b;
+  for (int i = 0; i < 70; ++i) b.Node("n" + std::to_string(i), 8);  // two bitset words
+  std::vector<PodPlacement> pods;
+  for (int i = 0; i < 70; ++i) pods.push_back({NodeId{i}, Mask(0, 1 + i % 3)});
+  std::mt19937 rng(7);
+  std::vector<std::vector<int32_t>> first;
+  for (int round = 0; round < 4; ++round) {
+    ClusterState s(b.snapshot());
+    std::shuffle(pods.begin(), pods.end(), rng);
+    // Claim everything, release a shuffled half and claim it again: other paths, same holdings.
+    for (const PodPlacement& p : pods) s.Claim(p, Gpus(std::popcount(p.gpu_mask)));
+    for (size_t i = 0; i < pods.size() / 2; ++i)
+      s.Release(pods[i], Gpus(std::popcount(pods[i].gpu_mask)));
+    for (size_t i = 0; i < pods.size() / 2; ++i)
+      s.Claim(pods[i], Gpus(std::popcount(pods[i].gpu_mask)));
+    ASSERT_TRUE(s.CheckInvariants().ok());
+    std::vector<std::vector<int32_t>> buckets;
+    for (int k = 0; k <= s.max_gpus_per_node(); ++k) {
+      buckets.push_back(s.nodes_with_free_gpus(k));
+      EXPECT_TRUE(std::is_sorted(buckets.back().begin(), buckets.back().end()));
+    }
+    EXPECT_EQ(buckets[7].size(), 24u);  // nodes 0, 3, ..., 69 hold one GPU
+    EXPECT_EQ(buckets[7].front(), 0);
+    EXPECT_EQ(buckets[7].back(), 69);
+    EXPECT_EQ(s.NextWithFreeGpus(7, 64), 66);  // across the word boundary
+    EXPECT_EQ(s.NextWithFreeGpus(7, 70), -1);
+    if (round == 0) {
+      first = buckets;
+    } else {
+      EXPECT_EQ(buckets, first);
+    }
+  }
 }
 
 }  // namespace
