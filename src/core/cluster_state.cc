@@ -133,7 +133,8 @@ ClusterState::ClusterState(const Snapshot& snapshot)
       bucket_bits_(index_->bucket_bits_),
       bucket_size_(index_->bucket_size_),
       domain_free_(index_->domain_free_),
-      total_free_(index_->capacity_) {}
+      total_free_(index_->capacity_),
+      journaled_(index_->facts_.size(), 0) {}
 
 int ClusterState::free_gpus(NodeId n) const { return Popcount(free_[n.index()].gpu_mask); }
 
@@ -217,6 +218,7 @@ Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& reque
 
 void ClusterState::Claim(const PodPlacement& p, const Resources& request) {
   const int32_t i = p.node.value;
+  Journal(i);
   held_mask_[i] |= p.gpu_mask;
   free_[i].pods -= 1;
   AdjustFree(i, 0, p.gpu_mask, -request.cpu_milli(), -request.memory_bytes());
@@ -224,6 +226,7 @@ void ClusterState::Claim(const PodPlacement& p, const Resources& request) {
 
 void ClusterState::Release(const PodPlacement& p, const Resources& request) {
   const int32_t i = p.node.value;
+  Journal(i);
   held_mask_[i] &= ~p.gpu_mask;
   free_[i].pods += 1;
   // Only healthy GPUs return to the free pool.
@@ -232,11 +235,36 @@ void ClusterState::Release(const PodPlacement& p, const Resources& request) {
 }
 
 void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request) {
+  Journal(p.node.value);
   NodeCapacity& r = releasing_[p.node.index()];
   r.gpu_mask |= p.gpu_mask & index_->facts_[p.node.index()].healthy_mask;
   r.cpu_milli += request.cpu_milli();
   r.memory_bytes += request.memory_bytes();
   r.pods += 1;
+}
+
+void ClusterState::UnmarkReleasing(const PodPlacement& p, const Resources& request) {
+  Journal(p.node.value);
+  NodeCapacity& r = releasing_[p.node.index()];
+  r.gpu_mask &= ~p.gpu_mask;  // held pods' GPUs do not overlap
+  r.cpu_milli -= request.cpu_milli();
+  r.memory_bytes -= request.memory_bytes();
+  r.pods -= 1;
+}
+
+void ClusterState::RollBack() {
+  for (auto it = journal_.rbegin(); it != journal_.rend(); ++it) {
+    const int32_t n = it->node;
+    const NodeCapacity& now = free_[n];
+    AdjustFree(n, it->free.gpu_mask & ~now.gpu_mask, now.gpu_mask & ~it->free.gpu_mask,
+               it->free.cpu_milli - now.cpu_milli, it->free.memory_bytes - now.memory_bytes);
+    free_[n].pods = it->free.pods;
+    releasing_[n] = it->releasing;
+    held_mask_[n] = it->held;
+    journaled_[n] = 0;
+  }
+  journal_.clear();
+  journaling_ = false;
 }
 
 Status ClusterState::CheckInvariants() const {

@@ -163,12 +163,25 @@ class ClusterState {
   void Release(const PodPlacement& p, const Resources& request);
   // Marks a held pod's capacity as being released by a preemption victim.
   void MarkReleasing(const PodPlacement& p, const Resources& request);
+  // Takes back what MarkReleasing recorded for the pod.
+  void UnmarkReleasing(const PodPlacement& p, const Resources& request);
+
+  // From BeginJournal on, the state remembers each node's holdings as they were before the
+  // node's first change; RollBack returns every node to them and ends the journal. A state
+  // kept between cycles runs a cycle's claims and releases this way and drops them after it.
+  void BeginJournal() { journaling_ = true; }
+  void RollBack();
 
   // Sanity check used by tests: holdings, buckets and domain totals agree.
   Status CheckInvariants() const;
 
  private:
   void MoveBucket(int32_t node, int from, int to);
+  void Journal(int32_t node) {
+    if (!journaling_ || journaled_[node]) return;
+    journaled_[node] = 1;
+    journal_.push_back({node, free_[node], releasing_[node], held_mask_[node]});
+  }
   // Scalars rather than a Resources: one built by the caller went through the stack, and the
   // vector load of its scalar stores stalled on store forwarding in every claim.
   void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, int64_t cpu_milli,
@@ -186,6 +199,15 @@ class ClusterState {
   std::vector<int32_t> bucket_size_;  // nodes per bucket
   std::array<std::vector<int64_t>, kNumDomainLevels> domain_free_;
   Resources total_free_;
+  struct Saved {
+    int32_t node;
+    NodeCapacity free;
+    NodeCapacity releasing;
+    uint64_t held;
+  };
+  bool journaling_ = false;
+  std::vector<Saved> journal_;
+  std::vector<uint8_t> journaled_;  // per node: in journal_
 };
 
 }  // namespace chamber::core

@@ -118,6 +118,7 @@ struct CycleStats {
   int32_t placement_cache_hits = 0;
   int32_t preemption_searches = 0;
   int32_t indexed_preemption_searches = 0;  // of those, answered from the cycle's victim index
+  int32_t pending = 0;  // workloads that wait after the cycle, whether explained or not
 };
 
 struct CycleResult {

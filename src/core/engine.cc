@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -48,13 +49,48 @@ class SmallSizes {
 
 double GpuHoursLost(const Workload& w, Time now);
 
-// The state of one cycle. Built fresh for each call of Engine::Schedule.
+// What Load keeps of the last queue name it looked up: workloads of one queue tend to come
+// together, so a name is compared with the last one before it is hashed.
+struct QueueLookup {
+  std::string_view name;
+  QueueId queue;
+  bool valid = false;
+};
+
+// The state of a cycle: what it derives from the snapshot's workloads (loaded), and what it
+// decides. Engine::Schedule builds one, loads every workload and runs it once. A session keeps
+// one between cycles (`keep`): it unloads a workload before the workload changes and loads it
+// again after, and each Run drops what the cycle itself claimed, so the loaded part is always
+// what loading the current snapshot afresh would give.
 class Cycle {
  public:
-  Cycle(const Snapshot& s, const EngineConfig& cfg, const Policies& pol, const EngineTuning& tune)
-      : s_(s), cfg_(cfg), pol_(pol), tune_(tune), tree_(s.queues), state_(s), feas_(state_) {}
+  Cycle(const Snapshot& s, const EngineConfig& cfg, const Policies& pol, const EngineTuning& tune,
+        bool keep)
+      : s_(s),
+        cfg_(cfg),
+        pol_(pol),
+        tune_(tune),
+        keep_(keep),
+        tree_(s.queues),
+        state_(s),
+        feas_(state_) {
+    InitQueues();
+  }
 
-  CycleResult Run();
+  // Every workload of the snapshot, none loaded before.
+  void LoadAll();
+  // One workload; false when it brought a snapshot issue (a placement that cannot be recorded).
+  bool Load(WorkloadId w, QueueLookup& lookup);
+  // Takes back what Load did for the workload, which has not changed since and brought no
+  // issue.
+  void Unload(WorkloadId w);
+  // Whether some workload brought a snapshot issue.
+  bool HasIssues() const { return !issues_of_.empty(); }
+  // Per-workload records for a workload appended to the snapshot, or the last one removed.
+  void AddSlot();
+  void PopSlot();
+
+  CycleResult Run(const CycleOptions& options);
 
  private:
   const Workload& wl(WorkloadId w) const { return s_.workloads[w.index()]; }
@@ -62,14 +98,30 @@ class Cycle {
     return tree_.queue(q).queueing.value_or(cfg_.default_queueing);
   }
 
-  void LoadWorkloads();
+  void InitQueues();
+  // Queue order: priority, submit time, name, index.
+  struct OrderKey {
+    int32_t neg_priority;
+    WorkloadId id;
+    Time submit;
+  };
+  bool Before(const OrderKey& a, const OrderKey& b) const {
+    if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
+    if (a.submit != b.submit) return a.submit < b.submit;
+    return std::tuple(std::string_view(wl(a.id).name), a.id) <
+           std::tuple(std::string_view(wl(b.id).name), b.id);
+  }
+  void Issue(WorkloadId w, std::string message);
+  // Per cycle: what the last one left, cleared; released capacity and hardware faults applied.
+  void BeginRun();
+  void EndRun();
   void ComputeFairShare();
   double Ratio(QueueId q) const;
   double ComputeRatio(QueueId q) const;
   double OldestHead(QueueId q) const;
   QueueId PickLeaf() const;
   void SetActive(QueueId leaf, bool active);
-  void Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
+  void Serve(const std::vector<std::vector<WorkloadId>>& lists, int pass,
              std::vector<std::vector<WorkloadId>>* deferred);
   Outcome TryAdmit(WorkloadId w, int pass);
   void Commit(WorkloadId w, PlacementPlan plan, bool borrowing);
@@ -109,6 +161,9 @@ class Cycle {
   const EngineConfig& cfg_;
   const Policies& pol_;
   const EngineTuning& tune_;
+  const bool keep_;
+  bool explain_ = true;
+  int32_t pending_count_ = 0;
   QueueTree tree_;
   ClusterState state_;
   FeasibilityCache feas_;
@@ -134,7 +189,8 @@ class Cycle {
   // most of a cycle's, has none: filling a record for every workload cost more than the rest of
   // loading a running one.
   std::vector<Ask> ask_;
-  std::vector<int32_t> ask_of_;  // per workload: its index in ask_, -1 when it has none
+  std::vector<int32_t> ask_of_;     // per workload: its index in ask_, -1 when it has none
+  std::vector<int32_t> free_asks_;  // records in ask_ that no workload uses (after Unload)
   const Ask& AskOf(WorkloadId w) const { return ask_[ask_of_[w.index()]]; }
   // Workload::RequestOfFirst(pods) for pods = total or minimum, the only sizes tried.
   const Resources& RequestOf(WorkloadId w, int32_t pods) const {
@@ -158,16 +214,19 @@ class Cycle {
   std::vector<int32_t> name_rank_;  // per queue: position of its name in sorted order
   bool any_lending_limit_ = false;  // some leaf queue keeps part of its quota back
   std::vector<std::vector<WorkloadId>> waiting_;  // per leaf queue, in queue order
-  // Queue order: priority, submit time, name, index. The keys are gathered at load, while each
-  // workload is read anyway, so that the sort reads a compact array, not the scattered
-  // workloads (their names break the rare ties).
-  struct OrderKey {
-    int32_t neg_priority;
-    WorkloadId id;
-    Time submit;
-  };
-  std::vector<std::vector<OrderKey>> order_keys_;  // per leaf queue, in load order
-  std::vector<Resources> waiting_demand_;          // per leaf queue: what its waiting work asks
+  // The keys are gathered at load, while each workload is read anyway, so that the sort reads
+  // a compact array, not the scattered workloads (their names break the rare ties). In load
+  // order until the first Run sorts them; after that (kept) a load inserts in order.
+  std::vector<std::vector<OrderKey>> order_keys_;  // per leaf queue
+  bool sorted_ = false;                            // order_keys_ and waiting_ in queue order
+  // Waiting workloads that cannot be scheduled as they are (bad spec, missing or bad queue).
+  std::map<int32_t, std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>> invalid_;
+  std::map<int32_t, std::vector<SnapshotIssue>> issues_of_;  // per workload, rare
+  // Workloads in their grace period, and running work on a failed GPU that each cycle preempts:
+  // both in index order, since the capacity they release is offered in that order.
+  std::vector<WorkloadId> releasing_ids_;
+  std::vector<WorkloadId> faulted_;
+  std::vector<Resources> waiting_demand_;  // per leaf queue: what its waiting work asks
   // A running workload as victim selection sees it. Gathered once per cycle because Candidates
   // scans these for every preemption search, and reading them from the large, scattered
   // Workload structs dominated cycles with many searches.
@@ -182,8 +241,8 @@ class Cycle {
   // Running work that may be a victim, in load order. Most cycles read none of it, even when
   // work waits (no queue borrows, no waiting work outranks running work of its queue), so
   // running_ is filled from it only when a victim search first reads it (LoadRunning).
-  std::vector<WorkloadId> running_ids_;
-  std::vector<int32_t> running_in_;  // per queue: its entries in running_ids_
+  std::vector<WorkloadId> running_ids_;  // in index order
+  std::vector<int32_t> running_in_;      // per queue: its entries in running_ids_
   mutable bool running_loaded_ = false;
   mutable std::vector<std::vector<Running>> running_;     // per leaf queue: possible victims
   mutable std::vector<PodPlacement> running_placements_;  // of every Running entry, side by side
@@ -192,11 +251,16 @@ class Cycle {
         .subspan(v.first_placement, v.num_placements);
   }
   std::vector<int32_t> running_min_priority_;  // per leaf queue: lowest priority in running_
+  std::vector<int32_t> running_at_min_;        // per leaf queue: entries of that priority
+  std::vector<uint8_t> min_stale_;             // per leaf queue: the lowest left, recount
   std::vector<int32_t> running_count_;         // per queue
-  std::vector<uint8_t> victim_;                // per workload: preempted this cycle
-  std::vector<int32_t> active_;                // per queue: active leaves beneath
-  std::vector<uint8_t> leaf_active_;           // per queue
-  std::vector<size_t> cursor_;                 // per queue: next workload of the pass
+  // A kept cycle's usage before it ran: Run puts it back.
+  std::vector<Resources> kept_usage_, kept_reserved_usage_;
+  std::vector<int32_t> kept_running_count_;
+  std::vector<uint8_t> victim_;       // per workload: preempted this cycle
+  std::vector<int32_t> active_;       // per queue: active leaves beneath
+  std::vector<uint8_t> leaf_active_;  // per queue
+  std::vector<size_t> cursor_;        // per queue: next workload of the pass
   const std::vector<std::vector<WorkloadId>>* lists_ = nullptr;  // the pass's queues
   // Shapes (constraint set, pods and request per pod set) interned to ids at load, so that the
   // caches below cost an index or an integer hash per workload rather than a string key.
@@ -218,7 +282,8 @@ class Cycle {
   size_t one_set_count_ = 0;
   int32_t InternOneSet(const std::array<int64_t, 5>& fields);
   int32_t NewShape();
-  std::vector<uint8_t> no_fit_;  // per shape: found not to fit on free capacity
+  std::vector<uint8_t> no_fit_;          // per shape: found not to fit on free capacity
+  std::vector<int32_t> touched_shapes_;  // shapes with no_fit_ or explanation_ set this cycle
   // Per shape: why not, once asked; shared by every pending workload of the shape.
   std::vector<std::shared_ptr<const PendingExplanation>> explanation_;
   std::unordered_set<uint64_t> no_victims_;  // queue << 32 | shape: no victim set found
@@ -243,7 +308,7 @@ void Cycle::AddUsage(QueueId q, const Resources& r, int sign, bool reserved) {
   }
 }
 
-void Cycle::LoadWorkloads() {
+void Cycle::InitQueues() {
   const size_t nq = s_.queues.size();
   usage_.assign(nq, {});
   reserved_usage_.assign(nq, {});
@@ -266,103 +331,214 @@ void Cycle::LoadWorkloads() {
   waiting_demand_.assign(nq, {});
   running_.assign(nq, {});
   running_min_priority_.assign(nq, std::numeric_limits<int32_t>::max());
+  running_at_min_.assign(nq, 0);
+  min_stale_.assign(nq, 0);
   running_count_.assign(nq, 0);
   running_in_.assign(nq, 0);
-  queue_of_.assign(s_.workloads.size(), QueueId{});
-  ask_.clear();
-  ask_.reserve(s_.workloads.size());  // reserved, not filled: only waiting work writes its part
-  ask_of_.assign(s_.workloads.size(), -1);
-  victim_.assign(s_.workloads.size(), 0);
+}
 
-  // Workloads of one queue tend to come together: the last name looked up is compared before
-  // the name is hashed.
-  std::string_view last_queue_name;
-  QueueId last_queue;
-  bool looked_up = false;
-  for (size_t i = 0; i < s_.workloads.size(); ++i) {
-    const WorkloadId id{static_cast<int32_t>(i)};
-    const Workload& w = s_.workloads[i];
+void Cycle::LoadAll() {
+  const size_t n = s_.workloads.size();
+  queue_of_.assign(n, QueueId{});
+  ask_.clear();
+  ask_.reserve(n);  // reserved, not filled: only waiting work writes its part
+  ask_of_.assign(n, -1);
+  QueueLookup lookup;
+  for (size_t i = 0; i < n; ++i) {
     // A workload's pod sets and placements live apart from it; start loading those of one a few
     // ahead.
-    if (i + kPrefetchAhead < s_.workloads.size()) {
+    if (i + kPrefetchAhead < n) {
       const Workload& ahead = s_.workloads[i + kPrefetchAhead];
       __builtin_prefetch(ahead.pod_sets.data());
       __builtin_prefetch(ahead.placements.data());
     }
-    const bool holds = w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
-    QueueId q{w.queue_hint};
-    if (w.queue_hint < 0 || !tree_.Finds(q, w.queue)) {
-      if (!looked_up || w.queue != last_queue_name) {
-        last_queue = tree_.Find(w.queue);
-        last_queue_name = w.queue;
-        looked_up = true;
-      }
-      q = last_queue;
-    }
-    queue_of_[i] = q;
+    Load(WorkloadId{static_cast<int32_t>(i)}, lookup);
+  }
+}
 
-    if (holds) {
-      // Running work holds what it holds, whatever is wrong with its spec or queue.
-      bool on_failed_gpu = false;
-      int32_t claimed = 0;
-      for (size_t p = 0; p < w.placements.size(); ++p) {
-        const PodPlacement& pl = w.placements[p];
-        const Resources req = w.PlacementRequest(p);
-        Status st = state_.ClaimExisting(pl, req);
-        if (!st.ok()) {
-          out_.issues.push_back({"workload " + w.name, st.message()});
-          continue;
-        }
-        ++claimed;
-        if ((pl.gpu_mask & ~state_.facts(pl.node).healthy_mask) != 0) on_failed_gpu = true;
-        if (w.state == WorkloadState::kPreempting) {
-          state_.MarkReleasing(pl, req);
-          releasing_.Add(state_, pl, req);
-        }
-      }
-      if (w.placements.size() > static_cast<size_t>(w.TotalPods()))
-        out_.issues.push_back({"workload " + w.name, "holds more placements than it has pods"});
-      if (w.state == WorkloadState::kPreempting) continue;
-      if (q.valid()) {
-        AddUsage(q, w.RequestOfFirst(claimed), +1, w.reserved());
-        ++running_count_[q.index()];
-      }
-      // Even work whose queue is gone must leave a failed GPU.
-      if (on_failed_gpu && cfg_.preempt_on_unhealthy_gpu) {
-        Preempt(id, PreemptReason::kHardwareFault, WorkloadId{},
-                "holds a GPU that failed its health checks");
+void Cycle::AddSlot() {
+  queue_of_.emplace_back();
+  ask_of_.push_back(-1);
+}
+
+void Cycle::PopSlot() {
+  queue_of_.pop_back();
+  ask_of_.pop_back();
+}
+
+void Cycle::Issue(WorkloadId w, std::string message) {
+  issues_of_[w.value].push_back({"workload " + wl(w).name, std::move(message)});
+}
+
+// Into an index-ordered list; LoadAll's loads come in order and append.
+void InsertInOrder(std::vector<WorkloadId>& ids, WorkloadId w) {
+  if (ids.empty() || ids.back() < w) {
+    ids.push_back(w);
+  } else {
+    ids.insert(std::lower_bound(ids.begin(), ids.end(), w), w);
+  }
+}
+
+bool EraseInOrder(std::vector<WorkloadId>& ids, WorkloadId w) {
+  const auto it = std::lower_bound(ids.begin(), ids.end(), w);
+  if (it == ids.end() || *it != w) return false;
+  ids.erase(it);
+  return true;
+}
+
+bool Cycle::Load(WorkloadId id, QueueLookup& lookup) {
+  const size_t i = id.index();
+  const Workload& w = s_.workloads[i];
+  const bool holds = w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
+  QueueId q{w.queue_hint};
+  if (w.queue_hint < 0 || !tree_.Finds(q, w.queue)) {
+    if (!lookup.valid || w.queue != lookup.name) {
+      lookup.queue = tree_.Find(w.queue);
+      lookup.name = w.queue;
+      lookup.valid = true;
+    }
+    q = lookup.queue;
+  }
+  queue_of_[i] = q;
+
+  if (holds) {
+    // Running work holds what it holds, whatever is wrong with its spec or queue.
+    bool on_failed_gpu = false;
+    bool clean = true;
+    int32_t claimed = 0;
+    for (size_t p = 0; p < w.placements.size(); ++p) {
+      const PodPlacement& pl = w.placements[p];
+      const Resources req = w.PlacementRequest(p);
+      Status st = state_.ClaimExisting(pl, req);
+      if (!st.ok()) {
+        Issue(id, st.message());
+        clean = false;
         continue;
       }
-      if (!q.valid()) continue;
-      running_ids_.push_back(id);
-      ++running_in_[q.index()];
-      running_min_priority_[q.index()] = std::min(running_min_priority_[q.index()], w.priority);
-      continue;
+      ++claimed;
+      if ((pl.gpu_mask & ~state_.facts(pl.node).healthy_mask) != 0) on_failed_gpu = true;
+      if (w.state == WorkloadState::kPreempting) state_.MarkReleasing(pl, req);
     }
-
-    if (std::string spec_error = ValidateWorkload(w); !spec_error.empty()) {
-      Pend(id, PendingReason::kInvalidWorkload, std::move(spec_error));
-    } else if (!q.valid()) {
-      Pend(id, PendingReason::kQueueNotFound, "queue " + w.queue + " does not exist");
-    } else if (!tree_.valid(q)) {
-      Pend(id, PendingReason::kQueueInvalid, "queue " + w.queue + ": " + tree_.error(q));
-    } else if (!tree_.leaf(q)) {
-      Pend(id, PendingReason::kNotLeafQueue,
-           "queue " + w.queue + " has child queues; submit to one of them");
-    } else {
-      order_keys_[q.index()].push_back({-w.priority, id, w.submit_time});
-      ask_of_[i] = static_cast<int32_t>(ask_.size());
-      Ask& a = ask_.emplace_back();
-      a.total = w.TotalPods();
-      a.minimum = w.min_member > 0 ? w.min_member : a.total;
-      a.all = w.RequestOfFirst(a.total);
-      a.least = w.RequestOfFirst(a.minimum);
-      a.shape_all = InternShape(w, a.total);
-      a.shape_least = a.minimum == a.total ? a.shape_all : InternShape(w, a.minimum);
-      a.priority = w.priority;
-      waiting_demand_[q.index()] += a.all;
+    if (w.placements.size() > static_cast<size_t>(w.TotalPods())) {
+      Issue(id, "holds more placements than it has pods");
+      clean = false;
     }
+    if (w.state == WorkloadState::kPreempting) {
+      InsertInOrder(releasing_ids_, id);
+      return clean;
+    }
+    if (q.valid()) {
+      AddUsage(q, w.RequestOfFirst(claimed), +1, w.reserved());
+      ++running_count_[q.index()];
+    }
+    // Even work whose queue is gone must leave a failed GPU: each cycle preempts it (BeginRun).
+    if (on_failed_gpu && cfg_.preempt_on_unhealthy_gpu) {
+      InsertInOrder(faulted_, id);
+      return clean;
+    }
+    if (!q.valid()) return clean;
+    InsertInOrder(running_ids_, id);
+    ++running_in_[q.index()];
+    int32_t& least = running_min_priority_[q.index()];
+    if (w.priority < least) {
+      least = w.priority;
+      running_at_min_[q.index()] = 1;
+    } else if (w.priority == least) {
+      ++running_at_min_[q.index()];
+    }
+    return clean;
   }
+
+  auto invalid = [&](PendingReason reason, std::string message) {
+    invalid_[id.value] = {reason, std::make_shared<const PendingExplanation>(
+                                      PendingExplanation{std::move(message), {}})};
+  };
+  if (std::string spec_error = ValidateWorkload(w); !spec_error.empty()) {
+    invalid(PendingReason::kInvalidWorkload, std::move(spec_error));
+  } else if (!q.valid()) {
+    invalid(PendingReason::kQueueNotFound, "queue " + w.queue + " does not exist");
+  } else if (!tree_.valid(q)) {
+    invalid(PendingReason::kQueueInvalid, "queue " + w.queue + ": " + tree_.error(q));
+  } else if (!tree_.leaf(q)) {
+    invalid(PendingReason::kNotLeafQueue,
+            "queue " + w.queue + " has child queues; submit to one of them");
+  } else {
+    const OrderKey key{-w.priority, id, w.submit_time};
+    std::vector<OrderKey>& keys = order_keys_[q.index()];
+    if (sorted_) {
+      const auto at =
+          std::lower_bound(keys.begin(), keys.end(), key,
+                           [&](const OrderKey& x, const OrderKey& y) { return Before(x, y); });
+      std::vector<WorkloadId>& list = waiting_[q.index()];
+      list.insert(list.begin() + (at - keys.begin()), id);
+      keys.insert(at, key);
+    } else {
+      keys.push_back(key);
+    }
+    int32_t slot = static_cast<int32_t>(ask_.size());
+    if (free_asks_.empty()) {
+      ask_.emplace_back();
+    } else {
+      slot = free_asks_.back();
+      free_asks_.pop_back();
+    }
+    ask_of_[i] = slot;
+    Ask& a = ask_[slot];
+    a.total = w.TotalPods();
+    a.minimum = w.min_member > 0 ? w.min_member : a.total;
+    a.all = w.RequestOfFirst(a.total);
+    a.least = w.RequestOfFirst(a.minimum);
+    a.shape_all = InternShape(w, a.total);
+    a.shape_least = a.minimum == a.total ? a.shape_all : InternShape(w, a.minimum);
+    a.priority = w.priority;
+    waiting_demand_[q.index()] += a.all;
+  }
+  return true;
+}
+
+void Cycle::Unload(WorkloadId id) {
+  const size_t i = id.index();
+  const Workload& w = s_.workloads[i];
+  const QueueId q = queue_of_[i];
+  if (w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting) {
+    const bool releasing = w.state == WorkloadState::kPreempting;
+    for (size_t p = 0; p < w.placements.size(); ++p) {
+      const Resources req = w.PlacementRequest(p);
+      if (releasing) state_.UnmarkReleasing(w.placements[p], req);
+      state_.Release(w.placements[p], req);
+    }
+    if (releasing) {
+      EraseInOrder(releasing_ids_, id);
+      return;
+    }
+    if (q.valid()) {
+      AddUsage(q, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())), -1, w.reserved());
+      --running_count_[q.index()];
+    }
+    if (EraseInOrder(faulted_, id) || !q.valid()) return;
+    EraseInOrder(running_ids_, id);
+    --running_in_[q.index()];
+    if (w.priority == running_min_priority_[q.index()] && --running_at_min_[q.index()] == 0)
+      min_stale_[q.index()] = 1;
+    return;
+  }
+  if (invalid_.erase(id.value) > 0) return;
+  std::vector<OrderKey>& keys = order_keys_[q.index()];
+  const OrderKey key{-w.priority, id, w.submit_time};
+  if (sorted_) {
+    const auto at =
+        std::lower_bound(keys.begin(), keys.end(), key,
+                         [&](const OrderKey& x, const OrderKey& y) { return Before(x, y); });
+    std::vector<WorkloadId>& list = waiting_[q.index()];
+    list.erase(list.begin() + (at - keys.begin()));
+    keys.erase(at);
+  } else {
+    keys.erase(
+        std::find_if(keys.begin(), keys.end(), [&](const OrderKey& k) { return k.id == id; }));
+  }
+  waiting_demand_[q.index()] -= ask_[ask_of_[i]].all;
+  free_asks_.push_back(ask_of_[i]);
+  ask_of_[i] = -1;
 }
 
 void Cycle::ComputeFairShare() {
@@ -465,7 +641,7 @@ QueueId Cycle::PickLeaf() const {
   }
 }
 
-void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
+void Cycle::Serve(const std::vector<std::vector<WorkloadId>>& lists, int pass,
                   std::vector<std::vector<WorkloadId>>* deferred) {
   const size_t nq = lists.size();
   active_.assign(nq, 0);
@@ -490,7 +666,7 @@ void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
       picked_at = usage_changes_;
     }
     if (!q.valid()) break;
-    std::vector<WorkloadId>& list = lists[q.index()];
+    const std::vector<WorkloadId>& list = lists[q.index()];
     size_t& c = cursor[q.index()];
     const WorkloadId w = list[c++];
     // The queue's next workload is served within a few turns; start loading what TryAdmit reads
@@ -516,6 +692,9 @@ void Cycle::Serve(std::vector<std::vector<WorkloadId>>& lists, int pass,
       if (strict) {  // nothing may pass it in this pass either
         while (c < list.size()) (*deferred)[q.index()].push_back(list[c++]);
       }
+    } else if (o == Outcome::kPending && strict && c < list.size() && !explain_) {
+      pending_count_ += static_cast<int32_t>(list.size() - c);
+      c = list.size();
     } else if (o == Outcome::kPending && strict && c < list.size()) {
       const auto blocked = std::make_shared<const PendingExplanation>(
           PendingExplanation{"queue " + tree_.queue(q).name + " is strict FIFO and " + wl(w).name +
@@ -865,6 +1044,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
       return Outcome::kAdmitted;
     }
     no_fit_[shape] = 1;
+    touched_shapes_.push_back(shape);
   }
 
   // By preemption: reclaim when within quota (deserved pass only), priority within the queue.
@@ -941,11 +1121,17 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     }
   }
 
-  std::shared_ptr<const PendingExplanation>& e = explanation_[ShapeOf(w, sizes.back())];
+  if (!explain_) {
+    Pend(w, PendingReason::kNoNodeFits, std::shared_ptr<const PendingExplanation>());
+    return Outcome::kPending;
+  }
+  const int32_t shape = ShapeOf(w, sizes.back());
+  std::shared_ptr<const PendingExplanation>& e = explanation_[shape];
   if (!e) {
     PlacementExplanation why = ExplainNoFit(state_, feas_, work, sizes.back());
     e = std::make_shared<const PendingExplanation>(
         PendingExplanation{std::move(why.message), std::move(why.details)});
+    touched_shapes_.push_back(shape);
   }
   Pend(w, PendingReason::kNoNodeFits, e);
   return Outcome::kPending;
@@ -995,6 +1181,10 @@ void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, st
 
 void Cycle::Pend(WorkloadId w, PendingReason reason, std::string message,
                  std::vector<std::string> details) {
+  if (!explain_) {
+    ++pending_count_;
+    return;
+  }
   Pend(w, reason,
        std::make_shared<const PendingExplanation>(
            PendingExplanation{std::move(message), std::move(details)}));
@@ -1002,7 +1192,8 @@ void Cycle::Pend(WorkloadId w, PendingReason reason, std::string message,
 
 void Cycle::Pend(WorkloadId w, PendingReason reason,
                  std::shared_ptr<const PendingExplanation> explanation) {
-  out_.pending.push_back({w, reason, std::move(explanation), 0});
+  ++pending_count_;
+  if (explain_) out_.pending.push_back({w, reason, std::move(explanation), 0});
 }
 
 void Cycle::FillQueueStatus() {
@@ -1069,57 +1260,133 @@ void Cycle::FillQueueStatus() {
   out_.queues = std::move(status);
 }
 
-CycleResult Cycle::Run() {
+void Cycle::BeginRun() {
+  out_ = {};
+  pending_count_ = 0;
   for (size_t i = 0; i < s_.queues.size(); ++i) {
     const QueueId q{static_cast<int32_t>(i)};
     if (!tree_.valid(q)) out_.issues.push_back({"queue " + s_.queues[i].name, tree_.error(q)});
   }
   for (const SnapshotIssue& issue : state_.issues()) out_.issues.push_back(issue);
+  for (const auto& [w, issues] : issues_of_)
+    out_.issues.insert(out_.issues.end(), issues.begin(), issues.end());
 
-  LoadWorkloads();
+  if (keep_) {
+    state_.BeginJournal();
+    kept_usage_ = usage_;
+    kept_reserved_usage_ = reserved_usage_;
+    kept_running_count_ = running_count_;
+  }
+  // The lowest priority of a queue's running work, counted again where the last work of that
+  // priority left.
+  bool any_stale = false;
+  for (size_t q = 0; q < min_stale_.size(); ++q) {
+    if (!min_stale_[q]) continue;
+    any_stale = true;
+    running_min_priority_[q] = std::numeric_limits<int32_t>::max();
+    running_at_min_[q] = 0;
+  }
+  if (any_stale) {
+    for (WorkloadId id : running_ids_) {
+      const size_t q = queue_of_[id.index()].index();
+      if (!min_stale_[q]) continue;
+      const int32_t p = wl(id).priority;
+      if (p < running_min_priority_[q]) {
+        running_min_priority_[q] = p;
+        running_at_min_[q] = 1;
+      } else if (p == running_min_priority_[q]) {
+        ++running_at_min_[q];
+      }
+    }
+    std::fill(min_stale_.begin(), min_stale_.end(), 0);
+  }
+  victim_.assign(s_.workloads.size(), 0);
+  decayed_total_ = 0;
+
+  // Capacity being released, in workload order: by work in its grace period, and by running
+  // work on a failed GPU, which every cycle preempts until the caller stops it.
+  auto releasing = releasing_ids_.begin();
+  auto faulted = faulted_.begin();
+  while (releasing != releasing_ids_.end() || faulted != faulted_.end()) {
+    if (faulted == faulted_.end() || (releasing != releasing_ids_.end() && *releasing < *faulted)) {
+      const Workload& w = wl(*releasing++);
+      for (size_t p = 0; p < w.placements.size(); ++p)
+        releasing_.Add(state_, w.placements[p], w.PlacementRequest(p));
+    } else {
+      Preempt(*faulted++, PreemptReason::kHardwareFault, WorkloadId{},
+              "holds a GPU that failed its health checks");
+    }
+  }
+  for (const auto& [w, why] : invalid_) Pend(WorkloadId{w}, why.first, why.second);
+}
+
+// A kept cycle puts back what it changed; the next starts from the loaded state.
+void Cycle::EndRun() {
+  if (!keep_) return;
+  state_.RollBack();
+  usage_ = kept_usage_;
+  reserved_usage_ = kept_reserved_usage_;
+  running_count_ = kept_running_count_;
+  releasing_ = CapacityOverlay();
+  for (int32_t shape : touched_shapes_) {
+    no_fit_[shape] = 0;
+    explanation_[shape].reset();
+  }
+  touched_shapes_.clear();
+  no_victims_.clear();
+  index_.reset();
+  one_pod_searches_ = 0;
+  if (running_loaded_) {
+    for (std::vector<Running>& r : running_) r.clear();
+    running_placements_.clear();
+    running_loaded_ = false;
+  }
+}
+
+CycleResult Cycle::Run(const CycleOptions& options) {
+  explain_ = options.explain;
+  BeginRun();
   ComputeFairShare();
 
-  for (size_t q = 0; q < order_keys_.size(); ++q) {
-    std::vector<OrderKey>& keys = order_keys_[q];
-    std::sort(keys.begin(), keys.end(), [&](const OrderKey& a, const OrderKey& b) {
-      if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
-      if (a.submit != b.submit) return a.submit < b.submit;
-      return std::tuple(std::string_view(wl(a.id).name), a.id) <
-             std::tuple(std::string_view(wl(b.id).name), b.id);
-    });
-    waiting_[q].reserve(keys.size());
-    for (const OrderKey& k : keys) waiting_[q].push_back(k.id);
+  if (!sorted_) {
+    for (size_t q = 0; q < order_keys_.size(); ++q) {
+      std::vector<OrderKey>& keys = order_keys_[q];
+      std::sort(keys.begin(), keys.end(),
+                [&](const OrderKey& a, const OrderKey& b) { return Before(a, b); });
+      waiting_[q].clear();
+      waiting_[q].reserve(keys.size());
+      for (const OrderKey& k : keys) waiting_[q].push_back(k.id);
+    }
+    sorted_ = keep_;  // a kept cycle's loads insert in order from now on
   }
 
   std::vector<std::vector<WorkloadId>> deferred(s_.queues.size());
-  std::vector<std::vector<WorkloadId>> lists = waiting_;
-  Serve(lists, 1, &deferred);
+  Serve(waiting_, 1, &deferred);
   Serve(deferred, 2, nullptr);
 
-  // Queue positions: order among the queue's workloads that still wait.
-  std::vector<int32_t> position(s_.workloads.size(), 0);
-  for (const std::vector<WorkloadId>& list : waiting_) {
-    int32_t n = 0;
-    for (WorkloadId w : list) position[w.index()] = ++n;
+  if (explain_) {
+    // Queue positions: order among the queue's workloads that still wait.
+    std::vector<int32_t> position(s_.workloads.size(), 0);
+    std::vector<uint8_t> waits(s_.workloads.size(), 0);
+    for (const PendingDecision& p : out_.pending) waits[p.workload.index()] = 1;
+    for (const std::vector<WorkloadId>& list : waiting_) {
+      int32_t n = 0;
+      for (WorkloadId w : list)
+        if (waits[w.index()]) position[w.index()] = ++n;
+    }
+    for (PendingDecision& p : out_.pending) p.queue_position = position[p.workload.index()];
+    // In workload order, by a stable counting sort: with 100k+ waiting workloads a comparison
+    // sort's swaps of these large structs took a tenth of the cycle.
+    std::vector<size_t> slot(s_.workloads.size() + 1, 0);
+    for (const PendingDecision& p : out_.pending) ++slot[p.workload.index() + 1];
+    std::partial_sum(slot.begin(), slot.end(), slot.begin());
+    std::vector<PendingDecision> sorted(out_.pending.size());
+    for (PendingDecision& p : out_.pending) sorted[slot[p.workload.index()]++] = std::move(p);
+    out_.pending = std::move(sorted);
+    FillQueueStatus();
   }
-  std::vector<uint8_t> waits(s_.workloads.size(), 0);
-  for (const PendingDecision& p : out_.pending) waits[p.workload.index()] = 1;
-  for (const std::vector<WorkloadId>& list : waiting_) {
-    int32_t n = 0;
-    for (WorkloadId w : list)
-      if (waits[w.index()]) position[w.index()] = ++n;
-  }
-  for (PendingDecision& p : out_.pending) p.queue_position = position[p.workload.index()];
-  // In workload order, by a stable counting sort: with 100k+ waiting workloads a comparison
-  // sort's swaps of these large structs took a tenth of the cycle.
-  std::vector<size_t> slot(s_.workloads.size() + 1, 0);
-  for (const PendingDecision& p : out_.pending) ++slot[p.workload.index() + 1];
-  std::partial_sum(slot.begin(), slot.end(), slot.begin());
-  std::vector<PendingDecision> sorted(out_.pending.size());
-  for (PendingDecision& p : out_.pending) sorted[slot[p.workload.index()]++] = std::move(p);
-  out_.pending = std::move(sorted);
-
-  FillQueueStatus();
+  out_.stats.pending = pending_count_;
+  EndRun();
   return std::move(out_);
 }
 
@@ -1210,8 +1477,122 @@ Policies DefaultPolicies() {
 Engine::Engine(EngineConfig config, Policies policies, EngineTuning tuning)
     : config_(std::move(config)), policies_(std::move(policies)), tuning_(tuning) {}
 
-CycleResult Engine::Schedule(const Snapshot& snapshot) const {
-  return Cycle(snapshot, config_, policies_, tuning_).Run();
+CycleResult Engine::Schedule(const Snapshot& snapshot, const CycleOptions& options) const {
+  Cycle cycle(snapshot, config_, policies_, tuning_, /*keep=*/false);
+  cycle.LoadAll();
+  return cycle.Run(options);
+}
+
+class EngineSession::Impl {
+ public:
+  Impl(const Engine& engine, Snapshot snapshot)
+      : engine_(engine), snap_(std::move(snapshot)), loaded_(snap_.workloads.size(), 0) {}
+
+  const Snapshot& snapshot() const { return snap_; }
+
+  void SetNow(Time now) { snap_.now = now; }
+
+  Node& MutableNode(NodeId n) {
+    snap_.node_index.reset();
+    Rebuild();
+    return snap_.nodes[n.index()];
+  }
+
+  std::vector<Queue>& MutableQueues() {
+    Rebuild();
+    return snap_.queues;
+  }
+
+  WorkloadId AddWorkload(Workload w) {
+    const WorkloadId id{static_cast<int32_t>(snap_.workloads.size())};
+    snap_.workloads.push_back(std::move(w));
+    loaded_.push_back(0);
+    if (cycle_) {
+      cycle_->AddSlot();
+      dirty_.push_back(id);
+    }
+    return id;
+  }
+
+  Workload& MutableWorkload(WorkloadId w) {
+    Unload(w);
+    return snap_.workloads[w.index()];
+  }
+
+  void RemoveWorkload(WorkloadId w) {
+    const WorkloadId last{static_cast<int32_t>(snap_.workloads.size()) - 1};
+    Unload(w);
+    Unload(last);
+    if (w != last) snap_.workloads[w.index()] = std::move(snap_.workloads[last.index()]);
+    snap_.workloads.pop_back();
+    loaded_.pop_back();
+    if (cycle_) cycle_->PopSlot();  // `last`'s records, unloaded; w's are loaded again
+  }
+
+  CycleResult Schedule(const CycleOptions& options) {
+    if (!snap_.node_index || snap_.node_index->size() != snap_.nodes.size())
+      snap_.node_index = std::make_shared<const NodeIndex>(snap_.nodes);
+    // A placement that cannot be recorded is reported in workload order, and a change to one
+    // workload may settle another's conflict: with such a snapshot each cycle loads afresh.
+    if (cycle_ && cycle_->HasIssues()) Rebuild();
+    if (cycle_) {
+      QueueLookup lookup;
+      for (WorkloadId w : dirty_) {
+        if (w.index() >= snap_.workloads.size() || loaded_[w.index()]) continue;
+        loaded_[w.index()] = 1;
+        if (!cycle_->Load(w, lookup)) {
+          Rebuild();
+          break;
+        }
+      }
+      dirty_.clear();
+    }
+    if (!cycle_) {
+      cycle_ = std::make_unique<Cycle>(snap_, engine_.config_, engine_.policies_, engine_.tuning_,
+                                       /*keep=*/true);
+      cycle_->LoadAll();
+      loaded_.assign(snap_.workloads.size(), 1);
+    }
+    return cycle_->Run(options);
+  }
+
+ private:
+  void Rebuild() {
+    cycle_.reset();
+    dirty_.clear();
+  }
+  // Before the workload changes: its part leaves the loaded state, to be loaded again as it
+  // is at the next cycle.
+  void Unload(WorkloadId w) {
+    if (!cycle_ || !loaded_[w.index()]) return;
+    if (cycle_->HasIssues()) {  // what it claimed is not known: load everything afresh
+      Rebuild();
+      return;
+    }
+    cycle_->Unload(w);
+    loaded_[w.index()] = 0;
+    dirty_.push_back(w);
+  }
+
+  const Engine& engine_;
+  Snapshot snap_;
+  std::unique_ptr<Cycle> cycle_;   // null: built and loaded at the next cycle
+  std::vector<uint8_t> loaded_;    // per workload: its part is in cycle_
+  std::vector<WorkloadId> dirty_;  // unloaded or added since the last cycle
+};
+
+EngineSession::EngineSession(const Engine& engine, Snapshot snapshot)
+    : impl_(std::make_unique<Impl>(engine, std::move(snapshot))) {}
+EngineSession::~EngineSession() = default;
+const Snapshot& EngineSession::snapshot() const { return impl_->snapshot(); }
+void EngineSession::SetNow(Time now) { impl_->SetNow(now); }
+Node& EngineSession::MutableNode(NodeId n) { return impl_->MutableNode(n); }
+std::vector<Queue>& EngineSession::MutableQueues() { return impl_->MutableQueues(); }
+WorkloadId EngineSession::AddWorkload(Workload w) { return impl_->AddWorkload(std::move(w)); }
+Workload& EngineSession::MutableWorkload(WorkloadId w) { return impl_->MutableWorkload(w); }
+void EngineSession::RemoveWorkload(WorkloadId w) { impl_->RemoveWorkload(w); }
+CycleResult EngineSession::Schedule(const CycleOptions& options) {
+  return impl_->Schedule(options);
 }
 
 }  // namespace chamber::core

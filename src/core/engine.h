@@ -16,6 +16,10 @@
 //   5. Pass 2, "backfill": deferred elastic work borrows whatever is still free, within queue
 //      limits and lending limits, without preempting anyone outside its own queue.
 //   6. Everything still waiting gets a reason, a message and its position in its queue.
+//
+// Engine::Schedule derives everything from the snapshot it is given. EngineSession keeps a
+// snapshot and what a cycle derives from it, changed workload by workload, for a caller that
+// changes little between cycles (the simulator); it decides exactly as Schedule does.
 #pragma once
 
 #include <memory>
@@ -48,19 +52,63 @@ struct EngineTuning {
   int32_t victim_index_after = 16;
 };
 
+// What a cycle reports besides its decisions.
+struct CycleOptions {
+  // Why each waiting workload waits, its place in its queue, and each queue's status. A caller
+  // that reads none of it turns it off: CycleResult::pending and ::queues stay empty, and
+  // CycleStats::pending still counts the workloads that wait. A strict-FIFO queue blocked at
+  // its head then costs the cycle one placement try, not a decision per workload behind it.
+  bool explain = true;
+};
+
 class Engine {
  public:
   explicit Engine(EngineConfig config = {}, Policies policies = DefaultPolicies(),
                   EngineTuning tuning = {});
 
-  CycleResult Schedule(const Snapshot& snapshot) const;
+  CycleResult Schedule(const Snapshot& snapshot, const CycleOptions& options = {}) const;
 
   const EngineConfig& config() const { return config_; }
 
  private:
+  friend class EngineSession;
   EngineConfig config_;
   Policies policies_;
   EngineTuning tuning_;
+};
+
+// A snapshot kept between cycles together with what a cycle derives from it: each workload's
+// holdings, its place in its queue's order, what it asks for. Every change goes through the
+// methods below, so the next cycle reloads only the workloads that changed (everything when
+// nodes or queues changed), and a cycle whose waiting work stays where it was costs what it
+// decides rather than what waits. Schedule() decides exactly as Engine::Schedule over
+// snapshot() does; the property test EngineSessionProperty checks that over random changes.
+class EngineSession {
+ public:
+  // `engine` must outlive the session.
+  EngineSession(const Engine& engine, Snapshot snapshot);
+  ~EngineSession();
+  EngineSession(const EngineSession&) = delete;
+  EngineSession& operator=(const EngineSession&) = delete;
+
+  const Snapshot& snapshot() const;
+
+  void SetNow(Time now);
+  // A node or the queues to change: what the cycle derives from them is rebuilt.
+  Node& MutableNode(NodeId n);
+  std::vector<Queue>& MutableQueues();
+  // Appends a workload; returns its index.
+  WorkloadId AddWorkload(Workload w);
+  // The workload to change; the reference is valid until the next call on the session.
+  Workload& MutableWorkload(WorkloadId w);
+  // Removes a workload. The last workload takes its index.
+  void RemoveWorkload(WorkloadId w);
+
+  CycleResult Schedule(const CycleOptions& options = {});
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Why a workload's spec cannot be scheduled, or an empty string when it can.

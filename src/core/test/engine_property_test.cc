@@ -1089,5 +1089,157 @@ RC_GTEST_PROP(EngineProperty, KeptNodeIndexDecidesAsAFreshOne, ()) {
   if (!error.empty()) RC_FAIL("an index of fewer nodes was used: " + error);
 }
 
+// --- A session keeps what cycles derive from the snapshot and reloads what changed: over random
+// changes made through it (decisions applied, grace periods ending, work finishing and
+// arriving, priorities, queues and checkpoints changing, nodes failing, the queue tree edited,
+// now and then a placement that cannot be recorded), each cycle decides and reports exactly as a
+// fresh cycle over the session's snapshot, explained or not.
+
+std::string SameReport(const CycleResult& a, const CycleResult& b) {
+  std::string error = SameDecisions(a, b);
+  if (error.empty()) error = SameIssues(a, b);
+  if (!error.empty()) return error;
+  if (a.queues.size() != b.queues.size()) return "queue statuses differ in number";
+  for (size_t i = 0; i < a.queues.size(); ++i) {
+    const QueueStatus& x = a.queues[i];
+    const QueueStatus& y = b.queues[i];
+    if (x.name != y.name || !(x.allocated == y.allocated) || x.fair_share != y.fair_share ||
+        !(x.borrowed == y.borrowed) || !(x.lent == y.lent) ||
+        x.pending_workloads != y.pending_workloads || x.running_workloads != y.running_workloads ||
+        x.error != y.error)
+      return "status of queue " + x.name + " differs";
+  }
+  const CycleStats& x = a.stats;
+  const CycleStats& y = b.stats;
+  if (std::tie(x.workloads_considered, x.placement_attempts, x.placement_cache_hits,
+               x.preemption_searches, x.indexed_preemption_searches, x.pending) !=
+      std::tie(y.workloads_considered, y.placement_attempts, y.placement_cache_hits,
+               y.preemption_searches, y.indexed_preemption_searches, y.pending))
+    return "cycle stats differ";
+  return {};
+}
+
+// Applies a cycle's decisions and some of what happens between cycles, through the session.
+void ChangeThroughSession(EngineSession& session, const CycleResult& r, int* serial) {
+  const Snapshot& s = session.snapshot();
+  const Time now = s.now;
+  // Last cycle's victims: some have left by now.
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    if (s.workloads[i].state != WorkloadState::kPreempting || !Chance(60)) continue;
+    Workload& w = session.MutableWorkload(WorkloadId{static_cast<int32_t>(i)});
+    w.state = WorkloadState::kSuspended;
+    w.placements.clear();
+  }
+  auto start = [&](WorkloadId id, const std::vector<PodAssignment>& pods) {
+    Workload& w = session.MutableWorkload(id);
+    w.state = WorkloadState::kRunning;
+    w.start_time = now;
+    w.last_checkpoint_time.reset();
+    w.placements.clear();
+    for (const PodAssignment& a : pods) w.placements.push_back(a.placement);
+  };
+  for (const BindDecision& d : r.binds)
+    if (!Chance(10)) start(d.workload, d.pods);  // a bind may fail
+  for (const ResumeDecision& d : r.resumes) start(d.workload, d.pods);
+  for (const PreemptDecision& d : r.preemptions) {
+    Workload& w = session.MutableWorkload(d.workload);
+    w.state = WorkloadState::kPreempting;
+    if (d.reason != PreemptReason::kHardwareFault) w.recent_preemptions.push_back(now);
+  }
+  // Work finishes; the last workload takes the place of each removed one.
+  for (size_t i = 0; i < session.snapshot().workloads.size(); ++i) {
+    const Workload& w = session.snapshot().workloads[i];
+    if (w.state == WorkloadState::kRunning && Chance(15))
+      session.RemoveWorkload(WorkloadId{static_cast<int32_t>(i)});
+  }
+  // Waiting work changes priority or queue; running work passes a checkpoint.
+  const std::vector<std::string> leaves = LeafQueueNames(session.snapshot());
+  for (size_t i = 0; i < session.snapshot().workloads.size(); ++i) {
+    const WorkloadId id{static_cast<int32_t>(i)};
+    const Workload& w = session.snapshot().workloads[i];
+    if (Waits(w) && Chance(10)) session.MutableWorkload(id).priority = PickPriority();
+    if (Waits(w) && !leaves.empty() && Chance(5))
+      session.MutableWorkload(id).queue = leaves[static_cast<size_t>(Pick(0, leaves.size() - 1))];
+    if (w.state == WorkloadState::kRunning && Chance(10))
+      session.MutableWorkload(id).last_checkpoint_time = now;
+  }
+  // Work arrives: copies of existing workloads, waiting, a few with the submit time of others.
+  const int arrivals = Pick(0, 4);
+  for (int k = 0; k < arrivals && !session.snapshot().workloads.empty(); ++k) {
+    const auto& all = session.snapshot().workloads;
+    Workload w = all[static_cast<size_t>(Pick(0, static_cast<int>(all.size()) - 1))];
+    w.name = "arrival-" + std::to_string((*serial)++);
+    w.state = Chance(80) ? WorkloadState::kPending : WorkloadState::kSuspended;
+    w.placements.clear();
+    w.priority = PickPriority();
+    if (Chance(80)) w.submit_time = now;
+    if (Chance(20)) w.queue_hint = Pick(-1, 3);
+    session.AddWorkload(std::move(w));
+  }
+  // Now and then: a placement that cannot be recorded (a GPU someone already holds).
+  if (Chance(5)) {
+    const auto& all = session.snapshot().workloads;
+    for (const Workload& held : all) {
+      if (held.state != WorkloadState::kRunning || held.placements.empty()) continue;
+      Workload w = held;
+      w.name = "conflict-" + std::to_string((*serial)++);
+      w.placements.resize(1);
+      w.pod_sets.resize(1);
+      w.pod_sets[0].count = 1;
+      w.min_member = 0;
+      session.AddWorkload(std::move(w));
+      break;
+    }
+  }
+  // Rarely: a GPU fails or comes back, a node is cordoned, a quota changes.
+  if (Chance(8) && !session.snapshot().nodes.empty()) {
+    const auto n = static_cast<int32_t>(Pick(0, static_cast<int>(s.nodes.size()) - 1));
+    Node& node = session.MutableNode(NodeId{n});
+    if (!node.gpus.empty()) {
+      Gpu& g = node.gpus[static_cast<size_t>(Pick(0, static_cast<int>(node.gpus.size()) - 1))];
+      g.healthy = !g.healthy;
+    } else {
+      node.unschedulable = !node.unschedulable;
+    }
+  }
+  if (Chance(5) && !session.snapshot().queues.empty()) {
+    std::vector<Queue>& queues = session.MutableQueues();
+    queues[static_cast<size_t>(Pick(0, static_cast<int>(queues.size()) - 1))]
+        .res(Resource::kGpu)
+        .quota = Pick(0, 16);
+  }
+  session.SetNow(now + Sec(OneOf<int>({0, 30, 60, 600})));
+}
+
+RC_GTEST_PROP(EngineSessionProperty, DecidesAsAFreshCycle, ()) {
+  const Snapshot first = *rc::gen::inRange(0, 2) == 0 ? GenSnapshot() : GenReclaimSnapshot();
+  EngineConfig cfg;
+  if (Chance(30)) cfg.default_queueing = QueueingStrategy::kStrictFifo;
+  if (Chance(20))
+    cfg.queue_order = OneOf<QueueOrder>({QueueOrder::kDominantShare, QueueOrder::kOldestHead});
+  cfg.priority_preemption_enabled = !Chance(20);
+  const Engine engine(cfg, DefaultPolicies(), EngineTuning{.victim_index_after = Pick(0, 3)});
+  EngineSession session(engine, first);
+  const int cycles = Pick(2, 12);
+  int serial = 0;
+  int rebuilt_by_conflict = 0;
+  for (int c = 0; c < cycles; ++c) {
+    CycleOptions options;
+    options.explain = !Chance(40);
+    const Snapshot before = session.snapshot();
+    const CycleResult kept = session.Schedule(options);
+    const CycleResult fresh = engine.Schedule(session.snapshot(), options);
+    const std::string error = SameReport(fresh, kept);
+    if (!error.empty())
+      RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(before) +
+              DumpResult(before, fresh) + "the session's:\n" + DumpResult(before, kept));
+    if (!options.explain) RC_ASSERT(kept.pending.empty() && kept.queues.empty());
+    if (options.explain) RC_ASSERT(kept.stats.pending == static_cast<int32_t>(kept.pending.size()));
+    rebuilt_by_conflict += kept.issues.empty() ? 0 : 1;
+    ChangeThroughSession(session, kept, &serial);
+  }
+  RC_CLASSIFY(rebuilt_by_conflict > 0, "a cycle with snapshot issues");
+}
+
 }  // namespace
 }  // namespace chamber::core
