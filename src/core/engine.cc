@@ -1529,9 +1529,14 @@ class EngineSession::Impl {
     if (cycle_) cycle_->PopSlot();  // `last`'s records, unloaded; w's are loaded again
   }
 
-  CycleResult Schedule(const CycleOptions& options) {
+  const Snapshot& PreparedSnapshot() {
     if (!snap_.node_index || snap_.node_index->size() != snap_.nodes.size())
       snap_.node_index = std::make_shared<const NodeIndex>(snap_.nodes);
+    return snap_;
+  }
+
+  CycleResult Schedule(const CycleOptions& options) {
+    PreparedSnapshot();
     // A placement that cannot be recorded is reported in workload order, and a change to one
     // workload may settle another's conflict: with such a snapshot each cycle loads afresh.
     if (cycle_ && cycle_->HasIssues()) Rebuild();
@@ -1585,6 +1590,7 @@ EngineSession::EngineSession(const Engine& engine, Snapshot snapshot)
     : impl_(std::make_unique<Impl>(engine, std::move(snapshot))) {}
 EngineSession::~EngineSession() = default;
 const Snapshot& EngineSession::snapshot() const { return impl_->snapshot(); }
+const Snapshot& EngineSession::PreparedSnapshot() { return impl_->PreparedSnapshot(); }
 void EngineSession::SetNow(Time now) { impl_->SetNow(now); }
 Node& EngineSession::MutableNode(NodeId n) { return impl_->MutableNode(n); }
 std::vector<Queue>& EngineSession::MutableQueues() { return impl_->MutableQueues(); }

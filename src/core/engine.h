@@ -92,6 +92,9 @@ class EngineSession {
   EngineSession& operator=(const EngineSession&) = delete;
 
   const Snapshot& snapshot() const;
+  // The snapshot with its node index (Snapshot::node_index) up to date, for a caller that
+  // schedules it with an Engine of its own.
+  const Snapshot& PreparedSnapshot();
 
   void SetNow(Time now);
   // A node or the queues to change: what the cycle derives from them is rebuilt.

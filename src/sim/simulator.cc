@@ -112,6 +112,12 @@ struct Event {
   }
 };
 
+core::Snapshot SnapshotOf(const std::vector<core::Node>& nodes) {
+  core::Snapshot s;
+  s.nodes = nodes;
+  return s;
+}
+
 }  // namespace
 
 namespace internal {
@@ -126,8 +132,8 @@ class Sim {
         sink_(sink),
         scheduling_(scheduling),
         engine_(policy.config, policy.policies),
+        session_(engine_, SnapshotOf(nodes)),
         rng_(options.seed) {
-    snap_.nodes = nodes;
     for (const core::Node& n : nodes)
       for (const core::Gpu& g : n.gpus) capacity_ += g.healthy ? 1 : 0;
   }
@@ -140,10 +146,10 @@ class Sim {
   Time now() const { return now_; }
   const core::Snapshot& PrepareCycle() {
     PrepareCycle(now_);
-    return snap_;
+    return session_.PreparedSnapshot();
   }
   void ApplyCycle(const core::CycleResult& result) { ApplyCycle(now_, result); }
-  const core::Snapshot& snapshot() const { return snap_; }
+  const core::Snapshot& snapshot() const { return session_.snapshot(); }
   const TraceJob& JobOf(size_t w) const { return *jobs_[units_[wl_unit_[w]].job].job; }
   int64_t GpusHeld(size_t w) const { return units_[wl_unit_[w]].gpus_held; }
   bool FailGpu(size_t node, size_t gpu, Duration repair_after);
@@ -160,11 +166,14 @@ class Sim {
   }
   void Advance(Time t);
   void MarkDirty(Time t);
-  // The only way to change a node: the index derived from the nodes is dropped with it.
+  // Changes go through the session, which reloads what they touch before the next cycle.
   core::Node& NodeToChange(size_t n) {
-    snap_.node_index.reset();
-    return snap_.nodes[n];
+    return session_.MutableNode(core::NodeId{static_cast<int32_t>(n)});
   }
+  core::Workload& WorkloadToChange(int32_t i) {
+    return session_.MutableWorkload(core::WorkloadId{i});
+  }
+  const std::vector<core::Workload>& workloads() const { return session_.snapshot().workloads; }
   // Fails a healthy GPU at `t` and plans its repair; false when it had failed already.
   bool FailGpuAt(Time t, size_t node, size_t gpu, Duration repair_after);
   void Submit(int32_t j);
@@ -196,8 +205,8 @@ class Sim {
   const EventSink sink_;  // a copy: SimCluster callers may pass a temporary
   const SimCluster::Scheduling scheduling_;
   core::Engine engine_;
+  core::EngineSession session_;  // the simulated cluster's snapshot
   std::mt19937_64 rng_;
-  core::Snapshot snap_;
   std::vector<JobRun> jobs_;
   std::vector<Unit> units_;
   std::vector<int32_t> wl_unit_;
@@ -237,18 +246,19 @@ class Sim {
 
 Status Sim::Setup() {
   // Queues the engine sees.
+  std::vector<core::Queue>& queues = session_.MutableQueues();
   if (policy_.one_queue) {
     core::Queue q;
     q.name = kOneQueue;
-    snap_.queues.push_back(q);
+    queues.push_back(q);
   } else if (options_.queues.empty()) {
     core::Queue q;
     q.name = kDefaultQueue;
-    snap_.queues.push_back(q);
+    queues.push_back(q);
   } else {
-    snap_.queues = options_.queues;
+    queues = options_.queues;
     if (!policy_.quotas) {
-      for (core::Queue& q : snap_.queues) {
+      for (core::Queue& q : queues) {
         for (core::Resource r : core::kAllResources) {
           q.res(r) = core::QueueResource{};
           q.res(r).over_quota_weight = 1;
@@ -268,8 +278,8 @@ Status Sim::Setup() {
   std::set<std::string> parents;
   for (const core::Queue& q : options_.queues) parents.insert(q.parent);
   std::map<std::string, int32_t> engine_queue;  // the first of a name, as the engine finds it
-  for (size_t i = 0; i < snap_.queues.size(); ++i)
-    engine_queue.try_emplace(snap_.queues[i].name, static_cast<int32_t>(i));
+  for (size_t i = 0; i < queues.size(); ++i)
+    engine_queue.try_emplace(queues[i].name, static_cast<int32_t>(i));
 
   jobs_.resize(trace_.jobs.size());
   for (size_t j = 0; j < trace_.jobs.size(); ++j) {
@@ -304,8 +314,9 @@ Status Sim::Setup() {
   for (size_t j = 0; j < jobs_.size(); ++j)
     Push(trace_.jobs[j].submit, Ev::kSubmit, static_cast<int32_t>(j), 0);
   if (options_.gpu_mtbf_hours > 0) {
-    for (size_t n = 0; n < snap_.nodes.size(); ++n)
-      for (size_t g = 0; g < snap_.nodes[n].gpus.size(); ++g)
+    const std::vector<core::Node>& nodes = session_.snapshot().nodes;
+    for (size_t n = 0; n < nodes.size(); ++n)
+      for (size_t g = 0; g < nodes[n].gpus.size(); ++g)
         Push(Time(static_cast<int64_t>(Exponential(options_.gpu_mtbf_hours) * 3.6e6)), Ev::kGpuFail,
              static_cast<int32_t>(n), static_cast<int32_t>(g));
   }
@@ -385,21 +396,19 @@ void Sim::AddWorkload(int32_t u, core::WorkloadState state) {
   ps.request = core::Resources::Of(r.gpus_per_pod, t.cpu_milli_per_pod, t.memory_bytes_per_pod);
   ps.gpu_models = t.gpu_models;
   w.pod_sets.push_back(std::move(ps));
-  unit.wl = static_cast<int32_t>(snap_.workloads.size());
-  snap_.workloads.push_back(std::move(w));
+  unit.wl = session_.AddWorkload(std::move(w)).value;
   wl_unit_.push_back(u);
 }
 
 void Sim::RemoveWorkload(int32_t u) {
   const int32_t i = units_[u].wl;
   if (i < 0) return;
-  const auto last = static_cast<int32_t>(snap_.workloads.size()) - 1;
+  const auto last = static_cast<int32_t>(workloads().size()) - 1;
+  session_.RemoveWorkload(core::WorkloadId{i});  // the last workload takes its index
   if (i != last) {
-    snap_.workloads[i] = std::move(snap_.workloads[last]);
     wl_unit_[i] = wl_unit_[last];
     units_[wl_unit_[i]].wl = i;
   }
-  snap_.workloads.pop_back();
   wl_unit_.pop_back();
   units_[u].wl = -1;
 }
@@ -448,16 +457,15 @@ void Sim::StopJob(int32_t j, Time t, bool failure) {
 void Sim::Cycle(Time t) {
   PrepareCycle(t);
   const auto begin = std::chrono::steady_clock::now();
-  const core::CycleResult result = engine_.Schedule(snap_);
+  // The simulator reads decisions only: why work waits is not asked for.
+  const core::CycleResult result = session_.Schedule(core::CycleOptions{.explain = false});
   cycle_ms_.push_back(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
   ApplyCycle(t, result);
 }
 
 void Sim::PrepareCycle(Time t) {
-  snap_.now = t;
-  // The nodes change only with failures, repairs and cordons, which drop the index.
-  if (!snap_.node_index) snap_.node_index = std::make_shared<const core::NodeIndex>(snap_.nodes);
+  session_.SetNow(t);
   // A running job's last checkpoint, as of `t`, for the jobs that passed one since the last
   // cycle: the rest keep theirs.
   while (!checkpoints_.empty() && checkpoints_.top().at <= t) {
@@ -468,20 +476,22 @@ void Sim::PrepareCycle(Time t) {
     const int64_t interval = options_.checkpoint_interval.count();
     const Time last = r.run_start + Duration((t - r.run_start).count() / interval * interval);
     for (int32_t u = r.first_unit; u < r.first_unit + r.units; ++u) {
-      if (units_[u].wl < 0) continue;
-      core::Workload& w = snap_.workloads[units_[u].wl];
-      if (w.state == core::WorkloadState::kRunning) w.last_checkpoint_time = last;
+      if (units_[u].wl < 0 || workloads()[units_[u].wl].state != core::WorkloadState::kRunning)
+        continue;
+      WorkloadToChange(units_[u].wl).last_checkpoint_time = last;
     }
     checkpoints_.push({last + Duration(interval), due.job, due.version});
   }
   // LAS: priorities from the service attained so far, which grows with every running moment.
   if (policy_.attained_service) {
-    for (size_t i = 0; i < snap_.workloads.size(); ++i) {
+    for (size_t i = 0; i < workloads().size(); ++i) {
       const JobRun& r = jobs_[units_[wl_unit_[i]].job];
       double attained = r.attained_gpu_hours;
       if (r.phase == Phase::kRunning)
         attained += static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(t - r.run_start);
-      snap_.workloads[i].priority = AttainedServicePriority(attained);
+      const int32_t priority = AttainedServicePriority(attained);
+      if (workloads()[i].priority != priority)
+        WorkloadToChange(static_cast<int32_t>(i)).priority = priority;
     }
   }
 }
@@ -491,7 +501,7 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
   for (const core::PreemptDecision& p : result.preemptions) {
     const int32_t u = wl_unit_[p.workload.index()];
     const int32_t j = units_[u].job;
-    core::Workload& w = snap_.workloads[p.workload.index()];
+    core::Workload& w = WorkloadToChange(p.workload.value);
     w.state = core::WorkloadState::kPreempting;
     const bool fault = p.reason == core::PreemptReason::kHardwareFault;
     JobRun& r = jobs_[j];
@@ -514,7 +524,7 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     const int32_t u = wl_unit_[wid.index()];
     Unit& unit = units_[u];
     JobRun& r = jobs_[unit.job];
-    core::Workload& w = snap_.workloads[wid.index()];
+    core::Workload& w = WorkloadToChange(wid.value);
     w.state = core::WorkloadState::kRunning;
     w.start_time = t;
     w.last_checkpoint_time.reset();
@@ -544,7 +554,7 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     }
     std::vector<core::PodPlacement> all;
     for (int32_t v = r.first_unit; v < r.first_unit + r.units; ++v)
-      for (const core::PodPlacement& p : snap_.workloads[units_[v].wl].placements) all.push_back(p);
+      for (const core::PodPlacement& p : workloads()[units_[v].wl].placements) all.push_back(p);
     Emit(t, unit.job, resume || !first ? EventKind::kResume : EventKind::kStart, std::move(all));
     Push(t + r.remaining, Ev::kFinish, unit.job, static_cast<int32_t>(r.version));
   };
@@ -554,12 +564,12 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
   // Waiting work may become placeable as time alone passes: when running work outgrows its
   // minimum runtime and may be preempted, or (LAS) as attained service lowers priorities. Plan
   // a cycle for the first such moment; otherwise the next event brings the next cycle.
-  if (!result.pending.empty()) {
+  if (result.stats.pending > 0) {
     Time next = Time::max();
     if (policy_.attained_service && running_ > 0 && options_.recheck_interval.count() > 0)
       next = t + options_.recheck_interval;
     if (policy_.config.reclaim_enabled || policy_.config.priority_preemption_enabled) {
-      for (const core::Workload& w : snap_.workloads) {
+      for (const core::Workload& w : workloads()) {
         if (w.state != core::WorkloadState::kRunning || w.reserved()) continue;
         const Time ripe = w.start_time + policy_.config.min_runtime;
         if (ripe > t && ripe < next) next = ripe;
@@ -602,9 +612,9 @@ void Sim::Process(const Event& e) {
     case Ev::kGraceEnd: {
       Unit& unit = units_[e.a];
       if (unit.wl < 0) break;
-      core::Workload& w = snap_.workloads[unit.wl];
-      if (w.state != core::WorkloadState::kPreempting) break;
+      if (workloads()[unit.wl].state != core::WorkloadState::kPreempting) break;
       Release(e.a);
+      core::Workload& w = WorkloadToChange(unit.wl);
       w.placements.clear();
       w.state = policy_.per_pod ? core::WorkloadState::kPending : core::WorkloadState::kSuspended;
       --jobs_[unit.job].units_running;
@@ -637,7 +647,7 @@ bool Sim::FailGpu(size_t node, size_t gpu, Duration repair_after) {
 }
 
 bool Sim::FailGpuAt(Time t, size_t node, size_t gpu, Duration repair_after) {
-  if (!snap_.nodes[node].gpus[gpu].healthy) return false;
+  if (!session_.snapshot().nodes[node].gpus[gpu].healthy) return false;
   NodeToChange(node).gpus[gpu].healthy = false;
   --capacity_;
   ++m_.gpu_failures;
@@ -700,7 +710,8 @@ SimMetrics Sim::Finalize(Time end) {
   const int64_t done = done_;
   m_.policy = policy_.name;
   m_.capacity_gpus = 0;
-  for (const core::Node& n : snap_.nodes) m_.capacity_gpus += static_cast<int64_t>(n.gpus.size());
+  for (const core::Node& n : session_.snapshot().nodes)
+    m_.capacity_gpus += static_cast<int64_t>(n.gpus.size());
   m_.jobs = total;
   m_.finished = done;
   m_.unfinished = total - done;
