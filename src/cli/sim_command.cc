@@ -36,6 +36,7 @@ struct SimCommandOptions {
   std::string out;
   std::string events;
   bool skip_bad_lines = false;
+  bool fresh_cycles = false;
   int64_t synthetic = 0;
   std::string profile = "helios";
   int32_t teams = 4;
@@ -86,6 +87,7 @@ Status RunSim(const SimCommandOptions& o) {
   if (o.gpu_mtbf_hours < 0) return Status::InvalidArgument("--gpu-mtbf-hours must not be negative");
   options.gpu_mtbf_hours = o.gpu_mtbf_hours;
   options.seed = o.seed;
+  options.fresh_cycles = o.fresh_cycles;
 
   sim::RunInfo info;
   info.cluster = o.cluster;
@@ -209,6 +211,9 @@ void RegisterSimCommand(CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--horizon", o->horizon, "Stop at this simulated time (0: when all jobs end)")
       ->capture_default_str();
+  cmd->add_flag("--fresh-cycles", o->fresh_cycles,
+                "Load the whole snapshot every cycle instead of keeping state between cycles "
+                "(the same decisions, slower; for comparison)");
 }
 
 }  // namespace chamber::cli

@@ -458,7 +458,10 @@ void Sim::Cycle(Time t) {
   PrepareCycle(t);
   const auto begin = std::chrono::steady_clock::now();
   // The simulator reads decisions only: why work waits is not asked for.
-  const core::CycleResult result = session_.Schedule(core::CycleOptions{.explain = false});
+  const core::CycleOptions cycle{.explain = false};
+  const core::CycleResult result = options_.fresh_cycles
+                                       ? engine_.Schedule(session_.PreparedSnapshot(), cycle)
+                                       : session_.Schedule(cycle);
   cycle_ms_.push_back(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
   ApplyCycle(t, result);

@@ -28,6 +28,10 @@ struct SimOptions {
   uint64_t seed = 1;
   Duration horizon{0};  // stop here; 0: when every job has finished
   int32_t series_points = 400;
+  // Each cycle loads the whole snapshot afresh (Engine::Schedule) instead of the state the
+  // cluster keeps between cycles (EngineSession). The same decisions, more slowly: for
+  // comparing the two.
+  bool fresh_cycles = false;
 };
 
 enum class EventKind { kSubmit, kStart, kPreempt, kResume, kFinish, kFail };

@@ -17,6 +17,9 @@
 //   stays within quota, and all of these over several cycles that apply each other's decisions.
 //   And the victim index (EngineTuning) changes no decision: synthetic reclaim cycles of up to
 //   a few hundred preemption searches decide the same with and without it.
+//   And a session (EngineSession) decides as fresh cycles: over random changes made through it
+//   between cycles, each of its cycles reports exactly what Engine::Schedule reports for its
+//   snapshot, with and without explanations.
 //
 // RapidCheck runs 100 cases per property, each over a few snapshots; RC_PARAMS="max_success=N"
 // runs more, and a failure prints the shrunk snapshot and the decisions.

@@ -1,10 +1,14 @@
 // Tiny traces whose metrics are worked out by hand in the comments.
 #include "sim/simulator.h"
 
+#include <sstream>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "sim/cluster_spec.h"
 #include "sim/policy.h"
+#include "sim/synthetic.h"
 #include "sim/test/sim_test_util.h"
 
 namespace chamber::sim {
@@ -180,6 +184,52 @@ TEST(Simulator, EveryPolicyRunsAndFinishesAFeasibleTrace) {
     EXPECT_GT(m->allocation, 0) << name;
     EXPECT_LE(m->allocation, 1.0 + 1e-9) << name;
   }
+}
+
+// The simulated cluster keeps its state between cycles (EngineSession); every policy, with
+// failures and repairs, gangs, reservations and reclaim, decides event for event as cycles that
+// load the whole snapshot afresh.
+TEST(Simulator, KeptStateDecidesAsFreshCycles) {
+  SyntheticSpec spec;
+  spec.jobs = 600;
+  spec.teams = 3;
+  spec.span = hours(12);
+  spec.max_gpus = 16;
+  spec.seed = 7;
+  const Trace trace = GenerateSyntheticTrace(spec);
+  std::vector<core::Queue> queues(3);
+  for (int t = 0; t < 3; ++t) {
+    queues[t].name = "team-" + std::to_string(t);
+    queues[t].res(core::Resource::kGpu).quota = 8;
+  }
+  queues[2].queueing = core::QueueingStrategy::kStrictFifo;
+  int64_t preemptions = 0;
+  for (std::string_view name : PolicyNames()) {
+    auto run = [&](bool fresh) {
+      std::ostringstream log;
+      SimOptions options;
+      options.queues = queues;
+      options.gpu_mtbf_hours = 300;
+      options.repair_time = hours(1);
+      options.fresh_cycles = fresh;
+      const EventSink sink = [&](const SimEvent& e) {
+        log << e.time.count() << ' ' << e.job->id << ' ' << EventKindName(e.kind) << ' ' << e.reason
+            << ' ' << (e.preemptor ? e.preemptor->id : "-");
+        for (const core::PodPlacement& p : e.placements)
+          log << ' ' << p.node.value << ':' << p.gpu_mask;
+        log << '\n';
+      };
+      Result<SimMetrics> m = Simulate(Cluster(3, 8), trace, *MakePolicy(name, {}), options, sink);
+      EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+      if (m.ok() && !fresh) preemptions += m->preemptions;
+      return log.str();
+    };
+    const std::string kept = run(false);
+    const std::string fresh = run(true);
+    EXPECT_GT(kept.size(), 0u);
+    EXPECT_TRUE(kept == fresh) << name << ": the event logs differ";
+  }
+  EXPECT_GT(preemptions, 0);  // reclaim, priority and failures were exercised
 }
 
 TEST(Policy, UnknownNameListsTheKnownOnes) {
