@@ -257,7 +257,7 @@ class Cycle {
   // A kept cycle's usage before it ran: Run puts it back.
   std::vector<Resources> kept_usage_, kept_reserved_usage_;
   std::vector<int32_t> kept_running_count_;
-  std::vector<uint8_t> victim_;       // per workload: preempted this cycle
+  std::vector<uint8_t> victim_;       // per workload: preempted this cycle (cleared by EndRun)
   std::vector<int32_t> active_;       // per queue: active leaves beneath
   std::vector<uint8_t> leaf_active_;  // per queue
   std::vector<size_t> cursor_;        // per queue: next workload of the pass
@@ -343,6 +343,7 @@ void Cycle::LoadAll() {
   ask_.clear();
   ask_.reserve(n);  // reserved, not filled: only waiting work writes its part
   ask_of_.assign(n, -1);
+  victim_.assign(n, 0);
   QueueLookup lookup;
   for (size_t i = 0; i < n; ++i) {
     // A workload's pod sets and placements live apart from it; start loading those of one a few
@@ -359,11 +360,13 @@ void Cycle::LoadAll() {
 void Cycle::AddSlot() {
   queue_of_.emplace_back();
   ask_of_.push_back(-1);
+  victim_.push_back(0);
 }
 
 void Cycle::PopSlot() {
   queue_of_.pop_back();
   ask_of_.pop_back();
+  victim_.pop_back();
 }
 
 void Cycle::Issue(WorkloadId w, std::string message) {
@@ -1300,7 +1303,6 @@ void Cycle::BeginRun() {
     }
     std::fill(min_stale_.begin(), min_stale_.end(), 0);
   }
-  victim_.assign(s_.workloads.size(), 0);
   decayed_total_ = 0;
 
   // Capacity being released, in workload order: by work in its grace period, and by running
@@ -1323,6 +1325,9 @@ void Cycle::BeginRun() {
 // A kept cycle puts back what it changed; the next starts from the loaded state.
 void Cycle::EndRun() {
   if (!keep_) return;
+  // Only this cycle's victims are marked: clearing them, not the whole table, keeps a cycle's
+  // cost to what it decided.
+  for (const PreemptDecision& p : out_.preemptions) victim_[p.workload.index()] = 0;
   state_.RollBack();
   usage_ = kept_usage_;
   reserved_usage_ = kept_reserved_usage_;
