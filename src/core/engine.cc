@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -110,6 +111,13 @@ class Cycle {
     if (a.submit != b.submit) return a.submit < b.submit;
     return std::tuple(std::string_view(wl(a.id).name), a.id) <
            std::tuple(std::string_view(wl(b.id).name), b.id);
+  }
+  // Where `key` goes in, or is in, the queue's order (order_keys_ and waiting_, once sorted_).
+  std::ptrdiff_t OrderPosition(QueueId q, const OrderKey& key) const {
+    const std::vector<OrderKey>& keys = order_keys_[q.index()];
+    return std::lower_bound(keys.begin(), keys.end(), key,
+                            [&](const OrderKey& x, const OrderKey& y) { return Before(x, y); }) -
+           keys.begin();
   }
   void Issue(WorkloadId w, std::string message);
   // Per cycle: what the last one left, cleared; released capacity and hardware faults applied.
@@ -469,12 +477,9 @@ bool Cycle::Load(WorkloadId id, QueueLookup& lookup) {
     const OrderKey key{-w.priority, id, w.submit_time};
     std::vector<OrderKey>& keys = order_keys_[q.index()];
     if (sorted_) {
-      const auto at =
-          std::lower_bound(keys.begin(), keys.end(), key,
-                           [&](const OrderKey& x, const OrderKey& y) { return Before(x, y); });
-      std::vector<WorkloadId>& list = waiting_[q.index()];
-      list.insert(list.begin() + (at - keys.begin()), id);
-      keys.insert(at, key);
+      const std::ptrdiff_t at = OrderPosition(q, key);
+      waiting_[q.index()].insert(waiting_[q.index()].begin() + at, id);
+      keys.insert(keys.begin() + at, key);
     } else {
       keys.push_back(key);
     }
@@ -529,12 +534,9 @@ void Cycle::Unload(WorkloadId id) {
   std::vector<OrderKey>& keys = order_keys_[q.index()];
   const OrderKey key{-w.priority, id, w.submit_time};
   if (sorted_) {
-    const auto at =
-        std::lower_bound(keys.begin(), keys.end(), key,
-                         [&](const OrderKey& x, const OrderKey& y) { return Before(x, y); });
-    std::vector<WorkloadId>& list = waiting_[q.index()];
-    list.erase(list.begin() + (at - keys.begin()));
-    keys.erase(at);
+    const std::ptrdiff_t at = OrderPosition(q, key);
+    waiting_[q.index()].erase(waiting_[q.index()].begin() + at);
+    keys.erase(keys.begin() + at);
   } else {
     keys.erase(
         std::find_if(keys.begin(), keys.end(), [&](const OrderKey& k) { return k.id == id; }));
