@@ -30,6 +30,9 @@ struct EngineConfig {
   // Preemption. Reclaim: a queue below quota takes back what others borrowed. Priority: within a
   // queue, higher priority evicts lower-priority elastic work.
   bool reclaim_enabled = true;
+  // Fair-share reclaim: a queue within its fair share takes from a queue further over its fair
+  // share, when the two do not trade places (docs/fairness.md, promise 5).
+  bool fair_share_reclaim_enabled = true;
   bool priority_preemption_enabled = true;
   Duration min_runtime{std::chrono::minutes(1)};  // work younger than this is not a victim
   int32_t max_preemptions_per_window = 3;         // a workload preempted this often is spared

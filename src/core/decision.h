@@ -61,7 +61,9 @@ enum class PendingReason {
   kOverQueueLimit,        // would exceed its queue's (or an ancestor's) limit
   kOverQuota,             // reserved work beyond quota, which reserved work never exceeds
   kLendingLimit,          // borrowing would take quota its owners do not lend
-  kNoNodeFits,            // no placement on the free capacity
+  kFairShare,             // beyond its fair share, or held back by queues no further over theirs
+  kPreemptionNotAllowed,  // the room is held by work a rule protects (quota, priority, runtime)
+  kNoNodeFits,            // a capacity shortage: no room even without elastic running work
   kWaitingForPreemption,  // victims are releasing the room it will take
   kBlockedByQueueHead,    // strict FIFO: an earlier workload of the queue cannot start
 };

@@ -133,16 +133,31 @@ class Cycle {
              std::vector<std::vector<WorkloadId>>* deferred);
   Outcome TryAdmit(WorkloadId w, int pass);
   void Commit(WorkloadId w, PlacementPlan plan, bool borrowing);
+  // Preempts a preemptor's victims and makes it wait for them.
+  void PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandidate>& victims);
   void Preempt(WorkloadId victim, PreemptReason reason, WorkloadId preemptor, std::string message);
   void Pend(WorkloadId w, PendingReason reason, std::string message,
             std::vector<std::string> details = {});
   void Pend(WorkloadId w, PendingReason reason,
             std::shared_ptr<const PendingExplanation> explanation);
   std::string LimitProblem(QueueId q, const Resources& req) const;
+  std::string LendingProblem(const Resources& req) const;
   // With `reserved`, only the queue's reserved work counts: its elastic work is preemptible.
   std::string QuotaProblem(QueueId q, const Resources& req, bool reserved) const;
   std::optional<Resource> QuotaExceeded(QueueId q, const Resources& req, bool reserved) const;
   bool OverFairShare(QueueId q, const Resources& req) const;
+  // A queue's share ratio with `delta` added to its usage: the dominant managed resource's usage
+  // over fair share (docs/fairness.md); no decay term.
+  double ShareRatio(QueueId q, const Resources& delta) const;
+  // Whether a queue's usage stays within its effective quota with `req` added, for each managed
+  // resource `req` asks for.
+  bool WithinQuota(QueueId q, const Resources& req) const;
+  // Whether the queue and every ancestor stay within their effective quotas with `req` added.
+  bool Guaranteed(QueueId q, const Resources& req) const {
+    for (QueueId a = q; a.valid(); a = tree_.parent(a))
+      if (!WithinQuota(a, req)) return false;
+    return true;
+  }
   bool Borrowing(QueueId leaf, const Resources& req) const;
   bool LendingAllows(const Resources& req) const;
   // Whether running work may not be preempted whatever this cycle does: reserved, younger than
@@ -150,15 +165,25 @@ class Cycle {
   bool Shielded(const Workload& w) const;
   // Fills running_ from running_ids_, once, when the cycle's first victim search reads it.
   void LoadRunning() const;
-  std::vector<VictimCandidate> Candidates(WorkloadId w, bool reclaim) const;
+  std::vector<VictimCandidate> Candidates(WorkloadId w, bool reclaim, const Resources& req) const;
   // The part of Candidates from the workload's own queue: lower-priority work it may preempt.
   void PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const;
-  // Whether reclaim may take from `other`'s running work for a workload of `q`.
-  bool ReclaimsFrom(QueueId q, QueueId other) const;
+  // Whether reclaim may take from `other`'s running work for a workload of `q` asking `req`:
+  // `other` borrows what `req` asks for at every level up to its side, and either `q`'s side
+  // stays within quota with `req` or it stays no further over its fair share than `other`'s
+  // side. Rules checks the same for a whole victim set.
+  bool ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const;
+  class Rules;
+  // Why a workload that fits nowhere waits, when it would fit with all elastic running work gone:
+  // which rule holds the room back (FairShare or PreemptionNotAllowed), per queue.
+  std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> PolicyWait(WorkloadId w,
+                                                                                 int32_t pods,
+                                                                                 int pass);
+  bool FitsWithoutElasticWork(WorkloadId w, int32_t pods);
   // Builds index_ from the running work that reclaim could still take.
   void BuildVictimIndex();
   // groups_ for a search by a workload of `q`; false when no group offers a candidate.
-  bool MarkReclaimGroups(QueueId q, bool reclaim);
+  bool MarkReclaimGroups(QueueId q, bool reclaim, const Resources& req);
   // Writes the key into shape_key_, reused so that interning 100k+ shapes allocates nothing.
   void ShapeKey(const Workload& w, int32_t pods);
   int32_t InternShape(const Workload& w, int32_t pods);
@@ -245,7 +270,14 @@ class Cycle {
     double gpu_hours_lost = 0;
     uint32_t first_placement = 0;  // its placements in running_placements_
     uint32_t num_placements = 0;
+    Resources held;  // what it holds, counted against its queue
   };
+  VictimCandidate CandidateOf(const Running& v, PreemptReason reason, double overshare) const {
+    return {v.id,       reason,
+            v.priority, v.gpu_hours_lost,
+            overshare,  queue_of_[v.id.index()].value,
+            v.held,     PlacementsOf(v)};
+  }
   // Running work that may be a victim, in load order. Most cycles read none of it, even when
   // work waits (no queue borrows, no waiting work outranks running work of its queue), so
   // running_ is filled from it only when a victim search first reads it (LoadRunning).
@@ -295,6 +327,14 @@ class Cycle {
   // Per shape: why not, once asked; shared by every pending workload of the shape.
   std::vector<std::shared_ptr<const PendingExplanation>> explanation_;
   std::unordered_set<uint64_t> no_victims_;  // queue << 32 | shape: no victim set found
+  // Capacity free or held by elastic running work (and capacity being released), built when a
+  // cycle first asks whether a workload would fit without elastic work (FitsWithoutElasticWork).
+  std::optional<CapacityOverlay> elastic_room_;
+  std::vector<int32_t> elastic_in_;           // per queue: its elastic running workloads
+  std::vector<int8_t> fits_without_elastic_;  // per shape: -1 not asked, 0 no, 1 yes
+  // queue << 34 | pass << 32 | shape: the explanation of a policy wait, shared by its workloads.
+  std::unordered_map<uint64_t, std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>>
+      policy_why_;
   // Reclaimable running work for single-pod searches, once a cycle has made enough of them.
   std::unique_ptr<VictimIndex> index_;
   int32_t one_pod_searches_ = 0;
@@ -727,24 +767,57 @@ std::string Cycle::LimitProblem(QueueId q, const Resources& req) const {
   return {};
 }
 
-// Quota is checked on the leaf queue: a department over its quota because one team borrows
-// must not stop a sibling team from using, or reclaiming, its own guaranteed share.
+// Reserved work is checked at every level: a department's quota bounds its teams' reserved
+// work together. Elastic work's quota check (`reserved` false) is on the leaf alone: whether it
+// borrows decides only the borrowing flag of its bind; reclaim judges quota at the sides.
 std::optional<Resource> Cycle::QuotaExceeded(QueueId q, const Resources& req, bool reserved) const {
-  const Resources& used = reserved ? reserved_usage_[q.index()] : usage_[q.index()];
-  for (Resource r : kAllResources) {
-    if (!tree_.managed(r) || req[r] == 0) continue;
-    if (used[r] + req[r] > tree_.queue(q).res(r).quota) return r;
+  for (QueueId a = q; a.valid(); a = reserved ? tree_.parent(a) : QueueId{}) {
+    const Resources& used = reserved ? reserved_usage_[a.index()] : usage_[a.index()];
+    for (Resource r : kAllResources) {
+      if (!tree_.managed(r) || req[r] == 0) continue;
+      if (used[r] + req[r] > tree_.effective_quota(a)[r]) return r;
+    }
   }
   return std::nullopt;
 }
 
 std::string Cycle::QuotaProblem(QueueId q, const Resources& req, bool reserved) const {
-  const std::optional<Resource> r = QuotaExceeded(q, req, reserved);
-  if (!r) return {};
-  const Queue& queue = tree_.queue(q);
-  return "queue " + queue.name + ": needs " + FormatQuantity(*r, req[*r]) + "; quota " +
-         FormatQuantity(*r, queue.res(*r).quota) + (reserved ? ", reserved in use " : ", in use ") +
-         FormatQuantity(*r, (reserved ? reserved_usage_ : usage_)[q.index()][*r]);
+  if (!QuotaExceeded(q, req, reserved)) return {};
+  for (QueueId a = q; a.valid(); a = tree_.parent(a)) {
+    const Resources& used = reserved ? reserved_usage_[a.index()] : usage_[a.index()];
+    for (Resource r : kAllResources) {
+      if (!tree_.managed(r) || req[r] == 0) continue;
+      if (used[r] + req[r] <= tree_.effective_quota(a)[r]) continue;
+      return "queue " + tree_.queue(a).name + ": needs " + FormatQuantity(r, req[r]) + "; quota " +
+             FormatQuantity(r, tree_.effective_quota(a)[r]) +
+             (reserved ? ", reserved in use " : ", in use ") + FormatQuantity(r, used[r]);
+    }
+    if (!reserved) break;
+  }
+  return {};
+}
+
+bool Cycle::WithinQuota(QueueId q, const Resources& req) const {
+  for (Resource r : kAllResources) {
+    if (!tree_.managed(r) || req[r] == 0) continue;
+    if (usage_[q.index()][r] + req[r] > tree_.effective_quota(q)[r]) return false;
+  }
+  return true;
+}
+
+double Cycle::ShareRatio(QueueId q, const Resources& delta) const {
+  double ratio = 0;
+  for (Resource r : kAllResources) {
+    if (!tree_.managed(r)) continue;
+    const double used = static_cast<double>(usage_[q.index()][r] + delta[r]);
+    const double share = share_[q.index()][static_cast<int>(r)];
+    if (share > kEpsilon) {
+      ratio = std::max(ratio, used / share);
+    } else if (used > 0) {
+      ratio = std::max(ratio, 1e9);
+    }
+  }
+  return ratio;
 }
 
 // Checked on the leaf: the leaves' shares add up to their parents', so a parent stays within
@@ -793,6 +866,29 @@ bool Cycle::LendingAllows(const Resources& req) const {
   return true;
 }
 
+std::string Cycle::LendingProblem(const Resources& req) const {
+  std::string out =
+      "borrowing " + FormatResources(req) + " would use quota its owners do not lend:";
+  int named = 0;
+  for (QueueId q : tree_.top_down()) {
+    if (!tree_.leaf(q)) continue;
+    for (Resource r : kAllResources) {
+      const QueueResource& qr = tree_.queue(q).res(r);
+      if (qr.lending_limit == kUnlimited || req[r] == 0 || !tree_.managed(r)) continue;
+      const int64_t unused = std::max<int64_t>(0, qr.quota - usage_[q.index()][r]);
+      if (unused <= qr.lending_limit) continue;
+      if (named++ == 3) {
+        out += " and more";
+        return out;
+      }
+      out += (named > 1 ? "," : "") + std::string(" queue ") + tree_.queue(q).name + " keeps " +
+             FormatQuantity(r, unused - qr.lending_limit) + " (lendingLimit " +
+             FormatQuantity(r, qr.lending_limit) + " of " + FormatQuantity(r, unused) + " unused)";
+    }
+  }
+  return out;
+}
+
 void Cycle::LoadRunning() const {
   if (running_loaded_) return;
   running_loaded_ = true;
@@ -801,7 +897,8 @@ void Cycle::LoadRunning() const {
     running_[queue_of_[id.index()].index()].push_back(
         {id, w.priority, Shielded(w), GpuHoursLost(w, s_.now),
          static_cast<uint32_t>(running_placements_.size()),
-         static_cast<uint32_t>(w.placements.size())});
+         static_cast<uint32_t>(w.placements.size()),
+         w.RequestOfFirst(static_cast<int32_t>(w.placements.size()))});
     running_placements_.insert(running_placements_.end(), w.placements.begin(), w.placements.end());
   }
 }
@@ -834,19 +931,101 @@ void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) 
   LoadRunning();
   for (const Running& v : running_[q.index()]) {
     if (v.priority >= priority || v.shielded || victim_[v.id.index()]) continue;
-    out->push_back(
-        {v.id, PreemptReason::kPriority, v.priority, v.gpu_hours_lost, 0, PlacementsOf(v)});
+    out->push_back(CandidateOf(v, PreemptReason::kPriority, 0));
   }
 }
 
-bool Cycle::ReclaimsFrom(QueueId q, QueueId other) const {
+bool Cycle::ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
   if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0) return false;
-  for (Resource r : kAllResources)
-    if (tree_.managed(r) && usage_[other.index()][r] > tree_.queue(other).res(r).quota) return true;
-  return false;
+  const auto [mine, theirs] = tree_.Sides(q, other);
+  if (!mine.valid()) return false;
+  for (QueueId b = other;; b = tree_.parent(b)) {
+    bool borrows = false;
+    for (Resource r : kAllResources)
+      if (tree_.managed(r) && req[r] > 0 && usage_[b.index()][r] > tree_.effective_quota(b)[r])
+        borrows = true;
+    if (!borrows) return false;
+    if (b == theirs) break;
+  }
+  if (WithinQuota(mine, req)) return true;
+  return cfg_.fair_share_reclaim_enabled && ShareRatio(mine, req) <= ShareRatio(theirs, {});
 }
 
-std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const {
+// The promises a victim set keeps (docs/fairness.md): reclaim leaves every queue it takes from at
+// or above its effective quota up to its side (1), and is by quota (4) or by fair share without
+// the two sides trading places (5); the preemptor's queue and its ancestors end within their
+// limits once the victims leave (2). Victims are summed up the tree in a small scratch list:
+// sets hold a few workloads.
+class Cycle::Rules final : public VictimRules {
+ public:
+  Rules(const Cycle& c, QueueId q, const Resources& req) : c_(c), q_(q), req_(req) {}
+
+  bool Allows(std::span<const VictimCandidate> victims) const override {
+    Sum(victims);
+    for (const VictimCandidate& v : victims) {
+      if (v.reason != PreemptReason::kReclaim) continue;
+      const QueueId other{v.queue};
+      const auto [mine, theirs] = c_.tree_.Sides(q_, other);
+      if (!mine.valid()) return false;
+      for (QueueId b = other;; b = c_.tree_.parent(b)) {
+        const Resources after = c_.usage_[b.index()] - Taken(b);
+        for (Resource r : kAllResources)
+          if (c_.tree_.managed(r) && req_[r] > 0 && after[r] < c_.tree_.effective_quota(b)[r])
+            return false;
+        if (b == theirs) break;
+      }
+      const Resources mine_delta = req_ - Taken(mine);
+      if (c_.WithinQuota(mine, mine_delta)) continue;
+      if (!c_.cfg_.fair_share_reclaim_enabled) return false;
+      Resources theirs_delta;
+      theirs_delta -= Taken(theirs);
+      if (c_.ShareRatio(mine, mine_delta) > c_.ShareRatio(theirs, theirs_delta) + kEpsilon)
+        return false;
+    }
+    return true;
+  }
+
+  bool Enough(std::span<const VictimCandidate> victims) const override {
+    Sum(victims);
+    for (QueueId a = q_; a.valid(); a = c_.tree_.parent(a)) {
+      for (Resource r : kAllResources) {
+        const int64_t limit = c_.tree_.queue(a).res(r).limit;
+        if (limit == kUnlimited || req_[r] == 0) continue;
+        if (c_.usage_[a.index()][r] + req_[r] - Taken(a)[r] > limit) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  void Sum(std::span<const VictimCandidate> victims) const {
+    taken_.clear();
+    for (const VictimCandidate& v : victims) {
+      for (QueueId a{v.queue}; a.valid(); a = c_.tree_.parent(a)) {
+        auto it =
+            std::find_if(taken_.begin(), taken_.end(), [&](const auto& t) { return t.first == a; });
+        if (it == taken_.end()) {
+          taken_.emplace_back(a, v.held);
+        } else {
+          it->second += v.held;
+        }
+      }
+    }
+  }
+  Resources Taken(QueueId a) const {
+    for (const auto& [q, held] : taken_)
+      if (q == a) return held;
+    return {};
+  }
+
+  const Cycle& c_;
+  QueueId q_;
+  Resources req_;
+  mutable std::vector<std::pair<QueueId, Resources>> taken_;
+};
+
+std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
+                                               const Resources& req) const {
   std::vector<VictimCandidate> out;
   PriorityCandidates(w, &out);
   if (reclaim && cfg_.reclaim_enabled) {
@@ -855,7 +1034,7 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
     std::vector<QueueId> borrowers;
     size_t most = out.size();
     for (QueueId other : tree_.top_down()) {
-      if (!ReclaimsFrom(q, other)) continue;
+      if (!ReclaimsFrom(q, other, req)) continue;
       borrowers.push_back(other);
       most += running_in_[other.index()];
     }
@@ -865,8 +1044,7 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim) const
       const double over = Ratio(other);
       for (const Running& v : running_[other.index()]) {
         if (v.shielded || victim_[v.id.index()]) continue;
-        out.push_back(
-            {v.id, PreemptReason::kReclaim, v.priority, v.gpu_hours_lost, over, PlacementsOf(v)});
+        out.push_back(CandidateOf(v, PreemptReason::kReclaim, over));
       }
     }
   }
@@ -880,9 +1058,7 @@ void Cycle::BuildVictimIndex() {
   for (size_t q = 0; q < running_.size(); ++q) {
     for (const Running& v : running_[q]) {
       if (v.shielded || victim_[v.id.index()]) continue;
-      entries.push_back(
-          {{v.id, PreemptReason::kReclaim, v.priority, v.gpu_hours_lost, 0, PlacementsOf(v)},
-           static_cast<int32_t>(q)});
+      entries.push_back({CandidateOf(v, PreemptReason::kReclaim, 0), static_cast<int32_t>(q)});
     }
   }
   index_ = std::make_unique<VictimIndex>(state_.num_nodes(), s_.queues.size(), s_.workloads.size(),
@@ -890,13 +1066,13 @@ void Cycle::BuildVictimIndex() {
   groups_.assign(s_.queues.size(), {});
 }
 
-bool Cycle::MarkReclaimGroups(QueueId q, bool reclaim) {
+bool Cycle::MarkReclaimGroups(QueueId q, bool reclaim, const Resources& req) {
   bool any = false;
   for (size_t i = 0; i < groups_.size(); ++i) {
     const QueueId other{static_cast<int32_t>(i)};
     VictimGroup& g = groups_[i];
     g = {};
-    if (!reclaim || !cfg_.reclaim_enabled || !ReclaimsFrom(q, other)) continue;
+    if (!reclaim || !cfg_.reclaim_enabled || !ReclaimsFrom(q, other, req)) continue;
     g.overshare = Ratio(other);
     g.candidates = index_->alive(other.value) > 0;
     any |= g.candidates;
@@ -924,6 +1100,7 @@ int32_t Cycle::NewShape() {
   const auto id = static_cast<int32_t>(no_fit_.size());
   no_fit_.push_back(0);
   explanation_.emplace_back();
+  fits_without_elastic_.push_back(-1);
   return id;
 }
 
@@ -1003,12 +1180,20 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   };
 
   std::string why;
-  if (!keep([&](int32_t n) { return LimitProblem(q, RequestOf(w, n)); }, &why)) {
-    Pend(w, PendingReason::kOverQueueLimit, why);
-    return Outcome::kPending;
+  // At its limit, a workload may still preempt lower-priority work of its own queue, the limit
+  // counted after those victims leave (docs/fairness.md, promise 2): then it goes on to the
+  // victim search with its own queue's candidates only.
+  std::string limit_why;
+  const bool at_limit =
+      !keep([&](int32_t n) { return LimitProblem(q, RequestOf(w, n)); }, &limit_why);
+  if (at_limit) {
+    if (!cfg_.priority_preemption_enabled || ask.priority <= running_min_priority_[q.index()]) {
+      Pend(w, PendingReason::kOverQueueLimit, limit_why);
+      return Outcome::kPending;
+    }
+    sizes.push_back(total);
+    if (minimum < total) sizes.push_back(minimum);
   }
-  // The answer only: formatting QuotaProblem's message for every workload cost more than the check.
-  const bool in_quota = !QuotaExceeded(q, RequestOf(w, sizes.back()), reserved);
   if (reserved && !keep([&](int32_t n) { return QuotaProblem(q, RequestOf(w, n), true); }, &why)) {
     Pend(w, PendingReason::kOverQuota, "reserved work runs only within quota: " + why);
     return Outcome::kPending;
@@ -1026,10 +1211,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   if (!keep(
           [&](int32_t n) {
             const Resources req = RequestOf(w, n);
-            return reserved || !Borrowing(q, req) || LendingAllows(req)
-                       ? std::string()
-                       : "borrowing " + FormatResources(req) +
-                             " would use quota that its owners do not lend";
+            return reserved || !Borrowing(q, req) || LendingAllows(req) ? std::string()
+                                                                        : LendingProblem(req);
           },
           &why)) {
     Pend(w, PendingReason::kLendingLimit, why);
@@ -1037,7 +1220,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   }
 
   // On free capacity.
-  for (int32_t n : sizes) {
+  for (int32_t n : at_limit ? std::span<const int32_t>() : std::span<const int32_t>(sizes)) {
     const int32_t shape = ShapeOf(w, n);
     if (no_fit_[shape]) {
       ++out_.stats.placement_cache_hits;
@@ -1052,18 +1235,20 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     touched_shapes_.push_back(shape);
   }
 
-  // By preemption: reclaim when within quota (deserved pass only), priority within the queue.
-  // A single pod's search may use the cycle's victim index: then `candidates` holds only those
-  // of its own queue, and the index those that reclaim could take.
-  const bool reclaim = pass == 1 && in_quota;
+  // By preemption: priority within the queue, and in the deserved pass reclaim from queues that
+  // borrow (by quota, or by fair share). A single pod's search may use the cycle's victim index:
+  // then `candidates` holds only those of its own queue, and the index those that reclaim could
+  // take. At its limit, only its own queue's work can make room under it.
+  const bool reclaim = pass == 1 && !at_limit;
   const bool indexed = total == 1 && index_;
+  const Resources& first_req = RequestOf(w, sizes.back());
   std::vector<VictimCandidate> candidates;
   bool any_candidate = false;
   if (indexed) {
     PriorityCandidates(w, &candidates);
-    any_candidate = MarkReclaimGroups(q, reclaim) || !candidates.empty();
+    any_candidate = MarkReclaimGroups(q, reclaim, first_req) || !candidates.empty();
   } else {
-    candidates = Candidates(w, reclaim);
+    candidates = Candidates(w, reclaim, first_req);
     any_candidate = !candidates.empty();
     // Reclaim candidates come last. Enough single-pod searches among them pay for the index.
     if (total == 1 && any_candidate && candidates.back().reason == PreemptReason::kReclaim &&
@@ -1074,7 +1259,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
 
   // On capacity that earlier preemptions are releasing; only work entitled to preempt waits
   // for it, borrowers do not. Work that may preempt waits rather than evict more.
-  if ((pass == 1 || any_candidate) && !releasing_.empty()) {
+  if ((pass == 1 || any_candidate) && !at_limit && !releasing_.empty()) {
     for (int32_t n : sizes) {
       if (pol_.placement->Place(state_, feas_, work, n, &releasing_)) {
         Pend(w, PendingReason::kWaitingForPreemption,
@@ -1084,62 +1269,232 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     }
   }
 
+  // At its limit with room already free, the victims need only free the limit: the first of its
+  // own lower-priority work (in victim preference order) that frees it alone, or else as few as
+  // the preference order needs once every unneeded one is spared again.
+  if (at_limit && any_candidate) {
+    for (int32_t n : sizes) {
+      if (!pol_.placement->Place(state_, feas_, work, n, nullptr)) continue;
+      const Rules rules(*this, q, RequestOf(w, n));
+      std::vector<VictimCandidate> by_preference = candidates;
+      std::sort(by_preference.begin(), by_preference.end(), [](const auto& a, const auto& b) {
+        return std::tuple(-a.queue_overshare, a.priority, a.gpu_hours_lost, a.workload) <
+               std::tuple(-b.queue_overshare, b.priority, b.gpu_hours_lost, b.workload);
+      });
+      std::vector<VictimCandidate> set;
+      for (const VictimCandidate& c : by_preference) {
+        if (rules.Enough(std::span(&c, 1))) {
+          set = {c};
+          break;
+        }
+      }
+      for (size_t i = 0; set.empty() && i < by_preference.size(); ++i) {
+        std::vector<VictimCandidate> taken(by_preference.begin(), by_preference.begin() + i + 1);
+        if (!rules.Enough(taken)) continue;
+        for (size_t j = taken.size(); j-- > 0 && taken.size() > 1;) {
+          std::vector<VictimCandidate> trial = taken;
+          trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(j));
+          if (rules.Enough(trial)) taken = std::move(trial);
+        }
+        set = std::move(taken);
+      }
+      if (set.empty()) break;
+      PreemptFor(w, n, set);
+      return Outcome::kPending;
+    }
+  }
+
   if (any_candidate) {
     for (int32_t n : sizes) {
       const uint64_t key =
           uint64_t{static_cast<uint32_t>(q.value)} << 32 | static_cast<uint32_t>(ShapeOf(w, n));
-      if (no_victims_.contains(key)) continue;
+      if (!at_limit && no_victims_.contains(key)) continue;
       ++out_.stats.preemption_searches;
+      const Rules rules(*this, q, RequestOf(w, n));
       std::optional<VictimSet> set;
       if (indexed) {
         ++out_.stats.indexed_preemption_searches;
         set = pol_.victims->SelectOnePod(state_, feas_, *pol_.placement, s_, work, *index_, groups_,
-                                         candidates, releasing_);
-        if (!set) candidates = Candidates(w, reclaim);  // Select settles what the index cannot
+                                         candidates, releasing_, &rules);
+        // Select settles what the index cannot.
+        if (!set) candidates = Candidates(w, reclaim, first_req);
       }
       // The last size tried takes the candidates rather than a copy: they can be tens of
       // thousands, and nothing reads them after it.
       if (!set)
         set = pol_.victims->Select(state_, feas_, *pol_.placement, s_, work, n,
                                    n == sizes.back() ? std::move(candidates) : candidates,
-                                   releasing_);
+                                   releasing_, &rules);
       if (!set) {
-        no_victims_.insert(key);
+        if (!at_limit) no_victims_.insert(key);
         continue;
       }
-      std::vector<std::string> details;
-      for (const VictimCandidate& v : set->victims) {
-        const bool reclaim = v.reason == PreemptReason::kReclaim;
-        Preempt(v.workload, v.reason, w,
-                reclaim
-                    ? "reclaimed for " + work.name + ": queue " + work.queue + " is below its quota"
-                    : "preempted by " + work.name + " (priority " + std::to_string(work.priority) +
-                          " over " + std::to_string(wl(v.workload).priority) + ")");
-        details.push_back("victim " + wl(v.workload).name + " (" +
-                          std::string(PreemptReasonName(v.reason)) + ")");
-      }
-      Pend(w, PendingReason::kWaitingForPreemption,
-           "preempting " + std::to_string(set->victims.size()) + " workload" +
-               (set->victims.size() == 1 ? "" : "s") + " to make room",
-           std::move(details));
+      PreemptFor(w, n, set->victims);
       return Outcome::kPending;
     }
   }
 
+  if (at_limit) {
+    Pend(w, PendingReason::kOverQueueLimit,
+         limit_why + "; no lower-priority work of queue " + work.queue + " can make room under it");
+    return Outcome::kPending;
+  }
   if (!explain_) {
     Pend(w, PendingReason::kNoNodeFits, std::shared_ptr<const PendingExplanation>());
+    return Outcome::kPending;
+  }
+  // Only a real shortage of capacity is NoNodeFits (promise 9): work within its quota at every
+  // level, whom the cluster owes room, or work that would not fit even were the elastic running
+  // work gone. Anything else waits for a rule.
+  if (!Guaranteed(q, RequestOf(w, sizes.back())) && FitsWithoutElasticWork(w, sizes.back())) {
+    auto [reason, e] = PolicyWait(w, sizes.back(), pass);
+    Pend(w, reason, std::move(e));
     return Outcome::kPending;
   }
   const int32_t shape = ShapeOf(w, sizes.back());
   std::shared_ptr<const PendingExplanation>& e = explanation_[shape];
   if (!e) {
-    PlacementExplanation why = ExplainNoFit(state_, feas_, work, sizes.back());
+    PlacementExplanation why_not = ExplainNoFit(state_, feas_, work, sizes.back());
     e = std::make_shared<const PendingExplanation>(
-        PendingExplanation{std::move(why.message), std::move(why.details)});
+        PendingExplanation{std::move(why_not.message), std::move(why_not.details)});
     touched_shapes_.push_back(shape);
   }
   Pend(w, PendingReason::kNoNodeFits, e);
   return Outcome::kPending;
+}
+
+bool Cycle::FitsWithoutElasticWork(WorkloadId w, int32_t pods) {
+  const int32_t shape = ShapeOf(w, pods);
+  int8_t& known = fits_without_elastic_[shape];
+  if (known < 0) {
+    if (!elastic_room_) {
+      elastic_room_ = releasing_;
+      elastic_in_.assign(s_.queues.size(), 0);
+      for (WorkloadId id : running_ids_) {
+        const Workload& r = wl(id);
+        if (r.reserved()) continue;
+        ++elastic_in_[queue_of_[id.index()].index()];
+        for (size_t p = 0; p < r.placements.size(); ++p)
+          elastic_room_->Add(state_, r.placements[p], r.PlacementRequest(p));
+      }
+    }
+    known = pol_.placement->Place(state_, feas_, wl(w), pods, &*elastic_room_) ? 1 : 0;
+    touched_shapes_.push_back(shape);
+  }
+  return known == 1;
+}
+
+std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::PolicyWait(WorkloadId w,
+                                                                                      int32_t pods,
+                                                                                      int pass) {
+  const QueueId q = queue_of_[w.index()];
+  const Resources& req = RequestOf(w, pods);
+  const uint64_t key = uint64_t{static_cast<uint32_t>(q.value)} << 34 |
+                       uint64_t{static_cast<uint32_t>(pass)} << 32 |
+                       static_cast<uint32_t>(ShapeOf(w, pods));
+  auto& cached = policy_why_[key];
+  if (cached.second) return cached;
+  auto ratio = [](double x) {
+    if (x >= 1e8) return std::string("more than all");  // no fair share to measure against
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", x);
+    return std::string(buf);
+  };
+  // What keeps each queue's elastic running work from being a victim of this workload: in the
+  // deserved pass the reclaim rules; beyond its fair share (pass 2) reclaim is not tried at all,
+  // and the rules still say which queues keep their room by quota and which by fair share.
+  std::vector<std::string> causes;
+  bool quota_cause = false;
+  bool fair_cause = false;
+  for (QueueId other : tree_.top_down()) {
+    if (!tree_.leaf(other) || elastic_in_[other.index()] == 0) continue;
+    const std::string& name = tree_.queue(other).name;
+    if (other == q) {
+      causes.push_back(cfg_.priority_preemption_enabled
+                           ? "queue " + name + "'s own running work is not of lower priority"
+                           : "priority preemption is turned off");
+      continue;
+    }
+    if (pass == 1 && !cfg_.reclaim_enabled) {
+      quota_cause = true;
+      causes.push_back("reclaim is turned off");
+      continue;
+    }
+    const auto [mine, theirs] = tree_.Sides(q, other);
+    QueueId within;  // the first queue from `other` up to its side that does not borrow
+    for (QueueId b = other; mine.valid(); b = tree_.parent(b)) {
+      bool borrows = false;
+      for (Resource r : kAllResources)
+        if (tree_.managed(r) && req[r] > 0 && usage_[b.index()][r] > tree_.effective_quota(b)[r])
+          borrows = true;
+      if (!borrows) {
+        within = b;
+        break;
+      }
+      if (b == theirs) break;
+    }
+    if (within.valid()) {
+      quota_cause = true;
+      causes.push_back("queue " + tree_.queue(within).name + " holds " +
+                       FormatQuantity(Resource::kGpu, usage_[within.index()].gpu()) + ", quota " +
+                       FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu()) +
+                       " (reclaim never takes a queue below its quota)");
+    } else if (pass == 2 || (mine.valid() && !WithinQuota(mine, req) &&
+                             !(cfg_.fair_share_reclaim_enabled &&
+                               ShareRatio(mine, req) <= ShareRatio(theirs, {})))) {
+      fair_cause = true;
+      causes.push_back("queue " + tree_.queue(theirs).name + " is at " +
+                       ratio(ShareRatio(theirs, {})) + " of its fair share");
+    } else {
+      quota_cause = true;
+      causes.push_back("queue " + name +
+                       "'s running work is protected (minimum runtime or preemption budget), "
+                       "or taking it would break a quota or limit");
+    }
+  }
+  // Queues under one department that keeps its quota name it once.
+  std::vector<std::string> unique;
+  for (std::string& c : causes)
+    if (std::find(unique.begin(), unique.end(), c) == unique.end()) unique.push_back(std::move(c));
+  causes = std::move(unique);
+  std::string message;
+  const bool fair_only = fair_cause && !quota_cause;
+  if (fair_only) {
+    message = "queue " + tree_.queue(q).name + " would be at " + ratio(ShareRatio(q, req)) +
+              " of its fair share with it, and the queues holding the room are no further over "
+              "theirs";
+  } else {
+    message = "the room is held by work it may not preempt";
+  }
+  for (size_t i = 0; i < causes.size() && i < 3; ++i) message += (i ? "; " : ": ") + causes[i];
+  if (causes.size() > 3) message += "; and " + std::to_string(causes.size() - 3) + " more";
+  const PendingReason reason =
+      fair_only ? PendingReason::kFairShare : PendingReason::kPreemptionNotAllowed;
+  cached = {reason, std::make_shared<const PendingExplanation>(
+                        PendingExplanation{std::move(message), std::move(causes)})};
+  return cached;
+}
+
+void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandidate>& victims) {
+  const Workload& work = wl(w);
+  const QueueId q = queue_of_[w.index()];
+  std::vector<std::string> details;
+  for (const VictimCandidate& v : victims) {
+    const bool by_reclaim = v.reason == PreemptReason::kReclaim;
+    const QueueId mine = by_reclaim ? tree_.Sides(q, QueueId{v.queue}).first : QueueId{};
+    Preempt(v.workload, v.reason, w,
+            by_reclaim
+                ? "reclaimed for " + work.name + ": queue " + work.queue + " is below its " +
+                      (WithinQuota(mine, RequestOf(w, pods)) ? "quota" : "fair share")
+                : "preempted by " + work.name + " (priority " + std::to_string(work.priority) +
+                      " over " + std::to_string(wl(v.workload).priority) + ")");
+    details.push_back("victim " + wl(v.workload).name + " (" +
+                      std::string(PreemptReasonName(v.reason)) + ")");
+  }
+  Pend(w, PendingReason::kWaitingForPreemption,
+       "preempting " + std::to_string(victims.size()) + " workload" +
+           (victims.size() == 1 ? "" : "s") + " to make room",
+       std::move(details));
 }
 
 void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
@@ -1242,7 +1597,7 @@ void Cycle::FillQueueStatus() {
     st.allocated = usage_[i];
     st.fair_share = share_[i];
     for (Resource r : kAllResources) {
-      st.borrowed[r] = std::max<int64_t>(0, usage_[i][r] - s_.queues[i].res(r).quota);
+      st.borrowed[r] = std::max<int64_t>(0, usage_[i][r] - tree_.effective_quota(q)[r]);
       if (tree_.leaf(q) && lendable_sum[r] > 0) {
         const double part =
             static_cast<double>(lendable[i][r]) / static_cast<double>(lendable_sum[r]);
@@ -1338,9 +1693,12 @@ void Cycle::EndRun() {
   for (int32_t shape : touched_shapes_) {
     no_fit_[shape] = 0;
     explanation_[shape].reset();
+    fits_without_elastic_[shape] = -1;
   }
   touched_shapes_.clear();
   no_victims_.clear();
+  policy_why_.clear();
+  elastic_room_.reset();
   index_.reset();
   one_pod_searches_ = 0;
   if (running_loaded_) {
@@ -1427,6 +1785,10 @@ std::string_view PendingReasonName(PendingReason r) {
       return "OverQuota";
     case PendingReason::kLendingLimit:
       return "LendingLimit";
+    case PendingReason::kFairShare:
+      return "FairShare";
+    case PendingReason::kPreemptionNotAllowed:
+      return "PreemptionNotAllowed";
     case PendingReason::kNoNodeFits:
       return "NoNodeFits";
     case PendingReason::kWaitingForPreemption:

@@ -60,7 +60,7 @@ std::vector<ShareVector> WaterFillingFairShare::Compute(const QueueTree& tree,
       double dq = static_cast<double>(demand[q.index()][r]);
       if (qr.limit != kUnlimited) dq = std::min(dq, static_cast<double>(qr.limit));
       d.push_back(dq);
-      g.push_back(static_cast<double>(qr.quota));
+      g.push_back(static_cast<double>(tree.effective_quota(q)[r]));
       w.push_back(qr.over_quota_weight);
     }
     std::vector<double> given = WaterFill(total, d, g, w);

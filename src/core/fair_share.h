@@ -24,7 +24,8 @@ class FairSharePolicy {
 };
 
 // Hierarchical water-filling, per resource, top down. At each level, with the parent's share S:
-//   stage 1: every child gets min(demand, quota) (scaled down if the quotas overcommit S);
+//   stage 1: every child gets min(demand, effective quota) (scaled down if the quotas
+//            overcommit S);
 //   stage 2: the rest of S is poured into children with unmet demand in proportion to their
 //            over-quota weight, each capped at min(demand, limit); a child that fills up drops
 //            out and the remainder is poured again.

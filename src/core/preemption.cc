@@ -70,37 +70,97 @@ constexpr auto Before = [](const VictimCandidate& a, const VictimCandidate& b) {
          std::tuple(-b.queue_overshare, b.priority, b.gpu_hours_lost, b.workload);
 };
 
-// A node's score for one pod: victims, their highest priority, GPU-hours lost, node (lowest
-// wins). It is never below that of the node's first candidate taken alone.
-using NodeScore = std::tuple<size_t, int32_t, double, int32_t>;
+// A node's score for one pod: victims, minus the overshare of the least overshared queue among
+// them, their highest priority, GPU-hours lost, node (lowest wins). It is never below that of
+// the node's first candidate (in preference order) taken alone.
+using NodeScore = std::tuple<size_t, double, int32_t, double, int32_t>;
 
-// Takes the node's candidates `ordered` (preference order, each once) until one pod of `request`
-// fits there. Returns the score, with the victims in `chosen`, or nothing when it never fits.
-std::optional<NodeScore> ScoreNode(const ClusterState& state, const Snapshot& snapshot,
-                                   const CapacityOverlay& releasing, const Resources& request,
-                                   int32_t node, std::span<const VictimCandidate* const> ordered,
-                                   std::vector<VictimCandidate>* chosen) {
-  chosen->clear();
-  NodeCapacity cap = EffectiveCapacity(state, node, &releasing, nullptr);
-  const uint64_t healthy = state.facts(NodeId{node}).healthy_mask;
-  for (const VictimCandidate* c : ordered) {
-    if (cap.Fits(request)) break;
-    const Workload& w = snapshot.workloads[c->workload.index()];
-    for (size_t i = 0; i < w.placements.size(); ++i) {
-      const PodPlacement& p = w.placements[i];
-      if (p.node.value != node) continue;
-      cap.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, w.PlacementRequest(i)));
-    }
-    chosen->push_back(*c);
-  }
-  if (chosen->empty() || !cap.Fits(request)) return std::nullopt;
-  int32_t max_priority = chosen->front().priority;
+NodeScore BoundOf(const VictimCandidate& first, int32_t node) {
+  return {1, -first.queue_overshare, first.priority, first.gpu_hours_lost, node};
+}
+
+NodeScore ScoreOf(std::span<const VictimCandidate> victims, int32_t node) {
+  double least_over = victims.front().queue_overshare;
+  int32_t max_priority = victims.front().priority;
   double lost = 0;
-  for (const VictimCandidate& v : *chosen) {
+  for (const VictimCandidate& v : victims) {
+    least_over = std::min(least_over, v.queue_overshare);
     max_priority = std::max(max_priority, v.priority);
     lost += v.gpu_hours_lost;
   }
-  return NodeScore{chosen->size(), max_priority, lost, node};
+  return {victims.size(), -least_over, max_priority, lost, node};
+}
+
+bool RulesAllow(const VictimRules* rules, std::span<const VictimCandidate> victims) {
+  return rules == nullptr || rules->Allows(victims);
+}
+bool RulesFindEnough(const VictimRules* rules, std::span<const VictimCandidate> victims) {
+  return rules == nullptr || rules->Enough(victims);
+}
+
+// The node's candidates `ordered` come in preference order, each once. The first that makes
+// room alone, with the rules' consent, is the best set the node offers. Otherwise candidates are
+// taken in order (passing over those the rules refuse) until one pod of `request` fits and the
+// rules find the set enough, and then every victim whose release proves unnecessary is spared,
+// the least preferred first. Returns the score, with the victims in `chosen`, or nothing when no
+// such set is found.
+std::optional<NodeScore> ScoreNode(const ClusterState& state, const Snapshot& snapshot,
+                                   const CapacityOverlay& releasing, const Resources& request,
+                                   int32_t node, std::span<const VictimCandidate* const> ordered,
+                                   const VictimRules* rules, std::vector<VictimCandidate>* chosen) {
+  chosen->clear();
+  const NodeCapacity base = EffectiveCapacity(state, node, &releasing, nullptr);
+  const uint64_t healthy = state.facts(NodeId{node}).healthy_mask;
+  auto freed_by = [&](const VictimCandidate& c) {
+    NodeCapacity f;
+    const Workload& w = snapshot.workloads[c.workload.index()];
+    for (size_t i = 0; i < w.placements.size(); ++i) {
+      const PodPlacement& p = w.placements[i];
+      if (p.node.value == node)
+        f.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, w.PlacementRequest(i)));
+    }
+    return f;
+  };
+  // Room the node has without victims is not preempted for.
+  if (base.Fits(request) && RulesFindEnough(rules, {})) return std::nullopt;
+  for (const VictimCandidate* c : ordered) {
+    NodeCapacity cap = base;
+    cap.Add(freed_by(*c));
+    if (!cap.Fits(request)) continue;
+    const std::span<const VictimCandidate> one(c, 1);
+    if (RulesAllow(rules, one) && RulesFindEnough(rules, one)) {
+      chosen->push_back(*c);
+      return ScoreOf(*chosen, node);
+    }
+  }
+  NodeCapacity cap = base;
+  std::vector<NodeCapacity> freed;  // per chosen victim, what it frees on the node
+  for (const VictimCandidate* c : ordered) {
+    if (cap.Fits(request) && RulesFindEnough(rules, *chosen)) break;
+    chosen->push_back(*c);
+    if (!RulesAllow(rules, *chosen)) {
+      chosen->pop_back();
+      continue;
+    }
+    const NodeCapacity f = freed_by(*c);
+    cap.Add(f);
+    freed.push_back(f);
+  }
+  if (chosen->empty() || !cap.Fits(request) || !RulesFindEnough(rules, *chosen))
+    return std::nullopt;
+  std::vector<VictimCandidate> trial;
+  for (size_t i = chosen->size(); i-- > 0 && chosen->size() > 1;) {
+    NodeCapacity without = base;
+    for (size_t j = 0; j < freed.size(); ++j)
+      if (j != i) without.Add(freed[j]);
+    if (!without.Fits(request)) continue;
+    trial = *chosen;
+    trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!RulesAllow(rules, trial) || !RulesFindEnough(rules, trial)) continue;
+    chosen->swap(trial);
+    freed.erase(freed.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return ScoreOf(*chosen, node);
 }
 
 }  // namespace
@@ -218,7 +278,8 @@ void VictimIndex::Retarget(std::span<const VictimGroup> groups) {
 std::optional<VictimSet> MinimalVictimSelector::Select(
     const ClusterState& state, FeasibilityCache& feasibility, const PlacementPolicy& placement,
     const Snapshot& snapshot, const Workload& preemptor, int32_t pods,
-    std::vector<VictimCandidate> candidates, const CapacityOverlay& releasing) const {
+    std::vector<VictimCandidate> candidates, const CapacityOverlay& releasing,
+    const VictimRules* rules) const {
   if (candidates.empty()) return std::nullopt;
   // Candidates are never sorted as a whole: a busy cluster offers tens of thousands of them to
   // every preemptor, which needs only the best few on each node, or the best few overall.
@@ -261,7 +322,7 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
       if (first[n] == first[n + 1] || filter[n] != NodeFilter::kOk) continue;
       const VictimCandidate& c = candidates[*std::min_element(
           by_node.begin() + first[n], by_node.begin() + first[n + 1], by_preference)];
-      bounds.emplace_back(1, c.priority, c.gpu_hours_lost, static_cast<int32_t>(n));
+      bounds.push_back(BoundOf(c, static_cast<int32_t>(n)));
     }
     std::make_heap(bounds.begin(), bounds.end(), std::greater<>());
     std::optional<Score> best;
@@ -270,7 +331,7 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
     for (auto heap_end = bounds.end(); heap_end != bounds.begin(); --heap_end) {
       if (best && !(bounds.front() < *best)) break;
       std::pop_heap(bounds.begin(), heap_end, std::greater<>());
-      const int32_t node = std::get<3>(*(heap_end - 1));
+      const int32_t node = std::get<4>(*(heap_end - 1));
       const auto n = static_cast<size_t>(node);
       const auto begin = by_node.begin() + first[n];
       std::sort(begin, by_node.begin() + first[n + 1], by_preference);
@@ -279,7 +340,7 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
       ordered.clear();
       for (auto it = begin; it != end; ++it) ordered.push_back(&candidates[*it]);
       const std::optional<Score> score =
-          ScoreNode(state, snapshot, releasing, ps.request, node, ordered, &chosen);
+          ScoreNode(state, snapshot, releasing, ps.request, node, ordered, rules, &chosen);
       if (score && (!best || *score < *best)) {
         best = score;
         std::swap(best_victims, chosen);
@@ -312,6 +373,11 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
   for (auto end = candidates.end(); end != candidates.begin(); --end) {
     std::pop_heap(candidates.begin(), end, after);
     const VictimCandidate& c = *(end - 1);
+    chosen.push_back(c);
+    if (!RulesAllow(rules, chosen)) {
+      chosen.pop_back();
+      continue;
+    }
     const Workload& w = snapshot.workloads[c.workload.index()];
     for (size_t i = 0; i < w.placements.size(); ++i) {
       const int32_t node = w.placements[i].node.value;
@@ -320,9 +386,9 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
       o.Add(state, w.placements[i], w.PlacementRequest(i));
       if (bound) bound->Grow(node, before_mask, o.Find(node)->gpu_mask);
     }
-    chosen.push_back(c);
     if (state.total_free().gpu() + o.gpus() < needed_gpu) continue;
     if (bound && !bound->Reached()) continue;
+    if (!RulesFindEnough(rules, chosen)) continue;
     plan = placement.Place(state, feasibility, preemptor, pods, &o);
     if (plan) break;
     // Built after the first try fails: a search whose first try succeeds, the common case,
@@ -333,7 +399,7 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
   for (size_t i = chosen.size(); i-- > 0;) {
     std::vector<VictimCandidate> trial = chosen;
     trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(i));
-    if (trial.empty()) continue;
+    if (trial.empty() || !RulesAllow(rules, trial) || !RulesFindEnough(rules, trial)) continue;
     CapacityOverlay t = OverlayWith(state, snapshot, releasing, trial);
     if (auto p = placement.Place(state, feasibility, preemptor, pods, &t)) {
       chosen = std::move(trial);
@@ -352,7 +418,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
     const ClusterState& state, FeasibilityCache& feasibility, const PlacementPolicy& placement,
     const Snapshot& snapshot, const Workload& preemptor, VictimIndex& index,
     std::span<const VictimGroup> groups, std::span<const VictimCandidate> extra,
-    const CapacityOverlay& releasing) const {
+    const CapacityOverlay& releasing, const VictimRules* rules) const {
   if (preemptor.pod_sets.empty() || groups.size() != index.num_groups()) return std::nullopt;
   const PodSet& ps = preemptor.pod_sets.front();
   const std::vector<NodeFilter>& filter = feasibility.For(ps);
@@ -374,11 +440,13 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
     return Before(extra[a.second], extra[b.second]);
   });
   extra_at.erase(std::unique(extra_at.begin(), extra_at.end()), extra_at.end());
-  std::vector<Key> extra_keys;
+  // (minus overshare, key): the order of bounds.
+  std::vector<std::pair<double, Key>> extra_keys;
   for (size_t i = 0; i < extra_at.size(); ++i) {
     if (i > 0 && extra_at[i - 1].first == extra_at[i].first) continue;
     const VictimCandidate& c = extra[extra_at[i].second];
-    extra_keys.push_back({c.priority, c.gpu_hours_lost, extra_at[i].first, c.workload.value});
+    extra_keys.push_back(
+        {-c.queue_overshare, {c.priority, c.gpu_hours_lost, extra_at[i].first, c.workload.value}});
   }
   std::sort(extra_keys.begin(), extra_keys.end());
   auto extras_on = [&](int32_t node) {
@@ -445,20 +513,26 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
   };
 
   // The merge: one stream per marked group's set, and one for the extras.
+  // A group's entries share their overshare, so each stream is in the order of bounds, and the
+  // merge, by minus overshare and then key, meets every node's bound in ascending order.
   struct Stream {
+    double neg_over;
     Key key;
     int32_t group;  // -1: the extras
     std::set<Key>::const_iterator it;
     size_t pos;
   };
-  auto later = [](const Stream& a, const Stream& b) { return b.key < a.key; };
+  auto later = [](const Stream& a, const Stream& b) {
+    return std::tie(b.neg_over, b.key) < std::tie(a.neg_over, a.key);
+  };
   std::vector<Stream> heap;
   for (size_t g = 0; g < groups.size(); ++g) {
     if (!groups[g].candidates || index.best_[g].empty()) continue;
     const std::set<Key>& set = index.best_[g];
-    heap.push_back({*set.begin(), static_cast<int32_t>(g), set.begin(), 0});
+    heap.push_back({-groups[g].overshare, *set.begin(), static_cast<int32_t>(g), set.begin(), 0});
   }
-  if (!extra_keys.empty()) heap.push_back({extra_keys.front(), -1, {}, 0});
+  if (!extra_keys.empty())
+    heap.push_back({extra_keys.front().first, extra_keys.front().second, -1, {}, 0});
   std::make_heap(heap.begin(), heap.end(), later);
 
   std::optional<NodeScore> best;
@@ -468,7 +542,8 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
     std::pop_heap(heap.begin(), heap.end(), later);
     Stream& s = heap.back();
     const Key key = s.key;
-    if (best && !(NodeScore{1, key.priority, key.gpu_hours_lost, key.node} < *best)) break;
+    if (best && !(NodeScore{1, s.neg_over, key.priority, key.gpu_hours_lost, key.node} < *best))
+      break;
     // Advance the stream before scoring.
     bool more = false;
     if (s.group >= 0) {
@@ -476,7 +551,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
       if (more) s.key = *s.it;
     } else {
       more = ++s.pos < extra_keys.size();
-      if (more) s.key = extra_keys[s.pos];
+      if (more) std::tie(s.neg_over, s.key) = extra_keys[s.pos];
     }
     if (more) {
       std::push_heap(heap.begin(), heap.end(), later);
@@ -492,7 +567,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
     ordered.clear();
     for (const VictimCandidate& c : on_node) ordered.push_back(&c);
     const std::optional<NodeScore> score =
-        ScoreNode(state, snapshot, releasing, ps.request, key.node, ordered, &chosen);
+        ScoreNode(state, snapshot, releasing, ps.request, key.node, ordered, rules, &chosen);
     if (score && (!best || *score < *best)) {
       best = score;
       std::swap(best_victims, chosen);

@@ -24,9 +24,23 @@ struct VictimCandidate {
   int32_t priority = 0;
   double gpu_hours_lost = 0;
   double queue_overshare = 0;  // its queue's usage over fair share; reclaim takes from the highest
+  int32_t queue = -1;          // its queue's index in the snapshot (for VictimRules)
+  Resources held;              // what it holds, counted against its queue
   // The workload's pod placements. The engine passes a compact copy because selection reads those
   // of every candidate for every preemptor; left empty, they are read from the snapshot.
   std::span<const PodPlacement> placements;
+};
+
+// What a victim set must respect besides making room: the engine's quota, limit and fair-share
+// rules (docs/fairness.md). A selector offers only sets that a rule set allows and finds
+// enough; without rules, every set is allowed and enough.
+class VictimRules {
+ public:
+  virtual ~VictimRules() = default;
+  // Whether taking all of `victims` keeps every promise to the queues they come from.
+  virtual bool Allows(std::span<const VictimCandidate> victims) const = 0;
+  // Whether their leaving frees enough of the preemptor's queue limits for it to be admitted.
+  virtual bool Enough(std::span<const VictimCandidate> victims) const = 0;
 };
 
 struct VictimSet {
@@ -107,11 +121,13 @@ class VictimSelector {
   virtual std::string_view name() const = 0;
   // Victims among `candidates` whose release lets the first `pods` pods of `preemptor` be placed,
   // counting free capacity and `releasing` (capacity already on its way back).
+  // `rules` may be null: then any set that makes room will do.
   virtual std::optional<VictimSet> Select(const ClusterState& state, FeasibilityCache& feasibility,
                                           const PlacementPolicy& placement,
                                           const Snapshot& snapshot, const Workload& preemptor,
                                           int32_t pods, std::vector<VictimCandidate> candidates,
-                                          const CapacityOverlay& releasing) const = 0;
+                                          const CapacityOverlay& releasing,
+                                          const VictimRules* rules) const = 0;
 
   // Whether SelectOnePod can answer; then the engine keeps a VictimIndex for cycles with many
   // single-pod searches.
@@ -124,14 +140,17 @@ class VictimSelector {
       const PlacementPolicy& /*placement*/, const Snapshot& /*snapshot*/,
       const Workload& /*preemptor*/, VictimIndex& /*index*/,
       std::span<const VictimGroup> /*groups*/, std::span<const VictimCandidate> /*extra*/,
-      const CapacityOverlay& /*releasing*/) const {
+      const CapacityOverlay& /*releasing*/, const VictimRules* /*rules*/) const {
     return std::nullopt;
   }
 };
 
-// A single pod: the node where the fewest, lowest-priority, least-progressed victims make room.
-// A gang: victims taken greedily in preference order until it fits, then every victim whose
-// release turns out unnecessary is spared again.
+// Victims are ranked by: fewest; from the queue furthest over its fair share; lowest priority;
+// least GPU-hours lost; then node and workload order (docs/fairness.md, promise 7).
+// A single pod: every node its candidates occupy is scored, taking the node's candidates in
+// preference order until the pod fits, then sparing every victim whose release proves
+// unnecessary; the best node wins. A gang: victims taken in preference order until it fits, then
+// pruned the same way. Candidates a rule refuses are passed over.
 class MinimalVictimSelector final : public VictimSelector {
  public:
   std::string_view name() const override { return "minimal-victims"; }
@@ -139,14 +158,16 @@ class MinimalVictimSelector final : public VictimSelector {
                                   const PlacementPolicy& placement, const Snapshot& snapshot,
                                   const Workload& preemptor, int32_t pods,
                                   std::vector<VictimCandidate> candidates,
-                                  const CapacityOverlay& releasing) const override;
+                                  const CapacityOverlay& releasing,
+                                  const VictimRules* rules) const override;
   bool UsesVictimIndex() const override { return true; }
   std::optional<VictimSet> SelectOnePod(const ClusterState& state, FeasibilityCache& feasibility,
                                         const PlacementPolicy& placement, const Snapshot& snapshot,
                                         const Workload& preemptor, VictimIndex& index,
                                         std::span<const VictimGroup> groups,
                                         std::span<const VictimCandidate> extra,
-                                        const CapacityOverlay& releasing) const override;
+                                        const CapacityOverlay& releasing,
+                                        const VictimRules* rules) const override;
 };
 
 }  // namespace chamber::core

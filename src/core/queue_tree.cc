@@ -119,8 +119,38 @@ QueueTree::QueueTree(const std::vector<Queue>& queues) : queues_(&queues) {
   }
   for (QueueId r : roots_) top_down_.push_back(r);
   for (size_t head = 0; head < top_down_.size(); ++head) {
-    for (QueueId c : nodes_[top_down_[head].index()].children) top_down_.push_back(c);
+    const QueueId q = top_down_[head];
+    for (QueueId c : nodes_[q.index()].children) {
+      nodes_[c.index()].depth = nodes_[q.index()].depth + 1;
+      top_down_.push_back(c);
+    }
   }
+  for (auto it = top_down_.rbegin(); it != top_down_.rend(); ++it) {
+    NodeInfo& node = nodes_[it->index()];
+    Resources children;
+    for (QueueId c : node.children) children += nodes_[c.index()].effective_quota;
+    for (Resource r : kAllResources) {
+      const int64_t own = queues[it->index()].res(r).quota;
+      node.effective_quota[r] = own == 0 && !node.children.empty() ? children[r] : own;
+    }
+  }
+}
+
+std::pair<QueueId, QueueId> QueueTree::Sides(QueueId a, QueueId b) const {
+  while (depth(a) > depth(b)) {
+    if (parent(a) == b) return {};
+    a = parent(a);
+  }
+  while (depth(b) > depth(a)) {
+    if (parent(b) == a) return {};
+    b = parent(b);
+  }
+  if (a == b) return {};
+  while (parent(a) != parent(b)) {
+    a = parent(a);
+    b = parent(b);
+  }
+  return {a, b};
 }
 
 QueueId QueueTree::Find(std::string_view name) const {

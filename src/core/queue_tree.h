@@ -6,6 +6,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/model.h"
@@ -39,12 +40,23 @@ class QueueTree {
   // Valid queues with parents before children (roots first).
   const std::vector<QueueId>& top_down() const { return top_down_; }
 
+  // A queue's quota of a resource, or for a parent whose quota of it is 0 (a grouping only), the
+  // sum of its valid children's effective quotas (docs/fairness.md).
+  const Resources& effective_quota(QueueId q) const { return nodes_[q.index()].effective_quota; }
+  int32_t depth(QueueId q) const { return nodes_[q.index()].depth; }  // 0 for a root
+  // Where two valid queues of one tree meet: the ancestors of each (or the queues themselves) just
+  // below their lowest common ancestor. Two roots are their own sides; a queue and its ancestor
+  // have no sides (both invalid).
+  std::pair<QueueId, QueueId> Sides(QueueId a, QueueId b) const;
+
  private:
   struct NodeInfo {
     QueueId parent;
     std::vector<QueueId> children;
     std::string error;
     bool found_by_name = false;  // Find(its name) is this queue
+    Resources effective_quota;
+    int32_t depth = 0;
   };
   const std::vector<Queue>* queues_;
   std::vector<NodeInfo> nodes_;

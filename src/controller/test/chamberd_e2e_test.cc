@@ -321,7 +321,8 @@ std::unique_ptr<kube::Client> ChamberdE2E::client_;
 TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
   Nodes(2, 8);
   StartSim();
-  Queue(ns_ + "-team", 16);
+  // Quota for both jobs: the gang is guaranteed work, so its wait is a capacity shortage.
+  Queue(ns_ + "-team", 20);
   StartChamberd("solo", {"--no-leader-elect"});
   Job("blocker", JobSpec(ns_ + "-team", 4).Seconds(8));
   ASSERT_TRUE(Eventually([&] { return Bound("blocker") == 4; }, 30s)) << Bound("blocker");
@@ -352,6 +353,38 @@ TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
   ASSERT_TRUE(Eventually([&] { return Complete("gang"); }, 30s));
   const auto reasons = EventReasons("gang");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Scheduled"), reasons.end());
+}
+
+// A team beyond its quota waits behind another team's guaranteed work. That wait is a rule's,
+// not a shortage of capacity: its pods say why with the engine's reason, never `Unschedulable`,
+// so a cluster autoscaler buys no node for it.
+TEST_F(ChamberdE2E, AQuotaWaitIsNotReportedAsUnschedulable) {
+  Nodes(1, 8);
+  StartSim();
+  const std::string owner = ns_ + "-owner", other = ns_ + "-other";
+  Queue(owner, 8);
+  Queue(other, 0);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("guaranteed", JobSpec(owner, 8));
+  ASSERT_TRUE(Eventually([&] { return Bound("guaranteed") == 8; }, 30s)) << Bound("guaranteed");
+  Job("borrower", JobSpec(other, 1));
+  std::string seen;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const kube::Pod& p : PodsOf("borrower"))
+          for (const kube::Condition& c : p.conditions)
+            if (c.type == "PodScheduled" && c.status == "False") {
+              seen = c.reason + " / " + c.message;
+              return c.reason == "PreemptionNotAllowed" &&
+                     c.message.rfind("PreemptionNotAllowed: ", 0) == 0 &&
+                     c.message.find("queue " + owner + " holds 8 gpu, quota 8 gpu") !=
+                         std::string::npos;
+            }
+        return false;
+      },
+      20s))
+      << seen;
+  EXPECT_EQ(Bound("borrower"), 0);
 }
 
 TEST_F(ChamberdE2E, CordonedAndTaintedNodesReceiveNothing) {

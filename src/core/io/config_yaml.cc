@@ -67,11 +67,16 @@ Result<EngineConfig> ParseEngineConfig(std::string_view text, std::string_view s
     }
   }
   if (const YAML::Node p = root["preemption"]) {
-    CHAMBER_RETURN_IF_ERROR(y.CheckKeys(p, "preemption",
-                                        {"reclaim", "priority", "minRuntime", "maxPerWindow",
-                                         "window", "checkpointGraceSeconds", "onUnhealthyGpu"}));
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(p, "preemption",
+                    {"reclaim", "fairShareReclaim", "priority", "minRuntime", "maxPerWindow",
+                     "window", "checkpointGraceSeconds", "onUnhealthyGpu"}));
     if (p["reclaim"]) {
       CHAMBER_ASSIGN_OR_RETURN(c.reclaim_enabled, y.Bool(p["reclaim"], "preemption.reclaim"));
+    }
+    if (p["fairShareReclaim"]) {
+      CHAMBER_ASSIGN_OR_RETURN(c.fair_share_reclaim_enabled,
+                               y.Bool(p["fairShareReclaim"], "preemption.fairShareReclaim"));
     }
     if (p["priority"]) {
       CHAMBER_ASSIGN_OR_RETURN(c.priority_preemption_enabled,
@@ -132,6 +137,7 @@ std::string EngineConfigToYaml(const EngineConfig& c) {
     << (c.default_queueing == QueueingStrategy::kStrictFifo ? "StrictFIFO" : "BestEffort") << "\n"
     << "preemption:\n"
     << "  reclaim: " << b(c.reclaim_enabled) << "\n"
+    << "  fairShareReclaim: " << b(c.fair_share_reclaim_enabled) << "\n"
     << "  priority: " << b(c.priority_preemption_enabled) << "\n"
     << "  minRuntime: " << FormatDuration(c.min_runtime) << "\n"
     << "  maxPerWindow: " << c.max_preemptions_per_window << "\n"

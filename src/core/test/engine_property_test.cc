@@ -41,343 +41,17 @@
 #include "core/cluster_state.h"
 #include "core/engine.h"
 #include "core/queue_tree.h"
+#include "core/test/checks.h"
 #include "core/test/generators.h"
 #include "core/test/snapshot_builder.h"
 
 namespace chamber::core {
 namespace {
 
-using testing::Chance;
-using testing::GenNodes;
-using testing::kGi;
-using testing::OneOf;
-using testing::Pick;
-using testing::Sec;
-using testing::SnapshotBuilder;
+// The generators (generators.h) and the helpers of the checks (checks.h).
+using namespace ::chamber::core::testing;  // NOLINT(google-build-using-namespace)
 
-// --- Generators (Pick, Chance, OneOf and GenNodes in generators.h). ---
-
-constexpr Time kNow = Sec(7200);
-
-void GenQueues(SnapshotBuilder& b) {
-  const int n = Pick(1, 8);
-  std::vector<int> depth;
-  for (int i = 0; i < n; ++i) {
-    std::string parent;
-    int d = 1;
-    if (i > 0 && Chance(40)) {
-      const int p = Pick(0, i - 1);
-      if (depth[static_cast<size_t>(p)] < 3) {
-        parent = "q" + std::to_string(p);
-        d = depth[static_cast<size_t>(p)] + 1;
-      }
-    }
-    depth.push_back(d);
-    auto q = b.Queue("q" + std::to_string(i), parent);
-    const int quota = Pick(0, 16);
-    q.Quota(quota).Weight(OneOf<double>({0.5, 1, 1, 2, 3}));
-    if (Chance(30)) q.Limit(quota + Pick(0, 16));
-    if (Chance(20)) q.Lending(Pick(0, quota));
-    if (Chance(15)) q.Priority(10);
-    if (Chance(20)) q.StrictFifo();
-    if (Chance(10)) {
-      const int cpu_quota = Pick(0, 64) * 1000;
-      q.Res(Resource::kCpu, cpu_quota, Chance(50) ? kUnlimited : cpu_quota + Pick(0, 64) * 1000);
-    }
-    // Occasionally invalid.
-    if (Chance(3)) q.Quota(-1);
-    if (Chance(3)) q.get().parent = "ghost";
-  }
-  if (n >= 2 && Chance(5)) {  // a 2-cycle
-    b.snapshot().queues[0].parent = "q1";
-    b.snapshot().queues[1].parent = "q0";
-  }
-}
-
-std::vector<std::string> LeafQueueNames(const Snapshot& s) {
-  std::set<std::string> parents;
-  for (const Queue& q : s.queues) parents.insert(q.parent);
-  std::vector<std::string> out;
-  for (const Queue& q : s.queues)
-    if (!parents.contains(q.name)) out.push_back(q.name);
-  return out;
-}
-
-std::string PickQueue(const Snapshot& s) {
-  if (Chance(3)) return "ghost";
-  if (Chance(10))
-    return s.queues[static_cast<size_t>(Pick(0, static_cast<int>(s.queues.size()) - 1))].name;
-  const std::vector<std::string> leaves = LeafQueueNames(s);
-  if (leaves.empty()) return s.queues.front().name;
-  return leaves[static_cast<size_t>(Pick(0, static_cast<int>(leaves.size()) - 1))];
-}
-
-int32_t PickPriority() { return OneOf<int32_t>({0, 0, 10, 50, 99, 100, 150}); }
-
-// What is still unheld on each node while running work is placed: GPUs (healthy or not),
-// cpu, memory and pod slots.
-struct NodeRoom {
-  uint64_t gpus = 0;
-  int64_t cpu = 0;
-  int64_t memory = 0;
-  int32_t pods = 0;
-};
-
-std::vector<NodeRoom> InitialRoom(const Snapshot& s) {
-  std::vector<NodeRoom> room;
-  for (const Node& n : s.nodes) {
-    const uint64_t all = testing::Mask(0, static_cast<int>(n.gpus.size()));
-    room.push_back({all, n.allocatable.cpu_milli(), n.allocatable.memory_bytes(), n.max_pods});
-  }
-  return room;
-}
-
-uint64_t HealthyMask(const Node& n) {
-  uint64_t m = 0;
-  for (size_t g = 0; g < n.gpus.size(); ++g)
-    if (n.gpus[g].healthy) m |= uint64_t{1} << g;
-  return m;
-}
-
-uint64_t LowestBits(uint64_t mask, int count) {
-  uint64_t out = 0;
-  for (int i = 0; i < count; ++i) {
-    const uint64_t bit = mask & (~mask + 1);
-    out |= bit;
-    mask &= ~bit;
-  }
-  return out;
-}
-
-// Places the first `pods` pods of `w` on random nodes with room, or leaves `room` unchanged and
-// returns false. With `on_failed`, a pod may take a GPU that is unhealthy (it failed under the
-// work).
-bool PlaceRunning(const Snapshot& s, std::vector<NodeRoom>& room, Workload& w, int32_t pods,
-                  bool on_failed) {
-  std::vector<NodeRoom> trial = room;
-  w.placements.clear();
-  const int nodes = static_cast<int>(s.nodes.size());
-  for (size_t i = 0; i < static_cast<size_t>(pods); ++i) {
-    const Resources req = w.PlacementRequest(i);
-    const int start = Pick(0, nodes - 1);
-    bool placed = false;
-    for (int k = 0; k < nodes && !placed; ++k) {
-      const size_t n = static_cast<size_t>((start + k) % nodes);
-      NodeRoom& r = trial[n];
-      const uint64_t usable = r.gpus & (on_failed ? ~uint64_t{0} : HealthyMask(s.nodes[n]));
-      if (std::popcount(usable) < req.gpu() || r.cpu < req.cpu_milli() ||
-          r.memory < req.memory_bytes() || r.pods < 1)
-        continue;
-      const uint64_t mask = LowestBits(usable, static_cast<int>(req.gpu()));
-      r.gpus &= ~mask;
-      r.cpu -= req.cpu_milli();
-      r.memory -= req.memory_bytes();
-      r.pods -= 1;
-      w.placements.push_back({NodeId{static_cast<int32_t>(n)}, mask});
-      placed = true;
-    }
-    if (!placed) {
-      w.placements.clear();
-      return false;
-    }
-  }
-  room = std::move(trial);
-  return true;
-}
-
-void GenRunning(SnapshotBuilder& b, std::vector<NodeRoom>& room, int min_running, int max_running,
-                const std::vector<std::string>* queues = nullptr) {
-  const int n = Pick(min_running, max_running);
-  for (int i = 0; i < n; ++i) {
-    const std::string queue =
-        queues != nullptr
-            ? (*queues)[static_cast<size_t>(Pick(0, static_cast<int>(queues->size()) - 1))]
-            : PickQueue(b.snapshot());
-    auto w = b.Workload("run-" + std::to_string(i), queue);
-    w.Priority(PickPriority()).Pods(Pick(1, 4), OneOf<int64_t>({0, 1, 1, 2, 4, 8}));
-    w.Cpu(Pick(0, 8) * 500).Memory(Pick(0, 16) * kGi);
-    if (Chance(10)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
-    // An elastic gang may run with fewer pods than it has, but at least min-member.
-    const int32_t total = w.get().TotalPods();
-    int32_t pods = total;
-    if (total > 1 && Chance(20)) {
-      w.MinMember(Pick(1, total));
-      pods = Pick(w.get().min_member, total);
-    }
-    w.Start(kNow - Sec(Pick(0, 7200)));
-    if (Chance(20)) w.Checkpoint(kNow - Sec(Pick(0, 3600)));
-    for (int k = Pick(0, 3); k > 0; --k) w.PreemptedAt(kNow - Sec(Pick(0, 7200)));
-    if (b.snapshot().nodes.empty() ||
-        !PlaceRunning(b.snapshot(), room, w.get(), pods, Chance(10))) {
-      b.snapshot().workloads.pop_back();
-      continue;
-    }
-    w.get().state = Chance(10) ? WorkloadState::kPreempting : WorkloadState::kRunning;
-  }
-}
-
-void GenWaiting(SnapshotBuilder& b, int max_waiting) {
-  const int n = Pick(0, max_waiting);
-  for (int i = 0; i < n; ++i) {
-    auto w = b.Workload("wait-" + std::to_string(i), PickQueue(b.snapshot()));
-    const int count = Chance(50) ? 1 : Pick(2, 8);
-    w.Priority(PickPriority()).Submit(Sec(Pick(0, 3600)));
-    w.Pods(count, OneOf<int64_t>({0, 1, 1, 2, 4, 8}))
-        .Cpu(Pick(0, 8) * 500)
-        .Memory(Pick(0, 16) * kGi);
-    if (Chance(10)) w.Selector("pool", "a");
-    if (Chance(10)) w.Tolerate("dedicated");
-    if (Chance(10)) w.Models({Chance(50) ? "H100" : "A100"});
-    if (Chance(10)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
-    const int total = w.get().TotalPods();
-    if (total > 1 && Chance(30)) w.MinMember(Pick(1, total));
-    if (Chance(15)) w.Suspended();
-    if (Chance(2)) w.Cpu(-1);
-    if (Chance(2)) w.MinMember(total + 1);
-  }
-}
-
-Snapshot GenSnapshot() {
-  SnapshotBuilder b;
-  b.Now(kNow);
-  GenNodes(b, 1, 40);
-  GenQueues(b);
-  std::vector<NodeRoom> room = InitialRoom(b.snapshot());
-  GenRunning(b, room, 0, 30);
-  GenWaiting(b, 30);
-  return b.snapshot();
-}
-
-// --- Helpers for the checks. ---
-
-bool Holds(const Workload& w) {
-  return w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
-}
-bool Waits(const Workload& w) {
-  return w.state == WorkloadState::kPending || w.state == WorkloadState::kSuspended;
-}
-
-bool Tolerated(const Taint& t, const std::vector<Toleration>& tols) {
-  if (t.effect == TaintEffect::kPreferNoSchedule) return true;
-  for (const Toleration& tol : tols) {
-    if (tol.effect && *tol.effect != t.effect) continue;
-    if (tol.op == Toleration::Operator::kExists && (tol.key.empty() || tol.key == t.key))
-      return true;
-    if (tol.op == Toleration::Operator::kEqual && tol.key == t.key && tol.value == t.value)
-      return true;
-  }
-  return false;
-}
-
-bool Schedulable(const Node& n) {
-  return !n.unschedulable && n.gpus.size() <= static_cast<size_t>(kMaxGpusPerNode) &&
-         !n.allocatable.AnyNegative() && n.max_pods >= 0;
-}
-
-// Whether a pod of `ps` may ever run on `n`: schedulable, selector, taints, GPU model.
-bool Accepts(const Node& n, const PodSet& ps) {
-  if (!Schedulable(n)) return false;
-  for (const auto& [k, v] : ps.node_selector) {
-    const auto it =
-        std::find_if(n.labels.begin(), n.labels.end(), [&](const auto& l) { return l.first == k; });
-    if (it == n.labels.end() || it->second != v) return false;
-  }
-  for (const Taint& t : n.taints)
-    if (!Tolerated(t, ps.tolerations)) return false;
-  if (!ps.gpu_models.empty() && ps.request.gpu() > 0) {
-    if (n.gpus.empty()) return false;
-    if (std::find(ps.gpu_models.begin(), ps.gpu_models.end(), n.gpus.front().model) ==
-        ps.gpu_models.end())
-      return false;
-  }
-  return true;
-}
-
-// Binds and resumes alike: a workload and the pods placed for it.
-struct Admission {
-  WorkloadId workload;
-  const std::vector<PodAssignment>* pods;
-};
-std::vector<Admission> Admissions(const CycleResult& r) {
-  std::vector<Admission> out;
-  for (const BindDecision& d : r.binds) out.push_back({d.workload, &d.pods});
-  for (const ResumeDecision& d : r.resumes) out.push_back({d.workload, &d.pods});
-  return out;
-}
-
-Resources AdmittedRequest(const Workload& w, const Admission& a) {
-  Resources total;
-  for (const PodAssignment& p : *a.pods)
-    total += w.pod_sets[static_cast<size_t>(p.pod_set)].request;
-  return total;
-}
-
-constexpr const char* kStateNames[] = {"pending", "running", "preempting", "suspended"};
-
-std::string Dump(const Snapshot& s) {
-  std::ostringstream o;
-  o << "now " << s.now.count() / 1000 << "s\n";
-  for (const Node& n : s.nodes) {
-    o << "node " << n.name << " gpus " << n.gpus.size() << " healthy 0x" << std::hex
-      << HealthyMask(n) << std::dec << " cpu " << n.allocatable.cpu_milli() << " pods "
-      << n.max_pods << " block " << n.topology.block << (n.unschedulable ? " cordoned" : "")
-      << (n.taints.empty() ? "" : " tainted") << "\n";
-  }
-  for (const Queue& q : s.queues) {
-    const QueueResource& g = q.res(Resource::kGpu);
-    o << "queue " << q.name << " parent '" << q.parent << "' quota " << g.quota << " limit "
-      << g.limit << " lending " << g.lending_limit << " weight " << g.over_quota_weight << " prio "
-      << q.priority << " cpu quota " << q.res(Resource::kCpu).quota << " limit "
-      << q.res(Resource::kCpu).limit << "\n";
-  }
-  for (size_t i = 0; i < s.workloads.size(); ++i) {
-    const Workload& w = s.workloads[i];
-    o << "workload #" << i << " " << w.name << " queue " << w.queue << " prio " << w.priority << " "
-      << kStateNames[static_cast<int>(w.state)] << " min " << w.min_member << " start "
-      << w.start_time.count() / 1000 << " pods";
-    for (const PodSet& ps : w.pod_sets) o << " " << ps.count << "x" << FormatResources(ps.request);
-    for (const PodPlacement& p : w.placements)
-      o << " @" << p.node.value << ":0x" << std::hex << p.gpu_mask << std::dec;
-    o << "\n";
-  }
-  return o.str();
-}
-
-std::string DumpResult(const Snapshot& s, const CycleResult& r) {
-  std::ostringstream o;
-  for (const BindDecision& d : r.binds) {
-    o << "bind " << s.workloads[d.workload.index()].name;
-    for (const PodAssignment& p : d.pods)
-      o << " @" << p.placement.node.value << ":0x" << std::hex << p.placement.gpu_mask << std::dec;
-    o << "\n";
-  }
-  for (const ResumeDecision& d : r.resumes)
-    o << "resume " << s.workloads[d.workload.index()].name << "\n";
-  for (const PreemptDecision& d : r.preemptions)
-    o << "preempt " << s.workloads[d.workload.index()].name << " " << PreemptReasonName(d.reason)
-      << "\n";
-  for (const PendingDecision& d : r.pending)
-    o << "pending " << s.workloads[d.workload.index()].name << " " << PendingReasonName(d.reason)
-      << ": " << d.message() << "\n";
-  return o.str();
-}
-
-using Check = std::string (*)(const Snapshot&, const CycleResult&);
-
-// Runs one cycle on a few generated snapshots (a count that shrinks to one, so the default 100
-// cases cover several hundred snapshots) and applies `checks` to each result. A failing check
-// fails the case with its message, the snapshot and the decisions.
-void CheckCycles(Snapshot (*generate)(), std::initializer_list<Check> checks) {
-  const int rounds = Pick(1, 12);
-  for (int i = 0; i < rounds; ++i) {
-    const Snapshot s = generate();
-    const CycleResult r = Engine().Schedule(s);
-    for (Check check : checks) {
-      const std::string error = check(s, r);
-      if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
-    }
-  }
-}
+// --- Generators and helpers for the checks: generators.h and checks.h. ---
 
 // --- a. No GPU is double-booked; binds use healthy GPUs on schedulable nodes, within capacity.
 
@@ -560,12 +234,12 @@ RC_GTEST_PROP(EngineProperty, VictimsAreEligible, ()) {
   CheckCycles(GenSnapshot, {CheckVictimsEligible});
 }
 
-// --- Also: no needless preemption. A single-pod preemptor that would fit on capacity that is
-// free at the end of the cycle plus capacity already on its way back when the cycle began
-// (victims in their grace period, work on failed GPUs) must wait for that rather than evict
-// more. Free capacity only shrinks during a cycle and released capacity only grows, so the
-// preemptor had at least this much room at its turn; for a single pod, placement finds a node
-// whenever one fits, so this can fail only when the engine preempts with room in hand.
+// --- Also: no needless preemption. A single-pod preemptor within its queue limits that would fit
+// on capacity that is free at the end of the cycle plus capacity already on its way back when
+// the cycle began (victims in their grace period, work on failed GPUs) must wait for that
+// rather than evict more. Free capacity only shrinks during a cycle and released capacity only
+// grows, so the preemptor had at least this much room at its turn; for a single pod, placement
+// finds a node whenever one fits, so this can fail only when the engine preempts with room in hand.
 
 std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
   std::vector<NodeRoom> free = InitialRoom(s), back(s.nodes.size());
@@ -602,12 +276,35 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
       take(free[p.placement.node.index()], p.placement,
            w.pod_sets[static_cast<size_t>(p.pod_set)].request);
   }
+  // A preemptor whose queue is at a limit may need victims to get under it, room or not
+  // (docs/fairness.md, promise 2). Usage never exceeds what runs at the start plus what the cycle
+  // admits, so a preemptor within its limits on that count needed its victims for room.
+  const QueueTree tree(s.queues);
+  std::vector<Resources> most(s.queues.size());
+  auto add = [&](const Workload& w, const Resources& req) {
+    for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a)) most[a.index()] += req;
+  };
+  for (const Workload& w : s.workloads)
+    if (w.state == WorkloadState::kRunning)
+      add(w, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())));
+  for (const Admission& a : Admissions(r))
+    add(s.workloads[a.workload.index()], AdmittedRequest(s.workloads[a.workload.index()], a));
+  auto may_be_at_limit = [&](const Workload& w) {
+    const Resources req = w.TotalRequest();
+    for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a))
+      for (Resource res : kAllResources) {
+        const int64_t limit = tree.queue(a).res(res).limit;
+        if (limit != kUnlimited && req[res] > 0 && most[a.index()][res] + req[res] > limit)
+          return true;
+      }
+    return false;
+  };
   std::set<int32_t> preemptors;
   for (const PreemptDecision& p : r.preemptions)
     if (p.reason != PreemptReason::kHardwareFault) preemptors.insert(p.preemptor.value);
   for (int32_t id : preemptors) {
     const Workload& w = s.workloads[static_cast<size_t>(id)];
-    if (w.TotalPods() != 1) continue;
+    if (w.TotalPods() != 1 || may_be_at_limit(w)) continue;
     const PodSet& ps = w.pod_sets.front();
     for (size_t n = 0; n < s.nodes.size(); ++n) {
       if (!Accepts(s.nodes[n], ps)) continue;
@@ -648,40 +345,44 @@ RC_GTEST_PROP(EngineProperty, WorkOnFailedGpuIsPreempted, ()) {
   CheckCycles(GenSnapshot, {CheckHardwareFaults});
 }
 
-// --- Also: reserved work stays within quota. Reserved work is admitted only while its (leaf)
-// queue stays within quota for each managed resource it requests. So once reserved work
-// requesting a resource is admitted into a queue, the reserved work there (running, not
-// preempted, plus admitted) fits the queue's quota of that resource. (Reserved work already
-// beyond quota before the cycle, after a quota cut, may stay; then no reserved work that needs
-// more of the resource is admitted.) Parents' quotas do not bound their children's reserved
-// work: a department borrowing through one team must not stop another team's guaranteed work.
+// --- Also: reserved work stays within quota, at every level (docs/fairness.md, promise 3).
+// Reserved work is admitted only while its queue and each ancestor stay within their effective
+// quota for each managed resource it requests. So once reserved work requesting a resource is
+// admitted into a queue's subtree, the reserved work there (running, not preempted, plus
+// admitted) fits the queue's effective quota of that resource. (Reserved work already beyond
+// quota before the cycle, after a quota cut, may stay; then no reserved work that needs more of
+// the resource is admitted.)
 
 std::string CheckReservedWithinQuota(const Snapshot& s, const CycleResult& r) {
   const QueueTree tree(s.queues);
   std::set<int32_t> victims;
   for (const PreemptDecision& p : r.preemptions) victims.insert(p.workload.value);
   std::vector<Resources> reserved(s.queues.size()), admitted(s.queues.size());
+  auto add = [&](std::vector<Resources>& to, QueueId q, const Resources& req) {
+    for (QueueId a = q; a.valid(); a = tree.parent(a)) to[a.index()] += req;
+  };
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     const QueueId q = tree.Find(w.queue);
     if (q.valid() && w.reserved() && w.state == WorkloadState::kRunning &&
         !victims.contains(static_cast<int32_t>(i)))
-      reserved[q.index()] += w.RequestOfFirst(static_cast<int32_t>(w.placements.size()));
+      add(reserved, q, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())));
   }
   for (const Admission& a : Admissions(r)) {
     const Workload& w = s.workloads[a.workload.index()];
     const QueueId q = tree.Find(w.queue);
     if (!w.reserved() || !q.valid()) continue;
-    reserved[q.index()] += AdmittedRequest(w, a);
-    admitted[q.index()] += AdmittedRequest(w, a);
+    add(reserved, q, AdmittedRequest(w, a));
+    add(admitted, q, AdmittedRequest(w, a));
   }
   for (QueueId q : tree.top_down()) {
     for (Resource res : kAllResources) {
       if (!tree.managed(res) || admitted[q.index()][res] == 0) continue;
-      if (reserved[q.index()][res] > tree.queue(q).res(res).quota)
+      const int64_t quota = EffectiveQuota(tree, q, res);
+      if (reserved[q.index()][res] > quota)
         return "queue " + tree.queue(q).name + ": reserved work holds " +
                FormatQuantity(res, reserved[q.index()][res]) + ", quota " +
-               FormatQuantity(res, tree.queue(q).res(res).quota);
+               FormatQuantity(res, quota);
     }
   }
   return {};
@@ -696,17 +397,19 @@ RC_GTEST_PROP(EngineProperty, ReservedWorkStaysWithinQuota, ()) {
 // For a waiting workload W in leaf queue Q, the engine must act (bind W, preempt someone, or
 // make W wait for preemption) when all of these hold at the start of the cycle:
 //   1. W is valid, has exactly one pod, and is pending or suspended; Q is a valid leaf queue.
-//   2. W fits Q's quota and limit, and every ancestor's: usage + W's request <= quota (every
-//      managed resource) and <= limit (every resource with a limit). Then W is served in the
-//      deserved pass, within quota, so it may reclaim; and it is not borrowing, so no lending
-//      limit applies.
+//   2. W asks for some managed resource, and fits Q's quota and limit, and every ancestor's:
+//      usage + W's request <= quota (every managed resource) and <= limit (every resource with a
+//      limit). Then W is served in the deserved pass, within quota, so it may reclaim; and it is
+//      not borrowing, so no lending limit applies.
 //   3. No other workload waits in Q's tree (the subtree of Q's root): nothing else admitted in
 //      this cycle can use up Q's or an ancestor's quota before W's turn, and no earlier
 //      workload of Q can have cached a failed victim search for W's shape.
-//   4. Some node N accepts W's pod (schedulable, selector, taints, model) and holds reclaimable
-//      work whose pods on N alone release enough for W (healthy GPUs, cpu, memory, a pod
-//      slot): running, elastic, past the minimum runtime, under its preemption budget, in a
-//      valid leaf queue other than Q that holds more GPUs than its quota.
+//   4. Some node N accepts W's pod (schedulable, selector, taints, model) and holds one
+//      reclaimable workload whose pods on N alone release enough for W (healthy GPUs, cpu,
+//      memory, a pod slot): running, elastic, holding GPUs, past the minimum runtime, under its
+//      preemption budget, in a valid leaf queue other than Q, and its leaving keeps that queue
+//      and each ancestor up to its side at or above its effective quota of what W asks for
+//      (docs/fairness.md, promise 1).
 // Free capacity is not counted in 4, so binds of other queues earlier in the cycle cannot
 // invalidate it; the only things that can change before W's turn are preemptions (which satisfy
 // the conclusion) and binds into the borrowing queues (which keep them borrowing).
@@ -720,9 +423,14 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
   ReclaimCheck out;
   if (!cfg.reclaim_enabled) return out;
   const QueueTree tree(s.queues);
+  // Usage as the cycle's decisions see it: work on a failed GPU is preempted first.
   std::vector<Resources> usage(s.queues.size());
   for (const Workload& w : s.workloads) {
     if (w.state != WorkloadState::kRunning) continue;
+    bool on_failed = false;
+    for (const PodPlacement& pl : w.placements)
+      on_failed |= (pl.gpu_mask & ~HealthyMask(s.nodes[pl.node.index()])) != 0;
+    if (on_failed && cfg.preempt_on_unhealthy_gpu) continue;
     for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a))
       usage[a.index()] += w.RequestOfFirst(static_cast<int32_t>(w.placements.size()));
   }
@@ -747,7 +455,10 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
     if (!q.valid() || !tree.valid(q) || !tree.leaf(q)) continue;
     const PodSet& ps = w.pod_sets.front();
     const Resources req = ps.request;
-    // 2.
+    // 2. (A workload that asks for no managed resource has no quota to take back.)
+    bool asks = false;
+    for (Resource res : kAllResources) asks |= tree.managed(res) && req[res] > 0;
+    if (!asks) continue;
     bool fits_quota = true;
     for (QueueId a = q; a.valid(); a = tree.parent(a)) {
       for (Resource res : kAllResources) {
@@ -769,13 +480,27 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
     }
     if (!alone) continue;
     // 4.
-    std::vector<Resources> releasable(s.nodes.size());
-    std::vector<int32_t> releasable_pods(s.nodes.size(), 0);
+    bool room = false;
     for (const Workload& v : s.workloads) {
+      if (room) break;
       if (v.state != WorkloadState::kRunning || is_protected(v)) continue;
       const QueueId o = tree.Find(v.queue);
       if (!o.valid() || o == q || !tree.valid(o) || !tree.leaf(o)) continue;
-      if (usage[o.index()].gpu() <= tree.queue(o).res(Resource::kGpu).quota) continue;
+      const Resources held = v.RequestOfFirst(static_cast<int32_t>(v.placements.size()));
+      if (held.gpu() == 0) continue;
+      // Its queue keeps its quota of what W asks for, from its leaf up to its side.
+      const QueueId side = tree.Sides(q, o).second;
+      bool keeps_quota = side.valid();
+      for (QueueId b = o; keeps_quota; b = tree.parent(b)) {
+        for (Resource res : kAllResources)
+          if (tree.managed(res) && req[res] > 0 &&
+              usage[b.index()][res] - held[res] < tree.effective_quota(b)[res])
+            keeps_quota = false;
+        if (b == side) break;
+      }
+      if (!keeps_quota) continue;
+      std::vector<Resources> releasable(s.nodes.size());
+      std::vector<int32_t> releasable_pods(s.nodes.size(), 0);
       for (size_t p = 0; p < v.placements.size(); ++p) {
         const size_t n = v.placements[p].node.index();
         Resources rel = v.PlacementRequest(p);
@@ -783,10 +508,9 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
         releasable[n] += rel;
         ++releasable_pods[n];
       }
+      for (size_t n = 0; n < s.nodes.size() && !room; ++n)
+        room = releasable_pods[n] > 0 && Accepts(s.nodes[n], ps) && req.FitsIn(releasable[n]);
     }
-    bool room = false;
-    for (size_t n = 0; n < s.nodes.size() && !room; ++n)
-      room = releasable_pods[n] > 0 && Accepts(s.nodes[n], ps) && req.FitsIn(releasable[n]);
     if (!room) continue;
 
     ++out.applicable;

@@ -256,7 +256,8 @@ TEST_F(EngineTest, PriorityPreemptionWithinQueue) {
   EXPECT_EQ(Pending("team-a/high")->reason, PendingReason::kWaitingForPreemption);
   EXPECT_THAT(Pending("team-a/high")->details(), ElementsAre("victim team-a/low (Priority)"));
   // Equal priority never preempts, and work beyond its fair share does not wait on the room
-  // that victims release for others.
+  // that victims release for others. With its victim leaving, team-a is within quota again:
+  // the wait counts as a capacity shortage.
   EXPECT_EQ(Pending("team-a/same")->reason, PendingReason::kNoNodeFits);
 }
 
@@ -288,9 +289,10 @@ TEST_F(EngineTest, EqualPriorityDoesNotPreempt) {
   b_.Workload("team-a/new", "team-a").Priority(10).Pods(1, 8);
   Run();
   EXPECT_THAT(result_.preemptions, IsEmpty());
-  EXPECT_EQ(Pending("team-a/new")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Pending("team-a/new")->reason, PendingReason::kPreemptionNotAllowed);
   EXPECT_EQ(Pending("team-a/new")->message(),
-            "no node fits a pod of 8 gpu: 1 node too few free GPUs");
+            "the room is held by work it may not preempt: queue team-a's own running work is "
+            "not of lower priority");
 }
 
 TEST_F(EngineTest, ReservedIsNeverPreempted) {
@@ -501,7 +503,8 @@ TEST_F(EngineTest, LendingLimit) {
   ASSERT_NE(Pending("team-b/big"), nullptr);
   EXPECT_EQ(Pending("team-b/big")->reason, PendingReason::kLendingLimit);
   EXPECT_EQ(Pending("team-b/big")->message(),
-            "borrowing 4 gpu would use quota that its owners do not lend");
+            "borrowing 4 gpu would use quota its owners do not lend: queue team-a keeps 6 gpu "
+            "(lendingLimit 2 gpu of 8 gpu unused)");
   EXPECT_EQ(Status("team-a").lent.gpu(), 2);
 }
 
@@ -752,6 +755,7 @@ TEST_F(EngineTest, QueueFurthestBelowFairShareGoesFirst) {
   b_.Workload("b/first", "b-idle").Pods(1, 4).Submit(Sec(100));
   Run();
   EXPECT_THAT(Bound(), ElementsAre("b/first"));
+  // Within quota: the cluster owes it room it does not have.
   EXPECT_EQ(Pending("a/more")->reason, PendingReason::kNoNodeFits);
   EXPECT_NEAR(Status("a-busy").fair_share[kGpu], 4.8, 1e-9);
   EXPECT_NEAR(Status("b-idle").fair_share[kGpu], 3.2, 1e-9);

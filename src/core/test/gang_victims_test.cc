@@ -63,15 +63,22 @@ class GangVictimsTest : public ::testing::Test {
       const Workload& w = ws[i];
       if (w.placements.empty() || w.placements[0].gpu_mask >= (uint64_t{1} << gpus)) continue;
       const double lost = static_cast<double>((b_.snapshot().now - w.start_time).count()) / 3.6e6;
-      out.push_back({WorkloadId{static_cast<int32_t>(i)}, PreemptReason::kReclaim, w.priority, lost,
-                     1.0, w.placements});
+      out.push_back({WorkloadId{static_cast<int32_t>(i)},
+                     PreemptReason::kReclaim,
+                     w.priority,
+                     lost,
+                     1.0,
+                     -1,
+                     {},
+                     w.placements});
     }
     return out;
   }
 
   std::optional<VictimSet> Select(int gpus) {
     return selector_.Select(*sel_.state, *sel_.feas, placement_, b_.snapshot(),
-                            b_.snapshot().workloads.back(), 2, Candidates(gpus), sel_.releasing);
+                            b_.snapshot().workloads.back(), 2, Candidates(gpus), sel_.releasing,
+                            nullptr);
   }
 
   SnapshotBuilder b_;

@@ -4,7 +4,11 @@
 
 #include <rapidcheck.h>
 
+#include <bit>
+#include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/test/snapshot_builder.h"
@@ -37,6 +41,199 @@ inline void GenNodes(SnapshotBuilder& b, int min_nodes, int max_nodes) {
     if (Chance(10)) node.Taint("dedicated", "infer");
     if (Chance(30)) node.Label("pool", Chance(50) ? "a" : "b");
   }
+}
+
+// --- Random snapshots for the engine's property tests. ---
+
+inline constexpr Time kNow = Sec(7200);
+
+inline void GenQueues(SnapshotBuilder& b) {
+  const int n = Pick(1, 8);
+  std::vector<int> depth;
+  for (int i = 0; i < n; ++i) {
+    std::string parent;
+    int d = 1;
+    if (i > 0 && Chance(40)) {
+      const int p = Pick(0, i - 1);
+      if (depth[static_cast<size_t>(p)] < 3) {
+        parent = "q" + std::to_string(p);
+        d = depth[static_cast<size_t>(p)] + 1;
+      }
+    }
+    depth.push_back(d);
+    auto q = b.Queue("q" + std::to_string(i), parent);
+    const int quota = Pick(0, 16);
+    q.Quota(quota).Weight(OneOf<double>({0.5, 1, 1, 2, 3}));
+    if (Chance(30)) q.Limit(quota + Pick(0, 16));
+    if (Chance(20)) q.Lending(Pick(0, quota));
+    if (Chance(15)) q.Priority(10);
+    if (Chance(20)) q.StrictFifo();
+    if (Chance(10)) {
+      const int cpu_quota = Pick(0, 64) * 1000;
+      q.Res(Resource::kCpu, cpu_quota, Chance(50) ? kUnlimited : cpu_quota + Pick(0, 64) * 1000);
+    }
+    // Occasionally invalid.
+    if (Chance(3)) q.Quota(-1);
+    if (Chance(3)) q.get().parent = "ghost";
+  }
+  if (n >= 2 && Chance(5)) {  // a 2-cycle
+    b.snapshot().queues[0].parent = "q1";
+    b.snapshot().queues[1].parent = "q0";
+  }
+}
+
+inline std::vector<std::string> LeafQueueNames(const Snapshot& s) {
+  std::set<std::string> parents;
+  for (const Queue& q : s.queues) parents.insert(q.parent);
+  std::vector<std::string> out;
+  for (const Queue& q : s.queues)
+    if (!parents.contains(q.name)) out.push_back(q.name);
+  return out;
+}
+
+inline std::string PickQueue(const Snapshot& s) {
+  if (Chance(3)) return "ghost";
+  if (Chance(10))
+    return s.queues[static_cast<size_t>(Pick(0, static_cast<int>(s.queues.size()) - 1))].name;
+  const std::vector<std::string> leaves = LeafQueueNames(s);
+  if (leaves.empty()) return s.queues.front().name;
+  return leaves[static_cast<size_t>(Pick(0, static_cast<int>(leaves.size()) - 1))];
+}
+
+inline int32_t PickPriority() { return OneOf<int32_t>({0, 0, 10, 50, 99, 100, 150}); }
+
+// What is still unheld on each node while running work is placed: GPUs (healthy or not),
+// cpu, memory and pod slots.
+struct NodeRoom {
+  uint64_t gpus = 0;
+  int64_t cpu = 0;
+  int64_t memory = 0;
+  int32_t pods = 0;
+};
+
+inline std::vector<NodeRoom> InitialRoom(const Snapshot& s) {
+  std::vector<NodeRoom> room;
+  for (const Node& n : s.nodes) {
+    const uint64_t all = testing::Mask(0, static_cast<int>(n.gpus.size()));
+    room.push_back({all, n.allocatable.cpu_milli(), n.allocatable.memory_bytes(), n.max_pods});
+  }
+  return room;
+}
+
+inline uint64_t HealthyMask(const Node& n) {
+  uint64_t m = 0;
+  for (size_t g = 0; g < n.gpus.size(); ++g)
+    if (n.gpus[g].healthy) m |= uint64_t{1} << g;
+  return m;
+}
+
+inline uint64_t LowestBits(uint64_t mask, int count) {
+  uint64_t out = 0;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t bit = mask & (~mask + 1);
+    out |= bit;
+    mask &= ~bit;
+  }
+  return out;
+}
+
+// Places the first `pods` pods of `w` on random nodes with room, or leaves `room` unchanged and
+// returns false. With `on_failed`, a pod may take a GPU that is unhealthy (it failed under the
+// work).
+inline bool PlaceRunning(const Snapshot& s, std::vector<NodeRoom>& room, Workload& w, int32_t pods,
+                         bool on_failed) {
+  std::vector<NodeRoom> trial = room;
+  w.placements.clear();
+  const int nodes = static_cast<int>(s.nodes.size());
+  for (size_t i = 0; i < static_cast<size_t>(pods); ++i) {
+    const Resources req = w.PlacementRequest(i);
+    const int start = Pick(0, nodes - 1);
+    bool placed = false;
+    for (int k = 0; k < nodes && !placed; ++k) {
+      const size_t n = static_cast<size_t>((start + k) % nodes);
+      NodeRoom& r = trial[n];
+      const uint64_t usable = r.gpus & (on_failed ? ~uint64_t{0} : HealthyMask(s.nodes[n]));
+      if (std::popcount(usable) < req.gpu() || r.cpu < req.cpu_milli() ||
+          r.memory < req.memory_bytes() || r.pods < 1)
+        continue;
+      const uint64_t mask = LowestBits(usable, static_cast<int>(req.gpu()));
+      r.gpus &= ~mask;
+      r.cpu -= req.cpu_milli();
+      r.memory -= req.memory_bytes();
+      r.pods -= 1;
+      w.placements.push_back({NodeId{static_cast<int32_t>(n)}, mask});
+      placed = true;
+    }
+    if (!placed) {
+      w.placements.clear();
+      return false;
+    }
+  }
+  room = std::move(trial);
+  return true;
+}
+
+inline void GenRunning(SnapshotBuilder& b, std::vector<NodeRoom>& room, int min_running,
+                       int max_running, const std::vector<std::string>* queues = nullptr) {
+  const int n = Pick(min_running, max_running);
+  for (int i = 0; i < n; ++i) {
+    const std::string queue =
+        queues != nullptr
+            ? (*queues)[static_cast<size_t>(Pick(0, static_cast<int>(queues->size()) - 1))]
+            : PickQueue(b.snapshot());
+    auto w = b.Workload("run-" + std::to_string(i), queue);
+    w.Priority(PickPriority()).Pods(Pick(1, 4), OneOf<int64_t>({0, 1, 1, 2, 4, 8}));
+    w.Cpu(Pick(0, 8) * 500).Memory(Pick(0, 16) * kGi);
+    if (Chance(10)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
+    // An elastic gang may run with fewer pods than it has, but at least min-member.
+    const int32_t total = w.get().TotalPods();
+    int32_t pods = total;
+    if (total > 1 && Chance(20)) {
+      w.MinMember(Pick(1, total));
+      pods = Pick(w.get().min_member, total);
+    }
+    w.Start(kNow - Sec(Pick(0, 7200)));
+    if (Chance(20)) w.Checkpoint(kNow - Sec(Pick(0, 3600)));
+    for (int k = Pick(0, 3); k > 0; --k) w.PreemptedAt(kNow - Sec(Pick(0, 7200)));
+    if (b.snapshot().nodes.empty() ||
+        !PlaceRunning(b.snapshot(), room, w.get(), pods, Chance(10))) {
+      b.snapshot().workloads.pop_back();
+      continue;
+    }
+    w.get().state = Chance(10) ? WorkloadState::kPreempting : WorkloadState::kRunning;
+  }
+}
+
+inline void GenWaiting(SnapshotBuilder& b, int max_waiting) {
+  const int n = Pick(0, max_waiting);
+  for (int i = 0; i < n; ++i) {
+    auto w = b.Workload("wait-" + std::to_string(i), PickQueue(b.snapshot()));
+    const int count = Chance(50) ? 1 : Pick(2, 8);
+    w.Priority(PickPriority()).Submit(Sec(Pick(0, 3600)));
+    w.Pods(count, OneOf<int64_t>({0, 1, 1, 2, 4, 8}))
+        .Cpu(Pick(0, 8) * 500)
+        .Memory(Pick(0, 16) * kGi);
+    if (Chance(10)) w.Selector("pool", "a");
+    if (Chance(10)) w.Tolerate("dedicated");
+    if (Chance(10)) w.Models({Chance(50) ? "H100" : "A100"});
+    if (Chance(10)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
+    const int total = w.get().TotalPods();
+    if (total > 1 && Chance(30)) w.MinMember(Pick(1, total));
+    if (Chance(15)) w.Suspended();
+    if (Chance(2)) w.Cpu(-1);
+    if (Chance(2)) w.MinMember(total + 1);
+  }
+}
+
+inline Snapshot GenSnapshot() {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  GenNodes(b, 1, 40);
+  GenQueues(b);
+  std::vector<NodeRoom> room = InitialRoom(b.snapshot());
+  GenRunning(b, room, 0, 30);
+  GenWaiting(b, 30);
+  return b.snapshot();
 }
 
 }  // namespace chamber::core::testing

@@ -43,21 +43,27 @@ class VictimIndexTest : public ::testing::Test {
     for (int i = 0; i < 4; ++i) {
       if (taken[static_cast<size_t>(i)]) continue;
       const Workload& w = b_.snapshot().workloads[static_cast<size_t>(i)];
-      out.push_back({WorkloadId{i}, PreemptReason::kReclaim, w.priority,
-                     lost_[static_cast<size_t>(i)], kOvershare, w.placements});
+      out.push_back({WorkloadId{i},
+                     PreemptReason::kReclaim,
+                     w.priority,
+                     lost_[static_cast<size_t>(i)],
+                     kOvershare,
+                     -1,
+                     {},
+                     w.placements});
     }
     return out;
   }
 
   std::string Scan(const std::vector<bool>& taken) {
     const auto set = selector_.Select(*sel_.state, *sel_.feas, placement_, b_.snapshot(), want(), 1,
-                                      Candidates(taken), sel_.releasing);
+                                      Candidates(taken), sel_.releasing, nullptr);
     return set ? Name(*set) : "none";
   }
   std::string Indexed(VictimIndex& index) {
     const std::vector<VictimGroup> groups = {{true, kOvershare}, {false, 0}};
     const auto set = selector_.SelectOnePod(*sel_.state, *sel_.feas, placement_, b_.snapshot(),
-                                            want(), index, groups, {}, sel_.releasing);
+                                            want(), index, groups, {}, sel_.releasing, nullptr);
     return set ? Name(*set) : "none";
   }
   std::string Name(const VictimSet& set) const {

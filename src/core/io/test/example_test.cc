@@ -36,7 +36,9 @@ TEST(Example, ParsesAndShowsEveryKindOfDecision) {
   EXPECT_EQ(pending["vision/sweep-5"], PendingReason::kBlockedByQueueHead);
   EXPECT_EQ(pending["ml/typo-job"], PendingReason::kQueueNotFound);
   EXPECT_EQ(pending["nlp/broken-gang"], PendingReason::kInvalidWorkload);
-  EXPECT_EQ(pending["nlp/ppo-gang"], PendingReason::kNoNodeFits);
+  EXPECT_EQ(pending["nlp/ppo-gang"], PendingReason::kFairShare);
+  EXPECT_EQ(pending["production/llm-eval"], PendingReason::kPreemptionNotAllowed);
+  EXPECT_EQ(pending["nlp/h200-probe"], PendingReason::kNoNodeFits);
   EXPECT_TRUE(r.issues.empty());
 }
 
