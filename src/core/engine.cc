@@ -141,7 +141,7 @@ class Cycle {
   void Pend(WorkloadId w, PendingReason reason,
             std::shared_ptr<const PendingExplanation> explanation);
   std::string LimitProblem(QueueId q, const Resources& req) const;
-  std::string LendingProblem(const Resources& req) const;
+  std::string LendingProblem(QueueId q, const Resources& req) const;
   // With `reserved`, only the queue's reserved work counts: its elastic work is preemptible.
   std::string QuotaProblem(QueueId q, const Resources& req, bool reserved) const;
   std::optional<Resource> QuotaExceeded(QueueId q, const Resources& req, bool reserved) const;
@@ -159,7 +159,12 @@ class Cycle {
     return true;
   }
   bool Borrowing(QueueId leaf, const Resources& req) const;
-  bool LendingAllows(const Resources& req) const;
+  bool LendingAllows(QueueId q, const Resources& req) const;
+  // Whether q is a or lies beneath it.
+  bool Within(QueueId a, QueueId q) const;
+  // What queue a itself keeps back from borrowers in q, and with everything beneath it.
+  Resources OwnLock(QueueId a, QueueId q) const;
+  Resources Locked(QueueId a, QueueId q) const;
   // Whether running work may not be preempted whatever this cycle does: reserved, younger than
   // the minimum runtime, or preempted too often lately.
   bool Shielded(const Workload& w) const;
@@ -174,6 +179,9 @@ class Cycle {
   // side. Rules checks the same for a whole victim set.
   bool ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const;
   class Rules;
+  // Rules' tables, kept from search to search so that a search allocates none.
+  std::vector<Resources> rules_taken_;
+  std::vector<std::pair<bool, std::pair<QueueId, QueueId>>> rules_sides_;
   // Why a workload that fits nowhere waits, when it would fit with all elastic running work gone:
   // which rule holds the room back (FairShare or PreemptionNotAllowed), per queue.
   std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> PolicyWait(WorkloadId w,
@@ -245,7 +253,7 @@ class Cycle {
   mutable std::vector<uint8_t> ratio_valid_;
   uint64_t usage_changes_ = 0;      // AddUsage calls: the queue order changes only with usage
   std::vector<int32_t> name_rank_;  // per queue: position of its name in sorted order
-  bool any_lending_limit_ = false;  // some leaf queue keeps part of its quota back
+  bool any_lending_limit_ = false;  // some queue keeps part of its quota back
   std::vector<std::vector<WorkloadId>> waiting_;  // per leaf queue, in queue order
   // The keys are gathered at load, while each workload is read anyway, so that the sort reads
   // a compact array, not the scattered workloads (their names break the rare ties). In load
@@ -297,7 +305,11 @@ class Cycle {
   // A kept cycle's usage before it ran: Run puts it back.
   std::vector<Resources> kept_usage_, kept_reserved_usage_;
   std::vector<int32_t> kept_running_count_;
-  std::vector<uint8_t> victim_;       // per workload: preempted this cycle (cleared by EndRun)
+  std::vector<uint8_t> victim_;  // per workload: preempted this cycle (cleared by EndRun)
+  std::vector<Resources> held_;  // per workload: what running work holds, read at load
+  // Per queue, whole subtree: what its preemptors that wait for their victims will take. It
+  // counts in usage_ for the rest of the cycle, not in the queue's reported allocation.
+  std::vector<Resources> nominated_;
   std::vector<int32_t> active_;       // per queue: active leaves beneath
   std::vector<uint8_t> leaf_active_;  // per queue
   std::vector<size_t> cursor_;        // per queue: next workload of the pass
@@ -332,6 +344,10 @@ class Cycle {
   std::optional<CapacityOverlay> elastic_room_;
   std::vector<int32_t> elastic_in_;           // per queue: its elastic running workloads
   std::vector<int8_t> fits_without_elastic_;  // per shape: -1 not asked, 0 no, 1 yes
+  std::vector<uint32_t> fits_checked_at_;     // per shape: elastic_version_ when asked
+  uint32_t elastic_version_ = 0;              // elastic binds added to elastic_room_
+  // Elastic work admitted this cycle before elastic_room_ is built: its queue, pods and requests.
+  std::vector<std::tuple<QueueId, PodPlacement, Resources>> bound_elastic_;
   // queue << 34 | pass << 32 | shape: the explanation of a policy wait, shared by its workloads.
   std::unordered_map<uint64_t, std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>>
       policy_why_;
@@ -369,11 +385,9 @@ void Cycle::InitQueues() {
             [&](int32_t a, int32_t b) { return s_.queues[a].name < s_.queues[b].name; });
   name_rank_.assign(nq, 0);
   for (size_t i = 0; i < nq; ++i) name_rank_[by_name[i]] = static_cast<int32_t>(i);
-  for (QueueId q : tree_.top_down()) {
-    if (!tree_.leaf(q)) continue;
+  for (QueueId q : tree_.top_down())
     for (Resource r : kAllResources)
       if (tree_.queue(q).res(r).lending_limit != kUnlimited) any_lending_limit_ = true;
-  }
   waiting_.assign(nq, {});
   order_keys_.assign(nq, {});
   waiting_demand_.assign(nq, {});
@@ -392,6 +406,7 @@ void Cycle::LoadAll() {
   ask_.reserve(n);  // reserved, not filled: only waiting work writes its part
   ask_of_.assign(n, -1);
   victim_.assign(n, 0);
+  held_.assign(n, {});
   QueueLookup lookup;
   for (size_t i = 0; i < n; ++i) {
     // A workload's pod sets and placements live apart from it; start loading those of one a few
@@ -409,12 +424,14 @@ void Cycle::AddSlot() {
   queue_of_.emplace_back();
   ask_of_.push_back(-1);
   victim_.push_back(0);
+  held_.emplace_back();
 }
 
 void Cycle::PopSlot() {
   queue_of_.pop_back();
   ask_of_.pop_back();
   victim_.pop_back();
+  held_.pop_back();
 }
 
 void Cycle::Issue(WorkloadId w, std::string message) {
@@ -479,7 +496,11 @@ bool Cycle::Load(WorkloadId id, QueueLookup& lookup) {
       return clean;
     }
     if (q.valid()) {
-      AddUsage(q, w.RequestOfFirst(claimed), +1, w.reserved());
+      held_[i] = w.RequestOfFirst(static_cast<int32_t>(w.placements.size()));
+      AddUsage(q,
+               static_cast<size_t>(claimed) == w.placements.size() ? held_[i]
+                                                                   : w.RequestOfFirst(claimed),
+               +1, w.reserved());
       ++running_count_[q.index()];
     }
     // Even work whose queue is gone must leave a failed GPU: each cycle preempts it (BeginRun).
@@ -845,18 +866,37 @@ bool Cycle::Borrowing(QueueId leaf, const Resources& req) const {
 }
 
 // Borrowing may not take the idle quota that its owners keep back (quota beyond lending limit).
-bool Cycle::LendingAllows(const Resources& req) const {
+bool Cycle::Within(QueueId a, QueueId q) const {
+  for (; q.valid(); q = tree_.parent(q))
+    if (q == a) return true;
+  return false;
+}
+
+Resources Cycle::OwnLock(QueueId a, QueueId q) const {
+  Resources out;
+  if (Within(a, q)) return out;  // its own quota is no loan to it
+  for (Resource r : kAllResources) {
+    const int64_t lending = tree_.queue(a).res(r).lending_limit;
+    if (lending == kUnlimited) continue;
+    const int64_t unused = std::max<int64_t>(0, tree_.effective_quota(a)[r] - usage_[a.index()][r]);
+    out[r] = std::max<int64_t>(0, unused - lending);
+  }
+  return out;
+}
+
+Resources Cycle::Locked(QueueId a, QueueId q) const {
+  Resources out;
+  for (QueueId c : tree_.children(a)) out += Locked(c, q);
+  return Max(out, OwnLock(a, q));
+}
+
+// Borrowing may not take the idle quota that its owners keep back: every queue with a lending
+// limit, at any level, keeps its unused effective quota beyond that limit from borrowers outside
+// its subtree. A parent keeps at least what its children keep, not that on top.
+bool Cycle::LendingAllows(QueueId q, const Resources& req) const {
   if (!any_lending_limit_) return true;  // nothing is locked; spares a pass over the queues
   Resources locked;
-  for (QueueId q : tree_.top_down()) {
-    if (!tree_.leaf(q)) continue;
-    for (Resource r : kAllResources) {
-      const QueueResource& qr = tree_.queue(q).res(r);
-      if (qr.lending_limit == kUnlimited) continue;
-      const int64_t unused = std::max<int64_t>(0, qr.quota - usage_[q.index()][r]);
-      locked[r] += std::max<int64_t>(0, unused - qr.lending_limit);
-    }
-  }
+  for (QueueId root : tree_.roots()) locked += Locked(root, q);
   for (Resource r : kAllResources) {
     if (req[r] == 0 || !tree_.managed(r) || locked[r] == 0) continue;
     // Too little free capacity at all is a placement matter, reported as such.
@@ -866,24 +906,21 @@ bool Cycle::LendingAllows(const Resources& req) const {
   return true;
 }
 
-std::string Cycle::LendingProblem(const Resources& req) const {
+std::string Cycle::LendingProblem(QueueId q, const Resources& req) const {
   std::string out =
       "borrowing " + FormatResources(req) + " would use quota its owners do not lend:";
   int named = 0;
-  for (QueueId q : tree_.top_down()) {
-    if (!tree_.leaf(q)) continue;
+  for (QueueId a : tree_.top_down()) {
+    const Resources lock = OwnLock(a, q);
     for (Resource r : kAllResources) {
-      const QueueResource& qr = tree_.queue(q).res(r);
-      if (qr.lending_limit == kUnlimited || req[r] == 0 || !tree_.managed(r)) continue;
-      const int64_t unused = std::max<int64_t>(0, qr.quota - usage_[q.index()][r]);
-      if (unused <= qr.lending_limit) continue;
-      if (named++ == 3) {
-        out += " and more";
-        return out;
-      }
-      out += (named > 1 ? "," : "") + std::string(" queue ") + tree_.queue(q).name + " keeps " +
-             FormatQuantity(r, unused - qr.lending_limit) + " (lendingLimit " +
-             FormatQuantity(r, qr.lending_limit) + " of " + FormatQuantity(r, unused) + " unused)";
+      if (lock[r] == 0 || req[r] == 0 || !tree_.managed(r)) continue;
+      if (named++ == 3) return out + " and more";
+      const QueueResource& qr = tree_.queue(a).res(r);
+      const int64_t unused =
+          std::max<int64_t>(0, tree_.effective_quota(a)[r] - usage_[a.index()][r]);
+      out += (named > 1 ? "," : "") + std::string(" queue ") + tree_.queue(a).name + " keeps " +
+             FormatQuantity(r, lock[r]) + " (lendingLimit " + FormatQuantity(r, qr.lending_limit) +
+             " of " + FormatQuantity(r, unused) + " unused)";
     }
   }
   return out;
@@ -897,8 +934,7 @@ void Cycle::LoadRunning() const {
     running_[queue_of_[id.index()].index()].push_back(
         {id, w.priority, Shielded(w), GpuHoursLost(w, s_.now),
          static_cast<uint32_t>(running_placements_.size()),
-         static_cast<uint32_t>(w.placements.size()),
-         w.RequestOfFirst(static_cast<int32_t>(w.placements.size()))});
+         static_cast<uint32_t>(w.placements.size()), held_[id.index()]});
     running_placements_.insert(running_placements_.end(), w.placements.begin(), w.placements.end());
   }
 }
@@ -958,31 +994,26 @@ bool Cycle::ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
 // sets hold a few workloads.
 class Cycle::Rules final : public VictimRules {
  public:
-  Rules(const Cycle& c, QueueId q, const Resources& req) : c_(c), q_(q), req_(req) {}
+  // Uses the cycle's scratch tables: one Rules at a time.
+  Rules(Cycle& c, QueueId q, const Resources& req)
+      : c_(c), q_(q), req_(req), taken_(c.rules_taken_), sides_(c.rules_sides_) {
+    taken_.assign(c.s_.queues.size(), {});
+    sides_.assign(c.s_.queues.size(), {});
+  }
+
+  enum class Refusal { kNone, kQuota, kFairShare };
 
   bool Allows(std::span<const VictimCandidate> victims) const override {
     Sum(victims);
-    for (const VictimCandidate& v : victims) {
-      if (v.reason != PreemptReason::kReclaim) continue;
-      const QueueId other{v.queue};
-      const auto [mine, theirs] = c_.tree_.Sides(q_, other);
-      if (!mine.valid()) return false;
-      for (QueueId b = other;; b = c_.tree_.parent(b)) {
-        const Resources after = c_.usage_[b.index()] - Taken(b);
-        for (Resource r : kAllResources)
-          if (c_.tree_.managed(r) && req_[r] > 0 && after[r] < c_.tree_.effective_quota(b)[r])
-            return false;
-        if (b == theirs) break;
-      }
-      const Resources mine_delta = req_ - Taken(mine);
-      if (c_.WithinQuota(mine, mine_delta)) continue;
-      if (!c_.cfg_.fair_share_reclaim_enabled) return false;
-      Resources theirs_delta;
-      theirs_delta -= Taken(theirs);
-      if (c_.ShareRatio(mine, mine_delta) > c_.ShareRatio(theirs, theirs_delta) + kEpsilon)
-        return false;
-    }
+    for (const auto& [leaf, count] : reclaimed_)
+      if (count > 0 && Check(leaf) != Refusal::kNone) return false;
     return true;
+  }
+
+  // Which rule, if any, refuses taking `v` alone.
+  Refusal Why(const VictimCandidate& v) const {
+    Sum(std::span(&v, 1));
+    return Check(QueueId{v.queue});
   }
 
   bool Enough(std::span<const VictimCandidate> victims) const override {
@@ -991,37 +1022,81 @@ class Cycle::Rules final : public VictimRules {
       for (Resource r : kAllResources) {
         const int64_t limit = c_.tree_.queue(a).res(r).limit;
         if (limit == kUnlimited || req_[r] == 0) continue;
-        if (c_.usage_[a.index()][r] + req_[r] - Taken(a)[r] > limit) return false;
+        if (c_.usage_[a.index()][r] + req_[r] - taken_[a.index()][r] > limit) return false;
       }
     }
     return true;
   }
 
  private:
+  // What the set holds per queue, summed up the tree. Searches ask about sets that grow and
+  // shrink at the end (a greedy search adds candidates one by one and drops those refused), so
+  // only what differs from the last set asked about is added or taken away.
+  // The rules for what the summed set takes from one leaf queue.
+  Refusal Check(QueueId leaf) const {
+    const auto [mine, theirs] = SidesWith(leaf);
+    if (!mine.valid()) return Refusal::kQuota;
+    for (QueueId b = leaf;; b = c_.tree_.parent(b)) {
+      const Resources after = c_.usage_[b.index()] - taken_[b.index()];
+      for (Resource r : kAllResources)
+        if (c_.tree_.managed(r) && req_[r] > 0 && after[r] < c_.tree_.effective_quota(b)[r])
+          return Refusal::kQuota;
+      if (b == theirs) break;
+    }
+    const Resources mine_delta = req_ - taken_[mine.index()];
+    if (c_.WithinQuota(mine, mine_delta)) return Refusal::kNone;
+    if (!c_.cfg_.fair_share_reclaim_enabled) return Refusal::kQuota;
+    Resources theirs_delta;
+    theirs_delta -= taken_[theirs.index()];
+    if (c_.ShareRatio(mine, mine_delta) > c_.ShareRatio(theirs, theirs_delta) + kEpsilon)
+      return Refusal::kFairShare;
+    return Refusal::kNone;
+  }
+
   void Sum(std::span<const VictimCandidate> victims) const {
-    taken_.clear();
-    for (const VictimCandidate& v : victims) {
-      for (QueueId a{v.queue}; a.valid(); a = c_.tree_.parent(a)) {
-        auto it =
-            std::find_if(taken_.begin(), taken_.end(), [&](const auto& t) { return t.first == a; });
-        if (it == taken_.end()) {
-          taken_.emplace_back(a, v.held);
-        } else {
-          it->second += v.held;
-        }
-      }
+    size_t same = 0;
+    while (same < summed_.size() && same < victims.size() &&
+           summed_[same].workload == victims[same].workload)
+      ++same;
+    while (summed_.size() > same) {
+      Add(summed_.back(), -1);
+      summed_.pop_back();
+    }
+    for (size_t i = same; i < victims.size(); ++i) {
+      Add(victims[i], +1);
+      summed_.push_back(victims[i]);
     }
   }
-  Resources Taken(QueueId a) const {
-    for (const auto& [q, held] : taken_)
-      if (q == a) return held;
-    return {};
+  void Add(const VictimCandidate& v, int sign) const {
+    for (QueueId a{v.queue}; a.valid(); a = c_.tree_.parent(a)) {
+      if (sign > 0) {
+        taken_[a.index()] += v.held;
+      } else {
+        taken_[a.index()] -= v.held;
+      }
+    }
+    if (v.reason != PreemptReason::kReclaim) return;
+    auto it = std::find_if(reclaimed_.begin(), reclaimed_.end(),
+                           [&](const auto& r) { return r.first.value == v.queue; });
+    if (it == reclaimed_.end()) it = reclaimed_.insert(reclaimed_.end(), {QueueId{v.queue}, 0});
+    it->second += sign;
+  }
+  std::pair<QueueId, QueueId> SidesWith(QueueId other) const {
+    auto& [known, sides] = sides_[other.index()];
+    if (!known) {
+      known = true;
+      sides = c_.tree_.Sides(q_, other);
+    }
+    return sides;
   }
 
   const Cycle& c_;
   QueueId q_;
   Resources req_;
-  mutable std::vector<std::pair<QueueId, Resources>> taken_;
+  mutable std::vector<VictimCandidate> summed_;                       // the set Sum last saw
+  std::vector<Resources>& taken_;                                     // per queue
+  mutable std::vector<std::pair<QueueId, int32_t>> reclaimed_;        // leaf, reclaim victims in it
+  std::vector<std::pair<bool, std::pair<QueueId, QueueId>>>& sides_;  // per queue, once known
 };
 
 std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
@@ -1101,6 +1176,7 @@ int32_t Cycle::NewShape() {
   no_fit_.push_back(0);
   explanation_.emplace_back();
   fits_without_elastic_.push_back(-1);
+  fits_checked_at_.push_back(0);
   return id;
 }
 
@@ -1211,8 +1287,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   if (!keep(
           [&](int32_t n) {
             const Resources req = RequestOf(w, n);
-            return reserved || !Borrowing(q, req) || LendingAllows(req) ? std::string()
-                                                                        : LendingProblem(req);
+            return reserved || !Borrowing(q, req) || LendingAllows(q, req) ? std::string()
+                                                                           : LendingProblem(q, req);
           },
           &why)) {
     Pend(w, PendingReason::kLendingLimit, why);
@@ -1366,7 +1442,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
 bool Cycle::FitsWithoutElasticWork(WorkloadId w, int32_t pods) {
   const int32_t shape = ShapeOf(w, pods);
   int8_t& known = fits_without_elastic_[shape];
-  if (known < 0) {
+  // A "no" holds until elastic work admitted since adds to the room.
+  if (known < 0 || (known == 0 && fits_checked_at_[shape] != elastic_version_)) {
     if (!elastic_room_) {
       elastic_room_ = releasing_;
       elastic_in_.assign(s_.queues.size(), 0);
@@ -1377,9 +1454,14 @@ bool Cycle::FitsWithoutElasticWork(WorkloadId w, int32_t pods) {
         for (size_t p = 0; p < r.placements.size(); ++p)
           elastic_room_->Add(state_, r.placements[p], r.PlacementRequest(p));
       }
+      for (const auto& [q, placement, request] : bound_elastic_) {
+        ++elastic_in_[q.index()];
+        elastic_room_->Add(state_, placement, request);
+      }
     }
+    if (known < 0) touched_shapes_.push_back(shape);
     known = pol_.placement->Place(state_, feas_, wl(w), pods, &*elastic_room_) ? 1 : 0;
-    touched_shapes_.push_back(shape);
+    fits_checked_at_[shape] = elastic_version_;
   }
   return known == 1;
 }
@@ -1439,17 +1521,63 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
                        FormatQuantity(Resource::kGpu, usage_[within.index()].gpu()) + ", quota " +
                        FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu()) +
                        " (reclaim never takes a queue below its quota)");
-    } else if (pass == 2 || (mine.valid() && !WithinQuota(mine, req) &&
-                             !(cfg_.fair_share_reclaim_enabled &&
-                               ShareRatio(mine, req) <= ShareRatio(theirs, {})))) {
+    } else if (pass == 2) {
       fair_cause = true;
       causes.push_back("queue " + tree_.queue(theirs).name + " is at " +
                        ratio(ShareRatio(theirs, {})) + " of its fair share");
-    } else {
+    } else if (!WithinQuota(mine, req) && !cfg_.fair_share_reclaim_enabled) {
       quota_cause = true;
-      causes.push_back("queue " + name +
-                       "'s running work is protected (minimum runtime or preemption budget), "
-                       "or taking it would break a quota or limit");
+      causes.push_back("queue " + tree_.queue(mine).name +
+                       " would be beyond its quota, and fair-share reclaim is turned off");
+    } else if (!WithinQuota(mine, req) && ShareRatio(mine, req) > ShareRatio(theirs, {})) {
+      fair_cause = true;
+      causes.push_back("queue " + tree_.queue(mine).name + " would be at " +
+                       ratio(ShareRatio(mine, req)) + " of its fair share, queue " +
+                       tree_.queue(theirs).name + " is at " + ratio(ShareRatio(theirs, {})));
+    } else {
+      // The queue may be reclaimed from, but none of its work alone: say which rule refuses.
+      LoadRunning();
+      const Rules rules(*this, q, req);
+      int open = 0, by_quota = 0, by_share = 0;
+      double lowest_after = std::numeric_limits<double>::infinity();
+      for (const Running& v : running_[other.index()]) {
+        if (v.shielded || victim_[v.id.index()]) continue;
+        ++open;
+        switch (rules.Why(CandidateOf(v, PreemptReason::kReclaim, 0))) {
+          case Rules::Refusal::kQuota:
+            ++by_quota;
+            break;
+          case Rules::Refusal::kFairShare: {
+            ++by_share;
+            Resources gone;
+            gone -= v.held;
+            lowest_after = std::min(lowest_after, ShareRatio(theirs, gone));
+            break;
+          }
+          case Rules::Refusal::kNone:
+            break;
+        }
+      }
+      if (open == 0) {
+        quota_cause = true;
+        causes.push_back("queue " + name +
+                         "'s running work is protected (minimum runtime or preemption budget)");
+      } else if (by_share > 0 && by_quota == 0) {
+        fair_cause = true;
+        causes.push_back("queue " + tree_.queue(mine).name + " would be at " +
+                         ratio(ShareRatio(mine, req)) + " of its fair share, and taking " + name +
+                         "'s work would leave queue " + tree_.queue(theirs).name + " at " +
+                         ratio(lowest_after));
+      } else if (by_quota > 0 && by_share == 0) {
+        quota_cause = true;
+        causes.push_back("taking queue " + name +
+                         "'s work would leave it or its department below its quota");
+      } else {
+        quota_cause = true;
+        causes.push_back("queue " + name +
+                         "'s work makes no room without breaking a quota, a limit or the "
+                         "fair-share rule");
+      }
     }
   }
   // Queues under one department that keeps its quota name it once.
@@ -1495,6 +1623,10 @@ void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandi
        "preempting " + std::to_string(victims.size()) + " workload" +
            (victims.size() == 1 ? "" : "s") + " to make room",
        std::move(details));
+  // The room it preempts for is its queue's from now on in this cycle, as its victims' is no
+  // longer theirs: later decisions see both sides as the preemption leaves them.
+  AddUsage(q, RequestOf(w, pods), +1, work.reserved());
+  for (QueueId a = q; a.valid(); a = tree_.parent(a)) nominated_[a.index()] += RequestOf(w, pods);
 }
 
 void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
@@ -1507,6 +1639,22 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
   }
   AddUsage(queue_of_[w.index()], total, +1, work.reserved());
   ++running_count_[queue_of_[w.index()].index()];
+  // Elastic work admitted now holds room that a later workload's capacity question counts.
+  if (explain_ && !work.reserved()) {
+    const QueueId q = queue_of_[w.index()];
+    for (const PodAssignment& a : plan.pods) {
+      const Resources& req = work.pod_sets[a.pod_set].request;
+      if (elastic_room_) {
+        elastic_room_->Add(state_, a.placement, req);
+      } else {
+        bound_elastic_.push_back({q, a.placement, req});
+      }
+    }
+    if (elastic_room_) {
+      ++elastic_in_[q.index()];
+      ++elastic_version_;
+    }
+  }
   if (work.state == WorkloadState::kSuspended) {
     out_.resumes.push_back({w, std::move(plan.pods), borrowing});
   } else {
@@ -1566,7 +1714,7 @@ void Cycle::FillQueueStatus() {
     if (!tree_.leaf(q)) continue;
     for (Resource r : kAllResources) {
       const QueueResource& qr = tree_.queue(q).res(r);
-      const int64_t used = usage_[q.index()][r];
+      const int64_t used = usage_[q.index()][r] - nominated_[q.index()][r];
       quota_sum[r] += qr.quota;
       borrowed_sum[r] += std::max<int64_t>(0, used - qr.quota);
       int64_t unused = std::max<int64_t>(0, qr.quota - used);
@@ -1594,10 +1742,10 @@ void Cycle::FillQueueStatus() {
     st.error = tree_.error(q);
     st.pending_workloads = pending_count[i];
     if (!tree_.valid(q)) continue;
-    st.allocated = usage_[i];
+    st.allocated = usage_[i] - nominated_[i];
     st.fair_share = share_[i];
     for (Resource r : kAllResources) {
-      st.borrowed[r] = std::max<int64_t>(0, usage_[i][r] - tree_.effective_quota(q)[r]);
+      st.borrowed[r] = std::max<int64_t>(0, st.allocated[r] - tree_.effective_quota(q)[r]);
       if (tree_.leaf(q) && lendable_sum[r] > 0) {
         const double part =
             static_cast<double>(lendable[i][r]) / static_cast<double>(lendable_sum[r]);
@@ -1623,6 +1771,7 @@ void Cycle::FillQueueStatus() {
 void Cycle::BeginRun() {
   out_ = {};
   pending_count_ = 0;
+  nominated_.assign(s_.queues.size(), {});
   for (size_t i = 0; i < s_.queues.size(); ++i) {
     const QueueId q{static_cast<int32_t>(i)};
     if (!tree_.valid(q)) out_.issues.push_back({"queue " + s_.queues[i].name, tree_.error(q)});
@@ -1699,6 +1848,7 @@ void Cycle::EndRun() {
   no_victims_.clear();
   policy_why_.clear();
   elastic_room_.reset();
+  bound_elastic_.clear();
   index_.reset();
   one_pod_searches_ = 0;
   if (running_loaded_) {

@@ -278,7 +278,8 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
   }
   // A preemptor whose queue is at a limit may need victims to get under it, room or not
   // (docs/fairness.md, promise 2). Usage never exceeds what runs at the start plus what the cycle
-  // admits, so a preemptor within its limits on that count needed its victims for room.
+  // admits and its preemptors ask, so a preemptor within its limits on that count needed its
+  // victims for room.
   const QueueTree tree(s.queues);
   std::vector<Resources> most(s.queues.size());
   auto add = [&](const Workload& w, const Resources& req) {
@@ -289,6 +290,10 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
       add(w, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())));
   for (const Admission& a : Admissions(r))
     add(s.workloads[a.workload.index()], AdmittedRequest(s.workloads[a.workload.index()], a));
+  std::set<int32_t> nominated;  // a preemptor's request counts from its preemption on
+  for (const PreemptDecision& p : r.preemptions)
+    if (p.reason != PreemptReason::kHardwareFault && nominated.insert(p.preemptor.value).second)
+      add(s.workloads[p.preemptor.index()], s.workloads[p.preemptor.index()].TotalRequest());
   auto may_be_at_limit = [&](const Workload& w) {
     const Resources req = w.TotalRequest();
     for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a))

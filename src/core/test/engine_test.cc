@@ -223,8 +223,9 @@ TEST_F(EngineTest, BorrowThenReclaim) {
   EXPECT_FALSE(Bind("team-a/train")->borrowing);
   EXPECT_EQ(Bind("team-a/train")->pods[0].placement.gpu_mask, Mask(0, 8));
   EXPECT_THAT(result_.resumes, IsEmpty());
+  // team-b, beyond its quota of 0, waits behind team-a's guaranteed work: a rule's wait.
   ASSERT_NE(Pending("team-b/w1"), nullptr);
-  EXPECT_EQ(Pending("team-b/w1")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Pending("team-b/w1")->reason, PendingReason::kPreemptionNotAllowed);
   EXPECT_THAT(result_.preemptions, IsEmpty());
 }
 
@@ -256,9 +257,9 @@ TEST_F(EngineTest, PriorityPreemptionWithinQueue) {
   EXPECT_EQ(Pending("team-a/high")->reason, PendingReason::kWaitingForPreemption);
   EXPECT_THAT(Pending("team-a/high")->details(), ElementsAre("victim team-a/low (Priority)"));
   // Equal priority never preempts, and work beyond its fair share does not wait on the room
-  // that victims release for others. With its victim leaving, team-a is within quota again:
-  // the wait counts as a capacity shortage.
-  EXPECT_EQ(Pending("team-a/same")->reason, PendingReason::kNoNodeFits);
+  // that victims release for others. team-a/high counts against team-a from its preemption on,
+  // so team-a/same is beyond quota: a rule's wait, not a shortage of capacity.
+  EXPECT_EQ(Pending("team-a/same")->reason, PendingReason::kPreemptionNotAllowed);
 }
 
 // The cycle after a priority preemption: the victim is releasing the room, and the preemptor
@@ -727,7 +728,8 @@ TEST_F(EngineTest, HigherPriorityQueueServedFirst) {
   b_.Workload("high", "b-high").Pods(1, 4);
   Run();
   EXPECT_THAT(Bound(), ElementsAre("high"));
-  EXPECT_EQ(Pending("low")->reason, PendingReason::kNoNodeFits);
+  // Neither queue has quota: low waits for its fair share of what high now holds.
+  EXPECT_EQ(Pending("low")->reason, PendingReason::kFairShare);
 }
 
 TEST_F(EngineTest, DecayedUsageLowersStanding) {

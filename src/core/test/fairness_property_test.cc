@@ -562,15 +562,14 @@ bool FitsSomewhere(const Snapshot& s, const Room& room, const PodSet& ps,
   return false;
 }
 
+std::vector<Resources> UsageBound(const View& v, bool upper);
+
 std::string CheckEveryVictimNeeded(const Snapshot& s, const CycleResult& r) {
   // The usage a decision can have seen is at most what ran at the start plus all the cycle
-  // admits: a set that frees a limit on that count freed it at the decision too.
+  // admits and every preemptor asks: a set that frees a limit on that count freed it at the
+  // decision too.
   View v(s, r);
-  for (const Admission& a : Admissions(r)) {
-    const Workload& w = s.workloads[a.workload.index()];
-    for (QueueId q = v.tree.Find(w.queue); q.valid(); q = v.tree.parent(q))
-      v.usage[q.index()] += AdmittedRequest(w, a);
-  }
+  v.usage = UsageBound(v, /*upper=*/true);
   const Room room = RoomOf(s, r, /*start=*/false, /*with_elastic=*/false);
   for (const auto& [pre, victims] : VictimsByPreemptor(r)) {
     const Workload& w = s.workloads[static_cast<size_t>(pre)];
@@ -601,7 +600,7 @@ RC_GTEST_PROP(FairnessProperty, EveryVictimIsNeeded, ()) {
 // --- Honest reasons. ---
 //
 // A decision's usage lies between what ran at the start less everything this cycle preempted,
-// and what ran at the start plus everything it admitted.
+// and what ran at the start plus everything it admitted and every preemptor's request.
 
 // Whether `w` is within quota at every level with usage `usage`.
 bool Guaranteed(const View& v, const std::vector<Resources>& usage, const Workload& w) {
@@ -624,6 +623,10 @@ std::vector<Resources> UsageBound(const View& v, bool upper) {
     for (const Admission& a : Admissions(v.r))
       add(v.s.workloads[a.workload.index()], AdmittedRequest(v.s.workloads[a.workload.index()], a),
           +1);
+    // A preemptor's request counts against its queue from its preemption on.
+    for (const auto& [pre, victims] : VictimsByPreemptor(v.r))
+      add(v.s.workloads[static_cast<size_t>(pre)],
+          v.s.workloads[static_cast<size_t>(pre)].TotalRequest(), +1);
   } else {
     for (const PreemptDecision& p : v.r.preemptions)
       if (p.reason != PreemptReason::kHardwareFault)
