@@ -329,20 +329,24 @@ TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
   Job("gang", JobSpec(ns_ + "-team", 16).Seconds(3));
 
   // 12 GPUs are free, the gang needs 16: none of it starts, and every pod says why.
+  std::set<std::string> seen;
   ASSERT_TRUE(Eventually(
       [&] {
         std::vector<kube::Pod> pods = PodsOf("gang");
         if (pods.size() != 16) return false;
         for (const kube::Pod& p : pods) {
           bool explained = false;
-          for (const kube::Condition& c : p.conditions)
+          for (const kube::Condition& c : p.conditions) {
+            if (c.type == "PodScheduled") seen.insert(c.status + " " + c.reason + ": " + c.message);
             explained |= c.type == "PodScheduled" && c.status == "False" &&
                          c.reason == "Unschedulable" && c.message.rfind("NoNodeFits: ", 0) == 0;
+          }
           if (!explained) return false;
         }
         return true;
       },
-      20s));
+      20s))
+      << ::testing::PrintToString(seen);
   EXPECT_EQ(Bound("gang"), 0);
   EXPECT_FALSE(Complete("blocker"));
 
