@@ -178,6 +178,9 @@ class Cycle {
   // stays within quota with `req` or it stays no further over its fair share than `other`'s
   // side. Rules checks the same for a whole victim set.
   bool ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const;
+  // From `other` up to `theirs`, the first queue that does not borrow what `req` asks for: reclaim
+  // would take it below its quota. Invalid when all of them borrow.
+  QueueId FirstNotBorrowing(QueueId other, QueueId theirs, const Resources& req) const;
   class Rules;
   // Rules' tables, kept from search to search so that a search allocates none.
   std::vector<Resources> rules_taken_;
@@ -640,8 +643,8 @@ double Cycle::Ratio(QueueId q) const {
 }
 
 double Cycle::ComputeRatio(QueueId q) const {
-  double ratio = 0;
   if (cfg_.queue_order == QueueOrder::kDominantShare) {
+    double ratio = 0;
     for (Resource r : kAllResources) {
       const double cap = static_cast<double>(state_.capacity()[r]);
       if (tree_.managed(r) && cap > 0)
@@ -649,16 +652,7 @@ double Cycle::ComputeRatio(QueueId q) const {
     }
     return ratio;
   }
-  for (Resource r : kAllResources) {
-    if (!tree_.managed(r)) continue;
-    const double used = static_cast<double>(usage_[q.index()][r]);
-    const double share = share_[q.index()][static_cast<int>(r)];
-    if (share > kEpsilon) {
-      ratio = std::max(ratio, used / share);
-    } else if (used > 0) {
-      ratio = std::max(ratio, 1e9);
-    }
-  }
+  double ratio = ShareRatio(q, {});
   if (decayed_total_ > 0) ratio += cfg_.usage_weight * decayed_[q.index()] / decayed_total_;
   return ratio;
 }
@@ -971,18 +965,21 @@ void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) 
   }
 }
 
-bool Cycle::ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
-  if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0) return false;
-  const auto [mine, theirs] = tree_.Sides(q, other);
-  if (!mine.valid()) return false;
+QueueId Cycle::FirstNotBorrowing(QueueId other, QueueId theirs, const Resources& req) const {
   for (QueueId b = other;; b = tree_.parent(b)) {
     bool borrows = false;
     for (Resource r : kAllResources)
       if (tree_.managed(r) && req[r] > 0 && usage_[b.index()][r] > tree_.effective_quota(b)[r])
         borrows = true;
-    if (!borrows) return false;
-    if (b == theirs) break;
+    if (!borrows) return b;
+    if (b == theirs) return QueueId{};
   }
+}
+
+bool Cycle::ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
+  if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0) return false;
+  const auto [mine, theirs] = tree_.Sides(q, other);
+  if (!mine.valid() || FirstNotBorrowing(other, theirs, req).valid()) return false;
   if (WithinQuota(mine, req)) return true;
   return cfg_.fair_share_reclaim_enabled && ShareRatio(mine, req) <= ShareRatio(theirs, {});
 }
@@ -1503,18 +1500,7 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
       continue;
     }
     const auto [mine, theirs] = tree_.Sides(q, other);
-    QueueId within;  // the first queue from `other` up to its side that does not borrow
-    for (QueueId b = other; mine.valid(); b = tree_.parent(b)) {
-      bool borrows = false;
-      for (Resource r : kAllResources)
-        if (tree_.managed(r) && req[r] > 0 && usage_[b.index()][r] > tree_.effective_quota(b)[r])
-          borrows = true;
-      if (!borrows) {
-        within = b;
-        break;
-      }
-      if (b == theirs) break;
-    }
+    const QueueId within = mine.valid() ? FirstNotBorrowing(other, theirs, req) : QueueId{};
     if (within.valid()) {
       quota_cause = true;
       causes.push_back("queue " + tree_.queue(within).name + " holds " +

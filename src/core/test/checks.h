@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <initializer_list>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,6 +28,14 @@ inline int64_t EffectiveQuota(const QueueTree& tree, QueueId q, Resource res) {
   int64_t sum = 0;
   for (QueueId c : tree.children(q)) sum += EffectiveQuota(tree, c, res);
   return sum;
+}
+
+// The workloads a cycle preempted for holding a failed GPU.
+inline std::set<int32_t> HardwareFaulted(const CycleResult& r) {
+  std::set<int32_t> out;
+  for (const PreemptDecision& p : r.preemptions)
+    if (p.reason == PreemptReason::kHardwareFault) out.insert(p.workload.value);
+  return out;
 }
 
 inline bool Holds(const Workload& w) {

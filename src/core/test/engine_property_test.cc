@@ -256,9 +256,7 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
     room.memory += req.memory_bytes();
     room.pods += 1;
   };
-  std::set<int32_t> faulted;
-  for (const PreemptDecision& p : r.preemptions)
-    if (p.reason == PreemptReason::kHardwareFault) faulted.insert(p.workload.value);
+  const std::set<int32_t> faulted = HardwareFaulted(r);
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     if (!Holds(w)) continue;

@@ -131,8 +131,7 @@ struct View {
     usage.assign(nq, {});
     reserved.assign(nq, {});
     share.assign(nq, {});
-    for (const PreemptDecision& p : r.preemptions)
-      if (p.reason == PreemptReason::kHardwareFault) faulted.insert(p.workload.value);
+    faulted = HardwareFaulted(r);
     for (size_t i = 0; i < s.workloads.size(); ++i) {
       const Workload& w = s.workloads[i];
       const QueueId q = tree.Find(w.queue);
@@ -363,7 +362,7 @@ bool FreesRoomAlone(const Snapshot& s, const Workload& victim, const PodSet& ps)
 
 // The one waiting workload when it is a valid single pod in a valid leaf queue, and no queue
 // has a lending limit (which would make the check depend on more than this).
-std::optional<WorkloadId> SinglePodWaiter(const Snapshot& s, const QueueTree& tree) {
+std::optional<WorkloadId> SinglePodWaiterId(const Snapshot& s, const QueueTree& tree) {
   for (const Queue& q : s.queues)
     for (Resource res : kAllResources)
       if (q.res(res).lending_limit != kUnlimited) return std::nullopt;
@@ -385,6 +384,21 @@ std::optional<WorkloadId> SinglePodWaiter(const Snapshot& s, const QueueTree& tr
 
 // Whether `req` fits under every limit from q up once `freed` (what victims hold in q's subtree)
 // has left, for each resource `req` asks for.
+struct Waiter {
+  WorkloadId id;
+  const Workload* w;
+  QueueId queue;
+  const PodSet* pods;
+  Resources req;  // of its one pod
+};
+
+std::optional<Waiter> SinglePodWaiter(const View& v) {
+  const std::optional<WorkloadId> id = SinglePodWaiterId(v.s, v.tree);
+  if (!id) return std::nullopt;
+  const Workload& w = v.s.workloads[id->index()];
+  return Waiter{*id, &w, v.tree.Find(w.queue), &w.pod_sets.front(), w.pod_sets.front().request};
+}
+
 bool WithinLimits(const View& v, QueueId q, const Resources& req, const Resources& freed = {}) {
   for (QueueId a = q; a.valid(); a = v.tree.parent(a))
     for (Resource res : kAllResources) {
@@ -410,12 +424,11 @@ int fair_applicable = 0;
 
 std::string CheckFairShareReclaimHappens(const Snapshot& s, const CycleResult& r) {
   const View v(s, r);
-  const std::optional<WorkloadId> id = SinglePodWaiter(s, v.tree);
-  if (!id) return {};
-  const Workload& w = s.workloads[id->index()];
-  const QueueId p = v.tree.Find(w.queue);
-  const PodSet& ps = w.pod_sets.front();
-  const Resources req = ps.request;
+  const std::optional<Waiter> waiter = SinglePodWaiter(v);
+  if (!waiter) return {};
+  const auto& [id, wp, p, psp, req] = *waiter;
+  const Workload& w = *wp;
+  const PodSet& ps = *psp;
   if (req.gpu() == 0 || w.reserved() || !WithinLimits(v, p, req)) return {};
   // Within its fair share, so served in the deserved pass.
   for (Resource res : kAllResources) {
@@ -441,7 +454,7 @@ std::string CheckFairShareReclaimHappens(const Snapshot& s, const CycleResult& r
     const bool by_quota = v.WithinQuota(mine, req);
     if (!by_quota && v.Ratio(mine, req) > v.Ratio(theirs, theirs_delta) + kSlack) continue;
     if (!by_quota) ++fair_applicable;
-    if (!Acted(r, *id))
+    if (!Acted(r, id))
       return w.name + " could reclaim " + victim.name +
              (by_quota ? " by quota" : " by fair share") + ", but nothing was done";
     return {};
@@ -459,12 +472,11 @@ int limit_applicable = 0;
 
 std::string CheckLimitPreemption(const Snapshot& s, const CycleResult& r) {
   const View v(s, r);
-  const std::optional<WorkloadId> id = SinglePodWaiter(s, v.tree);
-  if (!id) return {};
-  const Workload& w = s.workloads[id->index()];
-  const QueueId p = v.tree.Find(w.queue);
-  const PodSet& ps = w.pod_sets.front();
-  const Resources req = ps.request;
+  const std::optional<Waiter> waiter = SinglePodWaiter(v);
+  if (!waiter) return {};
+  const auto& [id, wp, p, psp, req] = *waiter;
+  const Workload& w = *wp;
+  const PodSet& ps = *psp;
   if (WithinLimits(v, p, req) || !ReservedFits(v, p, w)) return {};
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& victim = s.workloads[i];
@@ -474,7 +486,7 @@ std::string CheckLimitPreemption(const Snapshot& s, const CycleResult& r) {
       continue;
     if (!WithinLimits(v, p, req, View::Held(victim))) continue;
     ++limit_applicable;
-    if (!Acted(r, *id))
+    if (!Acted(r, id))
       return w.name + " is at its limit and could preempt " + victim.name +
              " of its own queue, but nothing was done";
     return {};
@@ -507,9 +519,7 @@ Room RoomOf(const Snapshot& s, const CycleResult& r, bool start, bool with_elast
     room.other.push_back(n.allocatable);
     room.pods.push_back(n.max_pods);
   }
-  std::set<int32_t> faulted;
-  for (const PreemptDecision& p : r.preemptions)
-    if (p.reason == PreemptReason::kHardwareFault) faulted.insert(p.workload.value);
+  const std::set<int32_t> faulted = HardwareFaulted(r);
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     if (!Holds(w)) continue;
