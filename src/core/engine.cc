@@ -173,6 +173,10 @@ class Cycle {
   std::vector<VictimCandidate> Candidates(WorkloadId w, bool reclaim, const Resources& req) const;
   // The part of Candidates from the workload's own queue: lower-priority work it may preempt.
   void PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const;
+  // Whether its queue's policy lets it preempt any of the queue's running work.
+  bool MayPreemptWithin(WorkloadId w) const;
+  // Whether it has waited its queue's preemption delay.
+  bool DelayPassed(WorkloadId w) const;
   // Whether reclaim may take from `other`'s running work for a workload of `q` asking `req`:
   // `other` borrows what `req` asks for at every level up to its side, and either `q`'s side
   // stays within quota with `req` or it stays no further over its fair share than `other`'s
@@ -282,6 +286,7 @@ class Cycle {
     uint32_t first_placement = 0;  // its placements in running_placements_
     uint32_t num_placements = 0;
     Resources held;  // what it holds, counted against its queue
+    Time submit_time{0};
   };
   VictimCandidate CandidateOf(const Running& v, PreemptReason reason, double overshare) const {
     return {v.id,       reason,
@@ -928,7 +933,7 @@ void Cycle::LoadRunning() const {
     running_[queue_of_[id.index()].index()].push_back(
         {id, w.priority, Shielded(w), GpuHoursLost(w, s_.now),
          static_cast<uint32_t>(running_placements_.size()),
-         static_cast<uint32_t>(w.placements.size()), held_[id.index()]});
+         static_cast<uint32_t>(w.placements.size()), held_[id.index()], w.submit_time});
     running_placements_.insert(running_placements_.end(), w.placements.begin(), w.placements.end());
   }
 }
@@ -953,14 +958,32 @@ double GpuHoursLost(const Workload& w, Time now) {
   return static_cast<double>(gpus) * Hours(now - since);
 }
 
+bool Cycle::MayPreemptWithin(WorkloadId w) const {
+  const QueueId q = queue_of_[w.index()];
+  const WithinQueuePreemption policy = tree_.queue(q).preemption.within_queue;
+  if (!cfg_.priority_preemption_enabled || policy == WithinQueuePreemption::kNever) return false;
+  // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
+  const int32_t least = running_min_priority_[q.index()];
+  return policy == WithinQueuePreemption::kLowerOrNewerEqualPriority ? AskOf(w).priority >= least
+                                                                     : AskOf(w).priority > least;
+}
+
+bool Cycle::DelayPassed(WorkloadId w) const {
+  return s_.now - wl(w).submit_time >= tree_.queue(queue_of_[w.index()]).preemption.delay;
+}
+
 void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const {
+  if (!MayPreemptWithin(w)) return;
   const int32_t priority = AskOf(w).priority;
   const QueueId q = queue_of_[w.index()];
-  // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
-  if (!cfg_.priority_preemption_enabled || priority <= running_min_priority_[q.index()]) return;
+  const bool newer_equal =
+      tree_.queue(q).preemption.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority;
+  const Time submitted = wl(w).submit_time;
   LoadRunning();
   for (const Running& v : running_[q.index()]) {
-    if (v.priority >= priority || v.shielded || victim_[v.id.index()]) continue;
+    if (v.shielded || victim_[v.id.index()]) continue;
+    if (v.priority > priority) continue;
+    if (v.priority == priority && !(newer_equal && v.submit_time > submitted)) continue;
     out->push_back(CandidateOf(v, PreemptReason::kPriority, 0));
   }
 }
@@ -1112,10 +1135,12 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
     }
     if (!borrowers.empty()) LoadRunning();
     out.reserve(most);
+    const bool lower_only = tree_.queue(q).preemption.reclaim == ReclaimPreemption::kLowerPriority;
+    const int32_t priority = AskOf(w).priority;
     for (QueueId other : borrowers) {
       const double over = Ratio(other);
       for (const Running& v : running_[other.index()]) {
-        if (v.shielded || victim_[v.id.index()]) continue;
+        if (v.shielded || victim_[v.id.index()] || (lower_only && v.priority >= priority)) continue;
         out.push_back(CandidateOf(v, PreemptReason::kReclaim, over));
       }
     }
@@ -1260,7 +1285,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   const bool at_limit =
       !keep([&](int32_t n) { return LimitProblem(q, RequestOf(w, n)); }, &limit_why);
   if (at_limit) {
-    if (!cfg_.priority_preemption_enabled || ask.priority <= running_min_priority_[q.index()]) {
+    if (!MayPreemptWithin(w) || !DelayPassed(w)) {
       Pend(w, PendingReason::kOverQueueLimit, limit_why);
       return Outcome::kPending;
     }
@@ -1312,12 +1337,20 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // borrow (by quota, or by fair share). A single pod's search may use the cycle's victim index:
   // then `candidates` holds only those of its own queue, and the index those that reclaim could
   // take. At its limit, only its own queue's work can make room under it.
-  const bool reclaim = pass == 1 && !at_limit;
-  const bool indexed = total == 1 && index_;
+  // Its queue's policy may forbid reclaim, or limit it to lower priorities (then the victim index,
+  // which does not know priorities, is not used), or make it wait before preempting at all.
+  const QueuePreemption& policy = tree_.queue(q).preemption;
+  const bool may_preempt = DelayPassed(w);
+  const bool reclaim =
+      may_preempt && pass == 1 && !at_limit && policy.reclaim != ReclaimPreemption::kNever;
+  const bool indexed =
+      may_preempt && total == 1 && index_ && policy.reclaim == ReclaimPreemption::kAny;
   const Resources& first_req = RequestOf(w, sizes.back());
   std::vector<VictimCandidate> candidates;
   bool any_candidate = false;
-  if (indexed) {
+  if (!may_preempt) {
+    // Waits out its queue's preemption delay.
+  } else if (indexed) {
     PriorityCandidates(w, &candidates);
     any_candidate = MarkReclaimGroups(q, reclaim, first_req) || !candidates.empty();
   } else {
@@ -1485,18 +1518,35 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
   std::vector<std::string> causes;
   bool quota_cause = false;
   bool fair_cause = false;
+  const QueuePreemption& policy = tree_.queue(q).preemption;
+  if (!DelayPassed(w)) {
+    quota_cause = true;
+    const Duration left = policy.delay - (s_.now - wl(w).submit_time);
+    causes.push_back("queue " + tree_.queue(q).name + " lets its work preempt only after " +
+                     std::to_string(policy.delay.count() / 1000) + "s of waiting, " +
+                     std::to_string((left.count() + 999) / 1000) + "s from now");
+  }
   for (QueueId other : tree_.top_down()) {
     if (!tree_.leaf(other) || elastic_in_[other.index()] == 0) continue;
     const std::string& name = tree_.queue(other).name;
     if (other == q) {
-      causes.push_back(cfg_.priority_preemption_enabled
-                           ? "queue " + name + "'s own running work is not of lower priority"
-                           : "priority preemption is turned off");
+      if (!cfg_.priority_preemption_enabled) {
+        causes.push_back("priority preemption is turned off");
+      } else if (policy.within_queue == WithinQueuePreemption::kNever) {
+        causes.push_back("queue " + name + "'s policy preempts none of its own work");
+      } else {
+        causes.push_back("queue " + name + "'s own running work is not of lower priority");
+      }
       continue;
     }
     if (pass == 1 && !cfg_.reclaim_enabled) {
       quota_cause = true;
       causes.push_back("reclaim is turned off");
+      continue;
+    }
+    if (pass == 1 && policy.reclaim == ReclaimPreemption::kNever) {
+      quota_cause = true;
+      causes.push_back("queue " + tree_.queue(q).name + "'s policy reclaims from no queue");
       continue;
     }
     const auto [mine, theirs] = tree_.Sides(q, other);
@@ -1526,8 +1576,10 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
       const Rules rules(*this, q, req);
       int open = 0, by_quota = 0, by_share = 0;
       double lowest_after = std::numeric_limits<double>::infinity();
+      const bool lower_only = policy.reclaim == ReclaimPreemption::kLowerPriority;
       for (const Running& v : running_[other.index()]) {
-        if (v.shielded || victim_[v.id.index()]) continue;
+        if (v.shielded || victim_[v.id.index()] || (lower_only && v.priority >= AskOf(w).priority))
+          continue;
         ++open;
         switch (rules.Why(CandidateOf(v, PreemptReason::kReclaim, 0))) {
           case Rules::Refusal::kQuota:
@@ -1547,7 +1599,10 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
       if (open == 0) {
         quota_cause = true;
         causes.push_back("queue " + name +
-                         "'s running work is protected (minimum runtime or preemption budget)");
+                         (lower_only ? "'s running work is not of lower priority, or protected "
+                                       "(minimum runtime or preemption budget)"
+                                     : "'s running work is protected (minimum runtime or "
+                                       "preemption budget)"));
       } else if (by_share > 0 && by_quota == 0) {
         fair_cause = true;
         causes.push_back("queue " + tree_.queue(mine).name + " would be at " +

@@ -140,6 +140,28 @@ struct Workload {
 
 enum class QueueingStrategy { kBestEffort, kStrictFifo };
 
+// Which of its own queue's running work a waiting workload may preempt.
+enum class WithinQueuePreemption {
+  kNever,
+  kLowerPriority,              // strictly lower priority (the default)
+  kLowerOrNewerEqualPriority,  // or equal priority and submitted later than the preemptor
+};
+// Which work of other queues a waiting workload may reclaim, when the rules allow reclaim.
+enum class ReclaimPreemption {
+  kNever,
+  kLowerPriority,  // only work of lower priority than the preemptor
+  kAny,            // whatever its priority (the default)
+};
+
+// A queue's preemption policy (docs/fairness.md, "Per-queue preemption policy").
+struct QueuePreemption {
+  WithinQueuePreemption within_queue = WithinQueuePreemption::kLowerPriority;
+  ReclaimPreemption reclaim = ReclaimPreemption::kAny;
+  // A waiting workload of the queue may preempt only once it has waited this long.
+  std::chrono::milliseconds delay{0};
+  friend bool operator==(const QueuePreemption&, const QueuePreemption&) = default;
+};
+
 // Per-resource share settings of a queue. Quantities use the Resources units.
 struct QueueResource {
   int64_t quota = 0;                   // guaranteed share
@@ -154,7 +176,8 @@ struct Queue {
   std::array<QueueResource, kNumResources> resources{};
   int32_t priority = 0;                      // higher-priority queues are served first
   std::optional<QueueingStrategy> queueing;  // empty: the configured default
-  double decayed_usage = 0;                  // GPU-hours with exponential decay, kept by the caller
+  QueuePreemption preemption;
+  double decayed_usage = 0;  // GPU-hours with exponential decay, kept by the caller
 
   QueueResource& res(Resource r) { return resources[static_cast<int>(r)]; }
   const QueueResource& res(Resource r) const { return resources[static_cast<int>(r)]; }

@@ -163,6 +163,7 @@ TEST_F(QueueCrdTest, ExampleQueuesRoundTrip) {
     EXPECT_EQ(q->parent, want->parent.empty() ? "" : want->parent + suffix_);
     EXPECT_EQ(q->priority, want->priority);
     EXPECT_EQ(q->queueing, want->queueing);
+    EXPECT_EQ(q->preemption, want->preemption) << q->name;
     for (Resource r : core::kAllResources) {
       EXPECT_EQ(q->res(r).quota, want->res(r).quota) << q->name;
       EXPECT_EQ(q->res(r).limit, want->res(r).limit) << q->name;
@@ -178,6 +179,8 @@ TEST_F(QueueCrdTest, ExampleQueuesRoundTrip) {
   EXPECT_EQ(q->res(Resource::kGpu).limit, 56);
   EXPECT_EQ(q->res(Resource::kCpu).quota, 320'000);
   EXPECT_EQ(q->queueing, core::QueueingStrategy::kStrictFifo);
+  EXPECT_EQ(q->preemption.reclaim, core::ReclaimPreemption::kLowerPriority);
+  EXPECT_EQ(q->preemption.delay, std::chrono::minutes(2));
 }
 
 struct BadSpec {
@@ -194,6 +197,14 @@ TEST_F(QueueCrdTest, BadSpecsAreRefusedNamingTheField) {
        {{"resources", {{"gpu", {{"quota", -1}}}}}},
        "spec.resources.gpu.quota",
        "greater than or equal to 0"},
+      {"unknown reclaim policy",
+       {{"preemption", {{"reclaim", "Sometimes"}}}},
+       "spec.preemption.reclaim",
+       "supported values"},
+      {"malformed preemption delay",
+       {{"preemption", {{"delay", "soon"}}}},
+       "spec.preemption.delay",
+       "should match"},
       {"gpu limit below quota",
        {{"resources", {{"gpu", {{"quota", 8}, {"limit", 4}}}}}},
        "spec.resources.gpu.limit",

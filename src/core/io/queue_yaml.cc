@@ -48,10 +48,10 @@ Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::st
                       Queue* q, std::string_view extra_key) {
   if (extra_key.empty()) {
     CHAMBER_RETURN_IF_ERROR(
-        y.CheckKeys(node, path, {"parent", "priority", "queueing", "resources"}));
+        y.CheckKeys(node, path, {"parent", "priority", "queueing", "preemption", "resources"}));
   } else {
-    CHAMBER_RETURN_IF_ERROR(
-        y.CheckKeys(node, path, {extra_key, "parent", "priority", "queueing", "resources"}));
+    CHAMBER_RETURN_IF_ERROR(y.CheckKeys(
+        node, path, {extra_key, "parent", "priority", "queueing", "preemption", "resources"}));
   }
   if (node["parent"]) {
     CHAMBER_ASSIGN_OR_RETURN(q->parent, y.String(node["parent"], path + ".parent"));
@@ -71,6 +71,42 @@ Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::st
     } else {
       return y.Error(node["queueing"], path + ".queueing",
                      "expected BestEffort or StrictFIFO, got \"" + s + "\"");
+    }
+  }
+  if (const YAML::Node pre = node["preemption"]) {
+    const std::string where = path + ".preemption";
+    CHAMBER_RETURN_IF_ERROR(y.CheckKeys(pre, where, {"withinQueue", "reclaim", "delay"}));
+    if (pre["withinQueue"]) {
+      CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(pre["withinQueue"], where + ".withinQueue"));
+      if (s == "Never") {
+        q->preemption.within_queue = WithinQueuePreemption::kNever;
+      } else if (s == "LowerPriority") {
+        q->preemption.within_queue = WithinQueuePreemption::kLowerPriority;
+      } else if (s == "LowerOrNewerEqualPriority") {
+        q->preemption.within_queue = WithinQueuePreemption::kLowerOrNewerEqualPriority;
+      } else {
+        return y.Error(
+            pre["withinQueue"], where + ".withinQueue",
+            "expected Never, LowerPriority or LowerOrNewerEqualPriority, got \"" + s + "\"");
+      }
+    }
+    if (pre["reclaim"]) {
+      CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(pre["reclaim"], where + ".reclaim"));
+      if (s == "Never") {
+        q->preemption.reclaim = ReclaimPreemption::kNever;
+      } else if (s == "LowerPriority") {
+        q->preemption.reclaim = ReclaimPreemption::kLowerPriority;
+      } else if (s == "Any") {
+        q->preemption.reclaim = ReclaimPreemption::kAny;
+      } else {
+        return y.Error(pre["reclaim"], where + ".reclaim",
+                       "expected Never, LowerPriority or Any, got \"" + s + "\"");
+      }
+    }
+    if (pre["delay"]) {
+      CHAMBER_ASSIGN_OR_RETURN(q->preemption.delay, y.Dur(pre["delay"], where + ".delay"));
+      if (q->preemption.delay.count() < 0)
+        return y.Error(pre["delay"], where + ".delay", "must not be negative");
     }
   }
   if (const YAML::Node res = node["resources"]) {

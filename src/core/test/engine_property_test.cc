@@ -196,23 +196,42 @@ RC_GTEST_PROP(EngineProperty, ReservedNeverPreemptedExceptHardwareFault, ()) {
 }
 
 // --- Also: victims are eligible. A Priority victim is lower-priority work of the preemptor's own
-// queue; a Reclaim victim is in another queue; neither is reserved, younger than the minimum
-// runtime, or preempted too often lately. The preemptor waits for them: it is pending with
+// queue (or, where the queue's policy says LowerOrNewerEqualPriority, equal-priority work
+// submitted after it); a Reclaim victim is in another queue, of lower priority where the
+// preemptor's queue reclaims only lower priorities; neither is reserved, younger than the minimum
+// runtime, or preempted too often lately; no preemptor preempts against its queue's policy or
+// before its queue's preemption delay. The preemptor waits for them: it is pending with
 // WaitingForPreemption and names each of its victims.
 
 std::string CheckVictimsEligible(const Snapshot& s, const CycleResult& r) {
   const EngineConfig cfg;
+  const QueueTree tree(s.queues);
   for (const PreemptDecision& p : r.preemptions) {
     if (p.reason == PreemptReason::kHardwareFault) continue;
     const Workload& v = s.workloads[p.workload.index()];
     if (!p.preemptor.valid() || p.preemptor.index() >= s.workloads.size())
       return v.name + ": preempted without a preemptor";
     const Workload& pre = s.workloads[p.preemptor.index()];
-    if (p.reason == PreemptReason::kPriority &&
-        (v.queue != pre.queue || v.priority >= pre.priority))
-      return v.name + ": priority victim of " + pre.name + " not lower priority in its queue";
-    if (p.reason == PreemptReason::kReclaim && v.queue == pre.queue)
-      return v.name + ": reclaimed for its own queue";
+    const QueueId pq = tree.Find(pre.queue);
+    const QueuePreemption& policy = tree.queue(pq).preemption;
+    if (p.reason == PreemptReason::kPriority) {
+      const bool newer_equal =
+          policy.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority &&
+          v.priority == pre.priority && v.submit_time > pre.submit_time;
+      if (v.queue != pre.queue || (v.priority >= pre.priority && !newer_equal))
+        return v.name + ": priority victim of " + pre.name + " not lower priority in its queue";
+      if (policy.within_queue == WithinQueuePreemption::kNever)
+        return v.name + ": preempted in " + pre.queue + ", whose policy preempts none of its work";
+    }
+    if (p.reason == PreemptReason::kReclaim) {
+      if (v.queue == pre.queue) return v.name + ": reclaimed for its own queue";
+      if (policy.reclaim == ReclaimPreemption::kNever)
+        return v.name + ": reclaimed for " + pre.queue + ", whose policy reclaims from no queue";
+      if (policy.reclaim == ReclaimPreemption::kLowerPriority && v.priority >= pre.priority)
+        return v.name + ": reclaimed for " + pre.name + " of no higher priority";
+    }
+    if (s.now - pre.submit_time < policy.delay)
+      return pre.name + ": preempted before its queue's preemption delay";
     if (v.reserved()) return v.name + ": reserved victim";
     if (s.now - v.start_time < cfg.min_runtime) return v.name + ": victim below minimum runtime";
     int32_t recent = 0;

@@ -68,6 +68,13 @@ inline void GenQueues(SnapshotBuilder& b) {
     if (Chance(20)) q.Lending(Pick(0, quota));
     if (Chance(15)) q.Priority(10);
     if (Chance(20)) q.StrictFifo();
+    if (Chance(15))
+      q.get().preemption.within_queue = OneOf<WithinQueuePreemption>(
+          {WithinQueuePreemption::kNever, WithinQueuePreemption::kLowerOrNewerEqualPriority});
+    if (Chance(15))
+      q.get().preemption.reclaim =
+          OneOf<ReclaimPreemption>({ReclaimPreemption::kNever, ReclaimPreemption::kLowerPriority});
+    if (Chance(10)) q.get().preemption.delay = Sec(OneOf<int64_t>({60, 3600, 7200}));
     if (Chance(10)) {
       const int cpu_quota = Pick(0, 64) * 1000;
       q.Res(Resource::kCpu, cpu_quota, Chance(50) ? kUnlimited : cpu_quota + Pick(0, 64) * 1000);

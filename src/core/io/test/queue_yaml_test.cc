@@ -57,6 +57,41 @@ TEST(QueueYaml, ReadsPlainListAndKubernetesList) {
   EXPECT_EQ((*list)[0].priority, 3);
 }
 
+TEST(QueueYaml, ReadsThePreemptionPolicy) {
+  Result<std::vector<Queue>> q = ParseQueues(R"(queues:
+  - name: a
+  - name: b
+    preemption: {withinQueue: LowerOrNewerEqualPriority, reclaim: LowerPriority, delay: 2m30s}
+  - name: c
+    preemption: {withinQueue: Never, reclaim: Never}
+)",
+                                             "queues.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ((*q)[0].preemption, QueuePreemption{});
+  EXPECT_EQ((*q)[0].preemption.within_queue, WithinQueuePreemption::kLowerPriority);
+  EXPECT_EQ((*q)[0].preemption.reclaim, ReclaimPreemption::kAny);
+  EXPECT_EQ((*q)[1].preemption.within_queue, WithinQueuePreemption::kLowerOrNewerEqualPriority);
+  EXPECT_EQ((*q)[1].preemption.reclaim, ReclaimPreemption::kLowerPriority);
+  EXPECT_EQ((*q)[1].preemption.delay, std::chrono::seconds(150));
+  EXPECT_EQ((*q)[2].preemption.within_queue, WithinQueuePreemption::kNever);
+  EXPECT_EQ((*q)[2].preemption.reclaim, ReclaimPreemption::kNever);
+
+  q = ParseQueues("queues:\n  - name: a\n    preemption: {reclaim: Sometimes}\n", "queues.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().message(),
+            "queues.yaml:3:27: field queues[0].preemption.reclaim: expected Never, LowerPriority "
+            "or Any, got \"Sometimes\"");
+  q = ParseQueues("queues:\n  - name: a\n    preemption: {delay: soon}\n", "queues.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("queues[0].preemption.delay"), std::string::npos)
+      << q.status().message();
+  q = ParseQueues("queues:\n  - name: a\n    preemption: {within: Never}\n", "queues.yaml");
+  ASSERT_FALSE(q.ok());
+  EXPECT_NE(q.status().message().find("queues[0].preemption.within: unknown field"),
+            std::string::npos)
+      << q.status().message();
+}
+
 TEST(QueueYaml, ErrorsNameFieldAndLine) {
   Result<std::vector<Queue>> q = ParseQueues(
       "queues:\n  - name: a\n    resources:\n      gpu: {quota: 8, limit: 4}\n", "queues.yaml");
