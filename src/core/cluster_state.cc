@@ -124,8 +124,13 @@ std::shared_ptr<const NodeIndex> IndexFor(const Snapshot& snapshot) {
 }  // namespace
 
 ClusterState::ClusterState(const Snapshot& snapshot)
-    : nodes_(&snapshot.nodes),
-      index_(IndexFor(snapshot)),
+    : ClusterState(&snapshot.nodes, IndexFor(snapshot)) {}
+
+ClusterState ClusterState::WithNothingHeld() const { return ClusterState(nodes_, index_); }
+
+ClusterState::ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const NodeIndex> index)
+    : nodes_(nodes),
+      index_(std::move(index)),
       free_(index_->free_),
       releasing_(index_->facts_.size()),
       held_mask_(index_->facts_.size(), 0),

@@ -105,6 +105,8 @@ class ClusterState {
   // Facts and indexes from the snapshot's nodes: its node_index when that was built from as
   // many nodes, else built here. Holdings start empty.
   explicit ClusterState(const Snapshot& snapshot);
+  // The same nodes with nothing held: shares this state's facts and indexes.
+  ClusterState WithNothingHeld() const;
 
   size_t num_nodes() const { return index_->facts_.size(); }
   const Node& node(NodeId n) const { return (*nodes_)[n.index()]; }
@@ -176,6 +178,7 @@ class ClusterState {
   Status CheckInvariants() const;
 
  private:
+  ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const NodeIndex> index);
   void MoveBucket(int32_t node, int from, int to);
   void Journal(int32_t node) {
     if (!journaling_ || journaled_[node]) return;

@@ -181,7 +181,16 @@ class Cycle {
   // `other` borrows what `req` asks for at every level up to its side, and either `q`'s side
   // stays within quota with `req` or it stays no further over its fair share than `other`'s
   // side. Rules checks the same for a whole victim set.
-  bool ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const;
+  enum class ReclaimPath { kNone, kQuota, kFairShare, kWhileBorrowing };
+  ReclaimPath ReclaimFrom(QueueId q, QueueId other, const Resources& req) const;
+  bool ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
+    return ReclaimFrom(q, other, req) != ReclaimPath::kNone;
+  }
+  // Whether q's policy lets work that would borrow preempt (fair-share reclaim off), and whether
+  // it may take a victim of priority `victim` for a preemptor of priority `preemptor`.
+  bool BorrowingPreempts(QueueId q) const;
+  bool MayTakeWhileBorrowing(QueueId q, int32_t preemptor, int32_t victim) const;
+  int pass_ = 1;  // the pass TryAdmit serves
   // From `other` up to `theirs`, the first queue that does not borrow what `req` asks for: reclaim
   // would take it below its quota. Invalid when all of them borrow.
   QueueId FirstNotBorrowing(QueueId other, QueueId theirs, const Resources& req) const;
@@ -191,10 +200,12 @@ class Cycle {
   std::vector<std::pair<bool, std::pair<QueueId, QueueId>>> rules_sides_;
   // Why a workload that fits nowhere waits, when it would fit with all elastic running work gone:
   // which rule holds the room back (FairShare or PreemptionNotAllowed), per queue.
-  std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> PolicyWait(WorkloadId w,
-                                                                                 int32_t pods,
-                                                                                 int pass);
-  bool FitsWithoutElasticWork(WorkloadId w, int32_t pods);
+  const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& PolicyWait(
+      WorkloadId w, int32_t shape, int32_t pods, int pass);
+  bool FitsWithoutElasticWork(WorkloadId w, int32_t shape, int32_t pods);
+  // Turns the NoNodeFits decisions of work beyond its quota that would fit without the elastic
+  // running work into the rule's wait (PolicyWait).
+  void SettlePolicyWaits();
   // Builds index_ from the running work that reclaim could still take.
   void BuildVictimIndex();
   // groups_ for a search by a workload of `q`; false when no group offers a candidate.
@@ -347,15 +358,21 @@ class Cycle {
   // Per shape: why not, once asked; shared by every pending workload of the shape.
   std::vector<std::shared_ptr<const PendingExplanation>> explanation_;
   std::unordered_set<uint64_t> no_victims_;  // queue << 32 | shape: no victim set found
-  // Capacity free or held by elastic running work (and capacity being released), built when a
-  // cycle first asks whether a workload would fit without elastic work (FitsWithoutElasticWork).
-  std::optional<CapacityOverlay> elastic_room_;
+  // The cluster with only reserved work holding room, while SettlePolicyWaits runs.
+  std::optional<ClusterState> without_elastic_;
+  // Running work outside any queue (its queue is gone): it holds room but is no victim.
+  std::vector<WorkloadId> unqueued_ids_;
   std::vector<int32_t> elastic_in_;           // per queue: its elastic running workloads
   std::vector<int8_t> fits_without_elastic_;  // per shape: -1 not asked, 0 no, 1 yes
-  std::vector<uint32_t> fits_checked_at_;     // per shape: elastic_version_ when asked
-  uint32_t elastic_version_ = 0;              // elastic binds added to elastic_room_
-  // Elastic work admitted this cycle before elastic_room_ is built: its queue, pods and requests.
-  std::vector<std::tuple<QueueId, PodPlacement, Resources>> bound_elastic_;
+  // NoNodeFits decisions of work beyond its quota, for SettlePolicyWaits: the decision, and the
+  // pods and pass it was tried with.
+  struct Unsettled {
+    size_t index;   // in out_.pending
+    int32_t shape;  // of `pods` pods
+    int32_t pods;
+    int pass;
+  };
+  std::vector<Unsettled> unsettled_;
   // queue << 34 | pass << 32 | shape: the explanation of a policy wait, shared by its workloads.
   std::unordered_map<uint64_t, std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>>
       policy_why_;
@@ -516,7 +533,10 @@ bool Cycle::Load(WorkloadId id, QueueLookup& lookup) {
       InsertInOrder(faulted_, id);
       return clean;
     }
-    if (!q.valid()) return clean;
+    if (!q.valid()) {
+      InsertInOrder(unqueued_ids_, id);
+      return clean;
+    }
     InsertInOrder(running_ids_, id);
     ++running_in_[q.index()];
     int32_t& least = running_min_priority_[q.index()];
@@ -592,7 +612,11 @@ void Cycle::Unload(WorkloadId id) {
       AddUsage(q, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())), -1, w.reserved());
       --running_count_[q.index()];
     }
-    if (EraseInOrder(faulted_, id) || !q.valid()) return;
+    if (EraseInOrder(faulted_, id)) return;
+    if (!q.valid()) {
+      EraseInOrder(unqueued_ids_, id);
+      return;
+    }
     EraseInOrder(running_ids_, id);
     --running_in_[q.index()];
     if (w.priority == running_min_priority_[q.index()] && --running_at_min_[q.index()] == 0)
@@ -969,7 +993,10 @@ bool Cycle::MayPreemptWithin(WorkloadId w) const {
 }
 
 bool Cycle::DelayPassed(WorkloadId w) const {
-  return s_.now - wl(w).submit_time >= tree_.queue(queue_of_[w.index()]).preemption.delay;
+  // The workload itself is read only where its queue has a delay: waiting work's records are
+  // kept apart from it so that a cycle rarely touches it.
+  const Duration delay = tree_.queue(queue_of_[w.index()]).preemption.delay;
+  return delay.count() <= 0 || s_.now - wl(w).submit_time >= delay;
 }
 
 void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const {
@@ -999,12 +1026,28 @@ QueueId Cycle::FirstNotBorrowing(QueueId other, QueueId theirs, const Resources&
   }
 }
 
-bool Cycle::ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
-  if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0) return false;
+bool Cycle::BorrowingPreempts(QueueId q) const {
+  return !cfg_.fair_share_reclaim_enabled &&
+         tree_.queue(q).preemption.while_borrowing == WhileBorrowingPreemption::kLowerPriority;
+}
+
+bool Cycle::MayTakeWhileBorrowing(QueueId q, int32_t preemptor, int32_t victim) const {
+  const std::optional<int32_t>& most = tree_.queue(q).preemption.max_priority_threshold;
+  return victim < preemptor && (!most || victim <= *most);
+}
+
+Cycle::ReclaimPath Cycle::ReclaimFrom(QueueId q, QueueId other, const Resources& req) const {
+  if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0)
+    return ReclaimPath::kNone;
   const auto [mine, theirs] = tree_.Sides(q, other);
-  if (!mine.valid() || FirstNotBorrowing(other, theirs, req).valid()) return false;
-  if (WithinQuota(mine, req)) return true;
-  return cfg_.fair_share_reclaim_enabled && ShareRatio(mine, req) <= ShareRatio(theirs, {});
+  if (!mine.valid() || FirstNotBorrowing(other, theirs, req).valid()) return ReclaimPath::kNone;
+  // Beyond its fair share (pass 2) only the while-borrowing policy reclaims.
+  if (pass_ == 1 && WithinQuota(mine, req)) return ReclaimPath::kQuota;
+  if (pass_ == 1 && cfg_.fair_share_reclaim_enabled &&
+      ShareRatio(mine, req) <= ShareRatio(theirs, {}))
+    return ReclaimPath::kFairShare;
+  if (BorrowingPreempts(q)) return ReclaimPath::kWhileBorrowing;
+  return ReclaimPath::kNone;
 }
 
 // The promises a victim set keeps (docs/fairness.md): reclaim leaves every queue it takes from at
@@ -1014,9 +1057,14 @@ bool Cycle::ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
 // sets hold a few workloads.
 class Cycle::Rules final : public VictimRules {
  public:
-  // Uses the cycle's scratch tables: one Rules at a time.
-  Rules(Cycle& c, QueueId q, const Resources& req)
-      : c_(c), q_(q), req_(req), taken_(c.rules_taken_), sides_(c.rules_sides_) {
+  // Uses the cycle's scratch tables: one Rules at a time. `priority` is the preemptor's.
+  Rules(Cycle& c, QueueId q, const Resources& req, int32_t priority)
+      : c_(c),
+        q_(q),
+        req_(req),
+        priority_(priority),
+        taken_(c.rules_taken_),
+        sides_(c.rules_sides_) {
     taken_.assign(c.s_.queues.size(), {});
     sides_.assign(c.s_.queues.size(), {});
   }
@@ -1025,8 +1073,8 @@ class Cycle::Rules final : public VictimRules {
 
   bool Allows(std::span<const VictimCandidate> victims) const override {
     Sum(victims);
-    for (const auto& [leaf, count] : reclaimed_)
-      if (count > 0 && Check(leaf) != Refusal::kNone) return false;
+    for (const Reclaimed& r : reclaimed_)
+      if (r.count > 0 && Check(r.leaf) != Refusal::kNone) return false;
     return true;
   }
 
@@ -1064,8 +1112,13 @@ class Cycle::Rules final : public VictimRules {
       if (b == theirs) break;
     }
     const Resources mine_delta = req_ - taken_[mine.index()];
-    if (c_.WithinQuota(mine, mine_delta)) return Refusal::kNone;
-    if (!c_.cfg_.fair_share_reclaim_enabled) return Refusal::kQuota;
+    if (c_.pass_ == 1 && c_.WithinQuota(mine, mine_delta)) return Refusal::kNone;
+    if (c_.BorrowingPreempts(q_)) {
+      const auto it = std::find_if(reclaimed_.begin(), reclaimed_.end(),
+                                   [&](const Reclaimed& r) { return r.leaf == leaf; });
+      return it != reclaimed_.end() && it->takeable == it->count ? Refusal::kNone : Refusal::kQuota;
+    }
+    if (c_.pass_ != 1 || !c_.cfg_.fair_share_reclaim_enabled) return Refusal::kQuota;
     Resources theirs_delta;
     theirs_delta -= taken_[theirs.index()];
     if (c_.ShareRatio(mine, mine_delta) > c_.ShareRatio(theirs, theirs_delta) + kEpsilon)
@@ -1097,9 +1150,10 @@ class Cycle::Rules final : public VictimRules {
     }
     if (v.reason != PreemptReason::kReclaim) return;
     auto it = std::find_if(reclaimed_.begin(), reclaimed_.end(),
-                           [&](const auto& r) { return r.first.value == v.queue; });
-    if (it == reclaimed_.end()) it = reclaimed_.insert(reclaimed_.end(), {QueueId{v.queue}, 0});
-    it->second += sign;
+                           [&](const Reclaimed& r) { return r.leaf.value == v.queue; });
+    if (it == reclaimed_.end()) it = reclaimed_.insert(reclaimed_.end(), {QueueId{v.queue}, 0, 0});
+    it->count += sign;
+    if (c_.MayTakeWhileBorrowing(q_, priority_, v.priority)) it->takeable += sign;
   }
   std::pair<QueueId, QueueId> SidesWith(QueueId other) const {
     auto& [known, sides] = sides_[other.index()];
@@ -1110,12 +1164,20 @@ class Cycle::Rules final : public VictimRules {
     return sides;
   }
 
+  // Per leaf with reclaim victims: how many, and how many the while-borrowing policy may take.
+  struct Reclaimed {
+    QueueId leaf;
+    int32_t count = 0;
+    int32_t takeable = 0;
+  };
+
   const Cycle& c_;
   QueueId q_;
   Resources req_;
-  mutable std::vector<VictimCandidate> summed_;                       // the set Sum last saw
-  std::vector<Resources>& taken_;                                     // per queue
-  mutable std::vector<std::pair<QueueId, int32_t>> reclaimed_;        // leaf, reclaim victims in it
+  int32_t priority_;
+  mutable std::vector<VictimCandidate> summed_;  // the set Sum last saw
+  std::vector<Resources>& taken_;                // per queue
+  mutable std::vector<Reclaimed> reclaimed_;
   std::vector<std::pair<bool, std::pair<QueueId, QueueId>>>& sides_;  // per queue, once known
 };
 
@@ -1128,8 +1190,11 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
     // Borrowing queues first, so the result is allocated once: it can hold tens of thousands.
     std::vector<QueueId> borrowers;
     size_t most = out.size();
+    std::vector<uint8_t> while_borrowing;
     for (QueueId other : tree_.top_down()) {
-      if (!ReclaimsFrom(q, other, req)) continue;
+      const ReclaimPath path = ReclaimFrom(q, other, req);
+      if (path == ReclaimPath::kNone) continue;
+      while_borrowing.push_back(path == ReclaimPath::kWhileBorrowing);
       borrowers.push_back(other);
       most += running_in_[other.index()];
     }
@@ -1137,10 +1202,13 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
     out.reserve(most);
     const bool lower_only = tree_.queue(q).preemption.reclaim == ReclaimPreemption::kLowerPriority;
     const int32_t priority = AskOf(w).priority;
-    for (QueueId other : borrowers) {
+    for (size_t b = 0; b < borrowers.size(); ++b) {
+      const QueueId other = borrowers[b];
       const double over = Ratio(other);
       for (const Running& v : running_[other.index()]) {
-        if (v.shielded || victim_[v.id.index()] || (lower_only && v.priority >= priority)) continue;
+        if (v.shielded || victim_[v.id.index()] || (lower_only && v.priority >= priority) ||
+            (while_borrowing[b] && !MayTakeWhileBorrowing(q, priority, v.priority)))
+          continue;
         out.push_back(CandidateOf(v, PreemptReason::kReclaim, over));
       }
     }
@@ -1198,7 +1266,6 @@ int32_t Cycle::NewShape() {
   no_fit_.push_back(0);
   explanation_.emplace_back();
   fits_without_elastic_.push_back(-1);
-  fits_checked_at_.push_back(0);
   return id;
 }
 
@@ -1250,6 +1317,7 @@ int32_t Cycle::InternShape(const Workload& w, int32_t pods) {
 }
 
 Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
+  pass_ = pass;
   const Workload& work = wl(w);  // read only where a workload may start or preempt
   const QueueId q = queue_of_[w.index()];
   const Ask& ask = AskOf(w);
@@ -1341,10 +1409,10 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // which does not know priorities, is not used), or make it wait before preempting at all.
   const QueuePreemption& policy = tree_.queue(q).preemption;
   const bool may_preempt = DelayPassed(w);
-  const bool reclaim =
-      may_preempt && pass == 1 && !at_limit && policy.reclaim != ReclaimPreemption::kNever;
-  const bool indexed =
-      may_preempt && total == 1 && index_ && policy.reclaim == ReclaimPreemption::kAny;
+  const bool reclaim = may_preempt && (pass == 1 || BorrowingPreempts(q)) && !at_limit &&
+                       policy.reclaim != ReclaimPreemption::kNever;
+  const bool indexed = may_preempt && total == 1 && index_ &&
+                       policy.reclaim == ReclaimPreemption::kAny && !BorrowingPreempts(q);
   const Resources& first_req = RequestOf(w, sizes.back());
   std::vector<VictimCandidate> candidates;
   bool any_candidate = false;
@@ -1381,7 +1449,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   if (at_limit && any_candidate) {
     for (int32_t n : sizes) {
       if (!pol_.placement->Place(state_, feas_, work, n, nullptr)) continue;
-      const Rules rules(*this, q, RequestOf(w, n));
+      const Rules rules(*this, q, RequestOf(w, n), ask.priority);
       std::vector<VictimCandidate> by_preference = candidates;
       std::sort(by_preference.begin(), by_preference.end(), [](const auto& a, const auto& b) {
         return std::tuple(-a.queue_overshare, a.priority, a.gpu_hours_lost, a.workload) <
@@ -1416,7 +1484,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
           uint64_t{static_cast<uint32_t>(q.value)} << 32 | static_cast<uint32_t>(ShapeOf(w, n));
       if (!at_limit && no_victims_.contains(key)) continue;
       ++out_.stats.preemption_searches;
-      const Rules rules(*this, q, RequestOf(w, n));
+      const Rules rules(*this, q, RequestOf(w, n), ask.priority);
       std::optional<VictimSet> set;
       if (indexed) {
         ++out_.stats.indexed_preemption_searches;
@@ -1449,14 +1517,6 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     Pend(w, PendingReason::kNoNodeFits, std::shared_ptr<const PendingExplanation>());
     return Outcome::kPending;
   }
-  // Only a real shortage of capacity is NoNodeFits (promise 9): work within its quota at every
-  // level, whom the cluster owes room, or work that would not fit even were the elastic running
-  // work gone. Anything else waits for a rule.
-  if (!Guaranteed(q, RequestOf(w, sizes.back())) && FitsWithoutElasticWork(w, sizes.back())) {
-    auto [reason, e] = PolicyWait(w, sizes.back(), pass);
-    Pend(w, reason, std::move(e));
-    return Outcome::kPending;
-  }
   const int32_t shape = ShapeOf(w, sizes.back());
   std::shared_ptr<const PendingExplanation>& e = explanation_[shape];
   if (!e) {
@@ -1466,46 +1526,74 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     touched_shapes_.push_back(shape);
   }
   Pend(w, PendingReason::kNoNodeFits, e);
+  // Only a real shortage of capacity is NoNodeFits (promise 9): work within its quota at every
+  // level, whom the cluster owes room, or work that would not fit even were the elastic running
+  // work gone. Which others wait for a rule is settled once the cycle has decided the rest.
+  if (!Guaranteed(q, RequestOf(w, sizes.back())))
+    unsettled_.push_back({out_.pending.size() - 1, shape, sizes.back(), pass});
   return Outcome::kPending;
 }
 
-bool Cycle::FitsWithoutElasticWork(WorkloadId w, int32_t pods) {
-  const int32_t shape = ShapeOf(w, pods);
-  int8_t& known = fits_without_elastic_[shape];
-  // A "no" holds until elastic work admitted since adds to the room.
-  if (known < 0 || (known == 0 && fits_checked_at_[shape] != elastic_version_)) {
-    if (!elastic_room_) {
-      elastic_room_ = releasing_;
-      elastic_in_.assign(s_.queues.size(), 0);
-      for (WorkloadId id : running_ids_) {
-        const Workload& r = wl(id);
-        if (r.reserved()) continue;
-        ++elastic_in_[queue_of_[id.index()].index()];
-        for (size_t p = 0; p < r.placements.size(); ++p)
-          elastic_room_->Add(state_, r.placements[p], r.PlacementRequest(p));
-      }
-      for (const auto& [q, placement, request] : bound_elastic_) {
-        ++elastic_in_[q.index()];
-        elastic_room_->Add(state_, placement, request);
-      }
+void Cycle::SettlePolicyWaits() {
+  if (unsettled_.empty()) return;
+  // The cluster without elastic work, as the cycle leaves it: only reserved work holds room
+  // (running, or admitted by the cycle), and running work outside any queue; work on its way out
+  // holds none.
+  without_elastic_.emplace(state_.WithNothingHeld());
+  elastic_in_.assign(s_.queues.size(), 0);
+  auto hold = [&](const Workload& r) {
+    for (size_t p = 0; p < r.placements.size(); ++p)
+      (void)without_elastic_->ClaimExisting(r.placements[p], r.PlacementRequest(p));
+  };
+  for (WorkloadId id : running_ids_) {
+    const Workload& r = wl(id);
+    if (r.reserved()) {
+      hold(r);
+    } else {
+      ++elastic_in_[queue_of_[id.index()].index()];
     }
-    if (known < 0) touched_shapes_.push_back(shape);
-    known = pol_.placement->Place(state_, feas_, wl(w), pods, &*elastic_room_) ? 1 : 0;
-    fits_checked_at_[shape] = elastic_version_;
+  }
+  for (WorkloadId id : unqueued_ids_) hold(wl(id));
+  auto admitted = [&](WorkloadId id, const std::vector<PodAssignment>& pods) {
+    const Workload& r = wl(id);
+    if (!r.reserved()) {
+      ++elastic_in_[queue_of_[id.index()].index()];
+      return;
+    }
+    for (const PodAssignment& a : pods)
+      (void)without_elastic_->ClaimExisting(a.placement, r.pod_sets[a.pod_set].request);
+  };
+  for (const BindDecision& b : out_.binds) admitted(b.workload, b.pods);
+  for (const ResumeDecision& r : out_.resumes) admitted(r.workload, r.pods);
+  for (const Unsettled& u : unsettled_) {
+    PendingDecision& p = out_.pending[u.index];
+    if (!FitsWithoutElasticWork(p.workload, u.shape, u.pods)) continue;
+    pass_ = u.pass;
+    const auto& [reason, e] = PolicyWait(p.workload, u.shape, u.pods, u.pass);
+    p.reason = reason;
+    p.explanation = e;
+  }
+  unsettled_.clear();
+  without_elastic_.reset();
+}
+
+bool Cycle::FitsWithoutElasticWork(WorkloadId w, int32_t shape, int32_t pods) {
+  int8_t& known = fits_without_elastic_[shape];
+  if (known < 0) {
+    known = pol_.placement->Place(*without_elastic_, feas_, wl(w), pods, nullptr) ? 1 : 0;
+    touched_shapes_.push_back(shape);
   }
   return known == 1;
 }
 
-std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::PolicyWait(WorkloadId w,
-                                                                                      int32_t pods,
-                                                                                      int pass) {
+const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle::PolicyWait(
+    WorkloadId w, int32_t shape, int32_t pods, int pass) {
   const QueueId q = queue_of_[w.index()];
-  const Resources& req = RequestOf(w, pods);
   const uint64_t key = uint64_t{static_cast<uint32_t>(q.value)} << 34 |
-                       uint64_t{static_cast<uint32_t>(pass)} << 32 |
-                       static_cast<uint32_t>(ShapeOf(w, pods));
+                       uint64_t{static_cast<uint32_t>(pass)} << 32 | static_cast<uint32_t>(shape);
   auto& cached = policy_why_[key];
   if (cached.second) return cached;
+  const Resources& req = RequestOf(w, pods);
   auto ratio = [](double x) {
     if (x >= 1e8) return std::string("more than all");  // no fair share to measure against
     char buf[32];
@@ -1515,65 +1603,100 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
   // What keeps each queue's elastic running work from being a victim of this workload: in the
   // deserved pass the reclaim rules; beyond its fair share (pass 2) reclaim is not tried at all,
   // and the rules still say which queues keep their room by quota and which by fair share.
+  // The causes as text, the first few only: a large tree would otherwise spell out every queue
+  // for every shape that waits. Queues under one department that keeps its quota name it once.
+  constexpr size_t kMostCauses = 6;
   std::vector<std::string> causes;
+  size_t more = 0;
+  auto cause = [&](auto text) {
+    if (causes.size() >= kMostCauses) {
+      ++more;
+      return;
+    }
+    std::string c = text();
+    if (std::find(causes.begin(), causes.end(), c) == causes.end()) causes.push_back(std::move(c));
+  };
   bool quota_cause = false;
   bool fair_cause = false;
   const QueuePreemption& policy = tree_.queue(q).preemption;
   if (!DelayPassed(w)) {
     quota_cause = true;
     const Duration left = policy.delay - (s_.now - wl(w).submit_time);
-    causes.push_back("queue " + tree_.queue(q).name + " lets its work preempt only after " +
-                     std::to_string(policy.delay.count() / 1000) + "s of waiting, " +
-                     std::to_string((left.count() + 999) / 1000) + "s from now");
+    cause([&] {
+      return std::string("queue " + tree_.queue(q).name + " lets its work preempt only after " +
+                         std::to_string(policy.delay.count() / 1000) + "s of waiting, " +
+                         std::to_string((left.count() + 999) / 1000) + "s from now");
+    });
   }
   for (QueueId other : tree_.top_down()) {
     if (!tree_.leaf(other) || elastic_in_[other.index()] == 0) continue;
     const std::string& name = tree_.queue(other).name;
     if (other == q) {
       if (!cfg_.priority_preemption_enabled) {
-        causes.push_back("priority preemption is turned off");
+        cause([&] { return std::string("priority preemption is turned off"); });
       } else if (policy.within_queue == WithinQueuePreemption::kNever) {
-        causes.push_back("queue " + name + "'s policy preempts none of its own work");
+        cause([&] {
+          return std::string("queue " + name + "'s policy preempts none of its own work");
+        });
       } else {
-        causes.push_back("queue " + name + "'s own running work is not of lower priority");
+        cause([&] {
+          return std::string("queue " + name + "'s own running work is not of lower priority");
+        });
       }
       continue;
     }
     if (pass == 1 && !cfg_.reclaim_enabled) {
       quota_cause = true;
-      causes.push_back("reclaim is turned off");
+      cause([&] { return std::string("reclaim is turned off"); });
       continue;
     }
     if (pass == 1 && policy.reclaim == ReclaimPreemption::kNever) {
       quota_cause = true;
-      causes.push_back("queue " + tree_.queue(q).name + "'s policy reclaims from no queue");
+      cause([&] {
+        return std::string("queue " + tree_.queue(q).name + "'s policy reclaims from no queue");
+      });
       continue;
     }
     const auto [mine, theirs] = tree_.Sides(q, other);
     const QueueId within = mine.valid() ? FirstNotBorrowing(other, theirs, req) : QueueId{};
     if (within.valid()) {
       quota_cause = true;
-      causes.push_back("queue " + tree_.queue(within).name + " holds " +
-                       FormatQuantity(Resource::kGpu, usage_[within.index()].gpu()) + ", quota " +
-                       FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu()) +
-                       " (reclaim never takes a queue below its quota)");
+      cause([&] {
+        return std::string("queue " + tree_.queue(within).name + " holds " +
+                           FormatQuantity(Resource::kGpu, usage_[within.index()].gpu()) +
+                           ", quota " +
+                           FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu()) +
+                           " (reclaim never takes a queue below its quota)");
+      });
+    } else if (BorrowingPreempts(q) && (pass == 2 || !WithinQuota(mine, req))) {
+      quota_cause = true;
+      cause([&] {
+        return std::string("queue " + name + "'s work is protected, or not of lower priority or " +
+                           "above the whileBorrowing threshold of queue " + tree_.queue(q).name);
+      });
     } else if (pass == 2) {
       fair_cause = true;
-      causes.push_back("queue " + tree_.queue(theirs).name + " is at " +
-                       ratio(ShareRatio(theirs, {})) + " of its fair share");
+      cause([&] {
+        return std::string("queue " + tree_.queue(theirs).name + " is at " +
+                           ratio(ShareRatio(theirs, {})) + " of its fair share");
+      });
     } else if (!WithinQuota(mine, req) && !cfg_.fair_share_reclaim_enabled) {
       quota_cause = true;
-      causes.push_back("queue " + tree_.queue(mine).name +
-                       " would be beyond its quota, and fair-share reclaim is turned off");
+      cause([&] {
+        return std::string("queue " + tree_.queue(mine).name +
+                           " would be beyond its quota, and fair-share reclaim is turned off");
+      });
     } else if (!WithinQuota(mine, req) && ShareRatio(mine, req) > ShareRatio(theirs, {})) {
       fair_cause = true;
-      causes.push_back("queue " + tree_.queue(mine).name + " would be at " +
-                       ratio(ShareRatio(mine, req)) + " of its fair share, queue " +
-                       tree_.queue(theirs).name + " is at " + ratio(ShareRatio(theirs, {})));
+      cause([&] {
+        return std::string("queue " + tree_.queue(mine).name + " would be at " +
+                           ratio(ShareRatio(mine, req)) + " of its fair share, queue " +
+                           tree_.queue(theirs).name + " is at " + ratio(ShareRatio(theirs, {})));
+      });
     } else {
       // The queue may be reclaimed from, but none of its work alone: say which rule refuses.
       LoadRunning();
-      const Rules rules(*this, q, req);
+      const Rules rules(*this, q, req, AskOf(w).priority);
       int open = 0, by_quota = 0, by_share = 0;
       double lowest_after = std::numeric_limits<double>::infinity();
       const bool lower_only = policy.reclaim == ReclaimPreemption::kLowerPriority;
@@ -1598,34 +1721,37 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
       }
       if (open == 0) {
         quota_cause = true;
-        causes.push_back("queue " + name +
-                         (lower_only ? "'s running work is not of lower priority, or protected "
-                                       "(minimum runtime or preemption budget)"
-                                     : "'s running work is protected (minimum runtime or "
-                                       "preemption budget)"));
+        cause([&] {
+          return std::string("queue " + name +
+                             (lower_only ? "'s running work is not of lower priority, or protected "
+                                           "(minimum runtime or preemption budget)"
+                                         : "'s running work is protected (minimum runtime or "
+                                           "preemption budget)"));
+        });
       } else if (by_share > 0 && by_quota == 0) {
         fair_cause = true;
-        causes.push_back("queue " + tree_.queue(mine).name + " would be at " +
-                         ratio(ShareRatio(mine, req)) + " of its fair share, and taking " + name +
-                         "'s work would leave queue " + tree_.queue(theirs).name + " at " +
-                         ratio(lowest_after));
+        cause([&] {
+          return std::string("queue " + tree_.queue(mine).name + " would be at " +
+                             ratio(ShareRatio(mine, req)) + " of its fair share, and taking " +
+                             name + "'s work would leave queue " + tree_.queue(theirs).name +
+                             " at " + ratio(lowest_after));
+        });
       } else if (by_quota > 0 && by_share == 0) {
         quota_cause = true;
-        causes.push_back("taking queue " + name +
-                         "'s work would leave it or its department below its quota");
+        cause([&] {
+          return std::string("taking queue " + name +
+                             "'s work would leave it or its department below its quota");
+        });
       } else {
         quota_cause = true;
-        causes.push_back("queue " + name +
-                         "'s work makes no room without breaking a quota, a limit or the "
-                         "fair-share rule");
+        cause([&] {
+          return std::string("queue " + name +
+                             "'s work makes no room without breaking a quota, a limit or the "
+                             "fair-share rule");
+        });
       }
     }
   }
-  // Queues under one department that keeps its quota name it once.
-  std::vector<std::string> unique;
-  for (std::string& c : causes)
-    if (std::find(unique.begin(), unique.end(), c) == unique.end()) unique.push_back(std::move(c));
-  causes = std::move(unique);
   std::string message;
   const bool fair_only = fair_cause && !quota_cause;
   if (fair_only) {
@@ -1636,7 +1762,9 @@ std::pair<PendingReason, std::shared_ptr<const PendingExplanation>> Cycle::Polic
     message = "the room is held by work it may not preempt";
   }
   for (size_t i = 0; i < causes.size() && i < 3; ++i) message += (i ? "; " : ": ") + causes[i];
-  if (causes.size() > 3) message += "; and " + std::to_string(causes.size() - 3) + " more";
+  if (causes.size() + more > 3)
+    message += "; and " + std::to_string(causes.size() + more - 3) + " more";
+  if (more > 0) causes.push_back("and " + std::to_string(more) + " more");
   const PendingReason reason =
       fair_only ? PendingReason::kFairShare : PendingReason::kPreemptionNotAllowed;
   cached = {reason, std::make_shared<const PendingExplanation>(
@@ -1680,22 +1808,6 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
   }
   AddUsage(queue_of_[w.index()], total, +1, work.reserved());
   ++running_count_[queue_of_[w.index()].index()];
-  // Elastic work admitted now holds room that a later workload's capacity question counts.
-  if (explain_ && !work.reserved()) {
-    const QueueId q = queue_of_[w.index()];
-    for (const PodAssignment& a : plan.pods) {
-      const Resources& req = work.pod_sets[a.pod_set].request;
-      if (elastic_room_) {
-        elastic_room_->Add(state_, a.placement, req);
-      } else {
-        bound_elastic_.push_back({q, a.placement, req});
-      }
-    }
-    if (elastic_room_) {
-      ++elastic_in_[q.index()];
-      ++elastic_version_;
-    }
-  }
   if (work.state == WorkloadState::kSuspended) {
     out_.resumes.push_back({w, std::move(plan.pods), borrowing});
   } else {
@@ -1888,8 +2000,6 @@ void Cycle::EndRun() {
   touched_shapes_.clear();
   no_victims_.clear();
   policy_why_.clear();
-  elastic_room_.reset();
-  bound_elastic_.clear();
   index_.reset();
   one_pod_searches_ = 0;
   if (running_loaded_) {
@@ -1921,6 +2031,7 @@ CycleResult Cycle::Run(const CycleOptions& options) {
   Serve(deferred, 2, nullptr);
 
   if (explain_) {
+    SettlePolicyWaits();
     // Queue positions: order among the queue's workloads that still wait.
     std::vector<int32_t> position(s_.workloads.size(), 0);
     std::vector<uint8_t> waits(s_.workloads.size(), 0);

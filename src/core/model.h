@@ -153,10 +153,19 @@ enum class ReclaimPreemption {
   kAny,            // whatever its priority (the default)
 };
 
+// Whether work that would take its queue beyond quota may still preempt other queues' borrowed
+// work (only where fair-share reclaim is off: with it on, fair share decides).
+enum class WhileBorrowingPreemption {
+  kNever,          // the default
+  kLowerPriority,  // work of lower priority, at most max_priority_threshold
+};
+
 // A queue's preemption policy (docs/fairness.md, "Per-queue preemption policy").
 struct QueuePreemption {
   WithinQueuePreemption within_queue = WithinQueuePreemption::kLowerPriority;
   ReclaimPreemption reclaim = ReclaimPreemption::kAny;
+  WhileBorrowingPreemption while_borrowing = WhileBorrowingPreemption::kNever;
+  std::optional<int32_t> max_priority_threshold;  // with kLowerPriority; empty: no bound
   // A waiting workload of the queue may preempt only once it has waited this long.
   std::chrono::milliseconds delay{0};
   friend bool operator==(const QueuePreemption&, const QueuePreemption&) = default;

@@ -75,7 +75,8 @@ Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::st
   }
   if (const YAML::Node pre = node["preemption"]) {
     const std::string where = path + ".preemption";
-    CHAMBER_RETURN_IF_ERROR(y.CheckKeys(pre, where, {"withinQueue", "reclaim", "delay"}));
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(pre, where, {"withinQueue", "reclaim", "whileBorrowing", "delay"}));
     if (pre["withinQueue"]) {
       CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(pre["withinQueue"], where + ".withinQueue"));
       if (s == "Never") {
@@ -101,6 +102,28 @@ Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::st
       } else {
         return y.Error(pre["reclaim"], where + ".reclaim",
                        "expected Never, LowerPriority or Any, got \"" + s + "\"");
+      }
+    }
+    if (const YAML::Node wb = pre["whileBorrowing"]) {
+      const std::string at = where + ".whileBorrowing";
+      CHAMBER_RETURN_IF_ERROR(y.CheckKeys(wb, at, {"policy", "maxPriorityThreshold"}));
+      if (wb["policy"]) {
+        CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(wb["policy"], at + ".policy"));
+        if (s == "Never") {
+          q->preemption.while_borrowing = WhileBorrowingPreemption::kNever;
+        } else if (s == "LowerPriority") {
+          q->preemption.while_borrowing = WhileBorrowingPreemption::kLowerPriority;
+        } else {
+          return y.Error(wb["policy"], at + ".policy",
+                         "expected Never or LowerPriority, got \"" + s + "\"");
+        }
+      }
+      if (wb["maxPriorityThreshold"]) {
+        CHAMBER_ASSIGN_OR_RETURN(int64_t t,
+                                 y.Int(wb["maxPriorityThreshold"], at + ".maxPriorityThreshold"));
+        if (t < -1000000000 || t > 1000000000)
+          return y.Error(wb["maxPriorityThreshold"], at + ".maxPriorityThreshold", "out of range");
+        q->preemption.max_priority_threshold = static_cast<int32_t>(t);
       }
     }
     if (pre["delay"]) {

@@ -20,7 +20,9 @@
 //      limit and one lower-priority workload of its own queue that frees both room and limit.
 //   5. EveryVictimIsNeeded: no victim of a single-pod preemptor can be spared and still leave
 //      room on some node.
-//   6. NoNodeFitsOnlyWhenCapacityIsShort and PolicyWaitsWouldFitWithoutElasticWork: a pod is
+//   6. WhileBorrowingTakesOnlyLowerPriority: with fair-share reclaim off, work beyond its
+//      quota reclaims only what its queue's whileBorrowing policy allows.
+//   7. NoNodeFitsOnlyWhenCapacityIsShort and PolicyWaitsWouldFitWithoutElasticWork: a pod is
 //      NoNodeFits only if it is within its quota at every level or no node would hold it with
 //      all elastic running work gone, and FairShare or PreemptionNotAllowed only if it is beyond
 //      its quota and some node would.
@@ -332,6 +334,57 @@ RC_GTEST_PROP(FairnessProperty, FairShareReclaimNeverFlips, ()) {
   reclaims = 0;
   CheckCycles(GenFairnessSnapshot, {CheckNoFlip, CountReclaims});
   RC_TAG(reclaims > 0 ? "reclaims" : "no reclaim");
+}
+
+// --- The while-borrowing policy (fair-share reclaim off): a preemptor whose side would be
+// beyond its quota takes only work of lower priority, at most the threshold, and only where its
+// queue's policy says so; the quota floor holds as ever.
+
+RC_GTEST_PROP(FairnessProperty, WhileBorrowingTakesOnlyLowerPriority, ()) {
+  EngineConfig cfg;
+  cfg.fair_share_reclaim_enabled = false;
+  const Engine engine(cfg);
+  int borrowed = 0;
+  for (int round = Pick(1, 12); round > 0; --round) {
+    Snapshot s = GenFairnessSnapshot();
+    const QueueTree tree(s.queues);
+    Queue& waiter_queue = s.queues[tree.Find(s.workloads.back().queue).index()];
+    QueuePreemption& policy = waiter_queue.preemption;
+    if (Chance(70)) policy.while_borrowing = WhileBorrowingPreemption::kLowerPriority;
+    if (Chance(50)) policy.max_priority_threshold = OneOf<int32_t>({0, 10, 50});
+    const CycleResult r = engine.Schedule(s);
+    const View v(s, r);
+    for (const auto& [pre, victims] : VictimsByPreemptor(r)) {
+      const Workload& w = s.workloads[static_cast<size_t>(pre)];
+      const QueueId p = v.tree.Find(w.queue);
+      std::vector<PreemptReason> reasons;
+      for (WorkloadId id : victims)
+        for (const PreemptDecision& d : r.preemptions)
+          if (d.workload == id) reasons.push_back(d.reason);
+      std::string error;
+      for (const Resources& req : Requests(w)) {
+        error = QuotaFloorBroken(v, p, req, victims, reasons);
+        for (size_t i = 0; i < victims.size() && error.empty(); ++i) {
+          if (reasons[i] != PreemptReason::kReclaim) continue;
+          const Workload& victim = s.workloads[victims[i].index()];
+          const QueueId mine = v.Sides(p, v.tree.Find(victim.queue)).first;
+          if (v.WithinQuota(mine, req - v.Within(mine, victims))) continue;
+          ++borrowed;
+          const bool allowed =
+              policy.while_borrowing == WhileBorrowingPreemption::kLowerPriority &&
+              victim.priority < w.priority &&
+              (!policy.max_priority_threshold || victim.priority <= *policy.max_priority_threshold);
+          if (!allowed)
+            error = victim.name + " (priority " + std::to_string(victim.priority) +
+                    ") taken while borrowing by " + w.name + " (priority " +
+                    std::to_string(w.priority) + ")";
+        }
+        if (error.empty()) break;
+      }
+      if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    }
+  }
+  RC_TAG(borrowed > 0 ? "taken while borrowing" : "none taken while borrowing");
 }
 
 // --- Liveness: when one victim would do under the rules, the cycle acts. ---

@@ -64,6 +64,8 @@ TEST(QueueYaml, ReadsThePreemptionPolicy) {
     preemption: {withinQueue: LowerOrNewerEqualPriority, reclaim: LowerPriority, delay: 2m30s}
   - name: c
     preemption: {withinQueue: Never, reclaim: Never}
+  - name: d
+    preemption: {whileBorrowing: {policy: LowerPriority, maxPriorityThreshold: 50}}
 )",
                                              "queues.yaml");
   ASSERT_TRUE(q.ok()) << q.status().ToString();
@@ -75,6 +77,9 @@ TEST(QueueYaml, ReadsThePreemptionPolicy) {
   EXPECT_EQ((*q)[1].preemption.delay, std::chrono::seconds(150));
   EXPECT_EQ((*q)[2].preemption.within_queue, WithinQueuePreemption::kNever);
   EXPECT_EQ((*q)[2].preemption.reclaim, ReclaimPreemption::kNever);
+  EXPECT_EQ((*q)[0].preemption.while_borrowing, WhileBorrowingPreemption::kNever);
+  EXPECT_EQ((*q)[3].preemption.while_borrowing, WhileBorrowingPreemption::kLowerPriority);
+  EXPECT_EQ((*q)[3].preemption.max_priority_threshold, 50);
 
   q = ParseQueues("queues:\n  - name: a\n    preemption: {reclaim: Sometimes}\n", "queues.yaml");
   ASSERT_FALSE(q.ok());
