@@ -303,10 +303,24 @@ TEST(Crd, SchemaMatchesTheReader) {
   const json& spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"];
   std::set<std::string> keys;
   for (const auto& [k, v] : spec.items()) keys.insert(k);
-  EXPECT_EQ(keys, (std::set<std::string>{"parent", "priority", "queueing", "resources"}));
+  EXPECT_EQ(keys,
+            (std::set<std::string>{"parent", "priority", "queueing", "preemption", "resources"}));
   EXPECT_EQ(spec["queueing"]["enum"], json({"BestEffort", "StrictFIFO"}));
   for (const json& value : spec["queueing"]["enum"])
     EXPECT_EQ(ErrorOf({{"queueing", value}}), "(accepted)") << value;
+  // Every value the schema allows for the preemption policy, the reader takes too.
+  const json& preemption = spec["preemption"]["properties"];
+  std::set<std::string> policy_fields;
+  for (const auto& [k, v] : preemption.items()) policy_fields.insert(k);
+  EXPECT_EQ(policy_fields,
+            (std::set<std::string>{"withinQueue", "reclaim", "whileBorrowing", "delay"}));
+  for (const char* field : {"withinQueue", "reclaim"})
+    for (const json& value : preemption[field]["enum"])
+      EXPECT_EQ(ErrorOf({{"preemption", {{field, value}}}}), "(accepted)") << field << value;
+  for (const json& value : preemption["whileBorrowing"]["properties"]["policy"]["enum"])
+    EXPECT_EQ(ErrorOf({{"preemption", {{"whileBorrowing", {{"policy", value}}}}}}), "(accepted)")
+        << value;
+  EXPECT_EQ(ErrorOf({{"preemption", {{"delay", "1h30m"}}}}), "(accepted)");
   std::set<std::string> resources;
   for (const auto& [name, schema] : spec["resources"]["properties"].items()) {
     resources.insert(name);
