@@ -64,9 +64,9 @@ void BM_Schedule(benchmark::State& state) {
 }
 
 // {nodes, pods, gang size, churn}. MinTime keeps the largest cases to a few iterations, so the
-// default run of the binary stays within a few minutes on one core; single-pod churn at 10,000
-// nodes is the slowest case (the reclaim-heaviest: 20,000 lender pods wait, most of them
-// reclaiming, most searches answered from the cycle's victim index, see docs/benchmarks.md).
+// default run of the binary stays within a few minutes on one core; the churn cases at 10,000
+// nodes are the slowest, the reclaim-heaviest (every waiting lender reclaims: about half a
+// second per cycle for single pods, a second for 8-pod gangs; see docs/benchmarks.md).
 BENCHMARK(BM_Schedule)
     ->ArgNames({"nodes", "pods", "gang", "churn"})
     ->Unit(benchmark::kMillisecond)
