@@ -492,7 +492,13 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, FeasibilityCache& f
       for (int c = 0; c < kNumCauses; ++c)
         if (causes[c] > 0) ranked.emplace_back(-causes[c], c);
       std::sort(ranked.begin(), ranked.end());
+      // A gang names the pod set whose pods fit nowhere, and itself: "a pod of 1 gpu" alone
+      // would read as if the whole workload asked for one GPU.
       std::string msg = "no node fits a pod of " + FormatResources(ps.request);
+      if (refs.size() > 1)
+        msg = "no node fits a pod of pod set " + (ps.name.empty() ? std::to_string(set) : ps.name) +
+              " (" + FormatResources(ps.request) + "; " + std::to_string(count) +
+              " of the gang's " + std::to_string(refs.size()) + " pods)";
       if (ranked.empty()) {
         msg += ": the cluster has no nodes";
       } else {
@@ -509,13 +515,18 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, FeasibilityCache& f
     out.details.push_back("pod set " + (ps.name.empty() ? std::to_string(set) : ps.name) + ": " +
                           std::to_string(nodes_with_room) +
                           (nodes_with_room == 1 ? " node has room for " : " nodes have room for ") +
-                          std::to_string(room) + " of its " + std::to_string(count) + " pods");
+                          std::to_string(std::min<int64_t>(room, count)) + " of its " +
+                          std::to_string(count) + " pods");
   }
   int64_t total_gpu = 0;
   for (const PodRef& p : refs) total_gpu += p.ps->request.gpu();
   out.message = "gang of " + std::to_string(refs.size()) + " pods (" +
-                FormatQuantity(Resource::kGpu, total_gpu) + ") does not fit at once: room for " +
-                std::to_string(room_total) + " of its pods";
+                FormatQuantity(Resource::kGpu, total_gpu) + ") does not fit at once: ";
+  // Each pod set may find room for all its pods alone and the gang still not fit: the sets
+  // compete for the same nodes, or a pod's GPUs must share an NVLink island.
+  out.message += room_total >= static_cast<int64_t>(refs.size())
+                     ? "each pod set has room for its pods alone, not all of them together"
+                     : "room for " + std::to_string(room_total) + " of its pods";
   return out;
 }
 

@@ -305,6 +305,26 @@ TEST_F(PlacementTest, ExplainGangThatFitsOnlyPodByPod) {
   EXPECT_THAT(e.details, ElementsAre("pod set ps0: 2 nodes have room for 15 of its 16 pods"));
 }
 
+// A gang whose pod sets fit one by one but not together says so, and never counts room for more
+// pods than a set has; a gang's pod set that fits nowhere is named as the gang's.
+TEST_F(PlacementTest, ExplainGangNamesItsPodSetsAndNeverOvercounts) {
+  b_.Node("a", 4);
+  b_.Workload("pair", "q").Pods(1, 4).Pods(1, 4);
+  b_.Workload("mixed", "q").Pods(2, 1).Pods(1, 8);
+  Build();
+  EXPECT_FALSE(Place("pair"));
+  PlacementExplanation e = Explain("pair");
+  EXPECT_EQ(e.message,
+            "gang of 2 pods (8 gpu) does not fit at once: each pod set has room for its pods "
+            "alone, not all of them together");
+  EXPECT_THAT(e.details, ElementsAre("pod set ps0: 1 node has room for 1 of its 1 pods",
+                                     "pod set ps1: 1 node has room for 1 of its 1 pods"));
+  e = Explain("mixed");
+  EXPECT_EQ(e.message,
+            "no node fits a pod of pod set ps1 (8 gpu; 1 of the gang's 3 pods): 1 node too few "
+            "GPUs");
+}
+
 TEST_F(PlacementTest, OverlayPlacementUsesReleasedCapacity) {
   b_.Node("n0", 8);
   b_.Node("n1", 8);
