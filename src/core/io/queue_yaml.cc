@@ -1,5 +1,7 @@
 #include "core/io/queue_yaml.h"
 
+#include <initializer_list>
+
 #include "core/io/config_yaml.h"
 
 namespace chamber::core::io {
@@ -42,6 +44,25 @@ Status ParseQueueResource(const YamlReader& y, const YAML::Node& node, const std
   return Status::Ok();
 }
 
+// One of a field's named values: "expected A, B or C, got \"x\"" otherwise.
+template <typename E>
+Status ParseChoice(const YamlReader& y, const YAML::Node& node, const std::string& path,
+                   std::initializer_list<std::pair<std::string_view, E>> choices, E* out) {
+  CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(node, path));
+  std::string names;
+  size_t i = 0;
+  for (const auto& [name, value] : choices) {
+    if (s == name) {
+      *out = value;
+      return Status::Ok();
+    }
+    if (i > 0) names += i + 1 == choices.size() ? " or " : ", ";
+    names += name;
+    ++i;
+  }
+  return y.Error(node, path, "expected " + names + ", got \"" + s + "\"");
+}
+
 }  // namespace
 
 Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::string& path,
@@ -63,61 +84,39 @@ Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::st
     q->priority = static_cast<int32_t>(p);
   }
   if (node["queueing"]) {
-    CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(node["queueing"], path + ".queueing"));
-    if (s == "BestEffort") {
-      q->queueing = QueueingStrategy::kBestEffort;
-    } else if (s == "StrictFIFO") {
-      q->queueing = QueueingStrategy::kStrictFifo;
-    } else {
-      return y.Error(node["queueing"], path + ".queueing",
-                     "expected BestEffort or StrictFIFO, got \"" + s + "\"");
-    }
+    QueueingStrategy strategy{};
+    CHAMBER_RETURN_IF_ERROR(ParseChoice(y, node["queueing"], path + ".queueing",
+                                        {{"BestEffort", QueueingStrategy::kBestEffort},
+                                         {"StrictFIFO", QueueingStrategy::kStrictFifo}},
+                                        &strategy));
+    q->queueing = strategy;
   }
   if (const YAML::Node pre = node["preemption"]) {
     const std::string where = path + ".preemption";
     CHAMBER_RETURN_IF_ERROR(
         y.CheckKeys(pre, where, {"withinQueue", "reclaim", "whileBorrowing", "delay"}));
-    if (pre["withinQueue"]) {
-      CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(pre["withinQueue"], where + ".withinQueue"));
-      if (s == "Never") {
-        q->preemption.within_queue = WithinQueuePreemption::kNever;
-      } else if (s == "LowerPriority") {
-        q->preemption.within_queue = WithinQueuePreemption::kLowerPriority;
-      } else if (s == "LowerOrNewerEqualPriority") {
-        q->preemption.within_queue = WithinQueuePreemption::kLowerOrNewerEqualPriority;
-      } else {
-        return y.Error(
-            pre["withinQueue"], where + ".withinQueue",
-            "expected Never, LowerPriority or LowerOrNewerEqualPriority, got \"" + s + "\"");
-      }
-    }
-    if (pre["reclaim"]) {
-      CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(pre["reclaim"], where + ".reclaim"));
-      if (s == "Never") {
-        q->preemption.reclaim = ReclaimPreemption::kNever;
-      } else if (s == "LowerPriority") {
-        q->preemption.reclaim = ReclaimPreemption::kLowerPriority;
-      } else if (s == "Any") {
-        q->preemption.reclaim = ReclaimPreemption::kAny;
-      } else {
-        return y.Error(pre["reclaim"], where + ".reclaim",
-                       "expected Never, LowerPriority or Any, got \"" + s + "\"");
-      }
-    }
+    if (pre["withinQueue"])
+      CHAMBER_RETURN_IF_ERROR(ParseChoice(
+          y, pre["withinQueue"], where + ".withinQueue",
+          {{"Never", WithinQueuePreemption::kNever},
+           {"LowerPriority", WithinQueuePreemption::kLowerPriority},
+           {"LowerOrNewerEqualPriority", WithinQueuePreemption::kLowerOrNewerEqualPriority}},
+          &q->preemption.within_queue));
+    if (pre["reclaim"])
+      CHAMBER_RETURN_IF_ERROR(ParseChoice(y, pre["reclaim"], where + ".reclaim",
+                                          {{"Never", ReclaimPreemption::kNever},
+                                           {"LowerPriority", ReclaimPreemption::kLowerPriority},
+                                           {"Any", ReclaimPreemption::kAny}},
+                                          &q->preemption.reclaim));
     if (const YAML::Node wb = pre["whileBorrowing"]) {
       const std::string at = where + ".whileBorrowing";
       CHAMBER_RETURN_IF_ERROR(y.CheckKeys(wb, at, {"policy", "maxPriorityThreshold"}));
-      if (wb["policy"]) {
-        CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(wb["policy"], at + ".policy"));
-        if (s == "Never") {
-          q->preemption.while_borrowing = WhileBorrowingPreemption::kNever;
-        } else if (s == "LowerPriority") {
-          q->preemption.while_borrowing = WhileBorrowingPreemption::kLowerPriority;
-        } else {
-          return y.Error(wb["policy"], at + ".policy",
-                         "expected Never or LowerPriority, got \"" + s + "\"");
-        }
-      }
+      if (wb["policy"])
+        CHAMBER_RETURN_IF_ERROR(
+            ParseChoice(y, wb["policy"], at + ".policy",
+                        {{"Never", WhileBorrowingPreemption::kNever},
+                         {"LowerPriority", WhileBorrowingPreemption::kLowerPriority}},
+                        &q->preemption.while_borrowing));
       if (wb["maxPriorityThreshold"]) {
         CHAMBER_ASSIGN_OR_RETURN(int64_t t,
                                  y.Int(wb["maxPriorityThreshold"], at + ".maxPriorityThreshold"));
