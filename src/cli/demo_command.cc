@@ -14,6 +14,7 @@
 
 #include "cli/api_client.h"
 #include "cli/command.h"
+#include "core/io/config_yaml.h"
 #include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
 
@@ -42,6 +43,7 @@ struct DemoOptions {
   double duration = 0;      // seconds; 0: until interrupted
   double warmup_hours = 8;  // simulated before serving, so the first screen shows a busy fleet
   std::string data_dir;
+  std::string config;  // the engine's YAML configuration, as chamberd and `chamber sim` read it
   int tick_ms = 500;
 };
 
@@ -54,6 +56,11 @@ Status RunDemo(const DemoOptions& o) {
   if (o.gpus < kMinGpus || o.gpus > kMaxGpus)
     return Status::InvalidArgument("--gpus must be " + std::to_string(kMinGpus) + ".." +
                                    std::to_string(kMaxGpus) + ", got " + std::to_string(o.gpus));
+
+  core::EngineConfig engine;
+  if (!o.config.empty()) {
+    CHAMBER_ASSIGN_OR_RETURN(engine, core::io::LoadEngineConfigFile(o.config));
+  }
 
   // Signals go to the one thread that waits for them; block them before any thread starts.
   sigset_t signals;
@@ -91,6 +98,7 @@ Status RunDemo(const DemoOptions& o) {
                               std::chrono::system_clock::now().time_since_epoch() - warmup)
                               .count();
   daemon::SimulatedBackendOptions backend_options = daemon::DemoCluster(cluster);
+  backend_options.engine = engine;
   std::string pools;
   int64_t gpus = 0;
   for (const sim::NodePool& p : backend_options.cluster.pools) {
@@ -109,6 +117,7 @@ Status RunDemo(const DemoOptions& o) {
 
   daemon::DaemonOptions daemon_options;
   daemon_options.tick = std::chrono::milliseconds(o.tick_ms);
+  daemon_options.engine = engine;
   daemon::Daemon d(std::move(backend), daemon_options, std::move(history));
   // The API has a fleet to show from the first request: a busy one after the warm-up.
   const core::Duration warmup_step = WarmupStep(cluster.step, gpus);
@@ -139,6 +148,9 @@ Status RunDemo(const DemoOptions& o) {
             << "  teams: " << teams << "; " << jobs << " synthetic jobs over a simulated week, at "
             << Number(o.speed) << "x speed"
             << " (seed " << o.seed << "), with occasional GPU faults\n"
+            << "Engine configuration: "
+            << (o.config.empty() ? std::string("the defaults (chamber config defaults)") : o.config)
+            << "\n"
             << "Listening on 127.0.0.1 only, without authentication (demo mode): no token "
                "needed.\n"
             << "Dashboard: http://127.0.0.1:" << server.port() << "\n"
@@ -202,6 +214,9 @@ void RegisterDemoCommand(CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--data-dir", o->data_dir,
                   "Directory for the history database (default: a temporary one)");
+  cmd->add_option("--config", o->config,
+                  "The engine's YAML configuration, as chamberd and `chamber sim` read it "
+                  "(docs/configuration.md; cyclePeriod gives way to --tick-ms)");
   cmd->add_option("--tick-ms", o->tick_ms, "Wall-clock milliseconds between scheduling cycles")
       ->capture_default_str();
 }

@@ -151,6 +151,29 @@ TEST(DemoCommandTest, GpusOutOfRangeIsRefused) {
   EXPECT_NE(o.err.find("--gpus"), std::string::npos) << o.err;
 }
 
+TEST(DemoCommandTest, ReadsTheEngineConfigurationChamberdReads) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("chamber-demo-config-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string good = (dir / "good.yaml").string(), bad = (dir / "bad.yaml").string();
+  std::ofstream(good) << "fairShare: {usageHalfLife: 2h}\npreemption: {reclaim: false}\n";
+  std::ofstream(bad) << "fairShare:\n  usageHalfLife: soon\n";
+  Output o =
+      RunCli({"demo", "--config", good, "--warmup", "0", "--port", "0", "--duration", "0.1"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("Engine configuration: " + good + "\n"), std::string::npos) << o.out;
+  // A bad file stops the demo before it serves, naming the file, line and field.
+  o = RunCli({"demo", "--config", bad, "--port", "0", "--duration", "0.1"});
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.err.find(bad + ":2:"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("fairShare.usageHalfLife"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("Dashboard:"), std::string::npos) << o.out;
+  o = RunCli({"demo", "--config", (dir / "missing.yaml").string(), "--port", "0"});
+  EXPECT_NE(o.code, 0);
+  EXPECT_NE(o.err.find("missing.yaml"), std::string::npos) << o.err;
+  std::filesystem::remove_all(dir);
+}
+
 // The real binary: it serves without a token, and Ctrl-C (SIGINT) stops it cleanly.
 TEST(DemoCommandTest, ServesWithoutATokenAndStopsOnCtrlC) {
   int out[2];
