@@ -392,20 +392,24 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
     const std::string why = std::string(core::PreemptReasonName(p.reason)) + ": " + p.message +
                             "; " + Hours(p.gpu_hours_lost) + " GPU-hours since the last checkpoint";
     if (src.kind == WorkloadSource::Kind::kJob) {
+      // The preemption budget (preemption.maxPerWindow) counts what a policy decided, not a
+      // GPU that failed under the job: a fault leaves the history as it was.
+      const bool fault = p.reason == core::PreemptReason::kHardwareFault;
       std::string history;
-      const int64_t now_s = NowMs() / 1000;
-      const size_t keep = 9;
+      const size_t keep = fault ? 10 : 9;
       const size_t from =
           w.recent_preemptions.size() > keep ? w.recent_preemptions.size() - keep : 0;
       for (size_t i = from; i < w.recent_preemptions.size(); ++i)
-        history += std::to_string(w.recent_preemptions[i].count() / 1000) + ",";
-      history += std::to_string(now_s);
-      Json patch = {
-          {"metadata",
-           {{"uid", src.job_uid},
-            {"resourceVersion", src.job_resource_version},
-            {"annotations", {{keys::kPreemptedAt, NowText()}, {keys::kPreemptions, history}}}}},
-          {"spec", {{"suspend", true}}}};
+        history +=
+            (history.empty() ? "" : ",") + std::to_string(w.recent_preemptions[i].count() / 1000);
+      if (!fault) history += (history.empty() ? "" : ",") + std::to_string(NowMs() / 1000);
+      Json annotations = {{keys::kPreemptedAt, NowText()}};
+      if (!history.empty()) annotations[keys::kPreemptions] = history;
+      Json patch = {{"metadata",
+                     {{"uid", src.job_uid},
+                      {"resourceVersion", src.job_resource_version},
+                      {"annotations", annotations}}},
+                    {"spec", {{"suspend", true}}}};
       Result<Json> r =
           client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
       if (!r.ok()) {

@@ -439,6 +439,12 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
         return hardware_fault;
       },
       10s));
+  // A GPU that failed under the Job does not count against its preemption budget: a later
+  // reclaim may still preempt it (docs/scheduling.md).
+  Result<Json> train = client_->Get(kube::resources::kJobs, ns_, "train");
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  const Json annotations = (*train)["metadata"].value("annotations", Json::object());
+  EXPECT_FALSE(annotations.contains(keys::kPreemptions)) << annotations.dump();
 
   // Y: the Xid 13 arrived and isolated nothing.
   ASSERT_TRUE(Eventually(
