@@ -263,8 +263,7 @@ class Cycle {
   std::vector<Resources> usage_;           // per queue, whole subtree
   std::vector<Resources> reserved_usage_;  // per queue: the part held by reserved work
   std::vector<ShareVector> share_;         // per queue
-  std::vector<double> decayed_;            // per queue, whole subtree
-  double decayed_total_ = 0;
+  std::vector<double> decayed_;            // per queue, whole subtree: part of the cluster
   // Ratio() per queue, recomputed only after AddUsage changed the queue's usage: the queue order
   // asks for every sibling's ratio at each step, once per workload considered.
   mutable std::vector<double> ratio_;
@@ -651,18 +650,20 @@ void Cycle::ComputeFairShare() {
 
   decayed_.assign(s_.queues.size(), 0);
   if (cfg_.usage_half_life.count() > 0) {
+    const double gpus = static_cast<double>(state_.capacity().gpu());
     for (size_t q = 0; q < s_.queues.size(); ++q) {
       const QueueId id{static_cast<int32_t>(q)};
       if (!tree_.valid(id) || !tree_.leaf(id)) continue;
-      for (QueueId a = id; a.valid(); a = tree_.parent(a))
-        decayed_[a.index()] += std::max(0.0, s_.queues[q].decayed_usage);
-      decayed_total_ += std::max(0.0, s_.queues[q].decayed_usage);
+      const double part =
+          DecayedUsageFraction(s_.queues[q].decayed_usage, gpus, cfg_.usage_half_life);
+      for (QueueId a = id; a.valid(); a = tree_.parent(a)) decayed_[a.index()] += part;
     }
   }
 }
 
 // How far a queue is along its fair share: the dominant resource's usage over share, plus its
-// part of recent decayed usage when decay is on. Lower is served first.
+// part of the cluster it used recently (DecayedUsageFraction) when decay is on. Lower is served
+// first.
 double Cycle::Ratio(QueueId q) const {
   if (!ratio_valid_[q.index()]) {
     ratio_[q.index()] = ComputeRatio(q);
@@ -682,7 +683,7 @@ double Cycle::ComputeRatio(QueueId q) const {
     return ratio;
   }
   double ratio = ShareRatio(q, {});
-  if (decayed_total_ > 0) ratio += cfg_.usage_weight * decayed_[q.index()] / decayed_total_;
+  if (cfg_.usage_weight > 0) ratio += cfg_.usage_weight * decayed_[q.index()];
   return ratio;
 }
 
@@ -1962,7 +1963,6 @@ void Cycle::BeginRun() {
     }
     std::fill(min_stale_.begin(), min_stale_.end(), 0);
   }
-  decayed_total_ = 0;
 
   // Capacity being released, in workload order: by work in its grace period, and by running
   // work on a failed GPU, which every cycle preempts until the caller stops it.

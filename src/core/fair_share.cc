@@ -1,7 +1,9 @@
 #include "core/fair_share.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <numbers>
 
 namespace chamber::core {
 
@@ -79,10 +81,71 @@ std::vector<ShareVector> WaterFillingFairShare::Compute(const QueueTree& tree,
 
 double DecayUsage(double previous, double gpus, Duration elapsed, Duration half_life) {
   if (half_life.count() <= 0) return 0;
-  const double hours = static_cast<double>(elapsed.count()) / 3.6e6;
   const double factor =
       std::exp2(-static_cast<double>(elapsed.count()) / static_cast<double>(half_life.count()));
-  return previous * factor + gpus * hours;
+  // Each moment held counts as it has decayed by the end: gpus * integral of 2^(-s/halfLife)
+  // over the interval, whatever the interval's length (cycles may be a second or hours apart).
+  const double half_life_hours = static_cast<double>(half_life.count()) / 3.6e6;
+  return previous * factor + gpus * half_life_hours / std::numbers::ln2 * (1 - factor);
+}
+
+double DecayedUsageFraction(double gpu_hours, double cluster_gpus, Duration half_life) {
+  if (half_life.count() <= 0 || cluster_gpus <= 0) return 0;
+  // Holding every GPU forever adds up to cluster_gpus * halfLife / ln 2 decayed GPU-hours.
+  const double saturated =
+      cluster_gpus * static_cast<double>(half_life.count()) / 3.6e6 / std::numbers::ln2;
+  return std::max(0.0, gpu_hours) / saturated;
+}
+
+void DecayedUsage::Restore(const std::string& queue, double gpu_hours, Time at) {
+  if (!enabled() || !std::isfinite(gpu_hours) || gpu_hours < 0) return;
+  entries_[queue] = Entry{gpu_hours, at};
+}
+
+void DecayedUsage::Advance(Time now, const std::vector<Queue>& queues,
+                           const std::vector<double>& held) {
+  if (!enabled()) return;
+  std::map<std::string, Entry> next;
+  for (size_t i = 0; i < queues.size(); ++i) {
+    Entry e;
+    e.at = now;
+    // A queue new since the last call has held what it holds since then.
+    Entry from{0, last_.value_or(now)};
+    if (auto it = entries_.find(queues[i].name); it != entries_.end()) from = it->second;
+    const Duration elapsed = std::max(Duration(0), now - from.at);
+    e.gpu_hours = DecayUsage(from.gpu_hours, i < held.size() ? held[i] : 0, elapsed, half_life_);
+    next.emplace(queues[i].name, e);
+  }
+  entries_ = std::move(next);
+  last_ = now;
+}
+
+void DecayedUsage::AdvanceByWorkloads(Time now, const std::vector<Queue>& queues,
+                                      const std::vector<Workload>& workloads) {
+  if (!enabled()) return;
+  std::map<std::string_view, size_t> index;
+  for (size_t i = 0; i < queues.size(); ++i) index.emplace(queues[i].name, i);
+  std::vector<double> held(queues.size(), 0);
+  for (const Workload& w : workloads) {
+    if (w.state != WorkloadState::kRunning && w.state != WorkloadState::kPreempting) continue;
+    auto it = index.find(w.queue);
+    if (it == index.end()) continue;
+    for (const PodPlacement& p : w.placements) held[it->second] += std::popcount(p.gpu_mask);
+  }
+  Advance(now, queues, held);
+}
+
+bool DecayedUsage::Fill(std::vector<Queue>& queues) const {
+  bool changed = false;
+  for (Queue& q : queues) {
+    auto it = entries_.find(q.name);
+    const double u = it == entries_.end() ? 0 : it->second.gpu_hours;
+    if (q.decayed_usage != u) {
+      q.decayed_usage = u;
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 }  // namespace chamber::core

@@ -133,6 +133,7 @@ class Sim {
         scheduling_(scheduling),
         engine_(policy.config, policy.policies),
         session_(engine_, SnapshotOf(nodes)),
+        usage_(policy.config.usage_half_life),
         rng_(options.seed) {
     for (const core::Node& n : nodes)
       for (const core::Gpu& g : n.gpus) capacity_ += g.healthy ? 1 : 0;
@@ -206,6 +207,7 @@ class Sim {
   const SimCluster::Scheduling scheduling_;
   core::Engine engine_;
   core::EngineSession session_;  // the simulated cluster's snapshot
+  core::DecayedUsage usage_;     // each queue's decayed GPU-hours (fairShare.usageHalfLife)
   std::mt19937_64 rng_;
   std::vector<JobRun> jobs_;
   std::vector<Unit> units_;
@@ -230,6 +232,7 @@ class Sim {
   double alloc_while_waiting_gpu_ms_ = 0;
   double idle_while_queued_gpu_ms_ = 0;
   std::vector<int64_t> queue_alloc_;
+  std::vector<double> engine_alloc_;  // GPUs held, per snapshot queue (for decayed usage)
   std::vector<double> queue_gpu_ms_;
   std::vector<double> jct_, wait_;
   std::map<std::string, std::vector<double>> jct_by_prio_, wait_by_prio_, jct_by_gang_,
@@ -308,6 +311,8 @@ Status Sim::Setup() {
       units_.push_back({static_cast<int32_t>(j), policy_.per_pod ? 1 : std::max(1, t.pods), -1, 0});
   }
   queue_alloc_.assign(queue_names_.size(), 0);
+  engine_alloc_.assign(session_.snapshot().queues.size(), 0);
+  usage_.Advance(Time(0), session_.snapshot().queues, engine_alloc_);  // starts its clock
   queue_gpu_ms_.assign(queue_names_.size(), 0);
   series_queue_ms_.assign(queue_names_.size(), 0);
 
@@ -331,6 +336,8 @@ Status Sim::Setup() {
 }
 
 void Sim::Advance(Time t) {
+  // What each queue held since last_ counts towards its decayed usage.
+  if (usage_.enabled() && last_ < t) usage_.Advance(t, session_.snapshot().queues, engine_alloc_);
   while (last_ < t) {
     const Time until = std::min(t, series_next_);
     const auto dt = static_cast<double>((until - last_).count());
@@ -426,6 +433,7 @@ void Sim::Release(int32_t u) {
   Unit& unit = units_[u];
   allocated_ -= unit.gpus_held;
   queue_alloc_[jobs_[unit.job].queue] -= unit.gpus_held;
+  engine_alloc_[jobs_[unit.job].engine_queue] -= static_cast<double>(unit.gpus_held);
   unit.gpus_held = 0;
 }
 
@@ -469,6 +477,12 @@ void Sim::Cycle(Time t) {
 
 void Sim::PrepareCycle(Time t) {
   session_.SetNow(t);
+  // Each queue's recent use, as chamberd keeps it: what its work held since the last cycle.
+  // (Advance() keeps it up to date with every change of what each queue holds.)
+  if (usage_.enabled()) {
+    std::vector<core::Queue> queues = session_.snapshot().queues;
+    if (usage_.Fill(queues)) session_.MutableQueues() = std::move(queues);
+  }
   // A running job's last checkpoint, as of `t`, for the jobs that passed one since the last
   // cycle: the rest keep theirs.
   while (!checkpoints_.empty() && checkpoints_.top().at <= t) {
@@ -540,6 +554,7 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     unit.gpus_held = gpus;
     allocated_ += gpus;
     queue_alloc_[r.queue] += gpus;
+    engine_alloc_[r.engine_queue] += static_cast<double>(gpus);
     if (++r.units_running < r.units) return;  // a gang starts when all its pods run
     const bool first = !r.started;
     r.started = true;

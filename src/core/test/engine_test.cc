@@ -746,6 +746,31 @@ TEST_F(EngineTest, DecayedUsageLowersStanding) {
   EXPECT_THAT(Bound(), ElementsAre("b"));
 }
 
+TEST_F(EngineTest, DecayedUsageFadesWithTheHalfLife) {
+  // team-b runs 1 of the 8 GPUs now; team-a ran the whole cluster until `ago` and nothing since.
+  // Both want 7 GPUs, room for one of them.
+  const Duration half_life = std::chrono::hours(2);
+  auto first = [&](Duration ago) {
+    b_ = SnapshotBuilder();
+    b_.Node("n0", 8);
+    double usage = 0;
+    for (int i = 0; i < 40; ++i) usage = DecayUsage(usage, 8, half_life, half_life);
+    b_.Queue("team-a").DecayedUsage(DecayUsage(usage, 0, ago, half_life));
+    b_.Queue("team-b");
+    b_.Workload("b/small", "team-b").Pods(1, 1).Running("n0", Mask(0, 1));
+    b_.Workload("a", "team-a").Pods(1, 7);
+    b_.Workload("b", "team-b").Pods(1, 7);
+    EngineConfig cfg;
+    cfg.usage_half_life = half_life;
+    Run(cfg);
+    return Bound();
+  };
+  // One half-life on, team-a's recent use (half the cluster) outweighs team-b's running GPU.
+  EXPECT_THAT(first(half_life), ElementsAre("b"));
+  // Ten half-lives on, it has faded below it.
+  EXPECT_THAT(first(10 * half_life), ElementsAre("a"));
+}
+
 TEST_F(EngineTest, QueueFurthestBelowFairShareGoesFirst) {
   // Quotas overcommit the 8 GPUs, so shares scale to a-busy 4.8, b-idle 3.2. Both fit within
   // quota; b-idle (0 of 3.2 used) goes before a-busy (2 of 4.8), whatever the names and times.

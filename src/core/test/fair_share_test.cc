@@ -1,6 +1,7 @@
 #include "core/fair_share.h"
 
 #include <cmath>
+#include <numbers>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -109,10 +110,91 @@ TEST(DecayUsageTest, HalfLifeHalves) {
   EXPECT_NEAR(DecayUsage(100, 0, hour, hour), 50, 1e-9);
   EXPECT_NEAR(DecayUsage(100, 0, 2 * hour, hour), 25, 1e-9);
   EXPECT_NEAR(DecayUsage(100, 0, Duration{0}, hour), 100, 1e-9);
-  // 8 GPUs for half an hour add 4 GPU-hours on top of the decayed past.
-  EXPECT_NEAR(DecayUsage(100, 8, hour / 2, hour), 100 / std::sqrt(2.0) + 4, 1e-9);
+  // 8 GPUs for half an hour add 4 GPU-hours, less what decays within that half hour: the
+  // integral of 8 * 2^(-s/1h) over s in [0, 0.5h] = 8 / ln 2 * (1 - 2^-0.5) = 3.380.
+  EXPECT_NEAR(DecayUsage(100, 8, hour / 2, hour),
+              100 / std::sqrt(2.0) + 8 / std::numbers::ln2 * (1 - 1 / std::sqrt(2.0)), 1e-9);
+  EXPECT_NEAR(DecayUsage(0, 8, hour / 2, hour), 3.380, 1e-3);
+  // One step or many: the same.
+  double steps = 100;
+  for (int i = 0; i < 30; ++i) steps = DecayUsage(steps, 8, hour / 60, hour);
+  EXPECT_NEAR(steps, DecayUsage(100, 8, hour / 2, hour), 1e-9);
   // Decay off.
   EXPECT_EQ(DecayUsage(100, 8, hour, Duration{0}), 0);
+}
+
+TEST(DecayUsageTest, FractionOfTheClusterIsOneWhenEveryGpuWasHeldLongAgoAndStill) {
+  const Duration hour = std::chrono::hours(1);
+  // Holding all 8 GPUs for 40 half-lives: as close to "always" as doubles tell.
+  double u = 0;
+  for (int i = 0; i < 40; ++i) u = DecayUsage(u, 8, hour, hour);
+  EXPECT_NEAR(DecayedUsageFraction(u, 8, hour), 1.0, 1e-9);
+  EXPECT_NEAR(DecayedUsageFraction(u / 2, 8, hour), 0.5, 1e-9);  // half the cluster
+  EXPECT_NEAR(DecayedUsageFraction(u, 16, hour), 0.5, 1e-9);     // or a cluster twice the size
+  // Then nothing for one and for ten half-lives.
+  EXPECT_NEAR(DecayedUsageFraction(DecayUsage(u, 0, hour, hour), 8, hour), 0.5, 1e-9);
+  EXPECT_NEAR(DecayedUsageFraction(DecayUsage(u, 0, 10 * hour, hour), 8, hour), 1.0 / 1024, 1e-9);
+  EXPECT_EQ(DecayedUsageFraction(u, 0, hour), 0);
+  EXPECT_EQ(DecayedUsageFraction(u, 8, Duration{0}), 0);
+}
+
+Workload Holding(const std::string& queue, uint64_t mask, WorkloadState state) {
+  Workload w;
+  w.queue = queue;
+  w.state = state;
+  PodPlacement p;
+  p.node = NodeId{0};
+  p.gpu_mask = mask;
+  w.placements.push_back(p);
+  return w;
+}
+
+TEST(DecayedUsageTest, CountsWhatEachQueueHeldSinceTheLastCycle) {
+  const Duration hour = std::chrono::hours(1);
+  std::vector<Queue> queues(3);
+  queues[0].name = "a";
+  queues[1].name = "b";
+  queues[2].name = "c";
+  // a holds 4 GPUs (running) and 2 (preempting); b's pending work holds nothing.
+  std::vector<Workload> workloads = {Holding("a", 0b1111, WorkloadState::kRunning),
+                                     Holding("a", 0b110000, WorkloadState::kPreempting),
+                                     Holding("b", 0b11, WorkloadState::kPending)};
+  DecayedUsage ledger(hour);
+  ledger.AdvanceByWorkloads(Time(0), queues, workloads);  // the first cycle only starts the clock
+  ASSERT_FALSE(ledger.Fill(queues));
+  ledger.AdvanceByWorkloads(Time(0) + hour / 2, queues, workloads);
+  ASSERT_TRUE(ledger.Fill(queues));
+  EXPECT_NEAR(queues[0].decayed_usage, DecayUsage(0, 6, hour / 2, hour), 1e-9);  // 6 GPUs
+  EXPECT_GT(queues[0].decayed_usage, 2.5);
+  EXPECT_EQ(queues[1].decayed_usage, 0);
+  // Nothing held for a half-life: half of it is left.
+  ledger.Advance(Time(0) + hour / 2 + hour, queues, std::vector<double>{});
+  ledger.Fill(queues);
+  EXPECT_NEAR(queues[0].decayed_usage, DecayUsage(0, 6, hour / 2, hour) / 2, 1e-9);
+  EXPECT_FALSE(ledger.Fill(queues));  // nothing new
+}
+
+TEST(DecayedUsageTest, ARestoredRecordDecaysFromItsOwnTimeAndDeletedQueuesAreForgotten) {
+  const Duration hour = std::chrono::hours(1);
+  std::vector<Queue> queues(1);
+  queues[0].name = "a";
+  DecayedUsage ledger(hour);
+  // Another leader wrote 40 GPU-hours as of 2 h ago; a holds 2 GPUs now.
+  ledger.Restore("a", 40, Time(0));
+  ledger.Restore("gone", 7, Time(0));
+  ledger.Restore("a-bad", -1, Time(0));  // refused
+  EXPECT_EQ(ledger.entries().size(), 2u);
+  ledger.Advance(Time(0) + 2 * hour, queues, std::vector<double>{2});
+  ledger.Fill(queues);
+  EXPECT_NEAR(queues[0].decayed_usage, 40.0 / 4 + DecayUsage(0, 2, 2 * hour, hour), 1e-9);
+  EXPECT_EQ(ledger.entries().size(), 1u);
+  EXPECT_EQ(ledger.entries().begin()->first, "a");
+  EXPECT_EQ(ledger.entries().begin()->second.at, Time(0) + 2 * hour);
+  // Decay off keeps nothing.
+  DecayedUsage off(Duration{0});
+  off.Restore("a", 40, Time(0));
+  off.AdvanceByWorkloads(Time(0) + hour, queues, {Holding("a", 0b11, WorkloadState::kRunning)});
+  EXPECT_TRUE(off.entries().empty());
 }
 
 }  // namespace

@@ -110,6 +110,43 @@ TEST(Simulator, ReclaimPreemptsTheBorrowerAndAccountsLostWork) {
     }
 }
 
+// Which of a-next and b-next, submitted together `gap` after a's 10-hour run of the whole
+// 8-GPU node ended, starts first. b runs one GPU from then on; each next job wants the other 7.
+std::string FirstAfterAHeavyPast(Duration half_life, Duration gap) {
+  std::vector<core::Queue> queues(2);
+  queues[0].name = "a";
+  queues[1].name = "b";
+  Trace trace;
+  trace.jobs.push_back(Job("a-past", Time(0), hours(10), 1, 8, "a"));
+  trace.jobs.push_back(Job("b-small", Time(0) + hours(10), hours(100), 1, 1, "b"));
+  trace.jobs.push_back(Job("a-next", Time(0) + hours(10) + gap, hours(1), 1, 7, "a"));
+  trace.jobs.push_back(Job("b-next", Time(0) + hours(10) + gap, hours(1), 1, 7, "b"));
+  core::EngineConfig config;
+  config.usage_half_life = half_life;
+  Result<SimPolicy> policy = MakePolicy("chamber", config);
+  EXPECT_TRUE(policy.ok());
+  SimOptions options;
+  options.queues = queues;
+  std::string first;
+  Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, *policy, options, [&](const SimEvent& e) {
+    if (e.kind == EventKind::kStart && e.job->id.ends_with("-next") && first.empty())
+      first = e.job->id;
+  });
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 4);
+  return first;
+}
+
+TEST(Simulator, DecayedUsageHandsTiesToTheQueueWithTheLighterPastAndFades) {
+  // Without decay a's clean slate wins: b holds a GPU, a nothing (and a sorts first).
+  EXPECT_EQ(FirstAfterAHeavyPast(Duration(0), hours(2)), "a-next");
+  // With a 2-hour half-life, a's 80 GPU-hours count: one half-life later its recent use (about
+  // half the cluster) outweighs b's one GPU, and b goes first.
+  EXPECT_EQ(FirstAfterAHeavyPast(hours(2), hours(2)), "b-next");
+  // Ten half-lives later a's past has faded to a thousandth of the cluster: a first again.
+  EXPECT_EQ(FirstAfterAHeavyPast(hours(2), hours(20)), "a-next");
+}
+
 TEST(Simulator, GpuFailuresStopWorkAndEveryJobStillFinishes) {
   Trace trace;
   for (int i = 0; i < 20; ++i)
