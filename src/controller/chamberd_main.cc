@@ -61,6 +61,7 @@ struct Flags {
   double qps = 200;
   int burst = 400;
   int writers = 16;
+  double usage_write_period_s = 60;  // Queue status.decayedUsage
   std::string data_dir;
   std::string log_level = "info";
   bool log_json = false;
@@ -121,6 +122,9 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   bo.writers = f.writers;
   bo.writes_allowed = [leading] { return !leading.cancelled(); };
   bo.pricing = f.pricing;
+  bo.usage_half_life = engine.usage_half_life;
+  bo.usage_write_every =
+      std::chrono::milliseconds(static_cast<int64_t>(f.usage_write_period_s * 1000));
   spdlog::info("leading: listing and watching the cluster");
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<KubeBackend> backend,
                            KubeBackend::Create(client, std::move(bo)));
@@ -308,6 +312,11 @@ int Main(int argc, char** argv) {
   app.add_option("--writers", f.writers, "parallel API writes within a cycle")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  app.add_option("--queue-usage-write-period", f.usage_write_period_s,
+                 "seconds between writes of a Queue's status.decayedUsage (with "
+                 "fairShare.usageHalfLife set), from which the next leader continues")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--data-dir", f.data_dir, "where the utilization history is kept (none: none)");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();

@@ -70,7 +70,7 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
 }
 
 KubeBackend::KubeBackend(kube::Client* client, KubeBackendOptions options)
-    : client_(client), options_(std::move(options)) {}
+    : client_(client), options_(std::move(options)), usage_(options_.usage_half_life) {}
 
 KubeBackend::~KubeBackend() {
   if (preparer_.joinable()) {
@@ -207,7 +207,12 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
       continue;
     }
     objects.queues.push_back(std::move(*decoded));
+    // A leader continues from where the last one left each queue's decayed usage.
+    if (!usage_restored_ && usage_.enabled())
+      if (std::optional<StoredUsage> u = DecayedUsageFromResource(q->raw))
+        usage_.Restore(q->metadata.name, u->gpu_hours, core::Time(u->unix_ms));
   }
+  usage_restored_ = true;
   std::sort(objects.queues.begin(), objects.queues.end(),
             [](const core::Queue& a, const core::Queue& b) { return a.name < b.name; });
 
@@ -223,6 +228,9 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   BuildOptions bo = BuildOptionsAt(now);
   bo.recycle = &retired_;
   built_ = BuildSnapshot(objects, bo);
+  // What each queue's work held since the last cycle (snapshot times are Unix milliseconds).
+  usage_.AdvanceByWorkloads(built_.snapshot.now, built_.snapshot.queues, built_.snapshot.workloads);
+  usage_.Fill(built_.snapshot.queues);
   for (const std::string& uid : built_.assumptions_shown) assumed_.erase(uid);
   for (const std::string& p : built_.problems) spdlog::debug("{}", p);
   last_refresh_ms_ = MsSince(begin);
@@ -586,6 +594,18 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
     auto gen = queue_generation_.find(name);
     Json status = QueueStatusJson(s, gen == queue_generation_.end() ? 0 : gen->second);
     auto it = queue_status_written_.find(name);
+    // Decayed usage changes every cycle; it is written every usage_write_every, and in between
+    // the last written figure stays.
+    if (auto u = usage_.entries().find(name); u != usage_.entries().end()) {
+      const int64_t now = u->second.at.count();
+      auto last = usage_written_ms_.find(name);
+      if (it != queue_status_written_.end() && it->second.contains("decayedUsage") &&
+          last != usage_written_ms_.end() &&
+          now - last->second < options_.usage_write_every.count())
+        status["decayedUsage"] = it->second["decayedUsage"];
+      else
+        status["decayedUsage"] = DecayedUsageJson(u->second.gpu_hours, now);
+    }
     // The Valid condition keeps its lastTransitionTime while its status stays: from what this
     // leader wrote, else from what the API holds (written by an earlier leader).
     Json& valid = status["conditions"][0];
@@ -611,6 +631,10 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
       if (!kube::IsNotFound(r.status())) CountError(r.status(), "status of queue " + name);
       continue;
     }
+    if (status.contains("decayedUsage") &&
+        (it == queue_status_written_.end() ||
+         it->second.value("decayedUsage", Json()) != status["decayedUsage"]))
+      usage_written_ms_[name] = usage_.entries().at(name).at.count();
     queue_status_written_[name] = std::move(status);
     std::lock_guard<std::mutex> l(stats_mu_);
     stats_.queue_status_writes++;

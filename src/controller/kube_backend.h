@@ -36,6 +36,7 @@
 
 #include "controller/gpu_pricing.h"
 #include "controller/snapshot_builder.h"
+#include "core/fair_share.h"
 #include "daemon/backend.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -71,6 +72,11 @@ struct KubeBackendOptions {
   std::function<bool()> writes_allowed;  // empty: always
   // Prices of the nodes' GPUs, and the fleet pools they make (gpu_pricing.h).
   PricingConfig pricing;
+  // fairShare.usageHalfLife: each queue's decayed GPU-hours are kept, handed to the engine and
+  // stored in the Queue's status.decayedUsage at most this often, where the next leader finds
+  // them. 0: none.
+  core::Duration usage_half_life{0};
+  std::chrono::milliseconds usage_write_every{60'000};
 };
 
 // Counters since start, for metrics and tests.
@@ -152,6 +158,9 @@ class KubeBackend : public daemon::ClusterBackend {
   std::map<std::string, std::string> queue_errors_;         // queue -> decode error
   std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
   std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written
+  core::DecayedUsage usage_{core::Duration(0)};             // fairShare.usageHalfLife
+  bool usage_restored_ = false;  // read the Queues' status.decayedUsage once, at the start
+  std::map<std::string, int64_t> usage_written_ms_;  // queue -> when decayedUsage was written
   struct ConditionWritten {
     std::string reason, message;
     int64_t at_ms = 0;

@@ -194,6 +194,28 @@ json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation) {
   };
 }
 
+json DecayedUsageJson(double gpu_hours, int64_t unix_ms) {
+  const auto at = std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms));
+  return {{"gpuHours", std::round(std::max(0.0, gpu_hours) * 1000) / 1000},
+          {"time", kube::FormatTime(at)}};
+}
+
+std::optional<StoredUsage> DecayedUsageFromResource(const json& object) {
+  const json* status =
+      object.is_object() && object.contains("status") ? &object["status"] : nullptr;
+  if (status == nullptr || !status->is_object() || !status->contains("decayedUsage")) return {};
+  const json& u = (*status)["decayedUsage"];
+  if (!u.is_object() || !u.contains("gpuHours") || !u["gpuHours"].is_number() ||
+      !u.contains("time") || !u["time"].is_string())
+    return {};
+  const double gpu_hours = u["gpuHours"].get<double>();
+  Result<std::chrono::system_clock::time_point> at = kube::ParseTime(u["time"].get<std::string>());
+  if (!at.ok() || !std::isfinite(gpu_hours) || gpu_hours < 0) return {};
+  return StoredUsage{
+      gpu_hours,
+      std::chrono::duration_cast<std::chrono::milliseconds>(at->time_since_epoch()).count()};
+}
+
 Result<std::vector<json>> ManifestToJson(std::string_view yaml_text, std::string_view source) {
   const core::io::YamlReader y{std::string(source)};
   CHAMBER_ASSIGN_OR_RETURN(std::vector<YAML::Node> docs, y.LoadAll(yaml_text));

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,6 +32,18 @@ Result<core::Queue> QueueFromResource(const nlohmann::json& object);
 // rounded to 2 decimals. The Valid condition is False with reason InvalidSpec and the error as
 // message when `s.error` is set, else True with reason Accepted.
 nlohmann::json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation);
+
+// A queue's decayed GPU-hours as status.decayedUsage holds them, for the next leader:
+// {"gpuHours": 12.345, "time": "2026-12-02T18:40:57Z"} (GPU-hours as of that time, to 3
+// decimals).
+nlohmann::json DecayedUsageJson(double gpu_hours, int64_t unix_ms);
+// What status.decayedUsage of a Queue object says; nullopt when it is absent or malformed (a
+// queue then starts from zero).
+struct StoredUsage {
+  double gpu_hours = 0;
+  int64_t unix_ms = 0;
+};
+std::optional<StoredUsage> DecayedUsageFromResource(const nlohmann::json& object);
 
 // Kubernetes quantity text for CPU millicores and memory bytes, as QueueStatusJson writes them.
 std::string CpuQuantity(int64_t millicores);

@@ -222,6 +222,7 @@ json QueueJson(const FleetState& s, size_t q) {
           {"fair_share", qi.fair_share},
           {"borrowed", qi.borrowed},
           {"lent", qi.lent},
+          {"decayed_gpu_hours", qi.decayed_gpu_hours},
           {"pending_workloads", qv.pending_workloads},
           {"pending_gpus", qv.pending_gpus},
           {"running_workloads", qv.running_workloads},

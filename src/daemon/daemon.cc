@@ -255,6 +255,7 @@ Status Daemon::Tick() {
     qi.quota = static_cast<double>(r.quota);
     if (r.limit != core::kUnlimited) qi.limit = static_cast<double>(r.limit);
     qi.weight = r.over_quota_weight;
+    qi.decayed_gpu_hours = q.decayed_usage;
     for (const core::QueueStatus& st : queue_status_) {
       if (st.name != q.name) continue;
       qi.allocated = static_cast<double>(st.allocated.gpu());

@@ -81,6 +81,7 @@ struct QueueInput {
   double fair_share = 0;
   double borrowed = 0;
   double lent = 0;
+  double decayed_gpu_hours = 0;  // recent use (fairShare.usageHalfLife), 0 without decay
   std::string error;
 };
 

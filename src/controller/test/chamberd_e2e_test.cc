@@ -136,6 +136,7 @@ class ChamberdE2E : public ::testing::Test {
 
     JobSpec(std::string q, int n) : queue(std::move(q)), pods(n) {}
     JobSpec& Seconds(double v) { return seconds = v, *this; }
+    JobSpec& Gpus(int v) { return gpus = v, *this; }
     JobSpec& Priority(std::string v) { return priority_class = std::move(v), *this; }
     JobSpec& Tolerate(Json v) { return tolerations = std::move(v), *this; }
     JobSpec& Grace(std::string v) { return grace = std::move(v), *this; }
@@ -531,6 +532,45 @@ TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
   ASSERT_TRUE(Eventually([&] { return bound_total() == 120; }, 60s)) << bound_total();
   ExpectNoDoubleBooking(8);
   for (int j = 0; j < 12; ++j) EXPECT_EQ(PodsOf("job-" + std::to_string(j)).size(), 10u);
+}
+
+// With fairShare.usageHalfLife set, each queue's decayed GPU-hours go to its status, and the
+// next leader continues from them rather than from zero.
+TEST_F(ChamberdE2E, DecayedUsageSurvivesALeaderChange) {
+  std::ofstream(dir_ / "config.yaml", std::ios::app) << "fairShare: {usageHalfLife: 1h}\n";
+  Nodes(1, 8);
+  StartSim();
+  const std::string team = ns_ + "-team";
+  Queue(team, 8);
+  const std::vector<std::string> flags = {
+      "--lease-duration", "3",   "--renew-deadline",           "2",
+      "--retry-period",   "0.5", "--queue-usage-write-period", "1"};
+  StartChamberd("first", flags);
+  Job("train", JobSpec(team, 1).Gpus(8));
+  auto usage = [&]() -> std::pair<double, std::string> {
+    auto q = client_->Get(kQueueType, "", team);
+    if (!q.ok() || !q->contains("status") || !(*q)["status"].contains("decayedUsage")) return {};
+    const Json& u = (*q)["status"]["decayedUsage"];
+    return {u.value("gpuHours", 0.0), u.value("time", "")};
+  };
+  // 8 GPUs for 5 s: 0.011 GPU-hours (a one-hour half-life takes off a thousandth of that).
+  std::pair<double, std::string> first;
+  ASSERT_TRUE(Eventually([&] { return (first = usage()).first >= 0.011; }, 40s)) << first.first;
+  EXPECT_LE(first.first, 8.0 * 40 / 3600);
+  Stop(chamberd_["first"], SIGKILL);
+  StartChamberd("second", flags);
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "second"; }, 20s));
+  // The second leader's first figure carries on from the first's (8 GPUs were held throughout):
+  // a fresh start would write about 0.
+  std::pair<double, std::string> second;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        second = usage();
+        return second.second > first.second;
+      },
+      20s));
+  EXPECT_GE(second.first, first.first) << first.second << " -> " << second.second;
+  EXPECT_EQ(Bound("train"), 1);
 }
 
 // The API answers Kubernetes tokens through TokenReview: a service account in an admin group

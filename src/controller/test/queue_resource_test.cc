@@ -139,6 +139,24 @@ TEST(QueueFromResource, BadObjects) {
             "queue p: field apiVersion: expected chamber.io/v1alpha1, got \"chamber.io/v1\"");
 }
 
+TEST(DecayedUsage, RoundTripsThroughTheStatusAndRefusesWhatIsMalformed) {
+  const int64_t at = 1'796'032'800'000;  // 2026-11-30T10:00:00Z
+  const json written = DecayedUsageJson(41.20749, at);
+  EXPECT_EQ(written, json({{"gpuHours", 41.207}, {"time", "2026-11-30T10:00:00Z"}}));
+  std::optional<StoredUsage> back =
+      DecayedUsageFromResource({{"status", {{"decayedUsage", written}}}});
+  ASSERT_TRUE(back.has_value());
+  EXPECT_DOUBLE_EQ(back->gpu_hours, 41.207);
+  EXPECT_EQ(back->unix_ms, at);
+  for (const json& bad :
+       {json::object(), json{{"status", json::object()}}, json{{"status", "x"}},
+        json{{"status", {{"decayedUsage", {{"gpuHours", "7"}, {"time", "2026-11-30T10:00:00Z"}}}}}},
+        json{{"status", {{"decayedUsage", {{"gpuHours", -1}, {"time", "2026-11-30T10:00:00Z"}}}}}},
+        json{{"status", {{"decayedUsage", {{"gpuHours", 3}, {"time", "yesterday"}}}}}},
+        json{{"status", {{"decayedUsage", {{"gpuHours", 3}}}}}}})
+    EXPECT_FALSE(DecayedUsageFromResource(bad).has_value()) << bad.dump();
+}
+
 TEST(Quantities, RenderAsKubernetesQuantities) {
   EXPECT_EQ(CpuQuantity(0), "0");
   EXPECT_EQ(CpuQuantity(2000), "2");

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <numbers>
 
 #include <gtest/gtest.h>
 
@@ -22,16 +23,21 @@ struct Fixture {
   std::unique_ptr<Daemon> daemon;
 };
 
-Fixture MakeDaemon(std::unique_ptr<fleet::HistoryStore> history = nullptr, uint64_t seed = 7) {
+Fixture MakeDaemon(std::unique_ptr<fleet::HistoryStore> history = nullptr, uint64_t seed = 7,
+                   const core::EngineConfig& engine = {}) {
   DemoClusterOptions o;
   o.seed = seed;
   o.start_unix_ms = kStart;
   o.gpu_mtbf_hours = 0;  // faults only where a test injects them
-  auto b = SimulatedBackend::Create(DemoCluster(o));
+  SimulatedBackendOptions bo = DemoCluster(o);
+  bo.engine = engine;
+  auto b = SimulatedBackend::Create(std::move(bo));
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   Fixture f;
   f.backend = b->get();
-  f.daemon = std::make_unique<Daemon>(std::move(b).value(), DaemonOptions{}, std::move(history));
+  DaemonOptions options;
+  options.engine = engine;
+  f.daemon = std::make_unique<Daemon>(std::move(b).value(), options, std::move(history));
   return f;
 }
 
@@ -138,6 +144,36 @@ TEST(DaemonTest, FleetAgreesWithTheSimulatedCluster) {
           suspended += w.phase == fleet::WorkloadPhase::kSuspended;
         return suspended;
       }());
+}
+
+// With a usage half-life, the demo keeps each queue's decayed GPU-hours (the simulator
+// integrates what each queue held) and the API shows them; without one, none.
+TEST(DaemonTest, DecayedUsageReachesTheQueuesApi) {
+  core::EngineConfig decay;
+  decay.usage_half_life = std::chrono::hours(1);
+  Fixture on = MakeDaemon(nullptr, 7, decay), off = MakeDaemon();
+  for (int i = 0; i < 120; ++i) {  // an hour in 30 s steps
+    ASSERT_TRUE(on.daemon->Tick().ok());
+    ASSERT_TRUE(off.daemon->Tick().ok());
+  }
+  const nlohmann::json with = QueuesJson(*on.daemon->state());
+  const nlohmann::json without = QueuesJson(*off.daemon->state());
+  double total = 0;
+  for (const auto& q : with["queues"]) {
+    const double u = q["decayed_gpu_hours"].get<double>();
+    // No more than holding its GPUs now for the whole hour without decay, and something when
+    // it holds GPUs.
+    EXPECT_GE(u, 0) << q.dump();
+    EXPECT_LE(u, 264.0) << q.dump();
+    if (q["allocated"].get<double>() > 0) {
+      EXPECT_GT(u, 0) << q.dump();
+    }
+    total += u;
+  }
+  // At most the whole cluster for an hour, decayed: 264 * (1 / ln 2) * (1 - 1/2).
+  EXPECT_GT(total, 0);
+  EXPECT_LE(total, 264 / std::numbers::ln2 / 2 + 1e-6);
+  for (const auto& q : without["queues"]) EXPECT_EQ(q["decayed_gpu_hours"], 0.0) << q.dump();
 }
 
 TEST(DaemonTest, SameSeedSameFleet) {
