@@ -57,9 +57,12 @@ Summary Summarize(std::vector<double> values);  // nearest-rank percentiles
 
 struct QueueMetrics {
   std::string name;
-  double gpu_hours = 0;    // allocated over the run
-  double share = 0;        // of all allocated GPU-hours
-  double entitlement = 0;  // quota share of capacity (equal split when no queue has quota)
+  double gpu_hours = 0;  // allocated over the run
+  double share = 0;      // of all allocated GPU-hours
+  // The queue's quota over the quotas of all queues the trace's jobs use; an equal split when
+  // none of them has quota. 0 for a queue without quota beside ones with it: such a queue is
+  // left out of Jain's index.
+  double entitlement = 0;
 };
 
 struct SeriesPoint {

@@ -40,6 +40,13 @@ inline Output RunCli(std::vector<std::string> args, const RegisterFn& commands) 
   return o;
 }
 
+// `name` in the temporary directory, prefixed with the running test's name: ctest runs each
+// test as its own process, in parallel.
+inline std::string TestPath(const std::string& name) {
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  return ::testing::TempDir() + "/" + test->test_suite_name() + "." + test->name() + "-" + name;
+}
+
 // The demo cluster (seed 11, no GPU faults, `load`) after 200 cycles, served with one read
 // token. Call from SetUpTestSuite; ASSERTs end it early on failure.
 inline void StartDemoApi(double load, const std::string& token,

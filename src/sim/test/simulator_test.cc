@@ -147,6 +147,76 @@ TEST(Simulator, DecayedUsageHandsTiesToTheQueueWithTheLighterPastAndFades) {
   EXPECT_EQ(FirstAfterAHeavyPast(hours(2), hours(20)), "a-next");
 }
 
+TEST(Simulator, QueueSharesAndJainIndexByHand) {
+  // Three 4-GPU nodes; queues a, b, c with quotas 4, 2, 2 and d with none. Nothing waits (at
+  // most 9 of 12 GPUs are asked for at once), so every job runs from its submission:
+  //
+  //   job  queue  GPUs  runs   GPU-hours
+  //   a1   a      4     0-2h   8
+  //   b1   b      2     0-1h   2
+  //   c1   c      1     0-3h   3
+  //   c2   c      1     1h-4h  3
+  //   d1   d      1     0-2h   2
+  //
+  // 18 GPU-hours: a 8/18 = 4/9, b 1/9, c 6/18 = 1/3, d 1/9. Entitlement is a quota's share of
+  // all quota (8): a 1/2, b 1/4, c 1/4, d 0. Share over entitlement: a 8/9, b 4/9, c 12/9; d has
+  // no entitlement and stays out of Jain's index, (sum x)^2 / (n sum x^2) with n = 3:
+  // (24/9)^2 / (3 (64 + 16 + 144) / 81) = 576/672 = 6/7.
+  // Without quotas each queue is entitled to 1/4 and x = 16/9, 4/9, 12/9, 4/9:
+  // 4^2 / (4 (256 + 16 + 144 + 16) / 81) = 1296/1728 = 3/4.
+  // Shares are per trace queue whatever the engine sees, so fifo (one engine queue) agrees.
+  std::vector<core::Queue> queues(4);
+  const char* names[] = {"a", "b", "c", "d"};
+  const int64_t quotas[] = {4, 2, 2, 0};
+  for (size_t i = 0; i < 4; ++i) {
+    queues[i].name = names[i];
+    queues[i].res(core::Resource::kGpu).quota = quotas[i];
+  }
+  Trace trace;
+  trace.jobs.push_back(Job("a1", Time(0), hours(2), 1, 4, "a"));
+  trace.jobs.push_back(Job("b1", Time(0), hours(1), 1, 2, "b"));
+  trace.jobs.push_back(Job("c1", Time(0), hours(3), 1, 1, "c"));
+  trace.jobs.push_back(Job("d1", Time(0), hours(2), 1, 1, "d"));
+  trace.jobs.push_back(Job("c2", hours(1), hours(3), 1, 1, "c"));
+
+  struct Expected {
+    double gpu_hours, share, entitlement;
+  };
+  auto check = [&](const char* policy, const std::vector<core::Queue>& with,
+                   const std::vector<Expected>& expected, double jain) {
+    SCOPED_TRACE(std::string(policy) + (with[0].res(core::Resource::kGpu).quota > 0
+                                            ? " with quotas"
+                                            : " without quotas"));
+    SimOptions options;
+    options.queues = with;
+    Result<SimMetrics> m = Simulate(Cluster(3, 4), trace, Policy(policy), options);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->finished, 5);
+    EXPECT_DOUBLE_EQ(m->wait_hours.mean, 0.0);  // the premise: nothing waits
+    EXPECT_DOUBLE_EQ(m->makespan_hours, 4.0);
+    EXPECT_NEAR(m->allocation, 18.0 / (12 * 4), 1e-12);
+    ASSERT_EQ(m->queues.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      SCOPED_TRACE(names[i]);
+      EXPECT_EQ(m->queues[i].name, names[i]);  // in order of first submission
+      EXPECT_NEAR(m->queues[i].gpu_hours, expected[i].gpu_hours, 1e-9);
+      EXPECT_NEAR(m->queues[i].share, expected[i].share, 1e-12);
+      EXPECT_NEAR(m->queues[i].entitlement, expected[i].entitlement, 1e-12);
+    }
+    EXPECT_NEAR(m->jain_index, jain, 1e-12);
+  };
+  const std::vector<Expected> with_quotas = {
+      {8, 4.0 / 9, 0.5}, {2, 1.0 / 9, 0.25}, {6, 1.0 / 3, 0.25}, {2, 1.0 / 9, 0}};
+  check("chamber", queues, with_quotas, 6.0 / 7);
+  check("fifo", queues, with_quotas, 6.0 / 7);
+
+  std::vector<core::Queue> no_quotas = queues;
+  for (core::Queue& q : no_quotas) q.res(core::Resource::kGpu).quota = 0;
+  const std::vector<Expected> equal_split = {
+      {8, 4.0 / 9, 0.25}, {2, 1.0 / 9, 0.25}, {6, 1.0 / 3, 0.25}, {2, 1.0 / 9, 0.25}};
+  check("chamber", no_quotas, equal_split, 3.0 / 4);
+}
+
 TEST(Simulator, GpuFailuresStopWorkAndEveryJobStillFinishes) {
   Trace trace;
   for (int i = 0; i < 20; ++i)

@@ -1,0 +1,473 @@
+// `chamber sim` end to end: tiny traces in Chamber's CSV, Alibaba openb and Helios formats, run
+// through the command in every report format and with the event log, every number worked out by
+// hand in the comments.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/test/run_cli.h"
+
+namespace chamber::cli {
+namespace {
+
+using nlohmann::json;
+using testing::Output;
+
+Output RunCli(std::vector<std::string> args) {
+  return testing::RunCli(std::move(args), [](CommandRegistry& r) { RegisterSimCommand(r); });
+}
+
+// Files of the running test, removed when it ends.
+class TestFiles {
+ public:
+  TestFiles() = default;
+  TestFiles(const TestFiles&) = delete;
+  TestFiles& operator=(const TestFiles&) = delete;
+  ~TestFiles() {
+    for (const std::string& path : paths_) std::filesystem::remove(path);
+  }
+
+  std::string Path(const std::string& name) {
+    paths_.push_back(testing::TestPath(name));
+    return paths_.back();
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = Path(name);
+    std::ofstream(path) << text;
+    return path;
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// The terminal table's rows: the label (its first 30 characters, trimmed) to the cells after
+// it, split at spaces. Queue share rows are labelled with the queue's name.
+std::map<std::string, std::vector<std::string>> Rows(const std::string& table) {
+  std::map<std::string, std::vector<std::string>> rows;
+  for (const std::string& line : Lines(table)) {
+    if (line.size() <= 30) continue;
+    std::string label = line.substr(0, 30);
+    label.erase(0, label.find_first_not_of(' '));
+    label.erase(label.find_last_not_of(' ') + 1);
+    std::istringstream cells(line.substr(30));
+    std::vector<std::string>& row = rows[label];
+    for (std::string cell; cells >> cell;) row.push_back(cell);
+  }
+  return rows;
+}
+
+using Row = std::vector<std::string>;
+
+// The events of one policy from an --events file, as "time workload event" strings, in order.
+std::vector<std::string> EventsOf(const std::string& events_path, const std::string& policy) {
+  std::vector<std::string> out;
+  for (const std::string& line : Lines(ReadFile(events_path))) {
+    const json e = json::parse(line);
+    if (e.at("policy") != policy) continue;
+    std::ostringstream s;
+    s << e.at("time").get<double>() << " " << e.at("workload").get<std::string>() << " "
+      << e.at("event").get<std::string>();
+    out.push_back(s.str());
+  }
+  return out;
+}
+
+// The hand-worked trace, in Chamber's CSV on one 4-GPU node; queue research has quota 3 and
+// prod quota 1, so their entitlements are 75% and 25%.
+//
+//   job  queue     submit  run  GPUs  runs       wait  JCT    GPU-hours
+//   a    research  0       1h   4     0-1h       0     1h     4
+//   b    research  10m     2h   2     1h-3h      50m   2h50m  4
+//   c    prod      30m     1h   2     1h-2h      30m   1h30m  2
+//
+// Makespan 3h; allocation 10 GPU-h / (4 GPUs x 3h) = 83.3%. Jobs wait from 10m to 1h, while all
+// 4 GPUs are busy: 100% allocated while jobs wait, no idle GPU-hours while queued.
+// JCT mean (1 + 17/6 + 3/2) / 3 = 16/9 = 1.78h, p50 1.50h, p99 2.83h (nearest rank); wait mean
+// (0 + 5/6 + 1/2) / 3 = 4/9 = 0.44h, p50 0.50h, p99 0.83h.
+// Shares: research 8/10 = 80%, prod 2/10 = 20%; share over entitlement x = 16/15 and 4/5, and
+// Jain's index (x1 + x2)^2 / (2 (x1^2 + x2^2)) = (784/225) / (800/225) = 0.98.
+// The same for every policy: each starts b and c when a ends, and nothing else fits before.
+class SimCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ =
+        files_.Write("cluster.yaml", "pools:\n  - {name: gpu, gpusPerNode: 4, gpuModel: H100}\n");
+    trace_ = files_.Write("trace.csv",
+                          "id,queue,submit_time,duration,pods,gpus_per_pod\n"
+                          "a,research,0,1h,1,4\n"
+                          "b,research,10m,2h,1,2\n"
+                          "c,prod,30m,1h,1,2\n");
+    queues_ = files_.Write("queues.yaml",
+                           "queues:\n"
+                           "  - {name: research, resources: {gpu: {quota: 3}}}\n"
+                           "  - {name: prod, resources: {gpu: {quota: 1}}}\n");
+  }
+
+  std::vector<std::string> Args(std::vector<std::string> more) const {
+    std::vector<std::string> args = {"sim",      "--cluster", cluster_,     "--trace",     trace_,
+                                     "--queues", queues_,     "--policies", "chamber,fifo"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  }
+
+  TestFiles files_;
+  std::string cluster_, trace_, queues_;
+};
+
+TEST_F(SimCommandTest, TableShowsTheHandWorkedMetricsPerPolicy) {
+  const Output o = RunCli(Args({}));
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_EQ(Lines(o.out).at(0), "Trace " + trace_ + ": 3 jobs on " + cluster_ + " (4 GPUs)");
+  auto rows = Rows(o.out);
+  EXPECT_EQ(rows["policy"], (Row{"chamber", "fifo"}));
+  EXPECT_EQ(rows["finished / jobs"], (Row{"3/3", "3/3"}));
+  EXPECT_EQ(rows["makespan (h)"], (Row{"3.0", "3.0"}));
+  EXPECT_EQ(rows["GPU allocation"], (Row{"83.3%", "83.3%"}));
+  EXPECT_EQ(rows["allocation while jobs wait"], (Row{"100.0%", "100.0%"}));
+  EXPECT_EQ(rows["idle GPU-h while queued"], (Row{"0", "0"}));
+  EXPECT_EQ(rows["JCT mean (h)"], (Row{"1.78", "1.78"}));
+  EXPECT_EQ(rows["JCT p50 (h)"], (Row{"1.50", "1.50"}));
+  EXPECT_EQ(rows["JCT p99 (h)"], (Row{"2.83", "2.83"}));
+  EXPECT_EQ(rows["wait mean (h)"], (Row{"0.44", "0.44"}));
+  EXPECT_EQ(rows["wait p50 (h)"], (Row{"0.50", "0.50"}));
+  EXPECT_EQ(rows["wait p99 (h)"], (Row{"0.83", "0.83"}));
+  EXPECT_EQ(rows["wait p99 reserved (h)"], (Row{"-", "-"}));  // all at priority 0: elastic
+  EXPECT_EQ(rows["wait p99 elastic (h)"], (Row{"0.83", "0.83"}));
+  EXPECT_EQ(rows["wait mean 1 gpu (h)"], (Row{"-", "-"}));
+  EXPECT_EQ(rows["wait mean 2-8 gpu (h)"], (Row{"0.44", "0.44"}));
+  EXPECT_EQ(rows["Jain's index (share/entitled)"], (Row{"0.980", "0.980"}));
+  EXPECT_EQ(rows["preemptions"], (Row{"0", "0"}));
+  EXPECT_EQ(rows["GPU-h lost to preemption"], (Row{"0.0", "0.0"}));
+  EXPECT_EQ(rows["research"], (Row{"80.0%", "[75%]", "80.0%", "[75%]"}));
+  EXPECT_EQ(rows["prod"], (Row{"20.0%", "[25%]", "20.0%", "[25%]"}));
+}
+
+TEST_F(SimCommandTest, JsonHasEveryMetricAndTheSeries) {
+  const Output o = RunCli(Args({"-o", "json"}));
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const json report = json::parse(o.out);
+  EXPECT_EQ(report.at("trace"), trace_);
+  EXPECT_EQ(report.at("cluster"), cluster_);
+  EXPECT_EQ(report.at("skippedLines"), 0);
+  EXPECT_EQ(report.at("fractionalGpus").at("jobs"), 0);
+  ASSERT_EQ(report.at("policies").size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const json& p = report.at("policies").at(i);
+    SCOPED_TRACE(p.at("policy").get<std::string>());
+    EXPECT_EQ(p.at("policy"), i == 0 ? "chamber" : "fifo");
+    EXPECT_EQ(p.at("capacityGpus"), 4);
+    EXPECT_EQ(p.at("jobs"), 3);
+    EXPECT_EQ(p.at("finished"), 3);
+    EXPECT_EQ(p.at("unfinished"), 0);
+    EXPECT_NEAR(p.at("makespanHours").get<double>(), 3.0, 1e-12);
+    EXPECT_NEAR(p.at("allocation").get<double>(), 10.0 / 12, 1e-12);
+    EXPECT_NEAR(p.at("allocationWhileWaiting").get<double>(), 1.0, 1e-12);
+    EXPECT_NEAR(p.at("idleGpuHoursWhileQueued").get<double>(), 0.0, 1e-12);
+    EXPECT_EQ(p.at("jctHours").at("count"), 3);
+    EXPECT_NEAR(p.at("jctHours").at("mean").get<double>(), 16.0 / 9, 1e-12);
+    EXPECT_NEAR(p.at("jctHours").at("p50").get<double>(), 1.5, 1e-12);
+    EXPECT_NEAR(p.at("jctHours").at("p99").get<double>(), 17.0 / 6, 1e-12);
+    EXPECT_NEAR(p.at("waitHours").at("mean").get<double>(), 4.0 / 9, 1e-12);
+    EXPECT_NEAR(p.at("waitHours").at("p99").get<double>(), 5.0 / 6, 1e-12);
+    EXPECT_EQ(p.at("waitHoursByGang").at("2-8 gpu").at("count"), 3);
+    EXPECT_FALSE(p.at("waitHoursByGang").contains("1 gpu"));
+    EXPECT_EQ(p.at("waitHoursByPriority").at("elastic").at("count"), 3);
+    const json& queues = p.at("queues");
+    ASSERT_EQ(queues.size(), 2u);
+    EXPECT_EQ(queues[0].at("name"), "research");
+    EXPECT_NEAR(queues[0].at("gpuHours").get<double>(), 8.0, 1e-9);
+    EXPECT_NEAR(queues[0].at("share").get<double>(), 0.8, 1e-12);
+    EXPECT_NEAR(queues[0].at("entitlement").get<double>(), 0.75, 1e-12);
+    EXPECT_EQ(queues[1].at("name"), "prod");
+    EXPECT_NEAR(queues[1].at("gpuHours").get<double>(), 2.0, 1e-9);
+    EXPECT_NEAR(queues[1].at("share").get<double>(), 0.2, 1e-12);
+    EXPECT_NEAR(queues[1].at("entitlement").get<double>(), 0.25, 1e-12);
+    EXPECT_NEAR(p.at("jainIndex").get<double>(), 0.98, 1e-12);
+    EXPECT_EQ(p.at("preemptions"), 0);
+    EXPECT_EQ(p.at("gpuFailures"), 0);
+    EXPECT_GT(p.at("cycles").get<int64_t>(), 0);
+
+    // The series: equal steps, a starts on all 4 GPUs of research, and the area under the
+    // allocated GPUs is the 10 GPU-hours (less at most the last, unfinished step).
+    const json& series = p.at("series");
+    ASSERT_FALSE(series.empty());
+    const double step = series[0].at("hours").get<double>();
+    EXPECT_EQ(series[0].at("allocatedGpus"), 4.0);
+    EXPECT_EQ(series[0].at("queueGpus"), json({4.0, 0.0}));
+    EXPECT_EQ(series[0].at("waitingJobs"), 0.0);
+    double gpu_hours = 0;
+    for (const json& point : series) gpu_hours += point.at("allocatedGpus").get<double>() * step;
+    EXPECT_LE(gpu_hours, 10.0 + 1e-9);
+    EXPECT_GE(gpu_hours, 10.0 - 4 * step);
+    EXPECT_LE(series.back().at("hours").get<double>(), 3.0 + 1e-12);
+  }
+}
+
+TEST_F(SimCommandTest, HtmlGoesToTheOutFileWithTheSummaryAndShares) {
+  const std::string path = files_.Path("report.html");
+  const Output o = RunCli(Args({"-o", "html", "--out", path}));
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_EQ(o.out, "") << "the report goes to --out only";
+  const std::string html = ReadFile(path);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const std::string& part : {
+           std::string("<dt>jobs</dt><dd>3</dd>"),
+           std::string("<dt>capacity</dt><dd>4 GPUs</dd>"),
+           std::string("<dt>fractional GPUs</dt><dd>none</dd>"),
+           std::string("<tr><td>finished / jobs</td><td>3/3</td><td>3/3</td></tr>"),
+           std::string("<tr><td>GPU allocation</td><td>83.3%</td><td>83.3%</td></tr>"),
+           std::string("<tr><td>JCT mean (h)</td><td>1.78</td><td>1.78</td></tr>"),
+           std::string("<tr><td>wait p99 (h)</td><td>0.83</td><td>0.83</td></tr>"),
+           std::string("<tr><td>Jain&#39;s index (share/entitled)</td><td>0.980</td><td>0.980"),
+           std::string("<title>chamber, research: 80.0% of GPU-hours, entitled to 75.0%</title>"),
+           std::string("<title>fifo, prod: 20.0% of GPU-hours, entitled to 25.0%</title>"),
+       })
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+}
+
+TEST_F(SimCommandTest, EventsLogEveryEventOfEveryPolicy) {
+  const std::string path = files_.Path("events.jsonl");
+  const Output o = RunCli(Args({"--events", path, "-o", "json"}));
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  // FIFO starts b before c at 1h, first fit: b on GPUs 0-1, c on 2-3. Keys come sorted.
+  const std::vector<std::string> fifo = {
+      R"({"event":"submit","policy":"fifo","time":0.0,"workload":"a"})",
+      R"({"event":"start","placement":[{"gpus":[0,1,2,3],"node":"gpu-0"}],"policy":"fifo","time":0.0,"workload":"a"})",
+      R"({"event":"submit","policy":"fifo","time":600.0,"workload":"b"})",
+      R"({"event":"submit","policy":"fifo","time":1800.0,"workload":"c"})",
+      R"({"event":"finish","policy":"fifo","time":3600.0,"workload":"a"})",
+      R"({"event":"start","placement":[{"gpus":[0,1],"node":"gpu-0"}],"policy":"fifo","time":3600.0,"workload":"b"})",
+      R"({"event":"start","placement":[{"gpus":[2,3],"node":"gpu-0"}],"policy":"fifo","time":3600.0,"workload":"c"})",
+      R"({"event":"finish","policy":"fifo","time":7200.0,"workload":"c"})",
+      R"({"event":"finish","policy":"fifo","time":10800.0,"workload":"b"})",
+  };
+  const std::vector<std::string> lines = Lines(ReadFile(path));
+  ASSERT_EQ(lines.size(), 18u);  // 9 per policy, chamber's first
+  EXPECT_EQ(std::vector<std::string>(lines.begin() + 9, lines.end()), fifo);
+
+  // chamber: the same times; which of b and c its fair share starts first is its own choice.
+  std::vector<std::string> chamber = EventsOf(path, "chamber");
+  ASSERT_EQ(chamber.size(), 9u);
+  std::sort(chamber.begin() + 5, chamber.begin() + 7);
+  EXPECT_EQ(chamber, (std::vector<std::string>{"0 a submit", "0 a start", "600 b submit",
+                                               "1800 c submit", "3600 a finish", "3600 b start",
+                                               "3600 c start", "7200 c finish", "10800 b finish"}));
+  std::multiset<int> gpus_from_1h;  // b and c split the node between them
+  for (const std::string& line : std::vector<std::string>(lines.begin(), lines.begin() + 9)) {
+    const json e = json::parse(line);
+    if (e.at("event") != "start") continue;
+    ASSERT_EQ(e.at("placement").size(), 1u) << line;
+    EXPECT_EQ(e.at("placement")[0].at("node"), "gpu-0");
+    EXPECT_EQ(e.at("placement")[0].at("gpus").size(), e.at("workload") == "a" ? 4u : 2u);
+    if (e.at("workload") != "a")
+      for (const json& g : e.at("placement")[0].at("gpus")) gpus_from_1h.insert(g.get<int>());
+  }
+  EXPECT_EQ(gpus_from_1h, (std::multiset<int>{0, 1, 2, 3}));
+}
+
+TEST_F(SimCommandTest, QueueMissingFromTheQueueFileIsAnError) {
+  const std::string queues = files_.Write("research-only.yaml", "queues:\n  - {name: research}\n");
+  const Output o = RunCli({"sim", "--cluster", cluster_, "--trace", trace_, "--queues", queues});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_NE(o.err.find("job c names queue \"prod\", which the queue file does not define"),
+            std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.out, "");
+}
+
+TEST(SimCommand, TraceAndSyntheticAreExclusive) {
+  const Output o = RunCli({"sim", "--cluster", "c.yaml", "--trace", "t.csv", "--synthetic", "5"});
+  EXPECT_EQ(o.code, kExitFailure);
+  EXPECT_NE(o.err.find("give either --trace FILE or --synthetic N"), std::string::npos) << o.err;
+}
+
+TEST(SimCommand, SyntheticTeamsGetEqualQuotas) {
+  TestFiles files;
+  // 40 jobs from 2 teams on 16 GPUs: each team gets a quota of 8 and so half the entitlement.
+  const std::string cluster =
+      files.Write("synthetic.yaml", "pools:\n  - {name: h, count: 2, gpusPerNode: 8}\n");
+  const Output o = RunCli({"sim", "--cluster", cluster, "--synthetic", "40", "--teams", "2",
+                           "--span", "1h", "--policies", "chamber", "-o", "json"});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const json report = json::parse(o.out);
+  EXPECT_EQ(report.at("trace"), "synthetic helios (40 jobs, seed 1)");
+  const json& p = report.at("policies").at(0);
+  EXPECT_EQ(p.at("capacityGpus"), 16);
+  EXPECT_EQ(p.at("jobs"), 40);
+  EXPECT_EQ(p.at("finished"), 40);
+  std::map<std::string, double> entitlement;
+  for (const json& q : p.at("queues")) entitlement[q.at("name")] = q.at("entitlement");
+  EXPECT_EQ(entitlement, (std::map<std::string, double>{{"team-0", 0.5}, {"team-1", 0.5}}));
+}
+
+// An Alibaba openb node list as the cluster and a pod list as the trace, with mapping rules
+// (qos LS to queue latency at priority 50, BE to best-effort) and quotas 8 and 2. Times shift
+// so that pod-1's creation is 0.
+//
+//   pod    queue        GPUs               submit  run  node                runs         wait
+//   pod-1  latency      8 V100M32          0       2h   node-a              0-2h         0
+//   pod-2  best-effort  0.5, rounded to 1  10m     1h   node-b (a is full)  10m-1h10m    0
+//   pod-3  best-effort  2 T4               30m     1h   node-b              1h10m-2h10m  40m
+//   pod-4  latency      1 V100M32          1h      1h   node-a              2h-3h        1h
+//
+// pod-4 never ran in the trace, so its run time is deletion - creation. GPU-hours: latency
+// 16 + 1 = 17, best-effort 1 + 2 = 3; capacity 10 GPUs x 3h: allocation 20/30 = 66.7%. Jobs
+// wait from 30m to 2h: 9 GPUs busy until 1h10m, then 10, so (9 x 40m + 10 x 50m) / (10 x 90m)
+// = 86/90 while jobs wait, and 1 GPU idle for 40m = 2/3 GPU-hour while work is queued.
+// JCT 2, 1, 5/3, 2: mean 5/3 h; waits 0, 0, 2/3, 1: mean 5/12 h.
+// Shares 85% and 15% against 80% and 20%: x = 17/16 and 3/4, Jain's index
+// (29/16)^2 / (2 (289/256 + 144/256)) = 841/866.
+TEST(SimCommand, OpenbTraceOnItsNodeList) {
+  TestFiles files;
+  const std::string nodes = files.Write("openb-nodes.csv",
+                                        "sn,cpu_milli,memory_mib,gpu,model\n"
+                                        "node-a,64000,262144,8,V100M32\n"
+                                        "node-b,32000,131072,2,T4\n");
+  const std::string pods = files.Write(
+      "openb-pods.csv",
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n"
+      "pod-1,32000,65536,8,1000,V100M32,LS,Succeeded,1000,8200,1000\n"
+      "pod-2,4000,8192,1,500,,BE,Running,1600,5200,1600\n"
+      "pod-3,8000,16384,2,1000,T4,BE,Succeeded,2800,6400,2800\n"
+      "pod-4,4000,8192,1,1000,V100M32,LS,Failed,4600,8200,\n");
+  const std::string mapping = files.Write(
+      "openb-mapping.yaml", "queues: {LS: latency, BE: best-effort}\npriorities: {LS: 50}\n");
+  const std::string queues = files.Write("openb-queues.yaml",
+                                         "queues:\n"
+                                         "  - {name: latency, resources: {gpu: {quota: 8}}}\n"
+                                         "  - {name: best-effort, resources: {gpu: {quota: 2}}}\n");
+  const std::string events = files.Path("events.jsonl");
+  const Output o =
+      RunCli({"sim", "--cluster", nodes, "--trace", pods, "--format", "openb", "--mapping", mapping,
+              "--queues", queues, "--policies", "fifo", "--events", events, "-o", "json"});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const json report = json::parse(o.out);
+  EXPECT_EQ(report.at("fractionalGpus"),
+            json({{"jobs", 1}, {"handling", "rounded up to whole GPUs"}}));
+  const json& p = report.at("policies").at(0);
+  EXPECT_EQ(p.at("capacityGpus"), 10);
+  EXPECT_EQ(p.at("jobs"), 4);
+  EXPECT_EQ(p.at("finished"), 4);
+  EXPECT_NEAR(p.at("makespanHours").get<double>(), 3.0, 1e-12);
+  EXPECT_NEAR(p.at("allocation").get<double>(), 20.0 / 30, 1e-12);
+  EXPECT_NEAR(p.at("allocationWhileWaiting").get<double>(), 86.0 / 90, 1e-12);
+  EXPECT_NEAR(p.at("idleGpuHoursWhileQueued").get<double>(), 2.0 / 3, 1e-12);
+  EXPECT_NEAR(p.at("jctHours").at("mean").get<double>(), 5.0 / 3, 1e-12);
+  EXPECT_NEAR(p.at("waitHours").at("mean").get<double>(), 5.0 / 12, 1e-12);
+  EXPECT_NEAR(p.at("waitHours").at("p99").get<double>(), 1.0, 1e-12);
+  const json& q = p.at("queues");
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_EQ(q[0].at("name"), "latency");
+  EXPECT_NEAR(q[0].at("gpuHours").get<double>(), 17.0, 1e-9);
+  EXPECT_NEAR(q[0].at("share").get<double>(), 0.85, 1e-12);
+  EXPECT_NEAR(q[0].at("entitlement").get<double>(), 0.8, 1e-12);
+  EXPECT_EQ(q[1].at("name"), "best-effort");
+  EXPECT_NEAR(q[1].at("gpuHours").get<double>(), 3.0, 1e-9);
+  EXPECT_NEAR(q[1].at("share").get<double>(), 0.15, 1e-12);
+  EXPECT_NEAR(q[1].at("entitlement").get<double>(), 0.2, 1e-12);
+  EXPECT_NEAR(p.at("jainIndex").get<double>(), 841.0 / 866, 1e-12);
+
+  // Starts name the node list's nodes; the models the pods ask for decide where they go.
+  std::vector<std::string> starts;
+  for (const std::string& line : Lines(ReadFile(events))) {
+    const json e = json::parse(line);
+    if (e.at("event") == "start")
+      starts.push_back(std::to_string(e.at("time").get<int>()) + " " +
+                       e.at("workload").get<std::string>() + " " + e.at("placement").dump());
+  }
+  EXPECT_EQ(starts, (std::vector<std::string>{
+                        R"(0 pod-1 [{"gpus":[0,1,2,3,4,5,6,7],"node":"node-a"}])",
+                        R"(600 pod-2 [{"gpus":[0],"node":"node-b"}])",
+                        R"(4200 pod-3 [{"gpus":[0,1],"node":"node-b"}])",
+                        R"(7200 pod-4 [{"gpus":[0],"node":"node-a"}])",
+                    }));
+}
+
+// A Helios cluster_log.csv on two 4-GPU nodes, with the vcs as queues without quotas (so each
+// is entitled to half). Times shift so that 10:00:00 is 0.
+//
+//   job  vc   GPUs (node_num)  submit  run                 runs           wait  GPU-hours
+//   101  vcA  8 (2): 2 x 4     0       2h                  0-2h           0     16
+//   103  vcA  0, a CPU job     10m     1h                  10m-1h10m      0     0
+//   102  vcB  1                30m     30m (end - start)   2h-2h30m       1h30m 0.5
+//   104  vcB  3                2h15m   30m                 2h15m-2h45m    0     1.5
+//
+// Makespan 2h45m; allocation 18 / (8 x 2.75) = 9/11. JCT 2, 1, 2, 1/2: mean 1.375h; waits
+// mean 1.5/4 = 0.375h. Shares 16/18 and 2/18 against 1/2 each: x = 16/9 and 2/9, Jain's index
+// 2^2 / (2 (256/81 + 4/81)) = 162/260.
+TEST(SimCommand, HeliosTraceEndToEnd) {
+  TestFiles files;
+  const std::string cluster =
+      files.Write("helios.yaml", "pools:\n  - {name: v100, count: 2, gpusPerNode: 4}\n");
+  const std::string log = files.Write(
+      "helios.csv",
+      "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,"
+      "queue\n"
+      "101,alice,vcA,8,16,2,COMPLETED,2020-06-09 10:00:00,2020-06-09 10:00:00,"
+      "2020-06-09 12:00:00,7200,0\n"
+      "102,bob,vcB,1,2,1,COMPLETED,2020-06-09 10:30:00,2020-06-09 10:30:00,"
+      "2020-06-09 11:00:00,,0\n"
+      "103,alice,vcA,0,4,1,COMPLETED,2020-06-09 10:10:00,2020-06-09 10:10:00,"
+      "2020-06-09 11:10:00,3600,0\n"
+      "104,carol,vcB,3,6,1,FAILED,2020-06-09 12:15:00,2020-06-09 12:15:00,"
+      "2020-06-09 12:45:00,1800,0\n");
+  const std::string queues =
+      files.Write("helios-queues.yaml", "queues:\n  - {name: vcA}\n  - {name: vcB}\n");
+  const std::string events = files.Path("events.jsonl");
+  const Output o = RunCli({"sim", "--cluster", cluster, "--trace", log, "--format", "helios",
+                           "--queues", queues, "--policies", "fifo,chamber", "--events", events});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_EQ(Lines(o.out).at(0), "Trace " + log + ": 4 jobs on " + cluster + " (8 GPUs)");
+  auto rows = Rows(o.out);
+  EXPECT_EQ(rows["finished / jobs"], (Row{"4/4", "4/4"}));
+  EXPECT_EQ(rows["makespan (h)"], (Row{"2.8", "2.8"}));  // 2.75, rounded to even
+  EXPECT_EQ(rows["GPU allocation"], (Row{"81.8%", "81.8%"}));
+  EXPECT_EQ(rows["JCT mean (h)"], (Row{"1.38", "1.38"}));  // 1.375
+  EXPECT_EQ(rows["wait mean (h)"], (Row{"0.38", "0.38"}));
+  EXPECT_EQ(rows["wait p99 (h)"], (Row{"1.50", "1.50"}));
+  EXPECT_EQ(rows["Jain's index (share/entitled)"], (Row{"0.623", "0.623"}));
+  EXPECT_EQ(rows["vcA"], (Row{"88.9%", "[50%]", "88.9%", "[50%]"}));
+  EXPECT_EQ(rows["vcB"], (Row{"11.1%", "[50%]", "11.1%", "[50%]"}));
+
+  // The 2-node gang starts whole; 102 waits for it to end.
+  EXPECT_EQ(EventsOf(events, "fifo"),
+            (std::vector<std::string>{"0 101 submit", "0 101 start", "600 103 submit",
+                                      "600 103 start", "1800 102 submit", "4200 103 finish",
+                                      "7200 101 finish", "7200 102 start", "8100 104 submit",
+                                      "8100 104 start", "9000 102 finish", "9900 104 finish"}));
+  for (const std::string& line : Lines(ReadFile(events))) {
+    const json e = json::parse(line);
+    if (e.at("workload") == "101" && e.at("event") == "start") {
+      EXPECT_EQ(e.at("placement"), json::parse(R"([{"gpus":[0,1,2,3],"node":"v100-0"},
+                                                    {"gpus":[0,1,2,3],"node":"v100-1"}])"));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace chamber::cli
