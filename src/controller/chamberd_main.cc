@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "controller/health_listener.h"
 #include "controller/health_service.h"
 #include "controller/kube_backend.h"
@@ -250,6 +251,7 @@ Result<std::unique_ptr<HealthListener>> StartHealthListener(const Flags& f,
 int Main(int argc, char** argv) {
   Flags f;
   CLI::App app{"chamberd: Chamber's scheduler and queue manager on Kubernetes"};
+  app.set_version_flag("--version", "chamberd " CHAMBER_VERSION " (" CHAMBER_GIT_COMMIT ")");
   app.add_option("--kubeconfig", f.kubeconfig,
                  "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)");
   app.add_option("--config", f.config, "the engine's YAML configuration (docs/configuration.md)");
