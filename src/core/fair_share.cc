@@ -105,18 +105,21 @@ void DecayedUsage::Restore(const std::string& queue, double gpu_hours, Time at) 
 void DecayedUsage::Advance(Time now, const std::vector<Queue>& queues,
                            const std::vector<double>& held) {
   if (!enabled()) return;
-  std::map<std::string, Entry> next;
+  // In place: the simulator calls this at every event.
   for (size_t i = 0; i < queues.size(); ++i) {
-    Entry e;
-    e.at = now;
     // A queue new since the last call has held what it holds since then.
-    Entry from{0, last_.value_or(now)};
-    if (auto it = entries_.find(queues[i].name); it != entries_.end()) from = it->second;
-    const Duration elapsed = std::max(Duration(0), now - from.at);
-    e.gpu_hours = DecayUsage(from.gpu_hours, i < held.size() ? held[i] : 0, elapsed, half_life_);
-    next.emplace(queues[i].name, e);
+    auto [it, added] = entries_.try_emplace(queues[i].name, Entry{0, last_.value_or(now)});
+    Entry& e = it->second;
+    const Duration elapsed = std::max(Duration(0), now - e.at);
+    e.gpu_hours = DecayUsage(e.gpu_hours, i < held.size() ? held[i] : 0, elapsed, half_life_);
+    e.at = now;
   }
-  entries_ = std::move(next);
+  if (entries_.size() != queues.size()) {
+    std::erase_if(entries_, [&](const auto& kv) {
+      return std::none_of(queues.begin(), queues.end(),
+                          [&](const Queue& q) { return q.name == kv.first; });
+    });
+  }
   last_ = now;
 }
 
