@@ -65,6 +65,9 @@ void PrintTables(const Snapshot& s, const CycleResult& r, std::ostream& out) {
     out << fmt::format("{:<9} {:<28} {}: {}; grace {}s, {:.1f} GPU-hours lost\n", "preempt",
                        name(p.workload), core::PreemptReasonName(p.reason), p.message,
                        p.grace_seconds, p.gpu_hours_lost);
+  for (const core::NominationDecision& n : r.nominations)
+    out << fmt::format("{:<9} {:<28} {}  (held while its victims leave)\n", "nominate",
+                       name(n.workload), Placement(s, n.pods));
   for (const core::PendingDecision& p : r.pending) {
     out << fmt::format("{:<9} {:<28} {}: {}", "pending", name(p.workload),
                        core::PendingReasonName(p.reason), p.message());

@@ -229,6 +229,19 @@ void ClusterState::Claim(const PodPlacement& p, const Resources& request) {
   AdjustFree(i, 0, p.gpu_mask, -request.cpu_milli(), -request.memory_bytes());
 }
 
+NodeCapacity ClusterState::Hold(const PodPlacement& p, const Resources& request) {
+  const int32_t i = p.node.value;
+  const NodeCapacity& f = free_[i];
+  const NodeCapacity held{
+      p.gpu_mask & f.gpu_mask, std::clamp<int64_t>(f.cpu_milli, 0, request.cpu_milli()),
+      std::clamp<int64_t>(f.memory_bytes, 0, request.memory_bytes()), f.pods > 0 ? 1 : 0};
+  Journal(i);
+  held_mask_[i] |= held.gpu_mask;
+  free_[i].pods -= held.pods;
+  AdjustFree(i, 0, held.gpu_mask, -held.cpu_milli, -held.memory_bytes);
+  return held;
+}
+
 void ClusterState::Release(const PodPlacement& p, const Resources& request) {
   const int32_t i = p.node.value;
   Journal(i);

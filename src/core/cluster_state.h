@@ -161,6 +161,10 @@ class ClusterState {
   Status ClaimExisting(const PodPlacement& p, const Resources& request);
   // Claims free capacity for a pod the engine places; the caller has checked that it fits.
   void Claim(const PodPlacement& p, const Resources& request);
+  // Holds for a preemptor what of a planned pod's room is free now: its free GPUs among the
+  // placement's, and up to the request's CPU and memory. The rest of the room is its victims',
+  // on its way back. Held room is no one else's for the rest of the cycle. Returns what it held.
+  NodeCapacity Hold(const PodPlacement& p, const Resources& request);
   // Returns a pod's holdings to the free pool (a pod never marked releasing).
   void Release(const PodPlacement& p, const Resources& request);
   // Marks a held pod's capacity as being released by a preemption victim.

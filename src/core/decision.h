@@ -53,6 +53,15 @@ struct PreemptDecision {
   friend bool operator==(const PreemptDecision&, const PreemptDecision&) = default;
 };
 
+// Where a workload that waits for its victims will run: the room the cycle held for it (its
+// victims' GPUs and the free ones its placement also needs). Callers show it as the pods'
+// nominated nodes; the next cycle plans again.
+struct NominationDecision {
+  WorkloadId workload;
+  std::vector<PodAssignment> pods;
+  friend bool operator==(const NominationDecision&, const NominationDecision&) = default;
+};
+
 enum class PendingReason {
   kInvalidWorkload,       // a bad request: negative, empty, min-member above pod count, ...
   kQueueNotFound,         // names a queue the snapshot lacks
@@ -127,6 +136,7 @@ struct CycleResult {
   std::vector<BindDecision> binds;
   std::vector<ResumeDecision> resumes;
   std::vector<PreemptDecision> preemptions;
+  std::vector<NominationDecision> nominations;
   std::vector<PendingDecision> pending;
   std::vector<QueueStatus> queues;
   std::vector<SnapshotIssue> issues;

@@ -133,8 +133,12 @@ class Cycle {
              std::vector<std::vector<WorkloadId>>* deferred);
   Outcome TryAdmit(WorkloadId w, int pass);
   void Commit(WorkloadId w, PlacementPlan plan, bool borrowing);
-  // Preempts a preemptor's victims and makes it wait for them.
-  void PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandidate>& victims);
+  // Preempts a preemptor's victims and makes it wait for them, holding the room of `plan`.
+  void PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandidate>& victims,
+                  PlacementPlan plan);
+  // Holds the room of a workload that waits for victims: what of `plan` is free now is no one
+  // else's for the rest of the cycle. Reported as its nomination.
+  void HoldFor(WorkloadId w, PlacementPlan plan);
   void Preempt(WorkloadId victim, PreemptReason reason, WorkloadId preemptor, std::string message);
   void Pend(WorkloadId w, PendingReason reason, std::string message,
             std::vector<std::string> details = {});
@@ -1436,7 +1440,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // for it, borrowers do not. Work that may preempt waits rather than evict more.
   if ((pass == 1 || any_candidate) && !at_limit && !releasing_.empty()) {
     for (int32_t n : sizes) {
-      if (pol_.placement->Place(state_, feas_, work, n, &releasing_)) {
+      if (auto plan = pol_.placement->Place(state_, feas_, work, n, &releasing_)) {
+        HoldFor(w, std::move(*plan));
         Pend(w, PendingReason::kWaitingForPreemption,
              "waiting for capacity that preempted workloads are releasing");
         return Outcome::kPending;
@@ -1449,7 +1454,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // the preference order needs once every unneeded one is spared again.
   if (at_limit && any_candidate) {
     for (int32_t n : sizes) {
-      if (!pol_.placement->Place(state_, feas_, work, n, nullptr)) continue;
+      std::optional<PlacementPlan> plan = pol_.placement->Place(state_, feas_, work, n, nullptr);
+      if (!plan) continue;
       const Rules rules(*this, q, RequestOf(w, n), ask.priority);
       std::vector<VictimCandidate> by_preference = candidates;
       std::sort(by_preference.begin(), by_preference.end(), [](const auto& a, const auto& b) {
@@ -1474,7 +1480,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
         set = std::move(taken);
       }
       if (set.empty()) break;
-      PreemptFor(w, n, set);
+      PreemptFor(w, n, set, std::move(*plan));
       return Outcome::kPending;
     }
   }
@@ -1504,7 +1510,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
         if (!at_limit) no_victims_.insert(key);
         continue;
       }
-      PreemptFor(w, n, set->victims);
+      PreemptFor(w, n, set->victims, std::move(set->plan));
       return Outcome::kPending;
     }
   }
@@ -1773,7 +1779,8 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
   return cached;
 }
 
-void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandidate>& victims) {
+void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandidate>& victims,
+                       PlacementPlan plan) {
   const Workload& work = wl(w);
   const QueueId q = queue_of_[w.index()];
   std::vector<std::string> details;
@@ -1797,6 +1804,20 @@ void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandi
   // longer theirs: later decisions see both sides as the preemption leaves them.
   AddUsage(q, RequestOf(w, pods), +1, work.reserved());
   for (QueueId a = q; a.valid(); a = tree_.parent(a)) nominated_[a.index()] += RequestOf(w, pods);
+  HoldFor(w, std::move(plan));
+}
+
+void Cycle::HoldFor(WorkloadId w, PlacementPlan plan) {
+  const Workload& work = wl(w);
+  for (const PodAssignment& a : plan.pods) {
+    const Resources& req = work.pod_sets[a.pod_set].request;
+    // What is not free now comes from capacity on its way back: its victims', or what other
+    // leaving work releases, which no one else counts on then.
+    NodeCapacity rest = NodeCapacity::OfPod(a.placement.gpu_mask, req);
+    rest.Remove(state_.Hold(a.placement, req));
+    if (!releasing_.empty()) releasing_.Take(a.placement.node.value, rest);
+  }
+  out_.nominations.push_back({w, std::move(plan.pods)});
 }
 
 void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {

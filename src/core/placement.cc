@@ -179,6 +179,16 @@ void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
   gpus_ += std::popcount(usable);
 }
 
+void CapacityOverlay::Take(int32_t node, const NodeCapacity& taken) {
+  if (extra_.Find(node) == nullptr) return;
+  NodeCapacity& extra = extra_[node];
+  gpus_ -= std::popcount(extra.gpu_mask & taken.gpu_mask);
+  extra.gpu_mask &= ~taken.gpu_mask;
+  extra.cpu_milli = std::max<int64_t>(0, extra.cpu_milli - taken.cpu_milli);
+  extra.memory_bytes = std::max<int64_t>(0, extra.memory_bytes - taken.memory_bytes);
+  extra.pods = std::max(0, extra.pods - taken.pods);
+}
+
 bool NodeCapacity::Fits(const Resources& request) const {
   return std::popcount(gpu_mask) >= request.gpu() && cpu_milli >= request.cpu_milli() &&
          memory_bytes >= request.memory_bytes() && pods >= 1;

@@ -48,6 +48,8 @@ class FeasibilityCache {
 class CapacityOverlay {
  public:
   void Add(const ClusterState& state, const PodPlacement& p, const Resources& request);
+  // Takes what one waiting workload counts on out of the overlay: no one else counts on it.
+  void Take(int32_t node, const NodeCapacity& taken);
   bool empty() const { return extra_.empty(); }
   const NodeCapacity* Find(int32_t node) const { return extra_.Find(node); }
   const std::vector<int32_t>& nodes() const {

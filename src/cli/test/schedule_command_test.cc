@@ -73,6 +73,7 @@ TEST_F(ScheduleCommandTest, TableListsEveryDecisionAndTheQueues) {
       "bind      c/eval                       small[0,1]",
       "preempt   b/borrowed                   Reclaim: reclaimed for a/train: queue a is below "
       "its quota; grace 30s, 1.0 GPU-hours lost",
+      "nominate  a/train                      n-1[0,1,2,3]  (held while its victims leave)",
       "pending   a/train                      WaitingForPreemption: preempting 1 workload to "
       "make room (#1 in queue)",
       "                                       victim b/borrowed (Reclaim)",
@@ -100,6 +101,8 @@ TEST_F(ScheduleCommandTest, JsonHasTheSameDecisions) {
   EXPECT_EQ(r.at("preemptions"), json::parse(R"([{"workload": "b/borrowed", "reason": "Reclaim",
       "preemptor": "a/train", "graceSeconds": 30, "gpuHoursLost": 1.0,
       "message": "reclaimed for a/train: queue a is below its quota"}])"));
+  EXPECT_EQ(r.at("nominations"), json::parse(R"([{"workload": "a/train",
+      "pods": [{"node": "n-1", "gpus": [0, 1, 2, 3], "podSet": "main", "replica": 0}]}])"));
   const json& pending = r.at("pending");
   ASSERT_EQ(pending.size(), 3u);
   EXPECT_EQ(pending[0], json::parse(R"j({"workload": "a/train", "reason": "WaitingForPreemption",

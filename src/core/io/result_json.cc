@@ -47,6 +47,10 @@ json CycleResultToJson(const Snapshot& s, const CycleResult& r) {
                            {"graceSeconds", p.grace_seconds},
                            {"gpuHoursLost", p.gpu_hours_lost},
                            {"message", p.message}});
+  json nominations = json::array();
+  for (const NominationDecision& n : r.nominations)
+    nominations.push_back({{"workload", name(n.workload)},
+                           {"pods", PodsJson(s, s.workloads[n.workload.index()], n.pods)}});
   json pending = json::array();
   for (const PendingDecision& p : r.pending)
     pending.push_back({{"workload", name(p.workload)},
@@ -74,6 +78,7 @@ json CycleResultToJson(const Snapshot& s, const CycleResult& r) {
   return json{{"binds", std::move(binds)},
               {"resumes", std::move(resumes)},
               {"preemptions", std::move(preemptions)},
+              {"nominations", std::move(nominations)},
               {"pending", std::move(pending)},
               {"queues", std::move(queues)},
               {"issues", std::move(issues)},

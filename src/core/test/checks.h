@@ -144,6 +144,12 @@ inline std::string DumpResult(const Snapshot& s, const CycleResult& r) {
   for (const PreemptDecision& d : r.preemptions)
     o << "preempt " << s.workloads[d.workload.index()].name << " " << PreemptReasonName(d.reason)
       << "\n";
+  for (const NominationDecision& d : r.nominations) {
+    o << "nominate " << s.workloads[d.workload.index()].name;
+    for (const PodAssignment& p : d.pods)
+      o << " @" << p.placement.node.value << ":0x" << std::hex << p.placement.gpu_mask << std::dec;
+    o << "\n";
+  }
   for (const PendingDecision& d : r.pending)
     o << "pending " << s.workloads[d.workload.index()].name << " " << PendingReasonName(d.reason)
       << ": " << d.message() << "\n";

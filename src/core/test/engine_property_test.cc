@@ -259,6 +259,8 @@ RC_GTEST_PROP(EngineProperty, VictimsAreEligible, ()) {
 // rather than evict more. Free capacity only shrinks during a cycle and released capacity only
 // grows, so the preemptor had at least this much room at its turn; for a single pod, placement
 // finds a node whenever one fits, so this can fail only when the engine preempts with room in hand.
+// Room an earlier preemptor of the cycle holds (its nomination, promise 10) is not room for later
+// ones: the checks go in the order of the nominations, each taking its room after its check.
 
 std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
   std::vector<NodeRoom> free = InitialRoom(s), back(s.nodes.size());
@@ -324,17 +326,23 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
   std::set<int32_t> preemptors;
   for (const PreemptDecision& p : r.preemptions)
     if (p.reason != PreemptReason::kHardwareFault) preemptors.insert(p.preemptor.value);
-  for (int32_t id : preemptors) {
-    const Workload& w = s.workloads[static_cast<size_t>(id)];
-    if (w.TotalPods() != 1 || may_be_at_limit(w)) continue;
-    const PodSet& ps = w.pod_sets.front();
-    for (size_t n = 0; n < s.nodes.size(); ++n) {
-      if (!Accepts(s.nodes[n], ps)) continue;
-      if (std::popcount(free[n].gpus | back[n].gpus) >= ps.request.gpu() &&
-          free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
-          free[n].memory + back[n].memory >= ps.request.memory_bytes() &&
-          free[n].pods + back[n].pods >= 1)
-        return w.name + " preempted although node " + s.nodes[n].name + " had room for it";
+  for (const NominationDecision& held : r.nominations) {
+    const Workload& w = s.workloads[held.workload.index()];
+    if (preemptors.contains(held.workload.value) && w.TotalPods() == 1 && !may_be_at_limit(w)) {
+      const PodSet& ps = w.pod_sets.front();
+      for (size_t n = 0; n < s.nodes.size(); ++n) {
+        if (!Accepts(s.nodes[n], ps)) continue;
+        if (std::popcount(free[n].gpus | back[n].gpus) >= ps.request.gpu() &&
+            free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
+            free[n].memory + back[n].memory >= ps.request.memory_bytes() &&
+            free[n].pods + back[n].pods >= 1)
+          return w.name + " preempted although node " + s.nodes[n].name + " had room for it";
+      }
+    }
+    for (const PodAssignment& a : held.pods) {
+      const size_t n = a.placement.node.index();
+      back[n].gpus &= ~a.placement.gpu_mask;
+      take(free[n], a.placement, w.pod_sets[static_cast<size_t>(a.pod_set)].request);
     }
   }
   return {};
@@ -342,6 +350,62 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
 
 RC_GTEST_PROP(EngineProperty, NoNeedlessPreemption, ()) {
   CheckCycles(GenSnapshot, {CheckNoNeedlessPreemption});
+}
+
+// --- Also: a preemptor keeps the room it preempted for (docs/fairness.md, promise 10). Every
+// workload that preempts is nominated: pods on healthy GPUs of nodes that accept them, as many
+// GPUs as each asks, each GPU free when the cycle began or held by work that is leaving (victims
+// in their grace period, this cycle's victims). No GPU of a nomination goes to anything bound or
+// resumed in the same cycle, or to another nomination.
+
+std::string CheckPreemptorKeepsItsRoom(const Snapshot& s, const CycleResult& r) {
+  std::set<int32_t> leaving;  // this cycle's victims and work in its grace period
+  for (const PreemptDecision& p : r.preemptions) leaving.insert(p.workload.value);
+  std::vector<uint64_t> staying(s.nodes.size(), 0);  // GPUs held by work that is not leaving
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    if (!Holds(w) || w.state == WorkloadState::kPreempting ||
+        leaving.contains(static_cast<int32_t>(i)))
+      continue;
+    for (const PodPlacement& p : w.placements) staying[p.node.index()] |= p.gpu_mask;
+  }
+  std::vector<uint64_t> taken(s.nodes.size(), 0);  // GPUs admitted this cycle
+  for (const Admission& a : Admissions(r))
+    for (const PodAssignment& p : *a.pods) taken[p.placement.node.index()] |= p.placement.gpu_mask;
+  std::set<int32_t> nominated;
+  std::vector<uint64_t> held(s.nodes.size(), 0);  // GPUs of nominations so far
+  for (const NominationDecision& d : r.nominations) {
+    const Workload& w = s.workloads[d.workload.index()];
+    if (!nominated.insert(d.workload.value).second) return w.name + " is nominated twice";
+    if (w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting)
+      return w.name + " is nominated but already holds its room";
+    if (d.pods.empty()) return w.name + ": empty nomination";
+    for (const PodAssignment& p : d.pods) {
+      const std::string who =
+          w.name + " pod " + std::to_string(p.pod_set) + "/" + std::to_string(p.replica);
+      if (!p.placement.node.valid() || p.placement.node.index() >= s.nodes.size())
+        return who + ": nominated to an invalid node";
+      const size_t n = p.placement.node.index();
+      const Node& node = s.nodes[n];
+      const PodSet& ps = w.pod_sets.at(static_cast<size_t>(p.pod_set));
+      const uint64_t gpus = p.placement.gpu_mask;
+      if (!Accepts(node, ps)) return who + ": nominated to " + node.name + ", which refuses it";
+      if ((gpus & ~HealthyMask(node)) != 0) return who + ": nominated to a failed GPU";
+      if (std::popcount(gpus) != ps.request.gpu()) return who + ": nominated GPUs != its request";
+      if ((gpus & staying[n]) != 0)
+        return who + ": nominated to a GPU of " + node.name + " held by work that stays";
+      if ((gpus & taken[n]) != 0)
+        return who + ": a GPU of its nomination on " + node.name + " went to work admitted " +
+               "in the same cycle";
+      if ((gpus & held[n]) != 0)
+        return who + ": a GPU of its nomination on " + node.name + " is another's nomination";
+      held[n] |= gpus;
+    }
+  }
+  for (const PreemptDecision& p : r.preemptions)
+    if (p.reason != PreemptReason::kHardwareFault && !nominated.contains(p.preemptor.value))
+      return s.workloads[p.preemptor.index()].name + " preempts but is not nominated";
+  return {};
 }
 
 // --- Also: running work on a failed GPU is preempted with HardwareFault, whatever its queue.
@@ -683,7 +747,7 @@ constexpr Check kAllChecks[] = {CheckNoDoubleBooking, CheckGangs,
                                 CheckVictimsEligible, CheckNoNeedlessPreemption,
                                 CheckHardwareFaults,  CheckReservedWithinQuota,
                                 CheckDeterministic,   CheckOneDecisionEach,
-                                CheckQueuePositions};
+                                CheckQueuePositions,  CheckPreemptorKeepsItsRoom};
 
 Snapshot NextSnapshot(const Snapshot& s, const CycleResult& r) {
   Snapshot next = s;
@@ -743,6 +807,13 @@ RC_GTEST_PROP(EngineProperty, AllPropertiesOnReclaimSnapshots, ()) {
       if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
     }
   }
+}
+
+// Promise 10 on both kinds of snapshot: the reclaim-heavy ones preempt with free room beside the
+// victims; the others hold work in its grace period that waiting preemptors count on.
+RC_GTEST_PROP(EngineProperty, PreemptorKeepsItsRoom, ()) {
+  CheckCycles(GenReclaimSnapshot, {CheckPreemptorKeepsItsRoom});
+  CheckCycles(GenSnapshot, {CheckPreemptorKeepsItsRoom});
 }
 
 // --- The victim index is a way of computing, not of deciding: with it or without, one cycle

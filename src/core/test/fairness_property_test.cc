@@ -19,7 +19,7 @@
 //   4. AQueueAtItsLimitPreemptsItsOwnLowerPriorityWork: likewise for a pod whose queue is at its
 //      limit and one lower-priority workload of its own queue that frees both room and limit.
 //   5. EveryVictimIsNeeded: no victim of a single-pod preemptor can be spared and still leave
-//      room on some node.
+//      room on some node that no earlier preemptor holds.
 //   6. WhileBorrowingTakesOnlyLowerPriority: with fair-share reclaim off, work beyond its
 //      quota reclaims only what its queue's whileBorrowing policy allows.
 //   7. NoNodeFitsOnlyWhenCapacityIsShort and PolicyWaitsWouldFitWithoutElasticWork: a pod is
@@ -633,10 +633,26 @@ std::string CheckEveryVictimNeeded(const Snapshot& s, const CycleResult& r) {
   // decision too.
   View v(s, r);
   v.usage = UsageBound(v, /*upper=*/true);
-  const Room room = RoomOf(s, r, /*start=*/false, /*with_elastic=*/false);
-  for (const auto& [pre, victims] : VictimsByPreemptor(r)) {
-    const Workload& w = s.workloads[static_cast<size_t>(pre)];
-    if (w.TotalPods() != 1 || victims.size() < 2) continue;
+  // Room an earlier preemptor holds (promise 10) is not room for later ones: preemptors are
+  // checked in the order of their nominations, each taking its room after its check.
+  Room room = RoomOf(s, r, /*start=*/false, /*with_elastic=*/false);
+  const std::map<int32_t, std::vector<WorkloadId>> by_preemptor = VictimsByPreemptor(r);
+  for (const NominationDecision& held : r.nominations) {
+    const Workload& w = s.workloads[held.workload.index()];
+    const auto take_room = [&] {
+      for (const PodAssignment& a : held.pods) {
+        const size_t n = a.placement.node.index();
+        room.gpus[n] &= ~a.placement.gpu_mask;
+        room.other[n] -= w.pod_sets[static_cast<size_t>(a.pod_set)].request;
+        --room.pods[n];
+      }
+    };
+    const auto it = by_preemptor.find(held.workload.value);
+    if (it == by_preemptor.end() || w.TotalPods() != 1 || it->second.size() < 2) {
+      take_room();
+      continue;
+    }
+    const std::vector<WorkloadId>& victims = it->second;
     const QueueId p = v.tree.Find(w.queue);
     // Victims of one queue: sparing one of them keeps every rule the set kept (less is taken
     // from their queue, or, for its own queue's work, nothing else depends on it) but the limit.
@@ -651,6 +667,7 @@ std::string CheckEveryVictimNeeded(const Snapshot& s, const CycleResult& r) {
       if (FitsSomewhere(s, room, w.pod_sets.front(), rest))
         return w.name + ": victim " + spared.name + " was not needed";
     }
+    take_room();
   }
   return {};
 }
