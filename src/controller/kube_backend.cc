@@ -51,6 +51,28 @@ std::string Hours(double h) {
   return buf;
 }
 
+// The pod that replaces a bare pod of a gang rolled back after a failed bind: the same name,
+// labels, annotations (less the GPUs chamberd chose) and spec, without its node, so it waits to
+// be placed again. The priority fields are left to the Priority admission plugin to fill from
+// the class name again, as on any new pod.
+Json PendingCopy(const Json& bound) {
+  const Json none = Json::object();
+  const Json& from = bound.contains("metadata") ? bound["metadata"] : none;
+  Json meta = Json::object();
+  for (const char* field : {"name", "namespace", "labels", "annotations", "ownerReferences"})
+    if (from.contains(field)) meta[field] = from[field];
+  if (meta.contains("annotations") && meta["annotations"].is_object())
+    meta["annotations"].erase(keys::kGpuIndices);
+  Json spec = bound.contains("spec") ? bound["spec"] : none;
+  for (const char* field : {"nodeName", "priority", "preemptionPolicy"}) spec.erase(field);
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
+}
+
+bool HasController(const kube::Pod& pod) {
+  return std::any_of(pod.metadata.owner_references.begin(), pod.metadata.owner_references.end(),
+                     [](const kube::OwnerReference& o) { return o.controller; });
+}
+
 }  // namespace
 
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
@@ -362,20 +384,59 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     }
     ++failures;
     spdlog::warn("gang {}: bind failed ({}); rolling back", name, failed);
-    // All or nothing: the pods already bound are deleted (a Job recreates them), so the gang
-    // is placed again whole.
+    // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
+    // the gang is placed again whole. A controller (a Job) recreates its own pods; a bare pod
+    // is recreated here, pending, from the object as the API server holds it.
+    int recreated = 0;
+    std::string lost;
     for (const BindCall* c : by_decision[d]) {
       if (!c->status.ok()) continue;
       assumed_.erase(c->pod->uid);
+      ++rollbacks;
+      const std::shared_ptr<const kube::Pod> cached = pods_->Get(c->pod->Key());
+      const bool bare = cached && cached->metadata.uid == c->pod->uid && !HasController(*cached);
+      Result<Json> current = Json();
+      if (bare) {
+        for (int attempt = 0; attempt < 3; ++attempt) {
+          current = client_->Get(kube::resources::kPods, c->pod->namespace_name, c->pod->name);
+          if (current.ok() || kube::IsNotFound(current.status())) break;
+        }
+        if (!current.ok()) {
+          if (!kube::IsNotFound(current.status()))
+            CountError(current.status(), "rollback of " + c->pod->Key());
+          continue;  // gone already, or unreadable: then it is left bound rather than lost
+        }
+        if (current->value("metadata", Json::object()).value("uid", "") != c->pod->uid) continue;
+      }
       kube::DeleteOptions del;
       del.uid = c->pod->uid;
       del.grace_period_seconds = 0;
       Status s = client_->Delete(kube::resources::kPods, c->pod->namespace_name, c->pod->name, del);
-      if (!s.ok() && !kube::IsNotFound(s)) CountError(s, "rollback of " + c->pod->Key());
-      ++rollbacks;
+      if (!s.ok()) {
+        if (!kube::IsNotFound(s)) CountError(s, "rollback of " + c->pod->Key());
+        continue;
+      }
+      if (!bare) continue;
+      const Json copy = PendingCopy(*current);
+      Result<Json> made = Json();
+      // Deleted with no grace, the old object is gone at once unless a finalizer holds it.
+      for (int attempt = 0; attempt < 20; ++attempt) {
+        made = client_->Create(kube::resources::kPods, c->pod->namespace_name, copy);
+        if (made.ok() || !kube::IsAlreadyExists(made.status())) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (made.ok()) {
+        ++recreated;
+      } else {
+        CountError(made.status(), "recreating " + c->pod->Key() + " after a rollback");
+        lost += (lost.empty() ? "" : ", ") + c->pod->Key();
+      }
     }
-    events.push_back(
-        {&src, "FailedScheduling", "gang bind failed and was rolled back (" + failed + ")", true});
+    std::string message = "gang bind failed and was rolled back (" + failed + ")";
+    if (recreated > 0)
+      message += "; " + std::to_string(recreated) + " bare pod(s) recreated, pending";
+    if (!lost.empty()) message += "; could not recreate " + lost;
+    events.push_back({&src, "FailedScheduling", message, true});
   }
   for (const EventCall& e : events) Event(*e.about, e.reason, e.message, e.warning);
   std::lock_guard<std::mutex> l(stats_mu_);

@@ -102,7 +102,7 @@ EOF
 
 # The rules of a mode, as "verb resource[.group][/names]" sorted: exactly what chamberd calls.
 common_rules="create events create tokenreviews.authentication.k8s.io get nodes list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
-sched_rules="create events create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods get nodes list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
+sched_rules="create events create pods create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods get nodes get pods list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
 
 run_lint() {
   local out f n

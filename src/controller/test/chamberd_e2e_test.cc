@@ -363,6 +363,138 @@ TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
 // A team beyond its quota waits behind another team's guaranteed work. That wait is a rule's,
 // not a shortage of capacity: its pods say why with the engine's reason, never `Unschedulable`,
 // so a cluster autoscaler buys no node for it.
+// A gang of bare pods whose bind fails half-way is rolled back without losing a pod: the API
+// server refuses the binding of one member (a ValidatingAdmissionPolicy on pods/binding), so the
+// members already bound are deleted and recreated, pending, under their own names. Once the
+// refusal is lifted the whole gang starts.
+TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
+  const kube::ResourceType policies{"admissionregistration.k8s.io", "v1",
+                                    "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
+                                    false};
+  const kube::ResourceType bindings{"admissionregistration.k8s.io", "v1",
+                                    "validatingadmissionpolicybindings",
+                                    "ValidatingAdmissionPolicyBinding", false};
+  const std::string policy = ns_ + "-refuse-bind";
+  Json vap = {{"apiVersion", "admissionregistration.k8s.io/v1"},
+              {"kind", "ValidatingAdmissionPolicy"},
+              {"metadata", {{"name", policy}}},
+              {"spec",
+               {{"failurePolicy", "Fail"},
+                {"matchConstraints",
+                 {{"resourceRules", Json::array({{{"apiGroups", {""}},
+                                                  {"apiVersions", {"v1"}},
+                                                  {"operations", {"CREATE"}},
+                                                  {"resources", {"pods/binding"}}}})}}},
+                {"validations",
+                 Json::array({{{"expression", "!(object.metadata.name in ['gang-2', 'probe'])"},
+                               {"message", "binding refused by the test"}}})}}}};
+  Json binding = {
+      {"apiVersion", "admissionregistration.k8s.io/v1"},
+      {"kind", "ValidatingAdmissionPolicyBinding"},
+      {"metadata", {{"name", policy}}},
+      {"spec",
+       {{"policyName", policy},
+        {"validationActions", {"Deny"}},
+        {"matchResources",
+         {{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns_}}}}}}}}}};
+  ASSERT_TRUE(client_->Create(policies, "", vap).ok());
+  ASSERT_TRUE(client_->Create(bindings, "", binding).ok());
+  struct Cleanup {
+    kube::Client* c;
+    kube::ResourceType p, b;
+    std::string name;
+    ~Cleanup() {
+      (void)c->Delete(b, "", name);
+      (void)c->Delete(p, "", name);
+    }
+  } cleanup{client_.get(), policies, bindings, policy};
+
+  Nodes(1, 4);
+  const std::string node = ns_ + "-gpu-0";
+  PriorityClass(ns_ + "-high", 1000);
+  auto pod = [&](const std::string& name) {
+    const bool probe = name == "probe";
+    return Json{
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", ns_},
+          {"labels",
+           probe ? Json::object()
+                 : Json{{"chamber.io/pod-group", "g"}, {"chamber.io/queue", ns_ + "-team"}}}}},
+        {"spec",
+         {{"schedulerName", probe ? "nobody" : "chamber"},
+          {"priorityClassName", ns_ + "-high"},
+          {"containers", Json::array({{{"name", "main"},
+                                       {"image", "trainer:latest"},
+                                       {"resources",
+                                        {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}},
+                                         {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+  };
+  // The policy is in force once the API server refuses the probe's binding.
+  ASSERT_TRUE(client_->Create(kube::resources::kPods, ns_, pod("probe")).ok());
+  ASSERT_TRUE(Eventually([&] { return !client_->Bind(ns_, "probe", "", node).ok(); }, 20s));
+
+  Queue(ns_ + "-team", 4);
+  std::map<std::string, std::string> first_uid;
+  for (const std::string name : {"gang-0", "gang-1", "gang-2"}) {
+    auto made = client_->Create(kube::resources::kPods, ns_, pod(name));
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    first_uid[name] = (*made)["metadata"].value("uid", "");
+  }
+  // The gang's Events are on its first pod.
+  auto rollback_message = [&] {
+    auto list = client_->List(kube::resources::kEvents, ns_);
+    if (list.ok())
+      for (const Json& e : list->items)
+        if (e.value("reason", "") == "FailedScheduling" &&
+            e.value("message", "").find("rolled back") != std::string::npos)
+          return e.value("message", "");
+    return std::string();
+  };
+  const pid_t pid = StartChamberd("solo", {"--no-leader-elect"});
+  ASSERT_TRUE(Eventually([&] { return !rollback_message().empty(); }, 30s)) << "no rollback";
+  pid_t stopped = pid;
+  Stop(stopped, SIGTERM);
+  chamberd_.erase("solo");
+
+  // Every member still exists, waits unbound, and the bound ones were recreated.
+  auto get = [&](const std::string& name) {
+    return kube::Pod::FromJson(client_->Get(kube::resources::kPods, ns_, name).value()).value();
+  };
+  for (const std::string name : {"gang-0", "gang-1", "gang-2"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(
+        Eventually([&] { return client_->Get(kube::resources::kPods, ns_, name).ok(); }, 10s));
+    const kube::Pod p = get(name);
+    EXPECT_TRUE(p.node_name.empty());
+    EXPECT_TRUE(p.metadata.deletion_timestamp.empty());
+    EXPECT_EQ(p.metadata.annotations.count(keys::kGpuIndices), 0u);
+    EXPECT_EQ(p.metadata.labels.at("chamber.io/pod-group"), "g");
+    EXPECT_EQ(p.scheduler_name, "chamber");
+    if (name == "gang-2")
+      EXPECT_EQ(p.metadata.uid, first_uid[name]);  // refused: never bound, never touched
+    else
+      EXPECT_NE(p.metadata.uid, first_uid[name]);  // bound, then recreated pending
+  }
+  const std::string message = rollback_message();
+  EXPECT_NE(message.find("gang-2"), std::string::npos) << message;
+  EXPECT_NE(message.find("2 bare pod(s) recreated, pending"), std::string::npos) << message;
+
+  // Lifted, the gang starts whole.
+  (void)client_->Delete(bindings, "", policy);
+  (void)client_->Delete(policies, "", policy);
+  StartChamberd("again", {"--no-leader-elect"});
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (const std::string name : {"gang-0", "gang-1", "gang-2"})
+          if (get(name).node_name.empty()) return false;
+        return true;
+      },
+      30s));
+}
+
 TEST_F(ChamberdE2E, AQuotaWaitIsNotReportedAsUnschedulable) {
   Nodes(1, 8);
   StartSim();
