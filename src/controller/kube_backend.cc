@@ -568,7 +568,19 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
   struct Write {
     std::shared_ptr<const kube::Pod> pod;
     std::string reason, message;
+    std::string nominated;  // status.nominatedNodeName to write ("" clears it)
   };
+  // Where the engine holds room for a waiting preemptor's pods, written as their nominated node
+  // as kube-scheduler does for its preemptors.
+  std::unordered_map<std::string, std::string> nominated;
+  for (const core::NominationDecision& n : result.nominations) {
+    const WorkloadSource& src = built_.sources[n.workload.index()];
+    for (const core::PodAssignment& a : n.pods)
+      if (a.pod_set >= 0 && static_cast<size_t>(a.pod_set) < src.pods.size() && a.replica >= 0 &&
+          static_cast<size_t>(a.replica) < src.pods[a.pod_set].size())
+        nominated[src.pods[a.pod_set][a.replica].uid] =
+            built_.snapshot.nodes[a.placement.node.index()].name;
+  }
   std::vector<Write> writes;
   const int64_t now = NowMs();
   std::set<std::string> live;
@@ -583,17 +595,20 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
           continue;
         auto pod = pods_->Get(ref.Key());
         if (!pod || pod->metadata.uid != ref.uid || !pod->node_name.empty()) continue;
+        const auto held = nominated.find(ref.uid);
+        std::string node = held == nominated.end() ? std::string() : held->second;
+        const bool renominate = pod->nominated_node_name != node;
         const kube::Condition* current = nullptr;
         for (const kube::Condition& c : pod->conditions)
           if (c.type == "PodScheduled") current = &c;
-        if (current != nullptr && current->status == "False" && current->reason == reason &&
-            current->message == message)
+        if (!renominate && current != nullptr && current->status == "False" &&
+            current->reason == reason && current->message == message)
           continue;
         auto it = conditions_written_.find(ref.uid);
-        if (it != conditions_written_.end() && it->second.reason == reason &&
+        if (!renominate && it != conditions_written_.end() && it->second.reason == reason &&
             now - it->second.at_ms < options_.condition_refresh.count())
           continue;  // only the message changed, and recently written
-        writes.push_back({std::move(pod), reason, message});
+        writes.push_back({std::move(pod), reason, message, std::move(node)});
       }
   }
   // Forget pods that are no longer pending.
@@ -625,8 +640,15 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
       ops.push_back(
           {{"op", "add"}, {"path", "/status/conditions"}, {"value", Json::array({cond})}});
     } else {
-      ops.push_back(
-          {{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", Json::array({cond})}}}});
+      Json fresh = {{"conditions", Json::array({cond})}};
+      if (!w.nominated.empty()) fresh["nominatedNodeName"] = w.nominated;
+      ops.push_back({{"op", "add"}, {"path", "/status"}, {"value", std::move(fresh)}});
+    }
+    const bool whole_status = ops.back().at("path") == "/status";
+    if (!whole_status && !w.nominated.empty()) {
+      ops.push_back({{"op", "add"}, {"path", "/status/nominatedNodeName"}, {"value", w.nominated}});
+    } else if (w.nominated.empty() && !w.pod->nominated_node_name.empty()) {
+      ops.push_back({{"op", "remove"}, {"path", "/status/nominatedNodeName"}});
     }
     Result<Json> r = client_->JsonPatch(kube::resources::kPods, w.pod->metadata.namespace_name,
                                         w.pod->metadata.name, ops, "status");

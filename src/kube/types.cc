@@ -257,6 +257,8 @@ Result<Pod> Pod::FromJson(Json raw) {
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
   if (status != nullptr) {
     CHAMBER_RETURN_IF_ERROR(r.Str(*status, "phase", "status", &pod.phase));
+    CHAMBER_RETURN_IF_ERROR(
+        r.Str(*status, "nominatedNodeName", "status", &pod.nominated_node_name));
     // Lenient: an unreadable start time must not make a bound pod, and the GPUs it holds,
     // disappear from the informer. It reads as none.
     if (const Json* start = r.Find(*status, "startTime"); start != nullptr && start->is_string())

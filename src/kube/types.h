@@ -77,6 +77,7 @@ struct Pod {
   std::vector<Toleration> tolerations;
   Json affinity;  // null when absent
   std::string phase;
+  std::string nominated_node_name;  // status.nominatedNodeName: where a preemptor will run
   std::string start_time;  // status.startTime (RFC 3339); "" before the kubelet starts the pod
                            // (or when it is not a string)
   std::vector<Condition> conditions;

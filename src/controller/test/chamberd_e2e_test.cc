@@ -639,6 +639,45 @@ TEST_F(ChamberdE2E, ATeamBorrowsIdleQuotaAndTheOwnerReclaimsIt) {
       << "the reclaimed Job resumes once team a is done";
 }
 
+// A preemptor waiting for its victims' checkpoint grace is told where it will run: its pods'
+// status.nominatedNodeName names the node whose room chamberd holds for it (fairness.md,
+// promise 10), as kube-scheduler does for its own preemptors.
+TEST_F(ChamberdE2E, APreemptorWaitingForItsVictimsIsNominatedToTheirNode) {
+  Nodes(2, 4);
+  StartSim();
+  const std::string a = ns_ + "-a", b = ns_ + "-b";
+  Queue(a, 4);
+  Queue(b, 0);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // b borrows a whole node and half of the other; a then needs a whole node back.
+  Job("b1", JobSpec(b, 4).Grace("4"));
+  Job("b2", JobSpec(b, 2).Grace("4"));
+  ASSERT_TRUE(Eventually([&] { return Bound("b1") == 4 && Bound("b2") == 2; }, 30s));
+  std::string b2_node;
+  for (const kube::Pod& p : PodsOf("b2")) b2_node = p.node_name;
+  Job("a1", JobSpec(a, 4).Seconds(2));
+  // The fewest victims: b2 alone, beside the two free GPUs of its node.
+  std::string seen;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::vector<kube::Pod> pods = PodsOf("a1");
+        seen.clear();
+        int nominated = 0;
+        for (const kube::Pod& p : pods) {
+          seen += p.metadata.name + "->" + p.nominated_node_name + " ";
+          if (p.node_name.empty() && p.nominated_node_name == b2_node) ++nominated;
+        }
+        return nominated == 4;
+      },
+      20s))
+      << seen << "(b2 on " << b2_node << ")";
+  EXPECT_TRUE(GetJob("b2").suspend || Bound("b2") == 2) << "b2 is the victim";
+  EXPECT_FALSE(GetJob("b1").suspend);
+  ASSERT_TRUE(Eventually([&] { return Bound("a1") == 4; }, 30s));
+  for (const kube::Pod& p : PodsOf("a1")) EXPECT_EQ(p.node_name, b2_node) << p.metadata.name;
+  ExpectNoDoubleBooking(4);
+}
+
 TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
   Nodes(16, 8);
   StartSim();

@@ -44,6 +44,7 @@ Json PodJson() {
                               "tolerationSeconds": 30}],
              "affinity": {"nodeAffinity": {"x": [1, 2]}}},
     "status": {"phase": "Running", "startTime": "2026-01-01T00:00:05Z",
+               "nominatedNodeName": "gpu-2",
                "conditions": [{"type": "PodScheduled", "status": "True"}]}
   })");
 }
@@ -78,6 +79,7 @@ TEST(PodTest, DecodesTheFieldsChamberUses) {
   EXPECT_EQ(p->affinity["nodeAffinity"]["x"][1], 2);
   EXPECT_EQ(p->phase, "Running");
   EXPECT_EQ(p->start_time, "2026-01-01T00:00:05Z");
+  EXPECT_EQ(p->nominated_node_name, "gpu-2");
   ASSERT_EQ(p->conditions.size(), 1u);
   EXPECT_EQ(p->conditions[0].type, "PodScheduled");
   const ResourceList r = p->Requests();
