@@ -758,5 +758,55 @@ RC_GTEST_PROP(FairnessProperty, PolicyWaitsWouldFitWithoutElasticWork, ()) {
   CheckCycles(GenFairnessSnapshot, {CheckPolicyWaitsWouldFit});
 }
 
+// --- Decayed usage (promise 8): of two queues alike in everything but their recent use and
+// their names, the one that used more is never served more in a cycle. The heavier one is
+// named "a", so an engine that forgot the decayed-usage term would serve it first on every tie
+// and, on a cluster with an odd number of free GPUs, give it one more.
+
+RC_GTEST_PROP(FairnessProperty, MoreDecayedUsageNeverServesAQueueMore, ()) {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  int gpus = 0;
+  for (int i = Pick(1, 4); i > 0; --i) {
+    const int n = OneOf<int>({1, 2, 3, 4, 8});
+    b.Node("n" + std::to_string(i), n);
+    gpus += n;
+  }
+  const double heavy = *rc::gen::inRange(1, 100000) / 100.0;  // GPU-hours
+  const double light = heavy * *rc::gen::inRange(0, 100) / 100.0 * (Chance(20) ? 0 : 1);
+  const int quota = Pick(0, gpus);
+  const double weight = OneOf<double>({0.5, 1, 2});
+  b.Queue("a").Quota(quota).Weight(weight).DecayedUsage(heavy);
+  b.Queue("b").Quota(quota).Weight(weight).DecayedUsage(light);
+  if (Chance(30)) b.Queue("c").Quota(Pick(0, gpus));
+  // Each wants the whole cluster, in the same single-GPU pods, priorities and submit times.
+  for (int i = 0; i < gpus; ++i) {
+    const int32_t priority = OneOf<int32_t>({0, 0, 10});
+    for (const char* q : {"a", "b"})
+      b.Workload(std::string(q) + "/w" + std::to_string(i), q)
+          .Pods(1, 1)
+          .Priority(priority)
+          .Submit(Sec(i));
+  }
+  if (b.snapshot().queues.size() == 3)
+    for (int i = Pick(0, gpus); i > 0; --i) b.Workload("c/w" + std::to_string(i), "c").Pods(1, 1);
+  EngineConfig cfg;
+  cfg.usage_half_life = std::chrono::hours(OneOf<int>({1, 24, 168}));
+  cfg.usage_weight = OneOf<double>({0.1, 1, 4});
+  const Snapshot s = b.snapshot();
+  const CycleResult r = Engine(cfg).Schedule(s);
+  int served_a = 0, served_b = 0;
+  for (const BindDecision& d : r.binds) {
+    const std::string& q = s.workloads[d.workload.index()].queue;
+    served_a += q == "a";
+    served_b += q == "b";
+  }
+  RC_TAG(served_a == served_b ? "even" : "lighter served more");
+  if (served_a > served_b)
+    RC_FAIL("queue a (" + std::to_string(heavy) + " decayed GPU-hours) got " +
+            std::to_string(served_a) + " GPUs, queue b (" + std::to_string(light) + ") got " +
+            std::to_string(served_b) + "\n" + Dump(s) + DumpResult(s, r));
+}
+
 }  // namespace
 }  // namespace chamber::core
