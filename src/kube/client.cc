@@ -276,6 +276,18 @@ Result<Json> Client::Get(const ResourceType& type, const std::string& ns, const 
 
 Result<ObjectList> Client::List(const ResourceType& type, const std::string& ns,
                                 const ListOptions& options) {
+  std::vector<Json> items;
+  Result<ObjectList> out = ListEach(
+      type, ns, options, [&](Json&& item) { items.push_back(std::move(item)); },
+      [&] { items.clear(); });
+  if (out.ok()) out->items = std::move(items);
+  return out;
+}
+
+Result<ObjectList> Client::ListEach(const ResourceType& type, const std::string& ns,
+                                    const ListOptions& options,
+                                    const std::function<void(Json&&)>& on_item,
+                                    const std::function<void()>& on_restart) {
   constexpr int kMaxRestarts = 5;
   ObjectList out;
   std::string cont;
@@ -293,7 +305,7 @@ Result<ObjectList> Client::List(const ResourceType& type, const std::string& ns,
         // The continue token expired (compaction): the pages so far are from an old snapshot.
         spdlog::info("kube: list {}: continue token expired, starting over", path);
         ++out.restarts;
-        out.items.clear();
+        on_restart();
         cont.clear();
         continue;
       }
@@ -303,7 +315,7 @@ Result<ObjectList> Client::List(const ResourceType& type, const std::string& ns,
     if (!j.is_object() || !j.contains("items") || !(j["items"].is_array() || j["items"].is_null()))
       return Status::Unavailable("GET " + path + ": response is not a list (no items array)");
     if (j["items"].is_array())
-      for (Json& item : j["items"]) out.items.push_back(std::move(item));
+      for (Json& item : j["items"]) on_item(std::move(item));
     std::string next;
     if (j.contains("metadata") && j["metadata"].is_object()) {
       const Json& m = j["metadata"];

@@ -116,6 +116,13 @@ class Client {
   // over, so the result is always one consistent snapshot.
   Result<ObjectList> List(const ResourceType& type, const std::string& ns,
                           const ListOptions& options = {});
+  // The same list, handing each object to `on_item` as its page arrives, so that no more than
+  // one page is held as JSON at a time; `on_restart` is called when the list starts over and
+  // the objects handed so far are to be forgotten. The result's `items` is empty.
+  Result<ObjectList> ListEach(const ResourceType& type, const std::string& ns,
+                              const ListOptions& options,
+                              const std::function<void(Json&&)>& on_item,
+                              const std::function<void()>& on_restart);
   // Streams events as they arrive until the server ends the watch (timeoutSeconds) or
   // `options.cancel` is set; returns the last resourceVersion seen (bookmarks included) so the
   // caller can resume. An expired version fails with IsGone (whether the server says so with

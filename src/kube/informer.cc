@@ -22,7 +22,7 @@ void InformerCore::AddIndex(const std::string& name, IndexFunc func) {
   auto& idx = indexes_[name];
   idx.clear();
   for (const auto& [key, e] : items_)
-    for (const std::string& v : index_funcs_[name](e.object.get(), e.meta)) idx[v].insert(key);
+    for (const std::string& v : index_funcs_[name](e.object.get())) idx[v].insert(key);
 }
 
 void InformerCore::Start() {
@@ -106,13 +106,13 @@ std::string InformerCore::last_resource_version() const {
 
 void InformerCore::IndexAdd(const std::string& key, const Entry& e) {
   for (const auto& [name, func] : index_funcs_)
-    for (const std::string& v : func(e.object.get(), e.meta)) indexes_[name][v].insert(key);
+    for (const std::string& v : func(e.object.get())) indexes_[name][v].insert(key);
 }
 
 void InformerCore::IndexRemove(const std::string& key, const Entry& e) {
   for (const auto& [name, func] : index_funcs_) {
     auto& idx = indexes_[name];
-    for (const std::string& v : func(e.object.get(), e.meta)) {
+    for (const std::string& v : func(e.object.get())) {
       auto it = idx.find(v);
       if (it == idx.end()) continue;
       it->second.erase(key);
@@ -161,21 +161,28 @@ Status InformerCore::ListAndReplace(std::string* resource_version) {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
-  CHAMBER_ASSIGN_OR_RETURN(ObjectList list,
-                           client_->List(options_.type, options_.namespace_name, lo));
+  // Decoded page by page: the list's JSON is never held whole.
   std::map<std::string, Entry> fresh;
   int64_t bad = 0;
-  for (Json& item : list.items) {
-    Result<Decoded> d = decode_(std::move(item));
-    if (!d.ok()) {
-      ++bad;
-      spdlog::warn("kube informer {}: skipping an object: {}", options_.type.plural,
-                   d.status().message());
-      continue;
-    }
-    const std::string key = d->meta.Key();
-    fresh.emplace(key, Entry{std::move(d->object), std::move(d->meta)});
-  }
+  CHAMBER_ASSIGN_OR_RETURN(ObjectList list,
+                           client_->ListEach(
+                               options_.type, options_.namespace_name, lo,
+                               [&](Json&& item) {
+                                 Result<Decoded> d = decode_(std::move(item));
+                                 if (!d.ok()) {
+                                   ++bad;
+                                   spdlog::warn("kube informer {}: skipping an object: {}",
+                                                options_.type.plural, d.status().message());
+                                   return;
+                                 }
+                                 fresh.insert_or_assign(
+                                     std::move(d->key),
+                                     Entry{std::move(d->object), std::move(d->resource_version)});
+                               },
+                               [&] {
+                                 fresh.clear();
+                                 bad = 0;
+                               }));
   std::vector<std::function<void()>> calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -186,8 +193,8 @@ Status InformerCore::ListAndReplace(std::string* resource_version) {
     for (auto& [key, e] : fresh) {
       auto it = items_.find(key);
       // Unchanged objects (same resourceVersion) raise no event.
-      if (it != items_.end() && it->second.meta.resource_version == e.meta.resource_version &&
-          !e.meta.resource_version.empty())
+      if (it != items_.end() && it->second.resource_version == e.resource_version &&
+          !e.resource_version.empty())
         continue;
       Put(key, std::move(e), &calls);
     }
@@ -224,12 +231,11 @@ void InformerCore::Apply(WatchEvent&& ev) {
                    WatchEventTypeName(ev.type), d.status().message());
       return;
     }
-    const std::string key = d->meta.Key();
-    if (!d->meta.resource_version.empty()) resource_version_ = d->meta.resource_version;
+    if (!d->resource_version.empty()) resource_version_ = d->resource_version;
     if (ev.type == WatchEventType::kDeleted) {
-      Remove(key, &calls);
+      Remove(d->key, &calls);
     } else {
-      Put(key, Entry{std::move(d->object), std::move(d->meta)}, &calls);
+      Put(d->key, Entry{std::move(d->object), std::move(d->resource_version)}, &calls);
     }
   }
   Dispatch(calls);

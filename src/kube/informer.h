@@ -58,10 +58,11 @@ class InformerCore {
   using Ptr = std::shared_ptr<const void>;
   struct Decoded {
     Ptr object;
-    ObjectMeta meta;
+    std::string key;  // "namespace/name"
+    std::string resource_version;
   };
   using Decode = std::function<Result<Decoded>(Json)>;
-  using IndexFunc = std::function<std::vector<std::string>(const void*, const ObjectMeta&)>;
+  using IndexFunc = std::function<std::vector<std::string>(const void*)>;
   struct Handlers {
     std::function<void(const void*)> on_add;
     std::function<void(const void*, const void*)> on_update;
@@ -87,9 +88,10 @@ class InformerCore {
   void RestartWatchFrom(const std::string& rv);
 
  private:
+  // The object and its resourceVersion; the rest of its metadata is the object's own.
   struct Entry {
     Ptr object;
-    ObjectMeta meta;
+    std::string resource_version;
   };
   void Run();
   void ResyncLoop();
@@ -138,13 +140,16 @@ class Informer {
   };
   using IndexFunc = std::function<std::vector<std::string>(const T&)>;
 
-  Informer(Client* client, InformerOptions options, Handlers handlers = {})
-      : core_(client, std::move(options), &DecodeT, Wrap(std::move(handlers))) {}
+  // With `trim`, each decoded object is passed through it before it is cached: a cache that
+  // keeps only what its reader needs (e.g. TrimPod) holds many more objects in the same memory.
+  using Trim = std::function<void(T&)>;
+
+  Informer(Client* client, InformerOptions options, Handlers handlers = {}, Trim trim = {})
+      : core_(client, std::move(options), DecodeWith(std::move(trim)), Wrap(std::move(handlers))) {}
 
   void AddIndex(const std::string& name, IndexFunc func) {
-    core_.AddIndex(name, [func = std::move(func)](const void* p, const ObjectMeta&) {
-      return func(*static_cast<const T*>(p));
-    });
+    core_.AddIndex(
+        name, [func = std::move(func)](const void* p) { return func(*static_cast<const T*>(p)); });
   }
   void Start() { core_.Start(); }
   void Stop() { core_.Stop(); }
@@ -165,10 +170,14 @@ class Informer {
   void RestartWatchFrom(const std::string& rv) { core_.RestartWatchFrom(rv); }
 
  private:
-  static Result<InformerCore::Decoded> DecodeT(Json j) {
-    CHAMBER_ASSIGN_OR_RETURN(T obj, T::FromJson(std::move(j)));
-    ObjectMeta meta = obj.metadata;
-    return InformerCore::Decoded{std::make_shared<const T>(std::move(obj)), std::move(meta)};
+  static InformerCore::Decode DecodeWith(Trim trim) {
+    return [trim = std::move(trim)](Json j) -> Result<InformerCore::Decoded> {
+      CHAMBER_ASSIGN_OR_RETURN(T obj, T::FromJson(std::move(j)));
+      if (trim) trim(obj);
+      std::string key = obj.metadata.Key(), rv = obj.metadata.resource_version;
+      return InformerCore::Decoded{std::make_shared<const T>(std::move(obj)), std::move(key),
+                                   std::move(rv)};
+    };
   }
   static InformerCore::Handlers Wrap(Handlers h) {
     InformerCore::Handlers out;

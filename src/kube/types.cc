@@ -256,6 +256,7 @@ Result<Pod> Pod::FromJson(Json raw) {
   const Json* status = nullptr;
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
   if (status != nullptr) {
+    pod.has_status = !status->empty();
     CHAMBER_RETURN_IF_ERROR(r.Str(*status, "phase", "status", &pod.phase));
     CHAMBER_RETURN_IF_ERROR(
         r.Str(*status, "nominatedNodeName", "status", &pod.nominated_node_name));
@@ -267,6 +268,21 @@ Result<Pod> Pod::FromJson(Json raw) {
   }
   pod.raw = std::move(raw);
   return pod;
+}
+
+void TrimPod(Pod& pod) {
+  pod.raw = Json();
+  auto& a = pod.metadata.annotations;
+  for (auto it = a.begin(); it != a.end();)
+    it = it->first.starts_with("chamber.io/") ? std::next(it) : a.erase(it);
+}
+
+void TrimNode(Node& node) {
+  if (!node.raw.is_object()) return;
+  if (auto m = node.raw.find("metadata"); m != node.raw.end() && m->is_object())
+    m->erase("managedFields");
+  if (auto st = node.raw.find("status"); st != node.raw.end() && st->is_object())
+    st->erase("images");
 }
 
 ResourceList Pod::Requests() const {

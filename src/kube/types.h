@@ -81,7 +81,8 @@ struct Pod {
   std::string start_time;  // status.startTime (RFC 3339); "" before the kubelet starts the pod
                            // (or when it is not a string)
   std::vector<Condition> conditions;
-  Json raw;
+  bool has_status = false;  // status is an object with at least one field
+  Json raw;                 // null in a trimmed pod (TrimPod)
 
   // Sum of the containers' requests (init containers are not counted).
   ResourceList Requests() const;
@@ -90,6 +91,11 @@ struct Pod {
   static Result<Pod> FromJson(Json raw);
   Json ToJson() const;
 };
+
+// What a cache that only schedules keeps of a Pod: every decoded field, but not the raw object
+// (which is most of a pod's memory) and, of the annotations, only Chamber's own (`chamber.io/`).
+// A trimmed pod cannot be written back whole (ToJson): read the pod from the API server first.
+void TrimPod(Pod& pod);
 
 struct NodeAddress {
   std::string type, address;
@@ -108,6 +114,10 @@ struct Node {
   static Result<Node> FromJson(Json raw);
   Json ToJson() const;
 };
+
+// What a cache keeps of a Node: the raw object less what no reader needs and what grows with
+// the node's life (metadata.managedFields, status.images).
+void TrimNode(Node& node);
 
 struct Namespace {
   ObjectMeta metadata;

@@ -6,6 +6,10 @@
 // The pods are created before each scheduler starts, so what is timed is the scheduler (its
 // start, its informers' first list, its decisions and its binds), not the API server's create
 // rate. chamberd's own cycle times come from its log ("cycle: snapshot=... engine=...").
+//
+// With --held-pods N, N more pods are created bound to the nodes before the runs: running work
+// that every scheduler keeps in its caches, for measuring memory at scale (RSS at the end of the
+// run and its peak).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -51,6 +55,7 @@ struct Outcome {
   double seconds_to_all_bound = -1;
   double seconds_to_first_bound = -1;
   int64_t peak_rss_kib = 0;
+  int64_t rss_kib = 0;  // at the end of the run
   int bound = 0;
   // chamberd, per cycle: snapshot + engine, wall and CPU time of the cycle's thread.
   std::vector<double> decide_ms, decide_cpu_ms;
@@ -79,8 +84,18 @@ int64_t PeakRssKib(pid_t pid) {
   return 0;
 }
 
+int64_t RssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  return 0;
+}
+
+// With `nodes` > 0, each pod is created bound (spec.nodeName) to one of the fake nodes in turn:
+// work already running, which a scheduler keeps in its caches.
 Status CreatePods(kube::Client& client, const std::string& ns, const std::string& scheduler,
-                  int count, int threads) {
+                  int count, int threads, int nodes = 0) {
   std::atomic<int> next{0};
   std::atomic<bool> failed{false};
   Status first_error;
@@ -103,7 +118,9 @@ Status CreatePods(kube::Client& client, const std::string& ns, const std::string
               {"namespace", ns},
               {"labels", {{"chamber.io/queue", "bench"}}}}},
             {"spec", {{"schedulerName", scheduler}, {"containers", Json::array({container})}}}};
-        Result<Json> r = client.Create(kube::resources::kPods, ns, pod);
+        Json placed = pod;
+        if (nodes > 0) placed["spec"]["nodeName"] = "bench-gpu-" + std::to_string(i % nodes);
+        Result<Json> r = client.Create(kube::resources::kPods, ns, placed);
         if (!r.ok() && !kube::IsAlreadyExists(r.status())) {
           std::lock_guard<std::mutex> l(mu);
           if (!failed.exchange(true)) first_error = r.status();
@@ -189,6 +206,7 @@ Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writ
   // Some cycles over the full cluster before the scheduler stops (chamberd's cycle times).
   std::this_thread::sleep_for(settle);
   out.peak_rss_kib = PeakRssKib(pid);
+  out.rss_kib = RssKib(pid);
   out.bound = bound;
   kill(pid, SIGTERM);
   int status = 0;
@@ -211,7 +229,7 @@ Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writ
 
 int Main(int argc, char** argv) {
   std::string kubeconfig, chamberd, kube_scheduler, work_dir = "/tmp/chamber-scheduler-bench";
-  int nodes = 5000, gpus = 8, pods = 10000, writers = 32, timeout_s = 1200, settle_s = 15;
+  int nodes = 5000, gpus = 8, pods = 10000, held = 0, writers = 32, timeout_s = 1200, settle_s = 15;
   double raised_qps = 500;
   std::string runs = "chamberd,chamberd-qps,kube-scheduler,kube-scheduler-qps";
   CLI::App app{"chamberd against kube-scheduler: time to bind every pending pod, and memory"};
@@ -221,6 +239,10 @@ int Main(int argc, char** argv) {
   app.add_option("--nodes", nodes, "fake nodes")->capture_default_str();
   app.add_option("--gpus", gpus, "GPUs per node")->capture_default_str();
   app.add_option("--pods", pods, "single-GPU pods per scheduler")->capture_default_str();
+  app.add_option("--held-pods", held,
+                 "single-GPU pods created already bound to the nodes (namespace bench-held), "
+                 "for every run: running work the schedulers keep in their caches")
+      ->capture_default_str();
   app.add_option("--raised-qps", raised_qps, "kube-scheduler's client QPS in the raised run")
       ->capture_default_str();
   app.add_option("--runs", runs, "comma-separated runs")->capture_default_str();
@@ -270,6 +292,16 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::cerr << nodes << " nodes ready (" << made->seconds << " s)\n";
+  if (held > 0) {
+    const auto at = Clock::now();
+    (void)c.Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", "bench-held"}}}});
+    if (Status st = CreatePods(c, "bench-held", "chamber", held, writers, nodes); !st.ok()) {
+      std::cerr << "held pods: " << st.message() << "\n";
+      return 1;
+    }
+    std::cerr << held << " bound pods created ("
+              << std::chrono::duration<double>(Clock::now() - at).count() << " s)\n";
+  }
 
   auto scheduler_config = [&](const std::string& name, double qps) {
     const std::string path = work_dir + "/" + name + ".yaml";
@@ -308,9 +340,9 @@ int Main(int argc, char** argv) {
   };
 
   // Decide: chamberd's snapshot + engine per cycle (all cycles of the run), wall and CPU time.
-  std::printf("%-20s %8s %13s %12s %13s %7s %9s %9s %9s %9s\n", "scheduler", "bound",
-              "first bind s", "all bound s", "peak RSS MiB", "cycles", "p50 ms", "p99 ms",
-              "cpu p50", "cpu p99");
+  std::printf("%-20s %8s %13s %12s %13s %8s %7s %9s %9s %9s %9s\n", "scheduler", "bound",
+              "first bind s", "all bound s", "peak RSS MiB", "RSS MiB", "cycles", "p50 ms",
+              "p99 ms", "cpu p50", "cpu p99");
   for (const Run& run : all) {
     if (("," + runs + ",").find("," + run.name + ",") == std::string::npos) continue;
     Result<Outcome> o = Measure(c, run, pods, writers, std::chrono::seconds(timeout_s),
@@ -319,12 +351,18 @@ int Main(int argc, char** argv) {
       std::cerr << run.name << ": " << o.status().message() << "\n";
       return 1;
     }
-    std::printf("%-20s %8d %13.2f %12.2f %13.1f %7zu %9.1f %9.1f %9.1f %9.1f\n", run.name.c_str(),
-                o->bound, o->seconds_to_first_bound, o->seconds_to_all_bound,
-                static_cast<double>(o->peak_rss_kib) / 1024, o->decide_ms.size(),
-                Percentile(o->decide_ms, 0.5), Percentile(o->decide_ms, 0.99),
+    std::printf("%-20s %8d %13.2f %12.2f %13.1f %8.1f %7zu %9.1f %9.1f %9.1f %9.1f\n",
+                run.name.c_str(), o->bound, o->seconds_to_first_bound, o->seconds_to_all_bound,
+                static_cast<double>(o->peak_rss_kib) / 1024, static_cast<double>(o->rss_kib) / 1024,
+                o->decide_ms.size(), Percentile(o->decide_ms, 0.5), Percentile(o->decide_ms, 0.99),
                 Percentile(o->decide_cpu_ms, 0.5), Percentile(o->decide_cpu_ms, 0.99));
     std::fflush(stdout);
+  }
+  if (held > 0) {
+    kube::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    (void)c.Delete(kube::resources::kPods, "bench-held", "", now);
+    (void)c.Delete(kube::resources::kNamespaces, "", "bench-held");
   }
   (void)kubesim::DeleteFakeNodes(c, writers);
   return 0;

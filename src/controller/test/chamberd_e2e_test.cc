@@ -385,9 +385,10 @@ TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
                                                   {"apiVersions", {"v1"}},
                                                   {"operations", {"CREATE"}},
                                                   {"resources", {"pods/binding"}}}})}}},
-                {"validations",
-                 Json::array({{{"expression", "!(object.metadata.name in ['gang-2', 'probe'])"},
-                               {"message", "binding refused by the test"}}})}}}};
+                {"validations", Json::array({{{"expression",
+                                               "!(object.metadata.name == 'gang-2' || "
+                                               "object.metadata.name.startsWith('probe-'))"},
+                                              {"message", "binding refused by the test"}}})}}}};
   Json binding = {
       {"apiVersion", "admissionregistration.k8s.io/v1"},
       {"kind", "ValidatingAdmissionPolicyBinding"},
@@ -413,28 +414,39 @@ TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
   const std::string node = ns_ + "-gpu-0";
   PriorityClass(ns_ + "-high", 1000);
   auto pod = [&](const std::string& name) {
-    const bool probe = name == "probe";
-    return Json{
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata",
-         {{"name", name},
-          {"namespace", ns_},
-          {"labels",
-           probe ? Json::object()
-                 : Json{{"chamber.io/pod-group", "g"}, {"chamber.io/queue", ns_ + "-team"}}}}},
-        {"spec",
-         {{"schedulerName", probe ? "nobody" : "chamber"},
-          {"priorityClassName", ns_ + "-high"},
-          {"containers", Json::array({{{"name", "main"},
-                                       {"image", "trainer:latest"},
-                                       {"resources",
-                                        {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}},
-                                         {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+    const bool probe = name.starts_with("probe-");
+    return Json{{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", name},
+                  {"namespace", ns_},
+                  {"labels", probe ? Json::object()
+                                   : Json{{"chamber.io/pod-group", "g"},
+                                          {"chamber.io/queue", ns_ + "-team"}}}}},
+                {"spec",
+                 {{"schedulerName", probe ? "nobody" : "chamber"},
+                  {"priorityClassName", ns_ + "-high"},
+                  {"containers",
+                   Json::array({{{"name", "main"},
+                                 {"image", "trainer:latest"},
+                                 {"resources",
+                                  probe ? Json::object()  // holds nothing once bound
+                                        : Json{{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}},
+                                               {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
   };
-  // The policy is in force once the API server refuses the probe's binding.
-  ASSERT_TRUE(client_->Create(kube::resources::kPods, ns_, pod("probe")).ok());
-  ASSERT_TRUE(Eventually([&] { return !client_->Bind(ns_, "probe", "", node).ok(); }, 20s));
+  // The policy is in force once the API server refuses a probe's binding with its message (a
+  // probe bound before then is not tried again).
+  int probes = 0;
+  std::string refusal;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string name = "probe-" + std::to_string(probes++);
+        if (!client_->Create(kube::resources::kPods, ns_, pod(name)).ok()) return false;
+        refusal = client_->Bind(ns_, name, "", node).message();
+        return refusal.find("binding refused by the test") != std::string::npos;
+      },
+      20s))
+      << refusal;
 
   Queue(ns_ + "-team", 4);
   std::map<std::string, std::string> first_uid;

@@ -124,6 +124,50 @@ TEST(PodTest, ErrorsNameTheObjectAndField) {
   EXPECT_FALSE(Pod::FromJson(Json{{"kind", "Pod"}}).ok());  // no metadata
 }
 
+TEST(PodTest, TrimmedKeepsWhatChamberReadsAndDropsTheRest) {
+  Json j = PodJson();
+  j["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
+      std::string(4096, 'x');
+  j["metadata"]["annotations"]["chamber.io/checkpoint-grace-seconds"] = "30";
+  Pod pod = Pod::FromJson(j).value();
+  const Pod whole = pod;
+  TrimPod(pod);
+  EXPECT_TRUE(pod.raw.is_null());
+  EXPECT_EQ(pod.metadata.annotations,
+            (std::map<std::string, std::string>{{"chamber.io/checkpoint-grace-seconds", "30"}}));
+  // Everything decoded stays.
+  EXPECT_EQ(pod.metadata.labels, whole.metadata.labels);
+  EXPECT_EQ(pod.metadata.uid, whole.metadata.uid);
+  EXPECT_EQ(pod.node_name, "gpu-1");
+  EXPECT_EQ(pod.nominated_node_name, "gpu-2");
+  EXPECT_EQ(pod.Request("nvidia.com/gpu"), 6);
+  EXPECT_EQ(pod.affinity, whole.affinity);
+  EXPECT_EQ(pod.conditions.size(), 1u);
+  EXPECT_TRUE(pod.has_status);
+  // A status with no field is none; a missing one too.
+  j["status"] = Json::object();
+  EXPECT_FALSE(Pod::FromJson(j).value().has_status);
+  j.erase("status");
+  EXPECT_FALSE(Pod::FromJson(j).value().has_status);
+}
+
+TEST(NodeTest, TrimmedDropsManagedFieldsAndImagesOnly) {
+  Json j = Json::parse(R"({
+    "metadata": {"name": "gpu-1", "annotations": {"a": "1"},
+                 "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]},
+    "status": {"capacity": {"nvidia.com/gpu": "8"},
+               "conditions": [{"type": "Ready", "status": "True"}],
+               "images": [{"names": ["registry.example/train:1"], "sizeBytes": 1}]}})");
+  Node n = Node::FromJson(j).value();
+  TrimNode(n);
+  EXPECT_FALSE(n.raw["metadata"].contains("managedFields"));
+  EXPECT_FALSE(n.raw["status"].contains("images"));
+  j["metadata"].erase("managedFields");
+  j["status"].erase("images");
+  EXPECT_EQ(n.raw, j);
+  EXPECT_EQ(n.capacity.Get("nvidia.com/gpu"), 8);
+}
+
 TEST(NodeTest, DecodesCapacityTaintsAndConditions) {
   Result<Node> n = Node::FromJson(Json::parse(R"({
     "metadata": {"name": "gpu-1", "labels": {"pool": "h100"}},
