@@ -132,9 +132,19 @@ Status Daemon::Tick() {
   }
   for (const core::ResumeDecision& r : result.resumes)
     borrowing_[snap->workloads[r.workload.index()].name] = r.borrowing;
-  std::vector<std::pair<fleet::PreemptionRecord, int32_t>> preempted;
+  struct Preempted {
+    fleet::PreemptionRecord record;
+    int32_t node;
+    int64_t run;  // the start time of the run it ends
+  };
+  std::vector<Preempted> preempted;
   for (const core::PreemptDecision& p : result.preemptions) {
     const core::Workload& w = snap->workloads[p.workload.index()];
+    // A run is preempted once: the engine decides again while the cluster has not yet acted
+    // (a suspend still on its way, a workload on a failed GPU until it stops).
+    if (auto it = workload_losses_.find(w.name);
+        it != workload_losses_.end() && it->second.preempted_run == w.start_time.count())
+      continue;
     fleet::PreemptionRecord r;
     r.workload = w.name;
     r.queue = w.queue;
@@ -143,7 +153,7 @@ Status Daemon::Tick() {
     int32_t node = -1;
     for (const core::PodPlacement& pl : w.placements)
       if (pl.node.valid() && node < 0) node = pl.node.value;
-    preempted.emplace_back(std::move(r), node);
+    preempted.push_back({std::move(r), node, w.start_time.count()});
   }
   queue_status_ = result.queues;
 
@@ -160,11 +170,12 @@ Status Daemon::Tick() {
     r.pool = pool_of(node);
     starts_.push_back(std::move(r));
   }
-  for (auto& [r, node] : preempted) {
+  for (auto& [r, node, run] : preempted) {
     r.time = now;
     r.pool = pool_of(node);
     fleet::AddPreemption(preemption_totals_, r);
     WorkloadLosses& l = workload_losses_[r.workload];
+    l.preempted_run = run;
     l.preemptions += 1;
     l.gpu_hours_lost += r.gpu_hours_lost;
     l.history.push_back(r);

@@ -116,6 +116,7 @@ class Daemon {
     int64_t preemptions = 0;
     double gpu_hours_lost = 0;
     std::deque<fleet::PreemptionRecord> history;  // the latest kPreemptionHistory
+    std::optional<int64_t> preempted_run;         // start time of the run last preempted
     int64_t seen_cycle = 0;
   };
   static constexpr size_t kPreemptionHistory = 10;

@@ -532,6 +532,8 @@ class ScriptedBackend : public ClusterBackend {
     std::erase_if(snapshot_.workloads, [&](const core::Workload& w) { return w.name == name; });
   }
   void set_now(core::Time t) { snapshot_.now = t; }
+  // While set, preemptions are not carried out, as when the cluster is slow to act on them.
+  void set_lagging(bool lagging) { lagging_ = lagging; }
 
   std::string_view mode() const override { return "cluster"; }
   bool simulated_time() const override { return false; }
@@ -545,12 +547,14 @@ class ScriptedBackend : public ClusterBackend {
       for (const core::PodAssignment& a : pods) w.placements.push_back(a.placement);
     };
     for (const core::PreemptDecision& p : r.preemptions) {
+      if (lagging_) break;
       core::Workload& w = snapshot_.workloads[p.workload.index()];
       w.state = core::WorkloadState::kSuspended;
       w.placements.clear();
       if (p.reason != core::PreemptReason::kHardwareFault)
         w.recent_preemptions.push_back(snapshot_.now);
     }
+    preemption_decisions_ += static_cast<int>(r.preemptions.size());
     for (const core::BindDecision& b : r.binds) start(b.workload, b.pods);
     for (const core::ResumeDecision& b : r.resumes) start(b.workload, b.pods);
     return Status::Ok();
@@ -568,9 +572,12 @@ class ScriptedBackend : public ClusterBackend {
   Status SetSchedulable(std::string_view node, bool) override {
     return Status::NotFound(std::string(node));
   }
+  int preemption_decisions() const { return preemption_decisions_; }
 
  private:
   core::Snapshot snapshot_;
+  bool lagging_ = false;
+  int preemption_decisions_ = 0;
 };
 
 // The value of the sample `series` (name and labels, as written) on a Prometheus page; NaN when
@@ -727,6 +734,46 @@ TEST(LostWorkTest, WaitsAndLostGpuHoursPerQueueAndPool) {
   EXPECT_EQ(big["gpu_hours_lost"], 0.0);
   EXPECT_EQ(queue("team-a")["started_last_hour"], 1);
   EXPECT_EQ(queue("team-a")["wait_p50_seconds"], 5);
+}
+
+// The engine preempts a workload again while the cluster has not acted on the first decision
+// (a Job's suspension not yet seen, a workload still on a failed GPU): that is one preemption,
+// of the run it ends, with the work lost when it was first decided.
+TEST(LostWorkTest, ARunIsPreemptedOnceWhileTheClusterCatchesUp) {
+  auto owned = std::make_unique<ScriptedBackend>();
+  ScriptedBackend& cluster = *owned;
+  Daemon daemon(std::move(owned), DaemonOptions{}, nullptr);
+  const core::Time t1 = std::chrono::hours(1);
+  cluster.set_now(t1);
+  cluster.Add("a-big", "team-a", 8, "A100", t1);
+  ASSERT_TRUE(daemon.Tick().ok());
+  const core::Time t2 = t1 + std::chrono::minutes(15);
+  cluster.set_now(t2);
+  cluster.Add("b-big", "team-b", 8, "A100", t2);
+  cluster.set_lagging(true);
+  for (int i = 0; i < 3; ++i) {
+    cluster.set_now(t2 + std::chrono::seconds(30 * i));
+    ASSERT_TRUE(daemon.Tick().ok());
+  }
+  EXPECT_EQ(cluster.preemption_decisions(), 3);  // decided in each of the three cycles
+  auto team_a = [&] {
+    const json queues = QueuesJson(*daemon.state());
+    for (const json& q : queues["queues"])
+      if (q["name"] == "team-a") return q;
+    return json();
+  };
+  EXPECT_EQ(team_a()["preemptions_total"], 1);
+  EXPECT_DOUBLE_EQ(team_a()["gpu_hours_lost_total"].get<double>(), 2.0);  // 8 GPUs x 15 min
+  EXPECT_EQ(FleetJson(*daemon.state())["summary"]["preemptions_last_hour"], 1);
+  // The cluster acts on the fourth decision: still the same preemption.
+  cluster.set_lagging(false);
+  cluster.set_now(t2 + std::chrono::seconds(90));
+  ASSERT_TRUE(daemon.Tick().ok());
+  EXPECT_EQ(cluster.preemption_decisions(), 4);
+  EXPECT_EQ(team_a()["preemptions_total"], 1);
+  const json w = WorkloadDetailJson(*daemon.state(), *FindWorkload(*daemon.state(), "a-big"));
+  EXPECT_EQ(w["workload"]["state"], "suspended");
+  EXPECT_EQ(w["workload"]["preemption_history"].size(), 1u);
 }
 
 TEST(ParseTimeParamTest, UnixSecondsAndRfc3339) {
