@@ -250,6 +250,25 @@ TEST(FleetModelTest, RecentWindowIsAnOption) {
   EXPECT_EQ(v.queues[0].recent.wait_p95_seconds, 30);
 }
 
+// The window's percentiles are the nearest-rank ones of Percentile, whatever the order and
+// the repeats of the waits.
+TEST(FleetModelTest, RecentPercentilesAreNearestRank) {
+  for (const int n : {1, 2, 3, 19, 20, 21, 100, 1001}) {
+    FleetInput in;
+    in.now = kNow;
+    std::vector<double> waits;
+    for (int i = 0; i < n; ++i) {
+      const double wait = static_cast<double>((i * 7919) % 97);  // shuffled, with repeats
+      waits.push_back(wait);
+      in.recent_starts.push_back({kNow - kMinute, wait, "a", -1});
+    }
+    const FleetView v = ComputeFleet(in, FleetOptions{});
+    EXPECT_EQ(v.recent.started, n);
+    EXPECT_EQ(v.recent.wait_p50_seconds, Percentile(waits, 0.50)) << n;
+    EXPECT_EQ(v.recent.wait_p95_seconds, Percentile(waits, 0.95)) << n;
+  }
+}
+
 // Parents that form a cycle (the engine rejects such queues) still count each queue once.
 TEST(FleetModelTest, ParentCycleCountsEachQueueOnce) {
   FleetInput in;
