@@ -19,10 +19,7 @@ Status RunQueues(const ApiClientOptions& o) {
     return Status::Ok();
   }
   try {
-    PrintTable(std::cout,
-               {"QUEUE", "PARENT", "QUOTA", "LIMIT", "ALLOCATED", "FAIR-SHARE", "BORROWED", "LENT",
-                "PENDING", "RUNNING"},
-               QueueRows(queues.at("queues")));
+    PrintTable(std::cout, kQueueColumns, QueueRows(queues.at("queues")));
   } catch (const json::exception& e) {
     return Status::Internal(o.server + "/api/v1/queues: unexpected answer: " + e.what());
   }

@@ -40,7 +40,8 @@ Status RunStatus(const ApiClientOptions& o) {
           Number(q.at("pending_gpus")) + " GPUs waiting",
           "wait p50 " + DurationText(q.at("wait_p50_seconds")),
           "p95 " + DurationText(q.at("wait_p95_seconds"))},
-         {"Preemptions", Number(s.at("preemptions_last_hour")) + " in the last hour"}});
+         {"Preemptions", Number(s.at("preemptions_last_hour")) + " in the last hour",
+          Number(s.value("gpu_hours_lost_last_hour", 0.0)) + " GPU-hours lost"}});
     std::cout << "\n";
     std::vector<std::vector<std::string>> rows;
     for (const json& p : fleet.at("pools")) {
@@ -50,11 +51,15 @@ Status RunStatus(const ApiClientOptions& o) {
                       Number(pg.at("allocated")), Number(pg.at("idle")),
                       Number(pg.at("allocated_idle")), Number(pg.at("unhealthy")),
                       Percent(p.at("utilization")), Money(p.at("cost").at("per_hour"), currency),
-                      Money(p.at("cost").at("idle_per_hour"), currency)});
+                      Money(p.at("cost").at("idle_per_hour"), currency),
+                      p.value("started_last_hour", 0) > 0
+                          ? DurationText(p.value("wait_p95_seconds", 0.0))
+                          : std::string("-"),
+                      Number(p.value("preemptions_last_hour", 0.0))});
     }
     PrintTable(std::cout,
                {"POOL", "MODEL", "PRICING", "GPUS", "ALLOCATED", "IDLE", "ALLOC-IDLE", "UNHEALTHY",
-                "UTIL", "COST/H", "IDLE/H"},
+                "UTIL", "COST/H", "IDLE/H", "WAIT-P95", "PREEMPT-1H"},
                rows);
   } catch (const json::exception& e) {
     return Status::Internal(o.server + "/api/v1/fleet: unexpected answer: " + e.what());

@@ -33,6 +33,14 @@ std::string Join(const json& items, size_t max) {
 
 std::string Gpus(double n) { return Number(n) + (n == 1 ? " GPU" : " GPUs"); }
 
+// A wait percentile of the last hour; "-" when no workload started in it.
+std::string Wait(const json& x, const char* field) {
+  if (x.value("started_last_hour", 0) == 0 || !x.value(field, json()).is_number()) return "-";
+  return DurationText(x.at(field).get<double>());
+}
+
+std::string GpuHours(double h) { return Number(h) + (h == 1 ? " GPU-hour" : " GPU-hours"); }
+
 }  // namespace
 
 std::vector<std::pair<size_t, int>> QueueTreeOrder(const json& queues) {
@@ -71,7 +79,10 @@ std::vector<std::vector<std::string>> QueueRows(const json& queues) {
                     x.at("parent").is_null() ? "-" : Str(x.at("parent")), Number(x.at("quota")),
                     limit.is_null() ? "-" : Number(limit), Number(x.at("allocated")),
                     Number(x.at("fair_share")), Number(x.at("borrowed")), Number(x.at("lent")),
-                    Number(x.at("pending_workloads")), Number(x.at("running_workloads"))});
+                    Number(x.at("pending_workloads")), Number(x.at("running_workloads")),
+                    Wait(x, "wait_p50_seconds"), Wait(x, "wait_p95_seconds"),
+                    Number(x.value("preemptions_last_hour", 0.0)),
+                    Number(x.value("gpu_hours_lost_last_hour", 0.0))});
   }
   return rows;
 }
@@ -88,12 +99,16 @@ std::vector<std::string> WorkloadRow(const json& w, const std::string& now) {
   if (w.value("reserved", false)) priority += " (reserved)";
   std::string reason = Str(w.at("pending_reason"));
   if (reason.empty()) reason = w.value("borrowing", false) ? "borrowing" : "-";
+  const std::string lost = w.value("preemption_count", 0) > 0
+                               ? Number(w.value("gpu_hours_lost", 0.0))
+                               : std::string("-");
   return {Str(w.at("name")),
           Str(w.at("queue")),
           Str(w.at("state")),
           Number(w.at("gpus")),
           priority,
           DurationText(std::max(0.0, SecondsBetween(Str(w.at("submitted")), now))),
+          lost,
           reason};
 }
 
@@ -155,6 +170,23 @@ std::string ExplainWorkload(const json& d) {
     out += "Preempted " + std::to_string(preemptions.size()) +
            (preemptions.size() == 1 ? " time" : " times") + " before: " + Join(preemptions, 5) +
            ".\n";
+  if (const int64_t count = w.value("preemption_count", int64_t{0}); count > 0) {
+    out += "Its " + std::to_string(count) + (count == 1 ? " preemption" : " preemptions") +
+           " lost " + GpuHours(w.value("gpu_hours_lost", 0.0)) + " of work";
+    const json history = w.value("preemption_history", json::array());
+    const size_t shown = std::min<size_t>(history.size(), 5);
+    if (shown > 0) {
+      out += static_cast<size_t>(count) > shown ? " (the latest " + std::to_string(shown) + "): "
+                                                : ": ";
+      for (size_t i = history.size() - shown; i < history.size(); ++i) {
+        const json& p = history[i];
+        if (i > history.size() - shown) out += ", ";
+        out += Str(p.value("time", json())) + " " + Str(p.value("reason", json())) + " (" +
+               GpuHours(p.value("gpu_hours_lost", 0.0)) + ")";
+      }
+    }
+    out += ".\n";
+  }
   const json pods = w.value("pods", json::array());
   if (!pods.empty()) out += "Pods: " + Join(pods, 10) + ".\n";
 

@@ -36,7 +36,7 @@ Status RunWorkloads(const WorkloadsOptions& o) {
     const std::string now = answer.at("time").get<std::string>();
     std::vector<std::vector<std::string>> rows;
     for (const json& w : answer.at("workloads")) rows.push_back(WorkloadRow(w, now));
-    PrintTable(std::cout, {"NAME", "QUEUE", "STATE", "GPUS", "PRIORITY", "AGE", "REASON"}, rows);
+    PrintTable(std::cout, kWorkloadColumns, rows);
     const auto total = answer.at("total").get<size_t>();
     if (total > rows.size())
       std::cout << "(" << rows.size() << " of " << total << " shown; --limit shows more)\n";

@@ -54,6 +54,21 @@ json TotalsJson(const fleet::Totals& t) {
           {"backfill_savings", t.backfill_savings}};
 }
 
+// The recent-window figures of a pool or queue, as fields of its object.
+void AddRecent(json& j, const fleet::RecentFigures& r) {
+  j["started_last_hour"] = r.started;
+  j["wait_p50_seconds"] = r.wait_p50_seconds;
+  j["wait_p95_seconds"] = r.wait_p95_seconds;
+  j["preemptions_last_hour"] = r.preemptions;
+  j["gpu_hours_lost_last_hour"] = r.gpu_hours_lost;
+}
+
+json PreemptionJson(const fleet::PreemptionRecord& p) {
+  return {{"time", Rfc3339(p.time)},
+          {"reason", fleet::PreemptionReasonName(p.reason)},
+          {"gpu_hours_lost", p.gpu_hours_lost}};
+}
+
 std::string_view PoolModel(const FleetState& s, int32_t pool) {
   return pool >= 0 && static_cast<size_t>(pool) < s.input.pools.size() ? s.input.pools[pool].model
                                                                        : std::string_view();
@@ -74,9 +89,11 @@ json FleetJson(const FleetState& s) {
                   {"queue",
                    {{"pending_workloads", v.queue.pending_workloads},
                     {"pending_gpus", v.queue.pending_gpus},
-                    {"wait_p50_seconds", v.queue.wait_p50_seconds},
-                    {"wait_p95_seconds", v.queue.wait_p95_seconds}}},
-                  {"preemptions_last_hour", v.preemptions_last_hour},
+                    {"started_last_hour", v.recent.started},
+                    {"wait_p50_seconds", v.recent.wait_p50_seconds},
+                    {"wait_p95_seconds", v.recent.wait_p95_seconds}}},
+                  {"preemptions_last_hour", v.recent.preemptions},
+                  {"gpu_hours_lost_last_hour", v.recent.gpu_hours_lost},
                   {"nodes", s.input.nodes.size()},
                   {"running_workloads", v.running_workloads},
                   {"cycle_ms", s.cycle_ms}};
@@ -84,15 +101,17 @@ json FleetJson(const FleetState& s) {
   for (size_t p = 0; p < s.input.pools.size() && p < v.pools.size(); ++p) {
     const fleet::PoolInput& pi = s.input.pools[p];
     const fleet::PoolView& pv = v.pools[p];
-    pools.push_back({{"name", pi.name},
-                     {"model", pi.model},
-                     {"pricing", fleet::PricingName(pi.pricing)},
-                     {"price_per_gpu_hour", pi.price_per_gpu_hour},
-                     {"nodes", pv.nodes},
-                     {"gpus", Counts(pv.gpus)},
-                     {"utilization", pv.ratios.utilization},
-                     {"allocation", pv.ratios.allocation},
-                     {"cost", Rate(pv.cost, s.currency)}});
+    json pool = {{"name", pi.name},
+                 {"model", pi.model},
+                 {"pricing", fleet::PricingName(pi.pricing)},
+                 {"price_per_gpu_hour", pi.price_per_gpu_hour},
+                 {"nodes", pv.nodes},
+                 {"gpus", Counts(pv.gpus)},
+                 {"utilization", pv.ratios.utilization},
+                 {"allocation", pv.ratios.allocation},
+                 {"cost", Rate(pv.cost, s.currency)}};
+    AddRecent(pool, pv.recent);
+    pools.push_back(std::move(pool));
   }
   return {{"time", Rfc3339(s.time_ms)},
           {"mode", s.mode.empty() ? "cluster" : s.mode},
@@ -212,22 +231,33 @@ namespace {
 json QueueJson(const FleetState& s, size_t q) {
   const fleet::QueueInput& qi = s.input.queues[q];
   const fleet::QueueView& qv = s.view.queues[q];
-  return {{"name", qi.name},
-          {"parent", NullOr(qi.parent)},
-          {"quota", qi.quota},
-          {"limit", qi.limit ? json(*qi.limit) : json(nullptr)},
-          {"weight", qi.weight},
-          {"allocated", qi.allocated},
-          {"used", qv.used},
-          {"fair_share", qi.fair_share},
-          {"borrowed", qi.borrowed},
-          {"lent", qi.lent},
-          {"decayed_gpu_hours", qi.decayed_gpu_hours},
-          {"pending_workloads", qv.pending_workloads},
-          {"pending_gpus", qv.pending_gpus},
-          {"running_workloads", qv.running_workloads},
-          {"cost_per_hour", qv.cost.total},
-          {"error", NullOr(qi.error)}};
+  json by_reason = json::object();
+  for (size_t r = 0; r < fleet::kPreemptionReasons; ++r)
+    by_reason[std::string(fleet::PreemptionReasonName(static_cast<fleet::PreemptionReason>(r)))] = {
+        {"preemptions", qv.lost_total[r].preemptions},
+        {"gpu_hours_lost", qv.lost_total[r].gpu_hours}};
+  const fleet::LostWork total = fleet::Sum(qv.lost_total);
+  json out = {{"name", qi.name},
+              {"parent", NullOr(qi.parent)},
+              {"quota", qi.quota},
+              {"limit", qi.limit ? json(*qi.limit) : json(nullptr)},
+              {"weight", qi.weight},
+              {"allocated", qi.allocated},
+              {"used", qv.used},
+              {"fair_share", qi.fair_share},
+              {"borrowed", qi.borrowed},
+              {"lent", qi.lent},
+              {"decayed_gpu_hours", qi.decayed_gpu_hours},
+              {"pending_workloads", qv.pending_workloads},
+              {"pending_gpus", qv.pending_gpus},
+              {"running_workloads", qv.running_workloads},
+              {"cost_per_hour", qv.cost.total},
+              {"preemptions_total", total.preemptions},
+              {"gpu_hours_lost_total", total.gpu_hours},
+              {"preemptions_by_reason", std::move(by_reason)},
+              {"error", NullOr(qi.error)}};
+  AddRecent(out, qv.recent);
+  return out;
 }
 
 json WorkloadJson(const fleet::WorkloadInput& w) {
@@ -243,7 +273,9 @@ json WorkloadJson(const fleet::WorkloadInput& w) {
           {"queue_position", w.queue_position > 0 ? json(w.queue_position) : json(nullptr)},
           {"submitted", Rfc3339(w.submitted)},
           {"started", w.started ? json(Rfc3339(*w.started)) : json(nullptr)},
-          {"nodes", w.nodes}};
+          {"nodes", w.nodes},
+          {"preemption_count", w.preemption_count},
+          {"gpu_hours_lost", w.gpu_hours_lost}};
 }
 
 }  // namespace
@@ -298,6 +330,10 @@ json WorkloadDetailJson(const FleetState& s, const WorkloadMatch& m) {
   json preemptions = json::array();
   for (const fleet::TimeMs t : w.preemptions) preemptions.push_back(Rfc3339(t));
   out["preemptions"] = std::move(preemptions);
+  json history = json::array();
+  for (const fleet::PreemptionRecord& p : w.preemption_history)
+    history.push_back(PreemptionJson(p));
+  out["preemption_history"] = std::move(history);
   json queue = nullptr;
   for (size_t q = 0; q < s.input.queues.size() && q < s.view.queues.size(); ++q)
     if (s.input.queues[q].name == w.queue) queue = QueueJson(s, q);
@@ -454,10 +490,76 @@ std::string MetricsPage(const FleetState& s) {
   w.Family("chamber_wait_seconds",
            "Wait of workloads started in the last hour (nearest-rank quantiles).",
            MetricType::kGauge);
-  w.Sample({{"quantile", "0.5"}}, v.queue.wait_p50_seconds);
-  w.Sample({{"quantile", "0.95"}}, v.queue.wait_p95_seconds);
+  w.Sample({{"quantile", "0.5"}}, v.recent.wait_p50_seconds);
+  w.Sample({{"quantile", "0.95"}}, v.recent.wait_p95_seconds);
   w.Family("chamber_preemptions_last_hour", "Preemptions in the last hour.", MetricType::kGauge);
-  w.Sample(static_cast<double>(v.preemptions_last_hour));
+  w.Sample(static_cast<double>(v.recent.preemptions));
+
+  w.Family("chamber_queue_wait_seconds",
+           "Wait of a queue's workloads (and its children's) started in the last hour "
+           "(nearest-rank quantiles).",
+           MetricType::kGauge);
+  for (size_t q = 0; q < s.input.queues.size(); ++q) {
+    w.Sample({{"queue", s.input.queues[q].name}, {"quantile", "0.5"}},
+             v.queues[q].recent.wait_p50_seconds);
+    w.Sample({{"queue", s.input.queues[q].name}, {"quantile", "0.95"}},
+             v.queues[q].recent.wait_p95_seconds);
+  }
+  w.Family("chamber_queue_preemptions_last_hour",
+           "Preemptions of a queue's workloads (and its children's) in the last hour.",
+           MetricType::kGauge);
+  for (size_t q = 0; q < s.input.queues.size(); ++q)
+    w.Sample({{"queue", s.input.queues[q].name}},
+             static_cast<double>(v.queues[q].recent.preemptions));
+  w.Family("chamber_queue_lost_gpu_hours_last_hour",
+           "GPU-hours lost to preemptions of a queue's workloads (and its children's) in the last "
+           "hour.",
+           MetricType::kGauge);
+  for (size_t q = 0; q < s.input.queues.size(); ++q)
+    w.Sample({{"queue", s.input.queues[q].name}}, v.queues[q].recent.gpu_hours_lost);
+  w.Family("chamber_pool_wait_seconds",
+           "Wait of workloads started in a pool in the last hour (nearest-rank quantiles).",
+           MetricType::kGauge);
+  for (size_t p = 0; p < s.input.pools.size(); ++p) {
+    w.Sample({{"pool", s.input.pools[p].name}, {"quantile", "0.5"}},
+             v.pools[p].recent.wait_p50_seconds);
+    w.Sample({{"pool", s.input.pools[p].name}, {"quantile", "0.95"}},
+             v.pools[p].recent.wait_p95_seconds);
+  }
+  w.Family("chamber_pool_preemptions_last_hour",
+           "Preemptions of workloads running in a pool in the last hour.", MetricType::kGauge);
+  for (size_t p = 0; p < s.input.pools.size(); ++p)
+    w.Sample({{"pool", s.input.pools[p].name}}, static_cast<double>(v.pools[p].recent.preemptions));
+
+  // Counters by the preempted workload's own queue, every reason of every known queue (0 until
+  // the first), then queues that are gone but had preemptions.
+  std::vector<std::pair<std::string_view, fleet::LostByReason>> lost;
+  for (const fleet::QueueInput& q : s.input.queues) {
+    auto it = s.input.preemption_totals.find(q.name);
+    lost.emplace_back(q.name,
+                      it == s.input.preemption_totals.end() ? fleet::LostByReason{} : it->second);
+  }
+  for (const auto& [queue, by_reason] : s.input.preemption_totals)
+    if (std::none_of(s.input.queues.begin(), s.input.queues.end(),
+                     [&](const fleet::QueueInput& q) { return q.name == queue; }))
+      lost.emplace_back(queue, by_reason);
+  w.Family("chamber_preemptions_total",
+           "Preemptions since the server started, by the workload's queue and the reason.",
+           MetricType::kCounter);
+  for (const auto& [queue, by_reason] : lost)
+    for (size_t r = 0; r < fleet::kPreemptionReasons; ++r)
+      w.Sample({{"queue", queue},
+                {"reason", fleet::PreemptionReasonName(static_cast<fleet::PreemptionReason>(r))}},
+               static_cast<double>(by_reason[r].preemptions));
+  w.Family("chamber_preemption_lost_gpu_hours_total",
+           "GPU-hours lost to preemptions since the server started (GPU time since each "
+           "workload's last checkpoint or start), by the workload's queue and the reason.",
+           MetricType::kCounter);
+  for (const auto& [queue, by_reason] : lost)
+    for (size_t r = 0; r < fleet::kPreemptionReasons; ++r)
+      w.Sample({{"queue", queue},
+                {"reason", fleet::PreemptionReasonName(static_cast<fleet::PreemptionReason>(r))}},
+               by_reason[r].gpu_hours);
 
   w.Family("chamber_gpu_hours_total", "GPU-hours since the server started, by kind.",
            MetricType::kCounter);

@@ -29,6 +29,25 @@ fleet::WorkloadPhase PhaseOf(core::WorkloadState s) {
   return fleet::WorkloadPhase::kPending;
 }
 
+fleet::PreemptionReason ReasonOf(core::PreemptReason r) {
+  switch (r) {
+    case core::PreemptReason::kReclaim:
+      return fleet::PreemptionReason::kReclaim;
+    case core::PreemptReason::kPriority:
+      return fleet::PreemptionReason::kPriority;
+    case core::PreemptReason::kHardwareFault:
+      return fleet::PreemptionReason::kHardwareFault;
+  }
+  return fleet::PreemptionReason::kReclaim;
+}
+
+// The node of a decision's first placed pod; -1 when none is placed.
+int32_t FirstNode(const std::vector<core::PodAssignment>& pods) {
+  for (const core::PodAssignment& a : pods)
+    if (a.placement.node.valid()) return a.placement.node.value;
+  return -1;
+}
+
 struct PendingInfo {
   std::string reason;
   std::string message;
@@ -98,14 +117,44 @@ Status Daemon::Tick() {
   for (const core::PendingDecision& p : result.pending)
     pending[snap->workloads[p.workload.index()].name] = {
         std::string(core::PendingReasonName(p.reason)), p.message(), p.details(), p.queue_position};
-  std::vector<std::pair<std::string, double>> started;  // name, wait in seconds
+  // First starts (the wait figures) and preemptions (lost work), with the node of the first pod
+  // for the pool, which is known once the backend has been observed.
+  std::vector<std::pair<fleet::StartRecord, int32_t>> started;
   for (const core::BindDecision& b : result.binds) {
     const core::Workload& w = snap->workloads[b.workload.index()];
     borrowing_[w.name] = b.borrowing;
-    started.emplace_back(w.name, static_cast<double>((snap->now - w.submit_time).count()) / 1000);
+    // A workload preempted before starts again: its wait since submission is not a queue wait.
+    if (!w.recent_preemptions.empty() || workload_losses_.contains(w.name)) continue;
+    fleet::StartRecord r;
+    r.wait_seconds = static_cast<double>((snap->now - w.submit_time).count()) / 1000;
+    r.queue = w.queue;
+    started.emplace_back(std::move(r), FirstNode(b.pods));
   }
   for (const core::ResumeDecision& r : result.resumes)
     borrowing_[snap->workloads[r.workload.index()].name] = r.borrowing;
+  struct Preempted {
+    fleet::PreemptionRecord record;
+    int32_t node;
+    int64_t run;  // the start time of the run it ends
+  };
+  std::vector<Preempted> preempted;
+  for (const core::PreemptDecision& p : result.preemptions) {
+    const core::Workload& w = snap->workloads[p.workload.index()];
+    // A run is preempted once: the engine decides again while the cluster has not yet acted
+    // (a suspend still on its way, a workload on a failed GPU until it stops).
+    if (auto it = workload_losses_.find(w.name);
+        it != workload_losses_.end() && it->second.preempted_run == w.start_time.count())
+      continue;
+    fleet::PreemptionRecord r;
+    r.workload = w.name;
+    r.queue = w.queue;
+    r.reason = ReasonOf(p.reason);
+    r.gpu_hours_lost = p.gpu_hours_lost;
+    int32_t node = -1;
+    for (const core::PodPlacement& pl : w.placements)
+      if (pl.node.valid() && node < 0) node = pl.node.value;
+    preempted.push_back({std::move(r), node, w.start_time.count()});
+  }
   queue_status_ = result.queues;
 
   CHAMBER_RETURN_IF_ERROR(backend_->Apply(result));
@@ -113,10 +162,30 @@ Status Daemon::Tick() {
   const core::Snapshot& s = *obs.snapshot;
   const int64_t now = obs.clock_offset_ms + s.now.count();
 
-  for (const auto& [name, wait] : started) waits_.emplace_back(now, wait);
-  for (size_t i = 0; i < result.preemptions.size(); ++i) preemptions_.push_back(now);
-  while (!waits_.empty() && waits_.front().first <= now - kHourMs) waits_.pop_front();
-  while (!preemptions_.empty() && preemptions_.front() <= now - kHourMs) preemptions_.pop_front();
+  auto pool_of = [&obs](int32_t node) {
+    return node >= 0 && static_cast<size_t>(node) < obs.node_pool.size() ? obs.node_pool[node] : -1;
+  };
+  for (auto& [r, node] : started) {
+    r.time = now;
+    r.pool = pool_of(node);
+    starts_.push_back(std::move(r));
+  }
+  for (auto& [r, node, run] : preempted) {
+    r.time = now;
+    r.pool = pool_of(node);
+    fleet::AddPreemption(preemption_totals_, r);
+    WorkloadLosses& l = workload_losses_[r.workload];
+    l.preempted_run = run;
+    l.preemptions += 1;
+    l.gpu_hours_lost += r.gpu_hours_lost;
+    l.history.push_back(r);
+    if (l.history.size() > kPreemptionHistory) l.history.pop_front();
+    preemptions_.push_back(std::move(r));
+  }
+  const int64_t window_start = now - options_.fleet.recent_window_ms;
+  while (!starts_.empty() && starts_.front().time <= window_start) starts_.pop_front();
+  while (!preemptions_.empty() && preemptions_.front().time <= window_start)
+    preemptions_.pop_front();
 
   auto state = std::make_shared<FleetState>();
   state->time_ms = now;
@@ -129,8 +198,9 @@ Status Daemon::Tick() {
   fleet::FleetInput& in = state->input;
   in.now = now;
   in.pools = obs.pools;
-  in.preemptions_last_hour = static_cast<int64_t>(preemptions_.size());
-  for (const auto& [t, wait] : waits_) in.recent_wait_seconds.push_back(wait);
+  in.recent_starts.assign(starts_.begin(), starts_.end());
+  in.recent_preemptions.assign(preemptions_.begin(), preemptions_.end());
+  in.preemption_totals = preemption_totals_;
 
   // Workloads.
   std::set<std::string> live;
@@ -148,6 +218,14 @@ Status Daemon::Tick() {
     if (i < obs.workload_pods.size()) wi.pods = obs.workload_pods[i];
     for (const core::Time t : w.recent_preemptions)
       wi.preemptions.push_back(obs.clock_offset_ms + t.count());
+    if (!workload_losses_.empty()) {
+      if (auto it = workload_losses_.find(w.name); it != workload_losses_.end()) {
+        it->second.seen_cycle = cycles_;
+        wi.preemption_count = it->second.preemptions;
+        wi.gpu_hours_lost = it->second.gpu_hours_lost;
+        wi.preemption_history.assign(it->second.history.begin(), it->second.history.end());
+      }
+    }
     const bool holding =
         w.state == core::WorkloadState::kRunning || w.state == core::WorkloadState::kPreempting;
     if (holding) {
@@ -168,6 +246,7 @@ Status Daemon::Tick() {
     in.workloads.push_back(std::move(wi));
   }
   std::erase_if(borrowing_, [&](const auto& kv) { return !live.contains(kv.first); });
+  std::erase_if(workload_losses_, [&](const auto& kv) { return kv.second.seen_cycle != cycles_; });
 
   // Nodes and GPUs, with their holders and the health incidents.
   in.nodes.resize(s.nodes.size());
@@ -315,10 +394,10 @@ std::vector<fleet::HistorySample> Daemon::HistorySamples(const FleetState& s) co
   add("cluster", s.view.gpus, s.view.ratios, s.view.cost);
   out.push_back({"pending_workloads", "cluster", double(s.view.queue.pending_workloads)});
   out.push_back({"pending_gpus", "cluster", s.view.queue.pending_gpus});
-  out.push_back({"wait_p50_seconds", "cluster", s.view.queue.wait_p50_seconds});
-  out.push_back({"wait_p95_seconds", "cluster", s.view.queue.wait_p95_seconds});
+  out.push_back({"wait_p50_seconds", "cluster", s.view.recent.wait_p50_seconds});
+  out.push_back({"wait_p95_seconds", "cluster", s.view.recent.wait_p95_seconds});
   out.push_back({"running_workloads", "cluster", double(s.view.running_workloads)});
-  out.push_back({"preemptions_last_hour", "cluster", double(s.view.preemptions_last_hour)});
+  out.push_back({"preemptions_last_hour", "cluster", double(s.view.recent.preemptions)});
   out.push_back({"cycle_ms", "cluster", s.cycle_ms});
   for (size_t p = 0; p < s.view.pools.size(); ++p)
     add("pool:" + s.input.pools[p].name, s.view.pools[p].gpus, s.view.pools[p].ratios,

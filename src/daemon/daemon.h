@@ -15,6 +15,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/status.h"
@@ -104,9 +105,22 @@ class Daemon {
 
   // Loop state (under backend_mu_).
   fleet::ActivityTracker activity_;
-  std::map<std::string, bool> borrowing_;         // workload -> admitted beyond quota
-  std::deque<std::pair<int64_t, double>> waits_;  // (start ms, wait seconds)
-  std::deque<int64_t> preemptions_;               // times, ms
+  std::map<std::string, bool> borrowing_;  // workload -> admitted beyond quota
+  // First starts and preemptions of the recent window (options.fleet.recent_window_ms), oldest
+  // first: bounded by what happens in that window, whatever the history.
+  std::deque<fleet::StartRecord> starts_;
+  std::deque<fleet::PreemptionRecord> preemptions_;
+  fleet::PreemptionTotals preemption_totals_;  // since start, per queue and reason
+  // What preemption cost each workload still in the cluster (dropped when it leaves).
+  struct WorkloadLosses {
+    int64_t preemptions = 0;
+    double gpu_hours_lost = 0;
+    std::deque<fleet::PreemptionRecord> history;  // the latest kPreemptionHistory
+    std::optional<int64_t> preempted_run;         // start time of the run last preempted
+    int64_t seen_cycle = 0;
+  };
+  static constexpr size_t kPreemptionHistory = 10;
+  std::unordered_map<std::string, WorkloadLosses> workload_losses_;
   std::map<std::string, size_t> open_incidents_;  // uuid -> index in incidents_ (oldest first)
   std::vector<Incident> incidents_;
   std::vector<core::QueueStatus> queue_status_;

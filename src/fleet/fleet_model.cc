@@ -46,6 +46,36 @@ std::string_view WorkloadPhaseName(WorkloadPhase p) {
   return "pending";
 }
 
+std::string_view PreemptionReasonName(PreemptionReason r) {
+  switch (r) {
+    case PreemptionReason::kReclaim:
+      return "Reclaim";
+    case PreemptionReason::kPriority:
+      return "Priority";
+    case PreemptionReason::kHardwareFault:
+      return "HardwareFault";
+  }
+  return "Reclaim";
+}
+
+LostWork& LostWork::operator+=(const LostWork& o) {
+  preemptions += o.preemptions;
+  gpu_hours += o.gpu_hours;
+  return *this;
+}
+
+LostWork Sum(const LostByReason& by_reason) {
+  LostWork sum;
+  for (const LostWork& l : by_reason) sum += l;
+  return sum;
+}
+
+void AddPreemption(PreemptionTotals& totals, const PreemptionRecord& p) {
+  LostWork& l = totals[p.queue][static_cast<size_t>(p.reason)];
+  l.preemptions += 1;
+  l.gpu_hours += p.gpu_hours_lost;
+}
+
 GpuCounts& GpuCounts::operator+=(const GpuCounts& o) {
   capacity += o.capacity;
   allocated += o.allocated;
@@ -74,12 +104,20 @@ GpuState ClassifyGpu(const GpuInput& gpu, TimeMs now, const FleetOptions& option
   return GpuState::kBusy;
 }
 
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto n = static_cast<double>(values.size());
+namespace {
+
+double NearestRank(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto n = static_cast<double>(sorted.size());
   const auto rank = static_cast<size_t>(std::max(1.0, std::ceil(p * n)));
-  return values[std::min(rank, values.size()) - 1];
+  return sorted[std::min(rank, sorted.size()) - 1];
+}
+
+}  // namespace
+
+double Percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  return NearestRank(values, p);
 }
 
 namespace {
@@ -93,6 +131,77 @@ Ratios RatiosOf(const GpuCounts& c) {
   return r;
 }
 
+// The recent figures of the cluster, each pool and each queue (a parent's with its children's),
+// from the records inside the window. Cost: linear in the window's records times the queue
+// depth (fleet_model_bench).
+void ComputeRecent(const FleetInput& in, const FleetOptions& options,
+                   const std::unordered_map<std::string_view, size_t>& queue_index, FleetView& v) {
+  // Each queue with its ancestors, nearest first; a cycle of parents stops where it repeats.
+  std::vector<std::vector<size_t>> chain(in.queues.size());
+  for (size_t q = 0; q < in.queues.size(); ++q) {
+    for (size_t at = q; chain[q].size() <= in.queues.size();) {
+      if (std::find(chain[q].begin(), chain[q].end(), at) != chain[q].end()) break;
+      chain[q].push_back(at);
+      auto parent = queue_index.find(in.queues[at].parent);
+      if (in.queues[at].parent.empty() || parent == queue_index.end()) break;
+      at = parent->second;
+    }
+  }
+  auto queues_of = [&](const std::string& queue) -> const std::vector<size_t>* {
+    auto it = queue_index.find(queue);
+    return it == queue_index.end() ? nullptr : &chain[it->second];
+  };
+  auto pool_of = [&](int32_t pool) -> PoolView* {
+    return pool >= 0 && static_cast<size_t>(pool) < v.pools.size() ? &v.pools[pool] : nullptr;
+  };
+  const TimeMs since = in.now - options.recent_window_ms;
+
+  std::vector<double> cluster_waits;
+  std::vector<std::vector<double>> pool_waits(v.pools.size()), queue_waits(v.queues.size());
+  for (const StartRecord& s : in.recent_starts) {
+    if (s.time <= since || s.time > in.now) continue;
+    cluster_waits.push_back(s.wait_seconds);
+    if (pool_of(s.pool)) pool_waits[s.pool].push_back(s.wait_seconds);
+    if (const auto* qs = queues_of(s.queue))
+      for (size_t q : *qs) queue_waits[q].push_back(s.wait_seconds);
+  }
+  // Nearest rank without a full sort: the p50 element, then the p95 element among those above.
+  auto set_waits = [](RecentFigures& r, std::vector<double>& waits) {
+    r.started = static_cast<int32_t>(waits.size());
+    if (waits.empty()) return;
+    const auto rank = [n = static_cast<double>(waits.size())](double p) {
+      return static_cast<size_t>(std::max(1.0, std::ceil(p * n))) - 1;
+    };
+    const auto p50 = waits.begin() + static_cast<std::ptrdiff_t>(rank(0.50));
+    const auto p95 = waits.begin() + static_cast<std::ptrdiff_t>(rank(0.95));
+    std::nth_element(waits.begin(), p50, waits.end());
+    r.wait_p50_seconds = *p50;  // before the second pass reorders what follows it
+    std::nth_element(p50, p95, waits.end());
+    r.wait_p95_seconds = *p95;
+  };
+  set_waits(v.recent, cluster_waits);
+  for (size_t p = 0; p < v.pools.size(); ++p) set_waits(v.pools[p].recent, pool_waits[p]);
+  for (size_t q = 0; q < v.queues.size(); ++q) set_waits(v.queues[q].recent, queue_waits[q]);
+
+  auto add = [](RecentFigures& r, const PreemptionRecord& p) {
+    r.preemptions += 1;
+    r.gpu_hours_lost += p.gpu_hours_lost;
+  };
+  for (const PreemptionRecord& p : in.recent_preemptions) {
+    if (p.time <= since || p.time > in.now) continue;
+    add(v.recent, p);
+    if (PoolView* pv = pool_of(p.pool)) add(pv->recent, p);
+    if (const auto* qs = queues_of(p.queue))
+      for (size_t q : *qs) add(v.queues[q].recent, p);
+  }
+  for (const auto& [queue, lost] : in.preemption_totals) {
+    const auto* qs = queues_of(queue);
+    if (!qs) continue;
+    for (size_t q : *qs)
+      for (size_t r = 0; r < kPreemptionReasons; ++r) v.queues[q].lost_total[r] += lost[r];
+  }
+}
+
 }  // namespace
 
 FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
@@ -101,7 +210,6 @@ FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
   v.pools.resize(in.pools.size());
   v.nodes.resize(in.nodes.size());
   v.queues.resize(in.queues.size());
-  v.preemptions_last_hour = in.preemptions_last_hour;
 
   std::unordered_map<std::string_view, size_t> queue_index;
   for (size_t q = 0; q < in.queues.size(); ++q) queue_index.emplace(in.queues[q].name, q);
@@ -196,8 +304,7 @@ FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
       if (q) q->running_workloads += 1;
     }
   }
-  v.queue.wait_p50_seconds = Percentile(in.recent_wait_seconds, 0.50);
-  v.queue.wait_p95_seconds = Percentile(in.recent_wait_seconds, 0.95);
+  ComputeRecent(in, options, queue_index, v);
   return v;
 }
 

@@ -5,6 +5,7 @@
 // been below the activity threshold) and the totals. Definitions: docs/fleet.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -52,6 +53,43 @@ struct NodeInput {
 enum class WorkloadPhase { kPending, kRunning, kPreempting, kSuspended };
 std::string_view WorkloadPhaseName(WorkloadPhase p);  // "pending", ...
 
+// Why a workload was preempted (the engine's core::PreemptReason).
+enum class PreemptionReason { kReclaim, kPriority, kHardwareFault };
+inline constexpr size_t kPreemptionReasons = 3;
+std::string_view PreemptionReasonName(PreemptionReason r);  // "Reclaim", "Priority", ...
+
+// A workload's first start: how long it waited since submission, and where it went.
+struct StartRecord {
+  TimeMs time = 0;
+  double wait_seconds = 0;
+  std::string queue;
+  int32_t pool = -1;  // index into FleetInput::pools of its first pod's node; -1: none
+};
+
+// A preemption and the work it cost: the GPU time since the workload's last checkpoint (or its
+// start), which it will run again.
+struct PreemptionRecord {
+  TimeMs time = 0;
+  std::string workload;
+  std::string queue;
+  int32_t pool = -1;  // as in StartRecord, for the GPUs it held
+  PreemptionReason reason = PreemptionReason::kReclaim;
+  double gpu_hours_lost = 0;
+};
+
+// Preemptions and the GPU-hours they lost, per reason (indexed by PreemptionReason).
+struct LostWork {
+  int64_t preemptions = 0;
+  double gpu_hours = 0;
+  LostWork& operator+=(const LostWork& o);
+  friend bool operator==(const LostWork&, const LostWork&) = default;
+};
+using LostByReason = std::array<LostWork, kPreemptionReasons>;
+LostWork Sum(const LostByReason& by_reason);
+// Since the server started, by the preempted workload's own queue.
+using PreemptionTotals = std::map<std::string, LostByReason>;
+void AddPreemption(PreemptionTotals& totals, const PreemptionRecord& p);
+
 struct WorkloadInput {
   std::string name;
   std::string queue;
@@ -68,7 +106,11 @@ struct WorkloadInput {
   bool reserved = false;           // priority at the reserved level: within quota, never preempted
   std::vector<std::string> pods;   // "namespace/name" of its pods, when the backend has pods
   std::vector<std::string> pending_details;  // more lines on why it waits (the engine's details)
-  std::vector<TimeMs> preemptions;           // when it was preempted before
+  std::vector<TimeMs> preemptions;           // when it was preempted before (from the backend)
+  // The preemptions this server decided for it, and the GPU-hours they lost in all.
+  int64_t preemption_count = 0;
+  double gpu_hours_lost = 0;
+  std::vector<PreemptionRecord> preemption_history;  // the latest ones, oldest first
 };
 
 struct QueueInput {
@@ -88,6 +130,8 @@ struct QueueInput {
 struct FleetOptions {
   double activity_threshold = 0.05;         // utilization below this is idle
   int64_t idle_window_ms = 10 * 60 * 1000;  // for this long: allocated-but-idle
+  // Wait percentiles, preemptions and lost GPU-hours "in the last hour" look back this far.
+  int64_t recent_window_ms = 60 * 60 * 1000;
   std::string currency = "USD";
 };
 
@@ -97,8 +141,11 @@ struct FleetInput {
   std::vector<NodeInput> nodes;
   std::vector<WorkloadInput> workloads;
   std::vector<QueueInput> queues;
-  std::vector<double> recent_wait_seconds;  // waits of workloads started in the last hour
-  int64_t preemptions_last_hour = 0;
+  // Starts and preemptions of about the last recent_window_ms, oldest first; older ones are
+  // ignored, so the caller may trim lazily.
+  std::vector<StartRecord> recent_starts;
+  std::vector<PreemptionRecord> recent_preemptions;
+  PreemptionTotals preemption_totals;  // since the server started
 };
 
 struct GpuCounts {
@@ -147,11 +194,23 @@ struct NodeView {
   bool healthy = true;
 };
 
+// Over the recent window (FleetOptions::recent_window_ms): the workloads that started in it and
+// their waits (nearest-rank percentiles; 0 when none started), the preemptions decided in it
+// and the GPU-hours they lost.
+struct RecentFigures {
+  int32_t started = 0;
+  double wait_p50_seconds = 0;
+  double wait_p95_seconds = 0;
+  int64_t preemptions = 0;
+  double gpu_hours_lost = 0;
+};
+
 struct PoolView {
   int32_t nodes = 0;
   GpuCounts gpus;
   Ratios ratios;
   CostRates cost;
+  RecentFigures recent;  // of the workloads whose first pod's node is in the pool
 };
 
 struct QueueView {
@@ -161,13 +220,14 @@ struct QueueView {
   double pending_gpus = 0;
   int32_t running_workloads = 0;
   CostRates cost;  // total: price of the GPUs it holds; backfill: of those it borrows
+  // A parent queue's figures include its children's.
+  RecentFigures recent;
+  LostByReason lost_total;  // since the server started
 };
 
 struct QueueStats {
   int32_t pending_workloads = 0;
   double pending_gpus = 0;
-  double wait_p50_seconds = 0;  // nearest rank over recent_wait_seconds
-  double wait_p95_seconds = 0;
 };
 
 struct FleetView {
@@ -176,7 +236,7 @@ struct FleetView {
   Ratios ratios;
   CostRates cost;
   QueueStats queue;
-  int64_t preemptions_last_hour = 0;
+  RecentFigures recent;
   int32_t running_workloads = 0;
   std::vector<PoolView> pools;     // parallel to FleetInput::pools
   std::vector<NodeView> nodes;     // parallel to FleetInput::nodes

@@ -51,6 +51,16 @@ export function formatDuration(seconds: number): string {
   return `${formatNumber(h)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
+/** GPU-hours with one decimal: 21.68 -> "21.7". */
+export function formatGpuHours(hours: number): string {
+  return formatNumber(hours, 1);
+}
+
+/** A wait percentile of the last hour: "–" when no workload started in it, else a duration. */
+export function formatWait(seconds: number, started: number): string {
+  return started > 0 ? formatDuration(seconds) : '–';
+}
+
 /** Bytes in binary units: "37.5 GiB". */
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes)) return '–';

@@ -25,10 +25,12 @@ export interface FleetSummary {
   queue: {
     pending_workloads: number;
     pending_gpus: number;
+    started_last_hour: number;
     wait_p50_seconds: number;
     wait_p95_seconds: number;
   };
   preemptions_last_hour: number;
+  gpu_hours_lost_last_hour: number;
   nodes?: number;
   running_workloads?: number;
   cycle_ms?: number;
@@ -36,7 +38,19 @@ export interface FleetSummary {
 
 export type Pricing = 'on-demand' | 'reserved' | 'spot';
 
-export interface Pool {
+/**
+ * The last hour of a pool or queue: workloads that first started in it, the nearest-rank
+ * percentiles of their waits (0 when none started), preemptions and the GPU-hours they lost.
+ */
+export interface RecentFigures {
+  started_last_hour: number;
+  wait_p50_seconds: number;
+  wait_p95_seconds: number;
+  preemptions_last_hour: number;
+  gpu_hours_lost_last_hour: number;
+}
+
+export interface Pool extends RecentFigures {
   name: string;
   model: string;
   pricing: Pricing;
@@ -77,7 +91,14 @@ export interface GpuList {
   gpus: Gpu[];
 }
 
-export interface Queue {
+export type PreemptionReason = 'Reclaim' | 'Priority' | 'HardwareFault';
+
+export interface LostWork {
+  preemptions: number;
+  gpu_hours_lost: number;
+}
+
+export interface Queue extends RecentFigures {
   name: string;
   parent: string | null;
   quota: number;
@@ -92,6 +113,10 @@ export interface Queue {
   pending_gpus?: number;
   running_workloads: number;
   cost_per_hour?: number;
+  /** Since the server started; a parent's include its children's. */
+  preemptions_total: number;
+  gpu_hours_lost_total: number;
+  preemptions_by_reason: Record<PreemptionReason, LostWork>;
   error?: string | null;
 }
 
@@ -115,6 +140,29 @@ export interface Workload {
   submitted: string;
   started: string | null;
   nodes: string[];
+  /** Preemptions this server decided for it, and the GPU-hours they lost in all. */
+  preemption_count: number;
+  gpu_hours_lost: number;
+}
+
+export interface Preemption {
+  time: string;
+  reason: PreemptionReason;
+  gpu_hours_lost: number;
+}
+
+export interface WorkloadDetail {
+  time: string;
+  workload: Workload & {
+    reserved: boolean;
+    pods: string[];
+    pending_details: string[];
+    preemptions: string[];
+    /** The last 10 of preemption_count, oldest first. */
+    preemption_history: Preemption[];
+  };
+  pod: string | null;
+  queue: Queue | null;
 }
 
 export interface WorkloadList {

@@ -92,13 +92,15 @@ function step() {
     const q = leafQueues[i % leafQueues.length];
     workloads.push({ name: `${q.name}-pending-${String(i).padStart(5, '0')}`, queue: q.name, priority: i % 3, state: 'pending', gpus: 1 + (i % 8), borrowing: false,
       pending_reason: i % 3 === 0 ? 'QuotaExceeded' : 'NoNodeFits', pending_message: i % 3 === 0 ? `queue ${q.name} is at its quota` : `no node has ${1 + (i % 8)} free GPUs of the requested model`,
-      queue_position: i + 1, submitted: new Date(now - (i + 1) * 37_000).toISOString(), started: null, nodes: [] });
+      queue_position: i + 1, submitted: new Date(now - (i + 1) * 37_000).toISOString(), started: null, nodes: [],
+      preemption_count: i % 11 === 0 ? 2 : 0, gpu_hours_lost: i % 11 === 0 ? 3.5 : 0 });
   }
   const running = new Map();
   for (const g of gpus) if (g.workload) running.set(g.workload, g);
   for (const [name, g] of running) {
     workloads.push({ name, queue: g.queue, priority: 1, state: w++ % 40 === 0 ? 'preempting' : 'running', gpus: 1, borrowing: w % 7 === 0, pending_reason: null, pending_message: null,
-      queue_position: null, submitted: new Date(now - 3_600_000).toISOString(), started: new Date(now - 3_000_000).toISOString(), nodes: [g.node] });
+      queue_position: null, submitted: new Date(now - 3_600_000).toISOString(), started: new Date(now - 3_000_000).toISOString(), nodes: [g.node],
+      preemption_count: 0, gpu_hours_lost: 0 });
   }
   const f = fleet();
   const t = Math.floor(now / 1000);
@@ -108,6 +110,22 @@ function step() {
   history.idle_cost_per_hour.push([t, f.summary.cost.idle_per_hour]);
   totals.cost += f.summary.cost.per_hour / 60; totals.idle += f.summary.cost.idle_per_hour / 60;
   totals.used += f.summary.gpus.used / 60; totals.alloc += f.summary.gpus.allocated / 60; totals.cap += f.summary.gpus.capacity / 60;
+}
+
+// The last hour of a pool or queue, made up from its name so that it stays put between steps.
+function recent(name) {
+  let h = 0;
+  for (const c of name) h = (h * 31 + c.charCodeAt(0)) % 1000;
+  const started = h % 40;
+  return { started_last_hour: started, wait_p50_seconds: started ? 20 + (h % 300) : 0, wait_p95_seconds: started ? 400 + h * 3 : 0,
+    preemptions_last_hour: h % 5, gpu_hours_lost_last_hour: (h % 5) * 1.25 };
+}
+
+function lostTotals(name) {
+  const r = recent(name);
+  const by = { Reclaim: { preemptions: r.preemptions_last_hour, gpu_hours_lost: r.gpu_hours_lost_last_hour },
+    Priority: { preemptions: 1, gpu_hours_lost: 0.5 }, HardwareFault: { preemptions: 0, gpu_hours_lost: 0 } };
+  return { preemptions_total: r.preemptions_last_hour + 1, gpu_hours_lost_total: r.gpu_hours_lost_last_hour + 0.5, preemptions_by_reason: by };
 }
 
 function counts(list) {
@@ -139,15 +157,16 @@ function fleet() {
       gpus: c, utilization: c.used / c.capacity, allocation: c.allocated / c.capacity, idle_fraction: (c.idle + c.allocated_idle) / c.capacity,
       efficiency: { used_over_capacity: totals.cap ? totals.used / totals.cap : 0, used_over_allocated: totals.alloc ? totals.used / totals.alloc : 0 },
       cost: rate(gpus),
-      queue: { pending_workloads: pending.length, pending_gpus: pending.reduce((s, w) => s + w.gpus, 0), wait_p50_seconds: 312, wait_p95_seconds: 2710 },
+      queue: { pending_workloads: pending.length, pending_gpus: pending.reduce((s, w) => s + w.gpus, 0), started_last_hour: 57, wait_p50_seconds: 312, wait_p95_seconds: 2710 },
       preemptions_last_hour: workloads.filter((w) => w.state === 'preempting').length,
+      gpu_hours_lost_last_hour: workloads.filter((w) => w.state === 'preempting').length * 1.5,
       nodes: new Set(gpus.map((g) => g.node)).size, running_workloads: workloads.filter((w) => w.state === 'running').length, cycle_ms: 3.2,
     },
     pools: poolDefs.map((p) => {
       const list = gpus.filter((g) => g.pool === p.name);
       const pc = counts(list);
       return { name: p.name, model: p.model, pricing: p.pricing, price_per_gpu_hour: p.price, nodes: new Set(list.map((g) => g.node)).size,
-        gpus: pc, utilization: pc.used / (pc.capacity || 1), allocation: pc.allocated / (pc.capacity || 1), cost: rate(list) };
+        gpus: pc, utilization: pc.used / (pc.capacity || 1), allocation: pc.allocated / (pc.capacity || 1), cost: rate(list), ...recent(p.name) };
     }),
   };
 }
@@ -162,7 +181,8 @@ function queueList() {
     return { name: q.name, parent: q.parent, quota, limit: q.name === 'interns' ? Math.round(cap * 0.1) : null, weight: q.weight, allocated,
       used: Math.round(held.reduce((s, g) => s + g.utilization, 0) * 10) / 10, fair_share: Math.round(quota * 1.1), borrowed: Math.max(0, allocated - quota),
       lent: Math.max(0, quota - allocated), pending_workloads: pend.length, pending_gpus: pend.reduce((s, w) => s + w.gpus, 0),
-      running_workloads: new Set(held.map((g) => g.workload)).size, cost_per_hour: Math.round(held.reduce((s, g) => s + priceOf(g), 0) * 100) / 100, error: null };
+      running_workloads: new Set(held.map((g) => g.workload)).size, cost_per_hour: Math.round(held.reduce((s, g) => s + priceOf(g), 0) * 100) / 100,
+      ...recent(q.name), ...lostTotals(q.name), error: null };
   });
   return { time: new Date(now).toISOString(), queues: out };
 }
@@ -206,6 +226,15 @@ createServer((req, res) => {
     const limit = Number(url.searchParams.get('limit') ?? 1000);
     const list = workloads.filter((w) => (!url.searchParams.get('queue') || w.queue === url.searchParams.get('queue')) && (!url.searchParams.get('state') || w.state === url.searchParams.get('state')));
     return json({ time: new Date(now).toISOString(), total: list.length, workloads: list.slice(0, limit) });
+  }
+  if (p.startsWith('/api/v1/workloads/')) {
+    const name = p.slice('/api/v1/workloads/'.length).split('/').map(decodeURIComponent).join('/');
+    const w = workloads.find((x) => x.name === name);
+    if (!w) return json({ error: `no workload or pod named "${name}"` }, 404);
+    const history = Array.from({ length: w.preemption_count }, (_, i) => ({
+      time: new Date(now - (i + 1) * 600_000).toISOString(), reason: i % 2 ? 'Priority' : 'Reclaim', gpu_hours_lost: w.gpu_hours_lost / w.preemption_count })).reverse();
+    return json({ time: new Date(now).toISOString(), workload: { ...w, reserved: false, pods: [], pending_details: [], preemptions: history.map((h) => h.time),
+      preemption_history: history }, pod: null, queue: queueList().queues.find((q) => q.name === w.queue) ?? null });
   }
   if (p === '/api/v1/history') {
     const metric = url.searchParams.get('metric');

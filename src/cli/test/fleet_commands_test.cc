@@ -7,11 +7,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cli/api_client.h"
 #include "cli/command.h"
 #include "cli/test/run_cli.h"
 #include "daemon/api_json.h"
@@ -69,6 +72,36 @@ TEST_F(FleetCommandsTest, StatusTable) {
   EXPECT_NE(o.out.find("(demo, simulated time)"), std::string::npos);
   EXPECT_NE(o.out.find("h100  H100-SXM5-80GB  on-demand  128"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("l40s  L40S-48GB       spot       40"), std::string::npos) << o.out;
+  // The last hour: preemptions with the GPU-hours they lost, and per pool the p95 wait.
+  EXPECT_NE(o.out.find(Number(f["summary"]["preemptions_last_hour"]) + " in the last hour  " +
+                       Number(f["summary"]["gpu_hours_lost_last_hour"]) + " GPU-hours lost"),
+            std::string::npos)
+      << o.out;
+  auto fields = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::istringstream in(line);
+    for (std::string f; in >> f;) out.push_back(f);
+    return out;
+  };
+  std::istringstream lines(o.out);
+  std::map<std::string, std::vector<std::string>> rows;
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) rows[line.substr(0, line.find(' '))] = fields(line);
+  ASSERT_TRUE(rows.contains("POOL")) << o.out;
+  EXPECT_EQ(std::vector<std::string>(rows["POOL"].end() - 2, rows["POOL"].end()),
+            (std::vector<std::string>{"WAIT-P95", "PREEMPT-1H"}));
+  int started = 0;
+  for (const json& p : f["pools"]) {
+    const std::vector<std::string>& row = rows[p["name"].get<std::string>()];
+    ASSERT_GE(row.size(), 2u) << o.out;
+    EXPECT_EQ(std::vector<std::string>(row.end() - 2, row.end()),
+              (std::vector<std::string>{
+                  p["started_last_hour"].get<int>() > 0 ? DurationText(p["wait_p95_seconds"]) : "-",
+                  Number(p["preemptions_last_hour"])}))
+        << p;
+    started += p["started_last_hour"].get<int>();
+  }
+  EXPECT_GT(started, 0);
 }
 
 TEST_F(FleetCommandsTest, NodesTableAndJson) {

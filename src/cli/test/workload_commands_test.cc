@@ -78,27 +78,36 @@ TEST_F(WorkloadCommandsTest, QueuesTableMatchesTheQueuesResource) {
   ASSERT_EQ(lines.size(), 5u) << o.out;  // header and the demo's four queues
   EXPECT_EQ(Fields(lines[0]),
             (std::vector<std::string>{"QUEUE", "PARENT", "QUOTA", "LIMIT", "ALLOCATED",
-                                      "FAIR-SHARE", "BORROWED", "LENT", "PENDING", "RUNNING"}));
+                                      "FAIR-SHARE", "BORROWED", "LENT", "PENDING", "RUNNING",
+                                      "WAIT-P50", "WAIT-P95", "PREEMPT-1H", "LOST-GPUH-1H"}));
   const std::vector<std::pair<std::string, std::string>> quotas = {
       {"llm-training", "112"}, {"vision", "64"}, {"recsys", "48"}, {"research", "40"}};
   for (size_t i = 0; i < quotas.size(); ++i) {
     const json& q = queues[i];
     ASSERT_EQ(q["name"], quotas[i].first);
+    // Every team started work in the last hour, so each shows its own waits.
+    ASSERT_GT(q["started_last_hour"].get<int>(), 0) << q;
     EXPECT_EQ(Fields(lines[i + 1]),
               (std::vector<std::string>{
                   quotas[i].first, "-", quotas[i].second, "-", Number(q["allocated"]),
                   Number(q["fair_share"]), Number(q["borrowed"]), Number(q["lent"]),
-                  Number(q["pending_workloads"]), Number(q["running_workloads"])}))
+                  Number(q["pending_workloads"]), Number(q["running_workloads"]),
+                  DurationText(q["wait_p50_seconds"]), DurationText(q["wait_p95_seconds"]),
+                  Number(q["preemptions_last_hour"]), Number(q["gpu_hours_lost_last_hour"])}))
         << lines[i + 1];
   }
-  // The demo is busy: something is allocated and something waits.
-  double allocated = 0, pending = 0;
+  // The demo is busy: something is allocated, something waits, and something was preempted.
+  double allocated = 0, pending = 0, preempted = 0, lost = 0;
   for (const json& q : queues) {
     allocated += q["allocated"].get<double>();
     pending += q["pending_workloads"].get<double>();
+    preempted += q["preemptions_last_hour"].get<double>();
+    lost += q["gpu_hours_lost_last_hour"].get<double>();
   }
   EXPECT_GT(allocated, 0);
   EXPECT_GT(pending, 0);
+  EXPECT_GT(preempted, 0);
+  EXPECT_GT(lost, 0);
 }
 
 TEST_F(WorkloadCommandsTest, QueuesJsonIsTheQueuesResource) {
@@ -117,16 +126,19 @@ TEST_F(WorkloadCommandsTest, WorkloadsTableFollowsTheWorkloadsResource) {
   ASSERT_GE(all["total"].get<size_t>(), 20u);
   ASSERT_EQ(lines.size(), all["total"].get<size_t>() > 20 ? 22u : 21u) << o.out;
   EXPECT_EQ(Fields(lines[0]), (std::vector<std::string>{"NAME", "QUEUE", "STATE", "GPUS",
-                                                        "PRIORITY", "AGE", "REASON"}));
+                                                        "PRIORITY", "AGE", "LOST-GPUH", "REASON"}));
   for (size_t i = 0; i < 20; ++i) {
     const json& w = all["workloads"][i];
     const std::vector<std::string> fields = Fields(lines[i + 1]);
-    ASSERT_GE(fields.size(), 7u) << lines[i + 1];
+    ASSERT_GE(fields.size(), 8u) << lines[i + 1];
     EXPECT_EQ(fields[0], w["name"]);
     EXPECT_EQ(fields[1], w["queue"]);
     EXPECT_EQ(fields[2], w["state"]);
     EXPECT_EQ(fields[3], std::to_string(w["gpus"].get<int>()));
     EXPECT_EQ(fields[4], std::to_string(w["priority"].get<int>()));
+    // PRIORITY may be two words ("100 (reserved)"): LOST-GPUH is the one before REASON.
+    EXPECT_EQ(fields[fields.size() - 2],
+              w["preemption_count"].get<int>() > 0 ? Number(w["gpu_hours_lost"]) : "-");
     EXPECT_EQ(fields.back(), w["pending_reason"].is_string()
                                  ? w["pending_reason"].get<std::string>()
                                  : (w["borrowing"].get<bool>() ? "borrowing" : "-"));
@@ -250,12 +262,30 @@ TEST(WorkloadTextTest, QueueTreeIndentsChildrenUnderTheirParent) {
                                         {1, 0}, {0, 1}, {3, 1}, {4, 2}, {2, 0}, {5, 0}, {6, 1}}));
   const auto rows = QueueRows(queues);
   ASSERT_EQ(rows.size(), 7u);
-  EXPECT_EQ(rows[0],
-            (std::vector<std::string>{"org", "-", "16", "-", "3", "2.5", "1", "0", "4", "2"}));
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"org", "-", "16", "-", "3", "2.5", "1", "0", "4",
+                                               "2", "-", "-", "0", "0"}));
   EXPECT_EQ(rows[1][0], "  team-b");
   EXPECT_EQ(rows[1][1], "org");
   EXPECT_EQ(rows[3][0], "    a-1");
   EXPECT_EQ(rows[4][0], "lost");
+}
+
+TEST(WorkloadTextTest, QueueRowsShowTheLastHour) {
+  json q = QueueJson("team-a", "", 8);
+  q["started_last_hour"] = 3;
+  q["wait_p50_seconds"] = 75.4;
+  q["wait_p95_seconds"] = 3725;
+  q["preemptions_last_hour"] = 2;
+  q["gpu_hours_lost_last_hour"] = 4.5;
+  const auto rows = QueueRows(json::array({q}));
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0].size(), kQueueColumns.size());
+  EXPECT_EQ(std::vector<std::string>(rows[0].begin() + 10, rows[0].end()),
+            (std::vector<std::string>{"1m15s", "1h02m", "2", "4.5"}));
+  // Nothing started in the last hour: no percentile to show, even where the answer has 0.
+  q["started_last_hour"] = 0;
+  q["wait_p50_seconds"] = 0;
+  EXPECT_EQ(QueueRows(json::array({q}))[0][10], "-");
 }
 
 json Detail() {
@@ -296,6 +326,37 @@ TEST(WorkloadTextTest, ExplainsAPendingWorkloadFoundThroughItsPod) {
             "Pods: ml/train-7-0, ml/train-7-1.\n"
             "Queue research: quota 40 GPUs, limit none, allocated 3 (borrowed 1, lent 0), fair "
             "share 2.5; 5 waiting, 2 running.\n");
+}
+
+TEST(WorkloadTextTest, ExplainsTheWorkItsPreemptionsLost) {
+  json d = Detail();
+  json& w = d["workload"];
+  w["preemption_count"] = 2;
+  w["gpu_hours_lost"] = 4.5;
+  w["preemption_history"] = {
+      {{"time", "2026-11-30T09:00:00Z"}, {"reason", "Reclaim"}, {"gpu_hours_lost", 4}},
+      {{"time", "2026-11-30T09:40:00Z"}, {"reason", "HardwareFault"}, {"gpu_hours_lost", 0.5}}};
+  std::string text = ExplainWorkload(d);
+  EXPECT_NE(text.find("Preempted 1 time before: 2026-11-30T09:00:00Z.\n"
+                      "Its 2 preemptions lost 4.5 GPU-hours of work: 2026-11-30T09:00:00Z Reclaim "
+                      "(4 GPU-hours), 2026-11-30T09:40:00Z HardwareFault (0.5 GPU-hours).\n"),
+            std::string::npos)
+      << text;
+  // More preemptions than the history holds: the latest five are named.
+  w["preemption_count"] = 12;
+  w["gpu_hours_lost"] = 1;
+  w["preemption_history"] = json::array();
+  for (int i = 0; i < 10; ++i)
+    w["preemption_history"].push_back({{"time", "2026-11-30T0" + std::to_string(i) + ":00:00Z"},
+                                       {"reason", "Priority"},
+                                       {"gpu_hours_lost", 0.1}});
+  text = ExplainWorkload(d);
+  EXPECT_NE(text.find("Its 12 preemptions lost 1 GPU-hour of work (the latest 5): "
+                      "2026-11-30T05:00:00Z Priority (0.1 GPU-hours), "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2026-11-30T09:00:00Z Priority (0.1 GPU-hours).\n"), std::string::npos);
+  EXPECT_EQ(text.find("2026-11-30T04:00:00Z"), std::string::npos);
 }
 
 TEST(WorkloadTextTest, ExplainsARunningReservedWorkload) {
@@ -339,15 +400,17 @@ TEST(WorkloadTextTest, ExplainsASuspendedWorkloadNotYetExplained) {
 TEST(WorkloadTextTest, WorkloadRowAgeAndReason) {
   json w = Detail()["workload"];
   EXPECT_EQ(WorkloadRow(w, "2026-11-30T11:02:00Z"),
-            (std::vector<std::string>{"ml/train-7", "research", "pending", "8", "10", "1h02m",
+            (std::vector<std::string>{"ml/train-7", "research", "pending", "8", "10", "1h02m", "-",
                                       "NoNodeFits"}));
   w["pending_reason"] = nullptr;
   w["borrowing"] = true;
   w["reserved"] = true;
   w["priority"] = 100;
+  w["preemption_count"] = 2;
+  w["gpu_hours_lost"] = 3.5;
   EXPECT_EQ(WorkloadRow(w, "2026-11-30T10:00:45Z"),
             (std::vector<std::string>{"ml/train-7", "research", "pending", "8", "100 (reserved)",
-                                      "45s", "borrowing"}));
+                                      "45s", "3.5", "borrowing"}));
 }
 
 TEST(WorkloadTextTest, SecondsBetweenAndUrlEncode) {

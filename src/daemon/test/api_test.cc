@@ -4,14 +4,17 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "daemon/api_json.h"
 #include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
 
@@ -24,7 +27,7 @@ constexpr const char* kReadToken = "read-token-0123456789";
 constexpr const char* kAdminToken = "admin-token-0123456789";
 
 // A small OpenAPI 3.0 schema checker: $ref, type, required, properties, items, enum, nullable,
-// oneOf, minItems and maxItems.
+// allOf, oneOf, minItems and maxItems.
 class SchemaChecker {
  public:
   explicit SchemaChecker(YAML::Node doc) : doc_(std::move(doc)) {}
@@ -48,6 +51,10 @@ class SchemaChecker {
     if (v.is_null()) {
       if (!(schema["nullable"] && schema["nullable"].as<bool>()))
         errors.push_back(at + ": null where the schema does not allow it");
+      return;
+    }
+    if (schema["allOf"]) {
+      for (const YAML::Node& part : schema["allOf"]) Check(part, v, at, errors);
       return;
     }
     if (schema["oneOf"]) {
@@ -486,6 +493,287 @@ TEST(NamespacedWorkloadTest, FoundByNameOrPodAndAnsweredAsDocumented) {
     EXPECT_EQ(json::parse(r->body)["error"], "no workload or pod named \"" + name + "\"");
   }
   server.Stop();
+}
+
+// Two nodes of 8 GPUs in two pools (h-0: H100, pool h100; a-0: A100, pool a100), queues team-a
+// (quota 0: everything it runs is borrowed) and team-b (quota 16), and workloads the test adds.
+// The clock is the test's; decisions take effect at once: a preempted workload is suspended and
+// frees its GPUs in the same cycle.
+class ScriptedBackend : public ClusterBackend {
+ public:
+  static constexpr int64_t kOffsetMs = 1'790'000'000'000;
+
+  ScriptedBackend() {
+    for (const auto& [name, model] : {std::pair{"h-0", "H100"}, std::pair{"a-0", "A100"}}) {
+      core::Node node;
+      node.name = name;
+      node.allocatable = core::Resources::Of(0, 64000, int64_t{512} << 30);
+      for (int g = 0; g < 8; ++g)
+        node.gpus.push_back(
+            {std::string(name) + "-" + std::to_string(g), model, 81920, true, 0, 0});
+      snapshot_.nodes.push_back(node);
+    }
+    core::Queue a, b;
+    a.name = "team-a";
+    b.name = "team-b";
+    b.res(core::Resource::kGpu).quota = 16;
+    snapshot_.queues = {a, b};
+  }
+  void Add(std::string name, std::string queue, int64_t gpus, std::string model,
+           core::Time submitted) {
+    core::Workload w;
+    w.name = std::move(name);
+    w.queue = std::move(queue);
+    w.submit_time = submitted;
+    w.pod_sets.push_back({"pod", 1, core::Resources::Of(gpus, 0, 0), {}, {}, {std::move(model)}});
+    snapshot_.workloads.push_back(std::move(w));
+  }
+  void Remove(const std::string& name) {
+    std::erase_if(snapshot_.workloads, [&](const core::Workload& w) { return w.name == name; });
+  }
+  void set_now(core::Time t) { snapshot_.now = t; }
+  // While set, preemptions are not carried out, as when the cluster is slow to act on them.
+  void set_lagging(bool lagging) { lagging_ = lagging; }
+
+  std::string_view mode() const override { return "cluster"; }
+  bool simulated_time() const override { return false; }
+  Result<const core::Snapshot*> Refresh() override { return &snapshot_; }
+  Status Apply(const core::CycleResult& r) override {
+    auto start = [&](core::WorkloadId id, const std::vector<core::PodAssignment>& pods) {
+      core::Workload& w = snapshot_.workloads[id.index()];
+      w.state = core::WorkloadState::kRunning;
+      w.start_time = snapshot_.now;
+      w.placements.clear();
+      for (const core::PodAssignment& a : pods) w.placements.push_back(a.placement);
+    };
+    for (const core::PreemptDecision& p : r.preemptions) {
+      if (lagging_) break;
+      core::Workload& w = snapshot_.workloads[p.workload.index()];
+      w.state = core::WorkloadState::kSuspended;
+      w.placements.clear();
+      if (p.reason != core::PreemptReason::kHardwareFault)
+        w.recent_preemptions.push_back(snapshot_.now);
+    }
+    preemption_decisions_ += static_cast<int>(r.preemptions.size());
+    for (const core::BindDecision& b : r.binds) start(b.workload, b.pods);
+    for (const core::ResumeDecision& b : r.resumes) start(b.workload, b.pods);
+    return Status::Ok();
+  }
+  Observation Observe() override {
+    Observation o;
+    o.clock_offset_ms = kOffsetMs;
+    o.snapshot = &snapshot_;
+    o.pools = {{"h100", "H100", fleet::Pricing::kOnDemand, 3},
+               {"a100", "A100", fleet::Pricing::kReserved, 1.5}};
+    o.node_pool = {0, 1};
+    o.samples = {std::vector<GpuSample>(8), std::vector<GpuSample>(8)};
+    return o;
+  }
+  Status SetSchedulable(std::string_view node, bool) override {
+    return Status::NotFound(std::string(node));
+  }
+  int preemption_decisions() const { return preemption_decisions_; }
+
+ private:
+  core::Snapshot snapshot_;
+  bool lagging_ = false;
+  int preemption_decisions_ = 0;
+};
+
+// The value of the sample `series` (name and labels, as written) on a Prometheus page; NaN when
+// it is missing.
+double MetricValue(const std::string& page, const std::string& series) {
+  std::istringstream in(page);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return std::nan("");
+}
+
+// Waits, preemptions and lost GPU-hours per queue and pool, by hand: known submission times give
+// known waits and percentiles; a reclaimed workload of 8 GPUs that ran 30 minutes without a
+// checkpoint loses 4 GPU-hours; after an hour its preemption leaves the recent figures and
+// stays in the totals; a workload that leaves the cluster takes its own history with it.
+TEST(LostWorkTest, WaitsAndLostGpuHoursPerQueueAndPool) {
+  using std::chrono::minutes;
+  using std::chrono::seconds;
+  auto owned = std::make_unique<ScriptedBackend>();
+  ScriptedBackend& cluster = *owned;
+  Daemon daemon(std::move(owned), DaemonOptions{}, nullptr);
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  auto check_schema = [&](const std::string& path, const json& body) {
+    std::vector<std::string> errors;
+    SchemaChecker(doc).Check(
+        doc["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"],
+        body, path, errors);
+    EXPECT_TRUE(errors.empty()) << path << ":\n" << ::testing::PrintToString(errors);
+  };
+  auto queue = [&](const std::string& name) {
+    const json queues = QueuesJson(*daemon.state());
+    check_schema("/api/v1/queues", queues);
+    for (const json& q : queues["queues"])
+      if (q["name"] == name) return q;
+    ADD_FAILURE() << "no queue " << name;
+    return json();
+  };
+  auto pool = [&](size_t p) {
+    const json fleet = FleetJson(*daemon.state());
+    check_schema("/api/v1/fleet", fleet);
+    return fleet["pools"][p];
+  };
+  auto metric = [&](const std::string& series) {
+    return MetricValue(MetricsPage(*daemon.state()), series);
+  };
+
+  // Team a's six workloads start in the first cycle, two hours in: five of one H100 after 10,
+  // 20, 30, 40 and 100 s; one of 8 A100 after 600 s.
+  const core::Time t1 = std::chrono::hours(2);
+  cluster.set_now(t1);
+  for (const int wait : {40, 10, 100, 30, 20})
+    cluster.Add("a-h" + std::to_string(wait), "team-a", 1, "H100", t1 - seconds(wait));
+  cluster.Add("a-big", "team-a", 8, "A100", t1 - seconds(600));
+  ASSERT_TRUE(daemon.Tick().ok());
+  json a = queue("team-a");
+  EXPECT_EQ(a["started_last_hour"], 6);
+  EXPECT_EQ(a["wait_p50_seconds"], 30);  // 10 20 [30] 40 100 600
+  EXPECT_EQ(a["wait_p95_seconds"], 600);
+  EXPECT_EQ(a["preemptions_last_hour"], 0);
+  EXPECT_EQ(pool(0)["wait_p50_seconds"], 30);  // h100: 10 20 [30] 40 100
+  EXPECT_EQ(pool(0)["wait_p95_seconds"], 100);
+  EXPECT_EQ(pool(1)["wait_p50_seconds"], 600);
+  EXPECT_EQ(pool(1)["started_last_hour"], 1);
+  EXPECT_EQ(metric(R"(chamber_queue_wait_seconds{queue="team-a",quantile="0.95"})"), 600);
+  EXPECT_EQ(metric(R"(chamber_pool_wait_seconds{pool="h100",quantile="0.5"})"), 30);
+  EXPECT_EQ(metric(R"(chamber_preemptions_total{queue="team-a",reason="Reclaim"})"), 0);
+
+  // Half an hour later team b, within its quota, wants the A100s back.
+  const core::Time t2 = t1 + minutes(30);
+  cluster.set_now(t2);
+  cluster.Add("b-big", "team-b", 8, "A100", t2);
+  ASSERT_TRUE(daemon.Tick().ok());
+  a = queue("team-a");
+  EXPECT_EQ(a["preemptions_last_hour"], 1);
+  EXPECT_DOUBLE_EQ(a["gpu_hours_lost_last_hour"].get<double>(), 4.0);
+  EXPECT_EQ(a["preemptions_total"], 1);
+  EXPECT_DOUBLE_EQ(a["gpu_hours_lost_total"].get<double>(), 4.0);
+  EXPECT_EQ(a["preemptions_by_reason"]["Reclaim"],
+            json({{"preemptions", 1}, {"gpu_hours_lost", 4.0}}));
+  EXPECT_EQ(a["preemptions_by_reason"]["Priority"],
+            json({{"preemptions", 0}, {"gpu_hours_lost", 0.0}}));
+  EXPECT_EQ(queue("team-b")["preemptions_total"], 0);
+  EXPECT_EQ(pool(1)["preemptions_last_hour"], 1);
+  EXPECT_DOUBLE_EQ(pool(1)["gpu_hours_lost_last_hour"].get<double>(), 4.0);
+  EXPECT_EQ(pool(0)["preemptions_last_hour"], 0);
+  const json summary = FleetJson(*daemon.state())["summary"];
+  EXPECT_EQ(summary["preemptions_last_hour"], 1);
+  EXPECT_DOUBLE_EQ(summary["gpu_hours_lost_last_hour"].get<double>(), 4.0);
+  EXPECT_EQ(metric(R"(chamber_preemptions_total{queue="team-a",reason="Reclaim"})"), 1);
+  EXPECT_EQ(metric(R"(chamber_preemption_lost_gpu_hours_total{queue="team-a",reason="Reclaim"})"),
+            4);
+  EXPECT_EQ(metric(R"(chamber_preemptions_total{queue="team-b",reason="Reclaim"})"), 0);
+  EXPECT_EQ(metric(R"(chamber_queue_preemptions_last_hour{queue="team-a"})"), 1);
+  EXPECT_EQ(metric(R"(chamber_queue_lost_gpu_hours_last_hour{queue="team-a"})"), 4);
+  EXPECT_EQ(metric(R"(chamber_pool_preemptions_last_hour{pool="a100"})"), 1);
+  auto detail = [&](const std::string& name) {
+    const std::optional<WorkloadMatch> m = FindWorkload(*daemon.state(), name);
+    EXPECT_TRUE(m) << name;
+    const json d = WorkloadDetailJson(*daemon.state(), m.value_or(WorkloadMatch{}));
+    check_schema("/api/v1/workloads/{name}", d);
+    return d["workload"];
+  };
+  json big = detail("a-big");
+  EXPECT_EQ(big["state"], "suspended");
+  EXPECT_EQ(big["preemption_count"], 1);
+  EXPECT_DOUBLE_EQ(big["gpu_hours_lost"].get<double>(), 4.0);
+  EXPECT_EQ(big["preemption_history"],
+            json::array({{{"time", Rfc3339(ScriptedBackend::kOffsetMs + t2.count())},
+                          {"reason", "Reclaim"},
+                          {"gpu_hours_lost", 4.0}}}));
+  EXPECT_EQ(detail("a-h10")["gpu_hours_lost"], 0.0);
+  EXPECT_EQ(detail("a-h10")["preemption_history"], json::array());
+
+  // A minute later team b starts, after a minute's wait.
+  cluster.set_now(t2 + minutes(1));
+  ASSERT_TRUE(daemon.Tick().ok());
+  EXPECT_EQ(detail("b-big")["state"], "running");
+  EXPECT_EQ(queue("team-b")["started_last_hour"], 1);
+  EXPECT_EQ(queue("team-b")["wait_p95_seconds"], 60);
+
+  // 60.5 minutes after the preemption: it is out of the last hour, team b's start (59.5 minutes
+  // ago) is not, and team a's starts (90.5 minutes ago) are.
+  cluster.set_now(t2 + minutes(60) + seconds(30));
+  ASSERT_TRUE(daemon.Tick().ok());
+  a = queue("team-a");
+  EXPECT_EQ(a["preemptions_last_hour"], 0);
+  EXPECT_EQ(a["gpu_hours_lost_last_hour"], 0.0);
+  EXPECT_EQ(a["started_last_hour"], 0);
+  EXPECT_EQ(a["wait_p95_seconds"], 0);
+  EXPECT_EQ(a["preemptions_total"], 1);
+  EXPECT_DOUBLE_EQ(a["gpu_hours_lost_total"].get<double>(), 4.0);
+  EXPECT_EQ(queue("team-b")["started_last_hour"], 1);
+  EXPECT_EQ(pool(1)["preemptions_last_hour"], 0);
+  EXPECT_EQ(metric(R"(chamber_queue_preemptions_last_hour{queue="team-a"})"), 0);
+  EXPECT_EQ(metric(R"(chamber_preemption_lost_gpu_hours_total{queue="team-a",reason="Reclaim"})"),
+            4);
+  EXPECT_EQ(detail("a-big")["gpu_hours_lost"], 4.0);
+
+  // The preempted workload leaves: its history goes with it, the queue's totals stay.
+  cluster.Remove("a-big");
+  cluster.set_now(t2 + minutes(61));
+  ASSERT_TRUE(daemon.Tick().ok());
+  EXPECT_FALSE(FindWorkload(*daemon.state(), "a-big"));
+  EXPECT_DOUBLE_EQ(queue("team-a")["gpu_hours_lost_total"].get<double>(), 4.0);
+  // A workload of the same name later starts afresh, and its start counts as a first start.
+  cluster.Add("a-big", "team-a", 6, "H100", t2 + minutes(61) - seconds(5));
+  cluster.Remove("a-h10");
+  cluster.Remove("a-h20");
+  cluster.Remove("a-h30");
+  ASSERT_TRUE(daemon.Tick().ok());
+  big = detail("a-big");
+  EXPECT_EQ(big["state"], "running");
+  EXPECT_EQ(big["preemption_count"], 0);
+  EXPECT_EQ(big["gpu_hours_lost"], 0.0);
+  EXPECT_EQ(queue("team-a")["started_last_hour"], 1);
+  EXPECT_EQ(queue("team-a")["wait_p50_seconds"], 5);
+}
+
+// The engine preempts a workload again while the cluster has not acted on the first decision
+// (a Job's suspension not yet seen, a workload still on a failed GPU): that is one preemption,
+// of the run it ends, with the work lost when it was first decided.
+TEST(LostWorkTest, ARunIsPreemptedOnceWhileTheClusterCatchesUp) {
+  auto owned = std::make_unique<ScriptedBackend>();
+  ScriptedBackend& cluster = *owned;
+  Daemon daemon(std::move(owned), DaemonOptions{}, nullptr);
+  const core::Time t1 = std::chrono::hours(1);
+  cluster.set_now(t1);
+  cluster.Add("a-big", "team-a", 8, "A100", t1);
+  ASSERT_TRUE(daemon.Tick().ok());
+  const core::Time t2 = t1 + std::chrono::minutes(15);
+  cluster.set_now(t2);
+  cluster.Add("b-big", "team-b", 8, "A100", t2);
+  cluster.set_lagging(true);
+  for (int i = 0; i < 3; ++i) {
+    cluster.set_now(t2 + std::chrono::seconds(30 * i));
+    ASSERT_TRUE(daemon.Tick().ok());
+  }
+  EXPECT_EQ(cluster.preemption_decisions(), 3);  // decided in each of the three cycles
+  auto team_a = [&] {
+    const json queues = QueuesJson(*daemon.state());
+    for (const json& q : queues["queues"])
+      if (q["name"] == "team-a") return q;
+    return json();
+  };
+  EXPECT_EQ(team_a()["preemptions_total"], 1);
+  EXPECT_DOUBLE_EQ(team_a()["gpu_hours_lost_total"].get<double>(), 2.0);  // 8 GPUs x 15 min
+  EXPECT_EQ(FleetJson(*daemon.state())["summary"]["preemptions_last_hour"], 1);
+  // The cluster acts on the fourth decision: still the same preemption.
+  cluster.set_lagging(false);
+  cluster.set_now(t2 + std::chrono::seconds(90));
+  ASSERT_TRUE(daemon.Tick().ok());
+  EXPECT_EQ(cluster.preemption_decisions(), 4);
+  EXPECT_EQ(team_a()["preemptions_total"], 1);
+  const json w = WorkloadDetailJson(*daemon.state(), *FindWorkload(*daemon.state(), "a-big"));
+  EXPECT_EQ(w["workload"]["state"], "suspended");
+  EXPECT_EQ(w["workload"]["preemption_history"].size(), 1u);
 }
 
 TEST(ParseTimeParamTest, UnixSecondsAndRfc3339) {

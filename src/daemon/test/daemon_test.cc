@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <map>
 #include <numbers>
+#include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -174,6 +176,201 @@ TEST(DaemonTest, DecayedUsageReachesTheQueuesApi) {
   EXPECT_GT(total, 0);
   EXPECT_LE(total, 264 / std::numbers::ln2 / 2 + 1e-6);
   for (const auto& q : without["queues"]) EXPECT_EQ(q["decayed_gpu_hours"], 0.0) << q.dump();
+}
+
+// The demo's backend, keeping what the engine decided in each cycle: the test's own account of
+// every preemption and first start, to check the daemon's figures against.
+class RecordingBackend : public ClusterBackend {
+ public:
+  struct Preempted {
+    int64_t time_ms;
+    std::string queue;
+    std::string reason;
+    double gpu_hours_lost;
+    int32_t node;
+  };
+  struct Started {
+    int64_t time_ms;
+    std::string queue;
+    double wait_seconds;
+    int32_t node;
+  };
+
+  explicit RecordingBackend(std::unique_ptr<SimulatedBackend> inner) : inner_(std::move(inner)) {}
+  SimulatedBackend& inner() { return *inner_; }
+  const std::vector<Preempted>& preempted() const { return preempted_; }
+  const std::vector<Started>& started() const { return started_; }
+
+  std::string_view mode() const override { return inner_->mode(); }
+  bool simulated_time() const override { return inner_->simulated_time(); }
+  Result<const core::Snapshot*> Refresh() override {
+    auto r = inner_->Refresh();
+    if (r.ok()) snap_ = *r;
+    return r;
+  }
+  Status Apply(const core::CycleResult& result) override {
+    const int64_t now = kStart + snap_->now.count();
+    for (const core::PreemptDecision& p : result.preemptions) {
+      const core::Workload& w = snap_->workloads[p.workload.index()];
+      preempted_.push_back({now, w.queue, std::string(core::PreemptReasonName(p.reason)),
+                            p.gpu_hours_lost, w.placements.at(0).node.value});
+      ever_preempted_.insert(w.name);
+    }
+    for (const core::BindDecision& b : result.binds) {
+      const core::Workload& w = snap_->workloads[b.workload.index()];
+      if (!w.recent_preemptions.empty() || ever_preempted_.contains(w.name)) continue;
+      started_.push_back({now, w.queue,
+                          static_cast<double>((snap_->now - w.submit_time).count()) / 1000,
+                          b.pods.at(0).placement.node.value});
+    }
+    return inner_->Apply(result);
+  }
+  Observation Observe() override { return inner_->Observe(); }
+  Status SetSchedulable(std::string_view node, bool schedulable) override {
+    return inner_->SetSchedulable(node, schedulable);
+  }
+
+ private:
+  std::unique_ptr<SimulatedBackend> inner_;
+  const core::Snapshot* snap_ = nullptr;
+  std::vector<Preempted> preempted_;
+  std::vector<Started> started_;
+  std::set<std::string> ever_preempted_;
+};
+
+double MetricValue(const std::string& page, const std::string& series) {
+  std::istringstream in(page);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  ADD_FAILURE() << "no sample " << series;
+  return -1;
+}
+
+// Three simulated hours of the demo, with a GPU failing under a running workload: every
+// preemption the engine decided reaches the queues' totals, the Prometheus counters and the last
+// hour's figures per queue and pool, and the waits of the last hour's first starts give each
+// queue's and pool's percentiles.
+TEST(DaemonTest, DemoFillsWaitsAndLostWorkPerQueueAndPool) {
+  DemoClusterOptions o;
+  o.seed = 7;
+  o.start_unix_ms = kStart;
+  o.gpu_mtbf_hours = 0;
+  o.load = 4;  // enough work that reclaim and priority preemption both happen
+  auto sim = SimulatedBackend::Create(DemoCluster(o));
+  ASSERT_TRUE(sim.ok());
+  auto owned = std::make_unique<RecordingBackend>(std::move(sim).value());
+  RecordingBackend& rec = *owned;
+  Daemon daemon(std::move(owned), DaemonOptions{}, nullptr);
+  for (int i = 0; i < 360; ++i) {
+    ASSERT_TRUE(daemon.Tick().ok());
+    if (i == 300) {  // fail a GPU that a workload holds: a HardwareFault preemption
+      const fleet::FleetView& v = daemon.state()->view;
+      auto held = std::find_if(v.gpus_flat.begin(), v.gpus_flat.end(),
+                               [](const fleet::GpuView& g) { return g.workload >= 0; });
+      ASSERT_NE(held, v.gpus_flat.end());
+      ASSERT_TRUE(
+          rec.inner().FailGpu(static_cast<size_t>(held->node), static_cast<size_t>(held->index)));
+    }
+  }
+  const auto s = daemon.state();
+  const int64_t since = s->time_ms - 3600 * 1000;
+  const std::string page = MetricsPage(*s);
+  const nlohmann::json queues = QueuesJson(*s)["queues"];
+  const nlohmann::json fleet = FleetJson(*s);
+
+  std::map<std::string, int> reasons;
+  for (const auto& p : rec.preempted()) ++reasons[p.reason];
+  EXPECT_GT(reasons["Reclaim"], 0);
+  EXPECT_GT(reasons["Priority"], 0);
+  EXPECT_GT(reasons["HardwareFault"], 0);
+
+  auto pool_of = [&](int32_t node) { return s->input.nodes.at(static_cast<size_t>(node)).pool; };
+  int64_t total = 0;
+  for (const nlohmann::json& q : queues) {
+    const std::string name = q["name"];
+    SCOPED_TRACE(name);
+    int64_t count = 0, recent = 0;
+    double lost = 0, recent_lost = 0;
+    std::vector<double> waits;
+    for (const char* reason : {"Reclaim", "Priority", "HardwareFault"}) {
+      int64_t n = 0;
+      double h = 0;
+      for (const auto& p : rec.preempted()) {
+        if (p.queue != name || p.reason != reason) continue;
+        ++n;
+        h += p.gpu_hours_lost;
+        if (p.time_ms > since) {
+          ++recent;
+          recent_lost += p.gpu_hours_lost;
+        }
+      }
+      const std::string labels = "{queue=\"" + name + "\",reason=\"" + reason + "\"}";
+      EXPECT_EQ(MetricValue(page, "chamber_preemptions_total" + labels), n);
+      EXPECT_NEAR(MetricValue(page, "chamber_preemption_lost_gpu_hours_total" + labels), h, 1e-9);
+      EXPECT_EQ(q["preemptions_by_reason"][reason]["preemptions"], n);
+      EXPECT_NEAR(q["preemptions_by_reason"][reason]["gpu_hours_lost"].get<double>(), h, 1e-9);
+      count += n;
+      lost += h;
+    }
+    for (const auto& st : rec.started())
+      if (st.queue == name && st.time_ms > since) waits.push_back(st.wait_seconds);
+    EXPECT_EQ(q["preemptions_total"], count);
+    EXPECT_NEAR(q["gpu_hours_lost_total"].get<double>(), lost, 1e-9);
+    EXPECT_EQ(q["preemptions_last_hour"], recent);
+    EXPECT_NEAR(q["gpu_hours_lost_last_hour"].get<double>(), recent_lost, 1e-9);
+    EXPECT_EQ(q["started_last_hour"], waits.size());
+    EXPECT_GT(waits.size(), 0u);
+    EXPECT_EQ(q["wait_p50_seconds"], fleet::Percentile(waits, 0.5));
+    EXPECT_EQ(q["wait_p95_seconds"], fleet::Percentile(waits, 0.95));
+    const std::string label = "{queue=\"" + name + "\"";
+    EXPECT_EQ(MetricValue(page, "chamber_queue_wait_seconds" + label + ",quantile=\"0.95\"}"),
+              fleet::Percentile(waits, 0.95));
+    EXPECT_EQ(MetricValue(page, "chamber_queue_preemptions_last_hour" + label + "}"), recent);
+    EXPECT_NEAR(MetricValue(page, "chamber_queue_lost_gpu_hours_last_hour" + label + "}"),
+                recent_lost, 1e-9);
+    total += count;
+  }
+  EXPECT_EQ(total, static_cast<int64_t>(rec.preempted().size()));
+  EXPECT_GT(total, 0);
+
+  for (size_t p = 0; p < s->input.pools.size(); ++p) {
+    const nlohmann::json& pool = fleet["pools"][p];
+    SCOPED_TRACE(pool["name"].get<std::string>());
+    std::vector<double> waits;
+    for (const auto& st : rec.started())
+      if (st.time_ms > since && pool_of(st.node) == static_cast<int32_t>(p))
+        waits.push_back(st.wait_seconds);
+    int64_t recent = 0;
+    for (const auto& pr : rec.preempted())
+      recent += pr.time_ms > since && pool_of(pr.node) == static_cast<int32_t>(p);
+    EXPECT_EQ(pool["started_last_hour"], waits.size());
+    EXPECT_EQ(pool["wait_p50_seconds"], fleet::Percentile(waits, 0.5));
+    EXPECT_EQ(pool["wait_p95_seconds"], fleet::Percentile(waits, 0.95));
+    EXPECT_EQ(pool["preemptions_last_hour"], recent);
+    const std::string label = "{pool=\"" + pool["name"].get<std::string>() + "\"";
+    EXPECT_EQ(MetricValue(page, "chamber_pool_wait_seconds" + label + ",quantile=\"0.5\"}"),
+              fleet::Percentile(waits, 0.5));
+    EXPECT_EQ(MetricValue(page, "chamber_pool_preemptions_last_hour" + label + "}"), recent);
+  }
+
+  // Each workload still in the cluster carries what its own preemptions lost.
+  std::map<std::string, std::pair<int64_t, double>> by_workload;
+  for (const fleet::WorkloadInput& w : s->input.workloads)
+    if (w.preemption_count > 0) by_workload[w.name] = {w.preemption_count, w.gpu_hours_lost};
+  EXPECT_FALSE(by_workload.empty());
+  for (const auto& [name, figures] : by_workload) {
+    const std::optional<WorkloadMatch> m = FindWorkload(*s, name);
+    ASSERT_TRUE(m);
+    const nlohmann::json w = WorkloadDetailJson(*s, *m)["workload"];
+    EXPECT_EQ(w["preemption_count"], figures.first);
+    double sum = 0;
+    for (const nlohmann::json& p : w["preemption_history"])
+      sum += p["gpu_hours_lost"].get<double>();
+    if (figures.first <= 10) {
+      EXPECT_EQ(w["preemption_history"].size(), static_cast<size_t>(figures.first)) << name;
+      EXPECT_NEAR(sum, figures.second, 1e-9) << name;
+    }
+  }
 }
 
 TEST(DaemonTest, SameSeedSameFleet) {

@@ -56,8 +56,11 @@ FleetInput Example() {
   in.queues.resize(2);
   in.queues[0].name = "a";
   in.queues[1].name = "b";
-  in.recent_wait_seconds = {40, 10, 100, 30, 20};
-  in.preemptions_last_hour = 3;
+  for (const double wait : {40, 10, 100, 30, 20})
+    in.recent_starts.push_back({kNow - 5 * kMinute, wait, "a", 0});
+  for (int i = 0; i < 3; ++i)
+    in.recent_preemptions.push_back(
+        {kNow - kMinute, "b/backfill", "b", 1, PreemptionReason::kReclaim, 0.5});
   return in;
 }
 
@@ -79,7 +82,8 @@ TEST(FleetModelTest, ClusterCountsCostAndRatios) {
   EXPECT_DOUBLE_EQ(v.cost.unhealthy, 2.5);
   EXPECT_DOUBLE_EQ(v.cost.backfill, 1.2);
   EXPECT_DOUBLE_EQ(v.cost.idle(), 6.2);
-  EXPECT_EQ(v.preemptions_last_hour, 3);
+  EXPECT_EQ(v.recent.preemptions, 3);
+  EXPECT_DOUBLE_EQ(v.recent.gpu_hours_lost, 1.5);
   EXPECT_EQ(v.running_workloads, 2);
 }
 
@@ -140,8 +144,145 @@ TEST(FleetModelTest, PoolsNodesAndQueues) {
 
   EXPECT_EQ(v.queue.pending_workloads, 2);
   EXPECT_EQ(v.queue.pending_gpus, 6);
-  EXPECT_EQ(v.queue.wait_p50_seconds, 30);
-  EXPECT_EQ(v.queue.wait_p95_seconds, 100);
+  EXPECT_EQ(v.recent.started, 5);
+  EXPECT_EQ(v.recent.wait_p50_seconds, 30);
+  EXPECT_EQ(v.recent.wait_p95_seconds, 100);
+}
+
+// Waits and preemptions by hand, per queue (a parent with its children) and per pool: what
+// happened in the last hour counts, what happened 60 minutes ago or earlier does not.
+TEST(FleetModelTest, RecentFiguresPerQueueAndPool) {
+  FleetInput in;
+  in.now = kNow;
+  in.pools = {{"h100", "H100", Pricing::kOnDemand, 2.5}, {"a100", "A100", Pricing::kReserved, 1.2}};
+  in.queues.resize(4);
+  in.queues[0].name = "dept";
+  in.queues[1].name = "a";
+  in.queues[1].parent = "dept";
+  in.queues[2].name = "b";
+  in.queues[3].name = "idle";
+  // Queue a, pool h100: waits 10, 20, 30, 40 and 100 s; queue b, pool a100: 600 s.
+  for (const double wait : {40, 10, 100, 30, 20})
+    in.recent_starts.push_back({kNow - 30 * kMinute, wait, "a", 0});
+  in.recent_starts.push_back({kNow - 59 * kMinute, 600, "b", 1});
+  // Too old: 61 minutes ago and exactly an hour ago.
+  in.recent_starts.push_back({kNow - 61 * kMinute, 5000, "a", 0});
+  in.recent_starts.push_back({kNow - 60 * kMinute, 7000, "b", 1});
+  // A queue the fleet does not know (deleted): counted for the cluster and its pool only.
+  in.recent_starts.push_back({kNow - kMinute, 50, "gone", 1});
+
+  const PreemptionRecord preemptions[] = {
+      {kNow - 10 * kMinute, "a/1", "a", 0, PreemptionReason::kReclaim, 2.5},
+      {kNow - 59 * kMinute, "a/2", "a", 0, PreemptionReason::kHardwareFault, 1.0},
+      {kNow - 61 * kMinute, "b/1", "b", 1, PreemptionReason::kPriority, 4.0},  // too old
+      {kNow - kMinute, "b/2", "b", 1, PreemptionReason::kReclaim, 0.5},
+  };
+  for (const PreemptionRecord& p : preemptions) {
+    in.recent_preemptions.push_back(p);
+    AddPreemption(in.preemption_totals, p);
+  }
+
+  const FleetView v = ComputeFleet(in, FleetOptions{});
+  // Cluster: 10, 20, 30, 40, 50, 100, 600: p50 the 4th, p95 the 7th.
+  EXPECT_EQ(v.recent.started, 7);
+  EXPECT_EQ(v.recent.wait_p50_seconds, 40);
+  EXPECT_EQ(v.recent.wait_p95_seconds, 600);
+  EXPECT_EQ(v.recent.preemptions, 3);
+  EXPECT_DOUBLE_EQ(v.recent.gpu_hours_lost, 4.0);
+
+  const RecentFigures& a = v.queues[1].recent;
+  EXPECT_EQ(a.started, 5);
+  EXPECT_EQ(a.wait_p50_seconds, 30);
+  EXPECT_EQ(a.wait_p95_seconds, 100);
+  EXPECT_EQ(a.preemptions, 2);
+  EXPECT_DOUBLE_EQ(a.gpu_hours_lost, 3.5);
+  // The parent sees its child's work.
+  const RecentFigures& dept = v.queues[0].recent;
+  EXPECT_EQ(dept.started, 5);
+  EXPECT_EQ(dept.wait_p50_seconds, 30);
+  EXPECT_EQ(dept.wait_p95_seconds, 100);
+  EXPECT_EQ(dept.preemptions, 2);
+  EXPECT_DOUBLE_EQ(dept.gpu_hours_lost, 3.5);
+  const RecentFigures& b = v.queues[2].recent;
+  EXPECT_EQ(b.started, 1);
+  EXPECT_EQ(b.wait_p50_seconds, 600);
+  EXPECT_EQ(b.wait_p95_seconds, 600);
+  EXPECT_EQ(b.preemptions, 1);
+  EXPECT_DOUBLE_EQ(b.gpu_hours_lost, 0.5);
+  const RecentFigures& idle = v.queues[3].recent;
+  EXPECT_EQ(idle.started, 0);
+  EXPECT_EQ(idle.wait_p95_seconds, 0);
+  EXPECT_EQ(idle.preemptions, 0);
+
+  const RecentFigures& h100 = v.pools[0].recent;
+  EXPECT_EQ(h100.started, 5);
+  EXPECT_EQ(h100.wait_p50_seconds, 30);
+  EXPECT_EQ(h100.wait_p95_seconds, 100);
+  EXPECT_EQ(h100.preemptions, 2);
+  EXPECT_DOUBLE_EQ(h100.gpu_hours_lost, 3.5);
+  const RecentFigures& a100 = v.pools[1].recent;  // 50 and 600
+  EXPECT_EQ(a100.started, 2);
+  EXPECT_EQ(a100.wait_p50_seconds, 50);
+  EXPECT_EQ(a100.wait_p95_seconds, 600);
+  EXPECT_EQ(a100.preemptions, 1);
+  EXPECT_DOUBLE_EQ(a100.gpu_hours_lost, 0.5);
+
+  // Since the server started, the hour does not matter: b's Priority preemption counts.
+  const auto reason = [](PreemptionReason r) { return static_cast<size_t>(r); };
+  EXPECT_EQ(v.queues[2].lost_total[reason(PreemptionReason::kPriority)], (LostWork{1, 4.0}));
+  EXPECT_EQ(v.queues[2].lost_total[reason(PreemptionReason::kReclaim)], (LostWork{1, 0.5}));
+  EXPECT_EQ(Sum(v.queues[2].lost_total), (LostWork{2, 4.5}));
+  EXPECT_EQ(v.queues[0].lost_total, v.queues[1].lost_total);
+  EXPECT_EQ(Sum(v.queues[0].lost_total), (LostWork{2, 3.5}));
+  EXPECT_EQ(Sum(v.queues[3].lost_total), (LostWork{0, 0}));
+}
+
+TEST(FleetModelTest, RecentWindowIsAnOption) {
+  FleetInput in;
+  in.now = kNow;
+  in.queues.resize(1);
+  in.queues[0].name = "a";
+  in.recent_starts = {{kNow - 20 * kMinute, 10, "a", -1}, {kNow - 5 * kMinute, 30, "a", -1}};
+  FleetOptions o;
+  o.recent_window_ms = 10 * kMinute;
+  const FleetView v = ComputeFleet(in, o);
+  EXPECT_EQ(v.queues[0].recent.started, 1);
+  EXPECT_EQ(v.queues[0].recent.wait_p95_seconds, 30);
+}
+
+// The window's percentiles are the nearest-rank ones of Percentile, whatever the order and
+// the repeats of the waits.
+TEST(FleetModelTest, RecentPercentilesAreNearestRank) {
+  for (const int n : {1, 2, 3, 19, 20, 21, 100, 1001}) {
+    FleetInput in;
+    in.now = kNow;
+    std::vector<double> waits;
+    for (int i = 0; i < n; ++i) {
+      const double wait = static_cast<double>((i * 7919) % 97);  // shuffled, with repeats
+      waits.push_back(wait);
+      in.recent_starts.push_back({kNow - kMinute, wait, "a", -1});
+    }
+    const FleetView v = ComputeFleet(in, FleetOptions{});
+    EXPECT_EQ(v.recent.started, n);
+    EXPECT_EQ(v.recent.wait_p50_seconds, Percentile(waits, 0.50)) << n;
+    EXPECT_EQ(v.recent.wait_p95_seconds, Percentile(waits, 0.95)) << n;
+  }
+}
+
+// Parents that form a cycle (the engine rejects such queues) still count each queue once.
+TEST(FleetModelTest, ParentCycleCountsEachQueueOnce) {
+  FleetInput in;
+  in.now = kNow;
+  in.queues.resize(2);
+  in.queues[0].name = "x";
+  in.queues[0].parent = "y";
+  in.queues[1].name = "y";
+  in.queues[1].parent = "x";
+  in.recent_preemptions = {{kNow - kMinute, "w", "x", -1, PreemptionReason::kPriority, 2}};
+  const FleetView v = ComputeFleet(in, FleetOptions{});
+  EXPECT_EQ(v.queues[0].recent.preemptions, 1);
+  EXPECT_EQ(v.queues[1].recent.preemptions, 1);
+  EXPECT_EQ(v.recent.preemptions, 1);
 }
 
 TEST(FleetModelTest, PercentileIsNearestRank) {

@@ -4,7 +4,7 @@ import { Card, Panel, Status } from '../components/Card';
 import { Chart, type ChartSeries } from '../components/Chart';
 import { RangePicker } from '../components/RangePicker';
 import { StateBar, stateColors } from '../components/StateBar';
-import { formatDuration, formatGpus, formatMoneyPerHour, formatNumber, formatPercent } from '../format';
+import { formatGpuHours, formatGpus, formatMoneyPerHour, formatNumber, formatPercent, formatWait } from '../format';
 import { pickMetric, ranges, useCatalogue, useSeries } from '../history';
 import type { Fleet } from '../types';
 
@@ -19,7 +19,6 @@ function UtilizationChart() {
   return (
     <Panel
       title="Utilization over time"
-      class="span-2"
       actions={
         <RangePicker value={range} onChange={setRange} />
       }
@@ -83,6 +82,40 @@ function PoolTable({ fleet }: { fleet: Fleet }) {
   );
 }
 
+/** Per pool, the last hour: how long work waited to start there, and what preemption cost. */
+function PoolWaits({ fleet }: { fleet: Fleet }) {
+  return (
+    <Panel title="Waits and preemptions by pool (last hour)">
+      <div class="table-wrap">
+        <table class="compact" data-testid="pool-waits-table">
+          <thead>
+            <tr>
+              <th scope="col">Pool</th>
+              <th scope="col" class="num" title="Workloads that started in the pool (their first pod's node) in the last hour">Started</th>
+              <th scope="col" class="num" title="Median wait from submission to start">Wait p50</th>
+              <th scope="col" class="num" title="95th percentile of the same waits">Wait p95</th>
+              <th scope="col" class="num">Preempted</th>
+              <th scope="col" class="num" title="GPU time since each preempted workload's last checkpoint or start">GPU-hours lost</th>
+            </tr>
+          </thead>
+          <tbody>
+            {fleet.pools.map((p) => (
+              <tr key={p.name}>
+                <th scope="row">{p.name}</th>
+                <td class="num" data-testid={`pool-${p.name}-started`}>{formatNumber(p.started_last_hour)}</td>
+                <td class="num" data-testid={`pool-${p.name}-wait-p50`}>{formatWait(p.wait_p50_seconds, p.started_last_hour)}</td>
+                <td class="num" data-testid={`pool-${p.name}-wait-p95`}>{formatWait(p.wait_p95_seconds, p.started_last_hour)}</td>
+                <td class="num" data-testid={`pool-${p.name}-preemptions`}>{formatNumber(p.preemptions_last_hour)}</td>
+                <td class="num" data-testid={`pool-${p.name}-lost`}>{formatGpuHours(p.gpu_hours_lost_last_hour)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </Panel>
+  );
+}
+
 export function OverviewPage() {
   const { fleet, error } = useLive();
   if (!fleet) return <Status loading={true} error={error} />;
@@ -113,7 +146,10 @@ export function OverviewPage() {
           detail={<>used / allocated <strong data-testid="overview-efficiency-allocated">{formatPercent(s.efficiency.used_over_allocated)}</strong></>} />
       </div>
       <div class="grid">
-        <UtilizationChart />
+        <div class="stack span-2">
+          <UtilizationChart />
+          <PoolWaits fleet={fleet} />
+        </div>
         <div class="stack">
           <Panel title="GPUs by state">
             <StateBar gpus={s.gpus} testid="gpus-statebar" />
@@ -133,9 +169,10 @@ export function OverviewPage() {
             <dl class="legend">
               <div><dt>Pending workloads</dt><dd data-testid="queue-pending-workloads">{formatNumber(s.queue.pending_workloads)}</dd></div>
               <div><dt>Pending GPUs</dt><dd data-testid="queue-pending-gpus">{formatGpus(s.queue.pending_gpus)}</dd></div>
-              <div><dt>Wait p50 (last hour)</dt><dd data-testid="queue-wait-p50">{formatDuration(s.queue.wait_p50_seconds)}</dd></div>
-              <div><dt>Wait p95 (last hour)</dt><dd data-testid="queue-wait-p95">{formatDuration(s.queue.wait_p95_seconds)}</dd></div>
+              <div><dt>Wait p50 (last hour)</dt><dd data-testid="queue-wait-p50">{formatWait(s.queue.wait_p50_seconds, s.queue.started_last_hour)}</dd></div>
+              <div><dt>Wait p95 (last hour)</dt><dd data-testid="queue-wait-p95">{formatWait(s.queue.wait_p95_seconds, s.queue.started_last_hour)}</dd></div>
               <div><dt>Preemptions (last hour)</dt><dd data-testid="preemptions">{formatNumber(s.preemptions_last_hour)}</dd></div>
+              <div><dt>GPU-hours lost (last hour)</dt><dd data-testid="gpu-hours-lost">{formatGpuHours(s.gpu_hours_lost_last_hour)}</dd></div>
               {s.running_workloads !== undefined && (
                 <div><dt>Running workloads</dt><dd data-testid="running-workloads">{formatNumber(s.running_workloads)}</dd></div>
               )}

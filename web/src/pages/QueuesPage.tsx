@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { useLive, useResource } from '../api';
 import { Card, Panel, Status } from '../components/Card';
-import { formatGpus, formatMoneyPerHour, formatNumber } from '../format';
-import type { Queue, QueueList } from '../types';
+import { formatGpuHours, formatGpus, formatMoneyPerHour, formatNumber, formatWait } from '../format';
+import type { PreemptionReason, Queue, QueueList } from '../types';
 
 interface TreeRow {
   queue: Queue;
@@ -30,6 +30,19 @@ export function queueTree(queues: Queue[], collapsed: Set<string>): TreeRow[] {
   };
   visit(null, 0);
   return rows;
+}
+
+const reasons: PreemptionReason[] = ['Reclaim', 'Priority', 'HardwareFault'];
+const reasonLabels: Record<PreemptionReason, string> = { Reclaim: 'Reclaim', Priority: 'Priority', HardwareFault: 'HW fault' };
+
+/** What a queue's preemptions since the server started lost, by reason: the cell's tooltip. */
+export function lostByReason(queue: Queue): string {
+  return reasons
+    .map((r) => {
+      const l = queue.preemptions_by_reason[r];
+      return `${r}: ${formatNumber(l.preemptions)} (${formatGpuHours(l.gpu_hours_lost)} GPU-h)`;
+    })
+    .join(', ');
 }
 
 function UsageBar({ queue }: { queue: Queue }) {
@@ -67,6 +80,9 @@ export function QueuesPage() {
         <Card label="Allocated (leaf queues)" value={formatGpus(sum((q) => q.allocated))} testid="queues-allocated" detail="GPUs held" />
         <Card label="Borrowed" value={formatGpus(sum((q) => q.borrowed))} testid="queues-borrowed" detail="GPUs beyond quota" />
         <Card label="Pending workloads" value={formatNumber(sum((q) => q.pending_workloads))} testid="queues-pending" />
+        <Card label="GPU-hours lost (last hour)" value={formatGpuHours(sum((q) => q.gpu_hours_lost_last_hour))} testid="queues-lost"
+          tone={sum((q) => q.gpu_hours_lost_last_hour) > 0 ? 'warn' : 'default'}
+          detail={`${formatNumber(sum((q) => q.preemptions_last_hour))} preemptions`} />
       </div>
       <Panel title="Queues and teams">
         <div class="table-wrap">
@@ -123,6 +139,57 @@ export function QueuesPage() {
         <p class="footnote">
           <span class="usage-key fill" /> allocated <span class="usage-key quota" /> quota <span class="usage-key share" /> fair share.
           Borrowed: GPUs held beyond quota; lent: unused quota others hold.
+        </p>
+      </Panel>
+      <Panel title="Waits and lost work">
+        <div class="table-wrap">
+          <table class="tree" data-testid="queue-waits-table">
+            <thead>
+              <tr>
+                <td />
+                <th scope="colgroup" colSpan={5} class="group">Last hour</th>
+                <th scope="colgroup" colSpan={2 + reasons.length} class="group">Since the server started</th>
+              </tr>
+              <tr>
+                <th scope="col">Queue</th>
+                <th scope="col" class="num" title="Workloads that started in the last hour">Started</th>
+                <th scope="col" class="num" title="Median wait from submission to start, over the workloads that started in the last hour">Wait p50</th>
+                <th scope="col" class="num" title="95th percentile of the same waits">Wait p95</th>
+                <th scope="col" class="num">Preempted</th>
+                <th scope="col" class="num" title="GPU-hours lost to the last hour's preemptions">Lost GPU-h</th>
+                <th scope="col" class="num">Preempted</th>
+                <th scope="col" class="num">Lost GPU-h</th>
+                {reasons.map((r) => (
+                  <th key={r} scope="col" class="num" title={`GPU-hours lost to ${r} preemptions`}>{reasonLabels[r]}</th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map(({ queue: q, depth }) => (
+                <tr key={q.name} data-testid={`queue-waits-${q.name}`}>
+                  <th scope="row" style={{ paddingLeft: `${12 + depth * 20}px` }}>{q.name}</th>
+                  <td class="num" data-testid={`queue-${q.name}-started`}>{formatNumber(q.started_last_hour)}</td>
+                  <td class="num" data-testid={`queue-${q.name}-wait-p50`}>{formatWait(q.wait_p50_seconds, q.started_last_hour)}</td>
+                  <td class="num" data-testid={`queue-${q.name}-wait-p95`}>{formatWait(q.wait_p95_seconds, q.started_last_hour)}</td>
+                  <td class="num" data-testid={`queue-${q.name}-preemptions`}>{formatNumber(q.preemptions_last_hour)}</td>
+                  <td class="num" data-testid={`queue-${q.name}-lost`}>{formatGpuHours(q.gpu_hours_lost_last_hour)}</td>
+                  <td class="num" data-testid={`queue-${q.name}-preemptions-total`}>{formatNumber(q.preemptions_total)}</td>
+                  <td class="num" data-testid={`queue-${q.name}-lost-total`} title={lostByReason(q)}>{formatGpuHours(q.gpu_hours_lost_total)}</td>
+                  {reasons.map((r) => (
+                    <td key={r} class="num" data-testid={`queue-${q.name}-lost-${r}`}
+                      title={`${formatNumber(q.preemptions_by_reason[r].preemptions)} preemptions`}>
+                      {formatGpuHours(q.preemptions_by_reason[r].gpu_hours_lost)}
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+        <p class="footnote">
+          Waits run from submission to first start, over the workloads that started in the last hour (“–” when none
+          did). Lost GPU-hours are the GPU time since each preempted workload's last checkpoint (or start), which it runs
+          again. A parent queue's figures include its children's; totals count since the server started.
         </p>
       </Panel>
     </div>

@@ -64,6 +64,8 @@ describe('dashboard', () => {
     const fleet = await expectOverviewMatches(page, f, `${server.url}/api/v1/fleet`);
     assert.ok(fleet.summary.gpus.capacity > 0, 'the demo has GPUs');
     assert.ok(fleet.pools.length > 0, 'the demo has pools');
+    // After the warm-up work has started in the last hour, so pools show waits, not "–".
+    assert.ok(fleet.pools.some((p) => p.started_last_hour > 0), 'work started in some pool in the last hour');
     assert.equal(((await readScreen(page, 'page-overview')).text['mode'] ?? '').startsWith('Demo'), fleet.mode === 'demo');
     // The utilization chart holds the history the API returns for the cluster.
     await eventually(async () => {
@@ -172,7 +174,7 @@ describe('dashboard', () => {
     );
   });
 
-  test('queues and teams show quota, usage, borrowed, lent and fair share per queue', async () => {
+  test('queues and teams show quota, usage, borrowed, lent, fair share, waits and lost work per queue', async () => {
     await open('/queues', 'page-queues');
     const answer = await expectScreenMatches(page, 'page-queues', `${server.url}/api/v1/queues`, (answer, screen) => {
       const expected = {};
@@ -185,14 +187,34 @@ describe('dashboard', () => {
           borrowed: f.formatGpus(q.borrowed),
           lent: f.formatGpus(q.lent),
           pending: f.formatNumber(q.pending_workloads),
+          'wait-p50': f.formatWait(q.wait_p50_seconds, q.started_last_hour),
+          'wait-p95': f.formatWait(q.wait_p95_seconds, q.started_last_hour),
+          preemptions: f.formatNumber(q.preemptions_last_hour),
+          lost: f.formatGpuHours(q.gpu_hours_lost_last_hour),
+          started: f.formatNumber(q.started_last_hour),
+          'preemptions-total': f.formatNumber(q.preemptions_total),
+          'lost-total': f.formatGpuHours(q.gpu_hours_lost_total),
+          'lost-Reclaim': f.formatGpuHours(q.preemptions_by_reason.Reclaim.gpu_hours_lost),
+          'lost-Priority': f.formatGpuHours(q.preemptions_by_reason.Priority.gpu_hours_lost),
+          'lost-HardwareFault': f.formatGpuHours(q.preemptions_by_reason.HardwareFault.gpu_hours_lost),
         };
         expected[q.name] = row;
         shown[q.name] = Object.fromEntries(Object.keys(row).map((k) => [k, screen.text[`queue-${q.name}-${k}`]]));
       }
       assert.deepEqual(shown, expected);
       assert.equal(screen.text['queues-count'], f.formatNumber(answer.queues.length));
+      const leaves = answer.queues.filter((q) => !answer.queues.some((c) => c.parent === q.name));
+      assert.equal(screen.text['queues-lost'], f.formatGpuHours(leaves.reduce((s, q) => s + q.gpu_hours_lost_last_hour, 0)));
     });
     assert.ok(answer.queues.length > 1, 'the demo has several queues');
+    // The demo's teams wait and get preempted: each shows its own waits, and some lost work.
+    assert.ok(answer.queues.every((q) => q.started_last_hour > 0), 'every team started work in the last hour');
+    assert.ok(answer.queues.some((q) => q.gpu_hours_lost_total > 0), 'some team lost work to preemption');
+    assert.notEqual(
+      await page.getAttribute(`[data-testid="queue-${answer.queues[0].name}-lost-total"]`, 'title'),
+      null,
+      'the total has its reasons in a tooltip',
+    );
     // Children come right after their parent.
     const order = await page.$$eval('[data-testid="queues-table"] tbody tr', (rows) =>
       rows.map((r) => r.getAttribute('data-testid').replace(/^queue-/, '')),
@@ -256,6 +278,58 @@ describe('dashboard', () => {
     for (const w of filtered.workloads) {
       if (w.state === 'pending') assert.ok(w.pending_reason, `pending workload ${w.name} says why`);
     }
+  });
+
+  test('a preempted workload shows the GPU-hours it lost and its preemptions', async () => {
+    const list = await getJson(`${server.url}/api/v1/workloads?limit=5000`);
+    const preempted = list.workloads.find((w) => w.preemption_count > 0);
+    assert.ok(preempted, 'the demo has a workload that was preempted');
+    await open('/workloads', 'page-workloads');
+    await page.fill('[data-testid="filter-name"]', preempted.name);
+    // The list shows what it lost, and its name opens it.
+    await eventually(async () => {
+      const screen = await readScreen(page, 'page-workloads');
+      const i = (screen.all['wl-name'] ?? []).indexOf(preempted.name);
+      assert.ok(i >= 0, `${preempted.name} is listed`);
+      assert.notEqual(screen.all['wl-lost'][i], '–');
+    });
+    await page.click(`[data-testid="wl-name"]:text-is("${preempted.name}")`);
+    await eventually(async () =>
+      assert.match(await page.evaluate(() => window.location.hash), new RegExp(`workload=${encodeURIComponent(preempted.name)}`)),
+    );
+    const path = `${server.url}/api/v1/workloads/${preempted.name.split('/').map(encodeURIComponent).join('/')}`;
+    const detail = await expectScreenMatches(page, 'workload-detail', path, (answer, screen) => {
+      const w = answer.workload;
+      assert.deepEqual(
+        {
+          state: screen.text['wd-state'],
+          queue: screen.text['wd-queue'],
+          preemptions: screen.text['wd-preemptions'],
+          lost: screen.text['wd-lost'],
+          times: screen.all['wd-history-time'],
+          reasons: screen.all['wd-history-reason'],
+          lostEach: screen.all['wd-history-lost'],
+        },
+        {
+          state: w.state,
+          queue: w.queue,
+          preemptions: f.formatNumber(w.preemption_count),
+          lost: f.formatGpuHours(w.gpu_hours_lost),
+          times: w.preemption_history.map((p) => f.formatTime(p.time)),
+          reasons: w.preemption_history.map((p) => p.reason),
+          lostEach: w.preemption_history.map((p) => f.formatGpuHours(p.gpu_hours_lost)),
+        },
+      );
+    });
+    assert.ok(detail.workload.preemption_history.length > 0, 'it has a preemption history');
+    const sum = detail.workload.preemption_history.reduce((s, p) => s + p.gpu_hours_lost, 0);
+    if (detail.workload.preemption_count === detail.workload.preemption_history.length) {
+      assert.ok(Math.abs(sum - detail.workload.gpu_hours_lost) < 1e-9, 'the history adds up to the total');
+    }
+    await screenshot('workload-detail');
+    await page.click('[data-testid="workload-close"]');
+    await page.waitForSelector('[data-testid="workload-detail"]', { state: 'detached', timeout: 5000 });
+    assert.doesNotMatch(await page.evaluate(() => window.location.hash), /workload=/);
   });
 
   test('health shows incidents and what is fenced', async () => {

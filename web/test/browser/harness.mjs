@@ -193,8 +193,9 @@ export function screenshotPath(name) {
 
 /**
  * Waits until the overview shows the fleet answer's snapshot and checks every figure it shows:
- * utilization, allocation, idle, costs, efficiency, GPU counts, the queue, preemptions, the
- * snapshot time and each pool's row, formatted by the dashboard's own src/format.ts (`f`).
+ * utilization, allocation, idle, costs, efficiency, GPU counts, the queue, preemptions and the
+ * GPU-hours they lost, the snapshot time and each pool's row with its waits and preemptions,
+ * formatted by the dashboard's own src/format.ts (`f`).
  * Returns the answer.
  */
 export async function expectOverviewMatches(page, f, apiUrl) {
@@ -217,9 +218,10 @@ export async function expectOverviewMatches(page, f, apiUrl) {
       'gpus-used': f.formatGpus(s.gpus.used),
       'queue-pending-workloads': f.formatNumber(s.queue.pending_workloads),
       'queue-pending-gpus': f.formatGpus(s.queue.pending_gpus),
-      'queue-wait-p50': f.formatDuration(s.queue.wait_p50_seconds),
-      'queue-wait-p95': f.formatDuration(s.queue.wait_p95_seconds),
+      'queue-wait-p50': f.formatWait(s.queue.wait_p50_seconds, s.queue.started_last_hour),
+      'queue-wait-p95': f.formatWait(s.queue.wait_p95_seconds, s.queue.started_last_hour),
       preemptions: f.formatNumber(s.preemptions_last_hour),
+      'gpu-hours-lost': f.formatGpuHours(s.gpu_hours_lost_last_hour),
       'fleet-time': f.formatTime(fleet.time),
     };
     for (const pool of fleet.pools) {
@@ -227,6 +229,11 @@ export async function expectOverviewMatches(page, f, apiUrl) {
       expected[`pool-${pool.name}-allocated`] = f.formatGpus(pool.gpus.allocated);
       expected[`pool-${pool.name}-utilization`] = f.formatPercent(pool.utilization);
       expected[`pool-${pool.name}-cost`] = f.formatMoneyPerHour(pool.cost.per_hour, pool.cost.currency);
+      expected[`pool-${pool.name}-wait-p50`] = f.formatWait(pool.wait_p50_seconds, pool.started_last_hour);
+      expected[`pool-${pool.name}-wait-p95`] = f.formatWait(pool.wait_p95_seconds, pool.started_last_hour);
+      expected[`pool-${pool.name}-preemptions`] = f.formatNumber(pool.preemptions_last_hour);
+      expected[`pool-${pool.name}-started`] = f.formatNumber(pool.started_last_hour);
+      expected[`pool-${pool.name}-lost`] = f.formatGpuHours(pool.gpu_hours_lost_last_hour);
     }
     const shown = Object.fromEntries(Object.keys(expected).map((k) => [k, screen.text[k]]));
     assert.deepEqual(shown, expected);

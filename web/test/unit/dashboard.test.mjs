@@ -8,9 +8,11 @@ let f;
 let heatmap;
 let queues;
 let history;
+let workloads;
 
 before(async () => {
   f = await loadModule('src/format.ts');
+  workloads = await loadModule('src/pages/WorkloadsPage.tsx');
   heatmap = await loadModule('src/heatmap.ts');
   queues = await loadModule('src/pages/QueuesPage.tsx');
   history = await loadModule('src/history.ts');
@@ -46,6 +48,29 @@ describe('format', () => {
     assert.equal(f.formatTime('2026-11-30T08:00:05Z'), '2026-11-30 08:00:05 UTC');
     assert.equal(f.formatTime('2026-11-30T08:00:05.250Z'), '2026-11-30 08:00:05 UTC');
     assert.equal(f.formatTime(null), '–');
+  });
+
+  test('GPU-hours and waits of the last hour', () => {
+    assert.equal(f.formatGpuHours(21.683), '21.7');
+    assert.equal(f.formatGpuHours(4), '4.0');
+    assert.equal(f.formatGpuHours(12345.67), '12,345.7');
+    // No workload started in the hour: no percentile, not "0s".
+    assert.equal(f.formatWait(0, 0), '–');
+    assert.equal(f.formatWait(188.06, 82), '3m 08s');
+    assert.equal(f.formatWait(0, 3), '0s');
+  });
+});
+
+describe('workloads', () => {
+  test('a workload\'s API path encodes each part of its name', () => {
+    assert.equal(workloads.workloadPath('job-623'), '/api/v1/workloads/job-623');
+    assert.equal(workloads.workloadPath('ml team/train #1'), '/api/v1/workloads/ml%20team/train%20%231');
+  });
+
+  test('the list shows lost GPU-hours only for preempted workloads', () => {
+    assert.equal(workloads.lostText({ preemption_count: 0, gpu_hours_lost: 0 }), '–');
+    assert.equal(workloads.lostText({ preemption_count: 2, gpu_hours_lost: 4.25 }), '4.3');
+    assert.equal(workloads.lostText({ preemption_count: 1, gpu_hours_lost: 0 }), '0.0');
   });
 });
 
@@ -116,6 +141,18 @@ describe('queue tree', () => {
   test('a collapsed queue hides its children', () => {
     const rows = queues.queueTree(list, new Set(['research']));
     assert.deepEqual(rows.map((r) => r.queue.name), ['orphan', 'prod', 'research']);
+  });
+
+  test('lost GPU-hours since start, by reason', () => {
+    const queue = {
+      ...q('nlp', null),
+      preemptions_by_reason: {
+        Reclaim: { preemptions: 3, gpu_hours_lost: 12.25 },
+        Priority: { preemptions: 1, gpu_hours_lost: 0.5 },
+        HardwareFault: { preemptions: 0, gpu_hours_lost: 0 },
+      },
+    };
+    assert.equal(queues.lostByReason(queue), 'Reclaim: 3 (12.3 GPU-h), Priority: 1 (0.5 GPU-h), HardwareFault: 0 (0.0 GPU-h)');
   });
 });
 
