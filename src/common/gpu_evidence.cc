@@ -347,8 +347,9 @@ struct ToText {
                        Reasons(e.clock_event_reasons));
   }
   std::string operator()(const PowerEvidence& e) const {
+    // Halves round away from zero, as the dashboard's toFixed(0) does.
     return fmt::format("power {} W{}",
-                       e.power_watts ? fmt::format("{:.0f}", *e.power_watts) : std::string("-"),
+                       e.power_watts ? std::to_string(std::llround(*e.power_watts)) : "-",
                        Reasons(e.clock_event_reasons));
   }
   std::string operator()(const RecoveryActionEvidence& e) const {

@@ -99,7 +99,7 @@ TEST(EvidenceTextTest, OneLinePerItem) {
   EXPECT_EQ(lines[5],
             "temperature 93 C (slowdown at 90 C, shutdown at 95 C); clocks held by "
             "hw_thermal_slowdown");
-  EXPECT_EQ(lines[6], "power 612 W; clocks held by hw_power_brake_slowdown");
+  EXPECT_EQ(lines[6], "power 613 W; clocks held by hw_power_brake_slowdown");
   EXPECT_EQ(lines[7], "driver recovery action: node reboot (2)");
   EXPECT_EQ(lines[8],
             "rule xid-hardware (fatal): Xid 79 is a hardware Xid, fatal in the Xid table");
