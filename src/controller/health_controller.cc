@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -426,15 +427,15 @@ void HealthController::Trim(std::deque<double>& times, double now, double window
   while (!times.empty() && now - times.front() > window) times.pop_front();
 }
 
-HealthIncident* HealthController::FindIncident(uint64_t id) {
+const HealthIncident* HealthController::FindIncident(uint64_t id) const {
   // Ids grow with the deque's order: binary search.
   auto it = std::lower_bound(incidents_.begin(), incidents_.end(), id,
                              [](const HealthIncident& i, uint64_t v) { return i.id < v; });
   return it != incidents_.end() && it->id == id ? &*it : nullptr;
 }
 
-const HealthIncident* HealthController::FindIncident(uint64_t id) const {
-  return const_cast<HealthController*>(this)->FindIncident(id);
+HealthIncident* HealthController::FindIncident(uint64_t id) {
+  return const_cast<HealthIncident*>(std::as_const(*this).FindIncident(id));
 }
 
 TaintEffect HealthController::NodeTaint(const Node& n) const {
