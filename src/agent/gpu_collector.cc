@@ -177,6 +177,15 @@ Inventory GpuCollector::Discover(double now) {
       }
     }
     g.features["gpm"] = g.gpm_supported;
+    if (n.device_get_temperature_threshold) {
+      unsigned c = 0;
+      if (n.device_get_temperature_threshold(h, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &c) ==
+          NVML_SUCCESS)
+        g.temperature_slowdown_c = c;
+      if (n.device_get_temperature_threshold(h, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &c) ==
+          NVML_SUCCESS)
+        g.temperature_shutdown_c = c;
+    }
     devices_.push_back(std::move(d));
   }
   // A first sample settles which features each GPU supports, and primes GPM.
@@ -188,6 +197,8 @@ Inventory GpuCollector::Discover(double now) {
     g.features["memory"] = s.memory_used_bytes.has_value();
     g.features["power"] = s.power_watts.has_value();
     g.features["temperature"] = s.temperature_c.has_value();
+    g.features["temperature_thresholds"] =
+        s.temperature_c.has_value() && g.temperature_slowdown_c.has_value();
     g.features["clock_event_reasons"] = s.clock_event_reasons.has_value();
     g.features["ecc"] = s.ecc_volatile_uncorrected.has_value();
     g.features["remapped_rows"] = s.remap.has_value();

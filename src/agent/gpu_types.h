@@ -41,6 +41,10 @@ struct GpuInfo {
   std::vector<int> nvlinks_active;
   int nvlinks_total = 0;
   bool gpm_supported = false;
+  // nvmlDeviceGetTemperatureThreshold: the hardware slows the clocks at `slowdown`, and shuts
+  // the GPU down at `shutdown`; absent when the driver does not say.
+  std::optional<unsigned> temperature_slowdown_c;
+  std::optional<unsigned> temperature_shutdown_c;
   // Feature name -> available on this GPU with this driver: "utilization", "gpm", "ecc",
   // "remapped_rows", "pcie", "nvlink", "clock_event_reasons", "recovery_action", ...
   std::map<std::string, bool> features;

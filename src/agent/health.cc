@@ -10,92 +10,18 @@
 
 namespace chamber::agent {
 
-std::string_view XidClassName(XidClass cls) {
-  switch (cls) {
-    case XidClass::kHardware:
-      return "hardware";
-    case XidClass::kApplication:
-      return "application";
-    case XidClass::kInformational:
-      return "informational";
-  }
-  return "unknown";
-}
-
 namespace {
 
-using enum Severity;
-using enum XidClass;
-
-// Meanings follow NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors).
-constexpr std::array kXidRules = {
-    XidRule{13, kApplication, kHealthy, "Graphics engine exception",
-            "an application fault (illegal instruction or address, out-of-range access)"},
-    XidRule{31, kApplication, kHealthy, "GPU memory page fault",
-            "an application accessed an unmapped or invalid address"},
-    XidRule{43, kApplication, kHealthy, "GPU stopped processing",
-            "the driver stopped a channel after an application fault"},
-    XidRule{45, kApplication, kHealthy, "Preemptive cleanup",
-            "channels torn down after an earlier error or a killed application"},
-    XidRule{48, kHardware, kFatal, "Double-bit ECC error",
-            "uncorrectable memory error; the GPU needs a reset or the node a reboot"},
-    XidRule{62, kHardware, kUnhealthy, "Internal micro-controller halt",
-            "GPU firmware halted; the GPU needs a reset"},
-    XidRule{63, kInformational, kHealthy, "Row remapping or page retirement recorded",
-            "a bad memory row was marked; the remap activates at the next GPU reset"},
-    XidRule{64, kHardware, kUnhealthy, "Row remapping or page retirement failure",
-            "a bad memory row could not be remapped"},
-    XidRule{74, kHardware, kUnhealthy, "NVLink error",
-            "a fault on an NVLink connection; a GPU reset or node reboot clears it"},
-    XidRule{79, kHardware, kFatal, "GPU has fallen off the bus",
-            "the GPU is no longer reachable over PCIe"},
-    XidRule{92, kHardware, kDegraded, "High single-bit ECC error rate",
-            "corrected memory errors at an excessive rate"},
-    XidRule{94, kHardware, kUnhealthy, "Contained ECC error",
-            "uncorrectable memory error contained to one application; reset the GPU soon"},
-    XidRule{95, kHardware, kFatal, "Uncontained ECC error",
-            "uncorrectable memory error affecting every application; the GPU needs a reset"},
-    XidRule{119, kHardware, kFatal, "GSP RPC timeout",
-            "the GPU system processor stopped answering; the GPU needs a reset"},
-    XidRule{120, kHardware, kUnhealthy, "GSP error",
-            "the GPU system processor reported an error; the GPU needs a reset"},
-    XidRule{140, kHardware, kFatal, "Unrecovered ECC error",
-            "uncorrectable memory error the driver could not recover"},
-    XidRule{154, kInformational, kHealthy, "GPU recovery action changed",
-            "the driver's recovery action changed; the recovery-action checks act on it"},
-    XidRule{155, kHardware, kUnhealthy, "NVLink software-defined error",
-            "an NVLink link went down; the GPU needs a reset"},
-};
-
-constexpr std::array kHealthRules = {
-    HealthRule{"gpu-lost", kFatal, false, false, false, "",
-               "an NVML query answers GPU_IS_LOST: the GPU fell off the bus"},
-    HealthRule{"ecc-uncorrectable", kUnhealthy, false, false, false, "ecc",
-               "volatile uncorrectable ECC count above zero"},
-    HealthRule{"row-remap-failure", kUnhealthy, false, false, false, "remapped_rows",
-               "row remapping failed"},
-    HealthRule{"row-remap-pending", kUnhealthy, false, false, false, "remapped_rows",
-               "a row remap waits for a GPU reset"},
-    HealthRule{"recovery-action-reset", kUnhealthy, false, false, false, "recovery_action",
-               "the driver's recovery action is GPU reset, drain P2P or drain and reset"},
-    HealthRule{"recovery-action-reboot", kFatal, false, false, false, "recovery_action",
-               "the driver's recovery action is node reboot"},
-    HealthRule{"pcie-link-width", kDegraded, false, true, true, "pcie_link",
-               "current PCIe link width below the maximum"},
-    HealthRule{"pcie-link-generation", kDegraded, false, true, true, "pcie_link",
-               "current PCIe generation below the maximum while the GPU is busy"},
-    HealthRule{"nvlink-errors", kUnhealthy, false, true, true, "nvlink",
-               "NVLink error counters grew within the error window"},
-    HealthRule{"nvlink-down", kUnhealthy, false, true, true, "nvlink",
-               "an NVLink link active at discovery is now inactive"},
-    HealthRule{"thermal-slowdown", kDegraded, false, true, true, "clock_event_reasons",
-               "clocks held down by hardware or software thermal slowdown"},
-    HealthRule{"power-slowdown", kDegraded, false, true, true, "clock_event_reasons",
-               "clocks held down by hardware slowdown or power brake"},
-    HealthRule{"xid-hardware", kFatal, true, false, false, "",
-               "a hardware Xid; severity from the Xid table"},
-    HealthRule{"xid-application-repeated", kUnhealthy, true, false, false, "",
-               "application Xids repeated on one GPU app_xid_repeats times within the window"},
+constexpr ClockEventReason kClockEventReasons[] = {
+    {nvmlClocksEventReasonGpuIdle, "gpu_idle"},
+    {nvmlClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
+    {nvmlClocksEventReasonSwPowerCap, "sw_power_cap"},
+    {nvmlClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+    {nvmlClocksEventReasonSyncBoost, "sync_boost"},
+    {nvmlClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+    {nvmlClocksEventReasonDisplayClockSetting, "display_clock_setting"},
 };
 
 enum class Verdict { kNotApplicable, kGood, kBad };
@@ -111,16 +37,96 @@ struct CheckInput {
 struct CheckResult {
   Verdict verdict = Verdict::kNotApplicable;
   std::string message;
+  EvidenceList evidence;  // the readings that made it bad
 };
 
-CheckResult Good() { return {Verdict::kGood, {}}; }
-CheckResult Bad(std::string message) { return {Verdict::kBad, std::move(message)}; }
+CheckResult Good() { return {Verdict::kGood, {}, {}}; }
+CheckResult Bad(std::string message, EvidenceList evidence = {}) {
+  return {Verdict::kBad, std::move(message), std::move(evidence)};
+}
 CheckResult NotApplicable() { return {}; }
 
 constexpr std::uint64_t kThermalReasons =
     nvmlClocksEventReasonSwThermalSlowdown | nvmlClocksThrottleReasonHwThermalSlowdown;
 constexpr std::uint64_t kPowerReasons =
     nvmlClocksThrottleReasonHwSlowdown | nvmlClocksThrottleReasonHwPowerBrakeSlowdown;
+
+// --- evidence from a sample
+
+std::optional<Evidence> EccOf(const GpuSample& s) {
+  if (!s.ecc_volatile_corrected && !s.ecc_volatile_uncorrected && !s.ecc_aggregate_corrected &&
+      !s.ecc_aggregate_uncorrected)
+    return std::nullopt;
+  return EccEvidence{s.ecc_volatile_corrected, s.ecc_volatile_uncorrected,
+                     s.ecc_aggregate_corrected, s.ecc_aggregate_uncorrected};
+}
+
+std::optional<Evidence> RemapOf(const GpuSample& s) {
+  if (!s.remap) return std::nullopt;
+  return RowRemapEvidence{s.remap->corrected_rows, s.remap->uncorrected_rows, s.remap->pending,
+                          s.remap->failure};
+}
+
+// The links with errors counted or down among those active at discovery.
+std::optional<Evidence> NvLinkOf(const GpuSample& s, const GpuInfo& gpu) {
+  if (s.nvlinks.empty()) return std::nullopt;
+  NvLinkEvidence e;
+  for (const NvLinkSample& l : s.nvlinks) {
+    const bool was_active = std::find(gpu.nvlinks_active.begin(), gpu.nvlinks_active.end(),
+                                      l.link) != gpu.nvlinks_active.end();
+    const bool down = was_active && !l.active;
+    if (down) e.links_down.push_back(l.link);
+    if (l.Total() > 0 || down)
+      e.links.push_back({l.link, l.active, l.replay_errors, l.recovery_errors, l.crc_flit_errors,
+                         l.crc_data_errors});
+  }
+  return e;
+}
+
+Evidence PcieOf(const GpuSample& s) {
+  return PcieEvidence{s.pcie_replays, s.pcie_width_current, s.pcie_width_max, s.pcie_gen_current,
+                      s.pcie_gen_max};
+}
+
+Evidence ThermalOf(const GpuSample& s, const GpuInfo& gpu) {
+  return ThermalEvidence{
+      s.temperature_c, gpu.temperature_slowdown_c, gpu.temperature_shutdown_c,
+      ClockEventReasonNames(s.clock_event_reasons.value_or(0) & (kThermalReasons | kPowerReasons))};
+}
+
+EvidenceList Present(std::initializer_list<std::optional<Evidence>> items) {
+  EvidenceList out;
+  for (const std::optional<Evidence>& e : items)
+    if (e) out.push_back(*e);
+  return out;
+}
+
+// The readings an Xid points at, from the GPU's latest sample: memory errors for the ECC and
+// row-remapping Xids, the links for the NVLink Xids.
+EvidenceList RelatedReadings(unsigned xid, const GpuSample* last, const GpuInfo& gpu) {
+  if (!last) return {};
+  switch (xid) {
+    case 48:
+    case 63:
+    case 64:
+    case 92:
+    case 94:
+    case 95:
+    case 140:
+      return Present({EccOf(*last), RemapOf(*last)});
+    case 74:
+    case 155:
+      return Present({NvLinkOf(*last, gpu)});
+    default:
+      return {};
+  }
+}
+
+RuleEvidence RuleOf(const HealthRule& rule, Severity severity, const HealthConfig& config,
+                    unsigned xid = 0) {
+  return {std::string(rule.id), std::string(SeverityName(severity)), std::string(rule.condition),
+          RuleThreshold(rule.id, config.Rules(), xid)};
+}
 
 CheckResult RunCheck(std::string_view id, const CheckInput& in) {
   const GpuSample& s = in.s;
@@ -129,16 +135,19 @@ CheckResult RunCheck(std::string_view id, const CheckInput& in) {
     if (!s.ecc_volatile_uncorrected) return NotApplicable();
     return *s.ecc_volatile_uncorrected > 0
                ? Bad(fmt::format("{} uncorrectable ECC errors since the driver loaded",
-                                 *s.ecc_volatile_uncorrected))
+                                 *s.ecc_volatile_uncorrected),
+                     Present({EccOf(s), RemapOf(s)}))
                : Good();
   }
   if (id == "row-remap-failure") {
     if (!s.remap) return NotApplicable();
-    return s.remap->failure ? Bad("row remapping failed") : Good();
+    return s.remap->failure ? Bad("row remapping failed", Present({RemapOf(s), EccOf(s)})) : Good();
   }
   if (id == "row-remap-pending") {
     if (!s.remap) return NotApplicable();
-    return s.remap->pending ? Bad("a row remap is pending until the GPU is reset") : Good();
+    return s.remap->pending ? Bad("a row remap is pending until the GPU is reset",
+                                  Present({RemapOf(s), EccOf(s)}))
+                            : Good();
   }
   if (id == "recovery-action-reset" || id == "recovery-action-reboot") {
     if (!s.recovery_action) return NotApplicable();
@@ -148,7 +157,9 @@ CheckResult RunCheck(std::string_view id, const CheckInput& in) {
     static constexpr std::array<std::string_view, 5> kNames = {"none", "GPU reset", "node reboot",
                                                                "drain P2P", "drain and reset"};
     std::string name = a < kNames.size() ? std::string(kNames[a]) : fmt::format("action {}", a);
-    return bad ? Bad(fmt::format("the driver's recovery action is {}", name)) : Good();
+    return bad ? Bad(fmt::format("the driver's recovery action is {}", name),
+                     {RecoveryActionEvidence{a, name}})
+               : Good();
   }
   if (id == "pcie-link-width") {
     if (!s.pcie_width_current || !s.pcie_width_max || *s.pcie_width_max == 0) {
@@ -156,7 +167,8 @@ CheckResult RunCheck(std::string_view id, const CheckInput& in) {
     }
     return *s.pcie_width_current < *s.pcie_width_max
                ? Bad(fmt::format("PCIe link width x{} of x{}", *s.pcie_width_current,
-                                 *s.pcie_width_max))
+                                 *s.pcie_width_max),
+                     {PcieOf(s)})
                : Good();
   }
   if (id == "pcie-link-generation") {
@@ -167,7 +179,8 @@ CheckResult RunCheck(std::string_view id, const CheckInput& in) {
     if (*busy < in.config.pcie_gen_min_utilization) return Good();
     return *s.pcie_gen_current < *s.pcie_gen_max
                ? Bad(fmt::format("PCIe Gen{} of Gen{} while {:.0f}% busy", *s.pcie_gen_current,
-                                 *s.pcie_gen_max, *busy))
+                                 *s.pcie_gen_max, *busy),
+                     {PcieOf(s)})
                : Good();
   }
   if (id == "nvlink-errors") {
@@ -176,7 +189,8 @@ CheckResult RunCheck(std::string_view id, const CheckInput& in) {
         in.now - *in.nvlink_last_increase <= in.config.nvlink_error_window_s) {
       std::uint64_t total = 0;
       for (const NvLinkSample& l : s.nvlinks) total += l.Total();
-      return Bad(fmt::format("NVLink error counters grew (total {})", total));
+      return Bad(fmt::format("NVLink error counters grew (total {})", total),
+                 Present({NvLinkOf(s, in.gpu)}));
     }
     return Good();
   }
@@ -188,13 +202,30 @@ CheckResult RunCheck(std::string_view id, const CheckInput& in) {
         if (l.link == link && !l.active) down.push_back(link);
       }
     }
-    return down.empty() ? Good() : Bad(fmt::format("NVLink links down: {}", fmt::join(down, ",")));
+    return down.empty() ? Good()
+                        : Bad(fmt::format("NVLink links down: {}", fmt::join(down, ",")),
+                              Present({NvLinkOf(s, in.gpu)}));
+  }
+  if (id == "thermal-critical") {
+    // Past slowdown the GPU throttles itself and the work goes on; this close to shutdown it is
+    // about to stop, and the work is better requeued with its checkpoint grace.
+    if (!s.temperature_c || !in.gpu.temperature_shutdown_c) return NotApplicable();
+    return *s.temperature_c + kThermalCriticalMarginC >= *in.gpu.temperature_shutdown_c
+               ? Bad(fmt::format("temperature {} C within {} C of the shutdown threshold of {} C",
+                                 *s.temperature_c, kThermalCriticalMarginC,
+                                 *in.gpu.temperature_shutdown_c),
+                     {ThermalOf(s, in.gpu)})
+               : Good();
   }
   if (id == "thermal-slowdown" || id == "power-slowdown") {
     if (!s.clock_event_reasons) return NotApplicable();
-    std::uint64_t mask = id == "thermal-slowdown" ? kThermalReasons : kPowerReasons;
+    const bool thermal = id == "thermal-slowdown";
+    std::uint64_t mask = thermal ? kThermalReasons : kPowerReasons;
     std::uint64_t hit = *s.clock_event_reasons & mask;
-    return hit != 0 ? Bad(fmt::format("clock event reasons 0x{:x}", hit)) : Good();
+    if (hit == 0) return Good();
+    Evidence e = thermal ? ThermalOf(s, in.gpu)
+                         : Evidence(PowerEvidence{s.power_watts, ClockEventReasonNames(hit)});
+    return Bad(fmt::format("clock event reasons 0x{:x}", hit), {std::move(e)});
   }
   return NotApplicable();
 }
@@ -207,22 +238,23 @@ std::string GpuKey(const std::string& uuid, int index) {
 
 }  // namespace
 
-std::span<const XidRule> XidRules() { return kXidRules; }
+std::span<const ClockEventReason> ClockEventReasons() { return kClockEventReasons; }
 
-const XidRule* FindXidRule(unsigned xid) {
-  for (const XidRule& r : kXidRules) {
-    if (r.xid == xid) return &r;
-  }
-  return nullptr;
+std::vector<std::string> ClockEventReasonNames(std::uint64_t mask) {
+  std::vector<std::string> names;
+  for (const ClockEventReason& r : kClockEventReasons)
+    if (mask & r.bit) names.emplace_back(r.name);
+  return names;
 }
 
-std::span<const HealthRule> HealthRules() { return kHealthRules; }
-
-const HealthRule* FindHealthRule(std::string_view id) {
-  for (const HealthRule& r : kHealthRules) {
-    if (r.id == id) return &r;
-  }
-  return nullptr;
+RuleSettings HealthConfig::Rules() const {
+  RuleSettings r;
+  r.debounce_samples = debounce_samples;
+  r.nvlink_error_window_s = nvlink_error_window_s;
+  r.pcie_gen_min_utilization = pcie_gen_min_utilization;
+  r.app_xid_repeats = app_xid_repeats;
+  r.app_xid_window_s = app_xid_window_s;
+  return r;
 }
 
 HealthClassifier::HealthClassifier(HealthConfig config, double boot_time)
@@ -260,6 +292,7 @@ void HealthClassifier::Close(RuleState& rs, double now, std::vector<IncidentChan
 std::vector<IncidentChange> HealthClassifier::OnSample(const GpuSample& sample, double now) {
   std::vector<IncidentChange> out;
   GpuState& st = StateFor(sample.uuid, sample.index);
+  st.last = sample;
   const GpuInfo& gpu = st.info;
   if (!sample.nvlinks.empty()) {
     std::uint64_t total = 0;
@@ -268,7 +301,7 @@ std::vector<IncidentChange> HealthClassifier::OnSample(const GpuSample& sample, 
     st.nvlink_errors = total;
   }
   bool in_grace = now < boot_time_ + config_.boot_grace_s;
-  for (const HealthRule& rule : kHealthRules) {
+  for (const HealthRule& rule : HealthRules()) {
     if (rule.event) continue;
     // A lost GPU answers nothing else; its other checks keep their state.
     if (sample.lost && rule.id != "gpu-lost") continue;
@@ -298,6 +331,8 @@ std::vector<IncidentChange> HealthClassifier::OnSample(const GpuSample& sample, 
     inc.cause = std::string(rule.id);
     inc.severity = rule.severity;
     inc.message = r.message;
+    inc.evidence = std::move(r.evidence);
+    inc.evidence.push_back(RuleOf(rule, rule.severity, config_));
     inc.opened_at = now;
     inc.last_seen = now;
     Open(rs, std::move(inc), out);
@@ -361,6 +396,17 @@ std::vector<IncidentChange> HealthClassifier::OnXid(const XidEvent& event, doubl
   inc.severity = severity;
   inc.xid = event.xid;
   inc.message = message;
+  XidEvidence xid{event.xid,
+                  std::string(rule->name),
+                  std::string(rule->meaning),
+                  std::string(XidClassName(rule->cls)),
+                  event.source,
+                  std::nullopt};
+  if (rule->cls == XidClass::kApplication) xid.count = static_cast<int>(st.app_xids.size());
+  inc.evidence.push_back(std::move(xid));
+  for (Evidence& e : RelatedReadings(event.xid, st.last ? &*st.last : nullptr, st.info))
+    inc.evidence.push_back(std::move(e));
+  inc.evidence.push_back(RuleOf(*FindHealthRule(cause), severity, config_, event.xid));
   inc.opened_at = now;
   inc.last_seen = now;
   Open(rs, std::move(inc), out);

@@ -1,11 +1,6 @@
-// GPU health classification. Two tables (documented in docs/health.md, one row each):
-//
-//   - HealthRules(): the checks. Sample checks look at each GpuSample (GPU lost, uncorrectable
-//     ECC, row remapping, recovery action, PCIe link, NVLink, thermal and power slowdown); event
-//     checks look at Xid events.
-//   - XidRules(): what each Xid means and how severe it is. Hardware Xids open an incident at
-//     once; application Xids (13, 31, 43, 45) only when they repeat on one GPU N times within a
-//     window; informational Xids and Xids not in the table never do.
+// GPU health classification, by the two tables in common/gpu_health_rules.h (documented in
+// docs/health.md, one row each): HealthRules(), the checks (sample checks look at each GpuSample,
+// event checks at Xid events), and XidRules(), what each Xid means and how severe it is.
 //
 // HealthClassifier keeps, per GPU and rule, the state that turns observations into incidents:
 //   - debounce: a debounced sample check must be bad in N consecutive samples;
@@ -16,6 +11,9 @@
 //   - feature gating: a check whose feature the GPU lacks (NVLink on a PCIe card, ECC on a
 //     consumer board) is not applicable, which is neither good nor bad;
 //   - boot grace: checks marked so do not open incidents until boot_grace seconds after boot.
+// Each incident carries its evidence (common/gpu_evidence.h): the readings that made the check
+// bad, or the Xid with what it means and the GPU's related readings, and the rule that fired
+// with its threshold.
 //
 // Pure and deterministic: time comes in as an argument (seconds, any fixed epoch), no I/O.
 #pragma once
@@ -30,6 +28,8 @@
 #include <vector>
 
 #include "agent/gpu_types.h"
+#include "common/gpu_evidence.h"
+#include "common/gpu_health_rules.h"
 #include "common/gpu_severity.h"
 
 namespace chamber::agent {
@@ -37,30 +37,22 @@ namespace chamber::agent {
 using Severity = ::chamber::GpuSeverity;  // common/gpu_severity.h
 using ::chamber::SeverityName;
 
-enum class XidClass { kHardware, kApplication, kInformational };
-std::string_view XidClassName(XidClass cls);
+using ::chamber::FindHealthRule;
+using ::chamber::FindXidRule;
+using ::chamber::HealthRule;
+using ::chamber::HealthRules;
+using ::chamber::XidClass;
+using ::chamber::XidClassName;
+using ::chamber::XidRule;
+using ::chamber::XidRules;
 
-struct XidRule {
-  unsigned xid;
-  XidClass cls;
-  Severity severity;  // of the incident a hardware Xid opens
-  std::string_view name;
-  std::string_view meaning;
+// Clock event reason bits by the names the report, /metrics and the evidence use.
+struct ClockEventReason {
+  std::uint64_t bit;
+  const char* name;
 };
-std::span<const XidRule> XidRules();
-const XidRule* FindXidRule(unsigned xid);
-
-struct HealthRule {
-  std::string_view id;  // the incident cause: "gpu-lost", "nvlink-errors", ...
-  Severity severity;
-  bool event;                // triggered by Xid events, not samples
-  bool debounced;            // needs debounce_samples consecutive bad samples
-  bool boot_grace;           // suppressed during the boot grace period
-  std::string_view feature;  // GpuInfo feature the check needs; empty: none
-  std::string_view condition;
-};
-std::span<const HealthRule> HealthRules();
-const HealthRule* FindHealthRule(std::string_view id);
+std::span<const ClockEventReason> ClockEventReasons();
+std::vector<std::string> ClockEventReasonNames(std::uint64_t mask);
 
 struct HealthConfig {
   int debounce_samples = 3;
@@ -71,6 +63,8 @@ struct HealthConfig {
   double nvlink_error_window_s = 10;     // NVLink counters grew this recently: bad
   double pcie_gen_min_utilization = 10;  // a lower link generation counts only when busier
   double xid_clear_after_s = 0;          // 0: Xid incidents stay open until the agent restarts
+
+  RuleSettings Rules() const;  // the settings rule thresholds name
 };
 
 struct Incident {
@@ -82,6 +76,8 @@ struct Incident {
   Severity severity = Severity::kHealthy;
   std::optional<unsigned> xid;
   std::string message;
+  // What opened it: the readings, or the Xid and the GPU's related readings; then the rule.
+  EvidenceList evidence;
   double opened_at = 0;
   double last_seen = 0;
   std::optional<double> closed_at;
@@ -125,6 +121,7 @@ class HealthClassifier {
     std::optional<std::uint64_t> nvlink_errors;  // total at the previous sample
     std::optional<double> nvlink_last_increase;
     std::deque<double> app_xids;             // times of recent application Xids
+    std::optional<GpuSample> last;           // the latest sample, for an Xid's evidence
     std::map<std::string, RuleState> rules;  // by rule id (and ":<xid>" for Xid incidents)
   };
 

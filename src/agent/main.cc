@@ -87,6 +87,9 @@ void PrintText(const chamber::agent::AgentSnapshot& snap) {
   for (const auto& i : snap.open_incidents) {
     std::cout << fmt::format("incident {}  GPU {}  {}  {}: {}\n", i.id, i.gpu_index,
                              chamber::agent::SeverityName(i.severity), i.cause, i.message);
+    for (const chamber::Evidence& e : i.evidence)
+      std::cout << fmt::format("  {:<15}  {}\n", chamber::EvidenceType(e),
+                               chamber::EvidenceText(e));
   }
 }
 

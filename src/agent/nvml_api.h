@@ -55,6 +55,15 @@ typedef enum nvmlEnableState_enum {
 
 typedef enum nvmlTemperatureSensors_enum { NVML_TEMPERATURE_GPU = 0 } nvmlTemperatureSensors_t;
 
+// nvmlDeviceGetTemperatureThreshold: where the hardware shuts the GPU down, and where it starts
+// slowing its clocks to cool it.
+typedef enum nvmlTemperatureThresholds_enum {
+  NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+  NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+  NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2,
+  NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3
+} nvmlTemperatureThresholds_t;
+
 typedef enum nvmlMemoryErrorType_enum {
   NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
   NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
@@ -232,6 +241,8 @@ using DeviceGetPciInfo = nvmlReturn_t(nvmlDevice_t, nvmlPciInfo_t*);
 using DeviceGetUtilizationRates = nvmlReturn_t(nvmlDevice_t, nvmlUtilization_t*);
 using DeviceGetUint = nvmlReturn_t(nvmlDevice_t, unsigned int*);
 using DeviceGetTemperature = nvmlReturn_t(nvmlDevice_t, nvmlTemperatureSensors_t, unsigned int*);
+using DeviceGetTemperatureThreshold = nvmlReturn_t(nvmlDevice_t, nvmlTemperatureThresholds_t,
+                                                   unsigned int*);
 using DeviceGetUll = nvmlReturn_t(nvmlDevice_t, unsigned long long*);
 using DeviceGetTotalEccErrors = nvmlReturn_t(nvmlDevice_t, nvmlMemoryErrorType_t,
                                              nvmlEccCounterType_t, unsigned long long*);

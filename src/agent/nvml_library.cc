@@ -61,6 +61,7 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   lib->Bind(lib->device_get_utilization_rates, {"nvmlDeviceGetUtilizationRates"});
   lib->Bind(lib->device_get_power_usage, {"nvmlDeviceGetPowerUsage"});
   lib->Bind(lib->device_get_temperature, {"nvmlDeviceGetTemperature"});
+  lib->Bind(lib->device_get_temperature_threshold, {"nvmlDeviceGetTemperatureThreshold"});
   lib->Bind(lib->device_get_clock_event_reasons, {"nvmlDeviceGetCurrentClocksEventReasons",
                                                   "nvmlDeviceGetCurrentClocksThrottleReasons"});
   lib->Bind(lib->device_get_total_ecc_errors, {"nvmlDeviceGetTotalEccErrors"});

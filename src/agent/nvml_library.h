@@ -51,6 +51,7 @@ class NvmlLibrary {
   nvml_fn::DeviceGetUtilizationRates* device_get_utilization_rates = nullptr;
   nvml_fn::DeviceGetUint* device_get_power_usage = nullptr;
   nvml_fn::DeviceGetTemperature* device_get_temperature = nullptr;
+  nvml_fn::DeviceGetTemperatureThreshold* device_get_temperature_threshold = nullptr;
   nvml_fn::DeviceGetUll* device_get_clock_event_reasons = nullptr;
   nvml_fn::DeviceGetTotalEccErrors* device_get_total_ecc_errors = nullptr;
   nvml_fn::DeviceGetRemappedRows* device_get_remapped_rows = nullptr;

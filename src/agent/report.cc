@@ -20,23 +20,6 @@ json Opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
-// Clock event reason bits by the name /metrics and the JSON report use.
-struct ReasonName {
-  std::uint64_t bit;
-  const char* name;
-};
-constexpr ReasonName kReasons[] = {
-    {nvmlClocksEventReasonGpuIdle, "gpu_idle"},
-    {nvmlClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
-    {nvmlClocksEventReasonSwPowerCap, "sw_power_cap"},
-    {nvmlClocksThrottleReasonHwSlowdown, "hw_slowdown"},
-    {nvmlClocksEventReasonSyncBoost, "sync_boost"},
-    {nvmlClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
-    {nvmlClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
-    {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
-    {nvmlClocksEventReasonDisplayClockSetting, "display_clock_setting"},
-};
-
 // Which container holds which GPU, as an info metric to join on `uuid`: per-GPU series keep
 // their identity when pods come and go, and a GPU shared by several pods is one series each.
 void RenderPodMetrics(prometheus::TextWriter& w, const AgentSnapshot& snap) {
@@ -105,6 +88,9 @@ json InventoryJson(const Inventory& inv) {
           {"devices", std::move(mig_devices)}}},
         {"nvlink", {{"links", g.nvlinks_total}, {"active", g.nvlinks_active}}},
         {"gpm_supported", g.gpm_supported},
+        {"temperature_thresholds",
+         {{"slowdown_c", Opt(g.temperature_slowdown_c)},
+          {"shutdown_c", Opt(g.temperature_shutdown_c)}}},
         {"features", g.features},
     });
   }
@@ -154,7 +140,7 @@ json SampleJson(const GpuSample& s) {
   };
   if (s.clock_event_reasons) {
     json names = json::array();
-    for (const ReasonName& r : kReasons) {
+    for (const ClockEventReason& r : ClockEventReasons()) {
       if (*s.clock_event_reasons & r.bit) names.push_back(r.name);
     }
     j["clock_event_reasons"] = {{"mask", *s.clock_event_reasons}, {"active", names}};
@@ -192,6 +178,7 @@ json IncidentJson(const Incident& i) {
       {"severity", SeverityName(i.severity)},
       {"xid", Opt(i.xid)},
       {"message", i.message},
+      {"evidence", EvidenceListJson(i.evidence)},
       {"opened_at", i.opened_at},
       {"last_seen", i.last_seen},
       {"closed_at", Opt(i.closed_at)},
@@ -369,7 +356,7 @@ std::string RenderMetrics(const AgentSnapshot& snap) {
           pm::MetricType::kGauge},
          [](const GpuSample& s, const Emit& emit) {
            if (!s.clock_event_reasons) return;
-           for (const ReasonName& r : kReasons) {
+           for (const ClockEventReason& r : ClockEventReasons()) {
              emit({{"reason", r.name}}, (*s.clock_event_reasons & r.bit) ? 1 : 0);
            }
          });

@@ -1,10 +1,14 @@
 // `chamber health`: fenced nodes and GPUs, stale agents, the circuit breaker and the incident
-// log (GET /api/v1/health); `chamber health clear <node>` lifts an operator hold (admin token).
+// log (GET /api/v1/health), then the evidence of each open incident; `chamber health clear
+// <node>` lifts an operator hold (admin token).
 #include <iostream>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "cli/api_client.h"
 #include "cli/command.h"
+#include "common/gpu_evidence.h"
 
 namespace chamber::cli {
 namespace {
@@ -16,6 +20,29 @@ std::string Str(const json& j, const char* key) {
   if (it == j.end() || it->is_null()) return "-";
   if (it->is_string()) return it->get<std::string>();
   return it->dump();
+}
+
+// Each open incident's evidence, one line per item, in the words the dashboard and the Events use:
+//   gpu-07  GPU 1  xid-hardware  fatal
+//     xid              Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable ...
+void PrintEvidence(const json& incidents, bool (*is_open)(const json&)) {
+  bool any = false;
+  for (const json& i : incidents) {
+    if (!is_open(i)) continue;
+    const json* ev = i.contains("evidence") ? &i.at("evidence") : nullptr;
+    if (!ev || ev->empty()) continue;
+    if (!any) std::cout << "\nEVIDENCE OF OPEN INCIDENTS\n";
+    any = true;
+    std::cout << fmt::format("{}  GPU {}  {}  {}\n", i.at("node").get<std::string>(),
+                             i.at("gpu_index").get<int>(), Str(i, "cause"), Str(i, "severity"));
+    Result<EvidenceList> list = ParseEvidenceList(*ev, "evidence");
+    if (!list.ok()) {
+      std::cout << "  (unreadable: " << list.status().message() << ")\n";
+      continue;
+    }
+    for (const Evidence& e : *list)
+      std::cout << fmt::format("  {:<15}  {}\n", EvidenceType(e), EvidenceText(e));
+  }
 }
 
 void PrintController(const json& c) {
@@ -59,6 +86,7 @@ void PrintController(const json& c) {
                {"OPENED", "NODE", "GPU", "CAUSE", "SEVERITY", "XID", "STATE", "FENCED", "COUNT"},
                rows);
   }
+  PrintEvidence(c.at("incidents"), [](const json& i) { return i.at("closed_at").is_null(); });
 }
 
 Status RunHealth(const ApiClientOptions& o) {
@@ -92,6 +120,7 @@ Status RunHealth(const ApiClientOptions& o) {
       std::cout << "\n";
       PrintTable(std::cout, {"TIME", "NODE", "GPU", "STATE", "MESSAGE"}, rows);
     }
+    PrintEvidence(h.at("incidents"), [](const json& i) { return !i.at("resolved").get<bool>(); });
   } catch (const json::exception& e) {
     return Status::Internal(o.server + "/api/v1/health: unexpected answer: " + e.what());
   }

@@ -164,6 +164,14 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
       std::shared_ptr<health::HealthService> h = usage.lock();
       return h ? h->GpuUsage() : AgentGpuUsage();
     });
+    // Incidents carry their evidence to the fleet view, and learn which workloads they requeued.
+    kb->SetGpuFaultSource([usage] {
+      std::shared_ptr<health::HealthService> h = usage.lock();
+      return h ? h->GpuFaults() : GpuFaultsByNode();
+    });
+    kb->SetFaultRequeueSink([usage](const std::vector<FaultRequeue>& requeued) {
+      if (std::shared_ptr<health::HealthService> h = usage.lock()) h->RecordRequeued(requeued);
+    });
     health_service->Start();
     so.health = health_service;
   }

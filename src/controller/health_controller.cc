@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <ctime>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -43,6 +44,8 @@ std::string_view ChangeKindName(HealthChange::Kind k) {
       return "breaker-closed";
     case HealthChange::Kind::kStale:
       return "stale";
+    case HealthChange::Kind::kRequeued:
+      return "requeued";
   }
   return "unknown";
 }
@@ -248,6 +251,10 @@ Result<AgentReport> ParseAgentReport(const json& j) {
     CHAMBER_ASSIGN_OR_RETURN(ri.opened_at, f.Number("opened_at"));
     CHAMBER_ASSIGN_OR_RETURN(ri.last_seen, f.Number("last_seen"));
     CHAMBER_ASSIGN_OR_RETURN(ri.occurrences, f.Int("occurrences", 1, INT64_MAX));
+    // Optional: agents before evidence send none.
+    if (const json* ev = f.Get("evidence", &where); ev && !ev->is_null()) {
+      CHAMBER_ASSIGN_OR_RETURN(ri.evidence, ParseEvidenceList(*ev, where));
+    }
     out.incidents.push_back(std::move(ri));
   }
 
@@ -402,17 +409,56 @@ std::string Rfc3339(double unix_s) {
 
 }  // namespace
 
+EvidenceList IncidentEvidence(const HealthIncident& i) {
+  EvidenceList out = i.evidence;
+  ActionEvidence a;
+  a.gpu_fenced = i.fenced;
+  a.taint = i.taint;
+  a.breaker_held = i.breaker_held;
+  a.workloads_requeued = i.requeued;
+  a.workloads_requeued_count = i.requeued_count;
+  out.push_back(std::move(a));
+  return out;
+}
+
 HealthController::HealthController(HealthControllerConfig config) : config_(config) {}
 
 void HealthController::Trim(std::deque<double>& times, double now, double window) const {
   while (!times.empty() && now - times.front() > window) times.pop_front();
 }
 
-HealthIncident* HealthController::FindIncident(uint64_t id) {
+const HealthIncident* HealthController::FindIncident(uint64_t id) const {
   // Ids grow with the deque's order: binary search.
   auto it = std::lower_bound(incidents_.begin(), incidents_.end(), id,
                              [](const HealthIncident& i, uint64_t v) { return i.id < v; });
   return it != incidents_.end() && it->id == id ? &*it : nullptr;
+}
+
+HealthIncident* HealthController::FindIncident(uint64_t id) {
+  return const_cast<HealthIncident*>(std::as_const(*this).FindIncident(id));
+}
+
+TaintEffect HealthController::NodeTaint(const Node& n) const {
+  bool any = false, fatal = false;
+  for (const auto& [index, g] : n.gpus) {
+    if (!g.fenced) continue;
+    any = true;
+    fatal = fatal || (g.faulty && g.worst == Severity::kFatal);
+  }
+  if (!any) return TaintEffect::kNone;
+  return fatal && config_.fatal_no_execute ? TaintEffect::kNoExecute : TaintEffect::kNoSchedule;
+}
+
+const HealthIncident* HealthController::CauseOf(const Node& n, int index) const {
+  const HealthIncident* worst = nullptr;
+  for (const auto& [key, id] : n.open) {
+    const HealthIncident* hi = FindIncident(id);
+    if (!hi || hi->gpu_index != index || !Fences(hi->severity)) continue;
+    if (!worst || hi->severity > worst->severity ||
+        (hi->severity == worst->severity && hi->id < worst->id))
+      worst = hi;
+  }
+  return worst;
 }
 
 double HealthController::BackoffProbation(const Gpu& g) const {
@@ -439,7 +485,8 @@ bool HealthController::BreakerBlocks(double now) {
          would_be > config_.breaker_fraction * static_cast<double>(reporting);
 }
 
-bool HealthController::Fence(const std::string& name, Node& n, int index, Gpu& g, double now) {
+bool HealthController::Fence(const std::string& name, Node& n, int index, Gpu& g, double now,
+                             const HealthIncident* cause) {
   if (!AnyFenced(n)) {
     if (BreakerBlocks(now)) {
       if (!breaker_open_) {
@@ -458,9 +505,13 @@ bool HealthController::Fence(const std::string& name, Node& n, int index, Gpu& g
   }
   g.fenced = true;
   g.fenced_at = now;
-  changes_.push_back(
-      {HealthChange::Kind::kFenced, name,
-       fmt::format("GPU {} ({}) fenced: {} fault", index, g.uuid, SeverityName(g.worst))});
+  // The Event says why: the incident's evidence (an older agent's: its message), and the taint.
+  std::string why;
+  if (cause)
+    why = "; " + (cause->evidence.empty() ? cause->message : EvidenceSummary(cause->evidence, 700));
+  changes_.push_back({HealthChange::Kind::kFenced, name,
+                      fmt::format("GPU {} ({}) fenced: {} fault{}; node tainted {}", index, g.uuid,
+                                  SeverityName(g.worst), why, TaintEffectName(NodeTaint(n)))});
   return true;
 }
 
@@ -521,6 +572,7 @@ void HealthController::Ingest(const AgentReport& report, double now) {
       hi = &incidents_.back();
     }
     hi->message = ri.message;
+    if (!ri.evidence.empty() || hi->evidence.empty()) hi->evidence = ri.evidence;
     hi->last_seen = now;
     hi->occurrences = ri.occurrences;
     hi->severity = ri.severity;
@@ -555,7 +607,7 @@ void HealthController::Ingest(const AgentReport& report, double now) {
                                           n.faults.size(), config_.fault_window_s)});
         }
       }
-      if (!g.fenced) Fence(report.node, n, index, g, now);
+      if (!g.fenced) Fence(report.node, n, index, g, now, CauseOf(n, index));
     } else {
       auto c = sample_clean.find(index);
       const bool clean = c == sample_clean.end() ? true : c->second;
@@ -572,6 +624,8 @@ void HealthController::Ingest(const AgentReport& report, double now) {
     if (!hi || hi->gpu_index < 0) continue;
     auto g = n.gpus.find(hi->gpu_index);
     hi->fenced = g != n.gpus.end() && g->second.fenced && Fences(hi->severity);
+    hi->breaker_held = !hi->fenced && Fences(hi->severity) && g != n.gpus.end() && g->second.faulty;
+    if (hi->fenced && hi->taint.empty()) hi->taint = TaintEffectName(NodeTaint(n));
   }
   n.suppressed = std::any_of(n.gpus.begin(), n.gpus.end(),
                              [](const auto& g) { return g.second.faulty && !g.second.fenced; });
@@ -628,6 +682,61 @@ Status HealthController::Clear(const std::string& node, double now) {
   return Status::Ok();
 }
 
+void HealthController::RecordRequeued(const std::vector<RequeuedWorkload>& requeued) {
+  // By GPU: the workloads new to its incidents.
+  std::map<std::pair<std::string, int>, std::vector<std::string>> added;
+  for (const RequeuedWorkload& r : requeued) {
+    auto it = nodes_.find(r.node);
+    if (it == nodes_.end()) continue;
+    Node& n = it->second;
+    bool is_new = false;
+    for (const auto& [key, id] : n.open) {
+      HealthIncident* hi = FindIncident(id);
+      if (!hi || hi->gpu_index != r.gpu_index || !hi->fenced) continue;
+      if (std::find(hi->requeued.begin(), hi->requeued.end(), r.workload) != hi->requeued.end())
+        continue;
+      if (hi->requeued.size() < kMaxNamedWorkloads) hi->requeued.push_back(r.workload);
+      ++hi->requeued_count;
+      is_new = true;
+    }
+    if (is_new) added[{r.node, r.gpu_index}].push_back(r.workload);
+  }
+  for (const auto& [at, workloads] : added) {
+    const Node& n = nodes_.at(at.first);
+    const HealthIncident* cause = CauseOf(n, at.second);
+    auto g = n.gpus.find(at.second);
+    std::string what;
+    if (cause) {
+      what = cause->message;
+      for (const Evidence& e : cause->evidence) {
+        if (std::holds_alternative<RuleEvidence>(e)) continue;
+        what = EvidenceText(e);  // the first measurement or Xid
+        break;
+      }
+    }
+    changes_.push_back(
+        {HealthChange::Kind::kRequeued, at.first,
+         fmt::format("GPU {} ({}): {} workload{} requeued off the fenced GPU: {}{}", at.second,
+                     g != n.gpus.end() ? g->second.uuid : "", workloads.size(),
+                     workloads.size() == 1 ? "" : "s", fmt::join(workloads, ", "),
+                     what.empty() ? "" : "; fault: " + what)});
+  }
+}
+
+std::vector<FenceCause> HealthController::FenceCauses() const {
+  std::vector<FenceCause> out;
+  for (const auto& [name, n] : nodes_) {
+    for (const auto& [index, g] : n.gpus) {
+      if (!g.fenced) continue;
+      const HealthIncident* hi = CauseOf(n, index);
+      if (!hi) continue;
+      out.push_back(
+          {name, index, g.uuid, hi->cause, hi->severity, hi->message, IncidentEvidence(*hi)});
+    }
+  }
+  return out;
+}
+
 std::vector<HealthChange> HealthController::Evaluate(double now) {
   for (auto& [name, n] : nodes_) {
     Trim(n.faults, now, config_.fault_window_s);
@@ -663,20 +772,17 @@ std::map<std::string, DesiredNode> HealthController::Desired() const {
     d.held = n.held;
     d.labels = n.labels;
     d.gpu_uuids = n.uuids;
-    bool fatal = false, faulty = false;
+    bool faulty = false;
     std::vector<std::string> why;
     for (const auto& [index, g] : n.gpus) {
       if (!g.faults.empty()) d.fault_history[index].assign(g.faults.begin(), g.faults.end());
       if (!g.fenced) continue;
       d.unhealthy_gpus.push_back(index);
       faulty = faulty || g.faulty;
-      fatal = fatal || (g.faulty && g.worst == Severity::kFatal);
       why.push_back(g.faulty ? fmt::format("GPU {} {}", index, SeverityName(g.worst))
                              : fmt::format("GPU {} on probation ({:.0f} s)", index, g.probation_s));
     }
-    if (!d.unhealthy_gpus.empty())
-      d.taint =
-          fatal && config_.fatal_no_execute ? TaintEffect::kNoExecute : TaintEffect::kNoSchedule;
+    d.taint = NodeTaint(n);
     if (n.stale) {
       d.condition = {"Unknown", "AgentStale",
                      d.unhealthy_gpus.empty()
@@ -788,6 +894,7 @@ json HealthController::ToJson(double now) const {
                          {"severity", SeverityName(i.severity)},
                          {"xid", i.xid ? json(*i.xid) : json(nullptr)},
                          {"message", i.message},
+                         {"evidence", EvidenceListJson(IncidentEvidence(i))},
                          {"opened_at", Rfc3339(i.opened_at)},
                          {"last_seen", Rfc3339(i.last_seen)},
                          {"closed_at", i.closed_at ? json(Rfc3339(*i.closed_at)) : json(nullptr)},

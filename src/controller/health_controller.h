@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/gpu_evidence.h"
 #include "common/gpu_severity.h"
 #include "common/status.h"
 
@@ -84,6 +85,7 @@ struct ReportIncident {
   Severity severity = Severity::kHealthy;
   std::optional<int64_t> xid;
   std::string message;
+  EvidenceList evidence;  // absent in the reports of older agents: empty
   double opened_at = 0;
   double last_seen = 0;
   int64_t occurrences = 1;
@@ -164,11 +166,39 @@ struct HealthIncident {
   Severity severity = Severity::kHealthy;
   std::optional<int64_t> xid;
   std::string message;
-  double opened_at = 0;  // chamberd's clock
+  EvidenceList evidence;  // the agent's: readings and the rule that fired
+  double opened_at = 0;   // chamberd's clock
   double last_seen = 0;
   std::optional<double> closed_at;
   int64_t occurrences = 1;
   bool fenced = false;  // false: degraded only, or the circuit breaker held the fence back
+  // What was done, as it happened: the node's taint when the GPU was fenced, whether the
+  // circuit breaker held the fence back, and the workloads requeued off the GPU.
+  std::string taint;
+  bool breaker_held = false;
+  std::vector<std::string> requeued;  // the first kMaxNamedWorkloads
+  int64_t requeued_count = 0;
+};
+
+// The incident's evidence as the API shows it: the agent's, then what was done (an `action`).
+EvidenceList IncidentEvidence(const HealthIncident& i);
+
+// A workload the scheduler requeued because it held a fenced GPU (reason HardwareFault).
+struct RequeuedWorkload {
+  std::string node;
+  int gpu_index = 0;
+  std::string workload;  // "namespace/name"
+};
+
+// A fenced GPU's fault as chamberd's other views show it: its worst open incident.
+struct FenceCause {
+  std::string node;
+  int gpu_index = 0;
+  std::string gpu_uuid;
+  std::string cause;  // the rule: "xid-hardware", ...
+  Severity severity = Severity::kHealthy;
+  std::string message;    // the agent's line: "Xid 79 (GPU has fallen off the bus): ..."
+  EvidenceList evidence;  // IncidentEvidence()
 };
 
 struct GpuFence {
@@ -202,7 +232,16 @@ struct BreakerState {
 
 // What happened in one step, for logs, Events and metrics.
 struct HealthChange {
-  enum class Kind { kFenced, kUnfenced, kHeld, kCleared, kBreakerOpened, kBreakerClosed, kStale };
+  enum class Kind {
+    kFenced,
+    kUnfenced,
+    kHeld,
+    kCleared,
+    kBreakerOpened,
+    kBreakerClosed,
+    kStale,
+    kRequeued,  // workloads requeued off a fenced GPU
+  };
   Kind kind;
   std::string node;
   std::string message;
@@ -226,6 +265,14 @@ class HealthController {
   // Lifts an operator hold and every fence of the node whose GPU reads clean now; forgets its
   // fault history. NotFound for a node the controller does not know.
   Status Clear(const std::string& node, double now);
+
+  // Workloads the scheduler requeued off fenced GPUs: added to the open incidents that fenced
+  // them (their `action`), and one change per GPU (an Event on the node).
+  void RecordRequeued(const std::vector<RequeuedWorkload>& requeued);
+
+  // Each fenced GPU with an open fencing incident: that incident (the worst, the oldest of
+  // equals). GPUs fenced without one (restored from an earlier leader) are not listed.
+  std::vector<FenceCause> FenceCauses() const;
 
   // Advances time: probation ends, staleness, the breaker's window. Returns what changed since
   // the previous call (including changes Ingest and Clear made).
@@ -270,13 +317,19 @@ class HealthController {
   };
 
   bool AnyFenced(const Node& n) const;
-  // Fences `g` of `n`; false when the circuit breaker forbids it.
-  bool Fence(const std::string& name, Node& n, int index, Gpu& g, double now);
+  // The taint the node carries for its fences (kNone when nothing is fenced).
+  TaintEffect NodeTaint(const Node& n) const;
+  // The worst open fencing incident of GPU `index` of `n` (the oldest of equals); null if none.
+  const HealthIncident* CauseOf(const Node& n, int index) const;
+  // Fences `g` of `n` for `cause` (may be null); false when the circuit breaker forbids it.
+  bool Fence(const std::string& name, Node& n, int index, Gpu& g, double now,
+             const HealthIncident* cause);
   void Unfence(const std::string& name, Node& n, int index, Gpu& g);
   void Trim(std::deque<double>& times, double now, double window) const;
   // The probation after a GPU's latest fault: doubled for every earlier one within the window.
   double BackoffProbation(const Gpu& g) const;
   HealthIncident* FindIncident(uint64_t id);
+  const HealthIncident* FindIncident(uint64_t id) const;
   bool BreakerBlocks(double now);
 
   HealthControllerConfig config_;

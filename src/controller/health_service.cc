@@ -91,7 +91,8 @@ void HealthService::Step() {
   for (const HealthChange& c : changes) {
     const bool alarm =
         c.kind == HealthChange::Kind::kFenced || c.kind == HealthChange::Kind::kHeld ||
-        c.kind == HealthChange::Kind::kBreakerOpened || c.kind == HealthChange::Kind::kStale;
+        c.kind == HealthChange::Kind::kBreakerOpened || c.kind == HealthChange::Kind::kStale ||
+        c.kind == HealthChange::Kind::kRequeued;
     spdlog::log(alarm ? spdlog::level::warn : spdlog::level::info, "health: {} {}: {}",
                 ChangeKindName(c.kind), c.node, c.message);
   }
@@ -144,6 +145,26 @@ AgentGpuUsage HealthService::GpuUsage() {
   for (const auto& [node, u] : usage_)
     if (now - u.received <= options_.config.stale_after_s) out.emplace(node, u.gpus);
   return out;
+}
+
+GpuFaultsByNode HealthService::GpuFaults() {
+  std::lock_guard lock(mu_);
+  GpuFaultsByNode out;
+  for (FenceCause& c : controller_.FenceCauses())
+    out[c.node].push_back(
+        {c.gpu_index, daemon::GpuFault{c.cause, std::string(SeverityName(c.severity)),
+                                       std::move(c.message), std::move(c.evidence)}});
+  return out;
+}
+
+void HealthService::RecordRequeued(const std::vector<FaultRequeue>& requeued) {
+  std::vector<RequeuedWorkload> r;
+  r.reserve(requeued.size());
+  for (const FaultRequeue& f : requeued) r.push_back({f.node, f.gpu_index, f.workload});
+  std::lock_guard lock(mu_);
+  controller_.RecordRequeued(r);
+  dirty_ = true;
+  cv_.notify_all();
 }
 
 nlohmann::json HealthService::View() {

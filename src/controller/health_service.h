@@ -46,6 +46,11 @@ class HealthService : public daemon::HealthApi {
   // The utilization and memory use each node's agent last reported, for the nodes whose agent
   // reported within `stale_after` (KubeBackend::SetGpuUsageSource).
   AgentGpuUsage GpuUsage();
+  // Why each fenced GPU is fenced, with the evidence (KubeBackend::SetGpuFaultSource).
+  GpuFaultsByNode GpuFaults();
+  // Workloads the scheduler requeued off fenced GPUs (KubeBackend::SetFaultRequeueSink): they
+  // join their incidents' evidence, and an Event on the node names them.
+  void RecordRequeued(const std::vector<FaultRequeue>& requeued);
   nlohmann::json View() override;
   Status Clear(const std::string& node, const std::string& principal) override;
   std::string Metrics() override;

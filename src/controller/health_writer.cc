@@ -17,6 +17,9 @@ using kube::Json;
 
 namespace {
 
+// The API server refuses longer Event notes (events.k8s.io/v1); core/v1 messages stay within it.
+constexpr size_t kEventMessageLimit = 1024;
+
 const Json* Field(const Json& j, std::initializer_list<const char*> path) {
   const Json* at = &j;
   for (const char* key : path) {
@@ -326,6 +329,9 @@ Status HealthWriter::Apply(const std::map<std::string, DesiredNode>& desired,
       case HealthChange::Kind::kBreakerOpened:
         reason = "HealthCircuitBreakerOpen";
         break;
+      case HealthChange::Kind::kRequeued:
+        reason = "GpuWorkloadsRequeued";
+        break;
       case HealthChange::Kind::kBreakerClosed:
         break;
     }
@@ -335,7 +341,7 @@ Status HealthWriter::Apply(const std::map<std::string, DesiredNode>& desired,
                   {"apiVersion", "v1"},
                   {"metadata", {{"name", c.node}, {"uid", n->metadata.uid}}}};
     e.reason = reason;
-    e.message = c.message;
+    e.message = LimitText(c.message, kEventMessageLimit);
     e.type = warning ? "Warning" : "Normal";
     e.component = "chamber-health";
     Result<Json> r = client_->CreateEvent(e);

@@ -16,7 +16,8 @@
 // resourceVersion (metadata and taints) and a JSON patch whose first operation tests the
 // resourceVersion (the condition), so a concurrent change (the kubelet, an operator) is never
 // overwritten: on a conflict the node is read again and the patch recomputed. Events on the
-// node say when a GPU is fenced or returns.
+// node say when a GPU is fenced (with the fault's evidence and the taint), when workloads are
+// requeued off it, and when it returns; messages stay within 1024 bytes.
 #pragma once
 
 #include <functional>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -457,6 +458,25 @@ std::vector<std::shared_ptr<const kube::Pod>> KubeBackend::PodsOf(const Workload
 }
 
 void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
+  // The health controller records, with the fault, which workloads left which fenced GPU.
+  if (fault_requeues_ && WritesAllowed()) {
+    std::vector<FaultRequeue> requeued;
+    const core::Snapshot& snap = built_.snapshot;
+    for (const core::PreemptDecision& p : result.preemptions) {
+      if (p.reason != core::PreemptReason::kHardwareFault) continue;
+      const core::Workload& w = snap.workloads[p.workload.index()];
+      for (const core::PodPlacement& pl : w.placements) {
+        if (!pl.node.valid() || pl.node.index() >= snap.nodes.size()) continue;
+        const core::Node& node = snap.nodes[pl.node.index()];
+        for (uint64_t mask = pl.gpu_mask; mask != 0; mask &= mask - 1) {
+          const auto g = static_cast<size_t>(std::countr_zero(mask));
+          if (g < node.gpus.size() && !node.gpus[g].healthy)
+            requeued.push_back({node.name, static_cast<int>(g), w.name});
+        }
+      }
+    }
+    if (!requeued.empty()) fault_requeues_(requeued);
+  }
   for (const core::PreemptDecision& p : result.preemptions) {
     if (!WritesAllowed()) return;
     const WorkloadSource& src = built_.sources[p.workload.index()];
@@ -752,6 +772,17 @@ daemon::Observation KubeBackend::Observe() {
     }
   }
   o.samples = samples_;
+  // Why the unhealthy GPUs are fenced: the health controller's incidents, by the GPUs' names.
+  if (gpu_faults_) {
+    GpuFaultsByNode faults = gpu_faults_();
+    for (const core::Node& node : built_.snapshot.nodes) {
+      auto f = faults.find(node.name);
+      if (f == faults.end()) continue;
+      for (auto& [index, fault] : f->second)
+        if (index >= 0 && static_cast<size_t>(index) < node.gpus.size())
+          o.gpu_faults[node.gpus[index].uuid] = std::move(fault);
+    }
+  }
   o.workload_pods.reserve(built_.sources.size());
   for (const WorkloadSource& s : built_.sources) o.workload_pods.push_back(s.PodKeys());
   return o;

@@ -54,6 +54,17 @@ struct AgentGpuSample {
 using AgentGpuUsage =
     std::unordered_map<std::string, std::shared_ptr<const std::vector<AgentGpuSample>>>;
 
+// Why the health controller fenced a GPU: by node name, (GPU index, fault).
+using GpuFaultsByNode =
+    std::unordered_map<std::string, std::vector<std::pair<int, daemon::GpuFault>>>;
+
+// A workload preempted because it held a GPU that turned unhealthy (reason HardwareFault).
+struct FaultRequeue {
+  std::string node;
+  int gpu_index = 0;
+  std::string workload;  // "namespace/name"
+};
+
 struct KubeBackendOptions {
   std::string scheduler_name = kDefaultSchedulerName;
   std::string gpu_resource = kGpuResource;
@@ -107,6 +118,14 @@ class KubeBackend : public daemon::ClusterBackend {
   // Where Observe() reads the GPUs' utilization and memory use; without one (or for a GPU its
   // node's agent does not report) they read 0. Set before the daemon runs.
   void SetGpuUsageSource(std::function<AgentGpuUsage()> source) { gpu_usage_ = std::move(source); }
+  // Where Observe() reads why unhealthy GPUs are fenced (Observation::gpu_faults), and where
+  // Apply() tells which workloads it requeued off them. Set before the daemon runs.
+  void SetGpuFaultSource(std::function<GpuFaultsByNode()> source) {
+    gpu_faults_ = std::move(source);
+  }
+  void SetFaultRequeueSink(std::function<void(const std::vector<FaultRequeue>&)> sink) {
+    fault_requeues_ = std::move(sink);
+  }
 
   KubeBackendStats stats() const;
   // Durations of the last Refresh() (cache to snapshot) and Apply() (API writes), ms; and the
@@ -170,6 +189,8 @@ class KubeBackend : public daemon::ClusterBackend {
   // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).
   std::vector<fleet::PoolInput> pools_;
   std::function<AgentGpuUsage()> gpu_usage_;
+  std::function<GpuFaultsByNode()> gpu_faults_;
+  std::function<void(const std::vector<FaultRequeue>&)> fault_requeues_;
 
   double last_refresh_ms_ = 0, last_refresh_cpu_ms_ = 0, last_apply_ms_ = 0;
   size_t last_derived_ = 0;

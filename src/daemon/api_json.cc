@@ -352,7 +352,10 @@ json HealthJson(const FleetState& s) {
          {"gpu_index", i.gpu_index},
          {"uuid", i.uuid},
          {"kind", i.kind},
+         {"cause", NullOr(i.cause)},
+         {"severity", NullOr(i.severity)},
          {"message", i.message},
+         {"evidence", EvidenceListJson(i.evidence)},
          {"resolved", i.resolved_ms.has_value()},
          {"resolved_time", i.resolved_ms ? json(Rfc3339(*i.resolved_ms)) : json(nullptr)}});
   json fenced_nodes = json::array(), fenced_gpus = json::array();

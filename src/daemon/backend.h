@@ -13,8 +13,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "common/gpu_evidence.h"
 #include "common/status.h"
 #include "core/decision.h"
 #include "core/model.h"
@@ -25,6 +27,15 @@ namespace chamber::daemon {
 struct GpuSample {
   double utilization = 0;  // 0..1
   int64_t memory_used_bytes = 0;
+};
+
+// Why a GPU is unhealthy, as the backend knows it: on a cluster the health controller's incident
+// that fenced it (from the agent's report), in the demo the simulated fault.
+struct GpuFault {
+  std::string cause;      // the health rule that fired: "xid-hardware", "thermal-critical", ...
+  std::string severity;   // "unhealthy" or "fatal"
+  std::string message;    // one line: "Xid 79 (GPU has fallen off the bus): ..."
+  EvidenceList evidence;  // readings, the rule, and what was done (the last item, an `action`)
 };
 
 // What the fleet model needs beyond the snapshot, as of the last Refresh() and Apply().
@@ -39,6 +50,8 @@ struct Observation {
   // Per snapshot workload, the "namespace/name" of each of its pods, when the backend has pods
   // (empty for the simulated backend): `chamber why <pod>` finds a workload through these.
   std::vector<std::vector<std::string>> workload_pods;
+  // The unhealthy GPUs whose fault the backend knows, by GPU UUID (as the snapshot names it).
+  std::unordered_map<std::string, GpuFault> gpu_faults;
 };
 
 class ClusterBackend {

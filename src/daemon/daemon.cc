@@ -48,6 +48,29 @@ int32_t FirstNode(const std::vector<core::PodAssignment>& pods) {
   return -1;
 }
 
+// An open incident says what the backend knows of its fault: the rule, the readings and what was
+// done. A GPU marked unhealthy without a known fault (by hand, or a fence restored from an
+// earlier leader) still says what was done; a fault known once is kept while the GPU stays out
+// (a probation outlives the agent's incident).
+void DescribeFault(Incident& inc, const std::unordered_map<std::string, GpuFault>& faults) {
+  const std::string where = "GPU " + std::to_string(inc.gpu_index) + " on " + inc.node;
+  auto f = faults.find(inc.uuid);
+  if (f == faults.end()) {
+    if (!inc.evidence.empty()) return;
+    inc.message = where +
+                  " is marked unhealthy (no fault evidence reported); excluded from "
+                  "scheduling";
+    ActionEvidence fenced;
+    fenced.gpu_fenced = true;
+    inc.evidence = {fenced};
+    return;
+  }
+  inc.cause = f->second.cause;
+  inc.severity = f->second.severity;
+  inc.message = where + ": " + f->second.message;
+  inc.evidence = f->second.evidence;
+}
+
 struct PendingInfo {
   std::string reason;
   std::string message;
@@ -274,17 +297,17 @@ Status Daemon::Tick() {
       gi.below_threshold_since = activity_.Observe(gpu.uuid, gi.utilization, now);
       if (!gpu.healthy) {
         unhealthy_now.insert(gpu.uuid);
-        if (!open_incidents_.contains(gpu.uuid)) {
+        auto open = open_incidents_.find(gpu.uuid);
+        if (open == open_incidents_.end()) {
           Incident inc;
           inc.time_ms = now;
           inc.node = node.name;
           inc.gpu_index = static_cast<int32_t>(g);
           inc.uuid = gpu.uuid;
-          inc.message = "GPU " + std::to_string(g) + " on " + node.name +
-                        " failed its health checks; excluded from scheduling";
-          open_incidents_[gpu.uuid] = incidents_.size();
+          open = open_incidents_.emplace(gpu.uuid, incidents_.size()).first;
           incidents_.push_back(std::move(inc));
         }
+        DescribeFault(incidents_[open->second], obs.gpu_faults);
       }
     }
   }

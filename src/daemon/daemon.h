@@ -27,14 +27,18 @@
 
 namespace chamber::daemon {
 
-// A GPU that failed its health checks, while it lasts and after.
+// A GPU that failed its health checks, while it lasts and after, with what the backend knows of
+// the fault (backend.h, GpuFault): the rule that fired, the readings, what was done.
 struct Incident {
   int64_t time_ms = 0;
   std::string node;
   int32_t gpu_index = 0;
   std::string uuid;
   std::string kind = "gpu_unhealthy";
+  std::string cause;     // the health rule; empty when the backend does not know the fault
+  std::string severity;  // "unhealthy", "fatal"; empty when unknown
   std::string message;
+  EvidenceList evidence;
   std::optional<int64_t> resolved_ms;
 };
 

@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/gpu_health_rules.h"
 
 namespace chamber::daemon {
 namespace {
@@ -38,7 +43,75 @@ fleet::Pricing PricingOf(sim::PricingType p) {
   return fleet::Pricing::kOnDemand;
 }
 
+RuleEvidence Rule(std::string_view id, GpuSeverity severity, unsigned xid = 0) {
+  const HealthRule* rule = FindHealthRule(id);
+  return {std::string(id), std::string(SeverityName(severity)),
+          rule ? std::string(rule->condition) : std::string(), RuleThreshold(id, {}, xid)};
+}
+
+// An Xid incident as the agent opens it: its message, the Xid with its meaning, then `readings`
+// and the rule.
+GpuFault XidFault(unsigned xid, EvidenceList readings) {
+  const XidRule* r = FindXidRule(xid);
+  GpuFault f;
+  f.cause = "xid-hardware";
+  f.severity = std::string(SeverityName(r->severity));
+  f.message = fmt::format("Xid {} ({}): {}", xid, r->name, r->meaning);
+  f.evidence.push_back(XidEvidence{xid, std::string(r->name), std::string(r->meaning),
+                                   std::string(XidClassName(r->cls)), "simulated", std::nullopt});
+  for (Evidence& e : readings) f.evidence.push_back(std::move(e));
+  f.evidence.push_back(Rule(f.cause, r->severity, xid));
+  return f;
+}
+
 }  // namespace
+
+GpuFault SimulatedBackend::SimulatedFault(const std::string& uuid, int64_t at_ms, bool nvlink,
+                                          uint64_t seed) {
+  uint64_t h = Mix(Fnv1a(uuid, seed) ^ static_cast<uint64_t>(at_ms));
+  auto next = [&h](uint64_t n) {  // 0..n-1
+    h = Mix(h + 0x9E3779B97F4A7C15ULL);
+    return h % n;
+  };
+  uint64_t kind = next(4);
+  if (kind == 3 && !nvlink) kind = 1;  // PCIe cards have no NVLink: a memory fault instead
+  switch (kind) {
+    case 0:
+      return XidFault(79, {});
+    case 1: {
+      // A double-bit burst: a few uncorrectable errors among many corrected ones, a row remap
+      // waiting for the reset.
+      const uint64_t dbe = 2 + next(8), sbe = 10 + next(200);
+      const uint64_t old_dbe = next(3), old_sbe = 100 + next(5000);
+      const auto rows = static_cast<unsigned>(1 + next(2));
+      return XidFault(48, {EccEvidence{sbe, dbe, old_sbe + sbe, old_dbe + dbe},
+                           RowRemapEvidence{static_cast<unsigned>(next(3)), rows, true, false}});
+    }
+    case 2: {
+      // Cooling failed: past the slowdown threshold, clocks held down, close to shutdown.
+      const auto slowdown = static_cast<unsigned>(87 + next(3));
+      const auto temperature = slowdown + static_cast<unsigned>(1 + next(4));
+      GpuFault f;
+      f.cause = "thermal-critical";
+      f.severity = "unhealthy";
+      f.message = fmt::format("temperature {} C within {} C of the shutdown threshold of {} C",
+                              temperature, kThermalCriticalMarginC, slowdown + 5);
+      f.evidence = {
+          ThermalEvidence{
+              temperature, slowdown, slowdown + 5, {"sw_thermal_slowdown", "hw_thermal_slowdown"}},
+          Rule(f.cause, GpuSeverity::kUnhealthy)};
+      return f;
+    }
+    default: {
+      NvLinkCounters link;
+      link.link = static_cast<int>(next(18));
+      link.replay_errors = 50 + next(2000);
+      link.recovery_errors = 1 + next(6);
+      link.crc_flit_errors = 5 + next(500);
+      return XidFault(74, {NvLinkEvidence{{link}, {}}});
+    }
+  }
+}
 
 SimulatedBackend::SimulatedBackend(SimulatedBackendOptions options)
     : options_(std::move(options)) {}
@@ -77,10 +150,43 @@ Result<const core::Snapshot*> SimulatedBackend::Refresh() {
   // The first refresh shows time 0; every later one moves time on by one step.
   if (started_) cluster_->AdvanceTo(cluster_->now() + options_.step);
   started_ = true;
-  return &cluster_->PrepareCycle();
+  const core::Snapshot& snap = cluster_->PrepareCycle();
+  // A GPU that turned unhealthy gets its fault; a repaired one loses it.
+  std::set<std::string> unhealthy;
+  const int64_t now_ms = options_.start_unix_ms + cluster_->now().count();
+  for (const core::Node& node : snap.nodes)
+    for (const core::Gpu& gpu : node.gpus) {
+      if (gpu.healthy) continue;
+      unhealthy.insert(gpu.uuid);
+      if (!faults_.contains(gpu.uuid))
+        faults_[gpu.uuid].fault = SimulatedFault(
+            gpu.uuid, now_ms, gpu.model.find("SXM") != std::string::npos, options_.seed);
+    }
+  std::erase_if(faults_, [&](const auto& f) { return !unhealthy.contains(f.first); });
+  return &snap;
 }
 
 Status SimulatedBackend::Apply(const core::CycleResult& result) {
+  // The workloads preempted off a failed GPU, before the cycle moves them.
+  const core::Snapshot& snap = cluster_->snapshot();
+  for (const core::PreemptDecision& p : result.preemptions) {
+    if (p.reason != core::PreemptReason::kHardwareFault) continue;
+    const core::Workload& w = snap.workloads[p.workload.index()];
+    for (const core::PodPlacement& pl : w.placements) {
+      if (!pl.node.valid() || pl.node.index() >= snap.nodes.size()) continue;
+      const core::Node& node = snap.nodes[pl.node.index()];
+      for (uint64_t mask = pl.gpu_mask; mask != 0; mask &= mask - 1) {
+        const auto g = static_cast<size_t>(std::countr_zero(mask));
+        if (g >= node.gpus.size()) continue;
+        auto f = faults_.find(node.gpus[g].uuid);
+        if (f == faults_.end()) continue;
+        std::vector<std::string>& named = f->second.requeued;
+        if (std::find(named.begin(), named.end(), w.name) != named.end()) continue;
+        if (named.size() < kMaxNamedWorkloads) named.push_back(w.name);
+        ++f->second.requeued_count;
+      }
+    }
+  }
   cluster_->ApplyCycle(result);
   return Status::Ok();
 }
@@ -124,6 +230,17 @@ Observation SimulatedBackend::Observe() {
             static_cast<int64_t>(memory_fraction * static_cast<double>(gpu.memory_mib) * 1048576.0);
       }
     }
+  }
+  // Each fault with what was done: fenced (no Node to taint in the demo), workloads requeued.
+  o.gpu_faults.reserve(faults_.size());
+  for (const auto& [uuid, f] : faults_) {
+    GpuFault out = f.fault;
+    ActionEvidence action;
+    action.gpu_fenced = true;
+    action.workloads_requeued = f.requeued;
+    action.workloads_requeued_count = f.requeued_count;
+    out.evidence.push_back(std::move(action));
+    o.gpu_faults.emplace(uuid, std::move(out));
   }
   return o;
 }

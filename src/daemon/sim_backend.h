@@ -3,10 +3,17 @@
 // Each Refresh() moves simulated time forward by `step`. GPU activity comes from the simulated
 // workloads: each job has a deterministic activity level (most train hard, some sit idle the way
 // forgotten notebooks do), with per-GPU jitter; unallocated GPUs read zero.
+//
+// A GPU fault (random, or FailGpu) gets a deterministic kind with the evidence a real agent
+// would report for it (SimulatedFault): an Xid 79, a double-bit ECC burst (Xid 48 with the counts
+// and a pending row remap), a GPU close to its shutdown temperature, or an NVLink error (Xid 74 with
+// the link's counters; SXM GPUs only). Observe() gives it with the workloads requeued off it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/backend.h"
@@ -50,6 +57,9 @@ class SimulatedBackend : public ClusterBackend {
   void set_step(core::Duration step) { options_.step = step; }
   // A job's activity level (0..1) before per-GPU jitter.
   double JobActivity(const std::string& job_id) const;
+  // The fault a GPU that failed at `at_ms` (Unix ms) shows; `nvlink`: the GPU has NVLink.
+  static GpuFault SimulatedFault(const std::string& uuid, int64_t at_ms, bool nvlink,
+                                 uint64_t seed);
 
  private:
   explicit SimulatedBackend(SimulatedBackendOptions options);
@@ -61,6 +71,13 @@ class SimulatedBackend : public ClusterBackend {
   std::vector<int32_t> node_pool_;
   std::unique_ptr<sim::SimCluster> cluster_;
   bool started_ = false;
+  // The faults of the GPUs unhealthy now, by UUID, and the workloads requeued off each.
+  struct Fault {
+    GpuFault fault;
+    std::vector<std::string> requeued;
+    int64_t requeued_count = 0;
+  };
+  std::unordered_map<std::string, Fault> faults_;
 };
 
 }  // namespace chamber::daemon

@@ -1,6 +1,8 @@
 // How the dashboard writes numbers. The browser tests format the API's values with these same
 // functions and compare them with the text on screen.
 
+import type { Evidence } from './types';
+
 const currencySymbols: Record<string, string> = { USD: '$', EUR: '€', GBP: '£', JPY: '¥' };
 
 function groupThousands(digits: string): string {
@@ -96,4 +98,93 @@ export function formatGpuState(state: string): string {
     default:
       return state;
   }
+}
+
+function orDash(v: number | null | undefined): string {
+  return v === null || v === undefined ? '-' : String(v);
+}
+
+function clocks(reasons: string[]): string {
+  return reasons.length > 0 ? `; clocks held by ${reasons.join(', ')}` : '';
+}
+
+/**
+ * One item of an incident's evidence as one line, the same words as `chamber health` and the
+ * Events (EvidenceText in src/common/gpu_evidence.cc).
+ */
+export function formatEvidence(e: Evidence): string {
+  switch (e.type) {
+    case 'xid': {
+      let out = e.name ? `Xid ${e.xid} (${e.name})` : `Xid ${e.xid}`;
+      if (e.meaning) out += `: ${e.meaning}`;
+      if (e.count !== null && e.count !== undefined) out += ` (${e.count} times)`;
+      return out;
+    }
+    case 'ecc':
+      return (
+        `ECC double-bit ${orDash(e.volatile_double_bit)} volatile, ${orDash(e.aggregate_double_bit)} aggregate; ` +
+        `single-bit ${orDash(e.volatile_single_bit)} volatile, ${orDash(e.aggregate_single_bit)} aggregate`
+      );
+    case 'row_remap': {
+      const state = e.failed ? 'row remapping failed' : e.pending ? 'row remap pending until a GPU reset' : 'no row remap pending';
+      return `${state}; rows remapped: ${e.double_bit_rows} for double-bit, ${e.single_bit_rows} for single-bit errors`;
+    }
+    case 'nvlink': {
+      const parts = e.links.map(
+        (l) =>
+          `NVLink ${l.link}${l.active ? '' : ' (down)'}: replay ${l.replay_errors}, recovery ${l.recovery_errors}, ` +
+          `CRC flit ${l.crc_flit_errors}, CRC data ${l.crc_data_errors}`,
+      );
+      if (e.links_down.length > 0) parts.push(`NVLink links down: ${e.links_down.join(',')}`);
+      return parts.length > 0 ? parts.join('; ') : 'NVLink: no errors counted';
+    }
+    case 'pcie':
+      return `PCIe x${orDash(e.width_current)} of x${orDash(e.width_max)}, Gen${orDash(e.gen_current)} of Gen${orDash(e.gen_max)}, ${orDash(e.replays)} replays`;
+    case 'thermal': {
+      const limits: string[] = [];
+      if (e.slowdown_c !== null) limits.push(`slowdown at ${e.slowdown_c} C`);
+      if (e.shutdown_c !== null) limits.push(`shutdown at ${e.shutdown_c} C`);
+      return `temperature ${orDash(e.temperature_c)} C${limits.length > 0 ? ` (${limits.join(', ')})` : ''}${clocks(e.clock_event_reasons)}`;
+    }
+    case 'power':
+      return `power ${e.power_watts === null ? '-' : e.power_watts.toFixed(0)} W${clocks(e.clock_event_reasons)}`;
+    case 'recovery_action':
+      return `driver recovery action: ${e.name} (${e.action})`;
+    case 'rule':
+      return `rule ${e.rule} (${e.severity})${e.threshold ? `: ${e.threshold}` : ''}`;
+    case 'action': {
+      if (!e.gpu_fenced) {
+        return e.breaker_held ? 'not fenced: the fleet circuit breaker held the fence back' : 'not fenced (reported only)';
+      }
+      let out = 'GPU fenced';
+      if (e.taint) out += `, node tainted ${e.taint}`;
+      const n = e.workloads_requeued_count;
+      if (n > 0) {
+        out += `, ${n} workload${n === 1 ? '' : 's'} requeued`;
+        if (e.workloads_requeued.length > 0) {
+          out += ` (${e.workloads_requeued.join(', ')}`;
+          if (n > e.workloads_requeued.length) out += ` and ${n - e.workloads_requeued.length} more`;
+          out += ')';
+        }
+      }
+      return out;
+    }
+  }
+}
+
+/** A short label for an evidence item's kind: "Xid", "ECC", "Rule", ... */
+export function evidenceLabel(type: Evidence['type']): string {
+  const labels: Record<Evidence['type'], string> = {
+    xid: 'Xid',
+    ecc: 'ECC',
+    row_remap: 'Row remap',
+    nvlink: 'NVLink',
+    pcie: 'PCIe',
+    thermal: 'Thermal',
+    power: 'Power',
+    recovery_action: 'Recovery',
+    rule: 'Rule',
+    action: 'Action',
+  };
+  return labels[type];
 }

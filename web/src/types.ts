@@ -171,13 +171,60 @@ export interface WorkloadList {
   workloads: Workload[];
 }
 
+/** One item of an incident's evidence (docs/health.md, "Evidence"), told apart by `type`. */
+export type Evidence =
+  | { type: 'xid'; xid: number; name: string; meaning: string; class: string; source: string; count: number | null }
+  | {
+      type: 'ecc';
+      volatile_single_bit: number | null;
+      volatile_double_bit: number | null;
+      aggregate_single_bit: number | null;
+      aggregate_double_bit: number | null;
+    }
+  | { type: 'row_remap'; single_bit_rows: number; double_bit_rows: number; pending: boolean; failed: boolean }
+  | {
+      type: 'nvlink';
+      links: {
+        link: number;
+        active: boolean;
+        replay_errors: number;
+        recovery_errors: number;
+        crc_flit_errors: number;
+        crc_data_errors: number;
+      }[];
+      links_down: number[];
+    }
+  | {
+      type: 'pcie';
+      replays: number | null;
+      width_current: number | null;
+      width_max: number | null;
+      gen_current: number | null;
+      gen_max: number | null;
+    }
+  | { type: 'thermal'; temperature_c: number | null; slowdown_c: number | null; shutdown_c: number | null; clock_event_reasons: string[] }
+  | { type: 'power'; power_watts: number | null; clock_event_reasons: string[] }
+  | { type: 'recovery_action'; action: number; name: string }
+  | { type: 'rule'; rule: string; severity: string; condition: string; threshold: string }
+  | {
+      type: 'action';
+      gpu_fenced: boolean;
+      taint: string | null;
+      breaker_held: boolean;
+      workloads_requeued: string[];
+      workloads_requeued_count: number;
+    };
+
 export interface Incident {
   time: string;
   node: string;
   gpu_index: number;
   uuid: string;
   kind: string;
+  cause: string | null;
+  severity: string | null;
   message: string;
+  evidence: Evidence[];
   resolved: boolean;
   resolved_time?: string | null;
 }

@@ -70,7 +70,15 @@ function step() {
     const r = random();
     if (r < 0.002) {
       g.state = 'unhealthy'; g.utilization = 0; g.workload = null; g.queue = null;
-      incidents.unshift({ time: new Date(now).toISOString(), node: g.node, gpu_index: g.index, uuid: g.uuid, kind: 'gpu_unhealthy', message: 'XID 79: GPU has fallen off the bus', resolved: false, resolved_time: null });
+      incidents.unshift({ time: new Date(now).toISOString(), node: g.node, gpu_index: g.index, uuid: g.uuid, kind: 'gpu_unhealthy',
+        cause: 'xid-hardware', severity: 'fatal',
+        message: `GPU ${g.index} on ${g.node}: Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable over PCIe`,
+        evidence: [
+          { type: 'xid', xid: 79, name: 'GPU has fallen off the bus', meaning: 'the GPU is no longer reachable over PCIe', class: 'hardware', source: 'simulated', count: null },
+          { type: 'rule', rule: 'xid-hardware', severity: 'fatal', condition: 'a hardware Xid; severity from the Xid table', threshold: 'Xid 79 is a hardware Xid, fatal in the Xid table' },
+          { type: 'action', gpu_fenced: true, taint: null, breaker_held: false, workloads_requeued: [], workloads_requeued_count: 0 },
+        ],
+        resolved: false, resolved_time: null });
       continue;
     }
     if (g.state === 'unhealthy') {

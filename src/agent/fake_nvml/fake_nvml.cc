@@ -79,6 +79,8 @@ struct FakeGpu {
   std::string pci_bus_id;
   unsigned pcie_max_width = 16;
   unsigned pcie_max_gen = 5;
+  int temperature_slowdown_c = 90;  // -1: not supported
+  int temperature_shutdown_c = 95;
   int nvlinks = 0;
   bool gpm = false;
   bool ecc = true;
@@ -262,6 +264,8 @@ std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
                                                  "pci_bus_id",
                                                  "pcie_max_width",
                                                  "pcie_max_gen",
+                                                 "temperature_slowdown_c",
+                                                 "temperature_shutdown_c",
                                                  "nvlinks",
                                                  "gpm",
                                                  "ecc",
@@ -287,6 +291,8 @@ std::unique_ptr<Scenario> LoadScenario(const std::string& path) {
     gpu.pci_bus_id = Get<std::string>(g, "pci_bus_id", bus, where);
     gpu.pcie_max_width = Get<unsigned>(g, "pcie_max_width", 16, where);
     gpu.pcie_max_gen = Get<unsigned>(g, "pcie_max_gen", 5, where);
+    gpu.temperature_slowdown_c = Get<int>(g, "temperature_slowdown_c", 90, where);
+    gpu.temperature_shutdown_c = Get<int>(g, "temperature_shutdown_c", 95, where);
     gpu.nvlinks = Get<int>(g, "nvlinks", 0, where);
     if (gpu.nvlinks < 0 || gpu.nvlinks > NVML_NVLINK_MAX_LINKS) {
       Fail(where + ".nvlinks", "must be between 0 and 18");
@@ -620,6 +626,19 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetTemperature(
   FAKE_DEVICE(device);
   if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
   *temp = static_cast<unsigned>(Metric(*g, "temperature_c", t));
+  return NVML_SUCCESS;
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetTemperatureThreshold(
+    nvmlDevice_t device, nvmlTemperatureThresholds_t kind, unsigned int* temp) {
+  FAKE_FUNCTION(nvmlDeviceGetTemperatureThreshold);
+  FAKE_DEVICE(device);
+  (void)t;
+  int c = -1;
+  if (kind == NVML_TEMPERATURE_THRESHOLD_SLOWDOWN) c = g->temperature_slowdown_c;
+  if (kind == NVML_TEMPERATURE_THRESHOLD_SHUTDOWN) c = g->temperature_shutdown_c;
+  if (c < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *temp = static_cast<unsigned>(c);
   return NVML_SUCCESS;
 }
 

@@ -101,6 +101,8 @@ TEST(AgentOnceTest, JsonInventoryAndSampleFieldByField) {
   EXPECT_EQ(g0["gpm_supported"], true);
   EXPECT_EQ(g0["features"]["ecc"], true);
   EXPECT_EQ(g0["features"]["recovery_action"], true);
+  EXPECT_EQ(g0["features"]["temperature_thresholds"], true);
+  EXPECT_EQ(g0["temperature_thresholds"], json::parse(R"({"slowdown_c":90,"shutdown_c":95})"));
   const json& g1 = inv["gpus"][1];
   EXPECT_EQ(g1["pci_bus_id"], "00000000:2A:00.0");
   EXPECT_EQ(g1["mig"]["enabled"], true);
@@ -160,6 +162,26 @@ TEST(AgentOnceTest, TextOutputNamesGpus) {
             std::string::npos)
       << out;
   EXPECT_NE(out.find("util 64% (gpm)"), std::string::npos) << out;
+}
+
+TEST(AgentOnceTest, TextOutputListsAnIncidentsEvidence) {
+  json scenario = json::parse(Example());
+  scenario["gpus"][0]["metrics"]["ecc_volatile_uncorrected"] = 4;
+  scenario["gpus"][0]["metrics"]["ecc_aggregate_uncorrected"] = 6;
+  std::string path = WriteTemp("text-ecc.json", scenario.dump());
+  AgentProcess p(Args({"--once"}), path, "text-ecc");
+  ASSERT_EQ(p.Wait(), 0) << p.Stderr();
+  const std::string out = p.Stdout();
+  EXPECT_NE(out.find("  GPU 0  unhealthy  ecc-uncorrectable: 4 uncorrectable ECC errors since "
+                     "the driver loaded\n"
+                     "  ecc              ECC double-bit 4 volatile, 6 aggregate; single-bit 2 "
+                     "volatile, 17 aggregate\n"
+                     "  row_remap        no row remap pending; rows remapped: 0 for double-bit, 1 "
+                     "for single-bit errors\n"
+                     "  rule             rule ecc-uncorrectable (unhealthy): volatile double-bit "
+                     "ECC count > 0\n"),
+            std::string::npos)
+      << out;
 }
 
 TEST(AgentOnceTest, OlderDriverMissingFunctionsAreReportedAndTheRestWorks) {
@@ -390,6 +412,77 @@ TEST(AgentServeTest, Xid79IsAFatalIncidentWithinTwoSeconds) {
       << metrics;
   EXPECT_EQ(agent.process().Terminate(), 0) << agent.process().Stderr();
   EXPECT_NE(agent.process().Stderr().find("received SIGTERM, shutting down"), std::string::npos);
+}
+
+// Faults from the fake NVML's scenario reach the report with the readings that caused them:
+// GPU 0 gets a double-bit ECC burst (counts, a pending remap, then Xid 48) and NVLink replays;
+// GPU 1 runs hot, past its slowdown threshold and within 5 C of its shutdown one.
+TEST(AgentServeTest, FakeNvmlFaultsCarryTheirEvidence) {
+  json scenario = json::parse(Example());
+  json& m0 = scenario["gpus"][0]["metrics"];
+  m0["ecc_volatile_uncorrected"] = json::array({{0, 0}, {0.3, 4}});
+  m0["ecc_aggregate_uncorrected"] = json::array({{0, 0}, {0.3, 4}});
+  m0["remap_uncorrected_rows"] = json::array({{0, 0}, {0.3, 1}});
+  m0["remap_pending"] = json::array({{0, 0}, {0.3, 1}});
+  m0["nvlink_errors"] = json::array({{0, 0}, {0.3, 40}});
+  json& m1 = scenario["gpus"][1]["metrics"];
+  m1["temperature_c"] = json::array({{0, 33}, {0.3, 93}});
+  m1["clock_event_reasons"] = json::array({{0, 0}, {0.3, 0x40}});
+  scenario["gpus"][1]["temperature_slowdown_c"] = 88;
+  scenario["gpus"][1]["temperature_shutdown_c"] = 96;
+  scenario["events"] = {{{"t", 0.8}, {"gpu", 0}, {"xid", 48}}};
+  std::string path = WriteTemp("evidence.json", scenario.dump());
+  ServingAgent agent(Args({"--interval", "0.1", "--debounce", "2", "--nvlink-error-window", "5"}),
+                     path, "evidence");
+  ASSERT_GT(agent.port(), 0) << agent.process().Stderr();
+  json r;
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    r = agent.Report();
+    if (FindIncident(r, "ecc-uncorrectable") && FindIncident(r, "xid-hardware", 48) &&
+        FindIncident(r, "thermal-critical") && FindIncident(r, "nvlink-errors"))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const json ecc = json::parse(R"({"type":"ecc","volatile_single_bit":2,"volatile_double_bit":4,
+      "aggregate_single_bit":17,"aggregate_double_bit":4})");
+  const json remap = json::parse(
+      R"({"type":"row_remap","single_bit_rows":1,"double_bit_rows":1,"pending":true,"failed":false})");
+
+  const json* i = FindIncident(r, "ecc-uncorrectable");
+  ASSERT_NE(i, nullptr) << r["incidents"];
+  ASSERT_EQ((*i)["evidence"].size(), 3u) << (*i)["evidence"];
+  EXPECT_EQ((*i)["evidence"][0], ecc);
+  EXPECT_EQ((*i)["evidence"][1], remap);
+  EXPECT_EQ((*i)["evidence"][2]["rule"], "ecc-uncorrectable");
+
+  i = FindIncident(r, "xid-hardware", 48);
+  ASSERT_NE(i, nullptr) << r["incidents"];
+  ASSERT_EQ((*i)["evidence"].size(), 4u) << (*i)["evidence"];
+  EXPECT_EQ((*i)["evidence"][0],
+            json::parse(R"({"type":"xid","xid":48,"name":"Double-bit ECC error",
+                "meaning":"uncorrectable memory error; the GPU needs a reset or the node a reboot",
+                "class":"hardware","source":"nvml-event","count":null})"));
+  EXPECT_EQ((*i)["evidence"][1], ecc);
+  EXPECT_EQ((*i)["evidence"][2], remap);
+  EXPECT_EQ((*i)["evidence"][3]["threshold"], "Xid 48 is a hardware Xid, fatal in the Xid table");
+
+  i = FindIncident(r, "nvlink-errors");
+  ASSERT_NE(i, nullptr) << r["incidents"];
+  EXPECT_EQ((*i)["evidence"][0],
+            json::parse(R"({"type":"nvlink","links":[{"link":0,"active":true,"replay_errors":40,
+                "recovery_errors":0,"crc_flit_errors":0,"crc_data_errors":0}],"links_down":[]})"));
+
+  i = FindIncident(r, "thermal-critical");
+  ASSERT_NE(i, nullptr) << r["incidents"];
+  EXPECT_EQ((*i)["gpu_index"], 1);
+  EXPECT_EQ((*i)["severity"], "unhealthy");
+  EXPECT_EQ((*i)["evidence"][0],
+            json::parse(R"({"type":"thermal","temperature_c":93,"slowdown_c":88,"shutdown_c":96,
+                "clock_event_reasons":["hw_thermal_slowdown"]})"));
+  EXPECT_EQ((*i)["evidence"][1]["threshold"],
+            "2 consecutive samples within 5 C of the shutdown temperature");
+  EXPECT_EQ(agent.process().Terminate(), 0);
 }
 
 TEST(AgentServeTest, SingleXid13DoesNotIsolateButRepeatsDo) {

@@ -1,5 +1,6 @@
 #include "agent/health.h"
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -26,6 +27,9 @@ GpuInfo Gpu(int nvlinks = 0) {
     g.features[f] = true;
   }
   g.features["nvlink"] = nvlinks > 0;
+  g.features["temperature_thresholds"] = true;
+  g.temperature_slowdown_c = 90;
+  g.temperature_shutdown_c = 95;
   return g;
 }
 
@@ -45,6 +49,8 @@ GpuSample Healthy(int nvlinks = 0) {
   s.pcie_gen_current = 5;
   s.pcie_gen_max = 5;
   s.recovery_action = 0;
+  s.temperature_c = 60;
+  s.power_watts = 400;
   for (int l = 0; l < nvlinks; ++l) s.nvlinks.push_back({l, true, 0, 0, 0, 0});
   return s;
 }
@@ -106,6 +112,7 @@ const SampleRowCase kSampleCases[] = {
      [](GpuSample& s) { s.pcie_gen_current = 3; }},
     {"nvlink-down", Severity::kUnhealthy, true, 4,
      [](GpuSample& s) { s.nvlinks[2].active = false; }},
+    {"thermal-critical", Severity::kUnhealthy, true, 0, [](GpuSample& s) { s.temperature_c = 90; }},
     {"thermal-slowdown", Severity::kDegraded, true, 0,
      [](GpuSample& s) { s.clock_event_reasons = nvmlClocksThrottleReasonHwThermalSlowdown; }},
     {"power-slowdown", Severity::kDegraded, true, 0,
@@ -436,6 +443,158 @@ TEST(BootGraceTest, GraceDoesNotDeferGpuLost) {
   GpuSample lost = Healthy();
   lost.lost = true;
   EXPECT_EQ(f.Feed(lost, 1, t).size(), 1u);
+}
+
+// --- evidence: what each incident carries
+
+// The incident `changes` opened for `cause`; fails the test when there is none.
+std::optional<Incident> Opened(const std::vector<IncidentChange>& changes,
+                               const std::string& cause) {
+  for (const IncidentChange& c : changes)
+    if (c.kind == IncidentChange::Kind::kOpened && c.incident.cause == cause) return c.incident;
+  ADD_FAILURE() << "no " << cause << " incident opened";
+  return std::nullopt;
+}
+
+TEST(EvidenceTest, UncorrectableEccCarriesTheCountsTheRemapStateAndTheRule) {
+  Fixture f;
+  double t = kStart;
+  GpuSample s = Healthy();
+  s.ecc_volatile_corrected = 12;
+  s.ecc_volatile_uncorrected = 4;
+  s.ecc_aggregate_corrected = 17;
+  s.ecc_aggregate_uncorrected = 5;
+  s.remap = RemapSample{1, 2, true, false};
+  const std::optional<Incident> i = Opened(f.Feed(s, 1, t), "ecc-uncorrectable");
+  ASSERT_TRUE(i);
+  ASSERT_EQ(i->evidence.size(), 3u);
+  EXPECT_EQ(std::get<EccEvidence>(i->evidence[0]), (EccEvidence{12, 4, 17, 5}));
+  EXPECT_EQ(std::get<RowRemapEvidence>(i->evidence[1]), (RowRemapEvidence{1, 2, true, false}));
+  const auto& rule = std::get<RuleEvidence>(i->evidence[2]);
+  EXPECT_EQ(rule.rule, "ecc-uncorrectable");
+  EXPECT_EQ(rule.severity, "unhealthy");
+  EXPECT_EQ(rule.threshold, "volatile double-bit ECC count > 0");
+}
+
+TEST(EvidenceTest, HardwareXidCarriesItsMeaningAndTheRule) {
+  Fixture f;
+  auto changes = f.classifier.OnXid(Xid(79), kStart);
+  const std::optional<Incident> i = Opened(changes, "xid-hardware");
+  ASSERT_TRUE(i);
+  ASSERT_EQ(i->evidence.size(), 2u);
+  EXPECT_EQ(
+      std::get<XidEvidence>(i->evidence[0]),
+      (XidEvidence{79, "GPU has fallen off the bus", "the GPU is no longer reachable over PCIe",
+                   "hardware", "nvml-event", std::nullopt}));
+  EXPECT_EQ(std::get<RuleEvidence>(i->evidence[1]),
+            (RuleEvidence{"xid-hardware", "fatal", "a hardware Xid; severity from the Xid table",
+                          "Xid 79 is a hardware Xid, fatal in the Xid table"}));
+}
+
+TEST(EvidenceTest, EccXidCarriesTheLatestEccCountsAndNvLinkXidTheLinks) {
+  Fixture f({}, 4);
+  double t = kStart;
+  GpuSample s = Healthy(4);
+  s.ecc_volatile_corrected = 7;
+  s.ecc_aggregate_corrected = 30;
+  s.ecc_aggregate_uncorrected = 1;
+  s.nvlinks[3].replay_errors = 40;
+  s.nvlinks[3].crc_flit_errors = 3;
+  f.Feed(s, 1, t);
+  const std::optional<Incident> dbe = Opened(f.classifier.OnXid(Xid(48), t), "xid-hardware");
+  ASSERT_TRUE(dbe);
+  ASSERT_EQ(dbe->evidence.size(), 4u);
+  EXPECT_EQ(std::get<XidEvidence>(dbe->evidence[0]).name, "Double-bit ECC error");
+  EXPECT_EQ(std::get<EccEvidence>(dbe->evidence[1]), (EccEvidence{7, 0, 30, 1}));
+  EXPECT_EQ(std::get<RowRemapEvidence>(dbe->evidence[2]), RowRemapEvidence{});
+  EXPECT_EQ(std::get<RuleEvidence>(dbe->evidence[3]).threshold,
+            "Xid 48 is a hardware Xid, fatal in the Xid table");
+  const std::optional<Incident> link = Opened(f.classifier.OnXid(Xid(74), t), "xid-hardware");
+  ASSERT_TRUE(link);
+  ASSERT_EQ(link->evidence.size(), 3u);
+  EXPECT_EQ(std::get<NvLinkEvidence>(link->evidence[1]),
+            (NvLinkEvidence{{{3, true, 40, 0, 3, 0}}, {}}));
+  EXPECT_EQ(std::get<RuleEvidence>(link->evidence[2]).severity, "unhealthy");
+}
+
+TEST(EvidenceTest, NvLinkErrorsAndLinksDownCarryTheCounters) {
+  HealthConfig config;
+  config.debounce_samples = 1;
+  Fixture f(config, 4);
+  double t = kStart;
+  GpuSample s = Healthy(4);
+  f.Feed(s, 1, t);
+  s.nvlinks[1].crc_flit_errors = 15;
+  s.nvlinks[2].active = false;
+  auto changes = f.Feed(s, 1, t);
+  const std::optional<Incident> errors = Opened(changes, "nvlink-errors");
+  const std::optional<Incident> down = Opened(changes, "nvlink-down");
+  ASSERT_TRUE(errors);
+  ASSERT_TRUE(down);
+  const NvLinkEvidence want{{{1, true, 0, 0, 15, 0}, {2, false, 0, 0, 0, 0}}, {2}};
+  EXPECT_EQ(std::get<NvLinkEvidence>(errors->evidence[0]), want);
+  EXPECT_EQ(std::get<NvLinkEvidence>(down->evidence[0]), want);
+  EXPECT_EQ(std::get<RuleEvidence>(errors->evidence[1]).threshold,
+            "1 sample with counters grown within 10 s");
+}
+
+TEST(EvidenceTest, ThermalIncidentsCarryTheReadingsAndThresholds) {
+  Fixture f;
+  double t = kStart;
+  GpuSample s = Healthy();
+  s.temperature_c = 93;
+  s.clock_event_reasons = nvmlClocksThrottleReasonHwThermalSlowdown;
+  auto changes = f.Feed(s, 3, t);
+  const std::optional<Incident> critical = Opened(changes, "thermal-critical");
+  const std::optional<Incident> slowdown = Opened(changes, "thermal-slowdown");
+  ASSERT_TRUE(critical);
+  ASSERT_TRUE(slowdown);
+  EXPECT_EQ(critical->severity, Severity::kUnhealthy);
+  const ThermalEvidence want{93, 90, 95, {"hw_thermal_slowdown"}};
+  EXPECT_EQ(std::get<ThermalEvidence>(critical->evidence[0]), want);
+  EXPECT_EQ(std::get<ThermalEvidence>(slowdown->evidence[0]), want);
+  EXPECT_EQ(std::get<RuleEvidence>(critical->evidence[1]).threshold,
+            "3 consecutive samples within 5 C of the shutdown temperature");
+  EXPECT_EQ(critical->message, "temperature 93 C within 5 C of the shutdown threshold of 95 C");
+}
+
+TEST(EvidenceTest, PcieRecoveryAndPowerIncidentsCarryTheirReadings) {
+  HealthConfig config;
+  config.debounce_samples = 1;
+  Fixture f(config);
+  double t = kStart;
+  GpuSample s = Healthy();
+  s.pcie_width_current = 8;
+  s.pcie_replays = 9;
+  s.recovery_action = NVML_GPU_RECOVERY_ACTION_NODE_REBOOT;
+  s.clock_event_reasons = nvmlClocksThrottleReasonHwPowerBrakeSlowdown;
+  auto changes = f.Feed(s, 1, t);
+  const std::optional<Incident> pcie = Opened(changes, "pcie-link-width");
+  const std::optional<Incident> reboot = Opened(changes, "recovery-action-reboot");
+  const std::optional<Incident> power = Opened(changes, "power-slowdown");
+  ASSERT_TRUE(pcie && reboot && power);
+  EXPECT_EQ(std::get<PcieEvidence>(pcie->evidence[0]), (PcieEvidence{9, 8, 16, 5, 5}));
+  EXPECT_EQ(std::get<RecoveryActionEvidence>(reboot->evidence[0]),
+            (RecoveryActionEvidence{2, "node reboot"}));
+  EXPECT_EQ(std::get<PowerEvidence>(power->evidence[0]),
+            (PowerEvidence{400, {"hw_power_brake_slowdown"}}));
+}
+
+TEST(EvidenceTest, RepeatedApplicationXidsCarryTheCountAndTheWindow) {
+  Fixture f;
+  std::vector<IncidentChange> changes;
+  for (int i = 0; i < 3; ++i) {
+    auto c = f.classifier.OnXid(Xid(i == 2 ? 31 : 13), kStart + i);
+    changes.insert(changes.end(), c.begin(), c.end());
+  }
+  const std::optional<Incident> i = Opened(changes, "xid-application-repeated");
+  ASSERT_TRUE(i);
+  const auto& xid = std::get<XidEvidence>(i->evidence[0]);
+  EXPECT_EQ(xid.xid, 31u);
+  EXPECT_EQ(xid.xid_class, "application");
+  EXPECT_EQ(xid.count, 3);
+  EXPECT_EQ(std::get<RuleEvidence>(i->evidence[1]).threshold,
+            "3 application Xids on one GPU within 600 s");
 }
 
 TEST(ClassifierTest, IncidentIdsIncrease) {

@@ -47,6 +47,9 @@ AgentSnapshot Snapshot() {
   i.cause = "xid-hardware";
   i.severity = Severity::kFatal;
   i.xid = 79;
+  i.evidence = {XidEvidence{79, "GPU has fallen off the bus", "the GPU is no longer reachable",
+                            "hardware", "nvml-event", std::nullopt},
+                RuleEvidence{"xid-hardware", "fatal", "a hardware Xid", "Xid 79"}};
   i.opened_at = 1700000000.5;
   snap.open_incidents.push_back(i);
   snap.gpu_severity["GPU-a"] = Severity::kFatal;
@@ -72,6 +75,13 @@ TEST(ReportJsonTest, CarriesInventorySamplesAndIncidents) {
   EXPECT_EQ(j["incidents"][0]["severity"], "fatal");
   EXPECT_EQ(j["incidents"][0]["xid"], 79);
   EXPECT_TRUE(j["incidents"][0]["closed_at"].is_null());
+  EXPECT_EQ(j["incidents"][0]["evidence"],
+            nlohmann::json::parse(R"([{"type":"xid","xid":79,"name":"GPU has fallen off the bus",
+                "meaning":"the GPU is no longer reachable","class":"hardware",
+                "source":"nvml-event","count":null},
+               {"type":"rule","rule":"xid-hardware","severity":"fatal",
+                "condition":"a hardware Xid","threshold":"Xid 79"}])"));
+  EXPECT_TRUE(j["inventory"]["gpus"][0]["temperature_thresholds"]["slowdown_c"].is_null());
   EXPECT_EQ(j["health"]["GPU-a"], "fatal");
 }
 

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,13 @@ json Report(const std::string& node, bool xid79) {
                          {"severity", "fatal"},
                          {"xid", 79},
                          {"message", "Xid 79 (GPU has fallen off the bus)"},
+                         {"evidence", json::parse(R"([
+                           {"type": "xid", "xid": 79, "name": "GPU has fallen off the bus",
+                            "meaning": "the GPU is no longer reachable over PCIe",
+                            "class": "hardware", "source": "nvml-event", "count": null},
+                           {"type": "rule", "rule": "xid-hardware", "severity": "fatal",
+                            "condition": "a hardware Xid; severity from the Xid table",
+                            "threshold": "Xid 79 is a hardware Xid, fatal in the Xid table"}])")},
                          {"opened_at", 100.0},
                          {"last_seen", 100.0},
                          {"occurrences", 1}});
@@ -57,6 +65,7 @@ class HealthCommandTest : public ::testing::Test {
     o.seed = 11;
     o.gpu_mtbf_hours = 0;
     auto backend = std::move(daemon::SimulatedBackend::Create(daemon::DemoCluster(o))).value();
+    backend_ = backend.get();
     daemon_ =
         std::make_unique<daemon::Daemon>(std::move(backend), daemon::DaemonOptions{}, nullptr);
     ASSERT_TRUE(daemon_->Tick().ok());
@@ -78,6 +87,7 @@ class HealthCommandTest : public ::testing::Test {
   }
   std::string Server() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
 
+  daemon::SimulatedBackend* backend_ = nullptr;  // owned by daemon_
   std::unique_ptr<daemon::Daemon> daemon_;
   std::shared_ptr<controller::health::HealthService> health_;
   std::unique_ptr<daemon::ApiServer> server_;
@@ -99,11 +109,59 @@ TEST_F(HealthCommandTest, ListsFencedNodesAndIncidents) {
   EXPECT_EQ(o.out.find("gpu-8"), std::string::npos) << "healthy nodes are not listed\n" << o.out;
   EXPECT_NE(o.out.find("xid-hardware  fatal     79   open   yes"), std::string::npos) << o.out;
 
+  // The open incident's evidence: the Xid and its meaning, the rule, what was done.
+  EXPECT_NE(
+      o.out.find("\nEVIDENCE OF OPEN INCIDENTS\n"
+                 "gpu-7  GPU 1  xid-hardware  fatal\n"
+                 "  xid              Xid 79 (GPU has fallen off the bus): the GPU is no longer "
+                 "reachable over PCIe\n"
+                 "  rule             rule xid-hardware (fatal): Xid 79 is a hardware Xid, "
+                 "fatal in the Xid table\n"
+                 "  action           GPU fenced, node tainted NoSchedule\n"),
+      std::string::npos)
+      << o.out;
+  // Workloads the scheduler requeued off the GPU join the action.
+  health_->RecordRequeued({{"gpu-7", 1, "team-a/train"}});
+  o = RunCli({"health", "--server", Server(), "--token", kRead});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("  action           GPU fenced, node tainted NoSchedule, 1 workload "
+                       "requeued (team-a/train)\n"),
+            std::string::npos)
+      << o.out;
+
   o = RunCli({"health", "-o", "json", "--server", Server(), "--token", kRead});
   ASSERT_EQ(o.code, 0) << o.err;
   const json j = json::parse(o.out);
   EXPECT_EQ(j["controller"]["nodes"][0]["fenced_gpus"][0]["index"], 1);
   EXPECT_EQ(j["controller"]["nodes"][0]["held"], true);
+  EXPECT_EQ(j["controller"]["incidents"][0]["evidence"][0]["xid"], 79);
+  EXPECT_EQ(j["controller"]["incidents"][0]["evidence"][2]["workloads_requeued"],
+            json::array({"team-a/train"}));
+}
+
+// Against the demo (no health controller): the simulated fault's evidence, the same kinds.
+TEST_F(HealthCommandTest, DemoIncidentsShowTheSimulatedFaultsEvidence) {
+  daemon::ServerOptions so;
+  so.port = 0;
+  auto tokens = daemon::TokenFileAuthenticator::Parse(std::string(kRead) + " read\n", "t");
+  daemon::ApiServer demo(*daemon_,
+                         std::shared_ptr<daemon::Authenticator>(std::move(tokens).value()), so);
+  ASSERT_TRUE(demo.Start().ok());
+  ASSERT_TRUE(backend_->FailGpu(0, 3));
+  ASSERT_TRUE(daemon_->Tick().ok());
+  const daemon::Incident& inc = daemon_->state()->incidents.at(0);
+  testing::Output o = RunCli(
+      {"health", "--server", "http://127.0.0.1:" + std::to_string(demo.port()), "--token", kRead});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("h100-0  3    GPU-h100-0-3"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(inc.message), std::string::npos) << o.out;
+  std::string block =
+      "\nEVIDENCE OF OPEN INCIDENTS\nh100-0  GPU 3  " + inc.cause + "  " + inc.severity + "\n";
+  for (const Evidence& e : inc.evidence)
+    block += fmt::format("  {:<15}  {}\n", EvidenceType(e), EvidenceText(e));
+  EXPECT_NE(o.out.find(block), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  rule             rule " + inc.cause + " ("), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  action           GPU fenced"), std::string::npos) << o.out;
 }
 
 TEST_F(HealthCommandTest, ClearNeedsAnAdminAndAKnownNode) {

@@ -64,6 +64,22 @@ HealthControllerConfig Config() {
 
 const json kXid79 = json::array({Incident(1, 1, "xid-hardware", "fatal", 79)});
 
+// The evidence an agent sends with an Xid 79 incident (docs/health.md, "Evidence").
+const json kXid79Evidence = json::parse(R"([
+  {"type": "xid", "xid": 79, "name": "GPU has fallen off the bus",
+   "meaning": "the GPU is no longer reachable over PCIe", "class": "hardware",
+   "source": "nvml-event", "count": null},
+  {"type": "rule", "rule": "xid-hardware", "severity": "fatal",
+   "condition": "a hardware Xid; severity from the Xid table",
+   "threshold": "Xid 79 is a hardware Xid, fatal in the Xid table"}])");
+
+json Xid79WithEvidence() {
+  json incidents = kXid79;
+  incidents[0]["message"] = "Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable";
+  incidents[0]["evidence"] = kXid79Evidence;
+  return incidents;
+}
+
 // --- parser
 
 TEST(AgentReportParser, ReadsTheAgentSchema) {
@@ -76,6 +92,22 @@ TEST(AgentReportParser, ReadsTheAgentSchema) {
   EXPECT_EQ(r.incidents[0].severity, Severity::kFatal);
   EXPECT_EQ(r.incidents[0].xid, 79);
   EXPECT_EQ(r.samples[0].recovery_action, 0);
+}
+
+TEST(AgentReportParser, ReadsIncidentEvidence) {
+  AgentReport r = Parse(Report("n1", 2, Xid79WithEvidence()));
+  ASSERT_EQ(r.incidents[0].evidence.size(), 2u);
+  EXPECT_EQ(std::get<XidEvidence>(r.incidents[0].evidence[0]).meaning,
+            "the GPU is no longer reachable over PCIe");
+  EXPECT_EQ(std::get<RuleEvidence>(r.incidents[0].evidence[1]).rule, "xid-hardware");
+  EXPECT_TRUE(Parse(Report("n1", 2, kXid79)).incidents[0].evidence.empty()) << "an older agent";
+  json bad = Xid79WithEvidence();
+  bad[0]["evidence"][0]["xid"] = "79";
+  EXPECT_EQ(ParseAgentReport(Report("n1", 2, bad)).status().message(),
+            "report.incidents[0].evidence[0].xid: expected an unsigned integer");
+  bad[0]["evidence"] = "Xid 79";
+  EXPECT_EQ(ParseAgentReport(Report("n1", 2, bad)).status().message(),
+            "report.incidents[0].evidence: expected an array");
 }
 
 TEST(AgentReportParser, ErrorsNameTheField) {
@@ -258,6 +290,90 @@ TEST(HealthController, HardwareFaultFencesAtOnce) {
   EXPECT_EQ(d.condition.reason, "GpuFault");
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_EQ(changes[0].kind, HealthChange::Kind::kFenced);
+}
+
+// --- evidence: the incident says what was measured, which rule fired and what was done
+
+TEST(HealthController, FenceRecordsTheEvidenceTheRuleAndTheAction) {
+  HealthController c(Config());
+  c.Ingest(Parse(Report("n1", 2, Xid79WithEvidence())), 1000);
+  auto changes = c.Evaluate(1000);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind, HealthChange::Kind::kFenced);
+  EXPECT_EQ(changes[0].message,
+            "GPU 1 (GPU-n1-1) fenced: fatal fault; Xid 79 (GPU has fallen off the bus): the GPU is "
+            "no longer reachable over PCIe; rule xid-hardware (fatal): Xid 79 is a hardware Xid, "
+            "fatal in the Xid table; node tainted NoSchedule");
+  json want = kXid79Evidence;
+  want.push_back({{"type", "action"},
+                  {"gpu_fenced", true},
+                  {"taint", "NoSchedule"},
+                  {"breaker_held", false},
+                  {"workloads_requeued", json::array()},
+                  {"workloads_requeued_count", 0}});
+  EXPECT_EQ(c.ToJson(1000)["incidents"][0]["evidence"], want);
+  std::vector<FenceCause> causes = c.FenceCauses();
+  ASSERT_EQ(causes.size(), 1u);
+  EXPECT_EQ(causes[0].node, "n1");
+  EXPECT_EQ(causes[0].gpu_index, 1);
+  EXPECT_EQ(causes[0].cause, "xid-hardware");
+  EXPECT_EQ(causes[0].severity, Severity::kFatal);
+  EXPECT_EQ(causes[0].message,
+            "Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable");
+  EXPECT_EQ(EvidenceListJson(causes[0].evidence), want);
+}
+
+TEST(HealthController, RequeuedWorkloadsJoinTheActionAndAreAnnouncedOnce) {
+  HealthController c(Config());
+  c.Ingest(Parse(Report("n1", 2, Xid79WithEvidence())), 1000);
+  c.Evaluate(1000);
+  c.RecordRequeued(
+      {{"n1", 1, "team-a/train"}, {"n1", 1, "team-a/eval"}, {"n1", 0, "x/y"}, {"nope", 1, "x/z"}});
+  auto changes = c.Evaluate(1001);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].kind, HealthChange::Kind::kRequeued);
+  EXPECT_EQ(changes[0].node, "n1");
+  EXPECT_EQ(changes[0].message,
+            "GPU 1 (GPU-n1-1): 2 workloads requeued off the fenced GPU: team-a/train, "
+            "team-a/eval; fault: Xid 79 (GPU has fallen off the bus): the GPU is no longer "
+            "reachable over PCIe");
+  c.RecordRequeued({{"n1", 1, "team-a/train"}});  // already counted
+  EXPECT_TRUE(c.Evaluate(1002).empty());
+  const json action = c.ToJson(1002)["incidents"][0]["evidence"].back();
+  EXPECT_EQ(action["workloads_requeued"], json::array({"team-a/train", "team-a/eval"}));
+  EXPECT_EQ(action["workloads_requeued_count"], 2);
+  EXPECT_EQ(std::get<ActionEvidence>(c.FenceCauses()[0].evidence.back()).workloads_requeued_count,
+            2);
+}
+
+TEST(HealthController, ActionSaysNoExecuteBreakerHeldOrReportedOnly) {
+  HealthControllerConfig cfg = Config();
+  cfg.fatal_no_execute = true;
+  HealthController c(cfg);
+  c.Ingest(Parse(Report("n1", 2, Xid79WithEvidence())), 1000);
+  const auto changes = c.Evaluate(1000);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_NE(changes[0].message.find("; node tainted NoExecute"), std::string::npos)
+      << changes[0].message;
+  EXPECT_EQ(c.ToJson(1000)["incidents"][0]["evidence"].back()["taint"], "NoExecute");
+
+  HealthController d(Config());
+  d.Ingest(Parse(Report("n1", 2, json::array({Incident(1, 0, "thermal-slowdown", "degraded")}))),
+           1000);
+  json action = d.ToJson(1000)["incidents"][0]["evidence"].back();
+  EXPECT_EQ(action["gpu_fenced"], false);
+  EXPECT_EQ(action["breaker_held"], false);
+  EXPECT_TRUE(action["taint"].is_null());
+
+  cfg = Config();
+  cfg.breaker_fraction = 0.1;
+  cfg.breaker_min_nodes = 1;
+  HealthController b(cfg);
+  for (int i = 0; i < 3; ++i) b.Ingest(Parse(Report("n" + std::to_string(i), 2)), 1000);
+  b.Ingest(Parse(Report("n0", 2, kXid79)), 1001);
+  action = b.ToJson(1001)["incidents"][0]["evidence"].back();
+  EXPECT_EQ(action["gpu_fenced"], false);
+  EXPECT_EQ(action["breaker_held"], true);
 }
 
 TEST(HealthController, FatalFaultsTaintNoExecuteWhenConfigured) {

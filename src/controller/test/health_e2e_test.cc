@@ -555,6 +555,88 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
     if (n["node"] == node_x) x_listed = !n["fenced_gpus"].empty();
   EXPECT_TRUE(x_listed) << view.dump();
 
+  // The Xid 79 incident carries its evidence on the API: the Xid and its meaning, the rule and
+  // its threshold, and what was done (fenced, tainted, the Job requeued off the GPU).
+  const Json want_xid = Json::parse(R"({"type": "xid", "xid": 79,
+      "name": "GPU has fallen off the bus", "meaning": "the GPU is no longer reachable over PCIe",
+      "class": "hardware", "source": "nvml-event", "count": null})");
+  const Json want_rule = Json::parse(R"({"type": "rule", "rule": "xid-hardware",
+      "severity": "fatal", "condition": "a hardware Xid; severity from the Xid table",
+      "threshold": "Xid 79 is a hardware Xid, fatal in the Xid table"})");
+  const std::string requeued_job = ns_ + "/train";
+  Json evidence;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = get(kReadToken, "/api/v1/health");
+        if (!r || r->status != 200) return false;
+        const Json body = Json::parse(r->body);
+        for (const Json& i : body["controller"]["incidents"])
+          if (i["node"] == node_x && i["xid"] == 79) evidence = i["evidence"];
+        return evidence.is_array() && !evidence.empty() &&
+               evidence.back().value("workloads_requeued", Json::array()).size() == 1;
+      },
+      10s))
+      << evidence.dump();
+  ASSERT_EQ(evidence.size(), 3u) << evidence.dump();
+  EXPECT_EQ(evidence[0], want_xid);
+  EXPECT_EQ(evidence[1], want_rule);
+  EXPECT_EQ(evidence[2], Json::parse(R"({"type": "action", "gpu_fenced": true,
+      "taint": "NoSchedule", "breaker_held": false, "workloads_requeued": [")" +
+                                     requeued_job + R"("], "workloads_requeued_count": 1})"));
+  // The fleet view's incident for the GPU says the same.
+  Json fleet_incident;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = get(kReadToken, "/api/v1/health");
+        if (!r || r->status != 200) return false;
+        const Json body = Json::parse(r->body);
+        for (const Json& i : body["incidents"])
+          if (i["node"] == node_x && i["gpu_index"] == gpu) fleet_incident = i;
+        return fleet_incident.is_object() && fleet_incident["evidence"].size() == 3 &&
+               fleet_incident["evidence"][2]["workloads_requeued_count"] == 1;
+      },
+      10s))
+      << fleet_incident.dump();
+  EXPECT_EQ(fleet_incident["cause"], "xid-hardware");
+  EXPECT_EQ(fleet_incident["severity"], "fatal");
+  EXPECT_EQ(fleet_incident["message"],
+            "GPU " + std::to_string(gpu) + " on " + node_x +
+                ": Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable over PCIe");
+  EXPECT_EQ(fleet_incident["evidence"], evidence);
+
+  // The Events on the node: the fence with the evidence and the taint, then the requeue.
+  const std::string fenced_text =
+      "fenced: fatal fault; Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable "
+      "over PCIe; rule xid-hardware (fatal): Xid 79 is a hardware Xid, fatal in the Xid table; "
+      "node tainted NoSchedule";
+  const std::string requeued_text = "1 workload requeued off the fenced GPU: " + requeued_job +
+                                    "; fault: Xid 79 (GPU has fallen off the bus): the GPU is no "
+                                    "longer reachable over PCIe";
+  std::string fenced_event, requeued_event;
+  kube::ListOptions node_events;
+  node_events.field_selector = "involvedObject.name=" + node_x;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto events = client_->List(kube::resources::kEvents, "default", node_events);
+        if (!events.ok()) return false;
+        for (const Json& e : events->items) {
+          const std::string reason = e.value("reason", ""), message = e.value("message", "");
+          if (reason == "GpuFenced" && message.find(fenced_text) != std::string::npos)
+            fenced_event = message;
+          if (reason == "GpuWorkloadsRequeued" && message.find(requeued_text) != std::string::npos)
+            requeued_event = message;
+        }
+        return !fenced_event.empty() && !requeued_event.empty();
+      },
+      10s))
+      << "GpuFenced: " << fenced_event << "\nGpuWorkloadsRequeued: " << requeued_event;
+  const std::string gpu_name =
+      "GPU " + std::to_string(gpu) + " (GPU-e2e-" + std::to_string(gpu) + ")";
+  EXPECT_EQ(fenced_event, gpu_name + " " + fenced_text);
+  EXPECT_EQ(requeued_event, gpu_name + ": " + requeued_text);
+  EXPECT_LE(fenced_event.size(), 1024u);
+  std::printf("health e2e: GpuFenced event: %s\n", fenced_event.c_str());
+
   // Recovery: the Xid closes at ~9 s, the NVLink at ~12.5 s; then 2 s of probation.
   std::vector<std::string> reasons;
   ASSERT_TRUE(Eventually(

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include "controller/health_controller.h"
 #include "daemon/api_json.h"
 #include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
@@ -217,6 +218,77 @@ TEST_F(ApiTest, EveryDocumentedPathAnswersAsDocumented) {
     }
   }
   EXPECT_EQ(checked, 13);  // 11 GETs (all but the event stream and one workload path), 2 POSTs
+}
+
+// The injected fault's incident names its cause and carries the simulated fault's evidence as
+// typed objects, field by field, and the schema of docs/openapi.yaml.
+TEST_F(ApiTest, HealthIncidentsCarryTypedEvidence) {
+  auto r = Client().Get("/api/v1/health");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  const json body = json::parse(r->body);
+  ASSERT_FALSE(body["incidents"].empty());
+  const json& i = body["incidents"].back();  // the oldest: the GPU failed before the server ran
+  EXPECT_EQ(i["node"], "h100-1");
+  EXPECT_EQ(i["gpu_index"], 2);
+  EXPECT_EQ(i["uuid"], "GPU-h100-1-2");
+  const Incident& kept = daemon_->state()->incidents.back();
+  const GpuFault fault = SimulatedBackend::SimulatedFault("GPU-h100-1-2", kept.time_ms, true, 5);
+  EXPECT_EQ(i["cause"], fault.cause);
+  EXPECT_EQ(i["severity"], fault.severity);
+  EXPECT_EQ(i["message"], "GPU 2 on h100-1: " + fault.message);
+  json want = EvidenceListJson(fault.evidence);
+  ASSERT_EQ(i["evidence"].size(), want.size() + 1) << i["evidence"].dump();
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(i["evidence"][k], want[k]) << k;
+  const json& action = i["evidence"].back();
+  EXPECT_EQ(action["type"], "action");
+  EXPECT_EQ(action["gpu_fenced"], true);
+  EXPECT_TRUE(action["taint"].is_null());
+  EXPECT_EQ(action["breaker_held"], false);
+  EXPECT_EQ(action["workloads_requeued_count"].get<int64_t>(),
+            static_cast<int64_t>(action["workloads_requeued"].size()));
+  const json& rule = i["evidence"][i["evidence"].size() - 2];
+  EXPECT_EQ(rule["type"], "rule");
+  EXPECT_EQ(rule["rule"], fault.cause);
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  std::vector<std::string> errors;
+  SchemaChecker(doc).Check(doc["components"]["schemas"]["Incident"], i, "incident", errors);
+  EXPECT_TRUE(errors.empty()) << ::testing::PrintToString(errors);
+}
+
+// chamberd's controller incidents (GET /api/v1/health, `controller`) as documented.
+TEST(ControllerIncidentSchemaTest, IncidentsWithEvidenceMatchTheDocument) {
+  controller::health::HealthController c({});
+  const json report = json::parse(R"({"kind": "chamber.io/agent-report/v1", "node": "gpu-7",
+    "time": 1.0, "inventory": {"gpus": [{"index": 0, "uuid": "GPU-0"}]},
+    "samples": [{"index": 0, "uuid": "GPU-0", "lost": false, "recovery_action": 0}],
+    "incidents": [{"id": 1, "gpu_index": 0, "gpu_uuid": "GPU-0", "cause": "ecc-uncorrectable",
+      "severity": "unhealthy", "xid": null, "message": "4 uncorrectable ECC errors",
+      "opened_at": 1.0, "last_seen": 1.0, "occurrences": 1,
+      "evidence": [
+        {"type": "ecc", "volatile_single_bit": 2, "volatile_double_bit": 4,
+         "aggregate_single_bit": null, "aggregate_double_bit": 9},
+        {"type": "row_remap", "single_bit_rows": 0, "double_bit_rows": 1, "pending": true,
+         "failed": false},
+        {"type": "rule", "rule": "ecc-uncorrectable", "severity": "unhealthy",
+         "condition": "volatile uncorrectable ECC count above zero",
+         "threshold": "volatile double-bit ECC count > 0"}]}]})");
+  auto parsed = controller::health::ParseAgentReport(report);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  c.Ingest(*parsed, 1'790'000'000);
+  const json view = c.ToJson(1'790'000'001);
+  ASSERT_EQ(view["incidents"].size(), 1u);
+  const json& evidence = view["incidents"][0]["evidence"];
+  ASSERT_EQ(evidence.size(), 4u);
+  EXPECT_EQ(evidence[0], report["incidents"][0]["evidence"][0]);
+  EXPECT_EQ(evidence[3], json::parse(R"({"type": "action", "gpu_fenced": true,
+    "taint": "NoSchedule", "breaker_held": false, "workloads_requeued": [],
+    "workloads_requeued_count": 0})"));
+  const YAML::Node doc = YAML::LoadFile(CHAMBER_OPENAPI);
+  std::vector<std::string> errors;
+  SchemaChecker(doc).Check(doc["components"]["schemas"]["Health"]["properties"]["controller"], view,
+                           "controller", errors);
+  EXPECT_TRUE(errors.empty()) << ::testing::PrintToString(errors);
 }
 
 TEST_F(ApiTest, HistoryAnswersWithAStoredSeries) {

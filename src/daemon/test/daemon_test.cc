@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <filesystem>
 #include <map>
 #include <numbers>
@@ -415,6 +416,16 @@ TEST(DaemonTest, GpuFaultBecomesAnIncidentAndResolves) {
   EXPECT_EQ(s->incidents[0].node, "h100-0");
   EXPECT_EQ(s->incidents[0].gpu_index, 3);
   EXPECT_FALSE(s->incidents[0].resolved_ms);
+  // It says which fault: the simulated one, as an agent would have reported it.
+  const GpuFault fault =
+      SimulatedBackend::SimulatedFault("GPU-h100-0-3", s->time_ms, /*nvlink=*/true, 7);
+  EXPECT_EQ(s->incidents[0].cause, fault.cause);
+  EXPECT_EQ(s->incidents[0].severity, fault.severity);
+  EXPECT_EQ(s->incidents[0].message, "GPU 3 on h100-0: " + fault.message);
+  ASSERT_EQ(s->incidents[0].evidence.size(), fault.evidence.size() + 1);
+  EXPECT_TRUE(
+      std::equal(fault.evidence.begin(), fault.evidence.end(), s->incidents[0].evidence.begin()));
+  EXPECT_TRUE(std::get<ActionEvidence>(s->incidents[0].evidence.back()).gpu_fenced);
   EXPECT_EQ(s->view.gpus.unhealthy, 1);
   EXPECT_EQ(s->view.gpus_flat[3].state, fleet::GpuState::kUnhealthy);
   EXPECT_EQ(HealthJson(*s)["fenced_gpus"][0]["uuid"], "GPU-h100-0-3");
@@ -424,6 +435,153 @@ TEST(DaemonTest, GpuFaultBecomesAnIncidentAndResolves) {
   ASSERT_EQ(s->incidents.size(), 1u);
   EXPECT_TRUE(s->incidents[0].resolved_ms);
   EXPECT_EQ(s->view.gpus.unhealthy, 0);
+}
+
+// The demo's faults are the kinds real GPUs have, with the evidence chamber-agent reports for
+// them: an Xid 79, a double-bit ECC burst, a GPU close to its shutdown temperature, an NVLink error.
+TEST(SimulatedFaultTest, EachKindCarriesTheEvidenceAnAgentReports) {
+  std::set<std::string> kinds;
+  for (int64_t t = 0; t < 400; ++t) {
+    const GpuFault f = SimulatedBackend::SimulatedFault("GPU-h100-0-0", kStart + t * 60'000,
+                                                        /*nvlink=*/true, 7);
+    ASSERT_GE(f.evidence.size(), 2u);
+    const auto& rule = std::get<RuleEvidence>(f.evidence.back());
+    EXPECT_EQ(rule.rule, f.cause);
+    EXPECT_EQ(rule.severity, f.severity);
+    EXPECT_FALSE(rule.condition.empty());
+    if (f.cause == "thermal-critical") {
+      kinds.insert("thermal");
+      EXPECT_EQ(f.severity, "unhealthy");
+      ASSERT_EQ(f.evidence.size(), 2u);
+      const auto& th = std::get<ThermalEvidence>(f.evidence[0]);
+      EXPECT_GT(*th.temperature_c, *th.slowdown_c);
+      EXPECT_LT(*th.temperature_c, *th.shutdown_c);
+      EXPECT_EQ(th.clock_event_reasons,
+                (std::vector<std::string>{"sw_thermal_slowdown", "hw_thermal_slowdown"}));
+      EXPECT_GE(*th.temperature_c + 5, *th.shutdown_c);
+      EXPECT_EQ(f.message, "temperature " + std::to_string(*th.temperature_c) +
+                               " C within 5 C of the shutdown threshold of " +
+                               std::to_string(*th.shutdown_c) + " C");
+      EXPECT_EQ(rule.threshold, "3 consecutive samples within 5 C of the shutdown temperature");
+      continue;
+    }
+    ASSERT_EQ(f.cause, "xid-hardware");
+    const auto& xid = std::get<XidEvidence>(f.evidence[0]);
+    EXPECT_EQ(xid.source, "simulated");
+    EXPECT_EQ(xid.xid_class, "hardware");
+    EXPECT_EQ(rule.threshold, "Xid " + std::to_string(xid.xid) + " is a hardware Xid, " +
+                                  f.severity + " in the Xid table");
+    kinds.insert("xid " + std::to_string(xid.xid));
+    if (xid.xid == 79) {
+      EXPECT_EQ(f.message,
+                "Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable over PCIe");
+      EXPECT_EQ(f.severity, "fatal");
+      EXPECT_EQ(f.evidence.size(), 2u);
+    } else if (xid.xid == 48) {
+      EXPECT_EQ(xid.name, "Double-bit ECC error");
+      EXPECT_EQ(f.severity, "fatal");
+      ASSERT_EQ(f.evidence.size(), 4u);
+      const auto& ecc = std::get<EccEvidence>(f.evidence[1]);
+      EXPECT_GE(*ecc.volatile_double_bit, 2u);
+      EXPECT_GE(*ecc.aggregate_double_bit, *ecc.volatile_double_bit);
+      EXPECT_GT(*ecc.volatile_single_bit, 0u);
+      const auto& remap = std::get<RowRemapEvidence>(f.evidence[2]);
+      EXPECT_TRUE(remap.pending);
+      EXPECT_GE(remap.double_bit_rows, 1u);
+    } else {
+      ASSERT_EQ(xid.xid, 74u);
+      EXPECT_EQ(xid.name, "NVLink error");
+      EXPECT_EQ(f.severity, "unhealthy");
+      ASSERT_EQ(f.evidence.size(), 3u);
+      const auto& links = std::get<NvLinkEvidence>(f.evidence[1]);
+      ASSERT_EQ(links.links.size(), 1u);
+      EXPECT_GT(links.links[0].replay_errors, 0u);
+      EXPECT_GT(links.links[0].crc_flit_errors, 0u);
+    }
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"thermal", "xid 48", "xid 74", "xid 79"}));
+  // PCIe cards have no NVLink to fail.
+  for (int64_t t = 0; t < 200; ++t) {
+    const GpuFault f =
+        SimulatedBackend::SimulatedFault("GPU-l40s-0-0", kStart + t * 60'000, false, 7);
+    const auto* xid = FindEvidence<XidEvidence>(f.evidence);
+    EXPECT_TRUE(!xid || xid->xid != 74);
+  }
+  // The same GPU failing at the same time is the same fault.
+  EXPECT_EQ(SimulatedBackend::SimulatedFault("GPU-a", 5, true, 1).evidence,
+            SimulatedBackend::SimulatedFault("GPU-a", 5, true, 1).evidence);
+}
+
+TEST(DaemonTest, SimulatedFaultNamesTheWorkloadsItRequeued) {
+  Fixture f = MakeDaemon();
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(f.daemon->Tick().ok());
+  // A GPU a running workload holds.
+  const core::Snapshot& snap = f.backend->cluster().snapshot();
+  std::string workload;
+  size_t node = 0, gpu = 0;
+  for (const core::Workload& w : snap.workloads) {
+    if (w.state != core::WorkloadState::kRunning || w.placements.empty()) continue;
+    const core::PodPlacement& p = w.placements[0];
+    if (!p.node.valid() || p.gpu_mask == 0) continue;
+    workload = w.name;
+    node = p.node.index();
+    gpu = static_cast<size_t>(std::countr_zero(p.gpu_mask));
+    break;
+  }
+  ASSERT_FALSE(workload.empty());
+  ASSERT_TRUE(f.backend->FailGpu(node, gpu));
+  ASSERT_TRUE(f.daemon->Tick().ok());
+  auto s = f.daemon->state();
+  ASSERT_EQ(s->incidents.size(), 1u);
+  const auto& action = std::get<ActionEvidence>(s->incidents[0].evidence.back());
+  EXPECT_TRUE(action.gpu_fenced);
+  EXPECT_EQ(action.taint, "") << "the demo has no Node to taint";
+  EXPECT_EQ(action.workloads_requeued, std::vector<std::string>{workload});
+  EXPECT_EQ(action.workloads_requeued_count, 1);
+  // The API shows the incident's evidence as typed objects.
+  const nlohmann::json j = HealthJson(*s)["incidents"][0];
+  EXPECT_EQ(j["evidence"].back()["workloads_requeued"], nlohmann::json::array({workload}));
+  EXPECT_EQ(j["evidence"], EvidenceListJson(s->incidents[0].evidence));
+  EXPECT_EQ(j["cause"], s->incidents[0].cause);
+}
+
+TEST(ApiJsonTest, HealthIncidentCarriesCauseSeverityAndTypedEvidence) {
+  FleetState s;
+  s.time_ms = kStart;
+  Incident i;
+  i.time_ms = kStart;
+  i.node = "gpu-7";
+  i.gpu_index = 1;
+  i.uuid = "GPU-1";
+  i.cause = "ecc-uncorrectable";
+  i.severity = "unhealthy";
+  i.message = "GPU 1 on gpu-7: 4 uncorrectable ECC errors since the driver loaded";
+  ActionEvidence a;
+  a.gpu_fenced = true;
+  a.taint = "NoSchedule";
+  a.workloads_requeued = {"team-a/train"};
+  a.workloads_requeued_count = 1;
+  i.evidence = {EccEvidence{12, 4, 17, 4}, a};
+  s.incidents.push_back(i);
+  Incident unknown;
+  unknown.time_ms = kStart;
+  unknown.node = "gpu-8";
+  unknown.resolved_ms = kStart + 1000;
+  s.incidents.push_back(unknown);
+  const nlohmann::json j = HealthJson(s)["incidents"];
+  EXPECT_EQ(j[0], nlohmann::json::parse(R"({
+    "time": "2026-09-21T14:14:00Z", "node": "gpu-7", "gpu_index": 1, "uuid": "GPU-1",
+    "kind": "gpu_unhealthy", "cause": "ecc-uncorrectable", "severity": "unhealthy",
+    "message": "GPU 1 on gpu-7: 4 uncorrectable ECC errors since the driver loaded",
+    "evidence": [
+      {"type": "ecc", "volatile_single_bit": 12, "volatile_double_bit": 4,
+       "aggregate_single_bit": 17, "aggregate_double_bit": 4},
+      {"type": "action", "gpu_fenced": true, "taint": "NoSchedule", "breaker_held": false,
+       "workloads_requeued": ["team-a/train"], "workloads_requeued_count": 1}],
+    "resolved": false, "resolved_time": null})"));
+  EXPECT_TRUE(j[1]["cause"].is_null());
+  EXPECT_TRUE(j[1]["severity"].is_null());
+  EXPECT_EQ(j[1]["evidence"], nlohmann::json::array());
 }
 
 TEST(DaemonTest, CordonAndUncordon) {

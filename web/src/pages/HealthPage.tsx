@@ -1,8 +1,23 @@
 import { useState } from 'preact/hooks';
 import { useResource } from '../api';
 import { Card, Panel, Status } from '../components/Card';
-import { formatNumber, formatTime } from '../format';
-import type { Health } from '../types';
+import { evidenceLabel, formatEvidence, formatNumber, formatTime } from '../format';
+import type { Evidence, Health } from '../types';
+
+/** What caused an incident and what was done, one line per item of its evidence. */
+function EvidenceList({ evidence }: { evidence: Evidence[] }) {
+  if (evidence.length === 0) return null;
+  return (
+    <ul class="evidence" data-testid="incident-evidence">
+      {evidence.map((e, k) => (
+        <li key={k} class={`evidence-${e.type}`} data-type={e.type}>
+          <span class="evidence-label">{evidenceLabel(e.type)}</span>
+          <span data-testid="evidence-text">{formatEvidence(e)}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
 
 export function HealthPage() {
   const { data, error, loading } = useResource<Health>('/api/v1/health');
@@ -38,8 +53,8 @@ export function HealthPage() {
                     <th scope="col">Time</th>
                     <th scope="col">Node</th>
                     <th scope="col" class="num">GPU</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Message</th>
+                    <th scope="col">Cause</th>
+                    <th scope="col">Evidence</th>
                     <th scope="col">Status</th>
                   </tr>
                 </thead>
@@ -49,8 +64,14 @@ export function HealthPage() {
                       <td class="nowrap">{formatTime(i.time)}</td>
                       <td data-testid="incident-node">{i.node}</td>
                       <td class="num" data-testid="incident-gpu">{i.gpu_index}</td>
-                      <td data-testid="incident-kind">{i.kind}</td>
-                      <td class="wrap">{i.message}</td>
+                      <td data-testid="incident-cause">
+                        {i.cause ?? i.kind}
+                        {i.severity && <span class={`pill pill-${i.severity}`} data-testid="incident-severity">{i.severity}</span>}
+                      </td>
+                      <td class="wrap">
+                        <div data-testid="incident-message">{i.message}</div>
+                        <EvidenceList evidence={i.evidence} />
+                      </td>
                       <td data-testid="incident-status">
                         {i.resolved ? (
                           <span class="pill pill-resolved" title={i.resolved_time ? `resolved ${formatTime(i.resolved_time)}` : undefined}>resolved</span>

@@ -332,9 +332,9 @@ describe('dashboard', () => {
     assert.doesNotMatch(await page.evaluate(() => window.location.hash), /workload=/);
   });
 
-  test('health shows incidents and what is fenced', async () => {
+  test('health shows incidents, their evidence and what is fenced', async () => {
     await open('/health', 'page-health');
-    await expectScreenMatches(page, 'page-health', `${server.url}/api/v1/health`, (answer, screen) => {
+    const answer = await expectScreenMatches(page, 'page-health', `${server.url}/api/v1/health`, (answer, screen) => {
       assert.deepEqual(
         {
           open: screen.text['health-open'],
@@ -343,6 +343,9 @@ describe('dashboard', () => {
           gpus: screen.text['health-fenced-gpus'],
           rows: (screen.all['incident-row'] ?? []).length,
           firstNode: screen.all['incident-node']?.[0],
+          messages: screen.all['incident-message'] ?? [],
+          severities: screen.all['incident-severity'] ?? [],
+          evidence: screen.all['evidence-text'] ?? [],
         },
         {
           open: f.formatNumber(answer.incidents.filter((i) => !i.resolved).length),
@@ -351,9 +354,24 @@ describe('dashboard', () => {
           gpus: f.formatNumber(answer.fenced_gpus.length),
           rows: answer.incidents.length,
           firstNode: answer.incidents[0]?.node,
+          messages: answer.incidents.map((i) => i.message),
+          severities: answer.incidents.filter((i) => i.severity).map((i) => i.severity),
+          evidence: answer.incidents.flatMap((i) => i.evidence.map((e) => f.formatEvidence(e))),
         },
       );
     });
+    // The demo's simulated faults come with the evidence a real agent reports: the Xid or the
+    // readings, the rule that fired, and what was done.
+    assert.ok(answer.incidents.length > 0, 'the demo has GPU faults by now');
+    for (const i of answer.incidents) {
+      assert.ok(['xid-hardware', 'thermal-critical'].includes(i.cause), `${i.node}/${i.gpu_index}: cause ${i.cause}`);
+      const types = i.evidence.map((e) => e.type);
+      assert.ok(types[0] === 'xid' || types[0] === 'thermal', `first item: ${types[0]}`);
+      assert.deepEqual(types.slice(-2), ['rule', 'action']);
+      assert.equal(i.evidence.at(-2).rule, i.cause);
+      assert.equal(i.evidence.at(-1).gpu_fenced, true);
+      assert.ok(!i.message.includes('failed its health checks'), i.message);
+    }
     await screenshot('health');
   });
 

@@ -175,3 +175,46 @@ describe('history', () => {
     assert.equal(history.pickMetric(null, 'cost'), null);
   });
 });
+
+describe('incident evidence', () => {
+  // The same items, and the same lines, as EvidenceTextTest.OneLinePerItem in
+  // src/common/test/gpu_evidence_test.cc: the dashboard and `chamber health` say the same.
+  const items = [
+    { type: 'xid', xid: 79, name: 'GPU has fallen off the bus', meaning: 'the GPU is no longer reachable over PCIe', class: 'hardware', source: 'nvml-event', count: null },
+    { type: 'ecc', volatile_single_bit: 12, volatile_double_bit: 4, aggregate_single_bit: 17, aggregate_double_bit: 4 },
+    { type: 'row_remap', single_bit_rows: 1, double_bit_rows: 2, pending: true, failed: false },
+    { type: 'nvlink', links: [{ link: 1, active: true, replay_errors: 40, recovery_errors: 0, crc_flit_errors: 3, crc_data_errors: 0 }], links_down: [2] },
+    { type: 'pcie', replays: 7, width_current: 8, width_max: 16, gen_current: 5, gen_max: 5 },
+    { type: 'thermal', temperature_c: 93, slowdown_c: 90, shutdown_c: 95, clock_event_reasons: ['hw_thermal_slowdown'] },
+    { type: 'power', power_watts: 612.5, clock_event_reasons: ['hw_power_brake_slowdown'] },
+    { type: 'recovery_action', action: 2, name: 'node reboot' },
+    { type: 'rule', rule: 'xid-hardware', severity: 'fatal', condition: 'a hardware Xid; severity from the Xid table', threshold: 'Xid 79 is a hardware Xid, fatal in the Xid table' },
+    { type: 'action', gpu_fenced: true, taint: 'NoSchedule', breaker_held: false, workloads_requeued: ['team-a/train'], workloads_requeued_count: 3 },
+  ];
+
+  test('one line per item, as chamber health writes it', () => {
+    assert.deepEqual(items.map((e) => f.formatEvidence(e)), [
+      'Xid 79 (GPU has fallen off the bus): the GPU is no longer reachable over PCIe',
+      'ECC double-bit 4 volatile, 4 aggregate; single-bit 12 volatile, 17 aggregate',
+      'row remap pending until a GPU reset; rows remapped: 2 for double-bit, 1 for single-bit errors',
+      'NVLink 1: replay 40, recovery 0, CRC flit 3, CRC data 0; NVLink links down: 2',
+      'PCIe x8 of x16, Gen5 of Gen5, 7 replays',
+      'temperature 93 C (slowdown at 90 C, shutdown at 95 C); clocks held by hw_thermal_slowdown',
+      'power 613 W; clocks held by hw_power_brake_slowdown',
+      'driver recovery action: node reboot (2)',
+      'rule xid-hardware (fatal): Xid 79 is a hardware Xid, fatal in the Xid table',
+      'GPU fenced, node tainted NoSchedule, 3 workloads requeued (team-a/train and 2 more)',
+    ]);
+    assert.deepEqual(items.map((e) => f.evidenceLabel(e.type)), ['Xid', 'ECC', 'Row remap', 'NVLink', 'PCIe', 'Thermal', 'Power', 'Recovery', 'Rule', 'Action']);
+  });
+
+  test('unknown readings and other outcomes', () => {
+    assert.equal(f.formatEvidence({ type: 'ecc', volatile_single_bit: null, volatile_double_bit: 3, aggregate_single_bit: null, aggregate_double_bit: null }),
+      'ECC double-bit 3 volatile, - aggregate; single-bit - volatile, - aggregate');
+    assert.equal(f.formatEvidence({ type: 'action', gpu_fenced: false, taint: null, breaker_held: true, workloads_requeued: [], workloads_requeued_count: 0 }),
+      'not fenced: the fleet circuit breaker held the fence back');
+    assert.equal(f.formatEvidence({ type: 'action', gpu_fenced: true, taint: null, breaker_held: false, workloads_requeued: ['job-7'], workloads_requeued_count: 1 }),
+      'GPU fenced, 1 workload requeued (job-7)');
+    assert.equal(f.formatEvidence({ type: 'thermal', temperature_c: 91, slowdown_c: null, shutdown_c: null, clock_event_reasons: [] }), 'temperature 91 C');
+  });
+});
