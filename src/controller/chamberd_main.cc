@@ -37,6 +37,9 @@
 namespace chamber::controller {
 namespace {
 
+// How long a standby's readiness waits for its first copy of the leader's history.
+constexpr std::chrono::seconds kHistoryCopyReadyGrace{30};
+
 const kube::ResourceType kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
                                        false};
 
@@ -211,11 +214,11 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
 }
 
 // The health listener (--health-listen; empty: none). `elector` is null without leader
-// election: then /healthz is always 200 and /readyz follows `serving` alone.
-Result<std::unique_ptr<HealthListener>> StartHealthListener(const Flags& f,
-                                                            const kube::RestConfig& rest,
-                                                            const kube::LeaderElector* elector,
-                                                            const std::atomic<bool>& serving) {
+// election: then /healthz is always 200 and /readyz follows `serving` alone. `history_copy`,
+// when set, says why a standby is not ready yet for its history ("" once it is).
+Result<std::unique_ptr<HealthListener>> StartHealthListener(
+    const Flags& f, const kube::RestConfig& rest, const kube::LeaderElector* elector,
+    const std::atomic<bool>& serving, std::function<std::string()> history_copy = nullptr) {
   if (f.health_listen.empty()) return std::unique_ptr<HealthListener>();
   CHAMBER_ASSIGN_OR_RETURN(auto listen, ParseListen(f.health_listen, "--health-listen"));
   using std::chrono::milliseconds;
@@ -231,13 +234,14 @@ Result<std::unique_ptr<HealthListener>> StartHealthListener(const Flags& f,
     return ElectionLiveness(elector->activity(), since, std::chrono::steady_clock::now(),
                             idle_limit, attempt_limit);
   };
-  // A standby is ready once it has made a Lease attempt: it can take over. The Service finds
-  // the leader by its pod label, not by readiness.
-  checks.ready = [elector, &serving]() -> std::string {
+  // A standby is ready once it has made a Lease attempt, and copied the leader's history once:
+  // it can take over, and a rollout that stops the leader next loses no history. The Service
+  // finds the leader by its pod label, not by readiness.
+  checks.ready = [elector, &serving, history_copy]() -> std::string {
     if (elector != nullptr && !elector->IsLeader()) {
       if (elector->activity().finished == std::chrono::steady_clock::time_point{})
         return "starting: no Lease attempt has finished yet";
-      return "";
+      return history_copy ? history_copy() : "";
     }
     if (!serving) return "starting: waiting for the informers to sync";
     return "";
@@ -528,7 +532,19 @@ int Main(int argc, char** argv) {
     std::cerr << "chamberd: " << elector.status().message() << "\n";
     return 2;
   }
-  auto health = StartHealthListener(f, *rest, elector->get(), serving);
+  // A standby that cannot reach the leader (none yet, or it is unreachable) is ready after a
+  // grace anyway, and keeps trying.
+  std::function<std::string()> history_copy;
+  if (follower) {
+    const auto since = std::chrono::steady_clock::now();
+    history_copy = [&follower, since]() -> std::string {
+      if (follower->rounds() > 0 ||
+          std::chrono::steady_clock::now() - since > kHistoryCopyReadyGrace)
+        return "";
+      return "starting: copying the leader's history";
+    };
+  }
+  auto health = StartHealthListener(f, *rest, elector->get(), serving, history_copy);
   if (!health.ok()) {
     std::cerr << "chamberd: " << health.status().message() << "\n";
     return 2;
