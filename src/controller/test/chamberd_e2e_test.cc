@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -334,12 +335,17 @@ class ChamberdE2E : public ::testing::Test {
 std::unique_ptr<kube::Client> ChamberdE2E::client_;
 
 // Stands in for the chart's chamberd Service: forwards each GET to the API of the replica whose
-// pod is labelled chamber.io/leader=true (503 when none is; 502 when it does not answer).
+// pod is labelled chamber.io/leader=true (503 when none is, or while set down; 502 when it does
+// not answer).
 class LeaderService {
  public:
   LeaderService(kube::Client* client, std::string ns, std::function<int(const std::string&)> port)
       : client_(client), ns_(std::move(ns)), port_of_(std::move(port)) {
     server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      if (down_) {
+        res.status = 503;
+        return;
+      }
       kube::ListOptions o;
       o.label_selector = "chamber.io/leader=true";
       auto pods = client_->List(kube::resources::kPods, ns_, o);
@@ -374,6 +380,7 @@ class LeaderService {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
+  void SetDown(bool down) { down_ = down; }
 
  private:
   kube::Client* client_;
@@ -382,6 +389,7 @@ class LeaderService {
   httplib::Server server_;
   std::thread thread_;
   int port_ = 0;
+  std::atomic<bool> down_{false};
 };
 
 TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
@@ -820,7 +828,31 @@ TEST_F(ChamberdE2E, HistoryContinuesAcrossALeaderKillAndARestart) {
 
   StartChamberd("replica-a", flags("replica-a"));
   ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "replica-a"; }, 30s));
+  // A standby is not ready until it has copied the leader's history once: while the Service
+  // answers nothing, replica-b says so; then it copies and is ready.
+  service.SetDown(true);
   StartChamberd("replica-b", flags("replica-b"));
+  auto readyz = [&](const std::string& name) {
+    std::ifstream log(dir_ / (name + ".log"));
+    std::string line;
+    int port = 0;
+    const std::string marker = "serving /healthz and /readyz on 127.0.0.1:";
+    while (std::getline(log, line))
+      if (const size_t at = line.find(marker); at != std::string::npos)
+        port = std::stoi(line.substr(at + marker.size()));
+    if (port == 0) return std::string("no port yet");
+    httplib::Client http("127.0.0.1", port);
+    auto r = http.Get("/readyz");
+    return r ? std::to_string(r->status) + " " + r->body : std::string("no answer");
+  };
+  ASSERT_TRUE(Eventually([&] { return readyz("replica-b").rfind("503 ", 0) == 0; }, 20s))
+      << readyz("replica-b");
+  std::this_thread::sleep_for(1s);  // three failed copies
+  EXPECT_EQ(readyz("replica-b"), "503 starting: copying the leader's history\n");
+  service.SetDown(false);
+  ASSERT_TRUE(Eventually(
+      [&] { return readyz("replica-b") == "200 ok: standby: leader is replica-a\n"; }, 10s))
+      << readyz("replica-b");
   // Eight seconds of history, the standby following.
   Series s_cap, s_cycle;
   ASSERT_TRUE(Eventually([&] { return (s_cap = series("gpus_capacity")).size() >= 8; }, 60s))
