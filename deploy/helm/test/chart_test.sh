@@ -368,6 +368,9 @@ check_history_volumes() {
     fail "helm install --dry-run: ${out}"
   expect_contains "NOTES: emptyDir warning" "WARNING: the utilization history is kept in emptyDirs (the cluster has no default StorageClass)" "${out}"
   expect_contains "NOTES: default push" "The agents push their reports to http://chamber.chamber-system.svc:80/api/v1/agent/reports" "${out}"
+  out="$("${helm}" install chamber "${chart}" -n chamber-system --dry-run=client \
+    --set chamberd.persistence.storageClassName=fast-ssd 2>&1)" || fail "helm install --dry-run (class): ${out}"
+  expect_contains "NOTES: emptyDir warning (a named class)" "kept in emptyDirs (the cluster has no StorageClass fast-ssd)" "${out}"
   # true: a claim per replica, of the default StorageClass unless one is named.
   "${helm}" template chamber "${chart}" -n chamber-system --set chamberd.persistence.enabled=true \
     >"${work}/pvc.yaml" || fail "helm template (persistence)"
