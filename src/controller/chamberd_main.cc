@@ -5,6 +5,8 @@
 // leader that loses the Lease stops writing at once and exits, so that it restarts as a
 // candidate with nothing cached. Every healthy replica is ready; the serving leader labels its
 // own pod chamber.io/leader=true (--pod-name), which the Service selects (leader_label.h).
+// With --data-dir every replica keeps a history file of its own; a standby copies the leader's
+// into it (--history-follow-url, history_replication.h) and writes on from there once it leads.
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +27,7 @@
 #include "core/io/config_yaml.h"
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
+#include "daemon/history_replication.h"
 #include "daemon/http_server.h"
 #include "fleet/history_store.h"
 #include "kube/client.h"
@@ -33,6 +36,9 @@
 
 namespace chamber::controller {
 namespace {
+
+// How long a standby's readiness waits for its first copy of the leader's history.
+constexpr std::chrono::seconds kHistoryCopyReadyGrace{30};
 
 const kube::ResourceType kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
                                        false};
@@ -47,8 +53,9 @@ struct Flags {
   std::vector<std::string> admin_groups{"chamber:admins", "system:masters"};
   std::vector<std::string> viewer_groups{"chamber:viewers"};
   std::vector<std::string> agent_users, agent_groups;  // may only post agent reports
-  health::HealthControllerConfig health;               // the config file's `health:` section
-  PricingConfig pricing;                               // the config file's `pricing:` section
+  std::vector<std::string> replica_users;  // may only read the history's replication stream
+  health::HealthControllerConfig health;   // the config file's `health:` section
+  PricingConfig pricing;                   // the config file's `pricing:` section
   bool anonymous = false;
   bool leader_elect = true;
   std::string lease_namespace;
@@ -63,6 +70,9 @@ struct Flags {
   int writers = 16;
   double usage_write_period_s = 60;  // Queue status.decayedUsage
   std::string data_dir;
+  int history_step_s = 60;         // the history's fine step
+  std::string history_follow_url;  // the leader's API, copied from while standby
+  double history_follow_period_s = 5;
   std::string log_level = "info";
   bool log_json = false;
 };
@@ -106,17 +116,18 @@ std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* cl
         daemon::TokenReviewAuthenticator::Options{.admin_groups = f.admin_groups,
                                                   .read_groups = f.viewer_groups,
                                                   .agent_users = f.agent_users,
-                                                  .agent_groups = f.agent_groups}));
+                                                  .agent_groups = f.agent_groups,
+                                                  .replica_users = f.replica_users}));
   }
   return chain;
 }
 
-// Leads until `leading` is cancelled: informers, scheduling cycles, the API. `serving` is true
-// while the API is served (the informers have synced): /readyz and the leader label;
-// `serving_changed` runs after it changes.
+// Leads until `leading` is cancelled: informers, scheduling cycles, the API, and the history
+// (`history`, null for none). `serving` is true while the API is served (the informers have
+// synced): /readyz and the leader label; `serving_changed` runs after it changes.
 Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
-            const kube::CancellationToken& leading, std::atomic<bool>& serving,
-            const std::function<void()>& serving_changed) {
+            std::unique_ptr<fleet::HistoryStore> history, const kube::CancellationToken& leading,
+            std::atomic<bool>& serving, const std::function<void()>& serving_changed) {
   KubeBackendOptions bo;
   bo.scheduler_name = f.scheduler_name;
   bo.writers = f.writers;
@@ -129,13 +140,6 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<KubeBackend> backend,
                            KubeBackend::Create(client, std::move(bo)));
   KubeBackend* kb = backend.get();  // owned by the daemon below
-  std::unique_ptr<fleet::HistoryStore> history;
-  if (!f.data_dir.empty()) {
-    std::filesystem::create_directories(f.data_dir);
-    CHAMBER_ASSIGN_OR_RETURN(
-        history,
-        fleet::HistoryStore::Open((std::filesystem::path(f.data_dir) / "history.db").string()));
-  }
   daemon::DaemonOptions options;
   options.engine = engine;
   options.tick = engine.cycle_period;
@@ -218,11 +222,11 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
 }
 
 // The health listener (--health-listen; empty: none). `elector` is null without leader
-// election: then /healthz is always 200 and /readyz follows `serving` alone.
-Result<std::unique_ptr<HealthListener>> StartHealthListener(const Flags& f,
-                                                            const kube::RestConfig& rest,
-                                                            const kube::LeaderElector* elector,
-                                                            const std::atomic<bool>& serving) {
+// election: then /healthz is always 200 and /readyz follows `serving` alone. `history_copy`,
+// when set, says why a standby is not ready yet for its history ("" once it is).
+Result<std::unique_ptr<HealthListener>> StartHealthListener(
+    const Flags& f, const kube::RestConfig& rest, const kube::LeaderElector* elector,
+    const std::atomic<bool>& serving, std::function<std::string()> history_copy = nullptr) {
   if (f.health_listen.empty()) return std::unique_ptr<HealthListener>();
   CHAMBER_ASSIGN_OR_RETURN(auto listen, ParseListen(f.health_listen, "--health-listen"));
   using std::chrono::milliseconds;
@@ -238,13 +242,14 @@ Result<std::unique_ptr<HealthListener>> StartHealthListener(const Flags& f,
     return ElectionLiveness(elector->activity(), since, std::chrono::steady_clock::now(),
                             idle_limit, attempt_limit);
   };
-  // A standby is ready once it has made a Lease attempt: it can take over. The Service finds
-  // the leader by its pod label, not by readiness.
-  checks.ready = [elector, &serving]() -> std::string {
+  // A standby is ready once it has made a Lease attempt, and copied the leader's history once:
+  // it can take over, and a rollout that stops the leader next loses no history. The Service
+  // finds the leader by its pod label, not by readiness.
+  checks.ready = [elector, &serving, history_copy]() -> std::string {
     if (elector != nullptr && !elector->IsLeader()) {
       if (elector->activity().finished == std::chrono::steady_clock::time_point{})
         return "starting: no Lease attempt has finished yet";
-      return "";
+      return history_copy ? history_copy() : "";
     }
     if (!serving) return "starting: waiting for the informers to sync";
     return "";
@@ -286,6 +291,9 @@ int Main(int argc, char** argv) {
   app.add_option("--agent-user", f.agent_users,
                  "Kubernetes users whose tokens may post agent reports, and nothing else "
                  "(repeatable; e.g. system:serviceaccount:chamber:chamber-agent)");
+  app.add_option("--replica-user", f.replica_users,
+                 "Kubernetes users whose tokens may only read the history's replication stream "
+                 "(repeatable; chamberd's own service account, for its standby replicas)");
   app.add_option("--agent-group", f.agent_groups,
                  "Kubernetes groups whose tokens may post agent reports, and nothing else "
                  "(repeatable)");
@@ -326,6 +334,19 @@ int Main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--data-dir", f.data_dir, "where the utilization history is kept (none: none)");
+  app.add_option("--history-step", f.history_step_s,
+                 "seconds per fine point of the history; a divisor of 3600, the same on every "
+                 "replica")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_option(
+      "--history-follow-url", f.history_follow_url,
+      "while standby, copy the leader's history from this base URL of its API (the "
+      "chart's chamberd Service, e.g. http://chamber.chamber-system.svc:80; empty: none)");
+  app.add_option("--history-follow-period", f.history_follow_period_s,
+                 "seconds between copies of the leader's history")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error")
       ->capture_default_str();
   app.add_flag("--log-json", f.log_json, "log lines as JSON");
@@ -364,6 +385,39 @@ int Main(int argc, char** argv) {
   else
     spdlog::info("pricing: {} rules; GPUs no rule matches cost {} {} per GPU-hour",
                  f.pricing.rules.size(), f.pricing.default_price_per_gpu_hour, f.pricing.currency);
+  if (!f.history_follow_url.empty()) {
+    const size_t scheme = f.history_follow_url.find("://");
+    const std::string rest_of =
+        scheme == std::string::npos ? "" : f.history_follow_url.substr(scheme + 3);
+    const size_t slash = rest_of.find('/');
+    if (!f.history_follow_url.starts_with("http://") || rest_of.empty() ||
+        (slash != std::string::npos && slash + 1 != rest_of.size())) {
+      std::cerr << "chamberd: --history-follow-url " << f.history_follow_url
+                << ": expected http://HOST:PORT, the leader's API without a path\n";
+      return 2;
+    }
+    if (slash != std::string::npos) f.history_follow_url.pop_back();
+  }
+  // Every replica keeps a history file of its own, opened before the election: a standby copies
+  // the leader's history into it, a leader writes its own.
+  std::unique_ptr<fleet::HistoryStore> history;
+  if (!f.data_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.data_dir, ec);
+    if (ec) {
+      std::cerr << "chamberd: --data-dir " << f.data_dir << ": " << ec.message() << "\n";
+      return 2;
+    }
+    fleet::HistoryOptions ho;
+    ho.fine_step_seconds = f.history_step_s;
+    auto h =
+        fleet::HistoryStore::Open((std::filesystem::path(f.data_dir) / "history.db").string(), ho);
+    if (!h.ok()) {
+      std::cerr << "chamberd: " << h.status().message() << "\n";
+      return 2;
+    }
+    history = std::move(*h);
+  }
   auto rest = f.kubeconfig.empty() ? kube::LoadDefaultConfig() : kube::LoadKubeconfig(f.kubeconfig);
   if (!rest.ok()) {
     std::cerr << "chamberd: " << rest.status().message() << "\n";
@@ -422,7 +476,7 @@ int Main(int argc, char** argv) {
       std::cerr << "chamberd: " << health.status().message() << "\n";
       return 2;
     }
-    Status s = Lead(f, engine, client->get(), stop, serving, serving_changed);
+    Status s = Lead(f, engine, client->get(), std::move(history), stop, serving, serving_changed);
     if (!s.ok()) spdlog::error("{}", s.message());
     if (labeler) labeler->Stop();
     return s.ok() ? 0 : 1;
@@ -444,10 +498,31 @@ int Main(int argc, char** argv) {
     f.identity = std::string(host) + "_" + std::to_string(getpid());
   }
   le.identity = f.identity;
+  // While standby, the leader's history is copied into this replica's file, with this
+  // replica's own credentials (the leader accepts them through --replica-user).
+  std::unique_ptr<daemon::HistoryFollower> follower;
+  if (history && !f.history_follow_url.empty()) {
+    auto tokens = std::make_shared<kube::TokenSource>(rest->token, rest->token_file);
+    follower = std::make_unique<daemon::HistoryFollower>(
+        history.get(),
+        daemon::HttpHistoryFetch(f.history_follow_url, [tokens] { return tokens->Token(); }),
+        daemon::HistoryFollower::Options{.period = std::chrono::milliseconds(static_cast<int64_t>(
+                                             f.history_follow_period_s * 1000))});
+    follower->Start();
+    spdlog::info("history: copying the leader's history from {} every {} s while standby",
+                 f.history_follow_url, f.history_follow_period_s);
+  }
   Status lead_status;
   le.on_started_leading = [&](kube::CancellationToken leading) {
     spdlog::info("{} became the leader", f.identity);
-    lead_status = Lead(f, engine, client->get(), leading, serving, serving_changed);
+    // The leader writes the history from here on; the copy stops first.
+    if (follower) {
+      follower->Stop();
+      spdlog::info("history: stopped copying after {} rows in {} rounds; writing on from there",
+                   follower->rows_copied(), follower->rounds());
+    }
+    lead_status =
+        Lead(f, engine, client->get(), std::move(history), leading, serving, serving_changed);
     // The label goes before the Lease does, so the Service stops routing here first.
     if (labeler) {
       if (Status s = labeler->Step(); !s.ok()) spdlog::warn("{}", s.message());
@@ -465,7 +540,19 @@ int Main(int argc, char** argv) {
     std::cerr << "chamberd: " << elector.status().message() << "\n";
     return 2;
   }
-  auto health = StartHealthListener(f, *rest, elector->get(), serving);
+  // A standby that cannot reach the leader (none yet, or it is unreachable) is ready after a
+  // grace anyway, and keeps trying.
+  std::function<std::string()> history_copy;
+  if (follower) {
+    const auto since = std::chrono::steady_clock::now();
+    history_copy = [&follower, since]() -> std::string {
+      if (follower->rounds() > 0 ||
+          std::chrono::steady_clock::now() - since > kHistoryCopyReadyGrace)
+        return "";
+      return "starting: copying the leader's history";
+    };
+  }
+  auto health = StartHealthListener(f, *rest, elector->get(), serving, history_copy);
   if (!health.ok()) {
     std::cerr << "chamberd: " << health.status().message() << "\n";
     return 2;

@@ -12,6 +12,8 @@ std::string_view RoleName(Role r) {
       return "admin";
     case Role::kAgent:
       return "agent";
+    case Role::kReplica:
+      return "replica";
     case Role::kRead:
       break;
   }
@@ -39,8 +41,8 @@ Result<std::unique_ptr<TokenFileAuthenticator>> TokenFileAuthenticator::Parse(
     std::string token, role, name, extra;
     if (!(fields >> token)) continue;  // blank or comment
     if (!(fields >> role))
-      return Status::InvalidArgument(where +
-                                     "a token needs a role (read, admin or agent) after it");
+      return Status::InvalidArgument(
+          where + "a token needs a role (read, admin, agent or replica) after it");
     fields >> name;
     if (fields >> extra)
       return Status::InvalidArgument(where + "unexpected \"" + extra +
@@ -52,9 +54,11 @@ Result<std::unique_ptr<TokenFileAuthenticator>> TokenFileAuthenticator::Parse(
       p.role = Role::kAdmin;
     } else if (role == "agent") {
       p.role = Role::kAgent;
+    } else if (role == "replica") {
+      p.role = Role::kReplica;
     } else {
       return Status::InvalidArgument(where + "unknown role \"" + role +
-                                     "\" (expected read, admin or agent)");
+                                     "\" (expected read, admin, agent or replica)");
     }
     if (token.size() < 16)
       return Status::InvalidArgument(where + "token is shorter than 16 characters");
@@ -126,8 +130,13 @@ Result<Principal> TokenReviewAuthenticator::Authenticate(std::string_view token)
     };
     const bool agent_user = std::find(options_.agent_users.begin(), options_.agent_users.end(),
                                       user->username) != options_.agent_users.end();
+    const bool replica_user =
+        std::find(options_.replica_users.begin(), options_.replica_users.end(), user->username) !=
+        options_.replica_users.end();
     if (in(options_.admin_groups)) {
       p = Principal{user->username, Role::kAdmin, user->node};
+    } else if (replica_user) {
+      p = Principal{user->username, Role::kReplica, user->node};
     } else if (agent_user || in(options_.agent_groups)) {
       p = Principal{user->username, Role::kAgent, user->node};
     } else if (in(options_.read_groups)) {

@@ -1,7 +1,8 @@
 // Who may call the API. Requests carry `Authorization: Bearer <token>`; an Authenticator maps a
 // token to a principal with a role. Read tokens see everything; admin tokens may also change
 // things (cordon, uncordon, clear a health hold); agent tokens (chamber-agent) may only post
-// their node's reports.
+// their node's reports; replica tokens (another chamberd replica) may only read the history's
+// replication stream.
 //
 //   TokenFileAuthenticator: a file of `<token> <role> [name]` lines (docs/api.md).
 //   TokenReviewAuthenticator: inside a cluster, asks the apiserver (TokenReview) who the token
@@ -28,7 +29,7 @@
 
 namespace chamber::daemon {
 
-enum class Role { kRead, kAdmin, kAgent };
+enum class Role { kRead, kAdmin, kAgent, kReplica };
 std::string_view RoleName(Role r);
 
 struct Principal {
@@ -83,6 +84,9 @@ class TokenReviewAuthenticator : public Authenticator {
     // Users and groups whose tokens may only post agent reports (the agent's service account).
     std::vector<std::string> agent_users;
     std::vector<std::string> agent_groups;
+    // Users whose tokens may only read the history's replication stream (chamberd's own
+    // service account: its standby replicas copy the leader's history).
+    std::vector<std::string> replica_users;
     std::chrono::seconds cache_ttl{60};
   };
   TokenReviewAuthenticator(ReviewFn review, Options options);

@@ -10,6 +10,7 @@
 
 #include "common/prometheus_text.h"
 #include "daemon/api_json.h"
+#include "daemon/history_replication.h"
 
 #ifdef CHAMBER_HAVE_WEB_ASSETS
 #include "web_assets.h"
@@ -145,6 +146,11 @@ struct ApiServer::Impl {
     } else if (p->role == Role::kAgent) {
       JsonError(res, 403, "\"" + p->name + "\" has role agent: it may only post agent reports");
       return false;
+    } else if (p->role == Role::kReplica && need != Role::kReplica) {
+      JsonError(res, 403,
+                "\"" + p->name +
+                    "\" has role replica: it may only read the history's replication stream");
+      return false;
     } else if (need == Role::kAdmin && p->role != Role::kAdmin) {
       JsonError(res, 403, "this needs an admin token; \"" + p->name + "\" has role read");
       return false;
@@ -176,6 +182,7 @@ struct ApiServer::Impl {
   void Routes();
   void Events(const httplib::Request& req, httplib::Response& res);
   void History(const httplib::Request& req, httplib::Response& res);
+  void HistoryReplication(const httplib::Request& req, httplib::Response& res);
   void Static(const httplib::Request& req, httplib::Response& res);
 };
 
@@ -297,6 +304,12 @@ void ApiServer::Impl::Routes() {
     if (!Allowed(req, res, Role::kRead)) return;
     History(req, res);
   });
+  // Another replica copies the history (history_replication.h); readers may read it too.
+  server.Get("/api/v1/history/replication",
+             [this](const httplib::Request& req, httplib::Response& res) {
+               if (!Allowed(req, res, Role::kReplica)) return;
+               HistoryReplication(req, res);
+             });
   server.Get("/api/v1/events",
              [this](const httplib::Request& req, httplib::Response& res) { Events(req, res); });
   server.Get(R"(/api/.*)", [this](const httplib::Request& req, httplib::Response& res) {
@@ -341,6 +354,36 @@ void ApiServer::Impl::History(const httplib::Request& req, httplib::Response& re
   Result<fleet::HistorySeries> series = store->Read(metric, scope, from, to, step);
   if (!series.ok()) return JsonError(res, 400, series.status().message());
   SendJson(res, HistoryJson(metric, scope, from, to, *series).dump());
+}
+
+void ApiServer::Impl::HistoryReplication(const httplib::Request& req, httplib::Response& res) {
+  fleet::HistoryStore* store = daemon.history();
+  if (!store) return JsonError(res, 404, "this server keeps no history");
+  fleet::HistoryResolution resolution = fleet::HistoryResolution::kFine;
+  if (req.has_param("resolution")) {
+    const std::string r = req.get_param_value("resolution");
+    if (r == "coarse") {
+      resolution = fleet::HistoryResolution::kCoarse;
+    } else if (r != "fine") {
+      return JsonError(res, 400, "parameter resolution: \"" + r + "\" is not one of fine, coarse");
+    }
+  }
+  int64_t since = 0;
+  if (req.has_param("since")) {
+    Result<int64_t> s = ParseInt("since", req.get_param_value("since"));
+    if (!s.ok()) return JsonError(res, 400, s.status().message());
+    since = *s;
+  }
+  int64_t limit = 5000;
+  if (req.has_param("limit")) {
+    Result<int64_t> l = ParseInt("limit", req.get_param_value("limit"));
+    if (!l.ok()) return JsonError(res, 400, l.status().message());
+    if (*l < 1 || *l > 100000) return JsonError(res, 400, "parameter limit: must be 1 to 100000");
+    limit = *l;
+  }
+  Result<fleet::HistoryBatch> batch = store->Export(resolution, since, static_cast<size_t>(limit));
+  if (!batch.ok()) return JsonError(res, 500, batch.status().message());
+  SendJson(res, HistoryBatchJson(*batch).dump());
 }
 
 void ApiServer::Impl::Events(const httplib::Request& req, httplib::Response& res) {

@@ -3,7 +3,8 @@
 //
 // Authentication: every /api/ path and /metrics needs `Authorization: Bearer <token>` (or, for
 // clients that cannot set headers such as a browser's EventSource, `?access_token=<token>`);
-// admin paths need an admin token; agent tokens may only POST /api/v1/agent/reports. /healthz and
+// admin paths need an admin token; agent tokens may only POST /api/v1/agent/reports, replica
+// tokens only GET /api/v1/history/replication (history_replication.h). /healthz and
 // the dashboard's files (which hold no data) answer without one. With `anonymous` set no token is
 // needed and every caller is admin: the demo, which listens on 127.0.0.1 only.
 #pragma once

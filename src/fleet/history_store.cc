@@ -244,6 +244,14 @@ Status HistoryStore::Maintain(int64_t now) {
       return st;
     }
   }
+  if (Status st = ApplyRetentionLocked(now); !st.ok()) {
+    (void)Exec("ROLLBACK");
+    return st;
+  }
+  return Exec("COMMIT");
+}
+
+Status HistoryStore::ApplyRetentionLocked(int64_t now) {
   for (auto [table, retention] : {std::pair{"points_fine", options_.fine_retention_seconds},
                                   std::pair{"points_coarse", options_.coarse_retention_seconds}}) {
     const std::string sql = std::string("DELETE FROM ") + table + " WHERE ts < ?1";
@@ -252,13 +260,153 @@ Status HistoryStore::Maintain(int64_t now) {
     const int64_t step = std::string_view(table) == "points_fine" ? options_.fine_step_seconds
                                                                   : options_.coarse_step_seconds;
     del.Bind(1, now - retention - step + 1);
-    if (!del.ok() || sqlite3_step(del.get()) != SQLITE_DONE) {
-      Status st = Error("applying retention");
-      (void)Exec("ROLLBACK");
-      return st;
-    }
+    if (!del.ok() || sqlite3_step(del.get()) != SQLITE_DONE) return Error("applying retention");
+  }
+  return Status::Ok();
+}
+
+Status HistoryStore::ApplyRetention(int64_t now) {
+  std::lock_guard lock(mu_);
+  CHAMBER_RETURN_IF_ERROR(Exec("BEGIN"));
+  if (Status st = ApplyRetentionLocked(now); !st.ok()) {
+    (void)Exec("ROLLBACK");
+    return st;
   }
   return Exec("COMMIT");
+}
+
+Result<HistoryBatch> HistoryStore::Export(HistoryResolution resolution, int64_t since,
+                                          size_t limit) {
+  if (limit == 0) return Status::InvalidArgument("limit must be at least 1");
+  const bool fine = resolution == HistoryResolution::kFine;
+  const std::string table = fine ? "points_fine" : "points_coarse";
+  std::lock_guard lock(mu_);
+  HistoryBatch b;
+  b.resolution = resolution;
+  b.fine_step = options_.fine_step_seconds;
+  b.coarse_step = options_.coarse_step_seconds;
+  // One read transaction: the roll-up mark and the rows agree.
+  CHAMBER_RETURN_IF_ERROR(Exec("BEGIN"));
+  auto body = [&]() -> Status {
+    CHAMBER_ASSIGN_OR_RETURN(
+        b.rolled_up_until,
+        QueryInt("SELECT CAST(value AS INTEGER) FROM chamber_meta WHERE key = 'rolled_up_until'"));
+    // The time of the row `limit` places on: rows from there on wait for the next batch, unless
+    // that is the first time of all, which then comes alone.
+    int64_t first = 0, cut = 0;
+    bool have_first = false, have_cut = false;
+    {
+      const std::string sql = "SELECT min(ts) FROM " + table + " WHERE ts >= ?1";
+      Stmt s(db_, sql.c_str());
+      if (!s.ok()) return Error("exporting");
+      s.Bind(1, since);
+      if (sqlite3_step(s.get()) == SQLITE_ROW && sqlite3_column_type(s.get(), 0) != SQLITE_NULL) {
+        first = sqlite3_column_int64(s.get(), 0);
+        have_first = true;
+      }
+    }
+    if (!have_first) {
+      b.next = since;
+      return Status::Ok();
+    }
+    {
+      const std::string sql =
+          "SELECT ts FROM " + table + " WHERE ts >= ?1 ORDER BY ts LIMIT 1 OFFSET ?2";
+      Stmt s(db_, sql.c_str());
+      if (!s.ok()) return Error("exporting");
+      s.Bind(1, since);
+      s.Bind(2, static_cast<int64_t>(limit));
+      if (sqlite3_step(s.get()) == SQLITE_ROW) {
+        cut = sqlite3_column_int64(s.get(), 0);
+        have_cut = true;
+      }
+    }
+    int64_t hi = INT64_MAX;  // rows with ts < hi
+    if (have_cut) {
+      hi = cut == first ? first + 1 : cut;
+      b.more = true;
+      b.next = hi;
+    }
+    const std::string sql = "SELECT metric, scope, ts, sum, count FROM " + table +
+                            " WHERE ts >= ?1 AND ts < ?2 ORDER BY ts, metric, scope";
+    Stmt s(db_, sql.c_str());
+    if (!s.ok()) return Error("exporting");
+    s.Bind(1, since);
+    s.Bind(2, hi);
+    int rc;
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
+      HistoryRow r;
+      r.metric = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0));
+      r.scope = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 1));
+      r.time = sqlite3_column_int64(s.get(), 2);
+      r.sum = sqlite3_column_double(s.get(), 3);
+      r.count = sqlite3_column_int64(s.get(), 4);
+      b.rows.push_back(std::move(r));
+    }
+    if (rc != SQLITE_DONE) return Error("exporting");
+    if (!b.more) b.next = b.rows.empty() ? since : b.rows.back().time;
+    return Status::Ok();
+  };
+  Status st = body();
+  (void)Exec(st.ok() ? "COMMIT" : "ROLLBACK");
+  if (!st.ok()) return st;
+  return b;
+}
+
+Status HistoryStore::Import(const HistoryBatch& batch) {
+  if (batch.fine_step != options_.fine_step_seconds ||
+      batch.coarse_step != options_.coarse_step_seconds)
+    return Status::FailedPrecondition(
+        path_ + ": the rows come in steps of " + std::to_string(batch.fine_step) + " s and " +
+        std::to_string(batch.coarse_step) + " s, this history keeps " +
+        std::to_string(options_.fine_step_seconds) + " s and " +
+        std::to_string(options_.coarse_step_seconds) + " s; nothing copied");
+  for (const HistoryRow& r : batch.rows)
+    if (r.count < 1)
+      return Status::InvalidArgument("history row " + r.metric + "/" + r.scope + " at " +
+                                     std::to_string(r.time) + ": count must be at least 1");
+  const bool fine = batch.resolution == HistoryResolution::kFine;
+  const std::string sql = std::string("INSERT OR REPLACE INTO ") +
+                          (fine ? "points_fine" : "points_coarse") +
+                          " (metric, scope, ts, sum, count) VALUES (?1, ?2, ?3, ?4, ?5)";
+  std::lock_guard lock(mu_);
+  CHAMBER_RETURN_IF_ERROR(Exec("BEGIN"));
+  auto body = [&]() -> Status {
+    Stmt put(db_, sql.c_str());
+    if (!put.ok()) return Error("preparing the copy");
+    for (const HistoryRow& r : batch.rows) {
+      sqlite3_reset(put.get());
+      put.Bind(1, r.metric);
+      put.Bind(2, r.scope);
+      put.Bind(3, r.time);
+      sqlite3_bind_double(put.get(), 4, r.sum);
+      put.Bind(5, r.count);
+      if (sqlite3_step(put.get()) != SQLITE_DONE) return Error("copying a row");
+    }
+    if (!fine) {
+      Stmt mark(db_,
+                "UPDATE chamber_meta SET value = ?1 WHERE key = 'rolled_up_until' AND "
+                "CAST(value AS INTEGER) < ?2");
+      mark.Bind(1, std::to_string(batch.rolled_up_until));
+      mark.Bind(2, batch.rolled_up_until);
+      if (!mark.ok() || sqlite3_step(mark.get()) != SQLITE_DONE)
+        return Error("recording the roll-up");
+    }
+    return Status::Ok();
+  };
+  if (Status st = body(); !st.ok()) {
+    (void)Exec("ROLLBACK");
+    return st;
+  }
+  return Exec("COMMIT");
+}
+
+Result<HistoryPosition> HistoryStore::Newest() {
+  std::lock_guard lock(mu_);
+  HistoryPosition p;
+  CHAMBER_ASSIGN_OR_RETURN(p.fine, QueryInt("SELECT coalesce(max(ts), 0) FROM points_fine"));
+  CHAMBER_ASSIGN_OR_RETURN(p.coarse, QueryInt("SELECT coalesce(max(ts), 0) FROM points_coarse"));
+  return p;
 }
 
 Result<HistorySeries> HistoryStore::Read(const std::string& metric, const std::string& scope,

@@ -9,6 +9,14 @@
 // The file identifies itself in a `chamber_meta` table. Opening a file that is not an SQLite
 // database, is corrupt, or holds some other application's tables is an error; such a file is
 // never written to. Thread-safe: one connection behind a mutex.
+//
+// Replication (docs/fleet.md, "History on several replicas"): a standby copies the leader's
+// buckets as they are stored, sum and count, with Export on the leader and Import on the
+// standby. A bucket is keyed by (metric, scope, time), and Import replaces a bucket rather than
+// adding to it, so copying the same rows again changes nothing; a standby asks again from the
+// newest bucket it holds (Newest), which the leader may still be filling. The leader's roll-up
+// mark travels with its coarse rows, so a standby that becomes the leader rolls up exactly the
+// hours the old leader had not.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +60,37 @@ struct HistorySeries {
   std::vector<HistoryPoint> points;
 };
 
+// One stored bucket: its value is sum / count.
+struct HistoryRow {
+  std::string metric;
+  std::string scope;
+  int64_t time = 0;
+  double sum = 0;
+  int64_t count = 0;
+  friend bool operator==(const HistoryRow&, const HistoryRow&) = default;
+};
+
+enum class HistoryResolution { kFine, kCoarse };
+
+// Rows of one resolution from `since` on, as Export reads them.
+struct HistoryBatch {
+  HistoryResolution resolution = HistoryResolution::kFine;
+  int64_t fine_step = 0;
+  int64_t coarse_step = 0;
+  // Coarse buckets before this time are rolled up; read with the rows, so every coarse row
+  // before it is in this batch or an earlier one.
+  int64_t rolled_up_until = 0;
+  std::vector<HistoryRow> rows;  // by time, then metric and scope
+  bool more = false;             // the limit cut the rows short: ask again from `next`
+  int64_t next = 0;
+};
+
+// The newest bucket held at each resolution (0 when none): where a follower asks from.
+struct HistoryPosition {
+  int64_t fine = 0;
+  int64_t coarse = 0;
+};
+
 struct HistoryCatalogue {
   std::vector<std::string> metrics;
   std::vector<std::string> scopes;
@@ -80,6 +119,18 @@ class HistoryStore {
 
   Result<HistoryCatalogue> Catalogue();
 
+  // Rows of `resolution` with time >= since, oldest first: whole buckets' times, stopping after
+  // about `limit` rows (all rows of one time are always sent together, so a time with more rows
+  // than `limit` comes alone).
+  Result<HistoryBatch> Export(HistoryResolution resolution, int64_t since, size_t limit);
+  // Stores a batch of another store's rows, each replacing the bucket of the same key, in one
+  // transaction; a coarse batch also raises the roll-up mark to the batch's. Refused, storing
+  // nothing, when the batch's steps are not this store's.
+  Status Import(const HistoryBatch& batch);
+  Result<HistoryPosition> Newest();
+  // Retention alone (Maintain without the roll-up), for a store that copies its roll-ups.
+  Status ApplyRetention(int64_t now_unix_seconds);
+
   // Rows at each resolution, for tests and the benchmark.
   Result<int64_t> CountFine();
   Result<int64_t> CountCoarse();
@@ -94,6 +145,7 @@ class HistoryStore {
   Status Error(const std::string& what) const;
   Result<int64_t> QueryInt(const char* sql);
   Status Prepare();
+  Status ApplyRetentionLocked(int64_t now);
 
   std::mutex mu_;
   sqlite3* db_ = nullptr;

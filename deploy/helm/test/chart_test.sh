@@ -3,14 +3,17 @@
 #
 #   chart_test.sh lint    helm lint --strict; helm template for the defaults and every example
 #                         in deploy/helm/chamber/examples; values.schema.json refusing bad
-#                         values; the rendered objects, arguments and RBAC rules per mode.
+#                         values; the rendered objects, arguments and RBAC rules per mode; where
+#                         the agents push (the release's chamberd Service by default,
+#                         agent.chamberdUrl, nowhere without chamberd); the history's volumes.
 #   chart_test.sh apply   against the test control plane (CHAMBER_TEST_CONTROLPLANE_DIR): the
 #                         rendered manifests through a server-side dry run, then helm install
 #                         into a fresh namespace; kubectl auth can-i as chamberd's, the agent's
 #                         and the dashboard's service accounts (every verb chamberd uses allowed,
 #                         others denied) in scheduling mode, then after helm upgrade to
-#                         monitoring mode; helm uninstall; one time-to-dashboard run (below),
-#                         which must stay under 180 s.
+#                         monitoring mode; helm uninstall; with a default StorageClass, volume
+#                         claims per replica, kept on upgrade and after uninstall; one
+#                         time-to-dashboard run (below), which must stay under 180 s.
 #   chart_test.sh timing [N]  time to first dashboard, N runs (default 3) and their median:
 #                         from `helm install` to the first /api/v1/fleet answer listing the
 #                         fake GPU nodes' GPUs (docs/install.md). scripts/time-to-dashboard.sh
@@ -121,7 +124,7 @@ run_lint() {
   "${helm}" template chamber "${chart}" -n chamber-system >"${work}/default.yaml" ||
     fail "helm template (defaults)"
   expect_eq "kinds (defaults)" \
-    '["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "Deployment", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "Service", "ServiceAccount", "ServiceAccount", "ServiceAccount"]' \
+    '["ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet", "PodDisruptionBudget", "Role", "RoleBinding", "Service", "Service", "Service", "ServiceAccount", "ServiceAccount", "ServiceAccount", "StatefulSet"]' \
     "$(query "${work}/default.yaml" 'sorted(d["kind"] for d in docs)')"
   expect_eq "service accounts" '["chamber", "chamber-agent", "chamber-dashboard"]' \
     "$(query "${work}/default.yaml" 'sorted(d["metadata"]["name"] for d in docs if d["kind"] == "ServiceAccount")')"
@@ -131,14 +134,19 @@ run_lint() {
     "$(query "${work}/default.yaml" 'rules("Role", "chamber-leader-election")')"
   expect_eq "lease role namespace" "chamber-system" \
     "$(query "${work}/default.yaml" 'find("Role")["metadata"]["namespace"]')"
-  local args='find("Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]'
+  local args='find("StatefulSet")["spec"]["template"]["spec"]["containers"][0]["args"]'
   expect_eq "chamberd args (defaults)" \
-    '["--leader-elect", "--lease-namespace", "chamber-system", "--lease-name", "chamber-scheduler", "--listen", "0.0.0.0:8080", "--health-listen", "0.0.0.0:8081", "--config", "/etc/chamber/chamber.yaml", "--scheduler-name", "chamber-disabled", "--kube-api-qps", "200", "--kube-api-burst", "400", "--writers", "16", "--admin-group", "chamber:admins", "--admin-group", "system:masters", "--viewer-group", "chamber:viewers", "--viewer-group", "system:serviceaccounts:chamber-system", "--data-dir", "/var/lib/chamber", "--log-level", "info", "--log-json"]' \
+    '["--leader-elect", "--lease-namespace", "chamber-system", "--lease-name", "chamber-scheduler", "--listen", "0.0.0.0:8080", "--health-listen", "0.0.0.0:8081", "--config", "/etc/chamber/chamber.yaml", "--scheduler-name", "chamber-disabled", "--kube-api-qps", "200", "--kube-api-burst", "400", "--writers", "16", "--admin-group", "chamber:admins", "--admin-group", "system:masters", "--viewer-group", "chamber:viewers", "--viewer-group", "system:serviceaccounts:chamber-system", "--agent-user", "system:serviceaccount:chamber-system:chamber-agent", "--data-dir", "/var/lib/chamber", "--history-follow-url", "http://chamber.chamber-system.svc:80", "--replica-user", "system:serviceaccount:chamber-system:chamber", "--log-level", "info", "--log-json"]' \
     "$(query "${work}/default.yaml" "${args}")"
-  local pod='find("Deployment")["spec"]["template"]["spec"]'
-  expect_eq "replicas" "2" "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["replicas"]')"
-  expect_eq "strategy" '{"rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}, "type": "RollingUpdate"}' \
-    "$(query "${work}/default.yaml" 'find("Deployment")["spec"]["strategy"]')"
+  local pod='find("StatefulSet")["spec"]["template"]["spec"]'
+  expect_eq "replicas" "2" "$(query "${work}/default.yaml" 'find("StatefulSet")["spec"]["replicas"]')"
+  expect_eq "update strategy, pod management, governing Service" '[{"type": "RollingUpdate"}, "Parallel", "chamber-replicas"]' \
+    "$(query "${work}/default.yaml" '[find("StatefulSet")["spec"][k] for k in ("updateStrategy", "podManagementPolicy", "serviceName")]')"
+  # The governing Service: headless, every replica ready or not.
+  expect_eq "replicas service" '{"clusterIP": "None", "ports": [{"name": "http", "port": 8080, "protocol": "TCP", "targetPort": "http"}], "publishNotReadyAddresses": true, "selector": {"app.kubernetes.io/component": "chamberd", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}' \
+    "$(query "${work}/default.yaml" 'find("Service", "chamber-replicas")["spec"]')"
+  expect_eq "replicas service selects the StatefulSet's pods" "True" \
+    "$(query "${work}/default.yaml" 'str(find("Service", "chamber-replicas")["spec"]["selector"] == find("StatefulSet")["spec"]["selector"]["matchLabels"])')"
   expect_eq "POD_NAMESPACE" '{"fieldRef": {"fieldPath": "metadata.namespace"}}' \
     "$(query "${work}/default.yaml" "[e['valueFrom'] for e in ${pod}['containers'][0]['env'] if e['name'] == 'POD_NAMESPACE'][0]")"
   expect_eq "chamberd security context" \
@@ -154,11 +162,11 @@ run_lint() {
   expect_eq "service" '[{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"}]' \
     "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["ports"]')"
   expect_eq "service type" "ClusterIP" "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["type"]')"
-  # The Service reaches the Deployment's pods, and of them only the one labelled the leader.
+  # The Service reaches the StatefulSet's pods, and of them only the one labelled the leader.
   expect_eq "service selector" '{"app.kubernetes.io/component": "chamberd", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber", "chamber.io/leader": "true"}' \
     "$(query "${work}/default.yaml" 'find("Service", "chamber")["spec"]["selector"]')"
-  expect_eq "service selects the Deployment's pods but the leader label" "True" \
-    "$(query "${work}/default.yaml" 'str({k: v for k, v in find("Service", "chamber")["spec"]["selector"].items() if k != "chamber.io/leader"}.items() <= find("Deployment")["spec"]["template"]["metadata"]["labels"].items())')"
+  expect_eq "service selects the StatefulSet's pods but the leader label" "True" \
+    "$(query "${work}/default.yaml" 'str({k: v for k, v in find("Service", "chamber")["spec"]["selector"].items() if k != "chamber.io/leader"}.items() <= find("StatefulSet")["spec"]["template"]["metadata"]["labels"].items())')"
   expect_eq "POD_NAME" '{"fieldRef": {"fieldPath": "metadata.name"}}' \
     "$(query "${work}/default.yaml" "[e['valueFrom'] for e in ${pod}['containers'][0]['env'] if e['name'] == 'POD_NAME'][0]")"
   expect_eq "agent metrics service" '{"clusterIP": "None", "ports": [{"name": "metrics", "port": 9401, "protocol": "TCP", "targetPort": "metrics"}], "selector": {"app.kubernetes.io/component": "agent", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}' \
@@ -171,7 +179,7 @@ run_lint() {
     fail "helm template (one replica)"
   expect_eq "no pdb with one replica" "0" "$(query "${work}/one.yaml" 'sum(d["kind"] == "PodDisruptionBudget" for d in docs)')"
   expect_eq "no liveness probe when off" "False" "$("${helm}" template chamber "${chart}" \
-    --set chamberd.livenessProbe=false | python3 -c 'import sys, yaml; d = [x for x in yaml.safe_load_all(sys.stdin) if x and x["kind"] == "Deployment"][0]; print("livenessProbe" in d["spec"]["template"]["spec"]["containers"][0])')"
+    --set chamberd.livenessProbe=false | python3 -c 'import sys, yaml; d = [x for x in yaml.safe_load_all(sys.stdin) if x and x["kind"] == "StatefulSet"][0]; print("livenessProbe" in d["spec"]["template"]["spec"]["containers"][0])')"
   expect_eq "config (defaults)" "{}" \
     "$(query "${work}/default.yaml" 'find("ConfigMap")["data"]["chamber.yaml"].strip()')"
   local ds='find("DaemonSet")["spec"]["template"]["spec"]'
@@ -180,7 +188,7 @@ run_lint() {
   expect_eq "agent tolerations" '[{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]' \
     "$(query "${work}/default.yaml" "${ds}['tolerations']")"
   expect_eq "agent args" \
-    '["--listen", "0.0.0.0:9401", "--nvml-library", "/host/nvml/libnvidia-ml.so.1", "--kernel-log", "", "--interval", "1", "--pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "--log-level", "info", "--log-json"]' \
+    '["--listen", "0.0.0.0:9401", "--nvml-library", "/host/nvml/libnvidia-ml.so.1", "--kernel-log", "", "--interval", "1", "--pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "--chamberd-url", "http://chamber.chamber-system.svc:80/api/v1/agent/reports", "--log-level", "info", "--log-json"]' \
     "$(query "${work}/default.yaml" "${ds}['containers'][0]['args']")"
   # The kubelet's pod-resources socket: its directory read-only, and root without capabilities.
   expect_eq "agent pod-resources hostPath" '{"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}' \
@@ -198,16 +206,12 @@ run_lint() {
     "$(query "${work}/no-pod-resources.yaml" "[${ds}['containers'][0]['securityContext']['runAsUser'], ${ds}['containers'][0]['securityContext']['runAsNonRoot'], [v['name'] for v in ${ds}['volumes']]]")"
   expect_eq "agent nvml hostPath" '{"path": "/usr/lib/x86_64-linux-gnu", "type": "Directory"}' \
     "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'nvml'][0]")"
-  expect_eq "agent token" "False" \
-    "$(query "${work}/default.yaml" "str(${ds}['automountServiceAccountToken'])")"
-  # An agent that pushes reports gets its token, and chamberd accepts it as an agent.
-  "${helm}" template chamber "${chart}" -n chamber-system \
-    --set agent.chamberdUrl=http://chamber:8080/api/v1/agent/reports >"${work}/push.yaml" ||
-    fail "helm template (agent.chamberdUrl)"
-  expect_eq "pushing agent token" "True" \
-    "$(query "${work}/push.yaml" "str(${ds}['automountServiceAccountToken'])")"
-  expect_eq "chamberd --agent-user" "system:serviceaccount:chamber-system:chamber-agent" \
-    "$(query "${work}/push.yaml" "${args}[${args}.index('--agent-user') + 1]")"
+  check_agent_push
+
+  # History: each replica's own emptyDir unless a volume claim is asked for (auto, the default,
+  # asks the cluster for a default StorageClass: helm template has none to ask).
+  check_history_volumes
+
   expect_eq "agent not privileged" "False" \
     "$(query "${work}/default.yaml" "str(${ds}['containers'][0]['securityContext'].get('privileged', False))")"
 
@@ -223,9 +227,9 @@ run_lint() {
     n="$(basename "${f}" .yaml)"
     "${helm}" template chamber "${chart}" -n chamber-system -f "${f}" \
       --api-versions monitoring.coreos.com/v1 >"${work}/${n}.yaml" || fail "helm template -f ${f}"
-    expect_eq "${n}: one Deployment" "1" "$(query "${work}/${n}.yaml" 'sum(d["kind"] == "Deployment" for d in docs)')"
+    expect_eq "${n}: one StatefulSet" "1" "$(query "${work}/${n}.yaml" 'sum(d["kind"] == "StatefulSet" for d in docs)')"
   done
-  expect_eq "tuned: replicas" "3" "$(query "${work}/scheduling-tuned.yaml" 'find("Deployment")["spec"]["replicas"]')"
+  expect_eq "tuned: replicas" "3" "$(query "${work}/scheduling-tuned.yaml" 'find("StatefulSet")["spec"]["replicas"]')"
   expect_eq "tuned: qps" "1000" "$(query "${work}/scheduling-tuned.yaml" "${args}[${args}.index('--kube-api-qps') + 1]")"
   expect_eq "tuned: groups" '["--admin-group", "platform:gpu-admins", "--viewer-group", "platform:ml-engineers"]' \
     "$(query "${work}/scheduling-tuned.yaml" "[a for i, a in enumerate(${args}) if a.endswith('-group') or ${args}[i - 1].endswith('-group')]")"
@@ -281,6 +285,9 @@ run_lint() {
 --set-string service.port=http|at '/service/port': got string, want integer
 --set grafana.dashboard.bogus=1|at '/grafana/dashboard': additional properties 'bogus' not allowed
 --set agent.serviceMonitor.interval=often|at '/agent/serviceMonitor/interval'
+--set chamberd.persistence.enabled=maybe|at '/chamberd/persistence/enabled': value must be one of 'auto', true, false
+--set chamberd.persistence.size=lots|at '/chamberd/persistence/size'
+--set chamberd.enabled=no|at '/chamberd/enabled': got string, want boolean
 EOF
   # A ServiceMonitor on a cluster without prometheus-operator is refused, with the reason.
   if out="$("${helm}" template chamber "${chart}" --set serviceMonitor.enabled=true 2>&1)"; then
@@ -300,6 +307,91 @@ EOF
     --set grafana.dashboard.namespace=monitoring >"${work}/grafana-ns.yaml" || fail "helm template (grafana namespace)"
   expect_eq "dashboard namespace" "monitoring" \
     "$(query "${work}/grafana-ns.yaml" 'find("ConfigMap", "chamber-grafana-dashboard")["metadata"]["namespace"]')"
+}
+
+# check_agent_push: where the agents push their reports. By default to this release's chamberd
+# Service, a URL that names that Service, one of its ports, and through it chamberd's API port;
+# agent.chamberdUrl wins; without chamberd and without agent.chamberdUrl, nowhere. A pushing
+# agent mounts its token and chamberd accepts it as an agent.
+check_agent_push() {
+  local ds='find("DaemonSet")["spec"]["template"]["spec"]'
+  local args='find("StatefulSet")["spec"]["template"]["spec"]["containers"][0]["args"]'
+  local url="${ds}['containers'][0]['args'][${ds}['containers'][0]['args'].index('--chamberd-url') + 1]"
+  expect_eq "agent token (pushing by default)" "True" \
+    "$(query "${work}/default.yaml" "str(${ds}['automountServiceAccountToken'])")"
+  expect_eq "chamberd --agent-user" "system:serviceaccount:chamber-system:chamber-agent" \
+    "$(query "${work}/default.yaml" "${args}[${args}.index('--agent-user') + 1]")"
+  # The URL's host is <Service>.<namespace>.svc, its port a port of that Service, whose target
+  # is the container port chamberd's --listen serves the API on.
+  expect_eq "default push URL: its Service, port, API port and path" \
+    '["chamber", "chamber-system", "svc", 80, "/api/v1/agent/reports", "0.0.0.0:8080"]' \
+    "$(query "${work}/default.yaml" "(lambda u: (lambda svc, port: [svc['metadata']['name'], svc['metadata']['namespace'], u.hostname.split('.')[2], port['port'], u.path, ${args}[${args}.index('--listen') + 1] if [c for c in find('StatefulSet')['spec']['template']['spec']['containers'][0]['ports'] if c['name'] == port['targetPort']][0]['containerPort'] == int(${args}[${args}.index('--listen') + 1].rsplit(':', 1)[1]) else 'target port mismatch'])(find('Service', u.hostname.split('.')[0]), [p for p in find('Service', u.hostname.split('.')[0])['spec']['ports'] if p['port'] == u.port][0]))(__import__('urllib.parse').parse.urlparse(${url}))")"
+
+  # An explicit agent.chamberdUrl wins, with or without chamberd in the release.
+  local other=http://chamber.gpu-ops.svc:80/api/v1/agent/reports
+  "${helm}" template chamber "${chart}" -n chamber-system --set agent.chamberdUrl="${other}" \
+    >"${work}/push.yaml" || fail "helm template (agent.chamberdUrl)"
+  expect_eq "agent.chamberdUrl wins" "${other} True" \
+    "$(query "${work}/push.yaml" "${url} + ' ' + str(${ds}['automountServiceAccountToken'])")"
+  "${helm}" template chamber "${chart}" -n chamber-system --set chamberd.enabled=false \
+    --set agent.chamberdUrl="${other}" >"${work}/agents-elsewhere.yaml" ||
+    fail "helm template (chamberd.enabled=false, agent.chamberdUrl)"
+  expect_eq "agent.chamberdUrl without chamberd" "${other} True" \
+    "$(query "${work}/agents-elsewhere.yaml" "${url} + ' ' + str(${ds}['automountServiceAccountToken'])")"
+
+  # No chamberd: agents only, pushing nowhere, with no token.
+  "${helm}" template chamber "${chart}" -n chamber-system --set chamberd.enabled=false \
+    >"${work}/agents-only.yaml" || fail "helm template (chamberd.enabled=false)"
+  expect_eq "kinds without chamberd" '["DaemonSet", "Service", "ServiceAccount"]' \
+    "$(query "${work}/agents-only.yaml" 'sorted(d["kind"] for d in docs)')"
+  expect_eq "agent without chamberd: no URL, no token" '[false, false]' \
+    "$(query "${work}/agents-only.yaml" "['--chamberd-url' in ${ds}['containers'][0]['args'], ${ds}['automountServiceAccountToken']]")"
+  local out
+  out="$("${helm}" install chamber "${chart}" -n chamber-system --dry-run=client --set chamberd.enabled=false 2>&1)" ||
+    fail "helm install --dry-run (chamberd.enabled=false): ${out}"
+  expect_contains "NOTES without chamberd" "chamberd is not installed (chamberd.enabled=false)" "${out}"
+  expect_contains "NOTES without chamberd: no push" "The agents push no reports" "${out}"
+  expect_not_contains "NOTES without chamberd: no dashboard" "port-forward" "${out}"
+}
+
+# check_history_volumes: the history's volume per replica (docs/install.md, "History").
+check_history_volumes() {
+  local sts='find("StatefulSet")["spec"]' out
+  local volumes="[v for v in ${sts}['template']['spec']['volumes'] if v['name'] == 'data']"
+  local claims="${sts}.get('volumeClaimTemplates', [])"
+  # auto, and helm template has no cluster to ask: an emptyDir.
+  expect_eq "history: auto without a cluster" '[[{"emptyDir": {}, "name": "data"}], []]' \
+    "$(query "${work}/default.yaml" "[${volumes}, ${claims}]")"
+  expect_eq "history mount" '[{"mountPath": "/var/lib/chamber", "name": "data"}]' \
+    "$(query "${work}/default.yaml" "[m for m in ${sts}['template']['spec']['containers'][0]['volumeMounts'] if m['name'] == 'data']")"
+  out="$("${helm}" install chamber "${chart}" -n chamber-system --dry-run=client 2>&1)" ||
+    fail "helm install --dry-run: ${out}"
+  expect_contains "NOTES: emptyDir warning" "WARNING: the utilization history is kept in emptyDirs (the cluster has no default StorageClass)" "${out}"
+  expect_contains "NOTES: default push" "The agents push their reports to http://chamber.chamber-system.svc:80/api/v1/agent/reports" "${out}"
+  out="$("${helm}" install chamber "${chart}" -n chamber-system --dry-run=client \
+    --set chamberd.persistence.storageClassName=fast-ssd 2>&1)" || fail "helm install --dry-run (class): ${out}"
+  expect_contains "NOTES: emptyDir warning (a named class)" "kept in emptyDirs (the cluster has no StorageClass fast-ssd)" "${out}"
+  # true: a claim per replica, of the default StorageClass unless one is named.
+  "${helm}" template chamber "${chart}" -n chamber-system --set chamberd.persistence.enabled=true \
+    >"${work}/pvc.yaml" || fail "helm template (persistence)"
+  expect_eq "history: a claim per replica" '[[], [{"metadata": {"labels": {"app.kubernetes.io/component": "chamberd", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}, "name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}}}]]' \
+    "$(query "${work}/pvc.yaml" "[${volumes}, ${claims}]")"
+  "${helm}" template chamber "${chart}" -n chamber-system --set chamberd.persistence.enabled=true \
+    --set chamberd.persistence.storageClassName=fast-ssd --set chamberd.persistence.size=20Gi \
+    >"${work}/pvc-class.yaml" || fail "helm template (persistence, class)"
+  expect_eq "history: class and size" '{"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}, "storageClassName": "fast-ssd"}' \
+    "$(query "${work}/pvc-class.yaml" "${claims}[0]['spec']")"
+  out="$("${helm}" install chamber "${chart}" -n chamber-system --dry-run=client --set chamberd.persistence.enabled=true 2>&1)" ||
+    fail "helm install --dry-run (persistence): ${out}"
+  expect_contains "NOTES: claims" "PersistentVolumeClaims
+data-chamber-<n>, 2Gi, storage class the cluster's default" "${out}"
+  expect_not_contains "NOTES: no warning with claims" "WARNING" "${out}"
+  # No history: no volume, no claim, no copying.
+  "${helm}" template chamber "${chart}" -n chamber-system --set chamberd.history=false \
+    --set chamberd.persistence.enabled=true >"${work}/no-history.yaml" || fail "helm template (no history)"
+  local args="${sts}['template']['spec']['containers'][0]['args']"
+  expect_eq "no history: no volume, claim or history flags" '[[], [], false, false, false]' \
+    "$(query "${work}/no-history.yaml" "[${volumes}, ${claims}, '--data-dir' in ${args}, '--history-follow-url' in ${args}, '--replica-user' in ${args}]")"
 }
 
 # check_grafana_dashboard <manifests.yaml>: the dashboard ConfigMap holds valid dashboard JSON,
@@ -358,7 +450,7 @@ EOF
 }
 
 # run_chamberd <scheduling|monitoring>: the chamberd binary (CHAMBER_CHAMBERD) with the installed
-# Deployment's arguments and its service account's token, against the test apiserver. It must
+# StatefulSet's arguments and its service account's token, against the test apiserver. It must
 # take the Lease, list and watch everything, answer a dashboard token through TokenReview, and
 # (scheduling) bind a Job's pod to a fake GPU node (CHAMBER_KUBESIM) or (monitoring) leave a new
 # one alone, with no request refused.
@@ -375,17 +467,19 @@ run_chamberd() {
   # A kubeconfig holding only the service account's token.
   sa_kubeconfig "${sa}" "${release_ns}" >"${dir}/kubeconfig" || fail "token for ${sa}"
 
-  # The installed Deployment's arguments, with local paths and free loopback ports.
+  # The installed StatefulSet's arguments, with local paths and free loopback ports.
   local port hport args=()
   port="$(free_port)"
   hport="$(free_port)"
   "${kubectl}" get configmap "${release}" -n "${release_ns}" -o jsonpath='{.data.chamber\.yaml}' \
     >"${dir}/chamber.yaml"
-  mapfile -t args < <("${kubectl}" get deployment "${release}" -n "${release_ns}" \
+  # The Service's address, from which a standby copies the history, is this chamberd here.
+  mapfile -t args < <("${kubectl}" get statefulset "${release}" -n "${release_ns}" \
     -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
     sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
       -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" \
-      -e "s|^/var/lib/chamber$|${dir}/data|")
+      -e "s|^/var/lib/chamber$|${dir}/data|" \
+      -e "s|^http://${release}.${release_ns}.svc:80$|http://127.0.0.1:${port}|")
   expect_contains "chamberd args (${what})" "--leader-elect --lease-namespace ${release_ns}" "${args[*]}"
 
   if [[ "${what}" == scheduling ]]; then
@@ -527,12 +621,13 @@ run_apply() {
     "clusterrolebinding.rbac.authorization.k8s.io/${release}" \
     "role.rbac.authorization.k8s.io/${release}-leader-election" \
     "rolebinding.rbac.authorization.k8s.io/${release}-leader-election" "service/${release}" \
-    "daemonset.apps/${agent}" "service/${agent}" "deployment.apps/${release}" \
+    "daemonset.apps/${agent}" "service/${agent}" "statefulset.apps/${release}" \
+    "service/${release}-replicas" \
     "poddisruptionbudget.policy/${release}"; do
     expect_contains "dry run: ${object}" "${object} serverside-applied (server dry run)" "${out}"
   done
   expect_eq "dry run created nothing" "" \
-    "$("${kubectl}" get deployment,clusterrole -n "${release_ns}" -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
+    "$("${kubectl}" get statefulset,clusterrole -n "${release_ns}" -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
 
   # The real install, in scheduling mode.
   out="$("${helm}" install "${release}" "${chart}" -n "${release_ns}" -f "${chart}/examples/scheduling.yaml" 2>&1)" ||
@@ -541,7 +636,11 @@ run_apply() {
   expect_contains "helm install: NOTES port-forward" \
     "kubectl -n ${release_ns} port-forward service/${release} 8080:80" "${out}"
   expect_contains "helm install: NOTES token" "kubectl -n ${release_ns} create token ${dash}" "${out}"
-  expect_eq "deployment" "2 chamber" "$("${kubectl}" get deployment "${release}" -n "${release_ns}" \
+  # No default StorageClass here: the history lives in emptyDirs, and NOTES says so.
+  expect_contains "helm install: NOTES history" "WARNING: the utilization history is kept in emptyDirs (the cluster has no default StorageClass)" "${out}"
+  expect_eq "no volume claims without a default StorageClass" "" \
+    "$("${kubectl}" get statefulset "${release}" -n "${release_ns}" -o jsonpath='{.spec.volumeClaimTemplates}')"
+  expect_eq "statefulset" "2 chamber" "$("${kubectl}" get statefulset "${release}" -n "${release_ns}" \
     -o jsonpath='{.spec.replicas} {.spec.template.spec.containers[0].args[12]}')"
   expect_eq "crd established" "True" "$("${kubectl}" get crd queues.chamber.io \
     -o jsonpath='{.status.conditions[?(@.type=="Established")].status}')"
@@ -567,12 +666,13 @@ run_apply() {
   can yes "${sa}" "${release_ns}" get leases.coordination.k8s.io/chamber-scheduler
   can yes "${sa}" "${release_ns}" update leases.coordination.k8s.io/chamber-scheduler
   can yes "${sa}" "${release_ns}" patch pods
+  # A gang of bare pods rolled back: its bound pods are read back and created again.
+  can yes "${sa}" default get pods
+  can yes "${sa}" default create pods
   # ... and nothing broader.
   can no "${sa}" - delete nodes
   can no "${sa}" - update nodes
   can no "${sa}" - update nodes --subresource=status
-  can no "${sa}" default create pods
-  can no "${sa}" default get pods
   can no "${sa}" default patch pods
   can no "${sa}" default get secrets
   can no "${sa}" - list secrets --all-namespaces
@@ -601,7 +701,7 @@ run_apply() {
     fail "helm upgrade: ${out}"
   expect_contains "helm upgrade: revision" "REVISION: 2" "${out}"
   expect_contains "helm upgrade: NOTES" "chamberd schedules nothing in this mode" "${out}"
-  expect_eq "scheduler name (monitoring)" "chamber-disabled" "$("${kubectl}" get deployment \
+  expect_eq "scheduler name (monitoring)" "chamber-disabled" "$("${kubectl}" get statefulset \
     "${release}" -n "${release_ns}" -o jsonpath='{.spec.template.spec.containers[0].args[12]}')"
   can no "${sa}" default create pods --subresource=binding
   can no "${sa}" default create pods --subresource=eviction
@@ -619,12 +719,14 @@ run_apply() {
     fail "helm uninstall: ${out}"
   expect_contains "helm uninstall" "release \"${release}\" uninstalled" "${out}"
   expect_eq "objects left after uninstall" "" "$("${kubectl}" get \
-    deployment,daemonset,service,configmap,serviceaccount,role,rolebinding,poddisruptionbudget \
+    statefulset,daemonset,service,configmap,serviceaccount,role,rolebinding,poddisruptionbudget \
     -n "${release_ns}" -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
   expect_eq "cluster objects left after uninstall" "" "$("${kubectl}" get clusterrole,clusterrolebinding \
     -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
   expect_eq "crd kept" "customresourcedefinition.apiextensions.k8s.io/queues.chamber.io" \
     "$("${kubectl}" get crd queues.chamber.io -o name 2>&1)"
+
+  run_persistence
 
   # Time to first dashboard (the issue's target: under 3 minutes).
   if [[ -n "${CHAMBER_CHAMBERD:-}" && -x "${CHAMBER_CHAMBERD}" && -n "${CHAMBER_KUBESIM:-}" &&
@@ -637,11 +739,79 @@ run_apply() {
   fi
 }
 
+# run_persistence: with a default StorageClass, a plain install keeps each replica's history on
+# a volume claim of its own; the choice sticks on upgrade (a StatefulSet's claims cannot change),
+# a change of it is refused with what to do, and the claims outlive `helm uninstall`.
+run_persistence() {
+  local rel="chamber-pv$$" ns="chamber-pv-$$" class="chamber-test-default-$$" out
+  "${kubectl}" apply -f - >/dev/null <<EOF || fail "storage class: apply"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: ${class}
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: example.com/no-provisioner
+EOF
+  cleanup_steps+=("'${kubectl}' delete storageclass '${class}' --wait=false >/dev/null 2>&1")
+  cleanup_steps+=("'${kubectl}' delete namespace '${ns}' --wait=false >/dev/null 2>&1")
+  cleanup_steps+=("'${kubectl}' delete clusterrole,clusterrolebinding -l app.kubernetes.io/instance=${rel} >/dev/null 2>&1")
+  out="$("${helm}" install "${rel}" "${chart}" -n "${ns}" --create-namespace 2>&1)" ||
+    fail "helm install (default StorageClass): ${out}"
+  expect_contains "NOTES: history on claims" "PersistentVolumeClaims
+data-${rel}-<n>, 2Gi, storage class the cluster's default" "${out}"
+  expect_eq "volume claim template" '[{"metadata":{"labels":{"app.kubernetes.io/component":"chamberd","app.kubernetes.io/instance":"'"${rel}"'","app.kubernetes.io/name":"chamber"},"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"2Gi"}}}}]' \
+    "$("${kubectl}" get statefulset "${rel}" -n "${ns}" -o json | python3 -c 'import json, sys; t = json.load(sys.stdin)["spec"]["volumeClaimTemplates"]; [c.pop(k, None) for c in t for k in ("apiVersion", "kind", "status")]; [c["spec"].pop("volumeMode", None) for c in t]; print(json.dumps(t, separators=(",", ":"), sort_keys=True))')"
+  expect_eq "no emptyDir for the history" "" "$("${kubectl}" get statefulset "${rel}" -n "${ns}" \
+    -o jsonpath='{.spec.template.spec.volumes[?(@.name=="data")].name}')"
+  # The StatefulSet controller makes one claim per replica, of the default class.
+  local claims="" i
+  for ((i = 0; i < 100; i++)); do
+    claims="$("${kubectl}" get pvc -n "${ns}" -l "app.kubernetes.io/instance=${rel}" \
+      -o jsonpath='{range .items[*]}{.metadata.name}={.spec.storageClassName} {end}' 2>&1)"
+    [[ "${claims}" == "data-${rel}-0=${class} data-${rel}-1=${class} " ]] && break
+    sleep 0.2
+  done
+  expect_eq "a claim per replica" "data-${rel}-0=${class} data-${rel}-1=${class} " "${claims}"
+
+  # The choice sticks: with no default class any more, an upgrade keeps the claims.
+  "${kubectl}" annotate storageclass "${class}" storageclass.kubernetes.io/is-default-class- >/dev/null
+  out="$("${helm}" upgrade "${rel}" "${chart}" -n "${ns}" --reuse-values 2>&1)" ||
+    fail "helm upgrade (auto, installed with claims): ${out}"
+  expect_eq "claims kept on upgrade" "data" "$("${kubectl}" get statefulset "${rel}" -n "${ns}" \
+    -o jsonpath='{.spec.volumeClaimTemplates[*].metadata.name}')"
+  # A change the StatefulSet cannot take is refused, saying what to do.
+  if out="$("${helm}" upgrade "${rel}" "${chart}" -n "${ns}" --reuse-values \
+    --set chamberd.persistence.enabled=false 2>&1)"; then
+    fail "helm upgrade to emptyDirs over installed claims succeeded"
+  else
+    expect_contains "switching persistence refused" "chamberd.persistence: the installed StatefulSet ${rel} keeps the history on volume claims, and a StatefulSet's volumes cannot change in place: delete the StatefulSet and keep its pods and claims (kubectl -n ${ns} delete statefulset ${rel} --cascade=orphan)" "${out}"
+  fi
+  if out="$("${helm}" upgrade "${rel}" "${chart}" -n "${ns}" --reuse-values \
+    --set chamberd.persistence.size=5Gi 2>&1)"; then
+    fail "helm upgrade to another claim size succeeded"
+  else
+    expect_contains "resizing refused" "claims 2Gi of storage class \"(the default)\"; its volume claims cannot change in place" "${out}"
+  fi
+  # The documented switch: orphan the StatefulSet, then upgrade.
+  "${kubectl}" delete statefulset "${rel}" -n "${ns}" --cascade=orphan >/dev/null
+  out="$("${helm}" upgrade "${rel}" "${chart}" -n "${ns}" --reuse-values \
+    --set chamberd.persistence.enabled=false 2>&1)" || fail "helm upgrade after orphaning: ${out}"
+  expect_eq "emptyDir after the switch" '{"emptyDir": {}, "name": "data"}' \
+    "$("${kubectl}" get statefulset "${rel}" -n "${ns}" -o json | python3 -c 'import json, sys; print(json.dumps([v for v in json.load(sys.stdin)["spec"]["template"]["spec"]["volumes"] if v["name"] == "data"][0], sort_keys=True))')"
+
+  # The claims outlive the release, and with them the history.
+  out="$("${helm}" uninstall "${rel}" -n "${ns}" --wait --timeout 60s 2>&1)" || fail "helm uninstall: ${out}"
+  expect_eq "claims after uninstall" "data-${rel}-0 data-${rel}-1" "$("${kubectl}" get pvc -n "${ns}" \
+    -l "app.kubernetes.io/instance=${rel}" -o jsonpath='{.items[*].metadata.name}')"
+  "${kubectl}" delete pvc -n "${ns}" -l "app.kubernetes.io/instance=${rel},app.kubernetes.io/component=chamberd" \
+    --wait=false >/dev/null || fail "deleting the claims"
+}
+
 # time_to_dashboard <run>: seconds from the start of `helm install` (defaults: monitoring mode)
 # to the first /api/v1/fleet answer, with the chart's dashboard token, that counts every GPU of
 # the cluster's nodes; fake GPU nodes (CHAMBER_KUBESIM, 4 nodes x 8 GPUs) exist beforehand. No
 # kubelet runs here, so where a cluster would pull the image and start the pod, chamberd
-# (CHAMBER_CHAMBERD) is started as a local process with the installed Deployment's arguments
+# (CHAMBER_CHAMBERD) is started as a local process with the installed StatefulSet's arguments
 # and its service account's token. Prints "time-to-dashboard <run>: <seconds> s".
 time_to_dashboard() {
   local run="$1" rel="chamber-ttd$$-$1" ns="chamber-ttd-$$-$1" nodes=4 gpus=8
@@ -666,16 +836,17 @@ time_to_dashboard() {
     fail "time-to-dashboard: helm install: ${out}"
   local t_helm
   t_helm="$(date +%s.%N)"
-  # What the kubelet would start: chamberd with the Deployment's arguments and the token.
+  # What the kubelet would start: chamberd with the StatefulSet's arguments and the token.
   local port hport args=()
   sa_kubeconfig "${rel}" "${ns}" >"${dir}/kubeconfig" || fail "time-to-dashboard: token for ${rel}"
   port="$(free_port)"
   hport="$(free_port)"
   "${kubectl}" get configmap "${rel}" -n "${ns}" -o jsonpath='{.data.chamber\.yaml}' >"${dir}/chamber.yaml"
-  mapfile -t args < <("${kubectl}" get deployment "${rel}" -n "${ns}" \
+  mapfile -t args < <("${kubectl}" get statefulset "${rel}" -n "${ns}" \
     -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
     sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
-      -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" -e "s|^/var/lib/chamber$|${dir}/data|")
+      -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" -e "s|^/var/lib/chamber$|${dir}/data|" \
+      -e "s|^http://${rel}.${ns}.svc:80$|http://127.0.0.1:${port}|")
   local t_start
   t_start="$(date +%s.%N)"
   POD_NAMESPACE="${ns}" "${CHAMBER_CHAMBERD}" --kubeconfig "${dir}/kubeconfig" "${args[@]}" \

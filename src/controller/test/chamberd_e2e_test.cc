@@ -9,9 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -268,18 +271,30 @@ class ChamberdE2E : public ::testing::Test {
   // it does not within 30 s.
   int ApiPort(const std::string& name) {
     int port = 0;
-    Eventually(
-        [&] {
-          std::ifstream log(dir_ / (name + ".log"));
-          std::string line;
-          while (std::getline(log, line)) {
-            const size_t at = line.find("serving the API and dashboard on 127.0.0.1:");
-            if (at != std::string::npos) port = std::stoi(line.substr(line.rfind(':') + 1));
-          }
-          return port > 0;
-        },
-        30s);
+    Eventually([&] { return (port = LoggedApiPort(name)) > 0; }, 30s);
     return port;
+  }
+
+  // The API port the log of `name` names last (a restarted replica appends to its log); 0 when
+  // none yet.
+  int LoggedApiPort(const std::string& name) {
+    std::ifstream log(dir_ / (name + ".log"));
+    std::string line;
+    int port = 0;
+    while (std::getline(log, line)) {
+      const size_t at = line.find("serving the API and dashboard on 127.0.0.1:");
+      if (at != std::string::npos) port = std::stoi(line.substr(line.rfind(':') + 1));
+    }
+    return port;
+  }
+
+  // A pod standing for a replica (no kubelet runs here: nothing starts it).
+  void ReplicaPod(const std::string& name) {
+    Json pod = {{"metadata", {{"name", name}, {"labels", {{"app", "chamberd"}}}}},
+                {"spec",
+                 {{"schedulerName", "nobody"},
+                  {"containers", {{{"name", "chamberd"}, {"image", "chamberd:test"}}}}}}};
+    ASSERT_TRUE(client_->Create(kube::resources::kPods, ns_, pod).ok());
   }
 
   // Runs the `chamber` CLI; its exit code, and its stdout and stderr together.
@@ -318,6 +333,64 @@ class ChamberdE2E : public ::testing::Test {
 };
 
 std::unique_ptr<kube::Client> ChamberdE2E::client_;
+
+// Stands in for the chart's chamberd Service: forwards each GET to the API of the replica whose
+// pod is labelled chamber.io/leader=true (503 when none is, or while set down; 502 when it does
+// not answer).
+class LeaderService {
+ public:
+  LeaderService(kube::Client* client, std::string ns, std::function<int(const std::string&)> port)
+      : client_(client), ns_(std::move(ns)), port_of_(std::move(port)) {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      if (down_) {
+        res.status = 503;
+        return;
+      }
+      kube::ListOptions o;
+      o.label_selector = "chamber.io/leader=true";
+      auto pods = client_->List(kube::resources::kPods, ns_, o);
+      if (!pods.ok() || pods->items.empty()) {
+        res.status = 503;
+        return;
+      }
+      const int port = port_of_(pods->items.front()["metadata"].value("name", ""));
+      httplib::Client to("127.0.0.1", port);
+      to.set_connection_timeout(1);
+      httplib::Headers headers;
+      if (req.has_header("Authorization"))
+        headers.emplace("Authorization", req.get_header_value("Authorization"));
+      if (port <= 0) {
+        res.status = 502;
+        return;
+      }
+      auto answer = to.Get(req.target, headers);
+      if (!answer) {
+        res.status = 502;
+        return;
+      }
+      res.status = answer->status;
+      res.set_content(answer->body, "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~LeaderService() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  void SetDown(bool down) { down_ = down; }
+
+ private:
+  kube::Client* client_;
+  std::string ns_;
+  std::function<int(const std::string&)> port_of_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<bool> down_{false};
+};
 
 TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
   Nodes(2, 8);
@@ -869,6 +942,188 @@ TEST_F(ChamberdE2E, ChamberWhyExplainsAPendingPodOfTheCluster) {
   EXPECT_NE(missing_code, 0);
   EXPECT_NE(missing.find("no workload or pod named \"" + ns_ + "/no-such-pod\""), std::string::npos)
       << missing;
+}
+
+// Two replicas, each with a history file of its own; the standby copies the leader's history
+// through the stand-in for the chart's Service. The leader is killed: the new leader serves
+// every point the old one had, and new points after its takeover, with nothing counted twice.
+// Then the killed replica restarts on its own file, copies what it missed, and takes over when
+// the leader stops: its history holds its own points, the other leader's, and new ones.
+TEST_F(ChamberdE2E, HistoryContinuesAcrossALeaderKillAndARestart) {
+  Nodes(2, 8);
+  const std::vector<std::string> names = {"replica-a", "replica-b"};
+  for (const std::string& n : names) ReplicaPod(n);
+  LeaderService service(client_.get(), ns_,
+                        [this](const std::string& n) { return LoggedApiPort(n); });
+  auto flags = [&](const std::string& name) {
+    return std::vector<std::string>{"--pod-name",
+                                    name,
+                                    "--pod-namespace",
+                                    ns_,
+                                    "--data-dir",
+                                    (dir_ / ("data-" + name)).string(),
+                                    "--history-step",
+                                    "1",
+                                    "--history-follow-url",
+                                    service.url(),
+                                    "--history-follow-period",
+                                    "0.3",
+                                    "--lease-duration",
+                                    "3",
+                                    "--renew-deadline",
+                                    "2",
+                                    "--retry-period",
+                                    "0.5"};
+  };
+  using Series = std::map<int64_t, double>;
+  // A series as the API behind the Service serves it; empty when it does not answer.
+  auto series = [&](const std::string& metric) {
+    httplib::Client http("127.0.0.1", service.port());
+    http.set_read_timeout(5);
+    auto r = http.Get("/api/v1/history?metric=" + metric +
+                      "&scope=cluster&from=0&to=" + std::to_string(std::time(nullptr) + 60));
+    Series out;
+    if (!r || r->status != 200) return out;
+    const Json j = Json::parse(r->body, nullptr, false);
+    if (!j.is_object() || j.value("step", 0) != 1) return out;
+    for (const Json& p : j["points"]) out[p[0].get<int64_t>()] = p[1].get<double>();
+    return out;
+  };
+  // The points of `a` (all but the last `but_last`, and those older than `before`) missing from
+  // `b`, or different there outside [same_from, same_to] (a bucket the leader was filling when
+  // it died may hold more samples on its own file than on the copy).
+  auto missing = [](const Series& a, const Series& b, size_t but_last, int64_t before,
+                    int64_t same_from = 1, int64_t same_to = 0) {
+    std::vector<std::string> out;
+    size_t i = 0;
+    for (const auto& [t, v] : a) {
+      if (++i + but_last > a.size() || t >= before) break;
+      auto it = b.find(t);
+      if (it == b.end())
+        out.push_back(std::to_string(t) + " missing");
+      else if (it->second != v && (t < same_from || t > same_to))
+        out.push_back(std::to_string(t) + ": " + std::to_string(v) + " became " +
+                      std::to_string(it->second));
+    }
+    return out;
+  };
+  auto unix_now = [] { return static_cast<int64_t>(std::time(nullptr)); };
+
+  StartChamberd("replica-a", flags("replica-a"));
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "replica-a"; }, 30s));
+  // A standby is not ready until it has copied the leader's history once: while the Service
+  // answers nothing, replica-b says so; then it copies and is ready.
+  service.SetDown(true);
+  StartChamberd("replica-b", flags("replica-b"));
+  auto readyz = [&](const std::string& name) {
+    std::ifstream log(dir_ / (name + ".log"));
+    std::string line;
+    int port = 0;
+    const std::string marker = "serving /healthz and /readyz on 127.0.0.1:";
+    while (std::getline(log, line))
+      if (const size_t at = line.find(marker); at != std::string::npos)
+        port = std::stoi(line.substr(at + marker.size()));
+    if (port == 0) return std::string("no port yet");
+    httplib::Client http("127.0.0.1", port);
+    auto r = http.Get("/readyz");
+    return r ? std::to_string(r->status) + " " + r->body : std::string("no answer");
+  };
+  ASSERT_TRUE(Eventually([&] { return readyz("replica-b").rfind("503 ", 0) == 0; }, 20s))
+      << readyz("replica-b");
+  std::this_thread::sleep_for(1s);  // three failed copies
+  EXPECT_EQ(readyz("replica-b"), "503 starting: copying the leader's history\n");
+  service.SetDown(false);
+  ASSERT_TRUE(Eventually(
+      [&] { return readyz("replica-b") == "200 ok: standby: leader is replica-a\n"; }, 10s))
+      << readyz("replica-b");
+  // Eight seconds of history, the standby following.
+  Series s_cap, s_cycle;
+  ASSERT_TRUE(Eventually([&] { return (s_cap = series("gpus_capacity")).size() >= 8; }, 60s))
+      << s_cap.size();
+  s_cycle = series("cycle_ms");
+  for (const auto& [t, v] : s_cap) EXPECT_EQ(v, 16) << t;
+  std::this_thread::sleep_for(1500ms);  // five copies
+  const Series before_kill = series("cycle_ms");
+  const int64_t killed_at = unix_now();
+  Stop(chamberd_["replica-a"], SIGKILL);
+
+  // replica-b takes over and writes on into its copy.
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "replica-b"; }, 30s));
+  Series t_cap;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        t_cap = series("gpus_capacity");
+        return !t_cap.empty() && t_cap.rbegin()->first >= killed_at + 3;
+      },
+      30s));
+  const int64_t served_at = unix_now();
+  const Series t_cycle = series("cycle_ms");
+  // Every point the old leader served is there, as it was (its last one may have grown since).
+  EXPECT_EQ(missing(s_cap, t_cap, 1, INT64_MAX), std::vector<std::string>{});
+  EXPECT_EQ(missing(s_cycle, t_cycle, 1, INT64_MAX), std::vector<std::string>{});
+  // ... and so is every point up to the last copies before the kill.
+  EXPECT_EQ(missing(before_kill, t_cycle, 0, killed_at - 3), std::vector<std::string>{});
+  // The only gap is the failover's: from the old leader's last copied point to the new one's
+  // first; new points follow.
+  // (Gaps of a few seconds elsewhere are cycles a loaded machine delayed.)
+  int64_t prev = t_cap.begin()->first;
+  for (const auto& [t, v] : t_cap) {
+    EXPECT_EQ(v, 16) << t;
+    if (t - prev > 4) {
+      EXPECT_LE(prev, killed_at + 1) << "a gap of " << t - prev << " s at " << prev;
+      EXPECT_GE(t, killed_at) << "a gap of " << t - prev << " s at " << prev;
+    }
+    prev = t;
+  }
+  EXPECT_GE(t_cap.rbegin()->first, killed_at + 3);
+  std::printf("history e2e: kill at %lld, the new leader served new points %lld s later\n",
+              static_cast<long long>(killed_at), static_cast<long long>(served_at - killed_at));
+
+  // replica-a restarts on its own file as a standby and copies what it missed; then
+  // replica-b stops as the kubelet stops it, and replica-a leads.
+  const auto log_size = std::filesystem::file_size(dir_ / "replica-a.log");
+  StartChamberd("replica-a", flags("replica-a"));
+  auto rounds_since_restart = [&] {
+    std::ifstream log(dir_ / "replica-a.log");
+    log.seekg(static_cast<std::streamoff>(log_size));
+    std::string line;
+    int rounds = 0;
+    while (std::getline(log, line)) {
+      const size_t at = line.find(" rows copied from the leader in ");
+      if (at != std::string::npos) rounds = std::stoi(line.substr(at + 32));
+    }
+    return rounds;
+  };
+  ASSERT_TRUE(Eventually([&] { return rounds_since_restart() >= 3; }, 30s))
+      << rounds_since_restart();
+  const Series b_cycle = series("cycle_ms");
+  const int64_t stopped_at = unix_now();
+  Stop(chamberd_["replica-b"], SIGTERM);
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "replica-a"; }, 30s));
+  Series v_cap;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        v_cap = series("gpus_capacity");
+        return !v_cap.empty() && v_cap.rbegin()->first >= stopped_at + 2;
+      },
+      30s));
+  const Series v_cycle = series("cycle_ms");
+  // Its own points from before the kill, replica-b's while it led, and new ones.
+  EXPECT_EQ(missing(s_cycle, v_cycle, 1, INT64_MAX), std::vector<std::string>{});
+  EXPECT_EQ(missing(b_cycle, v_cycle, 1, INT64_MAX, killed_at - 3, killed_at + 1),
+            std::vector<std::string>{});
+  EXPECT_EQ(v_cap.begin()->first, s_cap.begin()->first);
+  prev = v_cap.begin()->first;
+  for (const auto& [t, v] : v_cap) {
+    EXPECT_EQ(v, 16) << t;
+    if (t - prev > 4) {
+      // The kill's failover, or the stop's (the stopping leader hands the Lease over at once).
+      const bool kill_gap = prev <= killed_at + 1 && t >= killed_at;
+      const bool stop_gap = prev <= stopped_at + 1 && t >= stopped_at;
+      EXPECT_TRUE(kill_gap || stop_gap) << "a gap of " << t - prev << " s at " << prev;
+    }
+    prev = t;
+  }
 }
 
 }  // namespace

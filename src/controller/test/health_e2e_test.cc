@@ -34,6 +34,7 @@
 #include "controller/queue_resource.h"
 #include "controller/snapshot_builder.h"
 #include "controller/test/e2e_support.h"
+#include "controller/test/health_e2e_support.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kubesim/nodes.h"
@@ -45,17 +46,18 @@ namespace chamber::controller {
 namespace {
 
 using namespace std::chrono_literals;
+using e2e::Condition;
 using e2e::Eventually;
+using e2e::Scenario;
+using e2e::Tainted;
+using e2e::UnhealthyGpus;
+using e2e::UnixNow;
 using kube::Json;
 
 constexpr char kAgentToken[] = "agent-token-0123456789abcdef";
 constexpr char kAdminToken[] = "admin-token-0123456789abcdef";
 constexpr char kReadToken[] = "read-token-0123456789abcdef";
 constexpr char kAgentAccount[] = "chamber-agent";
-
-double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 pid_t Spawn(std::vector<std::string> args, const std::string& log,
             const std::vector<std::string>& extra_env = {}) {
@@ -70,28 +72,6 @@ void Stop(pid_t& pid) {
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   pid = -1;
-}
-
-// A two-GPU node for the fake NVML: NVLink, ECC, no MIG.
-Json Scenario(Json events, Json nvlink_errors_gpu1 = nullptr) {
-  Json gpus = Json::array();
-  for (int i = 0; i < 2; ++i) {
-    Json g = {{"uuid", "GPU-e2e-" + std::to_string(i)},
-              {"name", "NVIDIA H100 80GB HBM3"},
-              {"memory_total_mib", 81559},
-              {"pci_bus_id", i == 0 ? "00000000:18:00.0" : "00000000:2A:00.0"},
-              {"pcie_max_width", 16},
-              {"pcie_max_gen", 5},
-              {"nvlinks", 4},
-              {"ecc", true},
-              {"metrics", {{"utilization", 50}, {"power_w", 400}, {"temperature_c", 50}}}};
-    if (i == 1 && !nvlink_errors_gpu1.is_null()) g["metrics"]["nvlink_errors"] = nvlink_errors_gpu1;
-    gpus.push_back(std::move(g));
-  }
-  return {{"driver_version", "550.54.15"},
-          {"cuda_driver_version", 12040},
-          {"gpus", gpus},
-          {"events", std::move(events)}};
 }
 
 class HealthE2E : public ::testing::Test {
@@ -229,14 +209,6 @@ class HealthE2E : public ::testing::Test {
     return n.ok() ? *n : Json(nullptr);
   }
 
-  static bool Tainted(const Json& node) {
-    for (const Json& t : node["spec"].value("taints", Json::array()))
-      if (t.value("key", "") == "chamber.io/gpu-unhealthy") return true;
-    return false;
-  }
-  static std::string UnhealthyGpus(const Json& node) {
-    return node["metadata"].value("annotations", Json::object()).value(keys::kUnhealthyGpus, "");
-  }
   static Json Labels(const Json& node) { return node["metadata"].value("labels", Json::object()); }
   static Json AgentLabels(const Json& node) {
     Json out = Json::object();
@@ -259,29 +231,9 @@ class HealthE2E : public ::testing::Test {
   std::string PodBoundToken(const std::string& node) {
     Json sa = {{"metadata", {{"name", kAgentAccount}}}};
     EXPECT_TRUE(client_->Create(kube::resources::kServiceAccounts, ns_, sa).ok());
-    Json pod = {{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata", {{"name", "agent-x"}}},
-                {"spec",
-                 {{"nodeName", node},
-                  {"serviceAccountName", kAgentAccount},
-                  {"containers", Json::array({{{"name", "agent"}, {"image", "chamber-agent"}}})}}}};
-    Result<Json> created = client_->Create(kube::resources::kPods, ns_, pod);
-    EXPECT_TRUE(created.ok()) << created.status().ToString();
-    if (!created.ok()) return "";
-    Result<std::string> token = client_->CreateToken(ns_, kAgentAccount, 3600,
-                                                     {{"apiVersion", "v1"},
-                                                      {"kind", "Pod"},
-                                                      {"name", "agent-x"},
-                                                      {"uid", (*created)["metadata"]["uid"]}});
+    Result<std::string> token = e2e::PodBoundToken(*client_, ns_, kAgentAccount, "agent-x", node);
     EXPECT_TRUE(token.ok()) << token.status().ToString();
     return token.ok() ? *token : "";
-  }
-
-  static Json Condition(const Json& node) {
-    for (const Json& c : node["status"].value("conditions", Json::array()))
-      if (c.value("type", "") == "ChamberGPUHealthy") return c;
-    return nullptr;
   }
 
   std::vector<kube::Pod> Pods(const std::string& job) {

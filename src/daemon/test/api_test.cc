@@ -6,9 +6,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 #include "controller/health_controller.h"
 #include "daemon/api_json.h"
 #include "daemon/demo_cluster.h"
+#include "daemon/history_replication.h"
 #include "daemon/http_server.h"
 
 namespace chamber::daemon {
@@ -26,6 +29,7 @@ using nlohmann::json;
 
 constexpr const char* kReadToken = "read-token-0123456789";
 constexpr const char* kAdminToken = "admin-token-0123456789";
+constexpr const char* kReplicaToken = "replica-token-0123456789";
 
 // A small OpenAPI 3.0 schema checker: $ref, type, required, properties, items, enum, nullable,
 // allOf, oneOf, minItems and maxItems.
@@ -131,8 +135,10 @@ class ApiTest : public ::testing::Test {
     b->FailGpu(1, 2);  // an open incident for /api/v1/health
     ASSERT_TRUE(daemon_->Tick().ok());
 
-    auto tokens = TokenFileAuthenticator::Parse(
-        std::string(kReadToken) + " read viewer\n" + kAdminToken + " admin operator\n", "tokens");
+    auto tokens = TokenFileAuthenticator::Parse(std::string(kReadToken) + " read viewer\n" +
+                                                    kAdminToken + " admin operator\n" +
+                                                    kReplicaToken + " replica standby\n",
+                                                "tokens");
     ASSERT_TRUE(tokens.ok());
     ServerOptions so;
     so.port = 0;
@@ -217,7 +223,7 @@ TEST_F(ApiTest, EveryDocumentedPathAnswersAsDocumented) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 13);  // 11 GETs (all but the event stream and one workload path), 2 POSTs
+  EXPECT_EQ(checked, 14);  // 12 GETs (all but the event stream and one workload path), 2 POSTs
 }
 
 // The injected fault's incident names its cause and carries the simulated fault's evidence as
@@ -315,6 +321,68 @@ TEST_F(ApiTest, HistoryAnswersWithAStoredSeries) {
   const json w = json::parse(r->body);
   EXPECT_LE(w["workloads"].size(), 3u);
   for (const json& x : w["workloads"]) EXPECT_EQ(x["state"], "pending");
+}
+
+// A standby's follower copies the history over HTTP with a replica token, which may read
+// nothing else; a second round adds nothing.
+TEST_F(ApiTest, AStandbyCopiesTheHistoryWithAReplicaToken) {
+  auto copy = fleet::HistoryStore::Open((*dir_ / "standby.db").string());
+  ASSERT_TRUE(copy.ok()) << copy.status().ToString();
+  HistoryFollower follower(
+      copy->get(),
+      HttpHistoryFetch("http://127.0.0.1:" + std::to_string(server_->port()),
+                       [] { return Result<std::string>(std::string(kReplicaToken)); }),
+      // Retention by the demo's clock, which runs ahead of the wall clock.
+      {.page_rows = 50, .now_unix = [] { return daemon_->state()->time_ms / 1000; }});
+  ASSERT_TRUE(follower.SyncOnce().ok());
+  ASSERT_TRUE(follower.SyncOnce().ok());
+  fleet::HistoryStore& leader = *daemon_->history();
+  // The leader goes on writing: every bucket the standby holds but its newest is the leader's.
+  const std::vector<fleet::HistoryRow> copied =
+      (*copy)->Export(fleet::HistoryResolution::kFine, 0, 1000000)->rows;
+  ASSERT_GE(copied.size(), 100u);
+  const int64_t newest = copied.back().time;
+  std::map<std::tuple<std::string, std::string, int64_t>, fleet::HistoryRow> kept;
+  const std::vector<fleet::HistoryRow> leader_fine =
+      leader.Export(fleet::HistoryResolution::kFine, 0, 1000000)->rows;
+  for (const fleet::HistoryRow& r : leader_fine) kept[{r.metric, r.scope, r.time}] = r;
+  size_t compared = 0;
+  for (const fleet::HistoryRow& r : copied) {
+    if (r.time == newest) continue;
+    auto it = kept.find({r.metric, r.scope, r.time});
+    ASSERT_NE(it, kept.end()) << r.metric << " " << r.scope << " " << r.time;
+    EXPECT_EQ(r, it->second);
+    ++compared;
+  }
+  EXPECT_GT(compared, 50u);
+  // Rolled-up hours never change: every one copied is the leader's.
+  kept.clear();
+  const std::vector<fleet::HistoryRow> leader_coarse =
+      leader.Export(fleet::HistoryResolution::kCoarse, 0, 1000000)->rows;
+  for (const fleet::HistoryRow& r : leader_coarse) kept[{r.metric, r.scope, r.time}] = r;
+  const std::vector<fleet::HistoryRow> copied_coarse =
+      (*copy)->Export(fleet::HistoryResolution::kCoarse, 0, 1000000)->rows;
+  for (const fleet::HistoryRow& r : copied_coarse) {
+    auto it = kept.find({r.metric, r.scope, r.time});
+    ASSERT_NE(it, kept.end()) << r.metric << " " << r.scope << " " << r.time;
+    EXPECT_EQ(r, it->second);
+  }
+
+  // The replica token reads the stream and nothing else; a read token reads it too.
+  EXPECT_EQ(Client(kReplicaToken).Get("/api/v1/history/replication?since=0&limit=1")->status, 200);
+  auto r = Client(kReplicaToken).Get("/api/v1/fleet");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_NE(r->body.find("has role replica: it may only read the history's replication stream"),
+            std::string::npos)
+      << r->body;
+  EXPECT_EQ(Client(kReplicaToken).Post("/api/v1/nodes/h100-2/cordon")->status, 403);
+  EXPECT_EQ(Client().Get("/api/v1/history/replication")->status, 200);
+  r = Client().Get("/api/v1/history/replication?resolution=hourly");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(r->body.find("parameter resolution"), std::string::npos) << r->body;
+  EXPECT_EQ(Client().Get("/api/v1/history/replication?limit=0")->status, 400);
 }
 
 // Browsers accept Brotli, which cpp-httplib would apply at its slowest quality (seconds for a

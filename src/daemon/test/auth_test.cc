@@ -30,10 +30,10 @@ TEST(TokenFileTest, ErrorsNameTheLine) {
       "aaaaaaaaaaaaaaaaaaaa read\ncccccccccccccccccccc root\n", "tokens");
   ASSERT_FALSE(bad_role.ok());
   EXPECT_EQ(bad_role.status().message(),
-            "tokens:2: unknown role \"root\" (expected read, admin or agent)");
+            "tokens:2: unknown role \"root\" (expected read, admin, agent or replica)");
   auto no_role = TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa\n", "t");
   EXPECT_EQ(no_role.status().message(),
-            "t:1: a token needs a role (read, admin or agent) after it");
+            "t:1: a token needs a role (read, admin, agent or replica) after it");
   auto short_token = TokenFileAuthenticator::Parse("abc read\n", "t");
   EXPECT_EQ(short_token.status().message(), "t:1: token is shorter than 16 characters");
   auto twice =
@@ -92,6 +92,33 @@ TEST(TokenReviewTest, AgentUsersAndGroupsGetTheAgentRole) {
   EXPECT_EQ(a.Authenticate("grp")->role, Role::kAgent);
   EXPECT_EQ(a.Authenticate("adm")->role, Role::kAdmin);  // admin wins
   EXPECT_EQ(a.Authenticate("other").status().code(), StatusCode::kNotFound);
+}
+
+// chamberd's own service account, named by --replica-user, may only copy the history; it is
+// a replica even when its namespace's accounts are readers.
+TEST(TokenReviewTest, ReplicaUsersGetTheReplicaRole) {
+  TokenReviewAuthenticator::Options o;
+  o.read_groups = {"system:serviceaccounts:chamber"};
+  o.replica_users = {"system:serviceaccount:chamber:chamber"};
+  TokenReviewAuthenticator a(
+      [](std::string_view token) -> Result<ReviewedUser> {
+        if (token == "chamberd")
+          return ReviewedUser{true,
+                              "system:serviceaccount:chamber:chamber",
+                              {"system:serviceaccounts", "system:serviceaccounts:chamber"},
+                              ""};
+        return ReviewedUser{true,
+                            "system:serviceaccount:chamber:chamber-dashboard",
+                            {"system:serviceaccounts", "system:serviceaccounts:chamber"},
+                            ""};
+      },
+      o);
+  EXPECT_EQ(a.Authenticate("chamberd")->role, Role::kReplica);
+  EXPECT_EQ(a.Authenticate("dashboard")->role, Role::kRead);
+  auto file = TokenFileAuthenticator::Parse("aaaaaaaaaaaaaaaaaaaa replica standby\n", "t");
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ((*file)->Authenticate("aaaaaaaaaaaaaaaaaaaa")->role, Role::kReplica);
+  EXPECT_EQ(RoleName(Role::kReplica), "replica");
 }
 
 // A TokenReview of a service-account token the kubelet projected into a pod (Kubernetes 1.30+).

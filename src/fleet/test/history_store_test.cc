@@ -178,5 +178,184 @@ TEST_F(HistoryStoreTest, RejectsInconsistentOptions) {
   EXPECT_FALSE(fs::exists(Path()));
 }
 
+// Every row of one resolution, read through Export page by page.
+std::vector<HistoryRow> AllRows(HistoryStore& s, HistoryResolution r, size_t limit = 100000) {
+  std::vector<HistoryRow> out;
+  int64_t since = 0;
+  for (int page = 0; page < 1000; ++page) {
+    Result<HistoryBatch> b = s.Export(r, since, limit);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok()) break;
+    out.insert(out.end(), b->rows.begin(), b->rows.end());
+    if (!b->more) break;
+    EXPECT_GT(b->next, since) << "a page must move on";
+    since = b->next;
+  }
+  return out;
+}
+
+// What a standby does each round: copy from its newest buckets on, fine rows then coarse.
+void CopyFrom(HistoryStore& leader, HistoryStore& standby, size_t limit = 100000) {
+  for (HistoryResolution r : {HistoryResolution::kFine, HistoryResolution::kCoarse}) {
+    Result<HistoryPosition> at = standby.Newest();
+    ASSERT_TRUE(at.ok());
+    int64_t since = r == HistoryResolution::kFine ? at->fine : at->coarse;
+    for (int page = 0; page < 1000; ++page) {
+      Result<HistoryBatch> b = leader.Export(r, since, limit);
+      ASSERT_TRUE(b.ok()) << b.status().ToString();
+      ASSERT_TRUE(standby.Import(*b).ok());
+      if (!b->more) break;
+      since = b->next;
+    }
+  }
+}
+
+TEST_F(HistoryStoreTest, ACopyHoldsTheLeadersBucketsAndCopyingAgainAddsNothing) {
+  auto leader = MustOpen(Path("leader.db"));
+  auto standby = MustOpen(Path("standby.db"));
+  ASSERT_TRUE(leader && standby);
+  for (int64_t t : {0, 20, 60, 70, 110, 120})
+    ASSERT_TRUE(
+        leader->Write(t, {{"gpus_used", "cluster", double(t) / 10}, {"gpus_used", "pool:h100", 1}})
+            .ok());
+  CopyFrom(*leader, *standby);
+  const std::vector<HistoryRow> rows = AllRows(*leader, HistoryResolution::kFine);
+  ASSERT_EQ(rows.size(), 6u);  // 3 minutes x 2 series
+  EXPECT_EQ(rows[0], (HistoryRow{"gpus_used", "cluster", 0, 2.0, 2}));
+  EXPECT_EQ(AllRows(*standby, HistoryResolution::kFine), rows);
+  EXPECT_EQ(standby->Read("gpus_used", "cluster", 0, 1000)->points,
+            leader->Read("gpus_used", "cluster", 0, 1000)->points);
+
+  // Copying the same rows again, from the start or from the newest bucket, changes nothing.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(standby->Import(*leader->Export(HistoryResolution::kFine, 0, 1000)).ok());
+    CopyFrom(*leader, *standby);
+  }
+  EXPECT_EQ(AllRows(*standby, HistoryResolution::kFine), rows);
+  EXPECT_EQ(*standby->CountFine(), 6);
+
+  // The leader goes on filling its newest bucket and starts another: the standby's copy of the
+  // newest bucket is replaced by the leader's, not added to.
+  ASSERT_TRUE(leader->Write(130, {{"gpus_used", "cluster", 5}}).ok());
+  ASSERT_TRUE(leader->Write(180, {{"gpus_used", "cluster", 7}}).ok());
+  EXPECT_EQ(standby->Newest()->fine, 120);
+  CopyFrom(*leader, *standby);
+  EXPECT_EQ(AllRows(*standby, HistoryResolution::kFine),
+            AllRows(*leader, HistoryResolution::kFine));
+  auto series = standby->Read("gpus_used", "cluster", 0, 1000);
+  ASSERT_TRUE(series.ok());
+  EXPECT_EQ(series->points, (std::vector<HistoryPoint>{{0, 1}, {60, 8}, {120, 8.5}, {180, 7}}));
+  EXPECT_EQ(*standby->CountFine(), 7);
+}
+
+TEST_F(HistoryStoreTest, ExportPagesByWholeTimes) {
+  auto s = MustOpen(Path());
+  ASSERT_TRUE(s);
+  for (int64_t t = 0; t < 5 * 60; t += 60)
+    ASSERT_TRUE(s->Write(t, {{"a", "cluster", 1}, {"b", "cluster", 2}, {"c", "cluster", 3}}).ok());
+  // Four rows: the fifth row is the second time's, so the page ends before that time.
+  auto b = s->Export(HistoryResolution::kFine, 0, 4);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->rows.size(), 3u);
+  EXPECT_TRUE(b->more);
+  EXPECT_EQ(b->next, 60);
+  // A time with more rows than the limit comes whole, alone.
+  b = s->Export(HistoryResolution::kFine, 60, 2);
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(b->rows.size(), 3u);
+  EXPECT_EQ(b->rows.front().time, 60);
+  EXPECT_EQ(b->rows.back().time, 60);
+  EXPECT_EQ(b->next, 61);
+  // Every page size reads every row once, in order.
+  const std::vector<HistoryRow> all = AllRows(*s, HistoryResolution::kFine);
+  ASSERT_EQ(all.size(), 15u);
+  for (size_t limit : {1, 2, 3, 4, 7, 14, 15, 16})
+    EXPECT_EQ(AllRows(*s, HistoryResolution::kFine, limit), all) << "limit " << limit;
+  // Nothing at or after `since`: no rows, nothing more.
+  b = s->Export(HistoryResolution::kFine, 1000, 10);
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b->rows.empty());
+  EXPECT_FALSE(b->more);
+  EXPECT_FALSE(s->Export(HistoryResolution::kFine, 0, 0).ok());
+}
+
+// The old leader rolled hour 0 up while all its minutes were kept; by the time the standby
+// copies, the oldest minutes have expired. The standby, now the leader, keeps the old leader's
+// hour rather than rolling it up again from the minutes left, rolls up the next hour itself and
+// goes on filling the bucket the old leader was filling.
+TEST_F(HistoryStoreTest, ANewLeaderContinuesTheOldLeadersBucketsAndRollUps) {
+  auto leader = MustOpen(Path("leader.db"));
+  auto standby = MustOpen(Path("standby.db"));
+  ASSERT_TRUE(leader && standby);
+  for (int i = 0; i < 60; ++i)
+    ASSERT_TRUE(leader->Write(i * 60, {{"m", "cluster", double(i)}}).ok());
+  ASSERT_TRUE(leader->Write(3600, {{"m", "cluster", 100}}).ok());
+  ASSERT_TRUE(leader->Maintain(3600).ok());
+  ASSERT_EQ(*leader->CountCoarse(), 1);
+  // The minutes of hour 0 the leader has no more (as if expired): the first half.
+  HistoryBatch fine = *leader->Export(HistoryResolution::kFine, 30 * 60, 100000);
+  ASSERT_TRUE(standby->Import(fine).ok());
+  ASSERT_TRUE(standby->Import(*leader->Export(HistoryResolution::kCoarse, 0, 100000)).ok());
+
+  // The standby leads: hour 1 continues in the same bucket, then hour 1 completes.
+  ASSERT_TRUE(standby->Write(3610, {{"m", "cluster", 200}}).ok());
+  for (int i = 1; i < 60; ++i)
+    ASSERT_TRUE(standby->Write(3600 + i * 60, {{"m", "cluster", 1}}).ok());
+  EXPECT_EQ(standby->Read("m", "cluster", 3600, 3600)->points,
+            (std::vector<HistoryPoint>{{3600, 150}}));
+  ASSERT_TRUE(standby->Maintain(7200).ok());
+  const std::vector<HistoryRow> coarse = AllRows(*standby, HistoryResolution::kCoarse);
+  ASSERT_EQ(coarse.size(), 2u);
+  // Hour 0 as the old leader rolled it (the mean of 0..59), not from the minutes 30..59 left.
+  EXPECT_EQ(coarse[0], AllRows(*leader, HistoryResolution::kCoarse).at(0));
+  EXPECT_EQ(coarse[0], (HistoryRow{"m", "cluster", 0, 1770, 60}));
+  EXPECT_EQ(coarse[1], (HistoryRow{"m", "cluster", 3600, 150 + 59, 60}));
+  EXPECT_EQ(*standby->CountCoarse(), 2);
+}
+
+TEST_F(HistoryStoreTest, ImportRefusesOtherStepsAndEmptyBuckets) {
+  auto s = MustOpen(Path());
+  ASSERT_TRUE(s);
+  HistoryBatch b;
+  b.fine_step = 1;
+  b.coarse_step = 3600;
+  b.rows = {{"m", "cluster", 5, 1, 1}};
+  Status st = s->Import(b);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("steps of 1 s and 3600 s, this history keeps 60 s and 3600 s"),
+            std::string::npos)
+      << st.message();
+  b.fine_step = 60;
+  b.rows = {{"m", "cluster", 60, 1, 1}, {"m", "cluster", 120, 1, 0}};
+  st = s->Import(b);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("m/cluster at 120: count must be at least 1"), std::string::npos)
+      << st.message();
+  EXPECT_EQ(*s->CountFine(), 0) << "a refused batch stores nothing";
+}
+
+// A restarted replica opens its file again and goes on from where it stopped: the hours it
+// rolled up are not rolled up again, new points follow the old ones.
+TEST_F(HistoryStoreTest, ARestartedReplicaContinuesFromItsFile) {
+  {
+    auto s = MustOpen(Path());
+    ASSERT_TRUE(s);
+    for (int i = 0; i < 61; ++i) ASSERT_TRUE(s->Write(i * 60, {{"m", "cluster", 2}}).ok());
+    ASSERT_TRUE(s->Maintain(3600).ok());
+  }
+  auto s = MustOpen(Path());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->Newest()->fine, 3600);
+  EXPECT_EQ(s->Newest()->coarse, 0);
+  ASSERT_TRUE(s->Write(3630, {{"m", "cluster", 4}}).ok());
+  ASSERT_TRUE(s->Write(3660, {{"m", "cluster", 4}}).ok());
+  ASSERT_TRUE(s->Maintain(3660).ok());
+  EXPECT_EQ(*s->CountCoarse(), 1);
+  auto r = s->Read("m", "cluster", 3540, 3660);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->points, (std::vector<HistoryPoint>{{3540, 2}, {3600, 3}, {3660, 4}}));
+  EXPECT_EQ(s->Read("m", "cluster", 0, 3599, 3600)->points, (std::vector<HistoryPoint>{{0, 2}}));
+}
+
 }  // namespace
 }  // namespace chamber::fleet

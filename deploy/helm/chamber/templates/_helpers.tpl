@@ -61,3 +61,49 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* The chamberd Service's in-cluster base URL: what the agents push to and the standby
+replicas copy the history from. */}}
+{{- define "chamber.chamberd.serviceUrl" -}}
+{{- printf "http://%s.%s.svc:%d" (include "chamber.chamberd.name" .) .Release.Namespace (int .Values.service.port) -}}
+{{- end -}}
+
+{{/* Where the agents push their reports: agent.chamberdUrl when set (a chamberd of another
+release), else this release's chamberd Service when chamberd is installed, else nowhere (""). */}}
+{{- define "chamber.agent.chamberdUrl" -}}
+{{- if .Values.agent.chamberdUrl -}}
+{{- .Values.agent.chamberdUrl -}}
+{{- else if .Values.chamberd.enabled -}}
+{{- printf "%s/api/v1/agent/reports" (include "chamber.chamberd.serviceUrl" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether each chamberd replica keeps its history on a PersistentVolumeClaim of its own
+("true") or in an emptyDir (""). chamberd.persistence.enabled: true or false as set; auto:
+whatever an installed StatefulSet of this release already has (a StatefulSet's volume claims
+cannot change in place), else whether the cluster has a default StorageClass, or the StorageClass
+chamberd.persistence.storageClassName names. `helm template` and `helm lint` ask no cluster: auto
+renders an emptyDir there. */}}
+{{- define "chamber.history.persistent" -}}
+{{- $p := .Values.chamberd.persistence -}}
+{{- if and .Values.chamberd.history (eq (toString $p.enabled) "true") -}}
+true
+{{- else if and .Values.chamberd.history (eq (toString $p.enabled) "auto") -}}
+{{- $existing := lookup "apps/v1" "StatefulSet" .Release.Namespace (include "chamber.chamberd.name" .) -}}
+{{- if $existing -}}
+{{- range $existing.spec.volumeClaimTemplates -}}{{- if eq .metadata.name "data" -}}true{{- end -}}{{- end -}}
+{{- else if $p.storageClassName -}}
+{{- if lookup "storage.k8s.io/v1" "StorageClass" "" $p.storageClassName -}}true{{- end -}}
+{{- else -}}
+{{- $classes := lookup "storage.k8s.io/v1" "StorageClass" "" "" -}}
+{{- $default := false -}}
+{{- range ($classes.items | default list) -}}
+{{- $a := .metadata.annotations | default dict -}}
+{{- if or (eq (index $a "storageclass.kubernetes.io/is-default-class" | default "") "true") (eq (index $a "storageclass.beta.kubernetes.io/is-default-class" | default "") "true") -}}
+{{- $default = true -}}
+{{- end -}}
+{{- end -}}
+{{- if $default -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
