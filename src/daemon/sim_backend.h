@@ -6,8 +6,8 @@
 //
 // A GPU fault (random, or FailGpu) gets a deterministic kind with the evidence a real agent
 // would report for it (SimulatedFault): an Xid 79, a double-bit ECC burst (Xid 48 with the counts
-// and a pending row remap), a GPU close to its shutdown temperature, or an NVLink error (Xid 74 with
-// the link's counters; SXM GPUs only). Observe() gives it with the workloads requeued off it.
+// and a pending row remap), a GPU close to its shutdown temperature, or an NVLink error (Xid 74
+// with the link's counters; SXM GPUs only). Observe() gives it with the workloads requeued off it.
 #pragma once
 
 #include <cstdint>

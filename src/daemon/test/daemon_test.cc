@@ -438,7 +438,8 @@ TEST(DaemonTest, GpuFaultBecomesAnIncidentAndResolves) {
 }
 
 // The demo's faults are the kinds real GPUs have, with the evidence chamber-agent reports for
-// them: an Xid 79, a double-bit ECC burst, a GPU close to its shutdown temperature, an NVLink error.
+// them: an Xid 79, a double-bit ECC burst, a GPU close to its shutdown temperature, an NVLink
+// error.
 TEST(SimulatedFaultTest, EachKindCarriesTheEvidenceAnAgentReports) {
   std::set<std::string> kinds;
   for (int64_t t = 0; t < 400; ++t) {
