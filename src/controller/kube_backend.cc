@@ -465,15 +465,9 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
     for (const core::PreemptDecision& p : result.preemptions) {
       if (p.reason != core::PreemptReason::kHardwareFault) continue;
       const core::Workload& w = snap.workloads[p.workload.index()];
-      for (const core::PodPlacement& pl : w.placements) {
-        if (!pl.node.valid() || pl.node.index() >= snap.nodes.size()) continue;
-        const core::Node& node = snap.nodes[pl.node.index()];
-        for (uint64_t mask = pl.gpu_mask; mask != 0; mask &= mask - 1) {
-          const auto g = static_cast<size_t>(std::countr_zero(mask));
-          if (g < node.gpus.size() && !node.gpus[g].healthy)
-            requeued.push_back({node.name, static_cast<int>(g), w.name});
-        }
-      }
+      core::ForEachHeldGpu(snap, w, [&](const core::Node& node, size_t g) {
+        if (!node.gpus[g].healthy) requeued.push_back({node.name, static_cast<int>(g), w.name});
+      });
     }
     if (!requeued.empty()) fault_requeues_(requeued);
   }

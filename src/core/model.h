@@ -5,6 +5,7 @@
 // few of them and a wrong name must become a readable reason.
 #pragma once
 
+#include <bit>
 #include <chrono>
 #include <compare>
 #include <cstdint>
@@ -205,5 +206,19 @@ struct Snapshot {
   // readers and writers.
   std::shared_ptr<const NodeIndex> node_index;
 };
+
+// Calls fn(node, gpu) for each GPU that workload `w` of `s` holds and the node has, in placement
+// order: what a caller needs to tell which GPUs a preemption freed.
+template <typename Fn>
+void ForEachHeldGpu(const Snapshot& s, const Workload& w, Fn&& fn) {
+  for (const PodPlacement& pl : w.placements) {
+    if (!pl.node.valid() || pl.node.index() >= s.nodes.size()) continue;
+    const Node& node = s.nodes[pl.node.index()];
+    for (uint64_t mask = pl.gpu_mask; mask != 0; mask &= mask - 1) {
+      const auto g = static_cast<size_t>(std::countr_zero(mask));
+      if (g < node.gpus.size()) fn(node, g);
+    }
+  }
+}
 
 }  // namespace chamber::core

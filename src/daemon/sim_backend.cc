@@ -172,20 +172,14 @@ Status SimulatedBackend::Apply(const core::CycleResult& result) {
   for (const core::PreemptDecision& p : result.preemptions) {
     if (p.reason != core::PreemptReason::kHardwareFault) continue;
     const core::Workload& w = snap.workloads[p.workload.index()];
-    for (const core::PodPlacement& pl : w.placements) {
-      if (!pl.node.valid() || pl.node.index() >= snap.nodes.size()) continue;
-      const core::Node& node = snap.nodes[pl.node.index()];
-      for (uint64_t mask = pl.gpu_mask; mask != 0; mask &= mask - 1) {
-        const auto g = static_cast<size_t>(std::countr_zero(mask));
-        if (g >= node.gpus.size()) continue;
-        auto f = faults_.find(node.gpus[g].uuid);
-        if (f == faults_.end()) continue;
-        std::vector<std::string>& named = f->second.requeued;
-        if (std::find(named.begin(), named.end(), w.name) != named.end()) continue;
-        if (named.size() < kMaxNamedWorkloads) named.push_back(w.name);
-        ++f->second.requeued_count;
-      }
-    }
+    core::ForEachHeldGpu(snap, w, [&](const core::Node& node, size_t g) {
+      auto f = faults_.find(node.gpus[g].uuid);
+      if (f == faults_.end()) return;
+      std::vector<std::string>& named = f->second.requeued;
+      if (std::find(named.begin(), named.end(), w.name) != named.end()) return;
+      if (named.size() < kMaxNamedWorkloads) named.push_back(w.name);
+      ++f->second.requeued_count;
+    });
   }
   cluster_->ApplyCycle(result);
   return Status::Ok();

@@ -228,7 +228,8 @@ Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writ
 }
 
 int Main(int argc, char** argv) {
-  std::string kubeconfig, chamberd, kube_scheduler, work_dir = "/tmp/chamber-scheduler-bench";
+  std::string kubeconfig, chamberd, baseline, kube_scheduler,
+      work_dir = "/tmp/chamber-scheduler-bench";
   int nodes = 5000, gpus = 8, pods = 10000, held = 0, writers = 32, timeout_s = 1200, settle_s = 15;
   double raised_qps = 500;
   std::string runs = "chamberd,chamberd-qps,kube-scheduler,kube-scheduler-qps";
@@ -236,6 +237,9 @@ int Main(int argc, char** argv) {
   app.add_option("--kubeconfig", kubeconfig, "admin kubeconfig of the control plane")->required();
   app.add_option("--chamberd", chamberd, "the chamberd binary")->required();
   app.add_option("--kube-scheduler", kube_scheduler, "the kube-scheduler binary")->required();
+  app.add_option("--baseline-chamberd", baseline,
+                 "another chamberd binary (e.g. an earlier build), run as chamberd-baseline with "
+                 "the chamberd run's arguments, for a comparison in the same session");
   app.add_option("--nodes", nodes, "fake nodes")->capture_default_str();
   app.add_option("--gpus", gpus, "GPUs per node")->capture_default_str();
   app.add_option("--pods", pods, "single-GPU pods per scheduler")->capture_default_str();
@@ -327,6 +331,12 @@ int Main(int argc, char** argv) {
         "--kube-api-burst", std::to_string(static_cast<int>(2 * raised_qps))},
        "chamber",
        work_dir + "/chamberd-qps.log"},
+      {"chamberd-baseline",
+       {baseline, "--kubeconfig", kubeconfig, "--no-leader-elect", "--anonymous", "--listen",
+        "127.0.0.1:0", "--health-listen", "127.0.0.1:0", "--scheduler-name", "chamber",
+        "--log-level", "debug"},
+       "chamber",
+       work_dir + "/chamberd-baseline.log"},
       // kube-scheduler's own default client QPS (50, burst 100).
       {"kube-scheduler",
        {kube_scheduler, "--config", scheduler_config("kube-scheduler", 50), "--secure-port", "0"},
