@@ -24,6 +24,7 @@
 #include <iostream>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <tuple>
 
@@ -76,19 +77,13 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   return pid;
 }
 
-int64_t PeakRssKib(pid_t pid) {
+// A "Vm...:" line of the process's status, in KiB: VmHWM is the peak resident set, VmRSS the
+// resident set now.
+int64_t StatusKib(pid_t pid, std::string_view field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
-  return 0;
-}
-
-int64_t RssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    if (line.starts_with(field)) return std::stoll(line.substr(field.size()));
   return 0;
 }
 
@@ -205,8 +200,8 @@ Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writ
   }
   // Some cycles over the full cluster before the scheduler stops (chamberd's cycle times).
   std::this_thread::sleep_for(settle);
-  out.peak_rss_kib = PeakRssKib(pid);
-  out.rss_kib = RssKib(pid);
+  out.peak_rss_kib = StatusKib(pid, "VmHWM:");
+  out.rss_kib = StatusKib(pid, "VmRSS:");
   out.bound = bound;
   kill(pid, SIGTERM);
   int status = 0;
