@@ -61,6 +61,13 @@ core::TaintEffect Effect(const std::string& e) {
 
 inline constexpr std::string_view kChamberPrefix = "chamber.io/";
 
+// Orders "namespace/name" keys as (namespace, name): a namespace holds no '/'.
+bool KeyLess(std::string_view a, std::string_view b) {
+  const size_t i = a.find('/'), j = b.find('/');
+  if (const int c = a.substr(0, i).compare(b.substr(0, j)); c != 0) return c < 0;
+  return a.substr(i + 1) < b.substr(j + 1);
+}
+
 // A pod's `chamber.io/` annotations, then labels, in that order: the keys the builder reads.
 using ChamberKeys = std::vector<std::pair<std::string_view, const std::string*>>;
 
@@ -122,8 +129,7 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
 // What a pod says on its own, whatever else the cluster holds. Pointers and views point into
 // the pod, and are read only while a build holds it.
 struct PodFacts {
-  std::string key;       // "namespace/name"
-  std::string sort_key;  // "namespace\0name": orders as (namespace, name)
+  std::string key;  // "namespace/name"
   bool terminal = false;
   int64_t created_ms = 0, started_ms = 0;  // 0: none
   int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
@@ -434,7 +440,6 @@ class Builder {
     const kube::Pod& p = *e.object;
     PodFacts& f = e.facts;
     f.key = p.metadata.Key();
-    f.sort_key = p.metadata.namespace_name + '\0' + p.metadata.name;
     f.chamber_keys = ChamberKeysOf(p.metadata);
     f.terminal = Terminal(p);
     f.created_ms = UnixMs(p.metadata.creation_timestamp);
@@ -784,7 +789,7 @@ class Builder {
     for (const PodEntry* e : DerivePods())
       if (e->derived == cache_.generation) fresh.push_back(e);
     auto by_key = [](const PodEntry* a, const PodEntry* b) {
-      return a->facts.sort_key < b->facts.sort_key;
+      return KeyLess(a->facts.key, b->facts.key);
     };
     // Informers list pods by name, so this is mostly sorted already.
     if (!std::is_sorted(fresh.begin(), fresh.end(), by_key))
@@ -804,9 +809,9 @@ class Builder {
         order[kept++] = old;  // unchanged
         continue;
       }
-      for (; f != fresh.end() && (*f)->facts.sort_key < old->facts.sort_key; ++f)
+      for (; f != fresh.end() && KeyLess((*f)->facts.key, old->facts.key); ++f)
         unplaced.push_back(*f);
-      if (f != fresh.end() && (*f)->facts.sort_key == old->facts.sort_key) {
+      if (f != fresh.end() && (*f)->facts.key == old->facts.key) {
         (*f)->previous = old;
         order[kept++] = *f++;
       }

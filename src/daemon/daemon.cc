@@ -181,7 +181,7 @@ Status Daemon::Tick() {
   queue_status_ = result.queues;
 
   CHAMBER_RETURN_IF_ERROR(backend_->Apply(result));
-  const Observation obs = backend_->Observe();
+  Observation obs = backend_->Observe();
   const core::Snapshot& s = *obs.snapshot;
   const int64_t now = obs.clock_offset_ms + s.now.count();
 
@@ -238,7 +238,7 @@ Status Daemon::Tick() {
     wi.gpus = static_cast<int32_t>(w.TotalRequest().gpu());
     wi.submitted = obs.clock_offset_ms + w.submit_time.count();
     wi.reserved = w.reserved();
-    if (i < obs.workload_pods.size()) wi.pods = obs.workload_pods[i];
+    if (i < obs.workload_pods.size()) wi.pods = std::move(obs.workload_pods[i]);
     for (const core::Time t : w.recent_preemptions)
       wi.preemptions.push_back(obs.clock_offset_ms + t.count());
     if (!workload_losses_.empty()) {

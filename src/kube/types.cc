@@ -272,18 +272,23 @@ Result<Pod> Pod::FromJson(Json raw) {
 
 void TrimPod(Pod& pod) {
   pod.raw = Json();
-  auto& a = pod.metadata.annotations;
-  for (auto it = a.begin(); it != a.end();)
-    it = it->first.starts_with("chamber.io/") ? std::next(it) : a.erase(it);
+  for (auto* map : {&pod.metadata.labels, &pod.metadata.annotations})
+    std::erase_if(*map, [](const auto& kv) { return !kv.first.starts_with("chamber.io/"); });
+  // One container holding the sum of the requests.
+  if (pod.containers.size() != 1 || !pod.containers[0].image.empty() ||
+      !pod.containers[0].limits.values.empty()) {
+    Container sum;
+    sum.requests = pod.Requests();
+    pod.containers.assign(1, std::move(sum));
+  }
+  pod.containers[0].name.clear();
+  // A bound pod's condition patches no longer need the others' positions.
+  if (!pod.node_name.empty())
+    std::erase_if(pod.conditions, [](const Condition& c) { return c.type != "PodScheduled"; });
+  pod.conditions.shrink_to_fit();
 }
 
-void TrimNode(Node& node) {
-  if (!node.raw.is_object()) return;
-  if (auto m = node.raw.find("metadata"); m != node.raw.end() && m->is_object())
-    m->erase("managedFields");
-  if (auto st = node.raw.find("status"); st != node.raw.end() && st->is_object())
-    st->erase("images");
-}
+void TrimNode(Node& node) { node.raw = Json(); }
 
 ResourceList Pod::Requests() const {
   ResourceList sum;
@@ -361,6 +366,23 @@ bool Node::Ready() const {
 
 Json Node::ToJson() const {
   Json out = raw;
+  if (!raw.is_object()) {
+    // A trimmed node: what the typed fields hold, conditions in their order (a JSON patch
+    // names a condition by its index).
+    out = {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", metadata.name}}}};
+    if (!metadata.uid.empty()) out["metadata"]["uid"] = metadata.uid;
+    if (!metadata.resource_version.empty())
+      out["metadata"]["resourceVersion"] = metadata.resource_version;
+    Json list = Json::array();
+    for (const Condition& c : conditions) {
+      Json j = {{"type", c.type}, {"status", c.status}};
+      if (!c.reason.empty()) j["reason"] = c.reason;
+      if (!c.message.empty()) j["message"] = c.message;
+      if (!c.last_transition_time.empty()) j["lastTransitionTime"] = c.last_transition_time;
+      list.push_back(std::move(j));
+    }
+    if (!list.empty()) out["status"]["conditions"] = std::move(list);
+  }
   WriteMeta(metadata, &out);
   if (unschedulable) {
     out["spec"]["unschedulable"] = true;

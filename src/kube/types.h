@@ -92,9 +92,12 @@ struct Pod {
   Json ToJson() const;
 };
 
-// What a cache that only schedules keeps of a Pod: every decoded field, but not the raw object
-// (which is most of a pod's memory) and, of the annotations, only Chamber's own (`chamber.io/`).
-// A trimmed pod cannot be written back whole (ToJson): read the pod from the API server first.
+// What a cache that only schedules keeps of a Pod: not the raw object (which is most of a pod's
+// memory); of the labels and annotations, only Chamber's own (`chamber.io/`); one container
+// holding the sum of the containers' requests, without name, image or limits; and of a bound
+// pod's conditions, PodScheduled alone (a pending pod keeps all, in their order, for a JSON patch
+// of one by index). Everything else decoded stays. A trimmed pod cannot be written back whole
+// (ToJson): read the pod from the API server first.
 void TrimPod(Pod& pod);
 
 struct NodeAddress {
@@ -108,15 +111,16 @@ struct Node {
   ResourceList capacity, allocatable;
   std::vector<Condition> conditions;
   std::vector<NodeAddress> addresses;
-  Json raw;
+  Json raw;  // null in a trimmed node (TrimNode)
 
   bool Ready() const;
   static Result<Node> FromJson(Json raw);
   Json ToJson() const;
 };
 
-// What a cache keeps of a Node: the raw object less what no reader needs and what grows with
-// the node's life (metadata.managedFields, status.images).
+// What a cache keeps of a Node: the decoded fields, not the raw object (which grows with the
+// node's life: managedFields, images). ToJson of a trimmed node gives its name, uid,
+// resourceVersion, labels, annotations, taints and conditions: enough to patch it.
 void TrimNode(Node& node);
 
 struct Namespace {

@@ -129,20 +129,36 @@ TEST(PodTest, TrimmedKeepsWhatChamberReadsAndDropsTheRest) {
   j["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
       std::string(4096, 'x');
   j["metadata"]["annotations"]["chamber.io/checkpoint-grace-seconds"] = "30";
+  j["metadata"]["labels"]["app.kubernetes.io/name"] = "trainer";
+  j["status"]["conditions"].push_back({{"type", "Ready"}, {"status", "True"}});
   Pod pod = Pod::FromJson(j).value();
   const Pod whole = pod;
   TrimPod(pod);
   EXPECT_TRUE(pod.raw.is_null());
   EXPECT_EQ(pod.metadata.annotations,
             (std::map<std::string, std::string>{{"chamber.io/checkpoint-grace-seconds", "30"}}));
-  // Everything decoded stays.
-  EXPECT_EQ(pod.metadata.labels, whole.metadata.labels);
+  EXPECT_EQ(pod.metadata.labels,
+            (std::map<std::string, std::string>{{"chamber.io/queue", "research"}}));
+  // One container with the sum of the requests, nothing else of them.
+  ASSERT_EQ(pod.containers.size(), 1u);
+  EXPECT_EQ(pod.containers[0].name, "");
+  EXPECT_EQ(pod.containers[0].image, "");
+  EXPECT_TRUE(pod.containers[0].limits.values.empty());
+  EXPECT_EQ(pod.Requests().values, whole.Requests().values);
+  EXPECT_EQ(pod.Request("nvidia.com/gpu"), 6);
+  EXPECT_EQ(pod.Request("cpu"), 1500);
+  // A bound pod keeps its PodScheduled condition only.
+  ASSERT_EQ(pod.conditions.size(), 1u);
+  EXPECT_EQ(pod.conditions[0].type, "PodScheduled");
+  // Everything else decoded stays.
   EXPECT_EQ(pod.metadata.uid, whole.metadata.uid);
+  EXPECT_EQ(pod.metadata.owner_references.size(), 1u);
   EXPECT_EQ(pod.node_name, "gpu-1");
   EXPECT_EQ(pod.nominated_node_name, "gpu-2");
-  EXPECT_EQ(pod.Request("nvidia.com/gpu"), 6);
+  EXPECT_EQ(pod.node_selector, whole.node_selector);
+  EXPECT_EQ(pod.tolerations.size(), 1u);
   EXPECT_EQ(pod.affinity, whole.affinity);
-  EXPECT_EQ(pod.conditions.size(), 1u);
+  EXPECT_EQ(pod.start_time, whole.start_time);
   EXPECT_TRUE(pod.has_status);
   // A status with no field is none; a missing one too.
   j["status"] = Json::object();
@@ -151,21 +167,44 @@ TEST(PodTest, TrimmedKeepsWhatChamberReadsAndDropsTheRest) {
   EXPECT_FALSE(Pod::FromJson(j).value().has_status);
 }
 
-TEST(NodeTest, TrimmedDropsManagedFieldsAndImagesOnly) {
+TEST(PodTest, APendingTrimmedPodKeepsEveryConditionInOrder) {
+  // chamberd patches a pending pod's PodScheduled condition by its index.
+  Json j = PodJson();
+  j["spec"].erase("nodeName");
+  j["status"]["conditions"] = Json::parse(
+      R"([{"type": "Ready", "status": "False"}, {"type": "PodScheduled", "status": "False"}])");
+  Pod pod = Pod::FromJson(j).value();
+  TrimPod(pod);
+  ASSERT_EQ(pod.conditions.size(), 2u);
+  EXPECT_EQ(pod.conditions[0].type, "Ready");
+  EXPECT_EQ(pod.conditions[1].type, "PodScheduled");
+}
+
+TEST(NodeTest, TrimmedKeepsTheDecodedFieldsAndWritesThemBack) {
   Json j = Json::parse(R"({
-    "metadata": {"name": "gpu-1", "annotations": {"a": "1"},
+    "metadata": {"name": "gpu-1", "uid": "n-1", "resourceVersion": "7",
+                 "labels": {"pool": "h100"}, "annotations": {"a": "1"},
                  "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}]},
+    "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
     "status": {"capacity": {"nvidia.com/gpu": "8"},
-               "conditions": [{"type": "Ready", "status": "True"}],
+               "conditions": [{"type": "MemoryPressure", "status": "False"},
+                              {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                               "lastTransitionTime": "2026-01-01T00:00:00Z"}],
                "images": [{"names": ["registry.example/train:1"], "sizeBytes": 1}]}})");
   Node n = Node::FromJson(j).value();
   TrimNode(n);
-  EXPECT_FALSE(n.raw["metadata"].contains("managedFields"));
-  EXPECT_FALSE(n.raw["status"].contains("images"));
-  j["metadata"].erase("managedFields");
-  j["status"].erase("images");
-  EXPECT_EQ(n.raw, j);
+  EXPECT_TRUE(n.raw.is_null());
   EXPECT_EQ(n.capacity.Get("nvidia.com/gpu"), 8);
+  const Json back = n.ToJson();
+  EXPECT_EQ(back["metadata"]["name"], "gpu-1");
+  EXPECT_EQ(back["metadata"]["uid"], "n-1");
+  EXPECT_EQ(back["metadata"]["resourceVersion"], "7");
+  EXPECT_EQ(back["metadata"]["labels"], j["metadata"]["labels"]);
+  EXPECT_EQ(back["metadata"]["annotations"], j["metadata"]["annotations"]);
+  EXPECT_EQ(back["spec"]["taints"], j["spec"]["taints"]);
+  EXPECT_EQ(back["status"]["conditions"], j["status"]["conditions"]);
+  EXPECT_FALSE(back["metadata"].contains("managedFields"));
+  EXPECT_FALSE(back["status"].contains("images"));
 }
 
 TEST(NodeTest, DecodesCapacityTaintsAndConditions) {
