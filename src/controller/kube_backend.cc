@@ -52,6 +52,14 @@ std::string Hours(double h) {
   return buf;
 }
 
+// The kGpuHoursLost annotation: four decimals (0.36 s of one GPU), so that the sum read back
+// after a restart loses nothing a report shows.
+std::string GpuHoursText(double h) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4f", h);
+  return buf;
+}
+
 // The pod that replaces a bare pod of a gang rolled back after a failed bind: the same name,
 // labels, annotations (less the GPUs chamberd chose) and spec, without its node, so it waits to
 // be placed again. The priority fields are left to the Priority admission plugin to fill from
@@ -489,7 +497,10 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
         history +=
             (history.empty() ? "" : ",") + std::to_string(w.recent_preemptions[i].count() / 1000);
       if (!fault) history += (history.empty() ? "" : ",") + std::to_string(NowMs() / 1000);
-      Json annotations = {{keys::kPreemptedAt, NowText()}};
+      Json annotations = {
+          {keys::kPreemptedAt, NowText()},
+          {keys::kPreemptionCount, std::to_string(src.stored_preemptions + 1)},
+          {keys::kGpuHoursLost, GpuHoursText(src.stored_gpu_hours_lost + p.gpu_hours_lost)}};
       if (!history.empty()) annotations[keys::kPreemptions] = history;
       Json patch = {{"metadata",
                      {{"uid", src.job_uid},
@@ -779,6 +790,10 @@ daemon::Observation KubeBackend::Observe() {
   }
   o.workload_pods.reserve(built_.sources.size());
   for (const WorkloadSource& s : built_.sources) o.workload_pods.push_back(s.PodKeys());
+  o.stored_losses.resize(built_.sources.size());
+  for (size_t i = 0; i < built_.sources.size(); ++i)
+    o.stored_losses[i] = {built_.sources[i].stored_preemptions,
+                          built_.sources[i].stored_gpu_hours_lost};
   return o;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <system_error>
@@ -872,6 +874,17 @@ class Builder {
     src.job_uid = job.metadata.uid;
     src.job_resource_version = job.metadata.resource_version;
     src.involved = {"batch/v1", "Job", job.metadata.name, job.metadata.uid};
+    if (auto n = IntKey(Meta{&job.metadata}, keys::kPreemptionCount, "job", job_key))
+      src.stored_preemptions = *n;
+    if (const std::string* h = Find(job.metadata.annotations, keys::kGpuHoursLost)) {
+      char* end = nullptr;
+      const double v = std::strtod(h->c_str(), &end);
+      if (h->empty() || end != h->c_str() + h->size() || !std::isfinite(v) || v < 0)
+        Problem("job " + job_key + ": " + keys::kGpuHoursLost + ": \"" + *h +
+                "\" is not a non-negative number of GPU-hours; ignored");
+      else
+        src.stored_gpu_hours_lost = v;
+    }
 
     int32_t want = job.parallelism.value_or(1);
     if (job.completions) want = std::min(want, *job.completions - job.succeeded);

@@ -22,6 +22,8 @@
 //   - `chamber.io/preempted-at` (RFC 3339) on a Job Chamber suspended, and
 //     `chamber.io/preemptions` (Unix seconds, comma-separated, the latest few) for the
 //     preemption budget. A suspended Job without the first is the user's: Chamber leaves it be.
+//   - `chamber.io/preemption-count` and `chamber.io/gpu-hours-lost` on a Job: the lost work of
+//     its preemptions so far, so that a new leader reports what the last one counted.
 //
 // Every bound pod that has not finished holds its node's resources: pods of workloads in the
 // snapshot as their placements, all others (other schedulers, DaemonSets, pods being deleted) as
@@ -53,6 +55,10 @@ inline constexpr char kGpuModels[] = "chamber.io/gpu-models";  // "H100,A100": a
 inline constexpr char kGpuIndices[] = "chamber.io/gpu-indices";
 inline constexpr char kPreemptedAt[] = "chamber.io/preempted-at";
 inline constexpr char kPreemptions[] = "chamber.io/preemptions";
+// On a Job, over its life: how often Chamber preempted it, and the GPU-hours those preemptions
+// lost (since each run's last checkpoint). Written with each suspend; read back after a restart.
+inline constexpr char kPreemptionCount[] = "chamber.io/preemption-count";
+inline constexpr char kGpuHoursLost[] = "chamber.io/gpu-hours-lost";
 // Node annotations written by the health controller and the agent.
 inline constexpr char kUnhealthyGpus[] = "chamber.io/unhealthy-gpus";  // "2,5"
 inline constexpr char kGpuUuids[] = "chamber.io/gpu-uuids";            // comma-separated
@@ -105,6 +111,9 @@ struct WorkloadSource {
     // apiVersion, kind and metadata, as kube::EventSpec::involved takes them.
     kube::Json ToJson(const std::string& namespace_name) const;
   } involved;
+  // The Job (kJob): the lost work its annotations record (kPreemptionCount, kGpuHoursLost).
+  int64_t stored_preemptions = 0;
+  double stored_gpu_hours_lost = 0;
   // Per pod set, the pods by replica index: pending pods for a pending workload (bind
   // decisions index into these), bound pods in placement order for a running one.
   std::vector<std::vector<PodRef>> pods;

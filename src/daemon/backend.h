@@ -50,6 +50,13 @@ struct Observation {
   // Per snapshot workload, the "namespace/name" of each of its pods, when the backend has pods
   // (empty for the simulated backend): `chamber why <pod>` finds a workload through these.
   std::vector<std::vector<std::string>> workload_pods;
+  // Per snapshot workload, the lost work of its earlier preemptions as the cluster records it
+  // (a Job's annotations; empty for the simulated backend): a new leader starts from these.
+  struct StoredLosses {
+    int64_t preemptions = 0;
+    double gpu_hours_lost = 0;
+  };
+  std::vector<StoredLosses> stored_losses;
   // The unhealthy GPUs whose fault the backend knows, by GPU UUID (as the snapshot names it).
   std::unordered_map<std::string, GpuFault> gpu_faults;
 };

@@ -159,6 +159,7 @@ Status Daemon::Tick() {
     fleet::PreemptionRecord record;
     int32_t node;
     int64_t run;  // the start time of the run it ends
+    size_t workload;
   };
   std::vector<Preempted> preempted;
   for (const core::PreemptDecision& p : result.preemptions) {
@@ -176,7 +177,7 @@ Status Daemon::Tick() {
     int32_t node = -1;
     for (const core::PodPlacement& pl : w.placements)
       if (pl.node.valid() && node < 0) node = pl.node.value;
-    preempted.push_back({std::move(r), node, w.start_time.count()});
+    preempted.push_back({std::move(r), node, w.start_time.count(), p.workload.index()});
   }
   queue_status_ = result.queues;
 
@@ -193,11 +194,21 @@ Status Daemon::Tick() {
     r.pool = pool_of(node);
     starts_.push_back(std::move(r));
   }
-  for (auto& [r, node, run] : preempted) {
+  // A workload's lost work starts from what the cluster records of it (after a restart or a
+  // leader change), the first time this server counts it.
+  auto losses_of = [&](size_t i, const std::string& name) -> WorkloadLosses& {
+    auto [it, inserted] = workload_losses_.try_emplace(name);
+    if (inserted && i < obs.stored_losses.size()) {
+      it->second.preemptions = obs.stored_losses[i].preemptions;
+      it->second.gpu_hours_lost = obs.stored_losses[i].gpu_hours_lost;
+    }
+    return it->second;
+  };
+  for (auto& [r, node, run, workload] : preempted) {
     r.time = now;
     r.pool = pool_of(node);
     fleet::AddPreemption(preemption_totals_, r);
-    WorkloadLosses& l = workload_losses_[r.workload];
+    WorkloadLosses& l = losses_of(workload, r.workload);
     l.preempted_run = run;
     l.preemptions += 1;
     l.gpu_hours_lost += r.gpu_hours_lost;
@@ -241,13 +252,18 @@ Status Daemon::Tick() {
     if (i < obs.workload_pods.size()) wi.pods = std::move(obs.workload_pods[i]);
     for (const core::Time t : w.recent_preemptions)
       wi.preemptions.push_back(obs.clock_offset_ms + t.count());
-    if (!workload_losses_.empty()) {
-      if (auto it = workload_losses_.find(w.name); it != workload_losses_.end()) {
-        it->second.seen_cycle = cycles_;
-        wi.preemption_count = it->second.preemptions;
-        wi.gpu_hours_lost = it->second.gpu_hours_lost;
-        wi.preemption_history.assign(it->second.history.begin(), it->second.history.end());
-      }
+    auto losses = workload_losses_.end();
+    if (!workload_losses_.empty()) losses = workload_losses_.find(w.name);
+    if (losses == workload_losses_.end() && i < obs.stored_losses.size() &&
+        obs.stored_losses[i].preemptions > 0) {
+      losses_of(i, w.name);
+      losses = workload_losses_.find(w.name);
+    }
+    if (losses != workload_losses_.end()) {
+      losses->second.seen_cycle = cycles_;
+      wi.preemption_count = losses->second.preemptions;
+      wi.gpu_hours_lost = losses->second.gpu_hours_lost;
+      wi.preemption_history.assign(losses->second.history.begin(), losses->second.history.end());
     }
     const bool holding =
         w.state == core::WorkloadState::kRunning || w.state == core::WorkloadState::kPreempting;

@@ -664,6 +664,9 @@ TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
   const kube::Job suspended = GetJob("elastic");
   EXPECT_TRUE(suspended.metadata.annotations.count(keys::kPreemptedAt));
   EXPECT_TRUE(suspended.metadata.annotations.count(keys::kPreemptions));
+  // Its lost work, for the next leader: one preemption, 8 GPUs for the seconds it ran.
+  EXPECT_EQ(suspended.metadata.annotations.at(keys::kPreemptionCount), "1");
+  EXPECT_GT(std::stod(suspended.metadata.annotations.at(keys::kGpuHoursLost)), 0.0);
   ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
   ExpectNoDoubleBooking(8);
   ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));

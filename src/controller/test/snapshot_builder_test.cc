@@ -287,7 +287,9 @@ TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
                     {{"metadata",
                       {{"annotations",
                         {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"},
-                         {"chamber.io/preemptions", "1796032800"}}}}},
+                         {"chamber.io/preemptions", "1796032800"},
+                         {"chamber.io/preemption-count", "3"},
+                         {"chamber.io/gpu-hours-lost", "12.5000"}}}}},
                      {"spec", {{"suspend", true}}}}),
              JobObj("ml", "paused-by-owner", 2, 1, {{"spec", {{"suspend", true}}}}),
              JobObj("ml", "fresh", 1, 2)};
@@ -307,6 +309,29 @@ TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
   EXPECT_EQ(paused.TotalPods(), 2);
   ASSERT_EQ(paused.recent_preemptions.size(), 1u);
   EXPECT_EQ(paused.recent_preemptions[0].count(), 1'796'032'800'000);
+  EXPECT_EQ(b.sources[1].stored_preemptions, 3);
+  EXPECT_DOUBLE_EQ(b.sources[1].stored_gpu_hours_lost, 12.5);
+  EXPECT_EQ(b.sources[0].stored_preemptions, 0);
+}
+
+TEST(SnapshotBuilderTest, BadLostWorkAnnotationsAreProblemsAndIgnored) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.jobs = {JobObj(
+      "ml", "j", 1, 1,
+      {{"metadata",
+        {{"annotations",
+          {{"chamber.io/preemption-count", "-1"}, {"chamber.io/gpu-hours-lost", "lots"}}}}}})};
+  in.pods = {Pod("ml", "j-0", 1, OwnedBy("j"))};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.sources.size(), 1u);
+  EXPECT_EQ(b.sources[0].stored_preemptions, 0);
+  EXPECT_EQ(b.sources[0].stored_gpu_hours_lost, 0.0);
+  ASSERT_EQ(b.problems.size(), 2u) << ::testing::PrintToString(b.problems);
+  EXPECT_NE(b.problems[0].find("job ml/j: chamber.io/preemption-count"), std::string::npos)
+      << b.problems[0];
+  EXPECT_NE(b.problems[1].find("chamber.io/gpu-hours-lost: \"lots\""), std::string::npos)
+      << b.problems[1];
 }
 
 // Once the informer shows a pod bound, its own node and annotation count and the build reports

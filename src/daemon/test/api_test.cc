@@ -674,6 +674,10 @@ class ScriptedBackend : public ClusterBackend {
   void set_now(core::Time t) { snapshot_.now = t; }
   // While set, preemptions are not carried out, as when the cluster is slow to act on them.
   void set_lagging(bool lagging) { lagging_ = lagging; }
+  // What the cluster records of a workload's earlier preemptions (a Job's annotations).
+  void set_stored_losses(const std::string& name, int64_t preemptions, double gpu_hours_lost) {
+    stored_[name] = {preemptions, gpu_hours_lost};
+  }
 
   std::string_view mode() const override { return "cluster"; }
   bool simulated_time() const override { return false; }
@@ -707,6 +711,10 @@ class ScriptedBackend : public ClusterBackend {
                {"a100", "A100", fleet::Pricing::kReserved, 1.5}};
     o.node_pool = {0, 1};
     o.samples = {std::vector<GpuSample>(8), std::vector<GpuSample>(8)};
+    for (const core::Workload& w : snapshot_.workloads) {
+      auto it = stored_.find(w.name);
+      o.stored_losses.push_back(it == stored_.end() ? Observation::StoredLosses{} : it->second);
+    }
     return o;
   }
   Status SetSchedulable(std::string_view node, bool) override {
@@ -716,6 +724,7 @@ class ScriptedBackend : public ClusterBackend {
 
  private:
   core::Snapshot snapshot_;
+  std::map<std::string, Observation::StoredLosses> stored_;
   bool lagging_ = false;
   int preemption_decisions_ = 0;
 };
@@ -914,6 +923,35 @@ TEST(LostWorkTest, ARunIsPreemptedOnceWhileTheClusterCatchesUp) {
   const json w = WorkloadDetailJson(*daemon.state(), *FindWorkload(*daemon.state(), "a-big"));
   EXPECT_EQ(w["workload"]["state"], "suspended");
   EXPECT_EQ(w["workload"]["preemption_history"].size(), 1u);
+}
+
+// A new server (a restart, a leader change) starts each workload's lost work from what the
+// cluster records of it: a waiting workload shows it at once, and a preemption adds to it.
+TEST(LostWorkTest, ANewServerStartsFromTheLossesTheClusterRecords) {
+  auto owned = std::make_unique<ScriptedBackend>();
+  ScriptedBackend& cluster = *owned;
+  Daemon daemon(std::move(owned), DaemonOptions{}, nullptr);
+  const core::Time t1 = std::chrono::hours(1);
+  cluster.set_now(t1);
+  cluster.Add("a-big", "team-a", 8, "A100", t1);
+  cluster.Add("a-small", "team-a", 1, "H100", t1);
+  cluster.set_stored_losses("a-big", 3, 7.25);
+  ASSERT_TRUE(daemon.Tick().ok());
+  auto detail = [&](const std::string& name) {
+    return WorkloadDetailJson(*daemon.state(), *FindWorkload(*daemon.state(), name))["workload"];
+  };
+  EXPECT_EQ(detail("a-big")["preemption_count"], 3);
+  EXPECT_DOUBLE_EQ(detail("a-big")["gpu_hours_lost"].get<double>(), 7.25);
+  EXPECT_EQ(detail("a-small")["preemption_count"], 0);
+  // Half an hour later team b reclaims the A100s: 8 GPUs x 30 min more.
+  const core::Time t2 = t1 + std::chrono::minutes(30);
+  cluster.set_now(t2);
+  cluster.Add("b-big", "team-b", 8, "A100", t2);
+  ASSERT_TRUE(daemon.Tick().ok());
+  EXPECT_EQ(detail("a-big")["state"], "suspended");
+  EXPECT_EQ(detail("a-big")["preemption_count"], 4);
+  EXPECT_DOUBLE_EQ(detail("a-big")["gpu_hours_lost"].get<double>(), 11.25);
+  EXPECT_EQ(detail("a-big")["preemption_history"].size(), 1u) << "the ones this server saw";
 }
 
 TEST(ParseTimeParamTest, UnixSecondsAndRfc3339) {
