@@ -46,17 +46,12 @@ kube::InformerOptions Watching(const kube::ResourceType& type, std::string field
   return o;
 }
 
-std::string Hours(double h) {
+// GPU-hours as Events show them (two decimals), or with more: the kGpuHoursLost annotation
+// keeps four (0.36 s of one GPU), so that the sum read back after a restart loses nothing a
+// report shows.
+std::string Hours(double h, int decimals = 2) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", h);
-  return buf;
-}
-
-// The kGpuHoursLost annotation: four decimals (0.36 s of one GPU), so that the sum read back
-// after a restart loses nothing a report shows.
-std::string GpuHoursText(double h) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.4f", h);
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, h);
   return buf;
 }
 
@@ -500,7 +495,7 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
       Json annotations = {
           {keys::kPreemptedAt, NowText()},
           {keys::kPreemptionCount, std::to_string(src.stored_preemptions + 1)},
-          {keys::kGpuHoursLost, GpuHoursText(src.stored_gpu_hours_lost + p.gpu_hours_lost)}};
+          {keys::kGpuHoursLost, Hours(src.stored_gpu_hours_lost + p.gpu_hours_lost, 4)}};
       if (!history.empty()) annotations[keys::kPreemptions] = history;
       Json patch = {{"metadata",
                      {{"uid", src.job_uid},

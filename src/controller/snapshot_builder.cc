@@ -4,7 +4,6 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <optional>
 #include <set>
 #include <system_error>
@@ -877,9 +876,9 @@ class Builder {
     if (auto n = IntKey(Meta{&job.metadata}, keys::kPreemptionCount, "job", job_key))
       src.stored_preemptions = *n;
     if (const std::string* h = Find(job.metadata.annotations, keys::kGpuHoursLost)) {
-      char* end = nullptr;
-      const double v = std::strtod(h->c_str(), &end);
-      if (h->empty() || end != h->c_str() + h->size() || !std::isfinite(v) || v < 0)
+      double v = 0;
+      const auto [end, ec] = std::from_chars(h->data(), h->data() + h->size(), v);
+      if (ec != std::errc() || end != h->data() + h->size() || !std::isfinite(v) || v < 0)
         Problem("job " + job_key + ": " + keys::kGpuHoursLost + ": \"" + *h +
                 "\" is not a non-negative number of GPU-hours; ignored");
       else

@@ -252,18 +252,18 @@ Status Daemon::Tick() {
     if (i < obs.workload_pods.size()) wi.pods = std::move(obs.workload_pods[i]);
     for (const core::Time t : w.recent_preemptions)
       wi.preemptions.push_back(obs.clock_offset_ms + t.count());
-    auto losses = workload_losses_.end();
-    if (!workload_losses_.empty()) losses = workload_losses_.find(w.name);
-    if (losses == workload_losses_.end() && i < obs.stored_losses.size() &&
-        obs.stored_losses[i].preemptions > 0) {
-      losses_of(i, w.name);
-      losses = workload_losses_.find(w.name);
+    WorkloadLosses* losses = nullptr;
+    if (i < obs.stored_losses.size() && obs.stored_losses[i].preemptions > 0) {
+      losses = &losses_of(i, w.name);
+    } else if (!workload_losses_.empty()) {
+      if (auto it = workload_losses_.find(w.name); it != workload_losses_.end())
+        losses = &it->second;
     }
-    if (losses != workload_losses_.end()) {
-      losses->second.seen_cycle = cycles_;
-      wi.preemption_count = losses->second.preemptions;
-      wi.gpu_hours_lost = losses->second.gpu_hours_lost;
-      wi.preemption_history.assign(losses->second.history.begin(), losses->second.history.end());
+    if (losses != nullptr) {
+      losses->seen_cycle = cycles_;
+      wi.preemption_count = losses->preemptions;
+      wi.gpu_hours_lost = losses->gpu_hours_lost;
+      wi.preemption_history.assign(losses->history.begin(), losses->history.end());
     }
     const bool holding =
         w.state == core::WorkloadState::kRunning || w.state == core::WorkloadState::kPreempting;
