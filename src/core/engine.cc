@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "core/cluster_state.h"
+#include "core/queue_accounting.h"
 #include "core/queue_tree.h"
 
 namespace chamber::core {
@@ -74,7 +75,8 @@ class Cycle {
         keep_(keep),
         tree_(s.queues),
         state_(s),
-        feas_(state_) {
+        feas_(state_),
+        queues_(tree_) {
     InitQueues();
   }
 
@@ -149,20 +151,6 @@ class Cycle {
   // With `reserved`, only the queue's reserved work counts: its elastic work is preemptible.
   std::string QuotaProblem(QueueId q, const Resources& req, bool reserved) const;
   std::optional<Resource> QuotaExceeded(QueueId q, const Resources& req, bool reserved) const;
-  bool OverFairShare(QueueId q, const Resources& req) const;
-  // A queue's share ratio with `delta` added to its usage: the dominant managed resource's usage
-  // over fair share (docs/fairness.md); no decay term.
-  double ShareRatio(QueueId q, const Resources& delta) const;
-  // Whether a queue's usage stays within its effective quota with `req` added, for each managed
-  // resource `req` asks for.
-  bool WithinQuota(QueueId q, const Resources& req) const;
-  // Whether the queue and every ancestor stay within their effective quotas with `req` added.
-  bool Guaranteed(QueueId q, const Resources& req) const {
-    for (QueueId a = q; a.valid(); a = tree_.parent(a))
-      if (!WithinQuota(a, req)) return false;
-    return true;
-  }
-  bool Borrowing(QueueId leaf, const Resources& req) const;
   bool LendingAllows(QueueId q, const Resources& req) const;
   // Whether q is a or lies beneath it.
   bool Within(QueueId a, QueueId q) const;
@@ -195,9 +183,6 @@ class Cycle {
   bool BorrowingPreempts(QueueId q) const;
   bool MayTakeWhileBorrowing(QueueId q, int32_t preemptor, int32_t victim) const;
   int pass_ = 1;  // the pass TryAdmit serves
-  // From `other` up to `theirs`, the first queue that does not borrow what `req` asks for: reclaim
-  // would take it below its quota. Invalid when all of them borrow.
-  QueueId FirstNotBorrowing(QueueId other, QueueId theirs, const Resources& req) const;
   class Rules;
   // Rules' tables, kept from search to search so that a search allocates none.
   std::vector<Resources> rules_taken_;
@@ -217,7 +202,6 @@ class Cycle {
   // Writes the key into shape_key_, reused so that interning 100k+ shapes allocates nothing.
   void ShapeKey(const Workload& w, int32_t pods);
   int32_t InternShape(const Workload& w, int32_t pods);
-  void AddUsage(QueueId q, const Resources& r, int sign, bool reserved = false);
   void FillQueueStatus();
 
   const Snapshot& s_;
@@ -264,17 +248,15 @@ class Cycle {
     const Ask& a = AskOf(w);
     return pods == a.total ? a.shape_all : a.shape_least;
   }
-  std::vector<Resources> usage_;           // per queue, whole subtree
-  std::vector<Resources> reserved_usage_;  // per queue: the part held by reserved work
-  std::vector<ShareVector> share_;         // per queue
-  std::vector<double> decayed_;            // per queue, whole subtree: part of the cluster
-  // Ratio() per queue, recomputed only after AddUsage changed the queue's usage: the queue order
-  // asks for every sibling's ratio at each step, once per workload considered.
+  QueueAccounting queues_;
+  std::vector<double> decayed_;  // per queue, whole subtree: part of the cluster
+  // Ratio() per queue, recomputed only after the queue's usage changed: the queue order asks
+  // for every sibling's ratio at each step.
+  static constexpr uint64_t kNotCached = ~uint64_t{0};
   mutable std::vector<double> ratio_;
-  mutable std::vector<uint8_t> ratio_valid_;
-  uint64_t usage_changes_ = 0;      // AddUsage calls: the queue order changes only with usage
-  std::vector<int32_t> name_rank_;  // per queue: position of its name in sorted order
-  bool any_lending_limit_ = false;  // some queue keeps part of its quota back
+  mutable std::vector<uint64_t> ratio_at_;  // per queue: QueueAccounting::changed_at of ratio_
+  std::vector<int32_t> name_rank_;          // per queue: position of its name in sorted order
+  bool any_lending_limit_ = false;          // some queue keeps part of its quota back
   std::vector<std::vector<WorkloadId>> waiting_;  // per leaf queue, in queue order
   // The keys are gathered at load, while each workload is read anyway, so that the sort reads
   // a compact array, not the scattered workloads (their names break the rare ties). In load
@@ -323,15 +305,8 @@ class Cycle {
   std::vector<int32_t> running_min_priority_;  // per leaf queue: lowest priority in running_
   std::vector<int32_t> running_at_min_;        // per leaf queue: entries of that priority
   std::vector<uint8_t> min_stale_;             // per leaf queue: the lowest left, recount
-  std::vector<int32_t> running_count_;         // per queue
-  // A kept cycle's usage before it ran: Run puts it back.
-  std::vector<Resources> kept_usage_, kept_reserved_usage_;
-  std::vector<int32_t> kept_running_count_;
-  std::vector<uint8_t> victim_;  // per workload: preempted this cycle (cleared by EndRun)
-  std::vector<Resources> held_;  // per workload: what running work holds, read at load
-  // Per queue, whole subtree: what its preemptors that wait for their victims will take. It
-  // counts in usage_ for the rest of the cycle, not in the queue's reported allocation.
-  std::vector<Resources> nominated_;
+  std::vector<uint8_t> victim_;       // per workload: preempted this cycle (cleared by EndRun)
+  std::vector<Resources> held_;       // per workload: what running work holds, read at load
   std::vector<int32_t> active_;       // per queue: active leaves beneath
   std::vector<uint8_t> leaf_active_;  // per queue
   std::vector<size_t> cursor_;        // per queue: next workload of the pass
@@ -386,26 +361,10 @@ class Cycle {
   CycleResult out_;
 };
 
-void Cycle::AddUsage(QueueId q, const Resources& r, int sign, bool reserved) {
-  ++usage_changes_;
-  for (QueueId a = q; a.valid(); a = tree_.parent(a)) {
-    ratio_valid_[a.index()] = 0;
-    if (sign > 0) {
-      usage_[a.index()] += r;
-      if (reserved) reserved_usage_[a.index()] += r;
-    } else {
-      usage_[a.index()] -= r;
-      if (reserved) reserved_usage_[a.index()] -= r;
-    }
-  }
-}
-
 void Cycle::InitQueues() {
   const size_t nq = s_.queues.size();
-  usage_.assign(nq, {});
-  reserved_usage_.assign(nq, {});
   ratio_.assign(nq, 0);
-  ratio_valid_.assign(nq, 0);
+  ratio_at_.assign(nq, kNotCached);
   // Valid queues have unique names, so comparing ranks orders them exactly as comparing names.
   std::vector<int32_t> by_name(nq);
   std::iota(by_name.begin(), by_name.end(), 0);
@@ -423,7 +382,6 @@ void Cycle::InitQueues() {
   running_min_priority_.assign(nq, std::numeric_limits<int32_t>::max());
   running_at_min_.assign(nq, 0);
   min_stale_.assign(nq, 0);
-  running_count_.assign(nq, 0);
   running_in_.assign(nq, 0);
 }
 
@@ -525,11 +483,11 @@ bool Cycle::Load(WorkloadId id, QueueLookup& lookup) {
     }
     if (q.valid()) {
       held_[i] = w.RequestOfFirst(static_cast<int32_t>(w.placements.size()));
-      AddUsage(q,
-               static_cast<size_t>(claimed) == w.placements.size() ? held_[i]
-                                                                   : w.RequestOfFirst(claimed),
-               +1, w.reserved());
-      ++running_count_[q.index()];
+      queues_.AddRunning(q,
+                         static_cast<size_t>(claimed) == w.placements.size()
+                             ? held_[i]
+                             : w.RequestOfFirst(claimed),
+                         w.reserved());
     }
     // Even work whose queue is gone must leave a failed GPU: each cycle preempts it (BeginRun).
     if (on_failed_gpu && cfg_.preempt_on_unhealthy_gpu) {
@@ -612,8 +570,8 @@ void Cycle::Unload(WorkloadId id) {
       return;
     }
     if (q.valid()) {
-      AddUsage(q, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())), -1, w.reserved());
-      --running_count_[q.index()];
+      queues_.RemoveRunning(q, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())),
+                            w.reserved());
     }
     if (EraseInOrder(faulted_, id)) return;
     if (!q.valid()) {
@@ -643,14 +601,9 @@ void Cycle::Unload(WorkloadId id) {
 }
 
 void Cycle::ComputeFairShare() {
-  std::vector<Resources> demand = usage_;
-  for (size_t q = 0; q < waiting_demand_.size(); ++q) {
-    const Resources& want = waiting_demand_[q];
-    if (!want.IsZero()) AddUsage(QueueId{static_cast<int32_t>(q)}, want, +1);
-  }
-  std::swap(demand, usage_);  // usage_ back to holdings; demand = holdings + waiting
-  share_ = pol_.fair_share->Compute(tree_, demand, state_.capacity());
-  ratio_valid_.assign(s_.queues.size(), 0);
+  queues_.SetFairShare(
+      pol_.fair_share->Compute(tree_, queues_.Demand(waiting_demand_), state_.capacity()));
+  ratio_at_.assign(s_.queues.size(), kNotCached);
 
   decayed_.assign(s_.queues.size(), 0);
   if (cfg_.usage_half_life.count() > 0) {
@@ -669,9 +622,9 @@ void Cycle::ComputeFairShare() {
 // part of the cluster it used recently (DecayedUsageFraction) when decay is on. Lower is served
 // first.
 double Cycle::Ratio(QueueId q) const {
-  if (!ratio_valid_[q.index()]) {
+  if (ratio_at_[q.index()] != queues_.changed_at(q)) {
     ratio_[q.index()] = ComputeRatio(q);
-    ratio_valid_[q.index()] = 1;
+    ratio_at_[q.index()] = queues_.changed_at(q);
   }
   return ratio_[q.index()];
 }
@@ -682,11 +635,11 @@ double Cycle::ComputeRatio(QueueId q) const {
     for (Resource r : kAllResources) {
       const double cap = static_cast<double>(state_.capacity()[r]);
       if (tree_.managed(r) && cap > 0)
-        ratio = std::max(ratio, static_cast<double>(usage_[q.index()][r]) / cap);
+        ratio = std::max(ratio, static_cast<double>(queues_.usage(q)[r]) / cap);
     }
     return ratio;
   }
-  double ratio = ShareRatio(q, {});
+  double ratio = queues_.ShareRatio(q, {});
   if (cfg_.usage_weight > 0) ratio += cfg_.usage_weight * decayed_[q.index()];
   return ratio;
 }
@@ -755,9 +708,9 @@ void Cycle::Serve(const std::vector<std::vector<WorkloadId>>& lists, int pass,
   uint64_t picked_at = 0;
   while (true) {
     if (order_moves_with_heads || !q.valid() || !leaf_active_[q.index()] ||
-        picked_at != usage_changes_) {
+        picked_at != queues_.changes()) {
       q = PickLeaf();
-      picked_at = usage_changes_;
+      picked_at = queues_.changes();
     }
     if (!q.valid()) break;
     const std::vector<WorkloadId>& list = lists[q.index()];
@@ -806,9 +759,9 @@ std::string Cycle::LimitProblem(QueueId q, const Resources& req) const {
     for (Resource r : kAllResources) {
       const QueueResource& qr = queue.res(r);
       if (qr.limit == kUnlimited || req[r] == 0) continue;
-      if (usage_[a.index()][r] + req[r] > qr.limit) {
+      if (queues_.usage(a)[r] + req[r] > qr.limit) {
         return "queue " + queue.name + ": needs " + FormatQuantity(r, req[r]) + "; quota " +
-               FormatQuantity(r, qr.quota) + ", in use " + FormatQuantity(r, usage_[a.index()][r]) +
+               FormatQuantity(r, qr.quota) + ", in use " + FormatQuantity(r, queues_.usage(a)[r]) +
                ", limit " + FormatQuantity(r, qr.limit);
       }
     }
@@ -821,7 +774,7 @@ std::string Cycle::LimitProblem(QueueId q, const Resources& req) const {
 // borrows decides only the borrowing flag of its bind; reclaim judges quota at the sides.
 std::optional<Resource> Cycle::QuotaExceeded(QueueId q, const Resources& req, bool reserved) const {
   for (QueueId a = q; a.valid(); a = reserved ? tree_.parent(a) : QueueId{}) {
-    const Resources& used = reserved ? reserved_usage_[a.index()] : usage_[a.index()];
+    const Resources& used = reserved ? queues_.reserved_usage(a) : queues_.usage(a);
     for (Resource r : kAllResources) {
       if (!tree_.managed(r) || req[r] == 0) continue;
       if (used[r] + req[r] > tree_.effective_quota(a)[r]) return r;
@@ -833,7 +786,7 @@ std::optional<Resource> Cycle::QuotaExceeded(QueueId q, const Resources& req, bo
 std::string Cycle::QuotaProblem(QueueId q, const Resources& req, bool reserved) const {
   if (!QuotaExceeded(q, req, reserved)) return {};
   for (QueueId a = q; a.valid(); a = tree_.parent(a)) {
-    const Resources& used = reserved ? reserved_usage_[a.index()] : usage_[a.index()];
+    const Resources& used = reserved ? queues_.reserved_usage(a) : queues_.usage(a);
     for (Resource r : kAllResources) {
       if (!tree_.managed(r) || req[r] == 0) continue;
       if (used[r] + req[r] <= tree_.effective_quota(a)[r]) continue;
@@ -844,53 +797,6 @@ std::string Cycle::QuotaProblem(QueueId q, const Resources& req, bool reserved) 
     if (!reserved) break;
   }
   return {};
-}
-
-bool Cycle::WithinQuota(QueueId q, const Resources& req) const {
-  for (Resource r : kAllResources) {
-    if (!tree_.managed(r) || req[r] == 0) continue;
-    if (usage_[q.index()][r] + req[r] > tree_.effective_quota(q)[r]) return false;
-  }
-  return true;
-}
-
-double Cycle::ShareRatio(QueueId q, const Resources& delta) const {
-  double ratio = 0;
-  for (Resource r : kAllResources) {
-    if (!tree_.managed(r)) continue;
-    const double used = static_cast<double>(usage_[q.index()][r] + delta[r]);
-    const double share = share_[q.index()][static_cast<int>(r)];
-    if (share > kEpsilon) {
-      ratio = std::max(ratio, used / share);
-    } else if (used > 0) {
-      ratio = std::max(ratio, 1e9);
-    }
-  }
-  return ratio;
-}
-
-// Checked on the leaf: the leaves' shares add up to their parents', so a parent stays within
-// its share when its leaves do, and one team's borrowing does not defer its siblings.
-bool Cycle::OverFairShare(QueueId q, const Resources& req) const {
-  {
-    const QueueId a = q;
-    const Queue& queue = tree_.queue(a);
-    for (Resource r : kAllResources) {
-      if (!tree_.managed(r) || req[r] == 0) continue;
-      const double entitled =
-          std::max(static_cast<double>(queue.res(r).quota), share_[a.index()][static_cast<int>(r)]);
-      if (static_cast<double>(usage_[a.index()][r] + req[r]) > entitled + kEpsilon) return true;
-    }
-  }
-  return false;
-}
-
-bool Cycle::Borrowing(QueueId leaf, const Resources& req) const {
-  for (Resource r : kAllResources) {
-    if (!tree_.managed(r) || req[r] == 0) continue;
-    if (usage_[leaf.index()][r] + req[r] > tree_.queue(leaf).res(r).quota) return true;
-  }
-  return false;
 }
 
 // Borrowing may not take the idle quota that its owners keep back (quota beyond lending limit).
@@ -906,7 +812,7 @@ Resources Cycle::OwnLock(QueueId a, QueueId q) const {
   for (Resource r : kAllResources) {
     const int64_t lending = tree_.queue(a).res(r).lending_limit;
     if (lending == kUnlimited) continue;
-    const int64_t unused = std::max<int64_t>(0, tree_.effective_quota(a)[r] - usage_[a.index()][r]);
+    const int64_t unused = std::max<int64_t>(0, tree_.effective_quota(a)[r] - queues_.usage(a)[r]);
     out[r] = std::max<int64_t>(0, unused - lending);
   }
   return out;
@@ -945,7 +851,7 @@ std::string Cycle::LendingProblem(QueueId q, const Resources& req) const {
       if (named++ == 3) return out + " and more";
       const QueueResource& qr = tree_.queue(a).res(r);
       const int64_t unused =
-          std::max<int64_t>(0, tree_.effective_quota(a)[r] - usage_[a.index()][r]);
+          std::max<int64_t>(0, tree_.effective_quota(a)[r] - queues_.usage(a)[r]);
       out += (named > 1 ? "," : "") + std::string(" queue ") + tree_.queue(a).name + " keeps " +
              FormatQuantity(r, lock[r]) + " (lendingLimit " + FormatQuantity(r, qr.lending_limit) +
              " of " + FormatQuantity(r, unused) + " unused)";
@@ -1020,17 +926,6 @@ void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) 
   }
 }
 
-QueueId Cycle::FirstNotBorrowing(QueueId other, QueueId theirs, const Resources& req) const {
-  for (QueueId b = other;; b = tree_.parent(b)) {
-    bool borrows = false;
-    for (Resource r : kAllResources)
-      if (tree_.managed(r) && req[r] > 0 && usage_[b.index()][r] > tree_.effective_quota(b)[r])
-        borrows = true;
-    if (!borrows) return b;
-    if (b == theirs) return QueueId{};
-  }
-}
-
 bool Cycle::BorrowingPreempts(QueueId q) const {
   return !cfg_.fair_share_reclaim_enabled &&
          tree_.queue(q).preemption.while_borrowing == WhileBorrowingPreemption::kLowerPriority;
@@ -1045,11 +940,12 @@ Cycle::ReclaimPath Cycle::ReclaimFrom(QueueId q, QueueId other, const Resources&
   if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0)
     return ReclaimPath::kNone;
   const auto [mine, theirs] = tree_.Sides(q, other);
-  if (!mine.valid() || FirstNotBorrowing(other, theirs, req).valid()) return ReclaimPath::kNone;
+  if (!mine.valid() || queues_.FirstNotBorrowing(other, theirs, req).valid())
+    return ReclaimPath::kNone;
   // Beyond its fair share (pass 2) only the while-borrowing policy reclaims.
-  if (pass_ == 1 && WithinQuota(mine, req)) return ReclaimPath::kQuota;
+  if (pass_ == 1 && queues_.WithinQuota(mine, req)) return ReclaimPath::kQuota;
   if (pass_ == 1 && cfg_.fair_share_reclaim_enabled &&
-      ShareRatio(mine, req) <= ShareRatio(theirs, {}))
+      queues_.ShareRatio(mine, req) <= queues_.ShareRatio(theirs, {}))
     return ReclaimPath::kFairShare;
   if (BorrowingPreempts(q)) return ReclaimPath::kWhileBorrowing;
   return ReclaimPath::kNone;
@@ -1095,7 +991,7 @@ class Cycle::Rules final : public VictimRules {
       for (Resource r : kAllResources) {
         const int64_t limit = c_.tree_.queue(a).res(r).limit;
         if (limit == kUnlimited || req_[r] == 0) continue;
-        if (c_.usage_[a.index()][r] + req_[r] - taken_[a.index()][r] > limit) return false;
+        if (c_.queues_.usage(a)[r] + req_[r] - taken_[a.index()][r] > limit) return false;
       }
     }
     return true;
@@ -1110,14 +1006,14 @@ class Cycle::Rules final : public VictimRules {
     const auto [mine, theirs] = SidesWith(leaf);
     if (!mine.valid()) return Refusal::kQuota;
     for (QueueId b = leaf;; b = c_.tree_.parent(b)) {
-      const Resources after = c_.usage_[b.index()] - taken_[b.index()];
+      const Resources after = c_.queues_.usage(b) - taken_[b.index()];
       for (Resource r : kAllResources)
         if (c_.tree_.managed(r) && req_[r] > 0 && after[r] < c_.tree_.effective_quota(b)[r])
           return Refusal::kQuota;
       if (b == theirs) break;
     }
     const Resources mine_delta = req_ - taken_[mine.index()];
-    if (c_.pass_ == 1 && c_.WithinQuota(mine, mine_delta)) return Refusal::kNone;
+    if (c_.pass_ == 1 && c_.queues_.WithinQuota(mine, mine_delta)) return Refusal::kNone;
     if (c_.BorrowingPreempts(q_)) {
       const auto it = std::find_if(reclaimed_.begin(), reclaimed_.end(),
                                    [&](const Reclaimed& r) { return r.leaf == leaf; });
@@ -1126,7 +1022,8 @@ class Cycle::Rules final : public VictimRules {
     if (c_.pass_ != 1 || !c_.cfg_.fair_share_reclaim_enabled) return Refusal::kQuota;
     Resources theirs_delta;
     theirs_delta -= taken_[theirs.index()];
-    if (c_.ShareRatio(mine, mine_delta) > c_.ShareRatio(theirs, theirs_delta) + kEpsilon)
+    if (c_.queues_.ShareRatio(mine, mine_delta) >
+        c_.queues_.ShareRatio(theirs, theirs_delta) + kEpsilon)
       return Refusal::kFairShare;
     return Refusal::kNone;
   }
@@ -1373,8 +1270,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     std::string unused;
     if (!keep(
             [&](int32_t n) {
-              return OverFairShare(q, RequestOf(w, n)) ? std::string("over fair share")
-                                                       : std::string();
+              return queues_.OverFairShare(q, RequestOf(w, n)) ? std::string("over fair share")
+                                                               : std::string();
             },
             &unused))
       return Outcome::kDeferred;
@@ -1382,8 +1279,9 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   if (!keep(
           [&](int32_t n) {
             const Resources req = RequestOf(w, n);
-            return reserved || !Borrowing(q, req) || LendingAllows(q, req) ? std::string()
-                                                                           : LendingProblem(q, req);
+            return reserved || !queues_.Borrowing(q, req) || LendingAllows(q, req)
+                       ? std::string()
+                       : LendingProblem(q, req);
           },
           &why)) {
     Pend(w, PendingReason::kLendingLimit, why);
@@ -1399,7 +1297,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     }
     ++out_.stats.placement_attempts;
     if (auto plan = pol_.placement->Place(state_, feas_, work, n, nullptr)) {
-      Commit(w, std::move(*plan), !reserved && Borrowing(q, RequestOf(w, n)));
+      Commit(w, std::move(*plan), !reserved && queues_.Borrowing(q, RequestOf(w, n)));
       return Outcome::kAdmitted;
     }
     no_fit_[shape] = 1;
@@ -1536,7 +1434,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // Only a real shortage of capacity is NoNodeFits (promise 9): work within its quota at every
   // level, whom the cluster owes room, or work that would not fit even were the elastic running
   // work gone. Which others wait for a rule is settled once the cycle has decided the rest.
-  if (!Guaranteed(q, RequestOf(w, sizes.back())))
+  if (!queues_.Guaranteed(q, RequestOf(w, sizes.back())))
     unsettled_.push_back({out_.pending.size() - 1, shape, sizes.back(), pass});
   return Outcome::kPending;
 }
@@ -1665,17 +1563,17 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
       continue;
     }
     const auto [mine, theirs] = tree_.Sides(q, other);
-    const QueueId within = mine.valid() ? FirstNotBorrowing(other, theirs, req) : QueueId{};
+    const QueueId within = mine.valid() ? queues_.FirstNotBorrowing(other, theirs, req) : QueueId{};
     if (within.valid()) {
       quota_cause = true;
       cause([&] {
         return std::string("queue " + tree_.queue(within).name + " holds " +
-                           FormatQuantity(Resource::kGpu, usage_[within.index()].gpu()) +
+                           FormatQuantity(Resource::kGpu, queues_.usage(within).gpu()) +
                            ", quota " +
                            FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu()) +
                            " (reclaim never takes a queue below its quota)");
       });
-    } else if (BorrowingPreempts(q) && (pass == 2 || !WithinQuota(mine, req))) {
+    } else if (BorrowingPreempts(q) && (pass == 2 || !queues_.WithinQuota(mine, req))) {
       quota_cause = true;
       cause([&] {
         return std::string("queue " + name + "'s work is protected, or not of lower priority or " +
@@ -1685,20 +1583,22 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
       fair_cause = true;
       cause([&] {
         return std::string("queue " + tree_.queue(theirs).name + " is at " +
-                           ratio(ShareRatio(theirs, {})) + " of its fair share");
+                           ratio(queues_.ShareRatio(theirs, {})) + " of its fair share");
       });
-    } else if (!WithinQuota(mine, req) && !cfg_.fair_share_reclaim_enabled) {
+    } else if (!queues_.WithinQuota(mine, req) && !cfg_.fair_share_reclaim_enabled) {
       quota_cause = true;
       cause([&] {
         return std::string("queue " + tree_.queue(mine).name +
                            " would be beyond its quota, and fair-share reclaim is turned off");
       });
-    } else if (!WithinQuota(mine, req) && ShareRatio(mine, req) > ShareRatio(theirs, {})) {
+    } else if (!queues_.WithinQuota(mine, req) &&
+               queues_.ShareRatio(mine, req) > queues_.ShareRatio(theirs, {})) {
       fair_cause = true;
       cause([&] {
         return std::string("queue " + tree_.queue(mine).name + " would be at " +
-                           ratio(ShareRatio(mine, req)) + " of its fair share, queue " +
-                           tree_.queue(theirs).name + " is at " + ratio(ShareRatio(theirs, {})));
+                           ratio(queues_.ShareRatio(mine, req)) + " of its fair share, queue " +
+                           tree_.queue(theirs).name + " is at " +
+                           ratio(queues_.ShareRatio(theirs, {})));
       });
     } else {
       // The queue may be reclaimed from, but none of its work alone: say which rule refuses.
@@ -1719,7 +1619,7 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
             ++by_share;
             Resources gone;
             gone -= v.held;
-            lowest_after = std::min(lowest_after, ShareRatio(theirs, gone));
+            lowest_after = std::min(lowest_after, queues_.ShareRatio(theirs, gone));
             break;
           }
           case Rules::Refusal::kNone:
@@ -1739,9 +1639,10 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
         fair_cause = true;
         cause([&] {
           return std::string("queue " + tree_.queue(mine).name + " would be at " +
-                             ratio(ShareRatio(mine, req)) + " of its fair share, and taking " +
-                             name + "'s work would leave queue " + tree_.queue(theirs).name +
-                             " at " + ratio(lowest_after));
+                             ratio(queues_.ShareRatio(mine, req)) +
+                             " of its fair share, and taking " + name +
+                             "'s work would leave queue " + tree_.queue(theirs).name + " at " +
+                             ratio(lowest_after));
         });
       } else if (by_quota > 0 && by_share == 0) {
         quota_cause = true;
@@ -1762,7 +1663,7 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
   std::string message;
   const bool fair_only = fair_cause && !quota_cause;
   if (fair_only) {
-    message = "queue " + tree_.queue(q).name + " would be at " + ratio(ShareRatio(q, req)) +
+    message = "queue " + tree_.queue(q).name + " would be at " + ratio(queues_.ShareRatio(q, req)) +
               " of its fair share with it, and the queues holding the room are no further over "
               "theirs";
   } else {
@@ -1790,7 +1691,7 @@ void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandi
     Preempt(v.workload, v.reason, w,
             by_reclaim
                 ? "reclaimed for " + work.name + ": queue " + work.queue + " is below its " +
-                      (WithinQuota(mine, RequestOf(w, pods)) ? "quota" : "fair share")
+                      (queues_.WithinQuota(mine, RequestOf(w, pods)) ? "quota" : "fair share")
                 : "preempted by " + work.name + " (priority " + std::to_string(work.priority) +
                       " over " + std::to_string(wl(v.workload).priority) + ")");
     details.push_back("victim " + wl(v.workload).name + " (" +
@@ -1802,8 +1703,7 @@ void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandi
        std::move(details));
   // The room it preempts for is its queue's from now on in this cycle, as its victims' is no
   // longer theirs: later decisions see both sides as the preemption leaves them.
-  AddUsage(q, RequestOf(w, pods), +1, work.reserved());
-  for (QueueId a = q; a.valid(); a = tree_.parent(a)) nominated_[a.index()] += RequestOf(w, pods);
+  queues_.Nominate(q, RequestOf(w, pods), work.reserved());
   HoldFor(w, std::move(plan));
 }
 
@@ -1828,8 +1728,7 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
     state_.Claim(a.placement, req);
     total += req;
   }
-  AddUsage(queue_of_[w.index()], total, +1, work.reserved());
-  ++running_count_[queue_of_[w.index()].index()];
+  queues_.AddRunning(queue_of_[w.index()], total, work.reserved());
   if (work.state == WorkloadState::kSuspended) {
     out_.resumes.push_back({w, std::move(plan.pods), borrowing});
   } else {
@@ -1853,8 +1752,7 @@ void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, st
   // A workload on its way out no longer counts against its queue.
   const QueueId q = queue_of_[v.index()];
   if (q.valid()) {
-    AddUsage(q, total, -1, work.reserved());
-    --running_count_[q.index()];
+    queues_.RemoveRunning(q, total, work.reserved());
   }
   out_.preemptions.push_back(
       {v, reason, preemptor,
@@ -1889,7 +1787,7 @@ void Cycle::FillQueueStatus() {
     if (!tree_.leaf(q)) continue;
     for (Resource r : kAllResources) {
       const QueueResource& qr = tree_.queue(q).res(r);
-      const int64_t used = usage_[q.index()][r] - nominated_[q.index()][r];
+      const int64_t used = queues_.allocated(q)[r];
       quota_sum[r] += qr.quota;
       borrowed_sum[r] += std::max<int64_t>(0, used - qr.quota);
       int64_t unused = std::max<int64_t>(0, qr.quota - used);
@@ -1917,8 +1815,8 @@ void Cycle::FillQueueStatus() {
     st.error = tree_.error(q);
     st.pending_workloads = pending_count[i];
     if (!tree_.valid(q)) continue;
-    st.allocated = usage_[i] - nominated_[i];
-    st.fair_share = share_[i];
+    st.allocated = queues_.allocated(q);
+    st.fair_share = queues_.fair_share(q);
     for (Resource r : kAllResources) {
       st.borrowed[r] = std::max<int64_t>(0, st.allocated[r] - tree_.effective_quota(q)[r]);
       if (tree_.leaf(q) && lendable_sum[r] > 0) {
@@ -1933,7 +1831,7 @@ void Cycle::FillQueueStatus() {
   std::vector<QueueId> order = tree_.top_down();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const QueueId q = *it;
-    if (tree_.leaf(q)) status[q.index()].running_workloads = running_count_[q.index()];
+    if (tree_.leaf(q)) status[q.index()].running_workloads = queues_.running(q);
     const QueueId p = tree_.parent(q);
     if (p.valid()) {
       status[p.index()].running_workloads += status[q.index()].running_workloads;
@@ -1946,7 +1844,6 @@ void Cycle::FillQueueStatus() {
 void Cycle::BeginRun() {
   out_ = {};
   pending_count_ = 0;
-  nominated_.assign(s_.queues.size(), {});
   for (size_t i = 0; i < s_.queues.size(); ++i) {
     const QueueId q{static_cast<int32_t>(i)};
     if (!tree_.valid(q)) out_.issues.push_back({"queue " + s_.queues[i].name, tree_.error(q)});
@@ -1955,12 +1852,8 @@ void Cycle::BeginRun() {
   for (const auto& [w, issues] : issues_of_)
     out_.issues.insert(out_.issues.end(), issues.begin(), issues.end());
 
-  if (keep_) {
-    state_.BeginJournal();
-    kept_usage_ = usage_;
-    kept_reserved_usage_ = reserved_usage_;
-    kept_running_count_ = running_count_;
-  }
+  queues_.BeginCycle(/*journal=*/keep_);
+  if (keep_) state_.BeginJournal();
   // The lowest priority of a queue's running work, counted again where the last work of that
   // priority left.
   bool any_stale = false;
@@ -2009,9 +1902,7 @@ void Cycle::EndRun() {
   // cost to what it decided.
   for (const PreemptDecision& p : out_.preemptions) victim_[p.workload.index()] = 0;
   state_.RollBack();
-  usage_ = kept_usage_;
-  reserved_usage_ = kept_reserved_usage_;
-  running_count_ = kept_running_count_;
+  queues_.RollBack();
   releasing_ = CapacityOverlay();
   for (int32_t shape : touched_shapes_) {
     no_fit_[shape] = 0;
