@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "core/cluster_state.h"
+#include "core/loaded_work.h"
 #include "core/queue_accounting.h"
 #include "core/queue_tree.h"
 
@@ -24,9 +25,6 @@ namespace chamber::core {
 namespace {
 
 constexpr double kEpsilon = 1e-9;
-// How many workloads ahead of the one served the passes start loading a waiting workload's
-// records: far enough for the loads to arrive before they are read.
-constexpr size_t kPrefetchAhead = 8;
 
 double Hours(Duration d) { return static_cast<double>(d.count()) / 3.6e6; }
 
@@ -51,14 +49,6 @@ class SmallSizes {
 
 double GpuHoursLost(const Workload& w, Time now);
 
-// What Load keeps of the last queue name it looked up: workloads of one queue tend to come
-// together, so a name is compared with the last one before it is hashed.
-struct QueueLookup {
-  std::string_view name;
-  QueueId queue;
-  bool valid = false;
-};
-
 // The state of a cycle: what it derives from the snapshot's workloads (loaded), and what it
 // decides. Engine::Schedule builds one, loads every workload and runs it once. A session keeps
 // one between cycles (`keep`): it unloads a workload before the workload changes and loads it
@@ -76,22 +66,12 @@ class Cycle {
         tree_(s.queues),
         state_(s),
         feas_(state_),
-        queues_(tree_) {
+        queues_(tree_),
+        work_(s, cfg, tree_, state_, feas_, queues_) {
     InitQueues();
   }
 
-  // Every workload of the snapshot, none loaded before.
-  void LoadAll();
-  // One workload; false when it brought a snapshot issue (a placement that cannot be recorded).
-  bool Load(WorkloadId w, QueueLookup& lookup);
-  // Takes back what Load did for the workload, which has not changed since and brought no
-  // issue.
-  void Unload(WorkloadId w);
-  // Whether some workload brought a snapshot issue.
-  bool HasIssues() const { return !issues_of_.empty(); }
-  // Per-workload records for a workload appended to the snapshot, or the last one removed.
-  void AddSlot();
-  void PopSlot();
+  LoadedWork& work() { return work_; }
 
   CycleResult Run(const CycleOptions& options);
 
@@ -102,26 +82,6 @@ class Cycle {
   }
 
   void InitQueues();
-  // Queue order: priority, submit time, name, index.
-  struct OrderKey {
-    int32_t neg_priority;
-    WorkloadId id;
-    Time submit;
-  };
-  bool Before(const OrderKey& a, const OrderKey& b) const {
-    if (a.neg_priority != b.neg_priority) return a.neg_priority < b.neg_priority;
-    if (a.submit != b.submit) return a.submit < b.submit;
-    return std::tuple(std::string_view(wl(a.id).name), a.id) <
-           std::tuple(std::string_view(wl(b.id).name), b.id);
-  }
-  // Where `key` goes in, or is in, the queue's order (order_keys_ and waiting_, once sorted_).
-  std::ptrdiff_t OrderPosition(QueueId q, const OrderKey& key) const {
-    const std::vector<OrderKey>& keys = order_keys_[q.index()];
-    return std::lower_bound(keys.begin(), keys.end(), key,
-                            [&](const OrderKey& x, const OrderKey& y) { return Before(x, y); }) -
-           keys.begin();
-  }
-  void Issue(WorkloadId w, std::string message);
   // Per cycle: what the last one left, cleared; released capacity and hardware faults applied.
   void BeginRun();
   void EndRun();
@@ -199,9 +159,6 @@ class Cycle {
   void BuildVictimIndex();
   // groups_ for a search by a workload of `q`; false when no group offers a candidate.
   bool MarkReclaimGroups(QueueId q, bool reclaim, const Resources& req);
-  // Writes the key into shape_key_, reused so that interning 100k+ shapes allocates nothing.
-  void ShapeKey(const Workload& w, int32_t pods);
-  int32_t InternShape(const Workload& w, int32_t pods);
   void FillQueueStatus();
 
   const Snapshot& s_;
@@ -216,39 +173,8 @@ class Cycle {
   FeasibilityCache feas_;
   CapacityOverlay releasing_;
 
-  std::vector<QueueId> queue_of_;  // per workload
-  // What a waiting workload asks for, read in LoadWorkloads while its pod sets are in cache:
-  // fair share and every admission check need it, and with 100k+ workloads re-reading the
-  // scattered pod sets cost more than the checks themselves.
-  // With its priority, the passes decide most workloads that cannot start without touching
-  // the Workload itself.
-  struct Ask {
-    int32_t total = 0;         // pods
-    int32_t minimum = 0;       // pods the gang cannot start without
-    Resources all;             // request of `total` pods
-    Resources least;           // request of `minimum` pods
-    int32_t shape_all = -1;    // interned ShapeKey of `total` pods
-    int32_t shape_least = -1;  // and of `minimum` pods
-    int32_t priority = 0;
-    bool reserved() const { return priority >= kReservedPriority; }
-  };
-  // One per waiting workload, in load order; ask_of_ finds a workload's. Running work, often
-  // most of a cycle's, has none: filling a record for every workload cost more than the rest of
-  // loading a running one.
-  std::vector<Ask> ask_;
-  std::vector<int32_t> ask_of_;     // per workload: its index in ask_, -1 when it has none
-  std::vector<int32_t> free_asks_;  // records in ask_ that no workload uses (after Unload)
-  const Ask& AskOf(WorkloadId w) const { return ask_[ask_of_[w.index()]]; }
-  // Workload::RequestOfFirst(pods) for pods = total or minimum, the only sizes tried.
-  const Resources& RequestOf(WorkloadId w, int32_t pods) const {
-    const Ask& a = AskOf(w);
-    return pods == a.total ? a.all : a.least;
-  }
-  int32_t ShapeOf(WorkloadId w, int32_t pods) const {
-    const Ask& a = AskOf(w);
-    return pods == a.total ? a.shape_all : a.shape_least;
-  }
   QueueAccounting queues_;
+  LoadedWork work_;
   std::vector<double> decayed_;  // per queue, whole subtree: part of the cluster
   // Ratio() per queue, recomputed only after the queue's usage changed: the queue order asks
   // for every sibling's ratio at each step.
@@ -257,20 +183,6 @@ class Cycle {
   mutable std::vector<uint64_t> ratio_at_;  // per queue: QueueAccounting::changed_at of ratio_
   std::vector<int32_t> name_rank_;          // per queue: position of its name in sorted order
   bool any_lending_limit_ = false;          // some queue keeps part of its quota back
-  std::vector<std::vector<WorkloadId>> waiting_;  // per leaf queue, in queue order
-  // The keys are gathered at load, while each workload is read anyway, so that the sort reads
-  // a compact array, not the scattered workloads (their names break the rare ties). In load
-  // order until the first Run sorts them; after that (kept) a load inserts in order.
-  std::vector<std::vector<OrderKey>> order_keys_;  // per leaf queue
-  bool sorted_ = false;                            // order_keys_ and waiting_ in queue order
-  // Waiting workloads that cannot be scheduled as they are (bad spec, missing or bad queue).
-  std::map<int32_t, std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>> invalid_;
-  std::map<int32_t, std::vector<SnapshotIssue>> issues_of_;  // per workload, rare
-  // Workloads in their grace period, and running work on a failed GPU that each cycle preempts:
-  // both in index order, since the capacity they release is offered in that order.
-  std::vector<WorkloadId> releasing_ids_;
-  std::vector<WorkloadId> faulted_;
-  std::vector<Resources> waiting_demand_;  // per leaf queue: what its waiting work asks
   // A running workload as victim selection sees it. Gathered once per cycle because Candidates
   // scans these for every preemption search, and reading them from the large, scattered
   // Workload structs dominated cycles with many searches.
@@ -285,16 +197,13 @@ class Cycle {
     Time submit_time{0};
   };
   VictimCandidate CandidateOf(const Running& v, PreemptReason reason, double overshare) const {
-    return {v.id,       reason,
-            v.priority, v.gpu_hours_lost,
-            overshare,  queue_of_[v.id.index()].value,
-            v.held,     PlacementsOf(v)};
+    return {
+        v.id,   reason,         v.priority, v.gpu_hours_lost, overshare, work_.queue_of(v.id).value,
+        v.held, PlacementsOf(v)};
   }
-  // Running work that may be a victim, in load order. Most cycles read none of it, even when
-  // work waits (no queue borrows, no waiting work outranks running work of its queue), so
+  // Running work that may be a victim (LoadedWork::running). Most cycles read none of it, even
+  // when work waits (no queue borrows, no waiting work outranks running work of its queue), so
   // running_ is filled from it only when a victim search first reads it (LoadRunning).
-  std::vector<WorkloadId> running_ids_;  // in index order
-  std::vector<int32_t> running_in_;      // per queue: its entries in running_ids_
   mutable bool running_loaded_ = false;
   mutable std::vector<std::vector<Running>> running_;     // per leaf queue: possible victims
   mutable std::vector<PodPlacement> running_placements_;  // of every Running entry, side by side
@@ -302,35 +211,11 @@ class Cycle {
     return std::span<const PodPlacement>(running_placements_)
         .subspan(v.first_placement, v.num_placements);
   }
-  std::vector<int32_t> running_min_priority_;  // per leaf queue: lowest priority in running_
-  std::vector<int32_t> running_at_min_;        // per leaf queue: entries of that priority
-  std::vector<uint8_t> min_stale_;             // per leaf queue: the lowest left, recount
   std::vector<uint8_t> victim_;       // per workload: preempted this cycle (cleared by EndRun)
-  std::vector<Resources> held_;       // per workload: what running work holds, read at load
   std::vector<int32_t> active_;       // per queue: active leaves beneath
   std::vector<uint8_t> leaf_active_;  // per queue
   std::vector<size_t> cursor_;        // per queue: next workload of the pass
   const std::vector<std::vector<WorkloadId>>* lists_ = nullptr;  // the pass's queues
-  // Shapes (constraint set, pods and request per pod set) interned to ids at load, so that the
-  // caches below cost an index or an integer hash per workload rather than a string key.
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
-  };
-  std::unordered_map<std::string, int32_t, KeyHash, std::equal_to<>> shape_ids_;
-  std::string shape_key_;
-  // Shapes whose pods all come from the first pod set (nearly every workload's) by their five
-  // fields, without building a key: open addressing over a power-of-two table at most half
-  // full. Both tables draw ids from one sequence, and a key of the other table always has more
-  // than one pod set, so a shape has one id whichever way it was interned.
-  struct OneSetShape {
-    std::array<int64_t, 5> fields{};
-    int32_t id = -1;  // -1: empty slot
-  };
-  std::vector<OneSetShape> one_set_shapes_ = std::vector<OneSetShape>(64);
-  size_t one_set_count_ = 0;
-  int32_t InternOneSet(const std::array<int64_t, 5>& fields);
-  int32_t NewShape();
   std::vector<uint8_t> no_fit_;          // per shape: found not to fit on free capacity
   std::vector<int32_t> touched_shapes_;  // shapes with no_fit_ or explanation_ set this cycle
   // Per shape: why not, once asked; shared by every pending workload of the shape.
@@ -338,8 +223,6 @@ class Cycle {
   std::unordered_set<uint64_t> no_victims_;  // queue << 32 | shape: no victim set found
   // The cluster with only reserved work holding room, while SettlePolicyWaits runs.
   std::optional<ClusterState> without_elastic_;
-  // Running work outside any queue (its queue is gone): it holds room but is no victim.
-  std::vector<WorkloadId> unqueued_ids_;
   std::vector<int32_t> elastic_in_;           // per queue: its elastic running workloads
   std::vector<int8_t> fits_without_elastic_;  // per shape: -1 not asked, 0 no, 1 yes
   // NoNodeFits decisions of work beyond its quota, for SettlePolicyWaits: the decision, and the
@@ -375,234 +258,12 @@ void Cycle::InitQueues() {
   for (QueueId q : tree_.top_down())
     for (Resource r : kAllResources)
       if (tree_.queue(q).res(r).lending_limit != kUnlimited) any_lending_limit_ = true;
-  waiting_.assign(nq, {});
-  order_keys_.assign(nq, {});
-  waiting_demand_.assign(nq, {});
   running_.assign(nq, {});
-  running_min_priority_.assign(nq, std::numeric_limits<int32_t>::max());
-  running_at_min_.assign(nq, 0);
-  min_stale_.assign(nq, 0);
-  running_in_.assign(nq, 0);
-}
-
-void Cycle::LoadAll() {
-  const size_t n = s_.workloads.size();
-  queue_of_.assign(n, QueueId{});
-  ask_.clear();
-  ask_.reserve(n);  // reserved, not filled: only waiting work writes its part
-  ask_of_.assign(n, -1);
-  victim_.assign(n, 0);
-  held_.assign(n, {});
-  QueueLookup lookup;
-  for (size_t i = 0; i < n; ++i) {
-    // A workload's pod sets and placements live apart from it; start loading those of one a few
-    // ahead.
-    if (i + kPrefetchAhead < n) {
-      const Workload& ahead = s_.workloads[i + kPrefetchAhead];
-      __builtin_prefetch(ahead.pod_sets.data());
-      __builtin_prefetch(ahead.placements.data());
-    }
-    Load(WorkloadId{static_cast<int32_t>(i)}, lookup);
-  }
-}
-
-void Cycle::AddSlot() {
-  queue_of_.emplace_back();
-  ask_of_.push_back(-1);
-  victim_.push_back(0);
-  held_.emplace_back();
-}
-
-void Cycle::PopSlot() {
-  queue_of_.pop_back();
-  ask_of_.pop_back();
-  victim_.pop_back();
-  held_.pop_back();
-}
-
-void Cycle::Issue(WorkloadId w, std::string message) {
-  issues_of_[w.value].push_back({"workload " + wl(w).name, std::move(message)});
-}
-
-// Into an index-ordered list; LoadAll's loads come in order and append.
-void InsertInOrder(std::vector<WorkloadId>& ids, WorkloadId w) {
-  if (ids.empty() || ids.back() < w) {
-    ids.push_back(w);
-  } else {
-    ids.insert(std::lower_bound(ids.begin(), ids.end(), w), w);
-  }
-}
-
-bool EraseInOrder(std::vector<WorkloadId>& ids, WorkloadId w) {
-  const auto it = std::lower_bound(ids.begin(), ids.end(), w);
-  if (it == ids.end() || *it != w) return false;
-  ids.erase(it);
-  return true;
-}
-
-bool Cycle::Load(WorkloadId id, QueueLookup& lookup) {
-  const size_t i = id.index();
-  const Workload& w = s_.workloads[i];
-  const bool holds = w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
-  QueueId q{w.queue_hint};
-  if (w.queue_hint < 0 || !tree_.Finds(q, w.queue)) {
-    if (!lookup.valid || w.queue != lookup.name) {
-      lookup.queue = tree_.Find(w.queue);
-      lookup.name = w.queue;
-      lookup.valid = true;
-    }
-    q = lookup.queue;
-  }
-  queue_of_[i] = q;
-
-  if (holds) {
-    // Running work holds what it holds, whatever is wrong with its spec or queue.
-    bool on_failed_gpu = false;
-    bool clean = true;
-    int32_t claimed = 0;
-    for (size_t p = 0; p < w.placements.size(); ++p) {
-      const PodPlacement& pl = w.placements[p];
-      const Resources req = w.PlacementRequest(p);
-      Status st = state_.ClaimExisting(pl, req);
-      if (!st.ok()) {
-        Issue(id, st.message());
-        clean = false;
-        continue;
-      }
-      ++claimed;
-      if ((pl.gpu_mask & ~state_.facts(pl.node).healthy_mask) != 0) on_failed_gpu = true;
-      if (w.state == WorkloadState::kPreempting) state_.MarkReleasing(pl, req);
-    }
-    if (w.placements.size() > static_cast<size_t>(w.TotalPods())) {
-      Issue(id, "holds more placements than it has pods");
-      clean = false;
-    }
-    if (w.state == WorkloadState::kPreempting) {
-      InsertInOrder(releasing_ids_, id);
-      return clean;
-    }
-    if (q.valid()) {
-      held_[i] = w.RequestOfFirst(static_cast<int32_t>(w.placements.size()));
-      queues_.AddRunning(q,
-                         static_cast<size_t>(claimed) == w.placements.size()
-                             ? held_[i]
-                             : w.RequestOfFirst(claimed),
-                         w.reserved());
-    }
-    // Even work whose queue is gone must leave a failed GPU: each cycle preempts it (BeginRun).
-    if (on_failed_gpu && cfg_.preempt_on_unhealthy_gpu) {
-      InsertInOrder(faulted_, id);
-      return clean;
-    }
-    if (!q.valid()) {
-      InsertInOrder(unqueued_ids_, id);
-      return clean;
-    }
-    InsertInOrder(running_ids_, id);
-    ++running_in_[q.index()];
-    int32_t& least = running_min_priority_[q.index()];
-    if (w.priority < least) {
-      least = w.priority;
-      running_at_min_[q.index()] = 1;
-    } else if (w.priority == least) {
-      ++running_at_min_[q.index()];
-    }
-    return clean;
-  }
-
-  auto invalid = [&](PendingReason reason, std::string message) {
-    invalid_[id.value] = {reason, std::make_shared<const PendingExplanation>(
-                                      PendingExplanation{std::move(message), {}})};
-  };
-  if (std::string spec_error = ValidateWorkload(w); !spec_error.empty()) {
-    invalid(PendingReason::kInvalidWorkload, std::move(spec_error));
-  } else if (!q.valid()) {
-    invalid(PendingReason::kQueueNotFound, "queue " + w.queue + " does not exist");
-  } else if (!tree_.valid(q)) {
-    invalid(PendingReason::kQueueInvalid, "queue " + w.queue + ": " + tree_.error(q));
-  } else if (!tree_.leaf(q)) {
-    invalid(PendingReason::kNotLeafQueue,
-            "queue " + w.queue + " has child queues; submit to one of them");
-  } else {
-    const OrderKey key{-w.priority, id, w.submit_time};
-    std::vector<OrderKey>& keys = order_keys_[q.index()];
-    if (sorted_) {
-      const std::ptrdiff_t at = OrderPosition(q, key);
-      waiting_[q.index()].insert(waiting_[q.index()].begin() + at, id);
-      keys.insert(keys.begin() + at, key);
-    } else {
-      keys.push_back(key);
-    }
-    int32_t slot = static_cast<int32_t>(ask_.size());
-    if (free_asks_.empty()) {
-      ask_.emplace_back();
-    } else {
-      slot = free_asks_.back();
-      free_asks_.pop_back();
-    }
-    ask_of_[i] = slot;
-    Ask& a = ask_[slot];
-    a.total = w.TotalPods();
-    a.minimum = w.min_member > 0 ? w.min_member : a.total;
-    a.all = w.RequestOfFirst(a.total);
-    a.least = w.RequestOfFirst(a.minimum);
-    a.shape_all = InternShape(w, a.total);
-    a.shape_least = a.minimum == a.total ? a.shape_all : InternShape(w, a.minimum);
-    a.priority = w.priority;
-    waiting_demand_[q.index()] += a.all;
-  }
-  return true;
-}
-
-void Cycle::Unload(WorkloadId id) {
-  const size_t i = id.index();
-  const Workload& w = s_.workloads[i];
-  const QueueId q = queue_of_[i];
-  if (w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting) {
-    const bool releasing = w.state == WorkloadState::kPreempting;
-    for (size_t p = 0; p < w.placements.size(); ++p) {
-      const Resources req = w.PlacementRequest(p);
-      if (releasing) state_.UnmarkReleasing(w.placements[p], req);
-      state_.Release(w.placements[p], req);
-    }
-    if (releasing) {
-      EraseInOrder(releasing_ids_, id);
-      return;
-    }
-    if (q.valid()) {
-      queues_.RemoveRunning(q, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())),
-                            w.reserved());
-    }
-    if (EraseInOrder(faulted_, id)) return;
-    if (!q.valid()) {
-      EraseInOrder(unqueued_ids_, id);
-      return;
-    }
-    EraseInOrder(running_ids_, id);
-    --running_in_[q.index()];
-    if (w.priority == running_min_priority_[q.index()] && --running_at_min_[q.index()] == 0)
-      min_stale_[q.index()] = 1;
-    return;
-  }
-  if (invalid_.erase(id.value) > 0) return;
-  std::vector<OrderKey>& keys = order_keys_[q.index()];
-  const OrderKey key{-w.priority, id, w.submit_time};
-  if (sorted_) {
-    const std::ptrdiff_t at = OrderPosition(q, key);
-    waiting_[q.index()].erase(waiting_[q.index()].begin() + at);
-    keys.erase(keys.begin() + at);
-  } else {
-    keys.erase(
-        std::find_if(keys.begin(), keys.end(), [&](const OrderKey& k) { return k.id == id; }));
-  }
-  waiting_demand_[q.index()] -= ask_[ask_of_[i]].all;
-  free_asks_.push_back(ask_of_[i]);
-  ask_of_[i] = -1;
 }
 
 void Cycle::ComputeFairShare() {
   queues_.SetFairShare(
-      pol_.fair_share->Compute(tree_, queues_.Demand(waiting_demand_), state_.capacity()));
+      pol_.fair_share->Compute(tree_, queues_.Demand(work_.waiting_demand()), state_.capacity()));
   ratio_at_.assign(s_.queues.size(), kNotCached);
 
   decayed_.assign(s_.queues.size(), 0);
@@ -722,15 +383,8 @@ void Cycle::Serve(const std::vector<std::vector<WorkloadId>>& lists, int pass,
     // only for work that starts or preempts.
     // A record's place in ask_ is loaded twice as far ahead, to be there when it says which
     // record to load.
-    if (c + 2 * kPrefetchAhead < list.size())
-      __builtin_prefetch(&ask_of_[list[c + 2 * kPrefetchAhead].index()]);
-    if (c + kPrefetchAhead < list.size()) {
-      const size_t ahead = list[c + kPrefetchAhead].index();
-      const Ask* ask = &ask_[ask_of_[ahead]];
-      __builtin_prefetch(ask);
-      __builtin_prefetch(reinterpret_cast<const char*>(ask) + sizeof(Ask) - 1);
-      __builtin_prefetch(&queue_of_[ahead]);
-    }
+    if (c + 2 * kPrefetchAhead < list.size()) work_.PrefetchAskIndex(list[c + 2 * kPrefetchAhead]);
+    if (c + kPrefetchAhead < list.size()) work_.PrefetchAsk(list[c + kPrefetchAhead]);
     ++out_.stats.workloads_considered;
     const Outcome o = TryAdmit(w, pass);
     const bool strict = Strategy(q) == QueueingStrategy::kStrictFifo;
@@ -863,12 +517,12 @@ std::string Cycle::LendingProblem(QueueId q, const Resources& req) const {
 void Cycle::LoadRunning() const {
   if (running_loaded_) return;
   running_loaded_ = true;
-  for (WorkloadId id : running_ids_) {
+  for (WorkloadId id : work_.running()) {
     const Workload& w = wl(id);
-    running_[queue_of_[id.index()].index()].push_back(
+    running_[work_.queue_of(id).index()].push_back(
         {id, w.priority, Shielded(w), GpuHoursLost(w, s_.now),
          static_cast<uint32_t>(running_placements_.size()),
-         static_cast<uint32_t>(w.placements.size()), held_[id.index()], w.submit_time});
+         static_cast<uint32_t>(w.placements.size()), work_.held(id), w.submit_time});
     running_placements_.insert(running_placements_.end(), w.placements.begin(), w.placements.end());
   }
 }
@@ -894,26 +548,27 @@ double GpuHoursLost(const Workload& w, Time now) {
 }
 
 bool Cycle::MayPreemptWithin(WorkloadId w) const {
-  const QueueId q = queue_of_[w.index()];
+  const QueueId q = work_.queue_of(w);
   const WithinQueuePreemption policy = tree_.queue(q).preemption.within_queue;
   if (!cfg_.priority_preemption_enabled || policy == WithinQueuePreemption::kNever) return false;
   // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
-  const int32_t least = running_min_priority_[q.index()];
-  return policy == WithinQueuePreemption::kLowerOrNewerEqualPriority ? AskOf(w).priority >= least
-                                                                     : AskOf(w).priority > least;
+  const int32_t least = work_.lowest_running_priority(q);
+  return policy == WithinQueuePreemption::kLowerOrNewerEqualPriority
+             ? work_.ask(w).priority >= least
+             : work_.ask(w).priority > least;
 }
 
 bool Cycle::DelayPassed(WorkloadId w) const {
   // The workload itself is read only where its queue has a delay: waiting work's records are
   // kept apart from it so that a cycle rarely touches it.
-  const Duration delay = tree_.queue(queue_of_[w.index()]).preemption.delay;
+  const Duration delay = tree_.queue(work_.queue_of(w)).preemption.delay;
   return delay.count() <= 0 || s_.now - wl(w).submit_time >= delay;
 }
 
 void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const {
   if (!MayPreemptWithin(w)) return;
-  const int32_t priority = AskOf(w).priority;
-  const QueueId q = queue_of_[w.index()];
+  const int32_t priority = work_.ask(w).priority;
+  const QueueId q = work_.queue_of(w);
   const bool newer_equal =
       tree_.queue(q).preemption.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority;
   const Time submitted = wl(w).submit_time;
@@ -937,8 +592,7 @@ bool Cycle::MayTakeWhileBorrowing(QueueId q, int32_t preemptor, int32_t victim) 
 }
 
 Cycle::ReclaimPath Cycle::ReclaimFrom(QueueId q, QueueId other, const Resources& req) const {
-  if (other == q || !tree_.leaf(other) || running_in_[other.index()] == 0)
-    return ReclaimPath::kNone;
+  if (other == q || !tree_.leaf(other) || work_.running_in(other) == 0) return ReclaimPath::kNone;
   const auto [mine, theirs] = tree_.Sides(q, other);
   if (!mine.valid() || queues_.FirstNotBorrowing(other, theirs, req).valid())
     return ReclaimPath::kNone;
@@ -1088,7 +742,7 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
   std::vector<VictimCandidate> out;
   PriorityCandidates(w, &out);
   if (reclaim && cfg_.reclaim_enabled) {
-    const QueueId q = queue_of_[w.index()];
+    const QueueId q = work_.queue_of(w);
     // Borrowing queues first, so the result is allocated once: it can hold tens of thousands.
     std::vector<QueueId> borrowers;
     size_t most = out.size();
@@ -1098,12 +752,12 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
       if (path == ReclaimPath::kNone) continue;
       while_borrowing.push_back(path == ReclaimPath::kWhileBorrowing);
       borrowers.push_back(other);
-      most += running_in_[other.index()];
+      most += work_.running_in(other);
     }
     if (!borrowers.empty()) LoadRunning();
     out.reserve(most);
     const bool lower_only = tree_.queue(q).preemption.reclaim == ReclaimPreemption::kLowerPriority;
-    const int32_t priority = AskOf(w).priority;
+    const int32_t priority = work_.ask(w).priority;
     for (size_t b = 0; b < borrowers.size(); ++b) {
       const QueueId other = borrowers[b];
       const double over = Ratio(other);
@@ -1147,82 +801,11 @@ bool Cycle::MarkReclaimGroups(QueueId q, bool reclaim, const Resources& req) {
   return any;
 }
 
-// Raw fixed-width fields rather than formatted numbers: the key is only compared and hashed.
-void Cycle::ShapeKey(const Workload& w, int32_t pods) {
-  std::string& key = shape_key_;
-  key.clear();
-  for (const PodSet& ps : w.pod_sets) {
-    if (pods <= 0) break;
-    const int32_t n = std::min(pods, ps.count);
-    pods -= n;
-    int32_t id = 0;
-    feas_.For(ps, &id);
-    const std::array<int64_t, 5> fields = {id, n, ps.request.gpu(), ps.request.cpu_milli(),
-                                           ps.request.memory_bytes()};
-    key.append(reinterpret_cast<const char*>(fields.data()), sizeof fields);
-  }
-}
-
-int32_t Cycle::NewShape() {
-  const auto id = static_cast<int32_t>(no_fit_.size());
-  no_fit_.push_back(0);
-  explanation_.emplace_back();
-  fits_without_elastic_.push_back(-1);
-  return id;
-}
-
-int32_t Cycle::InternOneSet(const std::array<int64_t, 5>& fields) {
-  auto slot_of = [](const std::array<int64_t, 5>& f, size_t mask) {
-    uint64_t h = 0x9e3779b97f4a7c15ull;
-    for (int64_t x : f) {
-      h ^= static_cast<uint64_t>(x) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-      h *= 0xff51afd7ed558ccdull;
-    }
-    return static_cast<size_t>(h ^ (h >> 29)) & mask;
-  };
-  size_t mask = one_set_shapes_.size() - 1;
-  size_t i = slot_of(fields, mask);
-  for (; one_set_shapes_[i].id >= 0; i = (i + 1) & mask)
-    if (one_set_shapes_[i].fields == fields) return one_set_shapes_[i].id;
-  if (2 * (one_set_count_ + 1) > one_set_shapes_.size()) {
-    std::vector<OneSetShape> old(one_set_shapes_.size() * 2);
-    old.swap(one_set_shapes_);
-    mask = one_set_shapes_.size() - 1;
-    for (const OneSetShape& e : old) {
-      if (e.id < 0) continue;
-      size_t j = slot_of(e.fields, mask);
-      while (one_set_shapes_[j].id >= 0) j = (j + 1) & mask;
-      one_set_shapes_[j] = e;
-    }
-    i = slot_of(fields, mask);
-    while (one_set_shapes_[i].id >= 0) i = (i + 1) & mask;
-  }
-  ++one_set_count_;
-  one_set_shapes_[i] = {fields, NewShape()};
-  return one_set_shapes_[i].id;
-}
-
-int32_t Cycle::InternShape(const Workload& w, int32_t pods) {
-  const PodSet& first = w.pod_sets.front();  // validated: there is one
-  if (pods <= first.count) {
-    int32_t constraints = 0;
-    feas_.For(first, &constraints);
-    return InternOneSet({constraints, pods, first.request.gpu(), first.request.cpu_milli(),
-                         first.request.memory_bytes()});
-  }
-  ShapeKey(w, pods);
-  if (auto it = shape_ids_.find(std::string_view(shape_key_)); it != shape_ids_.end())
-    return it->second;
-  const int32_t id = NewShape();
-  shape_ids_.emplace(shape_key_, id);
-  return id;
-}
-
 Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   pass_ = pass;
   const Workload& work = wl(w);  // read only where a workload may start or preempt
-  const QueueId q = queue_of_[w.index()];
-  const Ask& ask = AskOf(w);
+  const QueueId q = work_.queue_of(w);
+  const Ask& ask = work_.ask(w);
   const int32_t total = ask.total;
   const int32_t minimum = ask.minimum;
   const bool reserved = ask.reserved();
@@ -1253,7 +836,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // victim search with its own queue's candidates only.
   std::string limit_why;
   const bool at_limit =
-      !keep([&](int32_t n) { return LimitProblem(q, RequestOf(w, n)); }, &limit_why);
+      !keep([&](int32_t n) { return LimitProblem(q, work_.RequestOf(w, n)); }, &limit_why);
   if (at_limit) {
     if (!MayPreemptWithin(w) || !DelayPassed(w)) {
       Pend(w, PendingReason::kOverQueueLimit, limit_why);
@@ -1262,7 +845,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     sizes.push_back(total);
     if (minimum < total) sizes.push_back(minimum);
   }
-  if (reserved && !keep([&](int32_t n) { return QuotaProblem(q, RequestOf(w, n), true); }, &why)) {
+  if (reserved &&
+      !keep([&](int32_t n) { return QuotaProblem(q, work_.RequestOf(w, n), true); }, &why)) {
     Pend(w, PendingReason::kOverQuota, "reserved work runs only within quota: " + why);
     return Outcome::kPending;
   }
@@ -1270,15 +854,16 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     std::string unused;
     if (!keep(
             [&](int32_t n) {
-              return queues_.OverFairShare(q, RequestOf(w, n)) ? std::string("over fair share")
-                                                               : std::string();
+              return queues_.OverFairShare(q, work_.RequestOf(w, n))
+                         ? std::string("over fair share")
+                         : std::string();
             },
             &unused))
       return Outcome::kDeferred;
   }
   if (!keep(
           [&](int32_t n) {
-            const Resources req = RequestOf(w, n);
+            const Resources req = work_.RequestOf(w, n);
             return reserved || !queues_.Borrowing(q, req) || LendingAllows(q, req)
                        ? std::string()
                        : LendingProblem(q, req);
@@ -1290,14 +875,14 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
 
   // On free capacity.
   for (int32_t n : at_limit ? std::span<const int32_t>() : std::span<const int32_t>(sizes)) {
-    const int32_t shape = ShapeOf(w, n);
+    const int32_t shape = work_.ShapeOf(w, n);
     if (no_fit_[shape]) {
       ++out_.stats.placement_cache_hits;
       continue;
     }
     ++out_.stats.placement_attempts;
     if (auto plan = pol_.placement->Place(state_, feas_, work, n, nullptr)) {
-      Commit(w, std::move(*plan), !reserved && queues_.Borrowing(q, RequestOf(w, n)));
+      Commit(w, std::move(*plan), !reserved && queues_.Borrowing(q, work_.RequestOf(w, n)));
       return Outcome::kAdmitted;
     }
     no_fit_[shape] = 1;
@@ -1316,7 +901,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
                        policy.reclaim != ReclaimPreemption::kNever;
   const bool indexed = may_preempt && total == 1 && index_ &&
                        policy.reclaim == ReclaimPreemption::kAny && !BorrowingPreempts(q);
-  const Resources& first_req = RequestOf(w, sizes.back());
+  const Resources& first_req = work_.RequestOf(w, sizes.back());
   std::vector<VictimCandidate> candidates;
   bool any_candidate = false;
   if (!may_preempt) {
@@ -1354,7 +939,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     for (int32_t n : sizes) {
       std::optional<PlacementPlan> plan = pol_.placement->Place(state_, feas_, work, n, nullptr);
       if (!plan) continue;
-      const Rules rules(*this, q, RequestOf(w, n), ask.priority);
+      const Rules rules(*this, q, work_.RequestOf(w, n), ask.priority);
       std::vector<VictimCandidate> by_preference = candidates;
       std::sort(by_preference.begin(), by_preference.end(), [](const auto& a, const auto& b) {
         return std::tuple(-a.queue_overshare, a.priority, a.gpu_hours_lost, a.workload) <
@@ -1385,11 +970,11 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
 
   if (any_candidate) {
     for (int32_t n : sizes) {
-      const uint64_t key =
-          uint64_t{static_cast<uint32_t>(q.value)} << 32 | static_cast<uint32_t>(ShapeOf(w, n));
+      const uint64_t key = uint64_t{static_cast<uint32_t>(q.value)} << 32 |
+                           static_cast<uint32_t>(work_.ShapeOf(w, n));
       if (!at_limit && no_victims_.contains(key)) continue;
       ++out_.stats.preemption_searches;
-      const Rules rules(*this, q, RequestOf(w, n), ask.priority);
+      const Rules rules(*this, q, work_.RequestOf(w, n), ask.priority);
       std::optional<VictimSet> set;
       if (indexed) {
         ++out_.stats.indexed_preemption_searches;
@@ -1422,7 +1007,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     Pend(w, PendingReason::kNoNodeFits, std::shared_ptr<const PendingExplanation>());
     return Outcome::kPending;
   }
-  const int32_t shape = ShapeOf(w, sizes.back());
+  const int32_t shape = work_.ShapeOf(w, sizes.back());
   std::shared_ptr<const PendingExplanation>& e = explanation_[shape];
   if (!e) {
     PlacementExplanation why_not = ExplainNoFit(state_, feas_, work, sizes.back());
@@ -1434,7 +1019,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // Only a real shortage of capacity is NoNodeFits (promise 9): work within its quota at every
   // level, whom the cluster owes room, or work that would not fit even were the elastic running
   // work gone. Which others wait for a rule is settled once the cycle has decided the rest.
-  if (!queues_.Guaranteed(q, RequestOf(w, sizes.back())))
+  if (!queues_.Guaranteed(q, work_.RequestOf(w, sizes.back())))
     unsettled_.push_back({out_.pending.size() - 1, shape, sizes.back(), pass});
   return Outcome::kPending;
 }
@@ -1450,19 +1035,19 @@ void Cycle::SettlePolicyWaits() {
     for (size_t p = 0; p < r.placements.size(); ++p)
       (void)without_elastic_->ClaimExisting(r.placements[p], r.PlacementRequest(p));
   };
-  for (WorkloadId id : running_ids_) {
+  for (WorkloadId id : work_.running()) {
     const Workload& r = wl(id);
     if (r.reserved()) {
       hold(r);
     } else {
-      ++elastic_in_[queue_of_[id.index()].index()];
+      ++elastic_in_[work_.queue_of(id).index()];
     }
   }
-  for (WorkloadId id : unqueued_ids_) hold(wl(id));
+  for (WorkloadId id : work_.unqueued()) hold(wl(id));
   auto admitted = [&](WorkloadId id, const std::vector<PodAssignment>& pods) {
     const Workload& r = wl(id);
     if (!r.reserved()) {
-      ++elastic_in_[queue_of_[id.index()].index()];
+      ++elastic_in_[work_.queue_of(id).index()];
       return;
     }
     for (const PodAssignment& a : pods)
@@ -1493,12 +1078,12 @@ bool Cycle::FitsWithoutElasticWork(WorkloadId w, int32_t shape, int32_t pods) {
 
 const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle::PolicyWait(
     WorkloadId w, int32_t shape, int32_t pods, int pass) {
-  const QueueId q = queue_of_[w.index()];
+  const QueueId q = work_.queue_of(w);
   const uint64_t key = uint64_t{static_cast<uint32_t>(q.value)} << 34 |
                        uint64_t{static_cast<uint32_t>(pass)} << 32 | static_cast<uint32_t>(shape);
   auto& cached = policy_why_[key];
   if (cached.second) return cached;
-  const Resources& req = RequestOf(w, pods);
+  const Resources& req = work_.RequestOf(w, pods);
   auto ratio = [](double x) {
     if (x >= 1e8) return std::string("more than all");  // no fair share to measure against
     char buf[32];
@@ -1603,12 +1188,13 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
     } else {
       // The queue may be reclaimed from, but none of its work alone: say which rule refuses.
       LoadRunning();
-      const Rules rules(*this, q, req, AskOf(w).priority);
+      const Rules rules(*this, q, req, work_.ask(w).priority);
       int open = 0, by_quota = 0, by_share = 0;
       double lowest_after = std::numeric_limits<double>::infinity();
       const bool lower_only = policy.reclaim == ReclaimPreemption::kLowerPriority;
       for (const Running& v : running_[other.index()]) {
-        if (v.shielded || victim_[v.id.index()] || (lower_only && v.priority >= AskOf(w).priority))
+        if (v.shielded || victim_[v.id.index()] ||
+            (lower_only && v.priority >= work_.ask(w).priority))
           continue;
         ++open;
         switch (rules.Why(CandidateOf(v, PreemptReason::kReclaim, 0))) {
@@ -1683,7 +1269,7 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
 void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandidate>& victims,
                        PlacementPlan plan) {
   const Workload& work = wl(w);
-  const QueueId q = queue_of_[w.index()];
+  const QueueId q = work_.queue_of(w);
   std::vector<std::string> details;
   for (const VictimCandidate& v : victims) {
     const bool by_reclaim = v.reason == PreemptReason::kReclaim;
@@ -1691,7 +1277,7 @@ void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandi
     Preempt(v.workload, v.reason, w,
             by_reclaim
                 ? "reclaimed for " + work.name + ": queue " + work.queue + " is below its " +
-                      (queues_.WithinQuota(mine, RequestOf(w, pods)) ? "quota" : "fair share")
+                      (queues_.WithinQuota(mine, work_.RequestOf(w, pods)) ? "quota" : "fair share")
                 : "preempted by " + work.name + " (priority " + std::to_string(work.priority) +
                       " over " + std::to_string(wl(v.workload).priority) + ")");
     details.push_back("victim " + wl(v.workload).name + " (" +
@@ -1703,7 +1289,7 @@ void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandi
        std::move(details));
   // The room it preempts for is its queue's from now on in this cycle, as its victims' is no
   // longer theirs: later decisions see both sides as the preemption leaves them.
-  queues_.Nominate(q, RequestOf(w, pods), work.reserved());
+  queues_.Nominate(q, work_.RequestOf(w, pods), work.reserved());
   HoldFor(w, std::move(plan));
 }
 
@@ -1728,7 +1314,7 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
     state_.Claim(a.placement, req);
     total += req;
   }
-  queues_.AddRunning(queue_of_[w.index()], total, work.reserved());
+  queues_.AddRunning(work_.queue_of(w), total, work.reserved());
   if (work.state == WorkloadState::kSuspended) {
     out_.resumes.push_back({w, std::move(plan.pods), borrowing});
   } else {
@@ -1750,7 +1336,7 @@ void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, st
     total += req;
   }
   // A workload on its way out no longer counts against its queue.
-  const QueueId q = queue_of_[v.index()];
+  const QueueId q = work_.queue_of(v);
   if (q.valid()) {
     queues_.RemoveRunning(q, total, work.reserved());
   }
@@ -1803,7 +1389,7 @@ void Cycle::FillQueueStatus() {
   }
   std::vector<int32_t> pending_count(nq, 0);
   for (const PendingDecision& p : out_.pending) {
-    for (QueueId a = queue_of_[p.workload.index()]; a.valid(); a = tree_.parent(a))
+    for (QueueId a = work_.queue_of(p.workload); a.valid(); a = tree_.parent(a))
       ++pending_count[a.index()];
   }
   std::vector<QueueStatus> status(nq);
@@ -1849,41 +1435,26 @@ void Cycle::BeginRun() {
     if (!tree_.valid(q)) out_.issues.push_back({"queue " + s_.queues[i].name, tree_.error(q)});
   }
   for (const SnapshotIssue& issue : state_.issues()) out_.issues.push_back(issue);
-  for (const auto& [w, issues] : issues_of_)
+  for (const auto& [w, issues] : work_.issues())
     out_.issues.insert(out_.issues.end(), issues.begin(), issues.end());
 
+  // Per workload and per shape: the loads since the last cycle may have added some.
+  victim_.resize(s_.workloads.size(), 0);
+  no_fit_.resize(work_.num_shapes(), 0);
+  explanation_.resize(work_.num_shapes());
+  fits_without_elastic_.resize(work_.num_shapes(), -1);
   queues_.BeginCycle(/*journal=*/keep_);
   if (keep_) state_.BeginJournal();
-  // The lowest priority of a queue's running work, counted again where the last work of that
-  // priority left.
-  bool any_stale = false;
-  for (size_t q = 0; q < min_stale_.size(); ++q) {
-    if (!min_stale_[q]) continue;
-    any_stale = true;
-    running_min_priority_[q] = std::numeric_limits<int32_t>::max();
-    running_at_min_[q] = 0;
-  }
-  if (any_stale) {
-    for (WorkloadId id : running_ids_) {
-      const size_t q = queue_of_[id.index()].index();
-      if (!min_stale_[q]) continue;
-      const int32_t p = wl(id).priority;
-      if (p < running_min_priority_[q]) {
-        running_min_priority_[q] = p;
-        running_at_min_[q] = 1;
-      } else if (p == running_min_priority_[q]) {
-        ++running_at_min_[q];
-      }
-    }
-    std::fill(min_stale_.begin(), min_stale_.end(), 0);
-  }
-
+  work_.RecountLowestPriority();
   // Capacity being released, in workload order: by work in its grace period, and by running
   // work on a failed GPU, which every cycle preempts until the caller stops it.
-  auto releasing = releasing_ids_.begin();
-  auto faulted = faulted_.begin();
-  while (releasing != releasing_ids_.end() || faulted != faulted_.end()) {
-    if (faulted == faulted_.end() || (releasing != releasing_ids_.end() && *releasing < *faulted)) {
+  const std::vector<WorkloadId>& releasing_ids = work_.releasing();
+  const std::vector<WorkloadId>& faulted_ids = work_.faulted();
+  auto releasing = releasing_ids.begin();
+  auto faulted = faulted_ids.begin();
+  while (releasing != releasing_ids.end() || faulted != faulted_ids.end()) {
+    if (faulted == faulted_ids.end() ||
+        (releasing != releasing_ids.end() && *releasing < *faulted)) {
       const Workload& w = wl(*releasing++);
       for (size_t p = 0; p < w.placements.size(); ++p)
         releasing_.Add(state_, w.placements[p], w.PlacementRequest(p));
@@ -1892,7 +1463,7 @@ void Cycle::BeginRun() {
               "holds a GPU that failed its health checks");
     }
   }
-  for (const auto& [w, why] : invalid_) Pend(WorkloadId{w}, why.first, why.second);
+  for (const auto& [w, why] : work_.invalid()) Pend(WorkloadId{w}, why.first, why.second);
 }
 
 // A kept cycle puts back what it changed; the next starts from the loaded state.
@@ -1925,21 +1496,10 @@ CycleResult Cycle::Run(const CycleOptions& options) {
   explain_ = options.explain;
   BeginRun();
   ComputeFairShare();
-
-  if (!sorted_) {
-    for (size_t q = 0; q < order_keys_.size(); ++q) {
-      std::vector<OrderKey>& keys = order_keys_[q];
-      std::sort(keys.begin(), keys.end(),
-                [&](const OrderKey& a, const OrderKey& b) { return Before(a, b); });
-      waiting_[q].clear();
-      waiting_[q].reserve(keys.size());
-      for (const OrderKey& k : keys) waiting_[q].push_back(k.id);
-    }
-    sorted_ = keep_;  // a kept cycle's loads insert in order from now on
-  }
+  work_.SortWaiting(keep_);
 
   std::vector<std::vector<WorkloadId>> deferred(s_.queues.size());
-  Serve(waiting_, 1, &deferred);
+  Serve(work_.waiting(), 1, &deferred);
   Serve(deferred, 2, nullptr);
 
   if (explain_) {
@@ -1948,7 +1508,7 @@ CycleResult Cycle::Run(const CycleOptions& options) {
     std::vector<int32_t> position(s_.workloads.size(), 0);
     std::vector<uint8_t> waits(s_.workloads.size(), 0);
     for (const PendingDecision& p : out_.pending) waits[p.workload.index()] = 1;
-    for (const std::vector<WorkloadId>& list : waiting_) {
+    for (const std::vector<WorkloadId>& list : work_.waiting()) {
       int32_t n = 0;
       for (WorkloadId w : list)
         if (waits[w.index()]) position[w.index()] = ++n;
@@ -2062,7 +1622,7 @@ Engine::Engine(EngineConfig config, Policies policies, EngineTuning tuning)
 
 CycleResult Engine::Schedule(const Snapshot& snapshot, const CycleOptions& options) const {
   Cycle cycle(snapshot, config_, policies_, tuning_, /*keep=*/false);
-  cycle.LoadAll();
+  cycle.work().LoadAll();
   return cycle.Run(options);
 }
 
@@ -2091,7 +1651,7 @@ class EngineSession::Impl {
     snap_.workloads.push_back(std::move(w));
     loaded_.push_back(0);
     if (cycle_) {
-      cycle_->AddSlot();
+      cycle_->work().AddSlot();
       dirty_.push_back(id);
     }
     return id;
@@ -2109,7 +1669,7 @@ class EngineSession::Impl {
     if (w != last) snap_.workloads[w.index()] = std::move(snap_.workloads[last.index()]);
     snap_.workloads.pop_back();
     loaded_.pop_back();
-    if (cycle_) cycle_->PopSlot();  // `last`'s records, unloaded; w's are loaded again
+    if (cycle_) cycle_->work().PopSlot();  // `last`'s records, unloaded; w's are loaded again
   }
 
   const Snapshot& PreparedSnapshot() {
@@ -2122,13 +1682,13 @@ class EngineSession::Impl {
     PreparedSnapshot();
     // A placement that cannot be recorded is reported in workload order, and a change to one
     // workload may settle another's conflict: with such a snapshot each cycle loads afresh.
-    if (cycle_ && cycle_->HasIssues()) Rebuild();
+    if (cycle_ && cycle_->work().HasIssues()) Rebuild();
     if (cycle_) {
-      QueueLookup lookup;
+      LoadedWork::QueueLookup lookup;
       for (WorkloadId w : dirty_) {
         if (w.index() >= snap_.workloads.size() || loaded_[w.index()]) continue;
         loaded_[w.index()] = 1;
-        if (!cycle_->Load(w, lookup)) {
+        if (!cycle_->work().Load(w, lookup)) {
           Rebuild();
           break;
         }
@@ -2138,7 +1698,7 @@ class EngineSession::Impl {
     if (!cycle_) {
       cycle_ = std::make_unique<Cycle>(snap_, engine_.config_, engine_.policies_, engine_.tuning_,
                                        /*keep=*/true);
-      cycle_->LoadAll();
+      cycle_->work().LoadAll();
       loaded_.assign(snap_.workloads.size(), 1);
     }
     return cycle_->Run(options);
@@ -2153,11 +1713,11 @@ class EngineSession::Impl {
   // is at the next cycle.
   void Unload(WorkloadId w) {
     if (!cycle_ || !loaded_[w.index()]) return;
-    if (cycle_->HasIssues()) {  // what it claimed is not known: load everything afresh
+    if (cycle_->work().HasIssues()) {  // what it claimed is not known: load everything afresh
       Rebuild();
       return;
     }
-    cycle_->Unload(w);
+    cycle_->work().Unload(w);
     loaded_[w.index()] = 0;
     dirty_.push_back(w);
   }
