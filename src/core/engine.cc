@@ -15,10 +15,12 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 
 #include "core/cluster_state.h"
 #include "core/loaded_work.h"
 #include "core/queue_accounting.h"
+#include "core/queue_order.h"
 #include "core/queue_tree.h"
 
 namespace chamber::core {
@@ -67,7 +69,9 @@ class Cycle {
         state_(s),
         feas_(state_),
         queues_(tree_),
-        work_(s, cfg, tree_, state_, feas_, queues_) {
+        work_(s, cfg, tree_, state_, feas_, queues_),
+        sorter_(MakeSorter(cfg, tree_, s, state_, queues_)),
+        turns_(tree_, s.queues) {
     InitQueues();
   }
 
@@ -86,12 +90,10 @@ class Cycle {
   void BeginRun();
   void EndRun();
   void ComputeFairShare();
-  double Ratio(QueueId q) const;
-  double ComputeRatio(QueueId q) const;
-  double OldestHead(QueueId q) const;
-  QueueId PickLeaf() const;
-  void SetActive(QueueId leaf, bool active);
-  void Serve(const std::vector<std::vector<WorkloadId>>& lists, int pass,
+  const QueueSorter& order() const { return AsSorter(sorter_); }
+  // One pass over `lists` (per leaf queue), in the order `sorter` gives the queues.
+  template <typename Sorter>
+  void Serve(const Sorter& sorter, const std::vector<std::vector<WorkloadId>>& lists, int pass,
              std::vector<std::vector<WorkloadId>>* deferred);
   Outcome TryAdmit(WorkloadId w, int pass);
   void Commit(WorkloadId w, PlacementPlan plan, bool borrowing);
@@ -175,14 +177,9 @@ class Cycle {
 
   QueueAccounting queues_;
   LoadedWork work_;
-  std::vector<double> decayed_;  // per queue, whole subtree: part of the cluster
-  // Ratio() per queue, recomputed only after the queue's usage changed: the queue order asks
-  // for every sibling's ratio at each step.
-  static constexpr uint64_t kNotCached = ~uint64_t{0};
-  mutable std::vector<double> ratio_;
-  mutable std::vector<uint64_t> ratio_at_;  // per queue: QueueAccounting::changed_at of ratio_
-  std::vector<int32_t> name_rank_;          // per queue: position of its name in sorted order
-  bool any_lending_limit_ = false;          // some queue keeps part of its quota back
+  AnySorter sorter_;
+  QueueTurns turns_;
+  bool any_lending_limit_ = false;  // some queue keeps part of its quota back
   // A running workload as victim selection sees it. Gathered once per cycle because Candidates
   // scans these for every preemption search, and reading them from the large, scattered
   // Workload structs dominated cycles with many searches.
@@ -211,11 +208,7 @@ class Cycle {
     return std::span<const PodPlacement>(running_placements_)
         .subspan(v.first_placement, v.num_placements);
   }
-  std::vector<uint8_t> victim_;       // per workload: preempted this cycle (cleared by EndRun)
-  std::vector<int32_t> active_;       // per queue: active leaves beneath
-  std::vector<uint8_t> leaf_active_;  // per queue
-  std::vector<size_t> cursor_;        // per queue: next workload of the pass
-  const std::vector<std::vector<WorkloadId>>* lists_ = nullptr;  // the pass's queues
+  std::vector<uint8_t> victim_;          // per workload: preempted this cycle (cleared by EndRun)
   std::vector<uint8_t> no_fit_;          // per shape: found not to fit on free capacity
   std::vector<int32_t> touched_shapes_;  // shapes with no_fit_ or explanation_ set this cycle
   // Per shape: why not, once asked; shared by every pending workload of the shape.
@@ -246,15 +239,6 @@ class Cycle {
 
 void Cycle::InitQueues() {
   const size_t nq = s_.queues.size();
-  ratio_.assign(nq, 0);
-  ratio_at_.assign(nq, kNotCached);
-  // Valid queues have unique names, so comparing ranks orders them exactly as comparing names.
-  std::vector<int32_t> by_name(nq);
-  std::iota(by_name.begin(), by_name.end(), 0);
-  std::sort(by_name.begin(), by_name.end(),
-            [&](int32_t a, int32_t b) { return s_.queues[a].name < s_.queues[b].name; });
-  name_rank_.assign(nq, 0);
-  for (size_t i = 0; i < nq; ++i) name_rank_[by_name[i]] = static_cast<int32_t>(i);
   for (QueueId q : tree_.top_down())
     for (Resource r : kAllResources)
       if (tree_.queue(q).res(r).lending_limit != kUnlimited) any_lending_limit_ = true;
@@ -264,118 +248,29 @@ void Cycle::InitQueues() {
 void Cycle::ComputeFairShare() {
   queues_.SetFairShare(
       pol_.fair_share->Compute(tree_, queues_.Demand(work_.waiting_demand()), state_.capacity()));
-  ratio_at_.assign(s_.queues.size(), kNotCached);
-
-  decayed_.assign(s_.queues.size(), 0);
-  if (cfg_.usage_half_life.count() > 0) {
-    const double gpus = static_cast<double>(state_.capacity().gpu());
-    for (size_t q = 0; q < s_.queues.size(); ++q) {
-      const QueueId id{static_cast<int32_t>(q)};
-      if (!tree_.valid(id) || !tree_.leaf(id)) continue;
-      const double part =
-          DecayedUsageFraction(s_.queues[q].decayed_usage, gpus, cfg_.usage_half_life);
-      for (QueueId a = id; a.valid(); a = tree_.parent(a)) decayed_[a.index()] += part;
-    }
-  }
+  AsSorter(sorter_).BeginCycle();
 }
 
-// How far a queue is along its fair share: the dominant resource's usage over share, plus its
-// part of the cluster it used recently (DecayedUsageFraction) when decay is on. Lower is served
-// first.
-double Cycle::Ratio(QueueId q) const {
-  if (ratio_at_[q.index()] != queues_.changed_at(q)) {
-    ratio_[q.index()] = ComputeRatio(q);
-    ratio_at_[q.index()] = queues_.changed_at(q);
-  }
-  return ratio_[q.index()];
-}
-
-double Cycle::ComputeRatio(QueueId q) const {
-  if (cfg_.queue_order == QueueOrder::kDominantShare) {
-    double ratio = 0;
-    for (Resource r : kAllResources) {
-      const double cap = static_cast<double>(state_.capacity()[r]);
-      if (tree_.managed(r) && cap > 0)
-        ratio = std::max(ratio, static_cast<double>(queues_.usage(q)[r]) / cap);
-    }
-    return ratio;
-  }
-  double ratio = queues_.ShareRatio(q, {});
-  if (cfg_.usage_weight > 0) ratio += cfg_.usage_weight * decayed_[q.index()];
-  return ratio;
-}
-
-void Cycle::SetActive(QueueId leaf, bool active) {
-  if (static_cast<bool>(leaf_active_[leaf.index()]) == active) return;
-  leaf_active_[leaf.index()] = active ? 1 : 0;
-  for (QueueId a = leaf; a.valid(); a = tree_.parent(a)) active_[a.index()] += active ? 1 : -1;
-}
-
-// Submit time (ms) of the next workload to serve in the queue's subtree.
-double Cycle::OldestHead(QueueId q) const {
-  if (tree_.leaf(q)) {
-    const std::vector<WorkloadId>& list = (*lists_)[q.index()];
-    const size_t c = cursor_[q.index()];
-    return c < list.size() ? static_cast<double>(wl(list[c]).submit_time.count())
-                           : std::numeric_limits<double>::infinity();
-  }
-  double oldest = std::numeric_limits<double>::infinity();
-  for (QueueId child : tree_.children(q))
-    if (active_[child.index()] > 0) oldest = std::min(oldest, OldestHead(child));
-  return oldest;
-}
-
-// Walks down from the roots, at each level taking the child that is served first.
-QueueId Cycle::PickLeaf() const {
-  const std::vector<QueueId>* level = &tree_.roots();
-  QueueId chosen;
-  while (true) {
-    QueueId best;
-    std::tuple<int32_t, double, int32_t> best_key;
-    for (QueueId q : *level) {
-      if (active_[q.index()] == 0) continue;
-      auto key = std::tuple(-tree_.queue(q).priority,
-                            cfg_.queue_order == QueueOrder::kOldestHead ? OldestHead(q) : Ratio(q),
-                            name_rank_[q.index()]);
-      if (!best.valid() || key < best_key) {
-        best = q;
-        best_key = key;
-      }
-    }
-    if (!best.valid()) return chosen.valid() && tree_.leaf(chosen) ? chosen : QueueId{};
-    chosen = best;
-    if (tree_.leaf(best)) return best;
-    level = &tree_.children(best);
-  }
-}
-
-void Cycle::Serve(const std::vector<std::vector<WorkloadId>>& lists, int pass,
+template <typename Sorter>
+void Cycle::Serve(const Sorter& sorter, const std::vector<std::vector<WorkloadId>>& lists, int pass,
                   std::vector<std::vector<WorkloadId>>* deferred) {
-  const size_t nq = lists.size();
-  active_.assign(nq, 0);
-  leaf_active_.assign(nq, 0);
-  cursor_.assign(nq, 0);
-  std::vector<size_t>& cursor = cursor_;
-  lists_ = &lists;
-  for (size_t q = 0; q < nq; ++q)
-    if (!lists[q].empty()) SetActive(QueueId{static_cast<int32_t>(q)}, true);
+  turns_.Begin(lists);
 
   // The queue order is a function of usage and of which leaves still have work; in the fair
   // share orders (not oldest head, which moves with every workload served) a leaf whose
   // workload changed no usage and which still has work is picked again, so it is kept without
   // walking the tree. Most waiting workloads of a large cycle end pending and change nothing.
-  const bool order_moves_with_heads = cfg_.queue_order == QueueOrder::kOldestHead;
   QueueId q;
   uint64_t picked_at = 0;
   while (true) {
-    if (order_moves_with_heads || !q.valid() || !leaf_active_[q.index()] ||
+    if (sorter.MovesWithHeads() || !q.valid() || !turns_.active(q) ||
         picked_at != queues_.changes()) {
-      q = PickLeaf();
+      q = turns_.Pick(sorter);
       picked_at = queues_.changes();
     }
     if (!q.valid()) break;
     const std::vector<WorkloadId>& list = lists[q.index()];
-    size_t& c = cursor[q.index()];
+    size_t& c = turns_.cursor(q);
     const WorkloadId w = list[c++];
     // The queue's next workload is served within a few turns; start loading what TryAdmit reads
     // of it now. Waiting lists are in queue order, which is random in memory, and these loads
@@ -403,7 +298,7 @@ void Cycle::Serve(const std::vector<std::vector<WorkloadId>>& lists, int pass,
                              {}});
       while (c < list.size()) Pend(list[c++], PendingReason::kBlockedByQueueHead, blocked);
     }
-    if (c >= list.size()) SetActive(q, false);
+    if (c >= list.size()) turns_.Finish(q);
   }
 }
 
@@ -760,7 +655,7 @@ std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
     const int32_t priority = work_.ask(w).priority;
     for (size_t b = 0; b < borrowers.size(); ++b) {
       const QueueId other = borrowers[b];
-      const double over = Ratio(other);
+      const double over = order().Standing(other);
       for (const Running& v : running_[other.index()]) {
         if (v.shielded || victim_[v.id.index()] || (lower_only && v.priority >= priority) ||
             (while_borrowing[b] && !MayTakeWhileBorrowing(q, priority, v.priority)))
@@ -794,7 +689,7 @@ bool Cycle::MarkReclaimGroups(QueueId q, bool reclaim, const Resources& req) {
     VictimGroup& g = groups_[i];
     g = {};
     if (!reclaim || !cfg_.reclaim_enabled || !ReclaimsFrom(q, other, req)) continue;
-    g.overshare = Ratio(other);
+    g.overshare = order().Standing(other);
     g.candidates = index_->alive(other.value) > 0;
     any |= g.candidates;
   }
@@ -1499,8 +1394,12 @@ CycleResult Cycle::Run(const CycleOptions& options) {
   work_.SortWaiting(keep_);
 
   std::vector<std::vector<WorkloadId>> deferred(s_.queues.size());
-  Serve(work_.waiting(), 1, &deferred);
-  Serve(deferred, 2, nullptr);
+  std::visit(
+      [&](const auto& sorter) {
+        Serve(sorter, work_.waiting(), 1, &deferred);
+        Serve(sorter, deferred, 2, nullptr);
+      },
+      sorter_);
 
   if (explain_) {
     SettlePolicyWaits();
