@@ -19,6 +19,7 @@
 
 #include "core/cluster_state.h"
 #include "core/loaded_work.h"
+#include "core/preemption_planner.h"
 #include "core/queue_accounting.h"
 #include "core/queue_order.h"
 #include "core/queue_tree.h"
@@ -27,8 +28,6 @@ namespace chamber::core {
 namespace {
 
 constexpr double kEpsilon = 1e-9;
-
-double Hours(Duration d) { return static_cast<double>(d.count()) / 3.6e6; }
 
 enum class Outcome { kAdmitted, kDeferred, kPending };
 
@@ -48,8 +47,6 @@ class SmallSizes {
   std::array<int32_t, 2> v_{};
   size_t size_ = 0;
 };
-
-double GpuHoursLost(const Workload& w, Time now);
 
 // The state of a cycle: what it derives from the snapshot's workloads (loaded), and what it
 // decides. Engine::Schedule builds one, loads every workload and runs it once. A session keeps
@@ -71,7 +68,8 @@ class Cycle {
         queues_(tree_),
         work_(s, cfg, tree_, state_, feas_, queues_),
         sorter_(MakeSorter(cfg, tree_, s, state_, queues_)),
-        turns_(tree_, s.queues) {
+        turns_(tree_, s.queues),
+        planner_(s, cfg, pol, tune, tree_, state_, feas_, queues_, work_, sorter_) {
     InitQueues();
   }
 
@@ -119,36 +117,6 @@ class Cycle {
   // What queue a itself keeps back from borrowers in q, and with everything beneath it.
   Resources OwnLock(QueueId a, QueueId q) const;
   Resources Locked(QueueId a, QueueId q) const;
-  // Whether running work may not be preempted whatever this cycle does: reserved, younger than
-  // the minimum runtime, or preempted too often lately.
-  bool Shielded(const Workload& w) const;
-  // Fills running_ from running_ids_, once, when the cycle's first victim search reads it.
-  void LoadRunning() const;
-  std::vector<VictimCandidate> Candidates(WorkloadId w, bool reclaim, const Resources& req) const;
-  // The part of Candidates from the workload's own queue: lower-priority work it may preempt.
-  void PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const;
-  // Whether its queue's policy lets it preempt any of the queue's running work.
-  bool MayPreemptWithin(WorkloadId w) const;
-  // Whether it has waited its queue's preemption delay.
-  bool DelayPassed(WorkloadId w) const;
-  // Whether reclaim may take from `other`'s running work for a workload of `q` asking `req`:
-  // `other` borrows what `req` asks for at every level up to its side, and either `q`'s side
-  // stays within quota with `req` or it stays no further over its fair share than `other`'s
-  // side. Rules checks the same for a whole victim set.
-  enum class ReclaimPath { kNone, kQuota, kFairShare, kWhileBorrowing };
-  ReclaimPath ReclaimFrom(QueueId q, QueueId other, const Resources& req) const;
-  bool ReclaimsFrom(QueueId q, QueueId other, const Resources& req) const {
-    return ReclaimFrom(q, other, req) != ReclaimPath::kNone;
-  }
-  // Whether q's policy lets work that would borrow preempt (fair-share reclaim off), and whether
-  // it may take a victim of priority `victim` for a preemptor of priority `preemptor`.
-  bool BorrowingPreempts(QueueId q) const;
-  bool MayTakeWhileBorrowing(QueueId q, int32_t preemptor, int32_t victim) const;
-  int pass_ = 1;  // the pass TryAdmit serves
-  class Rules;
-  // Rules' tables, kept from search to search so that a search allocates none.
-  std::vector<Resources> rules_taken_;
-  std::vector<std::pair<bool, std::pair<QueueId, QueueId>>> rules_sides_;
   // Why a workload that fits nowhere waits, when it would fit with all elastic running work gone:
   // which rule holds the room back (FairShare or PreemptionNotAllowed), per queue.
   const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& PolicyWait(
@@ -157,10 +125,6 @@ class Cycle {
   // Turns the NoNodeFits decisions of work beyond its quota that would fit without the elastic
   // running work into the rule's wait (PolicyWait).
   void SettlePolicyWaits();
-  // Builds index_ from the running work that reclaim could still take.
-  void BuildVictimIndex();
-  // groups_ for a search by a workload of `q`; false when no group offers a candidate.
-  bool MarkReclaimGroups(QueueId q, bool reclaim, const Resources& req);
   void FillQueueStatus();
 
   const Snapshot& s_;
@@ -179,41 +143,12 @@ class Cycle {
   LoadedWork work_;
   AnySorter sorter_;
   QueueTurns turns_;
-  bool any_lending_limit_ = false;  // some queue keeps part of its quota back
-  // A running workload as victim selection sees it. Gathered once per cycle because Candidates
-  // scans these for every preemption search, and reading them from the large, scattered
-  // Workload structs dominated cycles with many searches.
-  struct Running {
-    WorkloadId id;
-    int32_t priority = 0;
-    bool shielded = false;  // Shielded(); preempted this cycle is victim_
-    double gpu_hours_lost = 0;
-    uint32_t first_placement = 0;  // its placements in running_placements_
-    uint32_t num_placements = 0;
-    Resources held;  // what it holds, counted against its queue
-    Time submit_time{0};
-  };
-  VictimCandidate CandidateOf(const Running& v, PreemptReason reason, double overshare) const {
-    return {
-        v.id,   reason,         v.priority, v.gpu_hours_lost, overshare, work_.queue_of(v.id).value,
-        v.held, PlacementsOf(v)};
-  }
-  // Running work that may be a victim (LoadedWork::running). Most cycles read none of it, even
-  // when work waits (no queue borrows, no waiting work outranks running work of its queue), so
-  // running_ is filled from it only when a victim search first reads it (LoadRunning).
-  mutable bool running_loaded_ = false;
-  mutable std::vector<std::vector<Running>> running_;     // per leaf queue: possible victims
-  mutable std::vector<PodPlacement> running_placements_;  // of every Running entry, side by side
-  std::span<const PodPlacement> PlacementsOf(const Running& v) const {
-    return std::span<const PodPlacement>(running_placements_)
-        .subspan(v.first_placement, v.num_placements);
-  }
-  std::vector<uint8_t> victim_;          // per workload: preempted this cycle (cleared by EndRun)
+  PreemptionPlanner planner_;
+  bool any_lending_limit_ = false;       // some queue keeps part of its quota back
   std::vector<uint8_t> no_fit_;          // per shape: found not to fit on free capacity
   std::vector<int32_t> touched_shapes_;  // shapes with no_fit_ or explanation_ set this cycle
   // Per shape: why not, once asked; shared by every pending workload of the shape.
   std::vector<std::shared_ptr<const PendingExplanation>> explanation_;
-  std::unordered_set<uint64_t> no_victims_;  // queue << 32 | shape: no victim set found
   // The cluster with only reserved work holding room, while SettlePolicyWaits runs.
   std::optional<ClusterState> without_elastic_;
   std::vector<int32_t> elastic_in_;           // per queue: its elastic running workloads
@@ -230,19 +165,13 @@ class Cycle {
   // queue << 34 | pass << 32 | shape: the explanation of a policy wait, shared by its workloads.
   std::unordered_map<uint64_t, std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>>
       policy_why_;
-  // Reclaimable running work for single-pod searches, once a cycle has made enough of them.
-  std::unique_ptr<VictimIndex> index_;
-  int32_t one_pod_searches_ = 0;
-  std::vector<VictimGroup> groups_;  // per queue, for the search at hand
   CycleResult out_;
 };
 
 void Cycle::InitQueues() {
-  const size_t nq = s_.queues.size();
   for (QueueId q : tree_.top_down())
     for (Resource r : kAllResources)
       if (tree_.queue(q).res(r).lending_limit != kUnlimited) any_lending_limit_ = true;
-  running_.assign(nq, {});
 }
 
 void Cycle::ComputeFairShare() {
@@ -409,295 +338,7 @@ std::string Cycle::LendingProblem(QueueId q, const Resources& req) const {
   return out;
 }
 
-void Cycle::LoadRunning() const {
-  if (running_loaded_) return;
-  running_loaded_ = true;
-  for (WorkloadId id : work_.running()) {
-    const Workload& w = wl(id);
-    running_[work_.queue_of(id).index()].push_back(
-        {id, w.priority, Shielded(w), GpuHoursLost(w, s_.now),
-         static_cast<uint32_t>(running_placements_.size()),
-         static_cast<uint32_t>(w.placements.size()), work_.held(id), w.submit_time});
-    running_placements_.insert(running_placements_.end(), w.placements.begin(), w.placements.end());
-  }
-}
-
-// Read once per running workload (Running::shielded); Candidates adds victim_ on top. Anything
-// here that changes during a cycle must be checked in Candidates instead.
-bool Cycle::Shielded(const Workload& w) const {
-  if (w.reserved()) return true;
-  if (s_.now - w.start_time < cfg_.min_runtime) return true;
-  int32_t recent = 0;
-  for (Time t : w.recent_preemptions)
-    if (s_.now - t < cfg_.preemption_window) ++recent;
-  return recent >= cfg_.max_preemptions_per_window;
-}
-
-double GpuHoursLost(const Workload& w, Time now) {
-  Time since = w.start_time;
-  if (w.last_checkpoint_time && *w.last_checkpoint_time > since) since = *w.last_checkpoint_time;
-  if (now <= since) return 0;
-  int64_t gpus = 0;
-  for (const PodPlacement& p : w.placements) gpus += std::popcount(p.gpu_mask);
-  return static_cast<double>(gpus) * Hours(now - since);
-}
-
-bool Cycle::MayPreemptWithin(WorkloadId w) const {
-  const QueueId q = work_.queue_of(w);
-  const WithinQueuePreemption policy = tree_.queue(q).preemption.within_queue;
-  if (!cfg_.priority_preemption_enabled || policy == WithinQueuePreemption::kNever) return false;
-  // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
-  const int32_t least = work_.lowest_running_priority(q);
-  return policy == WithinQueuePreemption::kLowerOrNewerEqualPriority
-             ? work_.ask(w).priority >= least
-             : work_.ask(w).priority > least;
-}
-
-bool Cycle::DelayPassed(WorkloadId w) const {
-  // The workload itself is read only where its queue has a delay: waiting work's records are
-  // kept apart from it so that a cycle rarely touches it.
-  const Duration delay = tree_.queue(work_.queue_of(w)).preemption.delay;
-  return delay.count() <= 0 || s_.now - wl(w).submit_time >= delay;
-}
-
-void Cycle::PriorityCandidates(WorkloadId w, std::vector<VictimCandidate>* out) const {
-  if (!MayPreemptWithin(w)) return;
-  const int32_t priority = work_.ask(w).priority;
-  const QueueId q = work_.queue_of(w);
-  const bool newer_equal =
-      tree_.queue(q).preemption.within_queue == WithinQueuePreemption::kLowerOrNewerEqualPriority;
-  const Time submitted = wl(w).submit_time;
-  LoadRunning();
-  for (const Running& v : running_[q.index()]) {
-    if (v.shielded || victim_[v.id.index()]) continue;
-    if (v.priority > priority) continue;
-    if (v.priority == priority && !(newer_equal && v.submit_time > submitted)) continue;
-    out->push_back(CandidateOf(v, PreemptReason::kPriority, 0));
-  }
-}
-
-bool Cycle::BorrowingPreempts(QueueId q) const {
-  return !cfg_.fair_share_reclaim_enabled &&
-         tree_.queue(q).preemption.while_borrowing == WhileBorrowingPreemption::kLowerPriority;
-}
-
-bool Cycle::MayTakeWhileBorrowing(QueueId q, int32_t preemptor, int32_t victim) const {
-  const std::optional<int32_t>& most = tree_.queue(q).preemption.max_priority_threshold;
-  return victim < preemptor && (!most || victim <= *most);
-}
-
-Cycle::ReclaimPath Cycle::ReclaimFrom(QueueId q, QueueId other, const Resources& req) const {
-  if (other == q || !tree_.leaf(other) || work_.running_in(other) == 0) return ReclaimPath::kNone;
-  const auto [mine, theirs] = tree_.Sides(q, other);
-  if (!mine.valid() || queues_.FirstNotBorrowing(other, theirs, req).valid())
-    return ReclaimPath::kNone;
-  // Beyond its fair share (pass 2) only the while-borrowing policy reclaims.
-  if (pass_ == 1 && queues_.WithinQuota(mine, req)) return ReclaimPath::kQuota;
-  if (pass_ == 1 && cfg_.fair_share_reclaim_enabled &&
-      queues_.ShareRatio(mine, req) <= queues_.ShareRatio(theirs, {}))
-    return ReclaimPath::kFairShare;
-  if (BorrowingPreempts(q)) return ReclaimPath::kWhileBorrowing;
-  return ReclaimPath::kNone;
-}
-
-// The promises a victim set keeps (docs/fairness.md): reclaim leaves every queue it takes from at
-// or above its effective quota up to its side (1), and is by quota (4) or by fair share without
-// the two sides trading places (5); the preemptor's queue and its ancestors end within their
-// limits once the victims leave (2). Victims are summed up the tree in a small scratch list:
-// sets hold a few workloads.
-class Cycle::Rules final : public VictimRules {
- public:
-  // Uses the cycle's scratch tables: one Rules at a time. `priority` is the preemptor's.
-  Rules(Cycle& c, QueueId q, const Resources& req, int32_t priority)
-      : c_(c),
-        q_(q),
-        req_(req),
-        priority_(priority),
-        taken_(c.rules_taken_),
-        sides_(c.rules_sides_) {
-    taken_.assign(c.s_.queues.size(), {});
-    sides_.assign(c.s_.queues.size(), {});
-  }
-
-  enum class Refusal { kNone, kQuota, kFairShare };
-
-  bool Allows(std::span<const VictimCandidate> victims) const override {
-    Sum(victims);
-    for (const Reclaimed& r : reclaimed_)
-      if (r.count > 0 && Check(r.leaf) != Refusal::kNone) return false;
-    return true;
-  }
-
-  // Which rule, if any, refuses taking `v` alone.
-  Refusal Why(const VictimCandidate& v) const {
-    Sum(std::span(&v, 1));
-    return Check(QueueId{v.queue});
-  }
-
-  bool Enough(std::span<const VictimCandidate> victims) const override {
-    Sum(victims);
-    for (QueueId a = q_; a.valid(); a = c_.tree_.parent(a)) {
-      for (Resource r : kAllResources) {
-        const int64_t limit = c_.tree_.queue(a).res(r).limit;
-        if (limit == kUnlimited || req_[r] == 0) continue;
-        if (c_.queues_.usage(a)[r] + req_[r] - taken_[a.index()][r] > limit) return false;
-      }
-    }
-    return true;
-  }
-
- private:
-  // What the set holds per queue, summed up the tree. Searches ask about sets that grow and
-  // shrink at the end (a greedy search adds candidates one by one and drops those refused), so
-  // only what differs from the last set asked about is added or taken away.
-  // The rules for what the summed set takes from one leaf queue.
-  Refusal Check(QueueId leaf) const {
-    const auto [mine, theirs] = SidesWith(leaf);
-    if (!mine.valid()) return Refusal::kQuota;
-    for (QueueId b = leaf;; b = c_.tree_.parent(b)) {
-      const Resources after = c_.queues_.usage(b) - taken_[b.index()];
-      for (Resource r : kAllResources)
-        if (c_.tree_.managed(r) && req_[r] > 0 && after[r] < c_.tree_.effective_quota(b)[r])
-          return Refusal::kQuota;
-      if (b == theirs) break;
-    }
-    const Resources mine_delta = req_ - taken_[mine.index()];
-    if (c_.pass_ == 1 && c_.queues_.WithinQuota(mine, mine_delta)) return Refusal::kNone;
-    if (c_.BorrowingPreempts(q_)) {
-      const auto it = std::find_if(reclaimed_.begin(), reclaimed_.end(),
-                                   [&](const Reclaimed& r) { return r.leaf == leaf; });
-      return it != reclaimed_.end() && it->takeable == it->count ? Refusal::kNone : Refusal::kQuota;
-    }
-    if (c_.pass_ != 1 || !c_.cfg_.fair_share_reclaim_enabled) return Refusal::kQuota;
-    Resources theirs_delta;
-    theirs_delta -= taken_[theirs.index()];
-    if (c_.queues_.ShareRatio(mine, mine_delta) >
-        c_.queues_.ShareRatio(theirs, theirs_delta) + kEpsilon)
-      return Refusal::kFairShare;
-    return Refusal::kNone;
-  }
-
-  void Sum(std::span<const VictimCandidate> victims) const {
-    size_t same = 0;
-    while (same < summed_.size() && same < victims.size() &&
-           summed_[same].workload == victims[same].workload)
-      ++same;
-    while (summed_.size() > same) {
-      Add(summed_.back(), -1);
-      summed_.pop_back();
-    }
-    for (size_t i = same; i < victims.size(); ++i) {
-      Add(victims[i], +1);
-      summed_.push_back(victims[i]);
-    }
-  }
-  void Add(const VictimCandidate& v, int sign) const {
-    for (QueueId a{v.queue}; a.valid(); a = c_.tree_.parent(a)) {
-      if (sign > 0) {
-        taken_[a.index()] += v.held;
-      } else {
-        taken_[a.index()] -= v.held;
-      }
-    }
-    if (v.reason != PreemptReason::kReclaim) return;
-    auto it = std::find_if(reclaimed_.begin(), reclaimed_.end(),
-                           [&](const Reclaimed& r) { return r.leaf.value == v.queue; });
-    if (it == reclaimed_.end()) it = reclaimed_.insert(reclaimed_.end(), {QueueId{v.queue}, 0, 0});
-    it->count += sign;
-    if (c_.MayTakeWhileBorrowing(q_, priority_, v.priority)) it->takeable += sign;
-  }
-  std::pair<QueueId, QueueId> SidesWith(QueueId other) const {
-    auto& [known, sides] = sides_[other.index()];
-    if (!known) {
-      known = true;
-      sides = c_.tree_.Sides(q_, other);
-    }
-    return sides;
-  }
-
-  // Per leaf with reclaim victims: how many, and how many the while-borrowing policy may take.
-  struct Reclaimed {
-    QueueId leaf;
-    int32_t count = 0;
-    int32_t takeable = 0;
-  };
-
-  const Cycle& c_;
-  QueueId q_;
-  Resources req_;
-  int32_t priority_;
-  mutable std::vector<VictimCandidate> summed_;  // the set Sum last saw
-  std::vector<Resources>& taken_;                // per queue
-  mutable std::vector<Reclaimed> reclaimed_;
-  std::vector<std::pair<bool, std::pair<QueueId, QueueId>>>& sides_;  // per queue, once known
-};
-
-std::vector<VictimCandidate> Cycle::Candidates(WorkloadId w, bool reclaim,
-                                               const Resources& req) const {
-  std::vector<VictimCandidate> out;
-  PriorityCandidates(w, &out);
-  if (reclaim && cfg_.reclaim_enabled) {
-    const QueueId q = work_.queue_of(w);
-    // Borrowing queues first, so the result is allocated once: it can hold tens of thousands.
-    std::vector<QueueId> borrowers;
-    size_t most = out.size();
-    std::vector<uint8_t> while_borrowing;
-    for (QueueId other : tree_.top_down()) {
-      const ReclaimPath path = ReclaimFrom(q, other, req);
-      if (path == ReclaimPath::kNone) continue;
-      while_borrowing.push_back(path == ReclaimPath::kWhileBorrowing);
-      borrowers.push_back(other);
-      most += work_.running_in(other);
-    }
-    if (!borrowers.empty()) LoadRunning();
-    out.reserve(most);
-    const bool lower_only = tree_.queue(q).preemption.reclaim == ReclaimPreemption::kLowerPriority;
-    const int32_t priority = work_.ask(w).priority;
-    for (size_t b = 0; b < borrowers.size(); ++b) {
-      const QueueId other = borrowers[b];
-      const double over = order().Standing(other);
-      for (const Running& v : running_[other.index()]) {
-        if (v.shielded || victim_[v.id.index()] || (lower_only && v.priority >= priority) ||
-            (while_borrowing[b] && !MayTakeWhileBorrowing(q, priority, v.priority)))
-          continue;
-        out.push_back(CandidateOf(v, PreemptReason::kReclaim, over));
-      }
-    }
-  }
-  return out;
-}
-
-void Cycle::BuildVictimIndex() {
-  // Every running workload reclaim could take this cycle: later victims leave it as they go.
-  LoadRunning();
-  std::vector<VictimIndex::Entry> entries;
-  for (size_t q = 0; q < running_.size(); ++q) {
-    for (const Running& v : running_[q]) {
-      if (v.shielded || victim_[v.id.index()]) continue;
-      entries.push_back({CandidateOf(v, PreemptReason::kReclaim, 0), static_cast<int32_t>(q)});
-    }
-  }
-  index_ = std::make_unique<VictimIndex>(state_.num_nodes(), s_.queues.size(), s_.workloads.size(),
-                                         std::move(entries));
-  groups_.assign(s_.queues.size(), {});
-}
-
-bool Cycle::MarkReclaimGroups(QueueId q, bool reclaim, const Resources& req) {
-  bool any = false;
-  for (size_t i = 0; i < groups_.size(); ++i) {
-    const QueueId other{static_cast<int32_t>(i)};
-    VictimGroup& g = groups_[i];
-    g = {};
-    if (!reclaim || !cfg_.reclaim_enabled || !ReclaimsFrom(q, other, req)) continue;
-    g.overshare = order().Standing(other);
-    g.candidates = index_->alive(other.value) > 0;
-    any |= g.candidates;
-  }
-  return any;
-}
-
 Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
-  pass_ = pass;
   const Workload& work = wl(w);  // read only where a workload may start or preempt
   const QueueId q = work_.queue_of(w);
   const Ask& ask = work_.ask(w);
@@ -733,7 +374,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   const bool at_limit =
       !keep([&](int32_t n) { return LimitProblem(q, work_.RequestOf(w, n)); }, &limit_why);
   if (at_limit) {
-    if (!MayPreemptWithin(w) || !DelayPassed(w)) {
+    if (!planner_.MayPreemptWithin(w) || !planner_.DelayPassed(w)) {
       Pend(w, PendingReason::kOverQueueLimit, limit_why);
       return Outcome::kPending;
     }
@@ -785,34 +426,10 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   }
 
   // By preemption: priority within the queue, and in the deserved pass reclaim from queues that
-  // borrow (by quota, or by fair share). A single pod's search may use the cycle's victim index:
-  // then `candidates` holds only those of its own queue, and the index those that reclaim could
-  // take. At its limit, only its own queue's work can make room under it.
-  // Its queue's policy may forbid reclaim, or limit it to lower priorities (then the victim index,
-  // which does not know priorities, is not used), or make it wait before preempting at all.
-  const QueuePreemption& policy = tree_.queue(q).preemption;
-  const bool may_preempt = DelayPassed(w);
-  const bool reclaim = may_preempt && (pass == 1 || BorrowingPreempts(q)) && !at_limit &&
-                       policy.reclaim != ReclaimPreemption::kNever;
-  const bool indexed = may_preempt && total == 1 && index_ &&
-                       policy.reclaim == ReclaimPreemption::kAny && !BorrowingPreempts(q);
-  const Resources& first_req = work_.RequestOf(w, sizes.back());
-  std::vector<VictimCandidate> candidates;
-  bool any_candidate = false;
-  if (!may_preempt) {
-    // Waits out its queue's preemption delay.
-  } else if (indexed) {
-    PriorityCandidates(w, &candidates);
-    any_candidate = MarkReclaimGroups(q, reclaim, first_req) || !candidates.empty();
-  } else {
-    candidates = Candidates(w, reclaim, first_req);
-    any_candidate = !candidates.empty();
-    // Reclaim candidates come last. Enough single-pod searches among them pay for the index.
-    if (total == 1 && any_candidate && candidates.back().reason == PreemptReason::kReclaim &&
-        tune_.victim_index_after > 0 && pol_.victims->UsesVictimIndex() &&
-        ++one_pod_searches_ == tune_.victim_index_after)
-      BuildVictimIndex();
-  }
+  // borrow (by quota, or by fair share).
+  PreemptionPlanner::Search search =
+      planner_.Gather(w, pass, at_limit, work_.RequestOf(w, sizes.back()));
+  const bool any_candidate = search.any_candidate;
 
   // On capacity that earlier preemptions are releasing; only work entitled to preempt waits
   // for it, borrowers do not. Work that may preempt waits rather than evict more.
@@ -827,70 +444,10 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     }
   }
 
-  // At its limit with room already free, the victims need only free the limit: the first of its
-  // own lower-priority work (in victim preference order) that frees it alone, or else as few as
-  // the preference order needs once every unneeded one is spared again.
-  if (at_limit && any_candidate) {
-    for (int32_t n : sizes) {
-      std::optional<PlacementPlan> plan = pol_.placement->Place(state_, feas_, work, n, nullptr);
-      if (!plan) continue;
-      const Rules rules(*this, q, work_.RequestOf(w, n), ask.priority);
-      std::vector<VictimCandidate> by_preference = candidates;
-      std::sort(by_preference.begin(), by_preference.end(), [](const auto& a, const auto& b) {
-        return std::tuple(-a.queue_overshare, a.priority, a.gpu_hours_lost, a.workload) <
-               std::tuple(-b.queue_overshare, b.priority, b.gpu_hours_lost, b.workload);
-      });
-      std::vector<VictimCandidate> set;
-      for (const VictimCandidate& c : by_preference) {
-        if (rules.Enough(std::span(&c, 1))) {
-          set = {c};
-          break;
-        }
-      }
-      for (size_t i = 0; set.empty() && i < by_preference.size(); ++i) {
-        std::vector<VictimCandidate> taken(by_preference.begin(), by_preference.begin() + i + 1);
-        if (!rules.Enough(taken)) continue;
-        for (size_t j = taken.size(); j-- > 0 && taken.size() > 1;) {
-          std::vector<VictimCandidate> trial = taken;
-          trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(j));
-          if (rules.Enough(trial)) taken = std::move(trial);
-        }
-        set = std::move(taken);
-      }
-      if (set.empty()) break;
-      PreemptFor(w, n, set, std::move(*plan));
-      return Outcome::kPending;
-    }
-  }
-
-  if (any_candidate) {
-    for (int32_t n : sizes) {
-      const uint64_t key = uint64_t{static_cast<uint32_t>(q.value)} << 32 |
-                           static_cast<uint32_t>(work_.ShapeOf(w, n));
-      if (!at_limit && no_victims_.contains(key)) continue;
-      ++out_.stats.preemption_searches;
-      const Rules rules(*this, q, work_.RequestOf(w, n), ask.priority);
-      std::optional<VictimSet> set;
-      if (indexed) {
-        ++out_.stats.indexed_preemption_searches;
-        set = pol_.victims->SelectOnePod(state_, feas_, *pol_.placement, s_, work, *index_, groups_,
-                                         candidates, releasing_, &rules);
-        // Select settles what the index cannot.
-        if (!set) candidates = Candidates(w, reclaim, first_req);
-      }
-      // The last size tried takes the candidates rather than a copy: they can be tens of
-      // thousands, and nothing reads them after it.
-      if (!set)
-        set = pol_.victims->Select(state_, feas_, *pol_.placement, s_, work, n,
-                                   n == sizes.back() ? std::move(candidates) : candidates,
-                                   releasing_, &rules);
-      if (!set) {
-        if (!at_limit) no_victims_.insert(key);
-        continue;
-      }
-      PreemptFor(w, n, set->victims, std::move(set->plan));
-      return Outcome::kPending;
-    }
+  if (std::optional<PreemptionPlanner::Preemption> p =
+          planner_.Plan(w, pass, at_limit, search, sizes, releasing_, out_.stats)) {
+    PreemptFor(w, p->pods, p->victims, std::move(p->plan));
+    return Outcome::kPending;
   }
 
   if (at_limit) {
@@ -953,7 +510,6 @@ void Cycle::SettlePolicyWaits() {
   for (const Unsettled& u : unsettled_) {
     PendingDecision& p = out_.pending[u.index];
     if (!FitsWithoutElasticWork(p.workload, u.shape, u.pods)) continue;
-    pass_ = u.pass;
     const auto& [reason, e] = PolicyWait(p.workload, u.shape, u.pods, u.pass);
     p.reason = reason;
     p.explanation = e;
@@ -1004,7 +560,7 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
   bool quota_cause = false;
   bool fair_cause = false;
   const QueuePreemption& policy = tree_.queue(q).preemption;
-  if (!DelayPassed(w)) {
+  if (!planner_.DelayPassed(w)) {
     quota_cause = true;
     const Duration left = policy.delay - (s_.now - wl(w).submit_time);
     cause([&] {
@@ -1053,7 +609,7 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
                            FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu()) +
                            " (reclaim never takes a queue below its quota)");
       });
-    } else if (BorrowingPreempts(q) && (pass == 2 || !queues_.WithinQuota(mine, req))) {
+    } else if (planner_.BorrowingPreempts(q) && (pass == 2 || !queues_.WithinQuota(mine, req))) {
       quota_cause = true;
       cause([&] {
         return std::string("queue " + name + "'s work is protected, or not of lower priority or " +
@@ -1082,31 +638,12 @@ const std::pair<PendingReason, std::shared_ptr<const PendingExplanation>>& Cycle
       });
     } else {
       // The queue may be reclaimed from, but none of its work alone: say which rule refuses.
-      LoadRunning();
-      const Rules rules(*this, q, req, work_.ask(w).priority);
-      int open = 0, by_quota = 0, by_share = 0;
-      double lowest_after = std::numeric_limits<double>::infinity();
+      const PreemptionPlanner::Refusals refusals =
+          planner_.CountRefusals(w, other, theirs, req, pass);
+      const int32_t open = refusals.open, by_quota = refusals.by_quota,
+                    by_share = refusals.by_share;
+      const double lowest_after = refusals.lowest_after;
       const bool lower_only = policy.reclaim == ReclaimPreemption::kLowerPriority;
-      for (const Running& v : running_[other.index()]) {
-        if (v.shielded || victim_[v.id.index()] ||
-            (lower_only && v.priority >= work_.ask(w).priority))
-          continue;
-        ++open;
-        switch (rules.Why(CandidateOf(v, PreemptReason::kReclaim, 0))) {
-          case Rules::Refusal::kQuota:
-            ++by_quota;
-            break;
-          case Rules::Refusal::kFairShare: {
-            ++by_share;
-            Resources gone;
-            gone -= v.held;
-            lowest_after = std::min(lowest_after, queues_.ShareRatio(theirs, gone));
-            break;
-          }
-          case Rules::Refusal::kNone:
-            break;
-        }
-      }
       if (open == 0) {
         quota_cause = true;
         cause([&] {
@@ -1219,8 +756,7 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
 
 void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, std::string message) {
   const Workload& work = wl(v);
-  victim_[v.index()] = 1;
-  if (index_) index_->Remove(v);
+  planner_.MarkVictim(v);
   Resources total;
   for (size_t i = 0; i < work.placements.size(); ++i) {
     const Resources req = work.PlacementRequest(i);
@@ -1334,7 +870,7 @@ void Cycle::BeginRun() {
     out_.issues.insert(out_.issues.end(), issues.begin(), issues.end());
 
   // Per workload and per shape: the loads since the last cycle may have added some.
-  victim_.resize(s_.workloads.size(), 0);
+  planner_.BeginCycle();
   no_fit_.resize(work_.num_shapes(), 0);
   explanation_.resize(work_.num_shapes());
   fits_without_elastic_.resize(work_.num_shapes(), -1);
@@ -1364,9 +900,7 @@ void Cycle::BeginRun() {
 // A kept cycle puts back what it changed; the next starts from the loaded state.
 void Cycle::EndRun() {
   if (!keep_) return;
-  // Only this cycle's victims are marked: clearing them, not the whole table, keeps a cycle's
-  // cost to what it decided.
-  for (const PreemptDecision& p : out_.preemptions) victim_[p.workload.index()] = 0;
+  planner_.EndCycle(out_.preemptions);
   state_.RollBack();
   queues_.RollBack();
   releasing_ = CapacityOverlay();
@@ -1376,15 +910,7 @@ void Cycle::EndRun() {
     fits_without_elastic_[shape] = -1;
   }
   touched_shapes_.clear();
-  no_victims_.clear();
   policy_why_.clear();
-  index_.reset();
-  one_pod_searches_ = 0;
-  if (running_loaded_) {
-    for (std::vector<Running>& r : running_) r.clear();
-    running_placements_.clear();
-    running_loaded_ = false;
-  }
 }
 
 CycleResult Cycle::Run(const CycleOptions& options) {
