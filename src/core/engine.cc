@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <variant>
 
+#include "core/admission.h"
 #include "core/cluster_state.h"
 #include "core/explainer.h"
 #include "core/loaded_work.h"
@@ -68,12 +69,11 @@ class Cycle {
         feas_(state_),
         queues_(tree_),
         work_(s, cfg, tree_, state_, feas_, queues_),
+        admission_(tree_, queues_, state_),
         sorter_(MakeSorter(cfg, tree_, s, state_, queues_)),
         turns_(tree_, s.queues),
         planner_(s, cfg, pol, tune, tree_, state_, feas_, queues_, work_, sorter_),
-        explainer_(s, cfg, pol, tree_, state_, feas_, queues_, work_, planner_) {
-    InitQueues();
-  }
+        explainer_(s, cfg, pol, tree_, state_, feas_, queues_, work_, planner_) {}
 
   LoadedWork& work() { return work_; }
 
@@ -85,7 +85,6 @@ class Cycle {
     return tree_.queue(q).queueing.value_or(cfg_.default_queueing);
   }
 
-  void InitQueues();
   // Per cycle: what the last one left, cleared; released capacity and hardware faults applied.
   void BeginRun();
   void EndRun();
@@ -108,17 +107,7 @@ class Cycle {
             std::vector<std::string> details = {});
   void Pend(WorkloadId w, PendingReason reason,
             std::shared_ptr<const PendingExplanation> explanation);
-  std::string LimitProblem(QueueId q, const Resources& req) const;
-  std::string LendingProblem(QueueId q, const Resources& req) const;
-  // With `reserved`, only the queue's reserved work counts: its elastic work is preemptible.
-  std::string QuotaProblem(QueueId q, const Resources& req, bool reserved) const;
-  std::optional<Resource> QuotaExceeded(QueueId q, const Resources& req, bool reserved) const;
-  bool LendingAllows(QueueId q, const Resources& req) const;
-  // Whether q is a or lies beneath it.
-  bool Within(QueueId a, QueueId q) const;
-  // What queue a itself keeps back from borrowers in q, and with everything beneath it.
-  Resources OwnLock(QueueId a, QueueId q) const;
-  Resources Locked(QueueId a, QueueId q) const;
+
   const Snapshot& s_;
   const EngineConfig& cfg_;
   const Policies& pol_;
@@ -133,21 +122,15 @@ class Cycle {
 
   QueueAccounting queues_;
   LoadedWork work_;
+  AdmissionChecks admission_;
   AnySorter sorter_;
   QueueTurns turns_;
   PreemptionPlanner planner_;
   Explainer explainer_;
-  bool any_lending_limit_ = false;       // some queue keeps part of its quota back
   std::vector<uint8_t> no_fit_;          // per shape: found not to fit on free capacity
   std::vector<int32_t> touched_shapes_;  // shapes with no_fit_ set this cycle
   CycleResult out_;
 };
-
-void Cycle::InitQueues() {
-  for (QueueId q : tree_.top_down())
-    for (Resource r : kAllResources)
-      if (tree_.queue(q).res(r).lending_limit != kUnlimited) any_lending_limit_ = true;
-}
 
 void Cycle::ComputeFairShare() {
   queues_.SetFairShare(
@@ -206,113 +189,6 @@ void Cycle::Serve(const Sorter& sorter, const std::vector<std::vector<WorkloadId
   }
 }
 
-std::string Cycle::LimitProblem(QueueId q, const Resources& req) const {
-  for (QueueId a = q; a.valid(); a = tree_.parent(a)) {
-    const Queue& queue = tree_.queue(a);
-    for (Resource r : kAllResources) {
-      const QueueResource& qr = queue.res(r);
-      if (qr.limit == kUnlimited || req[r] == 0) continue;
-      if (queues_.usage(a)[r] + req[r] > qr.limit) {
-        return "queue " + queue.name + ": needs " + FormatQuantity(r, req[r]) + "; quota " +
-               FormatQuantity(r, qr.quota) + ", in use " + FormatQuantity(r, queues_.usage(a)[r]) +
-               ", limit " + FormatQuantity(r, qr.limit);
-      }
-    }
-  }
-  return {};
-}
-
-// Reserved work is checked at every level: a department's quota bounds its teams' reserved
-// work together. Elastic work's quota check (`reserved` false) is on the leaf alone: whether it
-// borrows decides only the borrowing flag of its bind; reclaim judges quota at the sides.
-std::optional<Resource> Cycle::QuotaExceeded(QueueId q, const Resources& req, bool reserved) const {
-  for (QueueId a = q; a.valid(); a = reserved ? tree_.parent(a) : QueueId{}) {
-    const Resources& used = reserved ? queues_.reserved_usage(a) : queues_.usage(a);
-    for (Resource r : kAllResources) {
-      if (!tree_.managed(r) || req[r] == 0) continue;
-      if (used[r] + req[r] > tree_.effective_quota(a)[r]) return r;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string Cycle::QuotaProblem(QueueId q, const Resources& req, bool reserved) const {
-  if (!QuotaExceeded(q, req, reserved)) return {};
-  for (QueueId a = q; a.valid(); a = tree_.parent(a)) {
-    const Resources& used = reserved ? queues_.reserved_usage(a) : queues_.usage(a);
-    for (Resource r : kAllResources) {
-      if (!tree_.managed(r) || req[r] == 0) continue;
-      if (used[r] + req[r] <= tree_.effective_quota(a)[r]) continue;
-      return "queue " + tree_.queue(a).name + ": needs " + FormatQuantity(r, req[r]) + "; quota " +
-             FormatQuantity(r, tree_.effective_quota(a)[r]) +
-             (reserved ? ", reserved in use " : ", in use ") + FormatQuantity(r, used[r]);
-    }
-    if (!reserved) break;
-  }
-  return {};
-}
-
-// Borrowing may not take the idle quota that its owners keep back (quota beyond lending limit).
-bool Cycle::Within(QueueId a, QueueId q) const {
-  for (; q.valid(); q = tree_.parent(q))
-    if (q == a) return true;
-  return false;
-}
-
-Resources Cycle::OwnLock(QueueId a, QueueId q) const {
-  Resources out;
-  if (Within(a, q)) return out;  // its own quota is no loan to it
-  for (Resource r : kAllResources) {
-    const int64_t lending = tree_.queue(a).res(r).lending_limit;
-    if (lending == kUnlimited) continue;
-    const int64_t unused = std::max<int64_t>(0, tree_.effective_quota(a)[r] - queues_.usage(a)[r]);
-    out[r] = std::max<int64_t>(0, unused - lending);
-  }
-  return out;
-}
-
-Resources Cycle::Locked(QueueId a, QueueId q) const {
-  Resources out;
-  for (QueueId c : tree_.children(a)) out += Locked(c, q);
-  return Max(out, OwnLock(a, q));
-}
-
-// Borrowing may not take the idle quota that its owners keep back: every queue with a lending
-// limit, at any level, keeps its unused effective quota beyond that limit from borrowers outside
-// its subtree. A parent keeps at least what its children keep, not that on top.
-bool Cycle::LendingAllows(QueueId q, const Resources& req) const {
-  if (!any_lending_limit_) return true;  // nothing is locked; spares a pass over the queues
-  Resources locked;
-  for (QueueId root : tree_.roots()) locked += Locked(root, q);
-  for (Resource r : kAllResources) {
-    if (req[r] == 0 || !tree_.managed(r) || locked[r] == 0) continue;
-    // Too little free capacity at all is a placement matter, reported as such.
-    if (state_.total_free()[r] >= req[r] && state_.total_free()[r] - req[r] < locked[r])
-      return false;
-  }
-  return true;
-}
-
-std::string Cycle::LendingProblem(QueueId q, const Resources& req) const {
-  std::string out =
-      "borrowing " + FormatResources(req) + " would use quota its owners do not lend:";
-  int named = 0;
-  for (QueueId a : tree_.top_down()) {
-    const Resources lock = OwnLock(a, q);
-    for (Resource r : kAllResources) {
-      if (lock[r] == 0 || req[r] == 0 || !tree_.managed(r)) continue;
-      if (named++ == 3) return out + " and more";
-      const QueueResource& qr = tree_.queue(a).res(r);
-      const int64_t unused =
-          std::max<int64_t>(0, tree_.effective_quota(a)[r] - queues_.usage(a)[r]);
-      out += (named > 1 ? "," : "") + std::string(" queue ") + tree_.queue(a).name + " keeps " +
-             FormatQuantity(r, lock[r]) + " (lendingLimit " + FormatQuantity(r, qr.lending_limit) +
-             " of " + FormatQuantity(r, unused) + " unused)";
-    }
-  }
-  return out;
-}
-
 Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   const Workload& work = wl(w);  // read only where a workload may start or preempt
   const QueueId q = work_.queue_of(w);
@@ -347,7 +223,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
   // victim search with its own queue's candidates only.
   std::string limit_why;
   const bool at_limit =
-      !keep([&](int32_t n) { return LimitProblem(q, work_.RequestOf(w, n)); }, &limit_why);
+      !keep([&](int32_t n) { return admission_.Limit(q, work_.RequestOf(w, n)); }, &limit_why);
   if (at_limit) {
     if (!planner_.MayPreemptWithin(w) || !planner_.DelayPassed(w)) {
       Pend(w, PendingReason::kOverQueueLimit, limit_why);
@@ -357,7 +233,7 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
     if (minimum < total) sizes.push_back(minimum);
   }
   if (reserved &&
-      !keep([&](int32_t n) { return QuotaProblem(q, work_.RequestOf(w, n), true); }, &why)) {
+      !keep([&](int32_t n) { return admission_.ReservedQuota(q, work_.RequestOf(w, n)); }, &why)) {
     Pend(w, PendingReason::kOverQuota, "reserved work runs only within quota: " + why);
     return Outcome::kPending;
   }
@@ -372,14 +248,8 @@ Outcome Cycle::TryAdmit(WorkloadId w, int pass) {
             &unused))
       return Outcome::kDeferred;
   }
-  if (!keep(
-          [&](int32_t n) {
-            const Resources req = work_.RequestOf(w, n);
-            return reserved || !queues_.Borrowing(q, req) || LendingAllows(q, req)
-                       ? std::string()
-                       : LendingProblem(q, req);
-          },
-          &why)) {
+  if (!keep([&](int32_t n) { return admission_.Lending(q, work_.RequestOf(w, n), reserved); },
+            &why)) {
     Pend(w, PendingReason::kLendingLimit, why);
     return Outcome::kPending;
   }
