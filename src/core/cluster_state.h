@@ -189,8 +189,8 @@ class ClusterState {
     journaled_[node] = 1;
     journal_.push_back({node, free_[node], releasing_[node], held_mask_[node]});
   }
-  // Scalars rather than a Resources: one built by the caller went through the stack, and the
-  // vector load of its scalar stores stalled on store forwarding in every claim.
+  // Scalars rather than a Resources, so that a claim builds none on the stack
+  // (docs/benchmarks.md, "Reasons kept out of the code").
   void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, int64_t cpu_milli,
                   int64_t memory_bytes);
 

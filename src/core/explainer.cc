@@ -65,8 +65,7 @@ void Explainer::Finish(CycleResult* out) {
       if (waits[w.index()]) position[w.index()] = ++n;
   }
   for (PendingDecision& p : out->pending) p.queue_position = position[p.workload.index()];
-  // In workload order, by a stable counting sort: with 100k+ waiting workloads a comparison
-  // sort's swaps of these large structs took a tenth of the cycle.
+  // In workload order, by a stable counting sort: each decision is moved once.
   std::vector<size_t> slot(s_.workloads.size() + 1, 0);
   for (const PendingDecision& p : out->pending) ++slot[p.workload.index() + 1];
   std::partial_sum(slot.begin(), slot.end(), slot.begin());

@@ -1,7 +1,7 @@
 // The engine's input: a snapshot of nodes, GPUs, queues and workloads at one instant.
 // The daemon builds it from the apiserver, the simulator from its event queue; the engine only
 // reads it. Cross-references use indices into the snapshot's vectors (NodeId, WorkloadId) so that
-// a cycle over 150k pods never hashes a string on its hot path; queues are named, since there are
+// a cycle never hashes a string on its hot path; queues are named, since there are
 // few of them and a wrong name must become a readable reason.
 #pragma once
 
