@@ -72,8 +72,8 @@ struct NodeCapacity {
 
 // What a cycle derives from the snapshot's nodes alone: their facts, interned models and
 // topology domains, and the free capacity, buckets and domain totals of a cluster with nothing
-// held. Building it reads every node and GPU; a caller whose nodes have not changed since the
-// last cycle passes the index it built then (Snapshot::node_index) and the cycle skips that.
+// held. Building it reads every node and GPU; a session whose nodes have not changed since the
+// last cycle passes the index it built then and the cycle skips that.
 class NodeIndex {
  public:
   // Nodes that cannot be used (too many GPUs, negative allocatable) are marked unschedulable
@@ -102,9 +102,9 @@ class NodeIndex {
 
 class ClusterState {
  public:
-  // Facts and indexes from the snapshot's nodes: its node_index when that was built from as
-  // many nodes, else built here. Holdings start empty.
-  explicit ClusterState(const Snapshot& snapshot);
+  // Facts and indexes from the snapshot's nodes: `index` when that was built from as many
+  // nodes, else built here. Holdings start empty.
+  explicit ClusterState(const Snapshot& snapshot, std::shared_ptr<const NodeIndex> index = {});
   // The same nodes with nothing held: shares this state's facts and indexes.
   ClusterState WithNothingHeld() const;
 

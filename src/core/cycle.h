@@ -44,15 +44,16 @@ namespace chamber::core {
 // what loading the current snapshot afresh would give.
 class Cycle {
  public:
+  // `node_index` may be null, or what the snapshot's nodes derive (ClusterState).
   Cycle(const Snapshot& s, const EngineConfig& cfg, const Policies& pol, const EngineTuning& tune,
-        bool keep)
+        bool keep, std::shared_ptr<const NodeIndex> node_index)
       : s_(s),
         cfg_(cfg),
         pol_(pol),
         tune_(tune),
         keep_(keep),
         tree_(s.queues),
-        state_(s),
+        state_(s, std::move(node_index)),
         feas_(state_),
         queues_(tree_),
         work_(s, cfg, tree_, state_, feas_, queues_),

@@ -101,7 +101,7 @@ Engine::Engine(EngineConfig config, Policies policies, EngineTuning tuning)
     : config_(std::move(config)), policies_(std::move(policies)), tuning_(tuning) {}
 
 CycleResult Engine::Schedule(const Snapshot& snapshot, const CycleOptions& options) const {
-  Cycle cycle(snapshot, config_, policies_, tuning_, /*keep=*/false);
+  Cycle cycle(snapshot, config_, policies_, tuning_, /*keep=*/false, /*node_index=*/nullptr);
   cycle.work().LoadAll();
   return cycle.Run(options);
 }
@@ -116,7 +116,7 @@ class EngineSession::Impl {
   void SetNow(Time now) { snap_.now = now; }
 
   Node& MutableNode(NodeId n) {
-    snap_.node_index.reset();
+    node_index_.reset();
     Rebuild();
     return snap_.nodes[n.index()];
   }
@@ -152,14 +152,14 @@ class EngineSession::Impl {
     if (cycle_) cycle_->work().PopSlot();  // `last`'s records, unloaded; w's are loaded again
   }
 
-  const Snapshot& PreparedSnapshot() {
-    if (!snap_.node_index || snap_.node_index->size() != snap_.nodes.size())
-      snap_.node_index = std::make_shared<const NodeIndex>(snap_.nodes);
-    return snap_;
+  CycleResult ScheduleAfresh(const CycleOptions& options) {
+    Cycle cycle(snap_, engine_.config_, engine_.policies_, engine_.tuning_, /*keep=*/false,
+                NodeIndexFor());
+    cycle.work().LoadAll();
+    return cycle.Run(options);
   }
 
   CycleResult Schedule(const CycleOptions& options) {
-    PreparedSnapshot();
     // A placement that cannot be recorded is reported in workload order, and a change to one
     // workload may settle another's conflict: with such a snapshot each cycle loads afresh.
     if (cycle_ && cycle_->work().HasIssues()) Rebuild();
@@ -177,7 +177,7 @@ class EngineSession::Impl {
     }
     if (!cycle_) {
       cycle_ = std::make_unique<Cycle>(snap_, engine_.config_, engine_.policies_, engine_.tuning_,
-                                       /*keep=*/true);
+                                       /*keep=*/true, NodeIndexFor());
       cycle_->work().LoadAll();
       loaded_.assign(snap_.workloads.size(), 1);
     }
@@ -185,6 +185,12 @@ class EngineSession::Impl {
   }
 
  private:
+  // What the nodes derive, built again only after a node changed.
+  std::shared_ptr<const NodeIndex> NodeIndexFor() {
+    if (!node_index_ || node_index_->size() != snap_.nodes.size())
+      node_index_ = std::make_shared<const NodeIndex>(snap_.nodes);
+    return node_index_;
+  }
   void Rebuild() {
     cycle_.reset();
     dirty_.clear();
@@ -204,16 +210,19 @@ class EngineSession::Impl {
 
   const Engine& engine_;
   Snapshot snap_;
-  std::unique_ptr<Cycle> cycle_;   // null: built and loaded at the next cycle
-  std::vector<uint8_t> loaded_;    // per workload: its part is in cycle_
-  std::vector<WorkloadId> dirty_;  // unloaded or added since the last cycle
+  std::shared_ptr<const NodeIndex> node_index_;  // null: built at the next cycle
+  std::unique_ptr<Cycle> cycle_;                 // null: built and loaded at the next cycle
+  std::vector<uint8_t> loaded_;                  // per workload: its part is in cycle_
+  std::vector<WorkloadId> dirty_;                // unloaded or added since the last cycle
 };
 
 EngineSession::EngineSession(const Engine& engine, Snapshot snapshot)
     : impl_(std::make_unique<Impl>(engine, std::move(snapshot))) {}
 EngineSession::~EngineSession() = default;
 const Snapshot& EngineSession::snapshot() const { return impl_->snapshot(); }
-const Snapshot& EngineSession::PreparedSnapshot() { return impl_->PreparedSnapshot(); }
+CycleResult EngineSession::ScheduleAfresh(const CycleOptions& options) {
+  return impl_->ScheduleAfresh(options);
+}
 void EngineSession::SetNow(Time now) { impl_->SetNow(now); }
 Node& EngineSession::MutableNode(NodeId n) { return impl_->MutableNode(n); }
 std::vector<Queue>& EngineSession::MutableQueues() { return impl_->MutableQueues(); }

@@ -10,7 +10,7 @@ namespace chamber::core {
 
 Explainer::Explainer(const Snapshot& s, const EngineConfig& cfg, const Policies& pol,
                      const QueueTree& tree, const ClusterState& state,
-                     FeasibilityCache& feasibility, const QueueAccounting& queues,
+                     const FeasibilityCache& feasibility, const QueueAccounting& queues,
                      const LoadedWork& work, PreemptionPlanner& planner)
     : s_(s),
       cfg_(cfg),

@@ -36,8 +36,8 @@ class Explainer {
  public:
   // Each must outlive the explainer.
   Explainer(const Snapshot& s, const EngineConfig& cfg, const Policies& pol, const QueueTree& tree,
-            const ClusterState& state, FeasibilityCache& feasibility, const QueueAccounting& queues,
-            const LoadedWork& work, PreemptionPlanner& planner);
+            const ClusterState& state, const FeasibilityCache& feasibility,
+            const QueueAccounting& queues, const LoadedWork& work, PreemptionPlanner& planner);
 
   // Starts a cycle; EndCycle forgets what a kept cycle asked.
   void BeginCycle();
@@ -69,7 +69,7 @@ class Explainer {
   const Policies& pol_;
   const QueueTree& tree_;
   const ClusterState& state_;
-  FeasibilityCache& feas_;
+  const FeasibilityCache& feas_;
   const QueueAccounting& queues_;
   const LoadedWork& work_;
   PreemptionPlanner& planner_;

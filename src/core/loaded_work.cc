@@ -8,7 +8,8 @@
 namespace chamber::core {
 
 LoadedWork::LoadedWork(const Snapshot& s, const EngineConfig& cfg, const QueueTree& tree,
-                       ClusterState& state, FeasibilityCache& feasibility, QueueAccounting& queues)
+                       ClusterState& state, const FeasibilityCache& feasibility,
+                       QueueAccounting& queues)
     : s_(s), cfg_(cfg), tree_(tree), state_(state), feas_(feasibility), queues_(queues) {
   const size_t nq = s.queues.size();
   waiting_.assign(nq, {});
@@ -94,8 +95,9 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
   const size_t i = id.index();
   const Workload& w = s_.workloads[i];
   const bool holds = w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting;
-  QueueId q{w.queue_hint};
-  if (w.queue_hint < 0 || !tree_.Finds(q, w.queue)) {
+  // Its queue when it was last loaded, if it was, is checked before the name is looked up.
+  QueueId q = queue_of_[i];
+  if (!q.valid() || !tree_.Finds(q, w.queue)) {
     if (!lookup.valid || w.queue != lookup.name) {
       lookup.queue = tree_.Find(w.queue);
       lookup.name = w.queue;

@@ -62,7 +62,7 @@ class LoadedWork {
 
   // Each must outlive the loaded work; Load claims in `state` and counts in `queues`.
   LoadedWork(const Snapshot& s, const EngineConfig& cfg, const QueueTree& tree, ClusterState& state,
-             FeasibilityCache& feasibility, QueueAccounting& queues);
+             const FeasibilityCache& feasibility, QueueAccounting& queues);
 
   // Every workload of the snapshot, none loaded before.
   void LoadAll();
@@ -149,7 +149,7 @@ class LoadedWork {
   const EngineConfig& cfg_;
   const QueueTree& tree_;
   ClusterState& state_;
-  FeasibilityCache& feas_;
+  const FeasibilityCache& feas_;
   QueueAccounting& queues_;
 
   std::vector<QueueId> queue_of_;  // per workload

@@ -13,8 +13,9 @@ double Hours(Duration d) { return static_cast<double>(d.count()) / 3.6e6; }
 PreemptionPlanner::PreemptionPlanner(const Snapshot& s, const EngineConfig& cfg,
                                      const Policies& pol, const EngineTuning& tune,
                                      const QueueTree& tree, const ClusterState& state,
-                                     FeasibilityCache& feasibility, const QueueAccounting& queues,
-                                     const LoadedWork& work, const AnySorter& sorter)
+                                     const FeasibilityCache& feasibility,
+                                     const QueueAccounting& queues, const LoadedWork& work,
+                                     const AnySorter& sorter)
     : s_(s),
       cfg_(cfg),
       pol_(pol),
@@ -371,8 +372,7 @@ PreemptionPlanner::Search PreemptionPlanner::Gather(WorkloadId w, int pass, bool
     // Reclaim candidates come last. Enough single-pod searches among them pay for the index.
     if (total == 1 && search.any_candidate &&
         search.candidates.back().reason == PreemptReason::kReclaim &&
-        tune_.victim_index_after > 0 && pol_.victims->UsesVictimIndex() &&
-        ++one_pod_searches_ == tune_.victim_index_after)
+        tune_.victim_index_after > 0 && ++one_pod_searches_ == tune_.victim_index_after)
       BuildVictimIndex();
   }
   return search;
@@ -436,16 +436,32 @@ std::optional<PreemptionPlanner::Preemption> PreemptionPlanner::Plan(
     std::optional<VictimSet> set;
     if (search.indexed) {
       ++stats.indexed_preemption_searches;
-      set = pol_.victims->SelectOnePod(state_, feas_, *pol_.placement, s_, work, *index_, groups_,
-                                       candidates, releasing, &rules);
-      // Select settles what the index cannot.
+      set = pol_.victims->Select({.state = state_,
+                                  .feasibility = feas_,
+                                  .placement = *pol_.placement,
+                                  .snapshot = s_,
+                                  .preemptor = work,
+                                  .pods = n,
+                                  .candidates = std::move(candidates),
+                                  .releasing = releasing,
+                                  .rules = &rules,
+                                  .index = index_.get(),
+                                  .groups = groups_});
+      // Where the index cannot settle it, the search is made again with every candidate.
       if (!set) candidates = Candidates(w, search.reclaim, work_.RequestOf(w, sizes.back()), pass);
     }
     // The last size tried takes the candidates rather than a copy: nothing reads them after it.
     if (!set)
-      set = pol_.victims->Select(state_, feas_, *pol_.placement, s_, work, n,
-                                 n == sizes.back() ? std::move(candidates) : candidates, releasing,
-                                 &rules);
+      set = pol_.victims->Select(
+          {.state = state_,
+           .feasibility = feas_,
+           .placement = *pol_.placement,
+           .snapshot = s_,
+           .preemptor = work,
+           .pods = n,
+           .candidates = n == sizes.back() ? std::move(candidates) : candidates,
+           .releasing = releasing,
+           .rules = &rules});
     if (!set) {
       if (!at_limit) no_victims_.insert(key);
       continue;

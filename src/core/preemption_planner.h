@@ -42,7 +42,7 @@ class PreemptionPlanner {
   // Each must outlive the planner.
   PreemptionPlanner(const Snapshot& s, const EngineConfig& cfg, const Policies& pol,
                     const EngineTuning& tune, const QueueTree& tree, const ClusterState& state,
-                    FeasibilityCache& feasibility, const QueueAccounting& queues,
+                    const FeasibilityCache& feasibility, const QueueAccounting& queues,
                     const LoadedWork& work, const AnySorter& sorter);
   ~PreemptionPlanner();
 
@@ -152,7 +152,7 @@ class PreemptionPlanner {
   const EngineTuning& tune_;
   const QueueTree& tree_;
   const ClusterState& state_;
-  FeasibilityCache& feas_;
+  const FeasibilityCache& feas_;
   const QueueAccounting& queues_;
   const LoadedWork& work_;
   const AnySorter& sorter_;
