@@ -115,16 +115,16 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
 
 namespace {
 
-std::shared_ptr<const NodeIndex> IndexFor(const Snapshot& snapshot) {
-  if (snapshot.node_index && snapshot.node_index->size() == snapshot.nodes.size())
-    return snapshot.node_index;
+std::shared_ptr<const NodeIndex> IndexFor(const Snapshot& snapshot,
+                                          std::shared_ptr<const NodeIndex> index) {
+  if (index && index->size() == snapshot.nodes.size()) return index;
   return std::make_shared<const NodeIndex>(snapshot.nodes);
 }
 
 }  // namespace
 
-ClusterState::ClusterState(const Snapshot& snapshot)
-    : ClusterState(&snapshot.nodes, IndexFor(snapshot)) {}
+ClusterState::ClusterState(const Snapshot& snapshot, std::shared_ptr<const NodeIndex> index)
+    : ClusterState(&snapshot.nodes, IndexFor(snapshot, std::move(index))) {}
 
 ClusterState ClusterState::WithNothingHeld() const { return ClusterState(nodes_, index_); }
 

@@ -72,8 +72,8 @@ struct NodeCapacity {
 
 // What a cycle derives from the snapshot's nodes alone: their facts, interned models and
 // topology domains, and the free capacity, buckets and domain totals of a cluster with nothing
-// held. Building it reads every node and GPU; a caller whose nodes have not changed since the
-// last cycle passes the index it built then (Snapshot::node_index) and the cycle skips that.
+// held. Building it reads every node and GPU; a session whose nodes have not changed since the
+// last cycle passes the index it built then and the cycle skips that.
 class NodeIndex {
  public:
   // Nodes that cannot be used (too many GPUs, negative allocatable) are marked unschedulable
@@ -102,9 +102,9 @@ class NodeIndex {
 
 class ClusterState {
  public:
-  // Facts and indexes from the snapshot's nodes: its node_index when that was built from as
-  // many nodes, else built here. Holdings start empty.
-  explicit ClusterState(const Snapshot& snapshot);
+  // Facts and indexes from the snapshot's nodes: `index` when that was built from as many
+  // nodes, else built here. Holdings start empty.
+  explicit ClusterState(const Snapshot& snapshot, std::shared_ptr<const NodeIndex> index = {});
   // The same nodes with nothing held: shares this state's facts and indexes.
   ClusterState WithNothingHeld() const;
 
@@ -189,8 +189,8 @@ class ClusterState {
     journaled_[node] = 1;
     journal_.push_back({node, free_[node], releasing_[node], held_mask_[node]});
   }
-  // Scalars rather than a Resources: one built by the caller went through the stack, and the
-  // vector load of its scalar stores stalled on store forwarding in every claim.
+  // Scalars rather than a Resources, so that a claim builds none on the stack
+  // (docs/benchmarks.md, "Reasons kept out of the code").
   void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, int64_t cpu_milli,
                   int64_t memory_bytes);
 

@@ -92,9 +92,6 @@ class EngineSession {
   EngineSession& operator=(const EngineSession&) = delete;
 
   const Snapshot& snapshot() const;
-  // The snapshot with its node index (Snapshot::node_index) up to date, for a caller that
-  // schedules it with an Engine of its own.
-  const Snapshot& PreparedSnapshot();
 
   void SetNow(Time now);
   // A node or the queues to change: what the cycle derives from them is rebuilt.
@@ -108,6 +105,9 @@ class EngineSession {
   void RemoveWorkload(WorkloadId w);
 
   CycleResult Schedule(const CycleOptions& options = {});
+  // A cycle over snapshot() that loads every workload afresh, as Engine::Schedule does, and
+  // leaves the kept state as it is: the same decisions as Schedule, for comparison.
+  CycleResult ScheduleAfresh(const CycleOptions& options = {});
 
  private:
   class Impl;

@@ -1,7 +1,7 @@
 // The engine's input: a snapshot of nodes, GPUs, queues and workloads at one instant.
 // The daemon builds it from the apiserver, the simulator from its event queue; the engine only
 // reads it. Cross-references use indices into the snapshot's vectors (NodeId, WorkloadId) so that
-// a cycle over 150k pods never hashes a string on its hot path; queues are named, since there are
+// a cycle never hashes a string on its hot path; queues are named, since there are
 // few of them and a wrong name must become a readable reason.
 #pragma once
 
@@ -115,9 +115,6 @@ struct PodPlacement {
 struct Workload {
   std::string name;   // "namespace/name"
   std::string queue;  // a leaf queue's name
-  // Optional: the position of `queue` in Snapshot::queues, when the caller knows it. A cycle
-  // checks the name there instead of looking it up; a wrong or stale hint only costs the lookup.
-  int32_t queue_hint = -1;
   int32_t priority = 0;
   Time submit_time{0};
   int32_t min_member = 0;  // 0: all pods; otherwise the gang's all-or-nothing minimum
@@ -193,18 +190,11 @@ struct Queue {
   const QueueResource& res(Resource r) const { return resources[static_cast<int>(r)]; }
 };
 
-class NodeIndex;  // cluster_state.h
-
 struct Snapshot {
   Time now{0};
   std::vector<Node> nodes;
   std::vector<Queue> queues;
   std::vector<Workload> workloads;
-  // Optional: what a cycle derives from `nodes` alone, built by the caller (NodeIndex) from
-  // exactly these nodes and kept while they do not change, so that a cycle does not derive it
-  // again. Ignored when it covers a different number of nodes; never read by the snapshot's
-  // readers and writers.
-  std::shared_ptr<const NodeIndex> node_index;
 };
 
 // Calls fn(node, gpu) for each GPU that workload `w` of `s` holds and the node has, in placement

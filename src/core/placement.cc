@@ -122,7 +122,7 @@ class Attempt {
 
 }  // namespace
 
-const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) {
+const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) const {
   constexpr size_t kMaxKnown = 8;
   const bool gpu = ps.request.gpu() > 0;
   for (const Known& k : known_) {
@@ -220,7 +220,7 @@ uint64_t PickGpus(uint64_t free_mask, std::span<const uint64_t> islands, int cou
 }
 
 std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state,
-                                                       FeasibilityCache& feasibility,
+                                                       const FeasibilityCache& feasibility,
                                                        const Workload& w, int32_t pods,
                                                        const CapacityOverlay* overlay) const {
   std::vector<PodRef> refs = ExpandPods(w, pods);
@@ -421,7 +421,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   return a.TakePlan();
 }
 
-PlacementExplanation ExplainNoFit(const ClusterState& state, FeasibilityCache& feasibility,
+PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCache& feasibility,
                                   const Workload& w, int32_t pods) {
   enum Cause {
     kUnschedulable,

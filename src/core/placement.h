@@ -26,11 +26,13 @@ class FeasibilityCache {
  public:
   explicit FeasibilityCache(const ClusterState& state) : state_(&state) {}
   // Filter result per node for the pod set's constraints; the id names the constraint set.
-  const std::vector<NodeFilter>& For(const PodSet& pod_set, int32_t* id = nullptr);
+  // Computed on first use and kept: the cache is filled behind a const reference, so policies
+  // read it without being able to change what it says.
+  const std::vector<NodeFilter>& For(const PodSet& pod_set, int32_t* id = nullptr) const;
 
  private:
   const ClusterState* state_;
-  std::unordered_map<std::string, int32_t> ids_;
+  mutable std::unordered_map<std::string, int32_t> ids_;
   // The first few constraint sets seen, compared field by field before a signature is built
   // and hashed: comparing is cheaper, and most pod sets of a cycle match one of them.
   struct Known {
@@ -40,8 +42,9 @@ class FeasibilityCache {
     std::vector<std::string> gpu_models;
     int32_t id = 0;
   };
-  std::vector<Known> known_;
-  std::deque<std::vector<NodeFilter>> filters_;  // a deque: For's results stay valid as it grows
+  mutable std::vector<Known> known_;
+  // A deque: For's results stay valid as it grows.
+  mutable std::deque<std::vector<NodeFilter>> filters_;
 };
 
 // Capacity a placement may use beyond what is free: what preemption victims will release.
@@ -77,7 +80,7 @@ class PlacementPolicy {
   // Places the first `pods` pods of `w` (in pod-set order) all together, or returns nothing.
   // With an overlay, the capacity in it counts as free too.
   virtual std::optional<PlacementPlan> Place(const ClusterState& state,
-                                             FeasibilityCache& feasibility, const Workload& w,
+                                             const FeasibilityCache& feasibility, const Workload& w,
                                              int32_t pods,
                                              const CapacityOverlay* overlay) const = 0;
 };
@@ -92,7 +95,7 @@ class PlacementPolicy {
 class TopologyBinPacking final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "topology-bin-packing"; }
-  std::optional<PlacementPlan> Place(const ClusterState& state, FeasibilityCache& feasibility,
+  std::optional<PlacementPlan> Place(const ClusterState& state, const FeasibilityCache& feasibility,
                                      const Workload& w, int32_t pods,
                                      const CapacityOverlay* overlay) const override;
 };
@@ -108,7 +111,7 @@ struct PlacementExplanation {
 // Why the first `pods` pods of `w` fit nowhere on the free capacity: counts nodes by the first
 // reason each fails, e.g. "no node fits 8 gpu: 120 nodes too few free GPUs, 30 untolerated
 // taint". For a gang whose pods fit somewhere one by one, says how many of them could be placed.
-PlacementExplanation ExplainNoFit(const ClusterState& state, FeasibilityCache& feasibility,
+PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCache& feasibility,
                                   const Workload& w, int32_t pods);
 
 }  // namespace chamber::core

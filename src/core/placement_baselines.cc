@@ -9,9 +9,10 @@ namespace {
 
 // Places pods one by one on the node `choose` picks, tracking what earlier pods consumed.
 template <typename Choose>
-std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state, FeasibilityCache& feasibility,
-                                         const Workload& w, int32_t pods,
-                                         const CapacityOverlay* overlay, Choose choose) {
+std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state,
+                                         const FeasibilityCache& feasibility, const Workload& w,
+                                         int32_t pods, const CapacityOverlay* overlay,
+                                         Choose choose) {
   NodeCapacityMap consumed;
   auto effective = [&](int32_t n) {
     return EffectiveCapacity(state, n, overlay, consumed.Find(n));
@@ -39,7 +40,7 @@ std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state, FeasibilityC
 }  // namespace
 
 std::optional<PlacementPlan> FirstFitPlacement::Place(const ClusterState& state,
-                                                      FeasibilityCache& feasibility,
+                                                      const FeasibilityCache& feasibility,
                                                       const Workload& w, int32_t pods,
                                                       const CapacityOverlay* overlay) const {
   const auto n_nodes = static_cast<int32_t>(state.num_nodes());
@@ -61,7 +62,7 @@ std::optional<PlacementPlan> FirstFitPlacement::Place(const ClusterState& state,
 }
 
 std::optional<PlacementPlan> LeastAllocatedPlacement::Place(const ClusterState& state,
-                                                            FeasibilityCache& feasibility,
+                                                            const FeasibilityCache& feasibility,
                                                             const Workload& w, int32_t pods,
                                                             const CapacityOverlay* overlay) const {
   const auto n_nodes = static_cast<int32_t>(state.num_nodes());

@@ -9,7 +9,7 @@ namespace chamber::core {
 class FirstFitPlacement final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "first-fit"; }
-  std::optional<PlacementPlan> Place(const ClusterState& state, FeasibilityCache& feasibility,
+  std::optional<PlacementPlan> Place(const ClusterState& state, const FeasibilityCache& feasibility,
                                      const Workload& w, int32_t pods,
                                      const CapacityOverlay* overlay) const override;
 };
@@ -19,7 +19,7 @@ class FirstFitPlacement final : public PlacementPolicy {
 class LeastAllocatedPlacement final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "least-allocated"; }
-  std::optional<PlacementPlan> Place(const ClusterState& state, FeasibilityCache& feasibility,
+  std::optional<PlacementPlan> Place(const ClusterState& state, const FeasibilityCache& feasibility,
                                      const Workload& w, int32_t pods,
                                      const CapacityOverlay* overlay) const override;
 };

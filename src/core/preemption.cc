@@ -30,7 +30,7 @@ CapacityOverlay OverlayWith(const ClusterState& state, const Snapshot& snapshot,
 // pods all come from one pod set with GPUs; for others the bound is always reached.
 class PodFitBound {
  public:
-  PodFitBound(const ClusterState& state, FeasibilityCache& feasibility, const Workload& w,
+  PodFitBound(const ClusterState& state, const FeasibilityCache& feasibility, const Workload& w,
               int32_t pods, const CapacityOverlay& overlay)
       : state_(state), pods_(pods) {
     if (w.pod_sets.empty() || pods > w.pod_sets.front().count) return;
@@ -260,7 +260,7 @@ void VictimIndex::Remove(WorkloadId w) {
 
 // A group ranked lower than before (or no longer a candidate) moves only the nodes whose first
 // candidate it held; a group ranked higher (or newly a candidate) may move any node it is on.
-void VictimIndex::Retarget(std::span<const VictimGroup> groups) {
+void VictimIndex::Retarget(std::span<const VictimGroup> groups) const {
   for (size_t g = 0; g < groups.size(); ++g) {
     const VictimGroup& was = last_groups_[g];
     const VictimGroup& now = groups[g];
@@ -275,10 +275,18 @@ void VictimIndex::Retarget(std::span<const VictimGroup> groups) {
   }
 }
 
-std::optional<VictimSet> MinimalVictimSelector::Select(
-    const ClusterState& state, FeasibilityCache& feasibility, const PlacementPolicy& placement,
-    const Snapshot& snapshot, const Workload& preemptor, int32_t pods,
-    std::vector<VictimCandidate> candidates, const CapacityOverlay& releasing,
+std::optional<VictimSet> MinimalVictimSelector::Select(VictimSearch s) const {
+  if (s.index)
+    return SelectOnePod(s.state, s.feasibility, s.placement, s.snapshot, s.preemptor, *s.index,
+                        s.groups, s.candidates, s.releasing, s.rules);
+  return SelectAmong(s.state, s.feasibility, s.placement, s.snapshot, s.preemptor, s.pods,
+                     std::move(s.candidates), s.releasing, s.rules);
+}
+
+std::optional<VictimSet> MinimalVictimSelector::SelectAmong(
+    const ClusterState& state, const FeasibilityCache& feasibility,
+    const PlacementPolicy& placement, const Snapshot& snapshot, const Workload& preemptor,
+    int32_t pods, std::vector<VictimCandidate> candidates, const CapacityOverlay& releasing,
     const VictimRules* rules) const {
   if (candidates.empty()) return std::nullopt;
   // Candidates are never sorted as a whole: a busy cluster offers tens of thousands of them to
@@ -415,10 +423,11 @@ std::optional<VictimSet> MinimalVictimSelector::Select(
 // sets and the extras' keys meets every node's bound in ascending order. A key whose node has
 // another first candidate is passed over: that node is met at its own first candidate's key.
 std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
-    const ClusterState& state, FeasibilityCache& feasibility, const PlacementPolicy& placement,
-    const Snapshot& snapshot, const Workload& preemptor, VictimIndex& index,
-    std::span<const VictimGroup> groups, std::span<const VictimCandidate> extra,
-    const CapacityOverlay& releasing, const VictimRules* rules) const {
+    const ClusterState& state, const FeasibilityCache& feasibility,
+    const PlacementPolicy& placement, const Snapshot& snapshot, const Workload& preemptor,
+    const VictimIndex& index, std::span<const VictimGroup> groups,
+    std::span<const VictimCandidate> extra, const CapacityOverlay& releasing,
+    const VictimRules* rules) const {
   if (preemptor.pod_sets.empty() || groups.size() != index.num_groups()) return std::nullopt;
   const PodSet& ps = preemptor.pod_sets.front();
   const std::vector<NodeFilter>& filter = feasibility.For(ps);

@@ -105,44 +105,44 @@ class VictimIndex {
   // Per node, its first candidate among the entries as the last search's groups rank them (the
   // workload, -1 for none) and that entry's group; kept from search to search, and recomputed
   // when first_valid_ is 0. Retarget clears it where the groups' change may move it.
-  std::vector<int32_t> first_;
-  std::vector<int32_t> first_group_;
-  std::vector<uint8_t> first_valid_;
-  std::vector<VictimGroup> last_groups_;
-  void Retarget(std::span<const VictimGroup> groups);
+  // They are the searches' memo, kept behind a const index: a search changes no entry.
+  mutable std::vector<int32_t> first_;
+  mutable std::vector<int32_t> first_group_;
+  mutable std::vector<uint8_t> first_valid_;
+  mutable std::vector<VictimGroup> last_groups_;
+  void Retarget(std::span<const VictimGroup> groups) const;
   // Per node: the search that scored it (stamped, so never cleared).
-  std::vector<uint32_t> scored_;
-  uint32_t search_ = 0;
+  mutable std::vector<uint32_t> scored_;
+  mutable uint32_t search_ = 0;
+};
+
+// One victim search: victims among `candidates` whose release lets the first `pods` pods of
+// `preemptor` be placed, counting free capacity and `releasing` (capacity already on its way
+// back). `rules` may be null: then any set that makes room will do.
+//
+// For a preemptor of one pod the engine may pass its VictimIndex of the cycle's reclaimable
+// running work, with `groups` marking which of its groups are candidates: then `candidates` holds
+// only those outside the index. A selector that does not use the index, or cannot settle the
+// search from it, returns nothing, and the engine searches again with every candidate.
+struct VictimSearch {
+  const ClusterState& state;
+  const FeasibilityCache& feasibility;
+  const PlacementPolicy& placement;
+  const Snapshot& snapshot;
+  const Workload& preemptor;
+  int32_t pods = 0;
+  std::vector<VictimCandidate> candidates = {};
+  const CapacityOverlay& releasing;
+  const VictimRules* rules = nullptr;
+  const VictimIndex* index = nullptr;
+  std::span<const VictimGroup> groups = {};
 };
 
 class VictimSelector {
  public:
   virtual ~VictimSelector() = default;
   virtual std::string_view name() const = 0;
-  // Victims among `candidates` whose release lets the first `pods` pods of `preemptor` be placed,
-  // counting free capacity and `releasing` (capacity already on its way back).
-  // `rules` may be null: then any set that makes room will do.
-  virtual std::optional<VictimSet> Select(const ClusterState& state, FeasibilityCache& feasibility,
-                                          const PlacementPolicy& placement,
-                                          const Snapshot& snapshot, const Workload& preemptor,
-                                          int32_t pods, std::vector<VictimCandidate> candidates,
-                                          const CapacityOverlay& releasing,
-                                          const VictimRules* rules) const = 0;
-
-  // Whether SelectOnePod can answer; then the engine keeps a VictimIndex for cycles with many
-  // single-pod searches.
-  virtual bool UsesVictimIndex() const { return false; }
-  // For a preemptor of one pod, the choice Select would make among the index's entries of the
-  // groups `groups` marks, plus `extra` (candidates outside the index): victims, or nothing when
-  // this path cannot settle the search, and the engine then calls Select with every candidate.
-  virtual std::optional<VictimSet> SelectOnePod(
-      const ClusterState& /*state*/, FeasibilityCache& /*feasibility*/,
-      const PlacementPolicy& /*placement*/, const Snapshot& /*snapshot*/,
-      const Workload& /*preemptor*/, VictimIndex& /*index*/,
-      std::span<const VictimGroup> /*groups*/, std::span<const VictimCandidate> /*extra*/,
-      const CapacityOverlay& /*releasing*/, const VictimRules* /*rules*/) const {
-    return std::nullopt;
-  }
+  virtual std::optional<VictimSet> Select(VictimSearch search) const = 0;
 };
 
 // Victims are ranked by: fewest; from the queue furthest over its fair share; lowest priority;
@@ -154,20 +154,27 @@ class VictimSelector {
 class MinimalVictimSelector final : public VictimSelector {
  public:
   std::string_view name() const override { return "minimal-victims"; }
-  std::optional<VictimSet> Select(const ClusterState& state, FeasibilityCache& feasibility,
-                                  const PlacementPolicy& placement, const Snapshot& snapshot,
-                                  const Workload& preemptor, int32_t pods,
-                                  std::vector<VictimCandidate> candidates,
-                                  const CapacityOverlay& releasing,
-                                  const VictimRules* rules) const override;
-  bool UsesVictimIndex() const override { return true; }
-  std::optional<VictimSet> SelectOnePod(const ClusterState& state, FeasibilityCache& feasibility,
+  std::optional<VictimSet> Select(VictimSearch search) const override;
+
+ private:
+  std::optional<VictimSet> SelectAmong(const ClusterState& state,
+                                       const FeasibilityCache& feasibility,
+                                       const PlacementPolicy& placement, const Snapshot& snapshot,
+                                       const Workload& preemptor, int32_t pods,
+                                       std::vector<VictimCandidate> candidates,
+                                       const CapacityOverlay& releasing,
+                                       const VictimRules* rules) const;
+  // For a preemptor of one pod, the choice SelectAmong would make among the index's entries of
+  // the groups `groups` marks, plus `extra`: victims, or nothing when this path cannot settle
+  // the search.
+  std::optional<VictimSet> SelectOnePod(const ClusterState& state,
+                                        const FeasibilityCache& feasibility,
                                         const PlacementPolicy& placement, const Snapshot& snapshot,
-                                        const Workload& preemptor, VictimIndex& index,
+                                        const Workload& preemptor, const VictimIndex& index,
                                         std::span<const VictimGroup> groups,
                                         std::span<const VictimCandidate> extra,
                                         const CapacityOverlay& releasing,
-                                        const VictimRules* rules) const override;
+                                        const VictimRules* rules) const;
 };
 
 }  // namespace chamber::core

@@ -62,9 +62,8 @@ class QueueTree {
   std::vector<NodeInfo> nodes_;
   std::vector<QueueId> roots_;
   std::vector<QueueId> top_down_;
-  // Names to ids: open addressing over a power-of-two table at most half full. Every workload
-  // of every cycle looks its queue up, and a general hash map's hashing and node chasing cost
-  // several percent of a large cycle.
+  // Names to ids: open addressing over a power-of-two table at most half full, since every
+  // workload of every cycle looks its queue up (docs/benchmarks.md, "Flat tables").
   std::vector<std::pair<std::string_view, QueueId>> by_name_;
   // Inserts unless the name is there; returns the id the name has.
   QueueId Insert(std::string_view name, QueueId id);

@@ -147,7 +147,7 @@ class Sim {
   Time now() const { return now_; }
   const core::Snapshot& PrepareCycle() {
     PrepareCycle(now_);
-    return session_.PreparedSnapshot();
+    return session_.snapshot();
   }
   void ApplyCycle(const core::CycleResult& result) { ApplyCycle(now_, result); }
   const core::Snapshot& snapshot() const { return session_.snapshot(); }
@@ -390,7 +390,6 @@ void Sim::AddWorkload(int32_t u, core::WorkloadState state) {
   core::Workload w;
   w.name = policy_.per_pod ? t.id + "/" + std::to_string(u - r.first_unit) : t.id;
   w.queue = policy_.one_queue ? kOneQueue : (options_.queues.empty() ? kDefaultQueue : t.queue);
-  w.queue_hint = r.engine_queue;
   w.priority = policy_.ignore_priority ? 0 : t.priority;
   if (policy_.attained_service) w.priority = AttainedServicePriority(r.attained_gpu_hours);
   // Pods of one job are created one after another, so per-pod scheduling interleaves jobs
@@ -467,9 +466,8 @@ void Sim::Cycle(Time t) {
   const auto begin = std::chrono::steady_clock::now();
   // The simulator reads decisions only: why work waits is not asked for.
   const core::CycleOptions cycle{.explain = false};
-  const core::CycleResult result = options_.fresh_cycles
-                                       ? engine_.Schedule(session_.PreparedSnapshot(), cycle)
-                                       : session_.Schedule(cycle);
+  const core::CycleResult result =
+      options_.fresh_cycles ? session_.ScheduleAfresh(cycle) : session_.Schedule(cycle);
   cycle_ms_.push_back(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
   ApplyCycle(t, result);

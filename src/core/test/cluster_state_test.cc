@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -50,6 +51,29 @@ TEST(ClusterStateTest, InitialBucketsAndDomains) {
   EXPECT_EQ(s.model_id("H100"), 0);
   EXPECT_EQ(s.model_id("A100"), -1);
   EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+// A session passes the NodeIndex it built for the same nodes; one built from another number of
+// nodes is ignored. Either way the state holds what a fresh one holds.
+TEST(ClusterStateTest, KeptNodeIndexGivesTheFreshState) {
+  SnapshotBuilder b = ThreeNodes();
+  const Snapshot& snap = b.snapshot();
+  const auto kept = std::make_shared<const NodeIndex>(snap.nodes);
+  const auto fewer = std::make_shared<const NodeIndex>(
+      std::vector<Node>(snap.nodes.begin(), snap.nodes.end() - 1));
+  ClusterState fresh(snap), with_kept(snap, kept), with_fewer(snap, fewer);
+  for (ClusterState* s : {&fresh, &with_kept, &with_fewer}) {
+    s->Claim({NodeId{0}, 0x0f}, Gpus(4));
+    s->Claim({NodeId{2}, 0x01}, Gpus(1));
+    ASSERT_TRUE(s->CheckInvariants().ok());
+  }
+  for (const ClusterState* s : {&with_kept, &with_fewer}) {
+    EXPECT_EQ(s->num_nodes(), fresh.num_nodes());
+    EXPECT_EQ(s->capacity(), fresh.capacity());
+    EXPECT_EQ(s->total_free(), fresh.total_free());
+    for (int k = 0; k <= fresh.max_gpus_per_node(); ++k)
+      EXPECT_EQ(s->nodes_with_free_gpus(k), fresh.nodes_with_free_gpus(k));
+  }
 }
 
 TEST(ClusterStateTest, ClaimAndReleaseKeepIndexesInStep) {

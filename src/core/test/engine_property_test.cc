@@ -885,30 +885,6 @@ std::string SameIssues(const CycleResult& a, const CycleResult& b) {
   return {};
 }
 
-RC_GTEST_PROP(EngineProperty, KeptNodeIndexDecidesAsAFreshOne, ()) {
-  Snapshot s = *rc::gen::inRange(0, 2) == 0 ? GenSnapshot() : GenReclaimSnapshot();
-  const auto index = std::make_shared<const NodeIndex>(s.nodes);
-  const int cycles = Pick(2, 6);
-  for (int c = 0; c < cycles; ++c) {
-    const CycleResult fresh = Engine().Schedule(s);
-    Snapshot kept = s;
-    kept.node_index = index;
-    const CycleResult with = Engine().Schedule(kept);
-    std::string error = SameDecisions(fresh, with);
-    if (error.empty()) error = SameIssues(fresh, with);
-    if (!error.empty())
-      RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, fresh) +
-              "with the kept index:\n" + DumpResult(s, with));
-    s = NextSnapshot(s, fresh);
-  }
-  if (s.nodes.empty()) return;
-  Snapshot other = s;
-  other.node_index =
-      std::make_shared<const NodeIndex>(std::vector<Node>(s.nodes.begin(), s.nodes.end() - 1));
-  const std::string error = SameDecisions(Engine().Schedule(s), Engine().Schedule(other));
-  if (!error.empty()) RC_FAIL("an index of fewer nodes was used: " + error);
-}
-
 // --- A session keeps what cycles derive from the snapshot and reloads what changed: over random
 // changes made through it (decisions applied, grace periods ending, work finishing and
 // arriving, priorities, queues and checkpoints changing, nodes failing, the queue tree edited,
@@ -993,7 +969,6 @@ void ChangeThroughSession(EngineSession& session, const CycleResult& r, int* ser
     w.placements.clear();
     w.priority = PickPriority();
     if (Chance(80)) w.submit_time = now;
-    if (Chance(20)) w.queue_hint = Pick(-1, 3);
     session.AddWorkload(std::move(w));
   }
   // Now and then: a placement that cannot be recorded (a GPU someone already holds).

@@ -806,28 +806,31 @@ TEST_F(EngineTest, ScheduleIsDeterministic) {
   EXPECT_EQ(first.pending, second.pending);
 }
 
-// A workload's queue_hint spares the lookup only when it names the queue the lookup would find;
-// any other hint is ignored.
-TEST_F(EngineTest, QueueHintIsUsedOnlyWhereTheNameFindsIt) {
+// A session checks a reloaded workload's queue from its last load before it looks the name up:
+// a workload moved to another queue is found in its new one, never in a refused duplicate.
+TEST_F(EngineTest, SessionFindsAMovedWorkloadInItsNewQueue) {
   b_.Node("n0", 8);
   b_.Queue("a").Quota(8).Limit(8);
   b_.Queue("b").Quota(0).Limit(0);
   b_.Queue("a").Quota(0).Limit(0);  // a duplicate name: refused, the first "a" is used
-  b_.Workload("right", "a").Pods(1, 1);
-  b_.Workload("other-queue", "a").Pods(1, 1);
-  b_.Workload("duplicate", "a").Pods(1, 1);
-  b_.Workload("out-of-range", "a").Pods(1, 1);
-  b_.Workload("in-b", "b").Pods(1, 1);
-  std::vector<Workload>& ws = b_.snapshot().workloads;
-  ws[0].queue_hint = 0;
-  ws[1].queue_hint = 1;  // "b", whose limit is 0
-  ws[2].queue_hint = 2;  // the refused duplicate
-  ws[3].queue_hint = 7;
-  ws[4].queue_hint = 1;
-  Run();
-  EXPECT_THAT(Bound(), UnorderedElementsAre("right", "other-queue", "duplicate", "out-of-range"));
-  ASSERT_NE(Pending("in-b"), nullptr);
-  EXPECT_EQ(Pending("in-b")->reason, PendingReason::kOverQueueLimit);
+  b_.Workload("to-a", "b").Pods(1, 1);
+  b_.Workload("to-b", "a").Pods(1, 70);  // more GPUs than a node can have
+  const Engine engine;
+  EngineSession session(engine, b_.snapshot());
+  result_ = session.Schedule();
+  ASSERT_NE(Pending("to-a"), nullptr);
+  EXPECT_EQ(Pending("to-a")->reason, PendingReason::kOverQueueLimit);
+  ASSERT_NE(Pending("to-b"), nullptr);
+  EXPECT_EQ(Pending("to-b")->reason, PendingReason::kInvalidWorkload);
+  session.MutableWorkload(b_.id("to-a")).queue = "a";
+  session.MutableWorkload(b_.id("to-b")).queue = "b";
+  session.MutableWorkload(b_.id("to-b")).pod_sets[0].request = Resources::Of(1, 0, 0);
+  result_ = session.Schedule();
+  EXPECT_THAT(Bound(), UnorderedElementsAre("to-a"));
+  ASSERT_NE(Pending("to-b"), nullptr);
+  EXPECT_EQ(Pending("to-b")->reason, PendingReason::kOverQueueLimit);
+  EXPECT_THAT(Pending("to-b")->message(), ::testing::HasSubstr("queue b:"));
+  EXPECT_EQ(Status("a").allocated.gpu(), 1);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ using testing::SnapshotBuilder;
 class CountingPlacement final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "counting"; }
-  std::optional<PlacementPlan> Place(const ClusterState& state, FeasibilityCache& feasibility,
+  std::optional<PlacementPlan> Place(const ClusterState& state, const FeasibilityCache& feasibility,
                                      const Workload& w, int32_t pods,
                                      const CapacityOverlay* overlay) const override {
     ++calls;
@@ -76,9 +76,14 @@ class GangVictimsTest : public ::testing::Test {
   }
 
   std::optional<VictimSet> Select(int gpus) {
-    return selector_.Select(*sel_.state, *sel_.feas, placement_, b_.snapshot(),
-                            b_.snapshot().workloads.back(), 2, Candidates(gpus), sel_.releasing,
-                            nullptr);
+    return selector_.Select({.state = *sel_.state,
+                             .feasibility = *sel_.feas,
+                             .placement = placement_,
+                             .snapshot = b_.snapshot(),
+                             .preemptor = b_.snapshot().workloads.back(),
+                             .pods = 2,
+                             .candidates = Candidates(gpus),
+                             .releasing = sel_.releasing});
   }
 
   SnapshotBuilder b_;

@@ -79,7 +79,7 @@ class RefAttempt {
   PlacementPlan plan_;
 };
 
-std::optional<PlacementPlan> ReferencePlace(const ClusterState& state, FeasibilityCache& feas,
+std::optional<PlacementPlan> ReferencePlace(const ClusterState& state, const FeasibilityCache& feas,
                                             const Workload& w, int32_t pods,
                                             const CapacityOverlay* overlay) {
   std::vector<RefPod> refs;
@@ -263,7 +263,7 @@ struct PlacementCase {
   const Workload& gang() const { return b.snapshot().workloads.front(); }
   const CapacityOverlay* overlay_or_null() const { return with_overlay ? &overlay : nullptr; }
 
-  using Placer = std::optional<PlacementPlan> (*)(const ClusterState&, FeasibilityCache&,
+  using Placer = std::optional<PlacementPlan> (*)(const ClusterState&, const FeasibilityCache&,
                                                   const Workload&, int32_t, const CapacityOverlay*);
   // The policy's plan and the reference's, each with a cache of its own.
   void Compare(const PlacementPolicy& policy, Placer reference) const {
@@ -280,9 +280,9 @@ RC_GTEST_PROP(PlacementProperty, KeptCursorsChooseAsScanningEveryCandidatePerPod
 }
 
 // First fit: each pod on the first node, in node order, with room for it.
-std::optional<PlacementPlan> ReferenceFirstFit(const ClusterState& state, FeasibilityCache& feas,
-                                               const Workload& w, int32_t pods,
-                                               const CapacityOverlay* overlay) {
+std::optional<PlacementPlan> ReferenceFirstFit(const ClusterState& state,
+                                               const FeasibilityCache& feas, const Workload& w,
+                                               int32_t pods, const CapacityOverlay* overlay) {
   NodeCapacityMap consumed;
   PlacementPlan plan;
   int32_t placed = 0;

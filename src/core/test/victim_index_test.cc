@@ -56,14 +56,27 @@ class VictimIndexTest : public ::testing::Test {
   }
 
   std::string Scan(const std::vector<bool>& taken) {
-    const auto set = selector_.Select(*sel_.state, *sel_.feas, placement_, b_.snapshot(), want(), 1,
-                                      Candidates(taken), sel_.releasing, nullptr);
+    const auto set = selector_.Select({.state = *sel_.state,
+                                       .feasibility = *sel_.feas,
+                                       .placement = placement_,
+                                       .snapshot = b_.snapshot(),
+                                       .preemptor = want(),
+                                       .pods = 1,
+                                       .candidates = Candidates(taken),
+                                       .releasing = sel_.releasing});
     return set ? Name(*set) : "none";
   }
   std::string Indexed(VictimIndex& index) {
     const std::vector<VictimGroup> groups = {{true, kOvershare}, {false, 0}};
-    const auto set = selector_.SelectOnePod(*sel_.state, *sel_.feas, placement_, b_.snapshot(),
-                                            want(), index, groups, {}, sel_.releasing, nullptr);
+    const auto set = selector_.Select({.state = *sel_.state,
+                                       .feasibility = *sel_.feas,
+                                       .placement = placement_,
+                                       .snapshot = b_.snapshot(),
+                                       .preemptor = want(),
+                                       .pods = 1,
+                                       .releasing = sel_.releasing,
+                                       .index = &index,
+                                       .groups = groups});
     return set ? Name(*set) : "none";
   }
   std::string Name(const VictimSet& set) const {
