@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "core/io/config_yaml.h"
-#include "core/io/yaml_reader.h"
+#include "common/file.h"
+#include "common/yaml_reader.h"
 
 namespace chamber::controller {
 namespace {
@@ -181,7 +181,7 @@ PoolAssignment AssignPools(const PricingConfig& config, const std::vector<core::
 
 Result<PricingConfig> ParsePricingConfig(std::string_view text, std::string_view source,
                                          bool* found) {
-  core::io::YamlReader y{std::string(source)};
+  YamlReader y{std::string(source)};
   CHAMBER_ASSIGN_OR_RETURN(const YAML::Node p, y.LoadSection(text, "pricing", found));
   PricingConfig c;
   if (p.IsNull()) return c;
@@ -256,7 +256,7 @@ Result<PricingConfig> ParsePricingConfig(std::string_view text, std::string_view
 }
 
 Result<PricingConfig> LoadPricingConfigFile(const std::string& path, bool* found) {
-  CHAMBER_ASSIGN_OR_RETURN(std::string text, core::io::ReadFile(path));
+  CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParsePricingConfig(text, path, found);
 }
 

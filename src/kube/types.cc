@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/io/yaml_reader.h"
+#include "common/quantity.h"
 
 namespace chamber::kube {
 namespace {
@@ -96,7 +96,7 @@ class Reader {
       } else {
         return Error(Join(Join(path, key), name), "expected a quantity");
       }
-      Result<int64_t> q = name == "cpu" ? ParseQuantityMilli(text) : ParseQuantity(text);
+      Result<int64_t> q = name == "cpu" ? ParseCpuMilli(text) : ParseBytes(text);
       if (!q.ok()) return Error(Join(Join(path, key), name), q.status().message());
       out->values[name] = *q;
     }
@@ -161,10 +161,6 @@ void WriteMeta(const ObjectMeta& m, Json* raw) {
 }
 
 }  // namespace
-
-Result<int64_t> ParseQuantityMilli(std::string_view text) { return core::io::ParseCpuMilli(text); }
-
-Result<int64_t> ParseQuantity(std::string_view text) { return core::io::ParseBytes(text); }
 
 Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
   Reader r{std::string(where)};

@@ -1,22 +1,12 @@
 #include "core/io/config_yaml.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
-#include "core/io/yaml_reader.h"
+#include "common/file.h"
+#include "common/time.h"
+#include "common/yaml_reader.h"
 
 namespace chamber::core::io {
-
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return Status::Unavailable(path + ": read failed");
-  return buf.str();
-}
 
 Result<EngineConfig> ParseEngineConfig(std::string_view text, std::string_view source) {
   YamlReader y{std::string(source)};

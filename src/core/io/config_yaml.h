@@ -16,7 +16,4 @@ Result<EngineConfig> LoadEngineConfigFile(const std::string& path);
 // The configuration as YAML, every field spelled out (`chamber config defaults`).
 std::string EngineConfigToYaml(const EngineConfig& config);
 
-// Reads a whole file; the error names the path and the system's reason.
-Result<std::string> ReadFile(const std::string& path);
-
 }  // namespace chamber::core::io
