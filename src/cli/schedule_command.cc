@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "common/config_file.h"
 #include "common/time.h"
 #include "core/engine.h"
 #include "core/io/config_yaml.h"
@@ -108,7 +109,8 @@ Status RunSchedule(const ScheduleOptions& o) {
     return Status::InvalidArgument("give either --example or --snapshot FILE");
   core::EngineConfig config;
   if (!o.config_path.empty()) {
-    CHAMBER_ASSIGN_OR_RETURN(config, core::io::LoadEngineConfigFile(o.config_path));
+    CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(o.config_path));
+    CHAMBER_ASSIGN_OR_RETURN(config, core::io::ReadEngineConfig(file));
   }
   Result<Snapshot> snapshot =
       o.example ? core::io::ParseSnapshot(core::io::ExampleSnapshotYaml(), "example")

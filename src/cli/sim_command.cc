@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "common/config_file.h"
 #include "common/file.h"
 #include "common/time.h"
 #include "core/io/config_yaml.h"
@@ -74,7 +75,8 @@ Status RunSim(const SimCommandOptions& o) {
 
   core::EngineConfig base;
   if (!o.config.empty()) {
-    CHAMBER_ASSIGN_OR_RETURN(base, core::io::LoadEngineConfigFile(o.config));
+    CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(o.config));
+    CHAMBER_ASSIGN_OR_RETURN(base, core::io::ReadEngineConfig(file));
   }
   sim::SimOptions options;
   if (!o.queues.empty()) {

@@ -42,15 +42,6 @@ Result<YAML::Node> YamlReader::Load(std::string_view text) const {
   }
 }
 
-Result<YAML::Node> YamlReader::LoadSection(std::string_view text, const std::string& key,
-                                           bool* found) const {
-  if (found) *found = false;
-  CHAMBER_ASSIGN_OR_RETURN(YAML::Node root, Load(text));
-  if (root.IsNull() || !root.IsMap() || !root[key]) return YAML::Node(YAML::NodeType::Null);
-  if (found) *found = true;
-  return root[key];
-}
-
 Result<std::vector<YAML::Node>> YamlReader::LoadAll(std::string_view text) const {
   try {
     // yaml-cpp 0.7's parser can hand out empty documents without end on some malformed streams

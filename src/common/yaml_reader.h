@@ -23,10 +23,6 @@ class YamlReader {
   // Parses one document, or every document of a stream.
   Result<YAML::Node> Load(std::string_view text) const;
   Result<std::vector<YAML::Node>> LoadAll(std::string_view text) const;
-  // The `key:` section of a configuration file's top-level map: a null node when the text has
-  // none or it is empty. `found`, when given, says whether the key is there.
-  Result<YAML::Node> LoadSection(std::string_view text, const std::string& key,
-                                 bool* found = nullptr) const;
 
   // An error at `node` about field `path`.
   Status Error(const YAML::Node& node, std::string_view path, std::string_view what) const;

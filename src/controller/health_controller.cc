@@ -8,9 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "common/file.h"
+#include "common/config_file.h"
 #include "common/time.h"
-#include "common/yaml_reader.h"
 
 namespace chamber::controller::health {
 
@@ -297,10 +296,9 @@ std::string FormatSeconds(double s) {
 }
 }  // namespace
 
-Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::string_view source,
-                                                 bool* found) {
-  YamlReader y{std::string(source)};
-  CHAMBER_ASSIGN_OR_RETURN(const YAML::Node h, y.LoadSection(text, "health", found));
+Result<HealthControllerConfig> ReadHealthConfig(const ConfigFile& file, bool* found) {
+  const YamlReader& y = file.reader();
+  const YAML::Node h = file.Section("health", found);
   HealthControllerConfig c;
   if (h.IsNull()) return c;
   CHAMBER_RETURN_IF_ERROR(
@@ -361,9 +359,10 @@ Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::str
   return c;
 }
 
-Result<HealthControllerConfig> LoadHealthConfigFile(const std::string& path, bool* found) {
-  CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ParseHealthConfig(text, path, found);
+Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::string_view source,
+                                                 bool* found) {
+  CHAMBER_ASSIGN_OR_RETURN(ConfigFile file, ConfigFile::Parse(text, std::string(source)));
+  return ReadHealthConfig(file, found);
 }
 
 std::string HealthConfigToYaml(const HealthControllerConfig& c) {
