@@ -178,10 +178,13 @@ Result<std::chrono::system_clock::time_point> ParseRfc3339(std::string_view text
   }
   const year_month_day date{year(y), month(static_cast<unsigned>(mo)),
                             day(static_cast<unsigned>(d))};
-  // The system clock counts nanoseconds in 64 bits: years 1678 to 2261.
-  if (!date.ok() || y < 1678 || y > 2261 || h > 23 || mi > 59 || sec > 60) return bad();
-  return system_clock::time_point(sys_days(date).time_since_epoch() + hours(h) + minutes(mi) +
-                                  seconds(sec - offset_s) + microseconds(micros));
+  if (!date.ok() || h > 23 || mi > 59 || sec > 60) return bad();
+  const int64_t unix_s = sys_days(date).time_since_epoch().count() * int64_t{86400} + h * 3600 +
+                         mi * 60 + sec - offset_s;
+  // The system clock counts nanoseconds in 64 bits: from 1677 to 2262.
+  constexpr int64_t kMaxSeconds = duration_cast<seconds>(system_clock::duration::max()).count() - 1;
+  if (unix_s < -kMaxSeconds || unix_s > kMaxSeconds) return bad();
+  return system_clock::time_point(seconds(unix_s)) + microseconds(micros);
 }
 
 }  // namespace chamber

@@ -35,7 +35,7 @@ std::string FormatRfc3339Ms(int64_t unix_ms,
 
 // RFC 3339 with a time zone: "2026-01-02T03:04:05Z", "...05.123456Z", "...05+02:00". Fractions
 // keep microseconds; a leap second (:60) reads as the second after :59; years are those the
-// system clock holds (1678 to 2261). The error quotes the
+// system clock holds (1677 to 2262). The error quotes the
 // text: "\"x\" is not an RFC 3339 time (like 2026-01-02T03:04:05Z)".
 Result<std::chrono::system_clock::time_point> ParseRfc3339(std::string_view text);
 

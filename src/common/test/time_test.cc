@@ -94,6 +94,9 @@ TEST(Rfc3339Test, Parses) {
   EXPECT_EQ(ParseRfc3339("2023-11-14T22:13:20.123456789z").value(), t);  // nanoseconds dropped
   EXPECT_EQ(ParseRfc3339("2024-02-29T00:00:00Z").value(),
             system_clock::time_point(std::chrono::seconds(1'709'164'800)));
+  // The system clock's first and last years hold the times they can.
+  EXPECT_TRUE(ParseRfc3339("1677-12-31T00:01:00Z").ok());
+  EXPECT_TRUE(ParseRfc3339("2262-01-01T00:00:00Z").ok());
   EXPECT_EQ(ParseRfc3339("2016-12-31T23:59:60Z").value(),  // a leap second
             system_clock::time_point(std::chrono::seconds(1'483'228'800)));
 }
@@ -119,7 +122,9 @@ TEST(Rfc3339Test, ErrorsQuoteTheText) {
                           "2026-01-02T03:04:05+-1:00",
                           "2023-02-29T00:00:00Z",
                           "9999-01-01T00:00:00Z",
-                          "0001-01-01T00:00:00Z"}) {
+                          "0001-01-01T00:00:00Z",
+                          "2262-12-31T00:00:00Z",
+                          "1677-01-01T00:00:00Z"}) {
     Result<system_clock::time_point> r = ParseRfc3339(bad);
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().message(),
