@@ -1,7 +1,6 @@
 #include "daemon/api_json.h"
 
 #include <algorithm>
-#include <ctime>
 #include <iterator>
 
 #include <fmt/format.h>

@@ -1,8 +1,6 @@
 #include "kube/client.h"
 
 #include <cctype>
-#include <cstdio>
-#include <ctime>
 
 #include <spdlog/spdlog.h>
 
