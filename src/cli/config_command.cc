@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "common/config_file.h"
 #include "controller/gpu_pricing.h"
 #include "controller/health_controller.h"
 #include "core/io/config_yaml.h"
@@ -21,15 +22,16 @@ void RegisterConfigCommand(CommandRegistry& registry) {
   CLI::App* check = registry.Add(
       *group, "check", "Validate a configuration file and print it with defaults filled in",
       [path]() -> Status {
-        CHAMBER_ASSIGN_OR_RETURN(core::EngineConfig c, core::io::LoadEngineConfigFile(*path));
+        CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(*path));
+        CHAMBER_ASSIGN_OR_RETURN(core::EngineConfig c, core::io::ReadEngineConfig(file));
         // chamberd's health controller reads the `health:` section (docs/health.md).
         bool health = false;
         CHAMBER_ASSIGN_OR_RETURN(controller::health::HealthControllerConfig h,
-                                 controller::health::LoadHealthConfigFile(*path, &health));
+                                 controller::health::ReadHealthConfig(file, &health));
         // ... and its fleet pools the `pricing:` section (docs/fleet.md).
         bool pricing = false;
         CHAMBER_ASSIGN_OR_RETURN(controller::PricingConfig p,
-                                 controller::LoadPricingConfigFile(*path, &pricing));
+                                 controller::ReadPricingConfig(file, &pricing));
         std::cout << core::io::EngineConfigToYaml(c);
         if (health) std::cout << controller::health::HealthConfigToYaml(h);
         if (pricing) std::cout << controller::PricingConfigToYaml(p);

@@ -14,6 +14,7 @@
 
 #include "cli/api_client.h"
 #include "cli/command.h"
+#include "common/config_file.h"
 #include "core/io/config_yaml.h"
 #include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
@@ -59,7 +60,8 @@ Status RunDemo(const DemoOptions& o) {
 
   core::EngineConfig engine;
   if (!o.config.empty()) {
-    CHAMBER_ASSIGN_OR_RETURN(engine, core::io::LoadEngineConfigFile(o.config));
+    CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(o.config));
+    CHAMBER_ASSIGN_OR_RETURN(engine, core::io::ReadEngineConfig(file));
   }
 
   // Signals go to the one thread that waits for them; block them before any thread starts.

@@ -7,12 +7,13 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "common/config_file.h"
+#include "common/time.h"
 #include "core/engine.h"
 #include "core/io/config_yaml.h"
 #include "core/io/example.h"
 #include "core/io/result_json.h"
 #include "core/io/snapshot_yaml.h"
-#include "core/io/yaml_reader.h"
 
 namespace chamber::cli {
 namespace {
@@ -51,7 +52,7 @@ void PrintTables(const Snapshot& s, const CycleResult& r, std::ostream& out) {
   int64_t gpus = 0;
   for (const core::Node& n : s.nodes) gpus += static_cast<int64_t>(n.gpus.size());
   out << fmt::format("Cycle at {} over {} nodes ({} GPUs), {} queues, {} workloads\n\n",
-                     core::io::FormatDuration(s.now), s.nodes.size(), gpus, s.queues.size(),
+                     FormatDuration(s.now), s.nodes.size(), gpus, s.queues.size(),
                      s.workloads.size());
 
   out << fmt::format("{:<9} {:<28} {}\n", "DECISION", "WORKLOAD", "DETAIL");
@@ -108,7 +109,8 @@ Status RunSchedule(const ScheduleOptions& o) {
     return Status::InvalidArgument("give either --example or --snapshot FILE");
   core::EngineConfig config;
   if (!o.config_path.empty()) {
-    CHAMBER_ASSIGN_OR_RETURN(config, core::io::LoadEngineConfigFile(o.config_path));
+    CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(o.config_path));
+    CHAMBER_ASSIGN_OR_RETURN(config, core::io::ReadEngineConfig(file));
   }
   Result<Snapshot> snapshot =
       o.example ? core::io::ParseSnapshot(core::io::ExampleSnapshotYaml(), "example")

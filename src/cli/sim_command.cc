@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "common/config_file.h"
+#include "common/file.h"
+#include "common/time.h"
 #include "core/io/config_yaml.h"
 #include "core/io/queue_yaml.h"
-#include "core/io/yaml_reader.h"
 #include "sim/cluster_spec.h"
 #include "sim/policy.h"
 #include "sim/report.h"
@@ -58,7 +60,7 @@ std::vector<std::string> SplitCommas(const std::string& s) {
 }
 
 Result<core::Duration> Flag(const std::string& name, const std::string& value) {
-  Result<core::Duration> d = core::io::ParseDuration(value);
+  Result<core::Duration> d = ParseDuration(value);
   if (!d.ok()) return Status::InvalidArgument("--" + name + ": " + d.status().message());
   return d;
 }
@@ -73,7 +75,8 @@ Status RunSim(const SimCommandOptions& o) {
 
   core::EngineConfig base;
   if (!o.config.empty()) {
-    CHAMBER_ASSIGN_OR_RETURN(base, core::io::LoadEngineConfigFile(o.config));
+    CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(o.config));
+    CHAMBER_ASSIGN_OR_RETURN(base, core::io::ReadEngineConfig(file));
   }
   sim::SimOptions options;
   if (!o.queues.empty()) {
@@ -121,7 +124,7 @@ Status RunSim(const SimCommandOptions& o) {
     sim::TraceReadOptions read;
     read.skip_bad_lines = o.skip_bad_lines;
     if (!o.mapping.empty()) {
-      CHAMBER_ASSIGN_OR_RETURN(std::string text, core::io::ReadFile(o.mapping));
+      CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(o.mapping));
       CHAMBER_ASSIGN_OR_RETURN(read.rules, sim::ParseMappingRules(text, o.mapping));
     }
     CHAMBER_ASSIGN_OR_RETURN(trace, sim::ReadTrace(o.trace, format, read));

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/json_reader.h"
+
 namespace chamber {
 
 using nlohmann::json;
@@ -92,105 +94,6 @@ struct ToJson {
   }
 };
 
-// Typed reads of one evidence object; absent and null fields keep their defaults.
-class Reader {
- public:
-  Reader(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
-
-  const json* Get(const char* key) const {
-    auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-  std::string Where(const char* key) const { return path_ + "." + key; }
-  Status Bad(const char* key, const char* what) const {
-    return Status::InvalidArgument(Where(key) + ": expected " + what);
-  }
-
-  template <typename T>
-  Status Unsigned(const char* key, T& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_number_unsigned()) return Bad(key, "an unsigned integer");
-    out = v->get<T>();
-    return Status::Ok();
-  }
-  template <typename T>
-  Status Unsigned(const char* key, std::optional<T>& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_number_unsigned()) return Bad(key, "an unsigned integer");
-    out = v->get<T>();
-    return Status::Ok();
-  }
-  Status Int(const char* key, int& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_number_integer()) return Bad(key, "an integer");
-    out = v->get<int>();
-    return Status::Ok();
-  }
-  Status Int(const char* key, std::optional<int>& out) const {
-    int v = 0;
-    if (!Get(key)) return Status::Ok();
-    CHAMBER_RETURN_IF_ERROR(Int(key, v));
-    out = v;
-    return Status::Ok();
-  }
-  Status Int64(const char* key, std::int64_t& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_number_integer()) return Bad(key, "an integer");
-    out = v->get<std::int64_t>();
-    return Status::Ok();
-  }
-  Status Number(const char* key, std::optional<double>& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_number() || !std::isfinite(v->get<double>())) return Bad(key, "a number");
-    out = v->get<double>();
-    return Status::Ok();
-  }
-  Status Bool(const char* key, bool& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_boolean()) return Bad(key, "a boolean");
-    out = v->get<bool>();
-    return Status::Ok();
-  }
-  Status String(const char* key, std::string& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_string()) return Bad(key, "a string");
-    out = v->get<std::string>();
-    return Status::Ok();
-  }
-  Status Strings(const char* key, std::vector<std::string>& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_array()) return Bad(key, "an array of strings");
-    for (const json& s : *v) {
-      if (!s.is_string()) return Bad(key, "an array of strings");
-      out.push_back(s.get<std::string>());
-    }
-    return Status::Ok();
-  }
-  Status Ints(const char* key, std::vector<int>& out) const {
-    const json* v = Get(key);
-    if (!v) return Status::Ok();
-    if (!v->is_array()) return Bad(key, "an array of integers");
-    for (const json& s : *v) {
-      if (!s.is_number_integer()) return Bad(key, "an array of integers");
-      out.push_back(s.get<int>());
-    }
-    return Status::Ok();
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  const json& j_;
-  std::string path_;
-};
-
 // Nullopt: a type this version does not know.
 Result<std::optional<Evidence>> ParseOne(const json& j, const std::string& path) {
   if (!j.is_object()) return Status::InvalidArgument(path + ": expected an object");
@@ -198,99 +101,101 @@ Result<std::optional<Evidence>> ParseOne(const json& j, const std::string& path)
   if (t == j.end() || !t->is_string())
     return Status::InvalidArgument(path + ".type: expected a string");
   const std::string type = t->get<std::string>();
-  Reader r(j, path);
+  // Absent and null fields keep their defaults.
+  const JsonReader r;
   if (type == "xid") {
     XidEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("xid", e.xid));
-    CHAMBER_RETURN_IF_ERROR(r.String("name", e.name));
-    CHAMBER_RETURN_IF_ERROR(r.String("meaning", e.meaning));
-    CHAMBER_RETURN_IF_ERROR(r.String("class", e.xid_class));
-    CHAMBER_RETURN_IF_ERROR(r.String("source", e.source));
-    CHAMBER_RETURN_IF_ERROR(r.Int("count", e.count));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "xid", path, &e.xid));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "name", path, &e.name));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "meaning", path, &e.meaning));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "class", path, &e.xid_class));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "source", path, &e.source));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "count", path, &e.count));
     return std::optional<Evidence>(std::move(e));
   }
   if (type == "ecc") {
     EccEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("volatile_single_bit", e.volatile_single_bit));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("volatile_double_bit", e.volatile_double_bit));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("aggregate_single_bit", e.aggregate_single_bit));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("aggregate_double_bit", e.aggregate_double_bit));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "volatile_single_bit", path, &e.volatile_single_bit));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "volatile_double_bit", path, &e.volatile_double_bit));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "aggregate_single_bit", path, &e.aggregate_single_bit));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "aggregate_double_bit", path, &e.aggregate_double_bit));
     return std::optional<Evidence>(e);
   }
   if (type == "row_remap") {
     RowRemapEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("single_bit_rows", e.single_bit_rows));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("double_bit_rows", e.double_bit_rows));
-    CHAMBER_RETURN_IF_ERROR(r.Bool("pending", e.pending));
-    CHAMBER_RETURN_IF_ERROR(r.Bool("failed", e.failed));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "single_bit_rows", path, &e.single_bit_rows));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "double_bit_rows", path, &e.double_bit_rows));
+    CHAMBER_RETURN_IF_ERROR(r.Bool(j, "pending", path, &e.pending));
+    CHAMBER_RETURN_IF_ERROR(r.Bool(j, "failed", path, &e.failed));
     return std::optional<Evidence>(e);
   }
   if (type == "nvlink") {
     NvLinkEvidence e;
-    if (const json* links = r.Get("links")) {
-      if (!links->is_array()) return r.Bad("links", "an array");
+    const json* links = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Array(j, "links", path, &links));
+    if (links != nullptr) {
       for (size_t i = 0; i < links->size(); ++i) {
         const json& l = (*links)[i];
         const std::string at = fmt::format("{}.links[{}]", path, i);
         if (!l.is_object()) return Status::InvalidArgument(at + ": expected an object");
-        Reader lr(l, at);
         NvLinkCounters c;
-        CHAMBER_RETURN_IF_ERROR(lr.Int("link", c.link));
-        CHAMBER_RETURN_IF_ERROR(lr.Bool("active", c.active));
-        CHAMBER_RETURN_IF_ERROR(lr.Unsigned("replay_errors", c.replay_errors));
-        CHAMBER_RETURN_IF_ERROR(lr.Unsigned("recovery_errors", c.recovery_errors));
-        CHAMBER_RETURN_IF_ERROR(lr.Unsigned("crc_flit_errors", c.crc_flit_errors));
-        CHAMBER_RETURN_IF_ERROR(lr.Unsigned("crc_data_errors", c.crc_data_errors));
+        CHAMBER_RETURN_IF_ERROR(r.Integer(l, "link", at, &c.link));
+        CHAMBER_RETURN_IF_ERROR(r.Bool(l, "active", at, &c.active));
+        CHAMBER_RETURN_IF_ERROR(r.Integer(l, "replay_errors", at, &c.replay_errors));
+        CHAMBER_RETURN_IF_ERROR(r.Integer(l, "recovery_errors", at, &c.recovery_errors));
+        CHAMBER_RETURN_IF_ERROR(r.Integer(l, "crc_flit_errors", at, &c.crc_flit_errors));
+        CHAMBER_RETURN_IF_ERROR(r.Integer(l, "crc_data_errors", at, &c.crc_data_errors));
         e.links.push_back(c);
       }
     }
-    CHAMBER_RETURN_IF_ERROR(r.Ints("links_down", e.links_down));
+    CHAMBER_RETURN_IF_ERROR(r.Integers(j, "links_down", path, &e.links_down));
     return std::optional<Evidence>(std::move(e));
   }
   if (type == "pcie") {
     PcieEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("replays", e.replays));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("width_current", e.width_current));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("width_max", e.width_max));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("gen_current", e.gen_current));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("gen_max", e.gen_max));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "replays", path, &e.replays));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "width_current", path, &e.width_current));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "width_max", path, &e.width_max));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "gen_current", path, &e.gen_current));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "gen_max", path, &e.gen_max));
     return std::optional<Evidence>(e);
   }
   if (type == "thermal") {
     ThermalEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("temperature_c", e.temperature_c));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("slowdown_c", e.slowdown_c));
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("shutdown_c", e.shutdown_c));
-    CHAMBER_RETURN_IF_ERROR(r.Strings("clock_event_reasons", e.clock_event_reasons));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "temperature_c", path, &e.temperature_c));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "slowdown_c", path, &e.slowdown_c));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "shutdown_c", path, &e.shutdown_c));
+    CHAMBER_RETURN_IF_ERROR(r.Strings(j, "clock_event_reasons", path, &e.clock_event_reasons));
     return std::optional<Evidence>(std::move(e));
   }
   if (type == "power") {
     PowerEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Number("power_watts", e.power_watts));
-    CHAMBER_RETURN_IF_ERROR(r.Strings("clock_event_reasons", e.clock_event_reasons));
+    CHAMBER_RETURN_IF_ERROR(r.Number(j, "power_watts", path, &e.power_watts));
+    CHAMBER_RETURN_IF_ERROR(r.Strings(j, "clock_event_reasons", path, &e.clock_event_reasons));
     return std::optional<Evidence>(std::move(e));
   }
   if (type == "recovery_action") {
     RecoveryActionEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Unsigned("action", e.action));
-    CHAMBER_RETURN_IF_ERROR(r.String("name", e.name));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(j, "action", path, &e.action));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "name", path, &e.name));
     return std::optional<Evidence>(std::move(e));
   }
   if (type == "rule") {
     RuleEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.String("rule", e.rule));
-    CHAMBER_RETURN_IF_ERROR(r.String("severity", e.severity));
-    CHAMBER_RETURN_IF_ERROR(r.String("condition", e.condition));
-    CHAMBER_RETURN_IF_ERROR(r.String("threshold", e.threshold));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "rule", path, &e.rule));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "severity", path, &e.severity));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "condition", path, &e.condition));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "threshold", path, &e.threshold));
     return std::optional<Evidence>(std::move(e));
   }
   if (type == "action") {
     ActionEvidence e;
-    CHAMBER_RETURN_IF_ERROR(r.Bool("gpu_fenced", e.gpu_fenced));
-    CHAMBER_RETURN_IF_ERROR(r.String("taint", e.taint));
-    CHAMBER_RETURN_IF_ERROR(r.Bool("breaker_held", e.breaker_held));
-    CHAMBER_RETURN_IF_ERROR(r.Strings("workloads_requeued", e.workloads_requeued));
-    CHAMBER_RETURN_IF_ERROR(r.Int64("workloads_requeued_count", e.workloads_requeued_count));
+    CHAMBER_RETURN_IF_ERROR(r.Bool(j, "gpu_fenced", path, &e.gpu_fenced));
+    CHAMBER_RETURN_IF_ERROR(r.String(j, "taint", path, &e.taint));
+    CHAMBER_RETURN_IF_ERROR(r.Bool(j, "breaker_held", path, &e.breaker_held));
+    CHAMBER_RETURN_IF_ERROR(r.Strings(j, "workloads_requeued", path, &e.workloads_requeued));
+    CHAMBER_RETURN_IF_ERROR(
+        r.Integer(j, "workloads_requeued_count", path, &e.workloads_requeued_count));
     return std::optional<Evidence>(std::move(e));
   }
   return std::optional<Evidence>();

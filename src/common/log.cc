@@ -2,7 +2,6 @@
 
 #include <array>
 #include <chrono>
-#include <ctime>
 #include <string_view>
 #include <utility>
 
@@ -11,6 +10,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include "common/time.h"
 
 namespace chamber::logging {
 namespace {
@@ -43,25 +44,12 @@ Result<spdlog::level::level_enum> ParseLevel(std::string_view name) {
                   name));
 }
 
-// UTC with milliseconds, e.g. 2025-01-31T12:00:00.123Z.
-std::string FormatTime(spdlog::log_clock::time_point time) {
-  const auto since_epoch = time.time_since_epoch();
-  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch - seconds);
-  const std::time_t t = seconds.count();
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  std::array<char, 32> buffer{};
-  const std::size_t n = std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%S", &utc);
-  return fmt::format("{}.{:03d}Z", std::string_view(buffer.data(), n), millis.count());
-}
-
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const auto level = spdlog::level::to_string_view(msg.level);
     const nlohmann::json line = {
-        {"time", FormatTime(msg.time)},
+        {"time", FormatRfc3339(msg.time, TimeFraction::kMillis)},
         {"level", std::string_view(level.data(), level.size())},
         {"logger", std::string_view(msg.logger_name.data(), msg.logger_name.size())},
         {"msg", std::string_view(msg.payload.data(), msg.payload.size())},

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/config_file.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "controller/health_listener.h"
@@ -76,6 +77,17 @@ struct Flags {
   std::string log_level = "info";
   bool log_json = false;
 };
+
+// The configuration file, read once; the engine, the health controller and the fleet pools each
+// take their part of it.
+Status ReadConfig(Flags* f, core::EngineConfig* engine) {
+  if (f->config.empty()) return Status::Ok();
+  CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(f->config));
+  CHAMBER_ASSIGN_OR_RETURN(*engine, core::io::ReadEngineConfig(file));
+  CHAMBER_ASSIGN_OR_RETURN(f->health, health::ReadHealthConfig(file));
+  CHAMBER_ASSIGN_OR_RETURN(f->pricing, ReadPricingConfig(file));
+  return Status::Ok();
+}
 
 Result<std::pair<std::string, int>> ParseListen(const std::string& text,
                                                 const std::string& flag = "--listen") {
@@ -360,25 +372,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   core::EngineConfig engine;
-  if (!f.config.empty()) {
-    auto c = core::io::LoadEngineConfigFile(f.config);
-    if (!c.ok()) {
-      std::cerr << "chamberd: " << c.status().message() << "\n";
-      return 2;
-    }
-    engine = *c;
-    auto h = health::LoadHealthConfigFile(f.config);
-    if (!h.ok()) {
-      std::cerr << "chamberd: " << h.status().message() << "\n";
-      return 2;
-    }
-    f.health = *h;
-    auto p = LoadPricingConfigFile(f.config);
-    if (!p.ok()) {
-      std::cerr << "chamberd: " << p.status().message() << "\n";
-      return 2;
-    }
-    f.pricing = *p;
+  if (Status s = ReadConfig(&f, &engine); !s.ok()) {
+    std::cerr << "chamberd: " << s.message() << "\n";
+    return 2;
   }
   if (f.pricing.rules.empty() && f.pricing.default_price_per_gpu_hour == 0)
     spdlog::info("pricing: no GPU prices (the config file's pricing: section); every cost reads 0");

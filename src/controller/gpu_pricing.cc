@@ -7,8 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "core/io/config_yaml.h"
-#include "core/io/yaml_reader.h"
+#include "common/config_file.h"
 
 namespace chamber::controller {
 namespace {
@@ -179,10 +178,9 @@ PoolAssignment AssignPools(const PricingConfig& config, const std::vector<core::
   return out;
 }
 
-Result<PricingConfig> ParsePricingConfig(std::string_view text, std::string_view source,
-                                         bool* found) {
-  core::io::YamlReader y{std::string(source)};
-  CHAMBER_ASSIGN_OR_RETURN(const YAML::Node p, y.LoadSection(text, "pricing", found));
+Result<PricingConfig> ReadPricingConfig(const ConfigFile& file, bool* found) {
+  const YamlReader& y = file.reader();
+  const YAML::Node p = file.Section("pricing", found);
   PricingConfig c;
   if (p.IsNull()) return c;
   CHAMBER_RETURN_IF_ERROR(
@@ -255,9 +253,10 @@ Result<PricingConfig> ParsePricingConfig(std::string_view text, std::string_view
   return c;
 }
 
-Result<PricingConfig> LoadPricingConfigFile(const std::string& path, bool* found) {
-  CHAMBER_ASSIGN_OR_RETURN(std::string text, core::io::ReadFile(path));
-  return ParsePricingConfig(text, path, found);
+Result<PricingConfig> ParsePricingConfig(std::string_view text, std::string_view source,
+                                         bool* found) {
+  CHAMBER_ASSIGN_OR_RETURN(ConfigFile file, ConfigFile::Parse(text, std::string(source)));
+  return ReadPricingConfig(file, found);
 }
 
 std::string PricingConfigToYaml(const PricingConfig& c) {

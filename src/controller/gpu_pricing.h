@@ -26,6 +26,10 @@
 #include "core/model.h"
 #include "fleet/fleet_model.h"
 
+namespace chamber {
+class ConfigFile;  // common/config_file.h
+}  // namespace chamber
+
 namespace chamber::controller {
 
 using NodeLabels = std::vector<std::pair<std::string, std::string>>;
@@ -76,11 +80,12 @@ struct PoolAssignment {
 PoolAssignment AssignPools(const PricingConfig& config, const std::vector<core::Node>& nodes,
                            const std::vector<fleet::PoolInput>& known = {});
 
-// Reads the `pricing:` section of a configuration file's text (other sections are ignored);
-// `found`, when given, says whether the text has one. Errors name file, line, column and field.
+// Reads the configuration file's `pricing:` section (other sections are left to their readers);
+// `found`, when given, says whether the file has one. Errors name file, line, column and field.
+Result<PricingConfig> ReadPricingConfig(const ConfigFile& file, bool* found = nullptr);
+// The same from a configuration file's text; `source` names it in errors.
 Result<PricingConfig> ParsePricingConfig(std::string_view text, std::string_view source,
                                          bool* found = nullptr);
-Result<PricingConfig> LoadPricingConfigFile(const std::string& path, bool* found = nullptr);
 // The section as YAML, as `chamber config check` prints it.
 std::string PricingConfigToYaml(const PricingConfig& c);
 

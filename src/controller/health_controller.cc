@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <ctime>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/io/config_yaml.h"
-#include "core/io/yaml_reader.h"
+#include "common/config_file.h"
+#include "common/time.h"
 
 namespace chamber::controller::health {
 
@@ -291,16 +290,15 @@ Result<AgentReport> ParseAgentReportText(std::string_view text) {
 // --- configuration
 
 namespace {
-double Seconds(core::Duration d) { return static_cast<double>(d.count()) / 1000.0; }
+double Seconds(std::chrono::milliseconds d) { return static_cast<double>(d.count()) / 1000.0; }
 std::string FormatSeconds(double s) {
-  return core::io::FormatDuration(core::Duration(static_cast<int64_t>(std::llround(s * 1000))));
+  return FormatDuration(std::chrono::milliseconds(static_cast<int64_t>(std::llround(s * 1000))));
 }
 }  // namespace
 
-Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::string_view source,
-                                                 bool* found) {
-  core::io::YamlReader y{std::string(source)};
-  CHAMBER_ASSIGN_OR_RETURN(const YAML::Node h, y.LoadSection(text, "health", found));
+Result<HealthControllerConfig> ReadHealthConfig(const ConfigFile& file, bool* found) {
+  const YamlReader& y = file.reader();
+  const YAML::Node h = file.Section("health", found);
   HealthControllerConfig c;
   if (h.IsNull()) return c;
   CHAMBER_RETURN_IF_ERROR(
@@ -310,7 +308,7 @@ Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::str
   auto dur = [&](const YAML::Node& parent, const char* key, std::string path, double* out,
                  bool positive) -> Status {
     if (!parent[key]) return Status::Ok();
-    CHAMBER_ASSIGN_OR_RETURN(core::Duration d, y.Dur(parent[key], path));
+    CHAMBER_ASSIGN_OR_RETURN(std::chrono::milliseconds d, y.Dur(parent[key], path));
     if (d.count() < 0 || (positive && d.count() == 0))
       return y.Error(parent[key], path,
                      positive ? "must be longer than zero" : "must not be negative");
@@ -361,9 +359,10 @@ Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::str
   return c;
 }
 
-Result<HealthControllerConfig> LoadHealthConfigFile(const std::string& path, bool* found) {
-  CHAMBER_ASSIGN_OR_RETURN(std::string text, core::io::ReadFile(path));
-  return ParseHealthConfig(text, path, found);
+Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::string_view source,
+                                                 bool* found) {
+  CHAMBER_ASSIGN_OR_RETURN(ConfigFile file, ConfigFile::Parse(text, std::string(source)));
+  return ReadHealthConfig(file, found);
 }
 
 std::string HealthConfigToYaml(const HealthControllerConfig& c) {
@@ -398,13 +397,9 @@ std::string IncidentKey(const ReportIncident& i) {
   return fmt::format("{}|{}|{}|{}", i.gpu_index, i.cause, i.xid.value_or(-1), i.opened_at);
 }
 
+// Whole seconds; the fraction is dropped.
 std::string Rfc3339(double unix_s) {
-  std::time_t t = static_cast<std::time_t>(std::floor(unix_s));
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return FormatRfc3339Ms(static_cast<int64_t>(std::floor(unix_s)) * 1000, TimeFraction::kNone);
 }
 
 }  // namespace

@@ -37,6 +37,10 @@
 #include "common/gpu_severity.h"
 #include "common/status.h"
 
+namespace chamber {
+class ConfigFile;  // common/config_file.h
+}  // namespace chamber
+
 namespace chamber::controller::health {
 
 inline constexpr char kTaintKey[] = "chamber.io/gpu-unhealthy";
@@ -123,11 +127,12 @@ struct HealthControllerConfig {
   double breaker_window_s = 300;
 };
 
-// Reads the `health:` section of a configuration file's text (other sections are ignored);
-// `found`, when given, says whether the text has one.
+// Reads the configuration file's `health:` section (other sections are left to their readers);
+// `found`, when given, says whether the file has one.
+Result<HealthControllerConfig> ReadHealthConfig(const ConfigFile& file, bool* found = nullptr);
+// The same from a configuration file's text; `source` names it in errors.
 Result<HealthControllerConfig> ParseHealthConfig(std::string_view text, std::string_view source,
                                                  bool* found = nullptr);
-Result<HealthControllerConfig> LoadHealthConfigFile(const std::string& path, bool* found = nullptr);
 std::string HealthConfigToYaml(const HealthControllerConfig& c);
 
 // --- output

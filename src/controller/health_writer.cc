@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/time.h"
 #include "controller/snapshot_builder.h"
 #include "kube/client.h"
 #include "kube/errors.h"
@@ -268,7 +269,7 @@ Status HealthWriter::ApplyNode(const DesiredNode& d) {
       written_[d.node] = written;
     }
     if (std::optional<Json> cp =
-            ConditionPatch(cur, d, kube::FormatTime(std::chrono::system_clock::now()))) {
+            ConditionPatch(cur, d, FormatRfc3339(std::chrono::system_clock::now()))) {
       Result<Json> r = client_->JsonPatch(kube::resources::kNodes, "", d.node, *cp, "status");
       if (!r.ok()) {
         if (kube::IsConflict(r.status()) || kube::IsInvalid(r.status())) {

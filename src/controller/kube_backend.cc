@@ -12,6 +12,7 @@
 
 #include "common/cpu_time.h"
 #include "common/log.h"
+#include "common/time.h"
 #include "controller/queue_resource.h"
 #include "kube/errors.h"
 
@@ -30,7 +31,7 @@ double MsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-std::string NowText() { return kube::FormatTime(std::chrono::system_clock::now()); }
+std::string NowText() { return FormatRfc3339(std::chrono::system_clock::now()); }
 
 // The reason written on PodScheduled: the cluster autoscaler acts on `Unschedulable`, which
 // says more nodes would help; the others (quota, limits, queue order) say they would not.

@@ -6,8 +6,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/time.h"
+#include "common/yaml_reader.h"
 #include "core/io/queue_yaml.h"
-#include "core/io/yaml_reader.h"
 #include "kube/errors.h"
 
 namespace chamber::controller {
@@ -88,8 +89,7 @@ json ScalarToJson(const YAML::Node& node) {
   return s;
 }
 
-Result<json> YamlToJson(const YAML::Node& node, const core::io::YamlReader& y,
-                        const std::string& path) {
+Result<json> YamlToJson(const YAML::Node& node, const YamlReader& y, const std::string& path) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       json out = json::object();
@@ -145,7 +145,7 @@ Result<core::Queue> QueueFromResource(const json& object) {
                                    ", got " + api->dump());
   const auto spec = object.find("spec");
   if (spec == object.end() || spec->is_null()) return q;
-  const core::io::YamlReader y{source};
+  const YamlReader y{source};
   CHAMBER_RETURN_IF_ERROR(core::io::ParseQueueSpec(y, ToYaml(*spec), "spec", &q));
   return q;
 }
@@ -197,7 +197,7 @@ json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation) {
 json DecayedUsageJson(double gpu_hours, int64_t unix_ms) {
   const auto at = std::chrono::system_clock::time_point(std::chrono::milliseconds(unix_ms));
   return {{"gpuHours", std::round(std::max(0.0, gpu_hours) * 1000) / 1000},
-          {"time", kube::FormatTime(at)}};
+          {"time", FormatRfc3339(at)}};
 }
 
 std::optional<StoredUsage> DecayedUsageFromResource(const json& object) {
@@ -209,7 +209,7 @@ std::optional<StoredUsage> DecayedUsageFromResource(const json& object) {
       !u.contains("time") || !u["time"].is_string())
     return {};
   const double gpu_hours = u["gpuHours"].get<double>();
-  Result<std::chrono::system_clock::time_point> at = kube::ParseTime(u["time"].get<std::string>());
+  Result<std::chrono::system_clock::time_point> at = ParseRfc3339(u["time"].get<std::string>());
   if (!at.ok() || !std::isfinite(gpu_hours) || gpu_hours < 0) return {};
   return StoredUsage{
       gpu_hours,
@@ -217,7 +217,7 @@ std::optional<StoredUsage> DecayedUsageFromResource(const json& object) {
 }
 
 Result<std::vector<json>> ManifestToJson(std::string_view yaml_text, std::string_view source) {
-  const core::io::YamlReader y{std::string(source)};
+  const YamlReader y{std::string(source)};
   CHAMBER_ASSIGN_OR_RETURN(std::vector<YAML::Node> docs, y.LoadAll(yaml_text));
   std::vector<json> out;
   for (const YAML::Node& doc : docs) {

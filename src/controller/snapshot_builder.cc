@@ -10,6 +10,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "common/time.h"
 #include "kube/client.h"
 
 namespace chamber::controller {
@@ -47,7 +48,7 @@ Result<int64_t> ParseInt(std::string_view text) {
 
 int64_t UnixMs(const std::string& rfc3339) {
   if (rfc3339.empty()) return 0;
-  auto t = kube::ParseTime(rfc3339);
+  auto t = ParseRfc3339(rfc3339);
   if (!t.ok()) return 0;
   return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
 }
@@ -626,7 +627,7 @@ class Builder {
     if (auto g = IntKey(meta, keys::kCheckpointGrace, what_kind, what_name))
       w->checkpoint_grace_seconds = static_cast<int32_t>(*g);
     if (const std::string* c = meta.Get(keys::kLastCheckpoint)) {
-      auto t = kube::ParseTime(*c);
+      auto t = ParseRfc3339(*c);
       if (t.ok())
         w->last_checkpoint_time = std::chrono::duration_cast<core::Time>(t->time_since_epoch());
       else

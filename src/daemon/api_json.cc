@@ -1,7 +1,6 @@
 #include "daemon/api_json.h"
 
 #include <algorithm>
-#include <ctime>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -11,23 +10,6 @@
 namespace chamber::daemon {
 
 using nlohmann::json;
-
-std::string Rfc3339(int64_t unix_ms) {
-  const int64_t secs = unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000;
-  const int64_t ms = unix_ms - secs * 1000;
-  const auto t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  std::string out(buf, n);
-  if (ms != 0) {
-    char frac[8];
-    std::snprintf(frac, sizeof frac, ".%03d", static_cast<int>(ms));
-    out += frac;
-  }
-  return out + "Z";
-}
 
 namespace {
 
@@ -44,7 +26,7 @@ json Rate(const fleet::CostRates& c, const std::string& currency) {
 json NullOr(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 json TotalsJson(const fleet::Totals& t) {
-  return {{"since", Rfc3339(t.since)},
+  return {{"since", FormatRfc3339Ms(t.since)},
           {"capacity_gpu_hours", t.capacity_gpu_hours},
           {"allocated_gpu_hours", t.allocated_gpu_hours},
           {"used_gpu_hours", t.used_gpu_hours},
@@ -64,7 +46,7 @@ void AddRecent(json& j, const fleet::RecentFigures& r) {
 }
 
 json PreemptionJson(const fleet::PreemptionRecord& p) {
-  return {{"time", Rfc3339(p.time)},
+  return {{"time", FormatRfc3339Ms(p.time)},
           {"reason", fleet::PreemptionReasonName(p.reason)},
           {"gpu_hours_lost", p.gpu_hours_lost}};
 }
@@ -113,7 +95,7 @@ json FleetJson(const FleetState& s) {
     AddRecent(pool, pv.recent);
     pools.push_back(std::move(pool));
   }
-  return {{"time", Rfc3339(s.time_ms)},
+  return {{"time", FormatRfc3339Ms(s.time_ms)},
           {"mode", s.mode.empty() ? "cluster" : s.mode},
           {"simulated", s.simulated},
           {"summary", std::move(summary)},
@@ -146,7 +128,7 @@ json NodeJson(const FleetState& s, size_t n) {
 json NodesJson(const FleetState& s) {
   json nodes = json::array();
   for (size_t n = 0; n < s.input.nodes.size(); ++n) nodes.push_back(NodeJson(s, n));
-  return {{"time", Rfc3339(s.time_ms)}, {"nodes", std::move(nodes)}};
+  return {{"time", FormatRfc3339Ms(s.time_ms)}, {"nodes", std::move(nodes)}};
 }
 
 json GpusJson(const FleetState& s) {
@@ -167,7 +149,7 @@ json GpusJson(const FleetState& s) {
                     {"workload", w ? json(w->name) : json(nullptr)},
                     {"queue", w ? json(w->queue) : json(nullptr)}});
   }
-  return {{"time", Rfc3339(s.time_ms)}, {"gpus", std::move(gpus)}};
+  return {{"time", FormatRfc3339Ms(s.time_ms)}, {"gpus", std::move(gpus)}};
 }
 
 std::string GpusBody(const FleetState& s) {
@@ -176,7 +158,7 @@ std::string GpusBody(const FleetState& s) {
   auto quoted = [&out](std::string_view v) { out += json(v).dump(); };
   auto number = [&out](double v) { fmt::format_to(std::back_inserter(out), "{}", v); };
   out += "{\"time\":";
-  quoted(Rfc3339(s.time_ms));
+  quoted(FormatRfc3339Ms(s.time_ms));
   out += ",\"gpus\":[";
   std::vector<std::string> node_names(s.input.nodes.size()), pool_names(s.input.nodes.size());
   for (size_t n = 0; n < s.input.nodes.size(); ++n) {
@@ -271,8 +253,8 @@ json WorkloadJson(const fleet::WorkloadInput& w) {
           {"pending_reason", NullOr(w.pending_reason)},
           {"pending_message", NullOr(w.pending_message)},
           {"queue_position", w.queue_position > 0 ? json(w.queue_position) : json(nullptr)},
-          {"submitted", Rfc3339(w.submitted)},
-          {"started", w.started ? json(Rfc3339(*w.started)) : json(nullptr)},
+          {"submitted", FormatRfc3339Ms(w.submitted)},
+          {"started", w.started ? json(FormatRfc3339Ms(*w.started)) : json(nullptr)},
           {"nodes", w.nodes},
           {"preemption_count", w.preemption_count},
           {"gpu_hours_lost", w.gpu_hours_lost}};
@@ -283,7 +265,7 @@ json WorkloadJson(const fleet::WorkloadInput& w) {
 json QueuesJson(const FleetState& s) {
   json queues = json::array();
   for (size_t q = 0; q < s.input.queues.size(); ++q) queues.push_back(QueueJson(s, q));
-  return {{"time", Rfc3339(s.time_ms)}, {"queues", std::move(queues)}};
+  return {{"time", FormatRfc3339Ms(s.time_ms)}, {"queues", std::move(queues)}};
 }
 
 json WorkloadsJson(const FleetState& s, const WorkloadFilter& f) {
@@ -309,7 +291,8 @@ json WorkloadsJson(const FleetState& s, const WorkloadFilter& f) {
   });
   json out = json::array();
   for (size_t i = 0; i < rows.size() && i < f.limit; ++i) out.push_back(WorkloadJson(*rows[i]));
-  return {{"time", Rfc3339(s.time_ms)}, {"total", rows.size()}, {"workloads", std::move(out)}};
+  return {
+      {"time", FormatRfc3339Ms(s.time_ms)}, {"total", rows.size()}, {"workloads", std::move(out)}};
 }
 
 std::optional<WorkloadMatch> FindWorkload(const FleetState& s, const std::string& name) {
@@ -328,7 +311,7 @@ json WorkloadDetailJson(const FleetState& s, const WorkloadMatch& m) {
   out["pods"] = w.pods;
   out["pending_details"] = w.pending_details;
   json preemptions = json::array();
-  for (const fleet::TimeMs t : w.preemptions) preemptions.push_back(Rfc3339(t));
+  for (const fleet::TimeMs t : w.preemptions) preemptions.push_back(FormatRfc3339Ms(t));
   out["preemptions"] = std::move(preemptions);
   json history = json::array();
   for (const fleet::PreemptionRecord& p : w.preemption_history)
@@ -337,7 +320,7 @@ json WorkloadDetailJson(const FleetState& s, const WorkloadMatch& m) {
   json queue = nullptr;
   for (size_t q = 0; q < s.input.queues.size() && q < s.view.queues.size(); ++q)
     if (s.input.queues[q].name == w.queue) queue = QueueJson(s, q);
-  return {{"time", Rfc3339(s.time_ms)},
+  return {{"time", FormatRfc3339Ms(s.time_ms)},
           {"workload", std::move(out)},
           {"pod", NullOr(m.pod)},
           {"queue", std::move(queue)}};
@@ -347,7 +330,7 @@ json HealthJson(const FleetState& s) {
   json incidents = json::array();
   for (const Incident& i : s.incidents)
     incidents.push_back(
-        {{"time", Rfc3339(i.time_ms)},
+        {{"time", FormatRfc3339Ms(i.time_ms)},
          {"node", i.node},
          {"gpu_index", i.gpu_index},
          {"uuid", i.uuid},
@@ -357,7 +340,7 @@ json HealthJson(const FleetState& s) {
          {"message", i.message},
          {"evidence", EvidenceListJson(i.evidence)},
          {"resolved", i.resolved_ms.has_value()},
-         {"resolved_time", i.resolved_ms ? json(Rfc3339(*i.resolved_ms)) : json(nullptr)}});
+         {"resolved_time", i.resolved_ms ? json(FormatRfc3339Ms(*i.resolved_ms)) : json(nullptr)}});
   json fenced_nodes = json::array(), fenced_gpus = json::array();
   for (const fleet::NodeInput& n : s.input.nodes) {
     if (!n.schedulable) fenced_nodes.push_back(n.name);
@@ -365,7 +348,7 @@ json HealthJson(const FleetState& s) {
       if (!n.gpus[g].healthy)
         fenced_gpus.push_back({{"node", n.name}, {"index", g}, {"uuid", n.gpus[g].uuid}});
   }
-  return {{"time", Rfc3339(s.time_ms)},
+  return {{"time", FormatRfc3339Ms(s.time_ms)},
           {"incidents", std::move(incidents)},
           {"fenced_nodes", std::move(fenced_nodes)},
           {"fenced_gpus", std::move(fenced_gpus)}};
@@ -394,7 +377,7 @@ json CostJson(const FleetState& s) {
     queues.push_back({{"name", s.input.queues[q].name},
                       {"per_hour", v.queues[q].cost.total},
                       {"backfill_per_hour", v.queues[q].cost.backfill}});
-  return {{"time", Rfc3339(s.time_ms)},
+  return {{"time", FormatRfc3339Ms(s.time_ms)},
           {"currency", s.currency},
           {"per_hour", v.cost.total},
           {"idle_per_hour", v.cost.idle()},

@@ -10,13 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/time.h"
 #include "daemon/daemon.h"
 #include "fleet/history_store.h"
 
 namespace chamber::daemon {
 
-// "2026-01-31T12:00:00Z" (milliseconds when not whole seconds: "...:00.250Z").
-std::string Rfc3339(int64_t unix_ms);
+// Times go out as FormatRfc3339Ms (common/time.h) writes them: "2026-01-31T12:00:00Z", with
+// milliseconds when not whole seconds ("...:00.250Z").
 
 nlohmann::json FleetJson(const FleetState& s);
 nlohmann::json NodeJson(const FleetState& s, size_t node);

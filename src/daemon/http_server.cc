@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/prometheus_text.h"
+#include "common/time.h"
 #include "daemon/api_json.h"
 #include "daemon/history_replication.h"
 
@@ -68,30 +69,12 @@ constexpr const char* kNoDashboard = R"(<!doctype html>
 Result<int64_t> ParseTimeParam(const std::string& value) {
   if (value.empty()) return Status::InvalidArgument("empty time");
   if (value.find_first_not_of("-0123456789") == std::string::npos) return ParseInt("time", value);
-  // YYYY-MM-DDTHH:MM:SS[.fff](Z|+HH:MM|-HH:MM)
-  std::tm tm{};
-  const char* rest = strptime(value.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!rest)
+  Result<std::chrono::system_clock::time_point> t = ParseRfc3339(value);
+  if (!t.ok())
     return Status::InvalidArgument("\"" + value +
-                                   "\" is neither Unix seconds nor an RFC 3339 time");
-  if (*rest == '.') {
-    ++rest;
-    while (*rest >= '0' && *rest <= '9') ++rest;
-  }
-  int64_t offset = 0;
-  if (*rest == 'Z' || *rest == 'z') {
-    ++rest;
-  } else if (*rest == '+' || *rest == '-') {
-    int hh = 0, mm = 0;
-    if (std::sscanf(rest + 1, "%2d:%2d", &hh, &mm) != 2)
-      return Status::InvalidArgument("\"" + value + "\": bad UTC offset");
-    offset = (*rest == '+' ? 1 : -1) * (hh * 3600 + mm * 60);
-    rest += 6;
-  } else {
-    return Status::InvalidArgument("\"" + value + "\": an RFC 3339 time needs Z or an offset");
-  }
-  if (*rest != '\0') return Status::InvalidArgument("\"" + value + "\": trailing characters");
-  return static_cast<int64_t>(timegm(&tm)) - offset;
+                                   "\" is neither Unix seconds nor an RFC 3339 time (like "
+                                   "2026-01-02T03:04:05Z)");
+  return std::chrono::floor<std::chrono::seconds>(t->time_since_epoch()).count();
 }
 
 struct ApiServer::Impl {

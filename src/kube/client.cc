@@ -1,11 +1,10 @@
 #include "kube/client.h"
 
 #include <cctype>
-#include <cstdio>
-#include <ctime>
 
 #include <spdlog/spdlog.h>
 
+#include "common/time.h"
 #include "kube/errors.h"
 #include "kube/types.h"
 
@@ -108,71 +107,6 @@ Result<Json> ParseJson(std::string_view text, std::string_view context) {
     return Status::Unavailable(std::string(context) + ": malformed JSON from the server (" +
                                std::to_string(text.size()) + " bytes): " + e.what());
   }
-}
-
-std::string FormatTime(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-Result<std::chrono::system_clock::time_point> ParseTime(std::string_view text) {
-  auto bad = [&] {
-    return Status::InvalidArgument("\"" + std::string(text) +
-                                   "\" is not an RFC 3339 time (like 2026-01-02T03:04:05Z)");
-  };
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, used = 0;
-  const std::string s(text);
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6 ||
-      used != 19 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-    return bad();
-  std::string_view rest = text.substr(19);
-  int64_t micros = 0;
-  if (!rest.empty() && rest.front() == '.') {
-    rest.remove_prefix(1);
-    int digits = 0;
-    while (!rest.empty() && rest.front() >= '0' && rest.front() <= '9') {
-      if (digits < 6) micros = micros * 10 + (rest.front() - '0');
-      ++digits;
-      rest.remove_prefix(1);
-    }
-    if (digits == 0) return bad();
-    for (int i = digits; i < 6; ++i) micros *= 10;
-  }
-  int64_t offset_s = 0;
-  if (rest == "Z" || rest == "z") {
-  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
-    int oh = 0, om = 0;
-    if (std::sscanf(std::string(rest.substr(1)).c_str(), "%2d:%2d", &oh, &om) != 2) return bad();
-    offset_s = (rest[0] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
-  } else {
-    return bad();
-  }
-  const std::chrono::year_month_day date{std::chrono::year(y),
-                                         std::chrono::month(static_cast<unsigned>(mo)),
-                                         std::chrono::day(static_cast<unsigned>(d))};
-  if (!date.ok()) return bad();
-  const auto days = std::chrono::sys_days(date);
-  return std::chrono::system_clock::time_point(
-      days.time_since_epoch() + std::chrono::hours(h) + std::chrono::minutes(mi) +
-      std::chrono::seconds(sec - offset_s) + std::chrono::microseconds(micros));
-}
-
-std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                          t.time_since_epoch() - std::chrono::seconds(secs))
-                          .count();
-  char buf[48];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[96];
-  std::snprintf(out, sizeof(out), "%s.%06lldZ", buf, static_cast<long long>(micros));
-  return out;
 }
 
 // --- watch stream decoding ---
@@ -499,7 +433,7 @@ Result<Json> Client::CreateEvent(const EventSpec& e) {
   };
   const std::string ns = meta->namespace_name.empty() ? "default" : meta->namespace_name;
   const std::string& name = meta->name;
-  const std::string now = FormatTime(std::chrono::system_clock::now());
+  const std::string now = FormatRfc3339(std::chrono::system_clock::now());
   Json ref = {
       {"kind", str("kind")}, {"apiVersion", str("apiVersion")}, {"name", name}, {"namespace", ns}};
   if (!meta->uid.empty()) ref["uid"] = meta->uid;

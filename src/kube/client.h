@@ -185,13 +185,8 @@ class Client {
 
 // Parses JSON from the server; `context` names the request in the error.
 Result<Json> ParseJson(std::string_view text, std::string_view context);
-// RFC 3339 in UTC with seconds ("2026-01-02T03:04:05Z") and microseconds
-// ("2026-01-02T03:04:05.123456Z"), as Kubernetes writes Time and MicroTime.
-std::string FormatTime(std::chrono::system_clock::time_point t);
-std::string FormatMicroTime(std::chrono::system_clock::time_point t);
-// Parses RFC 3339 ("2026-01-02T03:04:05Z", "...05.123456Z", "...05+02:00") as Kubernetes writes
-// Time and MicroTime; the error quotes the text.
-Result<std::chrono::system_clock::time_point> ParseTime(std::string_view text);
+// Kubernetes writes Time and MicroTime as RFC 3339; common/time.h reads and writes them
+// (ParseRfc3339; FormatRfc3339 with TimeFraction::kNone and kMicros).
 
 }  // namespace chamber::kube
 

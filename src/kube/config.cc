@@ -2,22 +2,18 @@
 
 #include <sys/stat.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
-#include "core/io/yaml_reader.h"
+#include "common/file.h"
+#include "common/yaml_reader.h"
 
 namespace chamber::kube {
 namespace {
-
-using core::io::YamlReader;
 
 // One named entry (a cluster, user or context) and the file it came from.
 struct Entry {
@@ -96,7 +92,7 @@ Result<std::string> PemField(const Entry& e, const std::string& key) {
   if (!data.empty()) return check(Base64Decode(data), key + "-data");
   CHAMBER_ASSIGN_OR_RETURN(std::string file, OptString(r, e.body, key, e.path));
   if (file.empty()) return std::string();
-  return check(ReadWholeFile(Resolve(e.base_dir, file)), key);
+  return check(ReadFile(Resolve(e.base_dir, file)), key);
 }
 
 Result<RestConfig> Build(const Merged& m, const std::string& context_override,
@@ -153,7 +149,7 @@ Result<RestConfig> Build(const Merged& m, const std::string& context_override,
     CHAMBER_ASSIGN_OR_RETURN(std::string token_file, OptString(ur, u.body, "tokenFile", u.path));
     if (!token_file.empty()) {
       cfg.token_file = Resolve(u.base_dir, token_file);
-      Result<std::string> probe = ReadWholeFile(cfg.token_file);
+      Result<std::string> probe = ReadFile(cfg.token_file);
       if (!probe.ok())
         return ur.Error(u.body["tokenFile"], u.path + ".tokenFile", probe.status().message());
     }
@@ -169,14 +165,6 @@ std::string Trim(std::string s) {
 }
 
 }  // namespace
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("cannot read file " + path + ": " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Result<RestConfig> ParseKubeconfig(const std::string& text, const std::string& source,
                                    const std::string& base_dir, const std::string& context) {
@@ -203,7 +191,7 @@ Result<RestConfig> LoadKubeconfig(const std::string& paths, const std::string& c
         missing += (missing.empty() ? "" : ", ") + path;
         continue;  // client-go skips files that do not exist
       }
-      CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+      CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
       const std::string dir = std::filesystem::path(path).parent_path().string();
       CHAMBER_RETURN_IF_ERROR(MergeDocument(text, path, dir.empty() ? "." : dir, &m));
       sources += (sources.empty() ? "" : ":") + path;
@@ -229,13 +217,13 @@ Result<RestConfig> InClusterConfig(const InClusterPaths& paths) {
   if (h.find(':') != std::string::npos) h = "[" + h + "]";  // IPv6
   cfg.server = "https://" + h + ":" + port;
   cfg.source = "in-cluster config (" + paths.token_file + ")";
-  Result<std::string> token = ReadWholeFile(paths.token_file);
+  Result<std::string> token = ReadFile(paths.token_file);
   if (!token.ok()) return token.status().WithContext("in-cluster config: token");
   cfg.token_file = paths.token_file;
-  Result<std::string> ca = ReadWholeFile(paths.ca_file);
+  Result<std::string> ca = ReadFile(paths.ca_file);
   if (!ca.ok()) return ca.status().WithContext("in-cluster config: CA certificate");
   cfg.ca_pem = *ca;
-  Result<std::string> ns = ReadWholeFile(paths.namespace_file);
+  Result<std::string> ns = ReadFile(paths.namespace_file);
   if (ns.ok() && !Trim(*ns).empty()) cfg.namespace_name = Trim(*ns);
   return cfg;
 }
@@ -260,7 +248,7 @@ Result<std::string> TokenSource::Token() {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = std::chrono::steady_clock::now();
   if (read_at_ && now - *read_at_ < refresh_) return cached_;
-  Result<std::string> text = ReadWholeFile(file_);
+  Result<std::string> text = ReadFile(file_);
   if (!text.ok()) {
     // A rotation in progress can leave the file briefly missing: keep the last good token.
     if (have_token_) return cached_;

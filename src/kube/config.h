@@ -90,6 +90,4 @@ class TokenSource {
 Result<std::string> Base64Decode(std::string_view text);
 std::string Base64Encode(std::string_view bytes);
 
-Result<std::string> ReadWholeFile(const std::string& path);
-
 }  // namespace chamber::kube

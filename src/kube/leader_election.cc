@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/time.h"
 #include "kube/errors.h"
 
 namespace chamber::kube {
@@ -104,7 +105,8 @@ bool LeaderElector::TryAcquireOrRenew() {
     std::lock_guard<std::mutex> lock(mu_);
     activity_.started = now;
   }
-  const std::string now_text = FormatMicroTime(std::chrono::system_clock::now());
+  const std::string now_text =
+      FormatRfc3339(std::chrono::system_clock::now(), TimeFraction::kMicros);
   const auto duration_s = static_cast<int32_t>(
       std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
   std::string new_leader;
@@ -193,7 +195,8 @@ Status LeaderElector::Release() {
     if (!have_observed_ || observed_lease_.holder_identity != config_.identity) return Status::Ok();
     lease = observed_lease_;
   }
-  const std::string now_text = FormatMicroTime(std::chrono::system_clock::now());
+  const std::string now_text =
+      FormatRfc3339(std::chrono::system_clock::now(), TimeFraction::kMicros);
   lease.holder_identity.clear();
   lease.lease_duration_seconds = 1;
   lease.acquire_time = now_text;

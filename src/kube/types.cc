@@ -4,84 +4,17 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/io/yaml_reader.h"
+#include "common/json_reader.h"
+#include "common/quantity.h"
 
 namespace chamber::kube {
 namespace {
 
-// Reads typed fields from a JSON object; errors name the object and the field path.
-class Reader {
+// The JSON reader with Kubernetes' own shapes: resource lists and conditions.
+class Reader : public JsonReader {
  public:
-  explicit Reader(std::string where) : where_(std::move(where)) {}
+  using JsonReader::JsonReader;
 
-  Status Error(std::string_view path, std::string_view what) const {
-    return Status::InvalidArgument(where_ + ": field " + std::string(path) + ": " +
-                                   std::string(what));
-  }
-  // The member `key` of `obj` or null; fails when `obj` is not an object.
-  static const Json* Find(const Json& obj, std::string_view key) {
-    if (!obj.is_object()) return nullptr;
-    auto it = obj.find(key);
-    return it == obj.end() || it->is_null() ? nullptr : &*it;
-  }
-  Status Str(const Json& obj, std::string_view key, std::string_view path, std::string* out) const {
-    const Json* v = Find(obj, key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is_string()) return Error(Join(path, key), "expected a string");
-    *out = v->get<std::string>();
-    return Status::Ok();
-  }
-  template <typename Int>
-  Status IntField(const Json& obj, std::string_view key, std::string_view path, Int* out) const {
-    const Json* v = Find(obj, key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is_number_integer()) return Error(Join(path, key), "expected an integer");
-    const int64_t x = v->get<int64_t>();
-    if (x < std::numeric_limits<Int>::min() || x > std::numeric_limits<Int>::max())
-      return Error(Join(path, key), "out of range");
-    *out = static_cast<Int>(x);
-    return Status::Ok();
-  }
-  template <typename Int>
-  Status OptInt(const Json& obj, std::string_view key, std::string_view path,
-                std::optional<Int>* out) const {
-    if (Find(obj, key) == nullptr) return Status::Ok();
-    Int v{};
-    CHAMBER_RETURN_IF_ERROR(IntField(obj, key, path, &v));
-    *out = v;
-    return Status::Ok();
-  }
-  Status Bool(const Json& obj, std::string_view key, std::string_view path, bool* out) const {
-    const Json* v = Find(obj, key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is_boolean()) return Error(Join(path, key), "expected true or false");
-    *out = v->get<bool>();
-    return Status::Ok();
-  }
-  Status Object(const Json& obj, std::string_view key, std::string_view path,
-                const Json** out) const {
-    *out = Find(obj, key);
-    if (*out != nullptr && !(*out)->is_object())
-      return Error(Join(path, key), "expected an object");
-    return Status::Ok();
-  }
-  Status Array(const Json& obj, std::string_view key, std::string_view path,
-               const Json** out) const {
-    *out = Find(obj, key);
-    if (*out != nullptr && !(*out)->is_array()) return Error(Join(path, key), "expected a list");
-    return Status::Ok();
-  }
-  Status StringMap(const Json& obj, std::string_view key, std::string_view path,
-                   std::map<std::string, std::string>* out) const {
-    const Json* m = nullptr;
-    CHAMBER_RETURN_IF_ERROR(Object(obj, key, path, &m));
-    if (m == nullptr) return Status::Ok();
-    for (const auto& [k, v] : m->items()) {
-      if (!v.is_string()) return Error(Join(Join(path, key), k), "expected a string");
-      (*out)[k] = v.get<std::string>();
-    }
-    return Status::Ok();
-  }
   Status Resources(const Json& obj, std::string_view key, std::string_view path,
                    ResourceList* out) const {
     const Json* m = nullptr;
@@ -96,7 +29,7 @@ class Reader {
       } else {
         return Error(Join(Join(path, key), name), "expected a quantity");
       }
-      Result<int64_t> q = name == "cpu" ? ParseQuantityMilli(text) : ParseQuantity(text);
+      Result<int64_t> q = name == "cpu" ? ParseCpuMilli(text) : ParseBytes(text);
       if (!q.ok()) return Error(Join(Join(path, key), name), q.status().message());
       out->values[name] = *q;
     }
@@ -111,22 +44,15 @@ class Reader {
       const Json& c = (*list)[i];
       if (!c.is_object()) return Error(p, "expected an object");
       Condition cond;
-      CHAMBER_RETURN_IF_ERROR(Str(c, "type", p, &cond.type));
-      CHAMBER_RETURN_IF_ERROR(Str(c, "status", p, &cond.status));
-      CHAMBER_RETURN_IF_ERROR(Str(c, "reason", p, &cond.reason));
-      CHAMBER_RETURN_IF_ERROR(Str(c, "message", p, &cond.message));
-      CHAMBER_RETURN_IF_ERROR(Str(c, "lastTransitionTime", p, &cond.last_transition_time));
+      CHAMBER_RETURN_IF_ERROR(String(c, "type", p, &cond.type));
+      CHAMBER_RETURN_IF_ERROR(String(c, "status", p, &cond.status));
+      CHAMBER_RETURN_IF_ERROR(String(c, "reason", p, &cond.reason));
+      CHAMBER_RETURN_IF_ERROR(String(c, "message", p, &cond.message));
+      CHAMBER_RETURN_IF_ERROR(String(c, "lastTransitionTime", p, &cond.last_transition_time));
       out->push_back(std::move(cond));
     }
     return Status::Ok();
   }
-
-  static std::string Join(std::string_view path, std::string_view key) {
-    return path.empty() ? std::string(key) : std::string(path) + "." + std::string(key);
-  }
-
- private:
-  std::string where_;
 };
 
 std::string Where(std::string_view kind, const Json& raw) {
@@ -162,10 +88,6 @@ void WriteMeta(const ObjectMeta& m, Json* raw) {
 
 }  // namespace
 
-Result<int64_t> ParseQuantityMilli(std::string_view text) { return core::io::ParseCpuMilli(text); }
-
-Result<int64_t> ParseQuantity(std::string_view text) { return core::io::ParseBytes(text); }
-
 Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
   Reader r{std::string(where)};
   if (!object.is_object()) return r.Error("(object)", "expected a JSON object");
@@ -174,14 +96,14 @@ Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
   if (meta == nullptr) return r.Error("metadata", "missing");
   ObjectMeta m;
   const std::string p = "metadata";
-  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "name", p, &m.name));
-  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "generateName", p, &m.generate_name));
-  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "namespace", p, &m.namespace_name));
-  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "uid", p, &m.uid));
-  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "resourceVersion", p, &m.resource_version));
-  CHAMBER_RETURN_IF_ERROR(r.IntField(*meta, "generation", p, &m.generation));
-  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "creationTimestamp", p, &m.creation_timestamp));
-  CHAMBER_RETURN_IF_ERROR(r.Str(*meta, "deletionTimestamp", p, &m.deletion_timestamp));
+  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "name", p, &m.name));
+  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "generateName", p, &m.generate_name));
+  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "namespace", p, &m.namespace_name));
+  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "uid", p, &m.uid));
+  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "resourceVersion", p, &m.resource_version));
+  CHAMBER_RETURN_IF_ERROR(r.Integer(*meta, "generation", p, &m.generation));
+  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "creationTimestamp", p, &m.creation_timestamp));
+  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "deletionTimestamp", p, &m.deletion_timestamp));
   CHAMBER_RETURN_IF_ERROR(r.StringMap(*meta, "labels", p, &m.labels));
   CHAMBER_RETURN_IF_ERROR(r.StringMap(*meta, "annotations", p, &m.annotations));
   const Json* owners = nullptr;
@@ -192,10 +114,10 @@ Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
       const Json& o = (*owners)[i];
       if (!o.is_object()) return r.Error(op, "expected an object");
       OwnerReference ref;
-      CHAMBER_RETURN_IF_ERROR(r.Str(o, "apiVersion", op, &ref.api_version));
-      CHAMBER_RETURN_IF_ERROR(r.Str(o, "kind", op, &ref.kind));
-      CHAMBER_RETURN_IF_ERROR(r.Str(o, "name", op, &ref.name));
-      CHAMBER_RETURN_IF_ERROR(r.Str(o, "uid", op, &ref.uid));
+      CHAMBER_RETURN_IF_ERROR(r.String(o, "apiVersion", op, &ref.api_version));
+      CHAMBER_RETURN_IF_ERROR(r.String(o, "kind", op, &ref.kind));
+      CHAMBER_RETURN_IF_ERROR(r.String(o, "name", op, &ref.name));
+      CHAMBER_RETURN_IF_ERROR(r.String(o, "uid", op, &ref.uid));
       CHAMBER_RETURN_IF_ERROR(r.Bool(o, "controller", op, &ref.controller));
       m.owner_references.push_back(std::move(ref));
     }
@@ -211,10 +133,10 @@ Result<Pod> Pod::FromJson(Json raw) {
   const Json* spec = nullptr;
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
   if (spec != nullptr) {
-    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "schedulerName", "spec", &pod.scheduler_name));
-    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "nodeName", "spec", &pod.node_name));
-    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "priorityClassName", "spec", &pod.priority_class_name));
-    CHAMBER_RETURN_IF_ERROR(r.OptInt(*spec, "priority", "spec", &pod.priority));
+    CHAMBER_RETURN_IF_ERROR(r.String(*spec, "schedulerName", "spec", &pod.scheduler_name));
+    CHAMBER_RETURN_IF_ERROR(r.String(*spec, "nodeName", "spec", &pod.node_name));
+    CHAMBER_RETURN_IF_ERROR(r.String(*spec, "priorityClassName", "spec", &pod.priority_class_name));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*spec, "priority", "spec", &pod.priority));
     CHAMBER_RETURN_IF_ERROR(r.StringMap(*spec, "nodeSelector", "spec", &pod.node_selector));
     const Json* containers = nullptr;
     CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "containers", "spec", &containers));
@@ -224,8 +146,8 @@ Result<Pod> Pod::FromJson(Json raw) {
         const Json& c = (*containers)[i];
         if (!c.is_object()) return r.Error(p, "expected an object");
         Container ct;
-        CHAMBER_RETURN_IF_ERROR(r.Str(c, "name", p, &ct.name));
-        CHAMBER_RETURN_IF_ERROR(r.Str(c, "image", p, &ct.image));
+        CHAMBER_RETURN_IF_ERROR(r.String(c, "name", p, &ct.name));
+        CHAMBER_RETURN_IF_ERROR(r.String(c, "image", p, &ct.image));
         const Json* res = nullptr;
         CHAMBER_RETURN_IF_ERROR(r.Object(c, "resources", p, &res));
         if (res != nullptr) {
@@ -243,11 +165,11 @@ Result<Pod> Pod::FromJson(Json raw) {
         const Json& t = (*tols)[i];
         if (!t.is_object()) return r.Error(p, "expected an object");
         Toleration tol;
-        CHAMBER_RETURN_IF_ERROR(r.Str(t, "key", p, &tol.key));
-        CHAMBER_RETURN_IF_ERROR(r.Str(t, "operator", p, &tol.op));
-        CHAMBER_RETURN_IF_ERROR(r.Str(t, "value", p, &tol.value));
-        CHAMBER_RETURN_IF_ERROR(r.Str(t, "effect", p, &tol.effect));
-        CHAMBER_RETURN_IF_ERROR(r.OptInt(t, "tolerationSeconds", p, &tol.toleration_seconds));
+        CHAMBER_RETURN_IF_ERROR(r.String(t, "key", p, &tol.key));
+        CHAMBER_RETURN_IF_ERROR(r.String(t, "operator", p, &tol.op));
+        CHAMBER_RETURN_IF_ERROR(r.String(t, "value", p, &tol.value));
+        CHAMBER_RETURN_IF_ERROR(r.String(t, "effect", p, &tol.effect));
+        CHAMBER_RETURN_IF_ERROR(r.Integer(t, "tolerationSeconds", p, &tol.toleration_seconds));
         pod.tolerations.push_back(std::move(tol));
       }
     }
@@ -257,9 +179,9 @@ Result<Pod> Pod::FromJson(Json raw) {
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
   if (status != nullptr) {
     pod.has_status = !status->empty();
-    CHAMBER_RETURN_IF_ERROR(r.Str(*status, "phase", "status", &pod.phase));
+    CHAMBER_RETURN_IF_ERROR(r.String(*status, "phase", "status", &pod.phase));
     CHAMBER_RETURN_IF_ERROR(
-        r.Str(*status, "nominatedNodeName", "status", &pod.nominated_node_name));
+        r.String(*status, "nominatedNodeName", "status", &pod.nominated_node_name));
     // Lenient: an unreadable start time must not make a bound pod, and the GPUs it holds,
     // disappear from the informer. It reads as none.
     if (const Json* start = r.Find(*status, "startTime"); start != nullptr && start->is_string())
@@ -327,9 +249,9 @@ Result<Node> Node::FromJson(Json raw) {
         const Json& t = (*taints)[i];
         if (!t.is_object()) return r.Error(p, "expected an object");
         Taint taint;
-        CHAMBER_RETURN_IF_ERROR(r.Str(t, "key", p, &taint.key));
-        CHAMBER_RETURN_IF_ERROR(r.Str(t, "value", p, &taint.value));
-        CHAMBER_RETURN_IF_ERROR(r.Str(t, "effect", p, &taint.effect));
+        CHAMBER_RETURN_IF_ERROR(r.String(t, "key", p, &taint.key));
+        CHAMBER_RETURN_IF_ERROR(r.String(t, "value", p, &taint.value));
+        CHAMBER_RETURN_IF_ERROR(r.String(t, "effect", p, &taint.effect));
         node.taints.push_back(std::move(taint));
       }
     }
@@ -348,8 +270,8 @@ Result<Node> Node::FromJson(Json raw) {
         const Json& a = (*addrs)[i];
         if (!a.is_object()) return r.Error(p, "expected an object");
         NodeAddress na;
-        CHAMBER_RETURN_IF_ERROR(r.Str(a, "type", p, &na.type));
-        CHAMBER_RETURN_IF_ERROR(r.Str(a, "address", p, &na.address));
+        CHAMBER_RETURN_IF_ERROR(r.String(a, "type", p, &na.type));
+        CHAMBER_RETURN_IF_ERROR(r.String(a, "address", p, &na.address));
         node.addresses.push_back(std::move(na));
       }
     }
@@ -408,7 +330,7 @@ Result<Namespace> Namespace::FromJson(Json raw) {
   Reader r(where);
   Namespace ns;
   CHAMBER_ASSIGN_OR_RETURN(ns.metadata, DecodeMeta(raw, where));
-  CHAMBER_RETURN_IF_ERROR(r.Str(Sub(raw, "status"), "phase", "status", &ns.phase));
+  CHAMBER_RETURN_IF_ERROR(r.String(Sub(raw, "status"), "phase", "status", &ns.phase));
   ns.raw = std::move(raw);
   return ns;
 }
@@ -427,17 +349,17 @@ Result<Job> Job::FromJson(Json raw) {
   const Json* spec = nullptr;
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
   if (spec != nullptr) {
-    CHAMBER_RETURN_IF_ERROR(r.OptInt(*spec, "parallelism", "spec", &job.parallelism));
-    CHAMBER_RETURN_IF_ERROR(r.OptInt(*spec, "completions", "spec", &job.completions));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*spec, "parallelism", "spec", &job.parallelism));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*spec, "completions", "spec", &job.completions));
     CHAMBER_RETURN_IF_ERROR(r.Bool(*spec, "suspend", "spec", &job.suspend));
     job.template_spec = Sub(*spec, "template");
   }
   const Json* status = nullptr;
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
   if (status != nullptr) {
-    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "active", "status", &job.active));
-    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "succeeded", "status", &job.succeeded));
-    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "failed", "status", &job.failed));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*status, "active", "status", &job.active));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*status, "succeeded", "status", &job.succeeded));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*status, "failed", "status", &job.failed));
     CHAMBER_RETURN_IF_ERROR(r.Conditions(*status, "status", &job.conditions));
   }
   job.raw = std::move(raw);
@@ -460,13 +382,12 @@ Result<Lease> Lease::FromJson(Json raw) {
   const Json* spec = nullptr;
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "spec", "", &spec));
   if (spec != nullptr) {
-    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "holderIdentity", "spec", &lease.holder_identity));
+    CHAMBER_RETURN_IF_ERROR(r.String(*spec, "holderIdentity", "spec", &lease.holder_identity));
     CHAMBER_RETURN_IF_ERROR(
-        r.OptInt(*spec, "leaseDurationSeconds", "spec", &lease.lease_duration_seconds));
-    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "acquireTime", "spec", &lease.acquire_time));
-    CHAMBER_RETURN_IF_ERROR(r.Str(*spec, "renewTime", "spec", &lease.renew_time));
-    CHAMBER_RETURN_IF_ERROR(
-        r.IntField(*spec, "leaseTransitions", "spec", &lease.lease_transitions));
+        r.Integer(*spec, "leaseDurationSeconds", "spec", &lease.lease_duration_seconds));
+    CHAMBER_RETURN_IF_ERROR(r.String(*spec, "acquireTime", "spec", &lease.acquire_time));
+    CHAMBER_RETURN_IF_ERROR(r.String(*spec, "renewTime", "spec", &lease.renew_time));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*spec, "leaseTransitions", "spec", &lease.lease_transitions));
   }
   lease.raw = std::move(raw);
   return lease;
@@ -502,15 +423,15 @@ Result<Event> Event::FromJson(Json raw) {
   const Json* inv = nullptr;
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "involvedObject", "", &inv));
   if (inv != nullptr) {
-    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "kind", "involvedObject", &ev.involved_kind));
-    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "namespace", "involvedObject", &ev.involved_namespace));
-    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "name", "involvedObject", &ev.involved_name));
-    CHAMBER_RETURN_IF_ERROR(r.Str(*inv, "uid", "involvedObject", &ev.involved_uid));
+    CHAMBER_RETURN_IF_ERROR(r.String(*inv, "kind", "involvedObject", &ev.involved_kind));
+    CHAMBER_RETURN_IF_ERROR(r.String(*inv, "namespace", "involvedObject", &ev.involved_namespace));
+    CHAMBER_RETURN_IF_ERROR(r.String(*inv, "name", "involvedObject", &ev.involved_name));
+    CHAMBER_RETURN_IF_ERROR(r.String(*inv, "uid", "involvedObject", &ev.involved_uid));
   }
-  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "reason", "", &ev.reason));
-  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "message", "", &ev.message));
-  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "type", "", &ev.type));
-  CHAMBER_RETURN_IF_ERROR(r.IntField(raw, "count", "", &ev.count));
+  CHAMBER_RETURN_IF_ERROR(r.String(raw, "reason", "", &ev.reason));
+  CHAMBER_RETURN_IF_ERROR(r.String(raw, "message", "", &ev.message));
+  CHAMBER_RETURN_IF_ERROR(r.String(raw, "type", "", &ev.type));
+  CHAMBER_RETURN_IF_ERROR(r.Integer(raw, "count", "", &ev.count));
   ev.raw = std::move(raw);
   return ev;
 }
@@ -526,9 +447,9 @@ Result<PriorityClass> PriorityClass::FromJson(Json raw) {
   Reader r(where);
   PriorityClass pc;
   CHAMBER_ASSIGN_OR_RETURN(pc.metadata, DecodeMeta(raw, where));
-  CHAMBER_RETURN_IF_ERROR(r.IntField(raw, "value", "", &pc.value));
+  CHAMBER_RETURN_IF_ERROR(r.Integer(raw, "value", "", &pc.value));
   CHAMBER_RETURN_IF_ERROR(r.Bool(raw, "globalDefault", "", &pc.global_default));
-  CHAMBER_RETURN_IF_ERROR(r.Str(raw, "preemptionPolicy", "", &pc.preemption_policy));
+  CHAMBER_RETURN_IF_ERROR(r.String(raw, "preemptionPolicy", "", &pc.preemption_policy));
   pc.raw = std::move(raw);
   return pc;
 }
@@ -558,10 +479,10 @@ Result<PodDisruptionBudget> PodDisruptionBudget::FromJson(Json raw) {
   CHAMBER_RETURN_IF_ERROR(r.Object(raw, "status", "", &status));
   if (status != nullptr) {
     CHAMBER_RETURN_IF_ERROR(
-        r.IntField(*status, "disruptionsAllowed", "status", &pdb.disruptions_allowed));
-    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "currentHealthy", "status", &pdb.current_healthy));
-    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "desiredHealthy", "status", &pdb.desired_healthy));
-    CHAMBER_RETURN_IF_ERROR(r.IntField(*status, "expectedPods", "status", &pdb.expected_pods));
+        r.Integer(*status, "disruptionsAllowed", "status", &pdb.disruptions_allowed));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*status, "currentHealthy", "status", &pdb.current_healthy));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*status, "desiredHealthy", "status", &pdb.desired_healthy));
+    CHAMBER_RETURN_IF_ERROR(r.Integer(*status, "expectedPods", "status", &pdb.expected_pods));
   }
   pdb.raw = std::move(raw);
   return pdb;

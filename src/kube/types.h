@@ -18,13 +18,8 @@ namespace chamber::kube {
 
 using Json = nlohmann::json;
 
-// Kubernetes quantities. CPU in millicores ("500m", "2", "1e3"), everything else (memory,
-// nvidia.com/gpu, ...) as a whole count ("16Gi", "1G", "8", "1e3"). The suffix forms are those of
-// core/io; the decimal exponent form ("1e3", "2E6") is added here.
-Result<int64_t> ParseQuantityMilli(std::string_view text);
-Result<int64_t> ParseQuantity(std::string_view text);
-
-// Resources by name: "cpu" in millicores, every other resource as a count.
+// Resources by name: "cpu" in millicores, every other resource as a count (the quantities of
+// common/quantity.h: ParseCpuMilli and ParseBytes).
 struct ResourceList {
   std::map<std::string, int64_t> values;
   int64_t Get(const std::string& name) const {

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "common/quantity.h"
+#include "common/time.h"
 #include "kube/errors.h"
 
 namespace chamber::kubesim {
@@ -81,10 +83,10 @@ Status Validate(const NodePoolSpec& spec) {
         "field prefix: \"{}\" is not 1-50 lowercase letters, digits and '-' starting and ending "
         "with a letter or digit",
         p));
-  if (Result<int64_t> cpu = kube::ParseQuantityMilli(spec.cpu); !cpu.ok() || *cpu <= 0)
+  if (Result<int64_t> cpu = ParseCpuMilli(spec.cpu); !cpu.ok() || *cpu <= 0)
     return Status::InvalidArgument(
         fmt::format("field cpu: \"{}\" is not a positive quantity", spec.cpu));
-  if (Result<int64_t> mem = kube::ParseQuantity(spec.memory); !mem.ok() || *mem <= 0)
+  if (Result<int64_t> mem = ParseBytes(spec.memory); !mem.ok() || *mem <= 0)
     return Status::InvalidArgument(
         fmt::format("field memory: \"{}\" is not a positive quantity", spec.memory));
   if (spec.gpu_model.empty() || spec.gpu_model.size() > 63)
@@ -142,7 +144,7 @@ std::string FakeNodeAddress(int index) {
 
 Json FakeNodeObject(const NodePoolSpec& spec, int index) {
   const std::string name = FakeNodeName(spec, index);
-  const std::string now = kube::FormatTime(std::chrono::system_clock::now());
+  const std::string now = FormatRfc3339(std::chrono::system_clock::now());
   Json labels = {{"kubernetes.io/hostname", name},
                  {"kubernetes.io/os", "linux"},
                  {"kubernetes.io/arch", "amd64"},

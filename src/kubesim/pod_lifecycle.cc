@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "common/time.h"
+
 namespace chamber::kubesim {
 namespace {
 
@@ -149,7 +151,7 @@ Step NextStep(const kube::Pod& pod, const Result<PodPlan>& plan, const StepInput
   if (pod.phase == "Running" && plan.ok() && plan->duration) {
     Clock::time_point started = in.started_at.value_or(in.now);
     if (!in.started_at)
-      if (Result<Clock::time_point> t = kube::ParseTime(StartTime(pod, "")); t.ok()) started = *t;
+      if (Result<Clock::time_point> t = ParseRfc3339(StartTime(pod, "")); t.ok()) started = *t;
     return {Action::kFinish, started + *plan->duration};
   }
   return {Action::kNone, in.now};
@@ -162,7 +164,7 @@ std::string FakePodIp(const std::string& uid) {
 }
 
 Json RunningPatch(const kube::Pod& pod, const std::string& host_ip, Clock::time_point now) {
-  const std::string t = kube::FormatTime(now);
+  const std::string t = FormatRfc3339(now);
   const std::string ip = FakePodIp(pod.metadata.uid);
   Json patch = PatchBase(pod);
   Json init = Json::array(), main = Json::array();
@@ -186,7 +188,7 @@ Json RunningPatch(const kube::Pod& pod, const std::string& host_ip, Clock::time_
 }
 
 Json FinishedPatch(const kube::Pod& pod, int exit_code, Clock::time_point now) {
-  const std::string t = kube::FormatTime(now);
+  const std::string t = FormatRfc3339(now);
   const std::string started = StartTime(pod, t);
   Json patch = PatchBase(pod);
   Json main = Json::array();

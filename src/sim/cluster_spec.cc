@@ -1,12 +1,10 @@
 #include "sim/cluster_spec.h"
 
-#include "core/io/config_yaml.h"
-#include "core/io/yaml_reader.h"
+#include "common/file.h"
+#include "common/yaml_reader.h"
 #include "sim/trace/trace.h"
 
 namespace chamber::sim {
-
-using core::io::YamlReader;
 
 std::string_view PricingTypeName(PricingType p) {
   switch (p) {
@@ -160,7 +158,7 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path) {
     }
     return spec;
   }
-  CHAMBER_ASSIGN_OR_RETURN(std::string text, core::io::ReadFile(path));
+  CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseClusterSpec(text, path);
 }
 

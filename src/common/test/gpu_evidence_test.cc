@@ -75,6 +75,16 @@ TEST(EvidenceJsonTest, MistypedFieldsNameTheirPathAndUnknownTypesAreSkipped) {
   r = ParseEvidenceList(json::parse(R"([{"type":"nvlink","links":[{"link":"one"}]}])"), "e");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "e[0].links[0].link: expected an integer");
+  // Integers too large for their field were cut to fit (an Xid of 2^32 + 79 read as 79).
+  r = ParseEvidenceList(json::parse(R"([{"type":"xid","xid":4294967375}])"), "e");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "e[0].xid: out of range");
+  r = ParseEvidenceList(json::parse(R"([{"type":"xid","xid":79,"count":5000000000}])"), "e");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "e[0].count: out of range");
+  r = ParseEvidenceList(json::parse(R"([{"type":"row_remap","pending":"yes"}])"), "e");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "e[0].pending: expected true or false");
   r = ParseEvidenceList(json::parse(R"([{"type":"fan","rpm":0},{"type":"xid","xid":48}])"), "e");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->size(), 1u);

@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time.h"
 #include "controller/queue_resource.h"
 #include "controller/snapshot_builder.h"
 #include "controller/test/e2e_support.h"
@@ -707,7 +708,7 @@ TEST_F(ChamberdE2E, ATeamBorrowsIdleQuotaAndTheOwnerReclaimsIt) {
     return std::string("no Valid=True condition");
   };
   const std::string since = valid_since();
-  ASSERT_TRUE(kube::ParseTime(since).ok()) << since;
+  ASSERT_TRUE(ParseRfc3339(since).ok()) << since;
 
   Job("a1", JobSpec(a, 4).Seconds(3));
   // Team a takes its quota back: one of b's Jobs is suspended, a1 runs.

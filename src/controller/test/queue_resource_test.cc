@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include "common/quantity.h"
 #include "core/io/queue_yaml.h"
-#include "core/io/yaml_reader.h"
 
 namespace chamber::controller {
 namespace {
@@ -176,10 +176,10 @@ RC_GTEST_PROP(Quantities, RoundTripThroughCoreIo, ()) {
   const int64_t bytes = *rc::gen::oneOf(
       rc::gen::inRange<int64_t>(0, int64_t{1} << 52),
       rc::gen::map(rc::gen::inRange<int64_t>(0, 1 << 20), [](int64_t k) { return k << 30; }));
-  Result<int64_t> cpu = core::io::ParseCpuMilli(CpuQuantity(milli));
+  Result<int64_t> cpu = ParseCpuMilli(CpuQuantity(milli));
   RC_ASSERT(cpu.ok());
   RC_ASSERT(*cpu == milli);
-  Result<int64_t> mem = core::io::ParseBytes(MemoryQuantity(bytes));
+  Result<int64_t> mem = ParseBytes(MemoryQuantity(bytes));
   RC_ASSERT(mem.ok());
   RC_ASSERT(*mem == bytes);
 }
@@ -233,14 +233,12 @@ TEST(QueueStatusJson, ValuesRoundTrip) {
                                   : std::string(field) == "borrowed" ? s.borrowed
                                                                      : s.lent;
     EXPECT_EQ(j[field]["gpu"].get<int64_t>(), want.gpu()) << field;
-    EXPECT_EQ(*core::io::ParseCpuMilli(j[field]["cpu"].get<std::string>()), want.cpu_milli())
-        << field;
-    EXPECT_EQ(*core::io::ParseBytes(j[field]["memory"].get<std::string>()), want.memory_bytes())
-        << field;
+    EXPECT_EQ(*ParseCpuMilli(j[field]["cpu"].get<std::string>()), want.cpu_milli()) << field;
+    EXPECT_EQ(*ParseBytes(j[field]["memory"].get<std::string>()), want.memory_bytes()) << field;
   }
   EXPECT_DOUBLE_EQ(j["fairShare"]["gpu"].get<double>(), 10.46);
-  EXPECT_EQ(*core::io::ParseCpuMilli(j["fairShare"]["cpu"].get<std::string>()), 40'000);
-  EXPECT_EQ(*core::io::ParseBytes(j["fairShare"]["memory"].get<std::string>()), int64_t{3} << 29);
+  EXPECT_EQ(*ParseCpuMilli(j["fairShare"]["cpu"].get<std::string>()), 40'000);
+  EXPECT_EQ(*ParseBytes(j["fairShare"]["memory"].get<std::string>()), int64_t{3} << 29);
   EXPECT_EQ(j["pendingWorkloads"].get<int>(), 7);
   EXPECT_EQ(j["runningWorkloads"].get<int>(), 3);
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/time.h"
 #include "core/engine.h"
 #include "kube/client.h"
 
@@ -95,7 +96,7 @@ core::Queue QueueNamed(const std::string& name, int64_t gpus) {
 
 int64_t UnixMs(const std::string& t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-             kube::ParseTime(t).value().time_since_epoch())
+             ParseRfc3339(t).value().time_since_epoch())
       .count();
 }
 

@@ -1,26 +1,15 @@
 #include "core/io/config_yaml.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <sstream>
 
-#include "core/io/yaml_reader.h"
+#include "common/time.h"
+#include "common/yaml_reader.h"
 
 namespace chamber::core::io {
 
-Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return Status::Unavailable(path + ": read failed");
-  return buf.str();
-}
-
-Result<EngineConfig> ParseEngineConfig(std::string_view text, std::string_view source) {
-  YamlReader y{std::string(source)};
-  CHAMBER_ASSIGN_OR_RETURN(YAML::Node root, y.Load(text));
+Result<EngineConfig> ReadEngineConfig(const ConfigFile& file) {
+  const YamlReader& y = file.reader();
+  const YAML::Node& root = file.root();
   EngineConfig c;
   if (root.IsNull()) return c;  // an empty file means every default
   // `health` belongs to chamberd's health controller and `pricing` to its fleet pools (cost);
@@ -118,9 +107,9 @@ Result<EngineConfig> ParseEngineConfig(std::string_view text, std::string_view s
   return c;
 }
 
-Result<EngineConfig> LoadEngineConfigFile(const std::string& path) {
-  CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ParseEngineConfig(text, path);
+Result<EngineConfig> ParseEngineConfig(std::string_view text, std::string_view source) {
+  CHAMBER_ASSIGN_OR_RETURN(ConfigFile file, ConfigFile::Parse(text, std::string(source)));
+  return ReadEngineConfig(file);
 }
 
 std::string EngineConfigToYaml(const EngineConfig& c) {

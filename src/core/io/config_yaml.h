@@ -1,22 +1,22 @@
-// The engine configuration file (docs/configuration.md), read by chamberd, `chamber sim` and
-// `chamber demo` alike.
+// The engine's part of the configuration file (docs/configuration.md), read by chamberd,
+// `chamber sim`, `chamber demo` and `chamber schedule` alike.
 #pragma once
 
 #include <string>
 #include <string_view>
 
+#include "common/config_file.h"
 #include "common/status.h"
 #include "core/config.h"
 
 namespace chamber::core::io {
 
-// Parses YAML text; `source` names it in errors ("chamber.yaml:3:5: field ...").
+// The engine's fields: the file's top level (`health:` and `pricing:` are chamberd's sections,
+// left to their readers). An empty file means every default.
+Result<EngineConfig> ReadEngineConfig(const ConfigFile& file);
+// The same from YAML text; `source` names it in errors ("chamber.yaml:3:5: field ...").
 Result<EngineConfig> ParseEngineConfig(std::string_view text, std::string_view source);
-Result<EngineConfig> LoadEngineConfigFile(const std::string& path);
 // The configuration as YAML, every field spelled out (`chamber config defaults`).
 std::string EngineConfigToYaml(const EngineConfig& config);
-
-// Reads a whole file; the error names the path and the system's reason.
-Result<std::string> ReadFile(const std::string& path);
 
 }  // namespace chamber::core::io

@@ -2,7 +2,8 @@
 
 #include <initializer_list>
 
-#include "core/io/config_yaml.h"
+#include "common/file.h"
+#include "common/yaml_reader.h"
 
 namespace chamber::core::io {
 namespace {

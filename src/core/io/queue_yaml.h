@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "core/io/yaml_reader.h"
+#include "common/yaml_reader.h"
 #include "core/model.h"
 
 namespace chamber::core::io {

@@ -2,9 +2,9 @@
 
 #include <unordered_map>
 
-#include "core/io/config_yaml.h"
+#include "common/file.h"
+#include "common/yaml_reader.h"
 #include "core/io/queue_yaml.h"
-#include "core/io/yaml_reader.h"
 
 namespace chamber::core::io {
 namespace {

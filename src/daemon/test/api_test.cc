@@ -834,7 +834,7 @@ TEST(LostWorkTest, WaitsAndLostGpuHoursPerQueueAndPool) {
   EXPECT_EQ(big["preemption_count"], 1);
   EXPECT_DOUBLE_EQ(big["gpu_hours_lost"].get<double>(), 4.0);
   EXPECT_EQ(big["preemption_history"],
-            json::array({{{"time", Rfc3339(ScriptedBackend::kOffsetMs + t2.count())},
+            json::array({{{"time", FormatRfc3339Ms(ScriptedBackend::kOffsetMs + t2.count())},
                           {"reason", "Reclaim"},
                           {"gpu_hours_lost", 4.0}}}));
   EXPECT_EQ(detail("a-h10")["gpu_hours_lost"], 0.0);
@@ -961,6 +961,13 @@ TEST(ParseTimeParamTest, UnixSecondsAndRfc3339) {
   EXPECT_EQ(*ParseTimeParam("2026-01-31T13:30:00+01:30"), 1769860800);
   EXPECT_FALSE(ParseTimeParam("2026-01-31T12:00:00").ok());
   EXPECT_FALSE(ParseTimeParam("soon").ok());
+  EXPECT_EQ(ParseTimeParam("soon").status().message(),
+            "\"soon\" is neither Unix seconds nor an RFC 3339 time (like 2026-01-02T03:04:05Z)");
+  // The strptime reader stepped six characters past a short offset, beyond the end of the text,
+  // and let the day run over the month's end.
+  EXPECT_FALSE(ParseTimeParam("2026-01-31T12:00:00+01:0").ok());
+  EXPECT_FALSE(ParseTimeParam("2026-02-31T12:00:00Z").ok());
+  EXPECT_FALSE(ParseTimeParam(" 2026-01-31T12:00:00Z").ok());
 }
 
 }  // namespace

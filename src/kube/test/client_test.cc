@@ -423,7 +423,7 @@ TEST(ClientTest, BindingApplyJsonPatchAndEventRequestsAreWellFormed) {
   EXPECT_EQ(seen[3].second["count"], 1);
 }
 
-TEST(ClientTest, PathsAndTimes) {
+TEST(ClientTest, Paths) {
   EXPECT_EQ(ResourcePath(resources::kPods, "ml", "p", "binding"),
             "/api/v1/namespaces/ml/pods/p/binding");
   EXPECT_EQ(ResourcePath(resources::kNodes, "ml", "n"), "/api/v1/nodes/n");
@@ -431,28 +431,6 @@ TEST(ClientTest, PathsAndTimes) {
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases");
   EXPECT_EQ(ResourcePath(resources::kPods, ""), "/api/v1/pods");
   EXPECT_EQ(UrlEncode("app=x,tier!=y"), "app%3Dx%2Ctier%21%3Dy");
-  const auto t =
-      std::chrono::system_clock::time_point(std::chrono::microseconds(1'700'000'000'123'456));
-  EXPECT_EQ(FormatTime(t), "2023-11-14T22:13:20Z");
-  EXPECT_EQ(FormatMicroTime(t), "2023-11-14T22:13:20.123456Z");
-}
-
-TEST(ClientTest, ParsesTheTimesItFormats) {
-  using std::chrono::microseconds;
-  using std::chrono::system_clock;
-  const auto t = system_clock::time_point(microseconds(1'700'000'000'123'456));
-  EXPECT_EQ(ParseTime(FormatMicroTime(t)).value(), t);
-  EXPECT_EQ(ParseTime(FormatTime(t)).value(),
-            system_clock::time_point(microseconds(1'700'000'000'000'000)));
-  EXPECT_EQ(ParseTime("2023-11-15T00:13:20.5+02:00").value(),
-            system_clock::time_point(microseconds(1'700'000'000'500'000)));
-  for (const char* bad :
-       {"", "2023-11-14", "2023-11-14T22:13:20", "2023-13-14T22:13:20Z", "2023-11-14T22:13:20.Z",
-        "2023-11-14T22:13:20Zjunk", "2026-02-30T00:00:00Z", "2026-01-02T25:04:05Z"}) {
-    Result<system_clock::time_point> r = ParseTime(bad);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("is not an RFC 3339 time"), std::string::npos);
-  }
 }
 
 TEST(ClientTest, ParsesServerUrls) {

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/file.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kube/informer.h"
@@ -37,7 +38,7 @@ bool Eventually(F f, std::chrono::milliseconds timeout) {
 std::string EtcdUrl() {
   const char* dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
   if (dir == nullptr) return "";
-  Result<std::string> env = ReadWholeFile(std::string(dir) + "/env");
+  Result<std::string> env = ReadFile(std::string(dir) + "/env");
   if (env.ok()) {
     const size_t at = env->find("CHAMBER_ETCD_URL=");
     if (at != std::string::npos) {
@@ -45,14 +46,14 @@ std::string EtcdUrl() {
       return env->substr(start, env->find('\n', start) - start);
     }
   }
-  Result<std::string> pids = ReadWholeFile(std::string(dir) + "/pids");
+  Result<std::string> pids = ReadFile(std::string(dir) + "/pids");
   if (!pids.ok()) return "";
   std::istringstream in(*pids);
   std::string name, pid, bin;
   while (in >> name >> pid) {
     std::getline(in, bin);
     if (name != "etcd") continue;
-    Result<std::string> cmdline = ReadWholeFile("/proc/" + pid + "/cmdline");
+    Result<std::string> cmdline = ReadFile("/proc/" + pid + "/cmdline");
     if (!cmdline.ok()) return "";
     std::vector<std::string> args;
     std::string arg;

@@ -5,24 +5,6 @@
 namespace chamber::kube {
 namespace {
 
-TEST(QuantityTest, ParsesKubernetesForms) {
-  EXPECT_EQ(*ParseQuantityMilli("500m"), 500);
-  EXPECT_EQ(*ParseQuantityMilli("2"), 2000);
-  EXPECT_EQ(*ParseQuantityMilli("1.5"), 1500);
-  EXPECT_EQ(*ParseQuantityMilli("1e3"), 1'000'000);
-  EXPECT_EQ(*ParseQuantity("16Gi"), int64_t{16} << 30);
-  EXPECT_EQ(*ParseQuantity("1G"), 1'000'000'000);
-  EXPECT_EQ(*ParseQuantity("8"), 8);
-  EXPECT_EQ(*ParseQuantity("1e3"), 1000);
-  EXPECT_EQ(*ParseQuantity("2E6"), 2'000'000);
-  EXPECT_EQ(*ParseQuantity("1.5e1"), 15);
-  EXPECT_FALSE(ParseQuantity("12 GB").ok());
-  EXPECT_FALSE(ParseQuantity("e3").ok());
-  EXPECT_FALSE(ParseQuantity("1e").ok());
-  EXPECT_FALSE(ParseQuantityMilli("lots").ok());
-  EXPECT_FALSE(ParseQuantity("1e30").ok());
-}
-
 Json PodJson() {
   return Json::parse(R"({
     "apiVersion": "v1", "kind": "Pod",

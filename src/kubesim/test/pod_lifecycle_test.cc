@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/time.h"
+
 namespace chamber::kubesim {
 namespace {
 
@@ -87,7 +89,7 @@ TEST(KubesimNextStep, RunningFinishesAfterItsDuration) {
   // Without a local start time, status.startTime counts.
   Step s = NextStep(pod, PlanFor(pod), {now, {}, {}, 2s});
   EXPECT_EQ(s.action, Action::kFinish);
-  EXPECT_EQ(s.at, *kube::ParseTime("2026-01-02T03:04:05Z") + 2500ms);
+  EXPECT_EQ(s.at, *ParseRfc3339("2026-01-02T03:04:05Z") + 2500ms);
   s = NextStep(pod, PlanFor(pod), {now, {}, now - 1s, 2s});
   EXPECT_EQ(s.at, now + 1500ms);
   // No duration: runs until deleted.
@@ -117,7 +119,7 @@ TEST(KubesimNextStep, DeletionWaitsForTheSmallerOfGraceAndCap) {
 }
 
 TEST(KubesimPatches, RunningAndFinished) {
-  const auto now = *kube::ParseTime("2026-01-02T03:04:05Z");
+  const auto now = *ParseRfc3339("2026-01-02T03:04:05Z");
   const kube::Pod pod = MakePod();
   const Json run = RunningPatch(pod, "10.64.0.7", now);
   EXPECT_EQ(run["metadata"]["resourceVersion"], "7");

@@ -2,7 +2,7 @@
 #include <limits>
 #include <string>
 
-#include "core/io/yaml_reader.h"
+#include "common/quantity.h"
 #include "sim/trace/fields.h"
 #include "sim/trace/reader.h"
 
@@ -66,13 +66,13 @@ Status CsvRowToJob(const CsvRow& row, ParsedJob* out) {
   CHAMBER_RETURN_IF_ERROR(IntColumn(row, kGpus, 0, kMaxCount, &job.gpus_per_pod));
   CHAMBER_RETURN_IF_ERROR(IntColumn(row, kGpuMilli, 0, 1000, &job.gpu_milli_per_pod));
   if (const std::string_view cpu = row.Get(kCpu); !cpu.empty()) {
-    Result<int64_t> v = core::io::ParseCpuMilli(cpu);
+    Result<int64_t> v = ParseCpuMilli(cpu);
     if (!v.ok()) return row.Error(kCpu, v.status().message());
     if (*v < 0) return row.Error(kCpu, "must not be negative");
     job.cpu_milli_per_pod = *v;
   }
   if (const std::string_view mem = row.Get(kMemory); !mem.empty()) {
-    Result<int64_t> v = core::io::ParseBytes(mem);
+    Result<int64_t> v = ParseBytes(mem);
     if (!v.ok()) return row.Error(kMemory, v.status().message());
     if (*v < 0) return row.Error(kMemory, "must not be negative");
     job.memory_bytes_per_pod = *v;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/io/yaml_reader.h"
+#include "common/quantity.h"
 #include "sim/trace/fields.h"
 #include "sim/trace/reader.h"
 
@@ -283,7 +283,7 @@ Result<int64_t> Seconds(const Value& v, bool is_time) {
 Result<int64_t> Quantity(const Value& v, bool cpu) {
   int64_t out = 0;
   if (v.kind == Value::Kind::kString) {
-    Result<int64_t> r = cpu ? core::io::ParseCpuMilli(v.s) : core::io::ParseBytes(v.s);
+    Result<int64_t> r = cpu ? ParseCpuMilli(v.s) : ParseBytes(v.s);
     if (!r.ok()) return r;
     out = *r;
   } else if (IsNumber(v)) {

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "core/io/yaml_reader.h"
+#include "common/time.h"
 
 namespace chamber::sim::trace_internal {
 namespace {
@@ -146,7 +146,10 @@ Result<int64_t> ParseSecondsMs(std::string_view text) {
   }
   // Durations with units, through the one duration parser ("1h30m", "250ms").
   if (text.size() > 64) return Status::InvalidArgument(Quote(text) + " is not a number of seconds");
-  Result<core::Duration> d = core::io::ParseDuration(text);
+  Result<std::chrono::milliseconds> d = ParseDuration(text);
+  if (!d.ok() && d.status().message().ends_with("it is too long")) {
+    return Status::InvalidArgument(Quote(text) + " is out of range");
+  }
   if (!d.ok()) return d.status();
   if (d->count() < 0 || d->count() > kMaxMillis) {
     return Status::InvalidArgument(Quote(text) + " is out of range");

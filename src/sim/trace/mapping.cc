@@ -1,14 +1,13 @@
 // Mapping rules: which queue and priority a trace job gets (docs/traces.md, "Mapping rules").
 #include <limits>
 
-#include "core/io/yaml_reader.h"
+#include "common/yaml_reader.h"
 #include "sim/trace/trace.h"
 
 namespace chamber::sim {
 namespace {
 
-Result<int32_t> Int32(const core::io::YamlReader& y, const YAML::Node& node,
-                      const std::string& path) {
+Result<int32_t> Int32(const YamlReader& y, const YAML::Node& node, const std::string& path) {
   CHAMBER_ASSIGN_OR_RETURN(const int64_t v, y.Int(node, path));
   if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
     return y.Error(node, path, "out of range for a priority");
@@ -16,8 +15,7 @@ Result<int32_t> Int32(const core::io::YamlReader& y, const YAML::Node& node,
   return static_cast<int32_t>(v);
 }
 
-Result<std::string> Name(const core::io::YamlReader& y, const YAML::Node& node,
-                         const std::string& path) {
+Result<std::string> Name(const YamlReader& y, const YAML::Node& node, const std::string& path) {
   CHAMBER_ASSIGN_OR_RETURN(std::string s, y.String(node, path));
   if (s.empty()) return y.Error(node, path, "must not be empty");
   return s;
@@ -26,7 +24,7 @@ Result<std::string> Name(const core::io::YamlReader& y, const YAML::Node& node,
 }  // namespace
 
 Result<MappingRules> ParseMappingRules(std::string_view text, std::string_view source) {
-  const core::io::YamlReader y{std::string(source)};
+  const YamlReader y{std::string(source)};
   CHAMBER_ASSIGN_OR_RETURN(const YAML::Node root, y.Load(text));
   MappingRules rules;
   if (root.IsNull()) return rules;  // an empty file: every default

@@ -7,7 +7,7 @@
 #include <limits>
 #include <unordered_map>
 
-#include "core/io/config_yaml.h"
+#include "common/file.h"
 #include "sim/trace/fields.h"
 #include "sim/trace/reader.h"
 
@@ -161,7 +161,7 @@ Result<std::vector<OpenbNode>> ParseOpenbNodes(std::string_view text, std::strin
 }
 
 Result<std::vector<OpenbNode>> ReadOpenbNodes(const std::string& path) {
-  CHAMBER_ASSIGN_OR_RETURN(std::string text, core::io::ReadFile(path));
+  CHAMBER_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   return ParseOpenbNodes(text, path);
 }
 

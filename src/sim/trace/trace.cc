@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "core/io/config_yaml.h"
+#include "common/file.h"
 #include "sim/trace/reader.h"
 
 namespace chamber::sim {
@@ -70,7 +70,7 @@ Result<Trace> ParseTrace(std::string_view text, std::string_view source, TraceFo
 
 Result<Trace> ReadTrace(const std::string& path, TraceFormat format,
                         const TraceReadOptions& options) {
-  CHAMBER_ASSIGN_OR_RETURN(const std::string text, core::io::ReadFile(path));
+  CHAMBER_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
   return ParseTrace(text, path, format, options);
 }
 

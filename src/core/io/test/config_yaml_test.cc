@@ -83,10 +83,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"preemption: {reclaim: yes}\n",
                   "field preemption.reclaim: expected true or false"}));
 
-TEST(EngineConfigYaml, MissingFileNamesPath) {
-  Result<EngineConfig> c = LoadEngineConfigFile("/nonexistent/chamber.yaml");
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("/nonexistent/chamber.yaml"), std::string::npos);
+TEST(EngineConfigYaml, ReadsItsFieldsOfTheSharedFile) {
+  Result<ConfigFile> f = ConfigFile::Parse(
+      "cyclePeriod: 2s\nhealth:\n  enabled: false\npricing:\n  currency: EUR\n", "c.yaml");
+  ASSERT_TRUE(f.ok());
+  Result<EngineConfig> c = ReadEngineConfig(*f);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->cycle_period, Duration(2000));
+  // No file: the defaults.
+  c = ReadEngineConfig(ConfigFile());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->cycle_period, EngineConfig{}.cycle_period);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ TEST(FieldsTest, SecondsAreExactMilliseconds) {
   EXPECT_FALSE(ParseSecondsMs("").ok());
   EXPECT_EQ(ParseSecondsMs("99999999999999999999").status().message(),
             "\"99999999999999999999\" is out of range");
+  EXPECT_EQ(ParseSecondsMs("3000000000h").status().message(), "\"3000000000h\" is out of range");
 }
 
 TEST(FieldsTest, DateTimes) {

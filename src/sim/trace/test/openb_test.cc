@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/io/config_yaml.h"
+#include "common/file.h"
 #include "sim/trace/test/test_util.h"
 #include "sim/trace/trace.h"
 
@@ -15,7 +15,7 @@ constexpr milliseconds Sec(int64_t s) { return milliseconds(s * 1000); }
 constexpr int64_t kMi = int64_t{1} << 20;
 
 TEST(OpenbTest, ReadsTheFixtureWithMappingRules) {
-  Result<std::string> yaml = core::io::ReadFile(DataPath("mapping.yaml"));
+  Result<std::string> yaml = ReadFile(DataPath("mapping.yaml"));
   ASSERT_TRUE(yaml.ok());
   Result<MappingRules> rules = ParseMappingRules(*yaml, "mapping.yaml");
   ASSERT_TRUE(rules.ok()) << rules.status().ToString();

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/io/config_yaml.h"
+#include "common/file.h"
 #include "sim/trace/test/test_util.h"
 #include "sim/trace/trace.h"
 
@@ -58,7 +58,7 @@ TEST(PhillyTest, ReadsTheFixtureSkippingJobsThatNeverFinished) {
 }
 
 TEST(PhillyTest, WithoutSkippingTheFirstBadJobFails) {
-  Result<std::string> text = core::io::ReadFile(DataPath("philly_cluster_job_log.json"));
+  Result<std::string> text = ReadFile(DataPath("philly_cluster_job_log.json"));
   ASSERT_TRUE(text.ok());
   Result<Trace> t = ParseTrace(*text, "cluster_job_log", TraceFormat::kPhilly, {});
   ASSERT_FALSE(t.ok());

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include "common/file.h"
 #include "common/testing/mutate_text.h"
-#include "core/io/config_yaml.h"
 #include "sim/trace/test/test_util.h"
 #include "sim/trace/trace.h"
 
@@ -45,7 +45,7 @@ const std::string& Fixture(const std::string& name) {
   static std::map<std::string, std::string> cache;
   auto it = cache.find(name);
   if (it == cache.end()) {
-    Result<std::string> text = core::io::ReadFile(testing::DataPath(name));
+    Result<std::string> text = ReadFile(testing::DataPath(name));
     it = cache.emplace(name, text.ok() ? *text : std::string()).first;
   }
   return it->second;

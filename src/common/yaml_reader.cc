@@ -1,15 +1,17 @@
-#include "core/io/yaml_reader.h"
+#include "common/yaml_reader.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <limits>
 #include <sstream>
 
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
 
-namespace chamber::core::io {
+#include "common/quantity.h"
+#include "common/time.h"
+
+namespace chamber {
 namespace {
 
 // Counts documents and builds nothing.
@@ -29,144 +31,7 @@ class DocumentCounter final : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-// Splits "1.5Gi" into 1.5 and "Gi"; fails on anything else.
-bool SplitNumber(std::string_view text, double* value, std::string_view* suffix) {
-  size_t i = 0;
-  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
-  bool digits = false;
-  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) {
-    digits = digits || text[i] != '.';
-    ++i;
-  }
-  if (!digits) return false;
-  const std::string number(text.substr(0, i));
-  char* end = nullptr;
-  *value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size() || !std::isfinite(*value)) return false;
-  *suffix = text.substr(i);
-  return true;
-}
-
-// A decimal exponent suffix ("1e3", "2.5E-1", as Kubernetes quantities allow) folded into the
-// value; the suffix becomes empty. Leaves anything else (units such as "Ei") alone.
-void FoldExponent(double* value, std::string_view* suffix) {
-  std::string_view s = *suffix;
-  if (s.size() < 2 || (s[0] != 'e' && s[0] != 'E')) return;
-  size_t i = 1;
-  if (s[i] == '+' || s[i] == '-') ++i;
-  if (i >= s.size()) return;
-  int exponent = 0;
-  const auto [end, ec] = std::from_chars(s.data() + i, s.data() + s.size(), exponent);
-  if (ec != std::errc() || end != s.data() + s.size()) return;
-  *value *= std::pow(10.0, s[1] == '-' ? -exponent : exponent);
-  *suffix = {};
-}
-
-Result<int64_t> ToInt64(double v, std::string_view text) {
-  if (!(std::abs(v) < 9.2e18))
-    return Status::InvalidArgument("quantity " + std::string(text) + " is too large");
-  return static_cast<int64_t>(std::llround(v));
-}
-
 }  // namespace
-
-Result<int64_t> ParseCpuMilli(std::string_view text) {
-  double v = 0;
-  std::string_view suffix;
-  if (!SplitNumber(text, &v, &suffix))
-    return Status::InvalidArgument("\"" + std::string(text) +
-                                   "\" is not a CPU quantity (use forms like 4, 500m, 1.5)");
-  FoldExponent(&v, &suffix);
-  if (suffix == "m") return ToInt64(v, text);
-  if (suffix.empty()) return ToInt64(v * 1000, text);
-  if (suffix == "k") return ToInt64(v * 1e6, text);
-  return Status::InvalidArgument("\"" + std::string(text) + "\": unknown CPU unit \"" +
-                                 std::string(suffix) + "\"");
-}
-
-Result<int64_t> ParseBytes(std::string_view text) {
-  double v = 0;
-  std::string_view suffix;
-  if (!SplitNumber(text, &v, &suffix))
-    return Status::InvalidArgument("\"" + std::string(text) +
-                                   "\" is not a memory quantity (use forms like 512Mi, 16Gi, 1G)");
-  FoldExponent(&v, &suffix);
-  static constexpr std::pair<std::string_view, double> kUnits[] = {{"", 1},
-                                                                   {"k", 1e3},
-                                                                   {"M", 1e6},
-                                                                   {"G", 1e9},
-                                                                   {"T", 1e12},
-                                                                   {"P", 1e15},
-                                                                   {"Ki", 1024.0},
-                                                                   {"Mi", 1048576.0},
-                                                                   {"Gi", 1073741824.0},
-                                                                   {"Ti", 1099511627776.0},
-                                                                   {"Pi", 1125899906842624.0}};
-  for (const auto& [unit, factor] : kUnits)
-    if (suffix == unit) return ToInt64(v * factor, text);
-  return Status::InvalidArgument("\"" + std::string(text) + "\": unknown memory unit \"" +
-                                 std::string(suffix) + "\"");
-}
-
-Result<Duration> ParseDuration(std::string_view text) {
-  const std::string bad =
-      "\"" + std::string(text) + "\" is not a duration (use forms like 250ms, 30s, 5m, 1h30m)";
-  if (text.empty()) return Status::InvalidArgument(bad);
-  double seconds_only = 0;
-  std::string_view suffix;
-  if (SplitNumber(text, &seconds_only, &suffix) && suffix.empty()) {
-    if (seconds_only < 0) return Status::InvalidArgument(bad + "; it must not be negative");
-    return Duration(static_cast<int64_t>(std::llround(seconds_only * 1000)));
-  }
-  int64_t total_ms = 0;
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t j = i;
-    while (j < text.size() && ((text[j] >= '0' && text[j] <= '9') || text[j] == '.')) ++j;
-    if (j == i) return Status::InvalidArgument(bad);
-    double v = 0;
-    const std::string number(text.substr(i, j - i));
-    char* end = nullptr;
-    v = std::strtod(number.c_str(), &end);
-    if (end != number.c_str() + number.size()) return Status::InvalidArgument(bad);
-    size_t k = j;
-    while (k < text.size() && std::isalpha(static_cast<unsigned char>(text[k]))) ++k;
-    const std::string_view unit = text.substr(j, k - j);
-    double factor = 0;
-    if (unit == "ms")
-      factor = 1;
-    else if (unit == "s")
-      factor = 1000;
-    else if (unit == "m")
-      factor = 60'000;
-    else if (unit == "h")
-      factor = 3'600'000;
-    else if (unit == "d")
-      factor = 86'400'000;
-    else
-      return Status::InvalidArgument(bad);
-    if (!(v * factor < 9e15)) return Status::InvalidArgument(bad + "; it is too long");
-    total_ms += static_cast<int64_t>(std::llround(v * factor));
-    i = k;
-  }
-  return Duration(total_ms);
-}
-
-std::string FormatDuration(Duration d) {
-  int64_t ms = d.count();
-  if (ms == 0) return "0s";
-  std::string out;
-  if (ms < 0) {
-    out = "-";
-    ms = -ms;
-  }
-  const int64_t h = ms / 3'600'000, m = ms / 60'000 % 60, s = ms / 1000 % 60, rest = ms % 1000;
-  if (h) out += std::to_string(h) + "h";
-  if (m) out += std::to_string(m) + "m";
-  if (s) out += std::to_string(s) + "s";
-  if (rest) out += std::to_string(rest) + "ms";
-  return out;
-}
 
 Result<YAML::Node> YamlReader::Load(std::string_view text) const {
   try {
@@ -175,15 +40,6 @@ Result<YAML::Node> YamlReader::Load(std::string_view text) const {
     return Status::InvalidArgument(source_ + ":" + std::to_string(e.mark.line + 1) + ":" +
                                    std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-}
-
-Result<YAML::Node> YamlReader::LoadSection(std::string_view text, const std::string& key,
-                                           bool* found) const {
-  if (found) *found = false;
-  CHAMBER_ASSIGN_OR_RETURN(YAML::Node root, Load(text));
-  if (root.IsNull() || !root.IsMap() || !root[key]) return YAML::Node(YAML::NodeType::Null);
-  if (found) *found = true;
-  return root[key];
 }
 
 Result<std::vector<YAML::Node>> YamlReader::LoadAll(std::string_view text) const {
@@ -280,7 +136,8 @@ Result<bool> YamlReader::Bool(const YAML::Node& node, std::string_view path) con
   return Error(node, path, "expected true or false, got \"" + s + "\"");
 }
 
-Result<Duration> YamlReader::Dur(const YAML::Node& node, std::string_view path) const {
+Result<std::chrono::milliseconds> YamlReader::Dur(const YAML::Node& node,
+                                                  std::string_view path) const {
   if (!node.IsScalar()) return Error(node, path, "expected a duration");
   auto d = ParseDuration(node.Scalar());
   if (!d.ok()) return Error(node, path, d.status().message());
@@ -313,4 +170,4 @@ Result<std::vector<std::pair<std::string, std::string>>> YamlReader::StringMap(
   return out;
 }
 
-}  // namespace chamber::core::io
+}  // namespace chamber

@@ -3,6 +3,7 @@
 // exceptions stop.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -12,28 +13,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/status.h"
-#include "core/model.h"
 
-namespace chamber::core::io {
-
-// Kubernetes quantities: "500m" and "2" CPUs become millicores; "16Gi", "1G", "1.5Ti" bytes.
-Result<int64_t> ParseCpuMilli(std::string_view text);
-Result<int64_t> ParseBytes(std::string_view text);
-// Durations: "250ms", "30s", "5m", "1h30m", "0". A bare number is seconds.
-Result<Duration> ParseDuration(std::string_view text);
-std::string FormatDuration(Duration d);
+namespace chamber {
 
 class YamlReader {
  public:
   explicit YamlReader(std::string source) : source_(std::move(source)) {}
 
-  // Parses one document (or every document when `all` is set).
+  // Parses one document, or every document of a stream.
   Result<YAML::Node> Load(std::string_view text) const;
   Result<std::vector<YAML::Node>> LoadAll(std::string_view text) const;
-  // The `key:` section of a configuration file's top-level map: a null node when the text has
-  // none or it is empty. `found`, when given, says whether the key is there.
-  Result<YAML::Node> LoadSection(std::string_view text, const std::string& key,
-                                 bool* found = nullptr) const;
 
   // An error at `node` about field `path`.
   Status Error(const YAML::Node& node, std::string_view path, std::string_view what) const;
@@ -48,7 +37,8 @@ class YamlReader {
   Result<int64_t> Int(const YAML::Node& node, std::string_view path) const;
   Result<double> Double(const YAML::Node& node, std::string_view path) const;
   Result<bool> Bool(const YAML::Node& node, std::string_view path) const;
-  Result<Duration> Dur(const YAML::Node& node, std::string_view path) const;
+  // Durations as ParseDuration (common/time.h) reads them; quantities as common/quantity.h.
+  Result<std::chrono::milliseconds> Dur(const YAML::Node& node, std::string_view path) const;
   Result<int64_t> CpuMilli(const YAML::Node& node, std::string_view path) const;
   Result<int64_t> Bytes(const YAML::Node& node, std::string_view path) const;
   Result<std::vector<std::pair<std::string, std::string>>> StringMap(const YAML::Node& node,
@@ -60,4 +50,4 @@ class YamlReader {
   std::string source_;
 };
 
-}  // namespace chamber::core::io
+}  // namespace chamber

@@ -1,42 +1,9 @@
-#include "core/io/yaml_reader.h"
+#include "common/yaml_reader.h"
 
 #include <gtest/gtest.h>
 
-namespace chamber::core::io {
+namespace chamber {
 namespace {
-
-TEST(Quantities, CpuMillicores) {
-  EXPECT_EQ(*ParseCpuMilli("4"), 4000);
-  EXPECT_EQ(*ParseCpuMilli("500m"), 500);
-  EXPECT_EQ(*ParseCpuMilli("1.5"), 1500);
-  Result<int64_t> bad = ParseCpuMilli("4 cores");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("unknown CPU unit"), std::string::npos);
-  EXPECT_FALSE(ParseCpuMilli("").ok());
-}
-
-TEST(Quantities, MemoryBytes) {
-  EXPECT_EQ(*ParseBytes("16Gi"), int64_t{16} << 30);
-  EXPECT_EQ(*ParseBytes("1G"), 1'000'000'000);
-  EXPECT_EQ(*ParseBytes("1.5Ki"), 1536);
-  EXPECT_EQ(*ParseBytes("512"), 512);
-  EXPECT_FALSE(ParseBytes("16GB").ok());
-  EXPECT_FALSE(ParseBytes("1e400Gi").ok());
-}
-
-TEST(Durations, ParseAndFormat) {
-  EXPECT_EQ(ParseDuration("250ms")->count(), 250);
-  EXPECT_EQ(ParseDuration("30s")->count(), 30'000);
-  EXPECT_EQ(ParseDuration("1h30m")->count(), 5'400'000);
-  EXPECT_EQ(ParseDuration("90")->count(), 90'000);
-  EXPECT_EQ(ParseDuration("0")->count(), 0);
-  EXPECT_FALSE(ParseDuration("5 minutes").ok());
-  EXPECT_FALSE(ParseDuration("-5").ok());
-  EXPECT_FALSE(ParseDuration("").ok());
-  EXPECT_EQ(FormatDuration(Duration(5'400'000)), "1h30m");
-  EXPECT_EQ(FormatDuration(Duration(250)), "250ms");
-  EXPECT_EQ(FormatDuration(Duration(0)), "0s");
-}
 
 TEST(YamlReader, ErrorsNamePlaceAndField) {
   YamlReader y("f.yaml");
@@ -74,6 +41,20 @@ TEST(YamlReader, LoadAllReadsEveryDocument) {
   EXPECT_EQ((*docs)[3]["c"].as<int>(), 3);
 }
 
+TEST(YamlReader, TypedReadsUseTheSharedParsers) {
+  YamlReader y("f.yaml");
+  Result<YAML::Node> root = y.Load("d: 1h30m\ncpu: 500m\nmem: 1Gi\nbad: 5 minutes\n");
+  ASSERT_TRUE(root.ok());
+  EXPECT_EQ(y.Dur((*root)["d"], "d")->count(), 5'400'000);
+  EXPECT_EQ(*y.CpuMilli((*root)["cpu"], "cpu"), 500);
+  EXPECT_EQ(*y.Bytes((*root)["mem"], "mem"), int64_t{1} << 30);
+  Result<std::chrono::milliseconds> bad = y.Dur((*root)["bad"], "bad");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "f.yaml:4:6: field bad: \"5 minutes\" is not a duration (use forms like 250ms, 30s, "
+            "5m, 1h30m)");
+}
+
 TEST(YamlReader, UnknownKeyIsRejected) {
   YamlReader y("f.yaml");
   Result<YAML::Node> root = y.Load("qouta: 3\n");
@@ -85,16 +66,5 @@ TEST(YamlReader, UnknownKeyIsRejected) {
       << st.message();
 }
 
-TEST(QuantityTest, AcceptsTheDecimalExponentForm) {
-  EXPECT_EQ(*ParseCpuMilli("1e3"), 1'000'000);
-  EXPECT_EQ(*ParseCpuMilli("2.5E-1"), 250);
-  EXPECT_EQ(*ParseBytes("1e3"), 1000);
-  EXPECT_EQ(*ParseBytes("1E+6"), 1'000'000);
-  EXPECT_EQ(*ParseBytes("1Gi"), int64_t{1} << 30);  // units are untouched
-  EXPECT_FALSE(ParseBytes("1e").ok());
-  EXPECT_FALSE(ParseBytes("1e3x").ok());
-  EXPECT_FALSE(ParseBytes("1e30").ok());
-}
-
 }  // namespace
-}  // namespace chamber::core::io
+}  // namespace chamber
