@@ -5,7 +5,7 @@
 #   scripts/bench-schedulers.sh [--nodes 5000] [--pods 10000] [scheduler_bench flags...]
 #
 # Builds what it needs (release preset), starts etcd, kube-apiserver and kube-controller-manager
-# in a temporary directory, runs build/release/src/controller/scheduler_bench and stops them.
+# in a temporary directory, runs build/release/src/chamberd/scheduler_bench and stops them.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
@@ -18,8 +18,8 @@ cleanup() { scripts/controlplane.sh stop "${dir}" || true; rm -rf "${dir}"; }
 trap cleanup EXIT
 scripts/controlplane.sh start "${dir}" --controller-manager
 bin="$(scripts/controlplane.sh bin-dir)"
-build/release/src/controller/scheduler_bench \
+build/release/src/chamberd/scheduler_bench \
   --kubeconfig "${dir}/kubeconfig" \
-  --chamberd build/release/src/controller/chamberd \
+  --chamberd build/release/src/chamberd/chamberd \
   --kube-scheduler "${bin}/kube-scheduler" \
   --work-dir "${dir}/work" "$@"

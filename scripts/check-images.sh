@@ -18,14 +18,14 @@
 #           them it says what is missing and exits 77 (skipped).
 #
 # Environment:
-#   CHAMBER_CHAMBERD   chamberd binary (default build/release/src/controller/chamberd)
+#   CHAMBER_CHAMBERD   chamberd binary (default build/release/src/chamberd/chamberd)
 #   CHAMBER_AGENT      chamber-agent binary (default build/release/src/agent/chamber-agent)
 #   CHAMBER_WEB_DIST   the dashboard bundle chamberd embeds (default build/release/web/dist)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
 
-chamberd="${CHAMBER_CHAMBERD:-build/release/src/controller/chamberd}"
+chamberd="${CHAMBER_CHAMBERD:-build/release/src/chamberd/chamberd}"
 agent="${CHAMBER_AGENT:-build/release/src/agent/chamber-agent}"
 web_dist="${CHAMBER_WEB_DIST:-build/release/web/dist}"
 chamberd_dockerfile=deploy/docker/chamberd.Dockerfile

@@ -11,7 +11,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$(cd "${1:-${root}/build/release}" && pwd)"
 runs="${2:-3}"
-export CHAMBER_CHAMBERD="${build}/src/controller/chamberd"
+export CHAMBER_CHAMBERD="${build}/src/chamberd/chamberd"
 export CHAMBER_KUBESIM="${build}/src/kubesim/chamber-kubesim"
 for b in "${CHAMBER_CHAMBERD}" "${CHAMBER_KUBESIM}"; do
   [[ -x "${b}" ]] || {

@@ -15,7 +15,7 @@ RUN scripts/install-deps.sh --for build \
  && rm -rf /var/lib/apt/lists/*
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHAMBER_BUILD_BENCHMARKS=OFF \
  && cmake --build /build --target chamberd \
- && strip /build/src/controller/chamberd
+ && strip /build/src/chamberd/chamberd
 
 FROM debian:bookworm-slim
 RUN apt-get update -q \
@@ -23,7 +23,7 @@ RUN apt-get update -q \
       ca-certificates libcpp-httplib0.11 libcurl4 libfmt9 libspdlog1.10 libsqlite3-0 \
       libssl3 libyaml-cpp0.7 \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=build /build/src/controller/chamberd /usr/local/bin/chamberd
+COPY --from=build /build/src/chamberd/chamberd /usr/local/bin/chamberd
 # The chart runs it as 65532 with a read-only root; /var/lib/chamber holds the history.
 RUN mkdir -p /var/lib/chamber && chown 65532:65532 /var/lib/chamber
 USER 65532:65532

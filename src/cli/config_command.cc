@@ -3,11 +3,11 @@
 #include <memory>
 #include <string>
 
+#include "backend/kube/gpu_pricing.h"
 #include "cli/command.h"
 #include "common/config_file.h"
-#include "controller/gpu_pricing.h"
-#include "controller/health_controller.h"
 #include "core/io/config_yaml.h"
+#include "health/health_controller.h"
 
 namespace chamber::cli {
 
@@ -26,15 +26,15 @@ void RegisterConfigCommand(CommandRegistry& registry) {
         CHAMBER_ASSIGN_OR_RETURN(core::EngineConfig c, core::io::ReadEngineConfig(file));
         // chamberd's health controller reads the `health:` section (docs/health.md).
         bool health = false;
-        CHAMBER_ASSIGN_OR_RETURN(controller::health::HealthControllerConfig h,
-                                 controller::health::ReadHealthConfig(file, &health));
+        CHAMBER_ASSIGN_OR_RETURN(health::HealthControllerConfig h,
+                                 health::ReadHealthConfig(file, &health));
         // ... and its fleet pools the `pricing:` section (docs/fleet.md).
         bool pricing = false;
-        CHAMBER_ASSIGN_OR_RETURN(controller::PricingConfig p,
-                                 controller::ReadPricingConfig(file, &pricing));
+        CHAMBER_ASSIGN_OR_RETURN(backend::PricingConfig p,
+                                 backend::ReadPricingConfig(file, &pricing));
         std::cout << core::io::EngineConfigToYaml(c);
-        if (health) std::cout << controller::health::HealthConfigToYaml(h);
-        if (pricing) std::cout << controller::PricingConfigToYaml(p);
+        if (health) std::cout << health::HealthConfigToYaml(h);
+        if (pricing) std::cout << backend::PricingConfigToYaml(p);
         return Status::Ok();
       });
   check->add_option("file", *path, "Configuration YAML")->required();

@@ -1,6 +1,6 @@
 // `chamber demo`: chamberd on an in-process simulated cluster. The daemon loop, the engine, the
 // fleet model, the history store and the API server are the real ones; only the cluster is
-// simulated (src/daemon/demo_cluster.h), in accelerated time.
+// simulated (src/backend/sim/demo_cluster.h), in accelerated time.
 #include <signal.h>
 #include <stdlib.h>
 
@@ -12,11 +12,11 @@
 #include <memory>
 #include <thread>
 
+#include "backend/sim/demo_cluster.h"
 #include "cli/api_client.h"
 #include "cli/command.h"
 #include "common/config_file.h"
 #include "core/io/config_yaml.h"
-#include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
 
 namespace chamber::cli {
@@ -37,7 +37,7 @@ core::Duration WarmupStep(core::Duration step, int64_t gpus) {
 
 struct DemoOptions {
   int port = 8080;
-  int64_t gpus = daemon::kDemoClusterGpus;
+  int64_t gpus = backend::kDemoClusterGpus;
   uint64_t seed = 1;
   double speed = 60;
   double load = 2;          // enough work that queues form and preemption shows
@@ -88,10 +88,10 @@ Status RunDemo(const DemoOptions& o) {
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<fleet::HistoryStore> history,
                            fleet::HistoryStore::Open(history_path));
 
-  daemon::DemoClusterOptions cluster;
+  backend::DemoClusterOptions cluster;
   cluster.seed = o.seed;
   cluster.load = o.load;
-  cluster.scale = daemon::DemoScaleForGpus(o.gpus);
+  cluster.scale = backend::DemoScaleForGpus(o.gpus);
   cluster.step = core::Duration(static_cast<int64_t>(o.tick_ms * o.speed));
   // The warm-up hours lie in the past, so the cluster's clock reaches the present when the
   // dashboard opens and the history already holds them.
@@ -99,7 +99,7 @@ Status RunDemo(const DemoOptions& o) {
   cluster.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch() - warmup)
                               .count();
-  daemon::SimulatedBackendOptions backend_options = daemon::DemoCluster(cluster);
+  backend::SimulatedBackendOptions backend_options = backend::DemoCluster(cluster);
   backend_options.engine = engine;
   std::string pools;
   int64_t gpus = 0;
@@ -113,9 +113,9 @@ Status RunDemo(const DemoOptions& o) {
   std::string teams;
   for (const core::Queue& q : backend_options.queues) teams += (teams.empty() ? "" : ", ") + q.name;
   const size_t jobs = backend_options.trace.jobs.size();
-  CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<daemon::SimulatedBackend> backend,
-                           daemon::SimulatedBackend::Create(std::move(backend_options)));
-  daemon::SimulatedBackend& simulated = *backend;
+  CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<backend::SimulatedBackend> backend,
+                           backend::SimulatedBackend::Create(std::move(backend_options)));
+  backend::SimulatedBackend& simulated = *backend;
 
   daemon::DaemonOptions daemon_options;
   daemon_options.tick = std::chrono::milliseconds(o.tick_ms);

@@ -1,11 +1,11 @@
 // Where chamberd's cluster comes from and where its decisions go. A backend turns the outside
 // world into the engine's snapshot and carries the engine's decisions back out:
 //
-//   Kubernetes (KubeBackend, src/controller): informers on Nodes, Pods, Jobs and Queues keep the
+//   Kubernetes (KubeBackend, src/backend/kube): informers on Nodes, Pods, Jobs and Queues keep the
 //   snapshot current; Refresh() rebuilds it from their caches; Apply() binds pods, suspends and
 //   resumes Jobs and evicts victims; GPU samples come from the agents.
-//   Simulated (SimulatedBackend): the steppable simulator in accelerated time; that is
-//   `chamber demo`.
+//   Simulated (SimulatedBackend, src/backend/sim): the steppable simulator in accelerated time;
+//   that is `chamber demo`.
 //
 // The daemon calls the backend from one thread at a time (it holds its own lock around calls).
 #pragma once

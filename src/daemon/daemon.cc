@@ -453,18 +453,30 @@ std::vector<fleet::HistorySample> Daemon::HistorySamples(const FleetState& s) co
   return out;
 }
 
-void Daemon::Run(std::stop_token stop) {
+void Daemon::Run(const LoopHooks& hooks) {
   auto next = std::chrono::steady_clock::now();
-  while (!stop.stop_requested()) {
-    if (Status st = Tick(); !st.ok()) spdlog::warn("scheduling cycle: {}", st.ToString());
+  while (true) {
+    const Status st = Tick();
+    if (!st.ok()) spdlog::warn("scheduling cycle: {}", st.ToString());
+    if (hooks.after_tick) hooks.after_tick(st);
     next += options_.tick;
     const auto now = std::chrono::steady_clock::now();
     if (next < now) next = now;  // fell behind: do not try to catch up
+    if (!hooks.wait_until(next)) return;
+  }
+}
+
+void Daemon::Run(std::stop_token stop) {
+  if (stop.stop_requested()) return;
+  LoopHooks hooks;
+  hooks.wait_until = [&stop](std::chrono::steady_clock::time_point deadline) {
     std::mutex m;
     std::unique_lock lock(m);
     std::condition_variable_any cv;
-    cv.wait_until(lock, stop, next, [] { return false; });
-  }
+    cv.wait_until(lock, stop, deadline, [] { return false; });
+    return !stop.stop_requested();
+  };
+  Run(hooks);
 }
 
 }  // namespace chamber::daemon

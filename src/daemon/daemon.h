@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,7 +81,19 @@ class Daemon {
 
   // One cycle. Errors from the backend or the history store are returned (Run logs them).
   Status Tick();
-  // Ticks every options.tick until `stop` is requested.
+
+  // What a caller of Run adds to the loop: chamberd logs what each cycle wrote and stops when it
+  // stops leading; the demo stops on a stop_token.
+  struct LoopHooks {
+    // Waits until `deadline` unless the loop must stop first; false: stop.
+    std::function<bool(std::chrono::steady_clock::time_point deadline)> wait_until;
+    // After each tick, with its status (a failed one is logged before). May be empty.
+    std::function<void(const Status&)> after_tick;
+  };
+  // The scheduling loop: ticks every options.tick (a tick that overruns starts the next at once,
+  // without catching up) until hooks.wait_until says to stop.
+  void Run(const LoopHooks& hooks);
+  // The loop until `stop` is requested.
   void Run(std::stop_token stop);
 
   // The latest published state; an empty state (version 0) before the first tick.

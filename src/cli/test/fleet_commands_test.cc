@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "backend/sim/demo_cluster.h"
 #include "cli/api_client.h"
 #include "cli/command.h"
 #include "cli/test/run_cli.h"
 #include "daemon/api_json.h"
-#include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
 
 namespace chamber::cli {
@@ -40,7 +40,7 @@ Output RunCli(std::vector<std::string> args) { return testing::RunCli(std::move(
 class FleetCommandsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    testing::StartDemoApi(daemon::DemoClusterOptions{}.load, kToken, &daemon_, &server_);
+    testing::StartDemoApi(backend::DemoClusterOptions{}.load, kToken, &daemon_, &server_);
   }
   static void TearDownTestSuite() {
     server_.reset();

@@ -9,7 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/test/run_cli.h"
-#include "controller/health_service.h"
+#include "health/health_service.h"
 
 namespace chamber::cli {
 namespace {
@@ -61,17 +61,17 @@ json Report(const std::string& node, bool xid79) {
 class HealthCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    daemon::DemoClusterOptions o;
+    backend::DemoClusterOptions o;
     o.seed = 11;
     o.gpu_mtbf_hours = 0;
-    auto backend = std::move(daemon::SimulatedBackend::Create(daemon::DemoCluster(o))).value();
+    auto backend = std::move(backend::SimulatedBackend::Create(backend::DemoCluster(o))).value();
     backend_ = backend.get();
     daemon_ =
         std::make_unique<daemon::Daemon>(std::move(backend), daemon::DaemonOptions{}, nullptr);
     ASSERT_TRUE(daemon_->Tick().ok());
-    controller::health::HealthService::Options ho;
+    health::HealthService::Options ho;
     ho.config.hold_after_faults = 1;  // the first fault holds the node
-    health_ = std::make_shared<controller::health::HealthService>(ho, nullptr, nullptr);
+    health_ = std::make_shared<health::HealthService>(ho, nullptr, nullptr);
     auto tokens = daemon::TokenFileAuthenticator::Parse(
         std::string(kRead) + " read\n" + kAdmin + " admin\n", "t");
     daemon::ServerOptions so;
@@ -87,9 +87,9 @@ class HealthCommandTest : public ::testing::Test {
   }
   std::string Server() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
 
-  daemon::SimulatedBackend* backend_ = nullptr;  // owned by daemon_
+  backend::SimulatedBackend* backend_ = nullptr;  // owned by daemon_
   std::unique_ptr<daemon::Daemon> daemon_;
-  std::shared_ptr<controller::health::HealthService> health_;
+  std::shared_ptr<health::HealthService> health_;
   std::unique_ptr<daemon::ApiServer> server_;
 };
 

@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include "backend/sim/demo_cluster.h"
+#include "backend/sim/sim_backend.h"
 #include "cli/command.h"
-#include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
-#include "daemon/sim_backend.h"
 
 namespace chamber::cli::testing {
 
@@ -52,12 +52,12 @@ inline std::string TestPath(const std::string& name) {
 inline void StartDemoApi(double load, const std::string& token,
                          std::unique_ptr<daemon::Daemon>* daemon,
                          std::unique_ptr<daemon::ApiServer>* server) {
-  daemon::DemoClusterOptions o;
+  backend::DemoClusterOptions o;
   o.seed = 11;
   o.start_unix_ms = 1'790'000'040'000;
   o.gpu_mtbf_hours = 0;
   o.load = load;
-  auto backend = std::move(daemon::SimulatedBackend::Create(daemon::DemoCluster(o))).value();
+  auto backend = std::move(backend::SimulatedBackend::Create(backend::DemoCluster(o))).value();
   *daemon = std::make_unique<daemon::Daemon>(std::move(backend), daemon::DaemonOptions{}, nullptr);
   for (int i = 0; i < 200; ++i) ASSERT_TRUE((*daemon)->Tick().ok());
   auto tokens = daemon::TokenFileAuthenticator::Parse(token + " read\n", "t");

@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "backend/sim/demo_cluster.h"
 #include "cli/api_client.h"
 #include "cli/command.h"
 #include "cli/test/run_cli.h"
 #include "cli/workload_text.h"
 #include "daemon/api_json.h"
-#include "daemon/demo_cluster.h"
 #include "daemon/http_server.h"
 
 namespace chamber::cli {

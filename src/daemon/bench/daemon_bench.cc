@@ -7,11 +7,15 @@
 
 #include <benchmark/benchmark.h>
 
-#include "daemon/demo_cluster.h"
+#include "backend/sim/demo_cluster.h"
 #include "daemon/http_server.h"
 
 namespace chamber::daemon {
 namespace {
+
+using backend::DemoCluster;
+using backend::DemoClusterOptions;
+using backend::SimulatedBackend;
 
 // The demo cluster scaled 38x: 1,444 nodes, 10,032 GPUs, 456,000 jobs over a week; each tick
 // moves simulated time on by 5 minutes.

@@ -16,14 +16,18 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "controller/health_controller.h"
+#include "backend/sim/demo_cluster.h"
 #include "daemon/api_json.h"
-#include "daemon/demo_cluster.h"
 #include "daemon/history_replication.h"
 #include "daemon/http_server.h"
+#include "health/health_controller.h"
 
 namespace chamber::daemon {
 namespace {
+
+using backend::DemoCluster;
+using backend::DemoClusterOptions;
+using backend::SimulatedBackend;
 
 using nlohmann::json;
 
@@ -264,7 +268,7 @@ TEST_F(ApiTest, HealthIncidentsCarryTypedEvidence) {
 
 // chamberd's controller incidents (GET /api/v1/health, `controller`) as documented.
 TEST(ControllerIncidentSchemaTest, IncidentsWithEvidenceMatchTheDocument) {
-  controller::health::HealthController c({});
+  health::HealthController c({});
   const json report = json::parse(R"({"kind": "chamber.io/agent-report/v1", "node": "gpu-7",
     "time": 1.0, "inventory": {"gpus": [{"index": 0, "uuid": "GPU-0"}]},
     "samples": [{"index": 0, "uuid": "GPU-0", "lost": false, "recovery_action": 0}],
@@ -279,7 +283,7 @@ TEST(ControllerIncidentSchemaTest, IncidentsWithEvidenceMatchTheDocument) {
         {"type": "rule", "rule": "ecc-uncorrectable", "severity": "unhealthy",
          "condition": "volatile uncorrectable ECC count above zero",
          "threshold": "volatile double-bit ECC count > 0"}]}]})");
-  auto parsed = controller::health::ParseAgentReport(report);
+  auto parsed = health::ParseAgentReport(report);
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   c.Ingest(*parsed, 1'790'000'000);
   const json view = c.ToJson(1'790'000'001);

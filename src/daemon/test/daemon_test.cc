@@ -13,11 +13,18 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/sim/demo_cluster.h"
 #include "daemon/api_json.h"
-#include "daemon/demo_cluster.h"
 
 namespace chamber::daemon {
 namespace {
+
+using backend::DemoCluster;
+using backend::DemoClusterOptions;
+using backend::DemoScaleForGpus;
+using backend::kDemoClusterGpus;
+using backend::SimulatedBackend;
+using backend::SimulatedBackendOptions;
 
 constexpr int64_t kStart = 1'790'000'040'000;  // Unix ms, on a whole minute
 

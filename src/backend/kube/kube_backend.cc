@@ -1,0 +1,811 @@
+#include "backend/kube/kube_backend.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "backend/kube/queue_resource.h"
+#include "common/cpu_time.h"
+#include "common/log.h"
+#include "common/time.h"
+#include "kube/errors.h"
+
+namespace chamber::backend {
+namespace {
+
+using kube::Json;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string NowText() { return FormatRfc3339(std::chrono::system_clock::now()); }
+
+// The reason written on PodScheduled: the cluster autoscaler acts on `Unschedulable`, which
+// says more nodes would help; the others (quota, limits, queue order) say they would not.
+std::string ConditionReason(core::PendingReason r) {
+  if (r == core::PendingReason::kNoNodeFits) return "Unschedulable";
+  return std::string(core::PendingReasonName(r));
+}
+
+kube::InformerOptions Watching(const kube::ResourceType& type, std::string field_selector = "") {
+  kube::InformerOptions o;
+  o.type = type;
+  o.field_selector = std::move(field_selector);
+  return o;
+}
+
+// GPU-hours as Events show them (two decimals), or with more: the kGpuHoursLost annotation
+// keeps four (0.36 s of one GPU), so that the sum read back after a restart loses nothing a
+// report shows.
+std::string Hours(double h, int decimals = 2) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, h);
+  return buf;
+}
+
+// The pod that replaces a bare pod of a gang rolled back after a failed bind: the same name,
+// labels, annotations (less the GPUs chamberd chose) and spec, without its node, so it waits to
+// be placed again. The priority fields are left to the Priority admission plugin to fill from
+// the class name again, as on any new pod.
+Json PendingCopy(const Json& bound) {
+  const Json none = Json::object();
+  const Json& from = bound.contains("metadata") ? bound["metadata"] : none;
+  Json meta = Json::object();
+  for (const char* field : {"name", "namespace", "labels", "annotations", "ownerReferences"})
+    if (from.contains(field)) meta[field] = from[field];
+  if (meta.contains("annotations") && meta["annotations"].is_object())
+    meta["annotations"].erase(keys::kGpuIndices);
+  Json spec = bound.contains("spec") ? bound["spec"] : none;
+  for (const char* field : {"nodeName", "priority", "preemptionPolicy"}) spec.erase(field);
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
+}
+
+bool HasController(const kube::Pod& pod) {
+  return std::any_of(pod.metadata.owner_references.begin(), pod.metadata.owner_references.end(),
+                     [](const kube::OwnerReference& o) { return o.controller; });
+}
+
+}  // namespace
+
+void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
+  if (n == 0) return;
+  const size_t t = std::min<size_t>(n, static_cast<size_t>(std::max(threads, 1)));
+  if (t == 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::jthread> pool;
+  pool.reserve(t);
+  for (size_t k = 0; k < t; ++k)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < n; i = next++) fn(i);
+    });
+}
+
+KubeBackend::KubeBackend(kube::Client* client, KubeBackendOptions options)
+    : client_(client), options_(std::move(options)), usage_(options_.usage_half_life) {}
+
+KubeBackend::~KubeBackend() {
+  if (preparer_.joinable()) {
+    preparer_.request_stop();  // wakes it
+    preparer_.join();
+  }
+  for (std::jthread& t : event_writers_) t.request_stop();
+  event_writers_.clear();  // joins
+  if (nodes_) nodes_->Stop();
+  if (pods_) pods_->Stop();
+  if (jobs_) jobs_->Stop();
+  if (queues_) queues_->Stop();
+  if (priority_classes_) priority_classes_->Stop();
+  if (namespaces_) namespaces_->Stop();
+}
+
+Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
+                                                         KubeBackendOptions options,
+                                                         std::chrono::milliseconds sync_timeout) {
+  std::unique_ptr<KubeBackend> b(new KubeBackend(client, std::move(options)));
+  b->nodes_ = std::make_unique<kube::Informer<kube::Node>>(
+      client, Watching(kube::resources::kNodes), kube::Informer<kube::Node>::Handlers{},
+      &kube::TrimNode);
+  // Finished pods hold nothing; kube-scheduler leaves them out the same way.
+  // The pod cache keeps trimmed pods (kube::TrimPod): 100,000 pods fit in a few hundred MiB.
+  b->pods_ = std::make_unique<kube::Informer<kube::Pod>>(
+      client, Watching(kube::resources::kPods, "status.phase!=Succeeded,status.phase!=Failed"),
+      kube::Informer<kube::Pod>::Handlers{}, &kube::TrimPod);
+  b->jobs_ = std::make_unique<kube::Informer<kube::Job>>(client, Watching(kube::resources::kJobs));
+  b->queues_ = std::make_unique<kube::Informer<kube::Object>>(client, Watching(kQueues));
+  b->priority_classes_ = std::make_unique<kube::Informer<kube::PriorityClass>>(
+      client, Watching(kube::resources::kPriorityClasses));
+  b->namespaces_ = std::make_unique<kube::Informer<kube::Namespace>>(
+      client, Watching(kube::resources::kNamespaces));
+  for (int i = 0; i < std::max(b->options_.event_writers, 1); ++i)
+    b->event_writers_.emplace_back([p = b.get()](std::stop_token stop) { p->EventWriter(stop); });
+  b->nodes_->Start();
+  b->pods_->Start();
+  b->jobs_->Start();
+  b->queues_->Start();
+  b->priority_classes_->Start();
+  b->namespaces_->Start();
+  const auto deadline = std::chrono::steady_clock::now() + sync_timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  };
+  const std::pair<const char*, std::function<bool()>> syncs[] = {
+      {"nodes", [&] { return b->nodes_->WaitForSync(left()); }},
+      {"pods", [&] { return b->pods_->WaitForSync(left()); }},
+      {"jobs.batch", [&] { return b->jobs_->WaitForSync(left()); }},
+      {"queues.chamber.io (is the CRD installed?)",
+       [&] { return b->queues_->WaitForSync(left()); }},
+      {"priorityclasses", [&] { return b->priority_classes_->WaitForSync(left()); }},
+      {"namespaces", [&] { return b->namespaces_->WaitForSync(left()); }},
+  };
+  for (const auto& [what, wait] : syncs)
+    if (!wait())
+      return Status::Unavailable(std::string("could not list and watch ") + what + " within " +
+                                 std::to_string(sync_timeout.count() / 1000) +
+                                 " s; see the log for the API server's answers");
+  const double begin_cpu = ThreadCpuMs();
+  const size_t derived = b->Prepare();
+  // The first snapshot too: the first cycle then lends it memory and takes workloads over from
+  // it, as every later cycle does from the one before.
+  const size_t workloads = (*b->Refresh())->workloads.size();
+  spdlog::info(
+      "derived {} objects and built a snapshot of {} workloads before the first cycle "
+      "in {:.0f}ms",
+      derived, workloads, ThreadCpuMs() - begin_cpu);
+  if (b->options_.prepare_every.count() > 0)
+    b->preparer_ = std::jthread([p = b.get()](std::stop_token stop) {
+      std::mutex m;
+      std::unique_lock<std::mutex> l(m);
+      while (true) {
+        p->prepare_cv_.wait_for(l, stop, p->options_.prepare_every, [] { return false; });
+        if (stop.stop_requested()) return;
+        const double begin = ThreadCpuMs();
+        if (const size_t n = p->Prepare(); n > 0)
+          spdlog::debug("prepared {} changed objects in {:.1f}ms", n, ThreadCpuMs() - begin);
+      }
+    });
+  return b;
+}
+
+KubeBackendStats KubeBackend::stats() const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  return stats_;
+}
+
+void KubeBackend::CountError(const Status& s, const std::string& what) {
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.write_errors++;
+  }
+  spdlog::warn("{}: {}", what, s.ToString());
+}
+
+ClusterObjects KubeBackend::ListObjects() const {
+  ClusterObjects objects;
+  objects.nodes = nodes_->List();
+  objects.pods = pods_->List();
+  objects.jobs = jobs_->List();
+  objects.priority_classes = priority_classes_->List();
+  objects.namespaces = namespaces_->List();
+  return objects;
+}
+
+BuildOptions KubeBackend::BuildOptionsAt(int64_t now_ms) {
+  BuildOptions bo;
+  bo.scheduler_name = options_.scheduler_name;
+  bo.gpu_resource = options_.gpu_resource;
+  bo.now = core::Time(now_ms);
+  bo.assumed = &assumed_;
+  bo.cache = &build_cache_;
+  return bo;
+}
+
+size_t KubeBackend::Prepare() {
+  std::lock_guard<std::mutex> l(build_mu_);
+  retired_ = BuiltSnapshot{};  // freed here, between cycles, rather than in the next one
+  return build_cache_.Prepare(ListObjects(), BuildOptionsAt(NowMs()));
+}
+
+Result<const core::Snapshot*> KubeBackend::Refresh() {
+  std::lock_guard<std::mutex> l(build_mu_);
+  const auto begin = std::chrono::steady_clock::now();
+  const double begin_cpu = ThreadCpuMs();
+  ClusterObjects objects = ListObjects();
+  queue_errors_.clear();
+  for (const auto& q : queues_->List()) {
+    queue_generation_[q->metadata.name] = q->metadata.generation;
+    Result<core::Queue> decoded = QueueFromResource(q->raw);
+    if (!decoded.ok()) {
+      queue_errors_[q->metadata.name] = decoded.status().message();
+      continue;
+    }
+    objects.queues.push_back(std::move(*decoded));
+    // A leader continues from where the last one left each queue's decayed usage.
+    if (!usage_restored_ && usage_.enabled())
+      if (std::optional<StoredUsage> u = DecayedUsageFromResource(q->raw))
+        usage_.Restore(q->metadata.name, u->gpu_hours, core::Time(u->unix_ms));
+  }
+  usage_restored_ = true;
+  std::sort(objects.queues.begin(), objects.queues.end(),
+            [](const core::Queue& a, const core::Queue& b) { return a.name < b.name; });
+
+  const double listed_ms = MsSince(begin);
+  // Drop the assumptions that expired (a pod deleted before the informer showed its bind, or a
+  // watch that lags); the build reports those the informer has caught up with.
+  const size_t assumptions = assumed_.size();
+  const int64_t now = NowMs();
+  std::erase_if(assumed_, [now](const auto& kv) { return kv.second.expires_ms < now; });
+  const double expiry_ms = MsSince(begin) - listed_ms;
+  // The last snapshot lends its memory to the new one, and is freed by Prepare().
+  retired_ = std::move(built_);
+  BuildOptions bo = BuildOptionsAt(now);
+  bo.recycle = &retired_;
+  built_ = BuildSnapshot(objects, bo);
+  // What each queue's work held since the last cycle (snapshot times are Unix milliseconds).
+  usage_.AdvanceByWorkloads(built_.snapshot.now, built_.snapshot.queues, built_.snapshot.workloads);
+  usage_.Fill(built_.snapshot.queues);
+  for (const std::string& uid : built_.assumptions_shown) assumed_.erase(uid);
+  for (const std::string& p : built_.problems) spdlog::debug("{}", p);
+  last_refresh_ms_ = MsSince(begin);
+  spdlog::debug("refresh: list={:.1f}ms expiry={:.1f}ms build={:.1f}ms; assumed binds {} -> {}",
+                listed_ms, expiry_ms, last_refresh_ms_ - listed_ms - expiry_ms, assumptions,
+                assumed_.size());
+  last_refresh_cpu_ms_ = ThreadCpuMs() - begin_cpu;
+  last_derived_ = build_cache_.last_derived();
+  last_reused_ = build_cache_.last_reused();
+  return &built_.snapshot;
+}
+
+void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
+                        const std::string& message, bool warning) {
+  if (!options_.write_events || !WritesAllowed()) return;
+  kube::EventSpec e;
+  e.involved = about.involved.ToJson(about.namespace_name);
+  e.reason = reason;
+  e.message = message;
+  e.type = warning ? "Warning" : "Normal";
+  e.component = "chamber-scheduler";
+  {
+    std::lock_guard<std::mutex> l(events_mu_);
+    if (events_.size() >= options_.max_queued_events) {
+      std::lock_guard<std::mutex> s(stats_mu_);
+      stats_.events_dropped++;
+      return;
+    }
+    events_.push_back(std::move(e));
+  }
+  events_cv_.notify_one();
+}
+
+void KubeBackend::EventWriter(std::stop_token stop) {
+  while (true) {
+    kube::EventSpec e;
+    {
+      std::unique_lock<std::mutex> l(events_mu_);
+      events_cv_.wait(l, stop, [&] { return !events_.empty(); });
+      if (stop.stop_requested() || events_.empty()) return;
+      e = std::move(events_.front());
+      events_.pop_front();
+    }
+    if (!WritesAllowed()) continue;
+    Result<Json> r = client_->CreateEvent(e);
+    if (!r.ok()) CountError(r.status(), "event " + e.reason);
+  }
+}
+
+Status KubeBackend::Apply(const core::CycleResult& result) {
+  const auto begin = std::chrono::steady_clock::now();
+  if (!WritesAllowed()) return Status::Ok();
+  // Preemptions first (they take time to release), then binds (the work people wait for), then
+  // the bookkeeping writes.
+  ApplyPreemptions(result);
+  ApplyBinds(result);
+  ApplyResumes(result);
+  ApplyPending(result);
+  ApplyQueueStatus(result);
+  last_apply_ms_ = MsSince(begin);
+  return Status::Ok();
+}
+
+void KubeBackend::ApplyBinds(const core::CycleResult& result) {
+  struct BindCall {
+    size_t decision;
+    const PodRef* pod;
+    std::string node;
+    std::vector<int> gpus;
+    Status status;
+  };
+  std::vector<BindCall> calls;
+  for (size_t d = 0; d < result.binds.size(); ++d) {
+    const core::BindDecision& bind = result.binds[d];
+    const WorkloadSource& src = built_.sources[bind.workload.index()];
+    for (const core::PodAssignment& a : bind.pods) {
+      if (a.pod_set < 0 || static_cast<size_t>(a.pod_set) >= src.pods.size() || a.replica < 0 ||
+          static_cast<size_t>(a.replica) >= src.pods[a.pod_set].size())
+        continue;  // the engine never names a pod the snapshot lacks; be safe anyway
+      calls.push_back({d, &src.pods[a.pod_set][a.replica],
+                       built_.snapshot.nodes[a.placement.node.index()].name,
+                       MaskToIndices(a.placement.gpu_mask), Status::Ok()});
+    }
+  }
+  ParallelFor(calls.size(), options_.writers, [&](size_t i) {
+    BindCall& c = calls[i];
+    if (!WritesAllowed()) {
+      c.status = Status::Unavailable("not the leader any more");
+      return;
+    }
+    const std::map<std::string, std::string> annotations = {
+        {keys::kGpuIndices, FormatIndexList(c.gpus)}};
+    c.status = client_->Bind(c.pod->namespace_name, c.pod->name, c.pod->uid, c.node, annotations,
+                             c.pod->resource_version);
+  });
+
+  const int64_t expires = NowMs() + options_.assume_timeout.count();
+  std::vector<std::vector<const BindCall*>> by_decision(result.binds.size());
+  for (const BindCall& c : calls) by_decision[c.decision].push_back(&c);
+  int64_t binds = 0, failures = 0, rollbacks = 0;
+  struct EventCall {
+    const WorkloadSource* about;
+    std::string reason, message;
+    bool warning;
+  };
+  std::vector<EventCall> events;
+  for (size_t d = 0; d < result.binds.size(); ++d) {
+    const WorkloadSource& src = built_.sources[result.binds[d].workload.index()];
+    const std::string& name = built_.snapshot.workloads[result.binds[d].workload.index()].name;
+    std::string failed;
+    std::set<std::string> nodes;
+    for (const BindCall* c : by_decision[d]) {
+      if (c->status.ok()) {
+        assumed_[c->pod->uid] = {c->pod->Key(), c->node, c->gpus, expires};
+        nodes.insert(c->node);
+        ++binds;
+      } else if (failed.empty()) {
+        failed = c->pod->Key() + ": " + c->status.message();
+      }
+    }
+    if (failed.empty()) {
+      std::string where;
+      for (const std::string& n : nodes) where += (where.empty() ? "" : ", ") + n;
+      events.push_back({&src, "Scheduled",
+                        "Bound " + std::to_string(by_decision[d].size()) + " pod(s) to " + where +
+                            (result.binds[d].borrowing ? ", borrowing idle quota" : ""),
+                        false});
+      continue;
+    }
+    ++failures;
+    spdlog::warn("gang {}: bind failed ({}); rolling back", name, failed);
+    // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
+    // the gang is placed again whole. A controller (a Job) recreates its own pods; a bare pod
+    // is recreated here, pending, from the object as the API server holds it.
+    int recreated = 0;
+    std::string lost;
+    for (const BindCall* c : by_decision[d]) {
+      if (!c->status.ok()) continue;
+      assumed_.erase(c->pod->uid);
+      ++rollbacks;
+      const std::shared_ptr<const kube::Pod> cached = pods_->Get(c->pod->Key());
+      const bool bare = cached && cached->metadata.uid == c->pod->uid && !HasController(*cached);
+      Result<Json> current = Json();
+      if (bare) {
+        for (int attempt = 0; attempt < 3; ++attempt) {
+          current = client_->Get(kube::resources::kPods, c->pod->namespace_name, c->pod->name);
+          if (current.ok() || kube::IsNotFound(current.status())) break;
+        }
+        if (!current.ok()) {
+          if (!kube::IsNotFound(current.status()))
+            CountError(current.status(), "rollback of " + c->pod->Key());
+          continue;  // gone already, or unreadable: then it is left bound rather than lost
+        }
+        if (current->value("metadata", Json::object()).value("uid", "") != c->pod->uid) continue;
+      }
+      kube::DeleteOptions del;
+      del.uid = c->pod->uid;
+      del.grace_period_seconds = 0;
+      Status s = client_->Delete(kube::resources::kPods, c->pod->namespace_name, c->pod->name, del);
+      if (!s.ok()) {
+        if (!kube::IsNotFound(s)) CountError(s, "rollback of " + c->pod->Key());
+        continue;
+      }
+      if (!bare) continue;
+      const Json copy = PendingCopy(*current);
+      Result<Json> made = Json();
+      // Deleted with no grace, the old object is gone at once unless a finalizer holds it.
+      for (int attempt = 0; attempt < 20; ++attempt) {
+        made = client_->Create(kube::resources::kPods, c->pod->namespace_name, copy);
+        if (made.ok() || !kube::IsAlreadyExists(made.status())) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (made.ok()) {
+        ++recreated;
+      } else {
+        CountError(made.status(), "recreating " + c->pod->Key() + " after a rollback");
+        lost += (lost.empty() ? "" : ", ") + c->pod->Key();
+      }
+    }
+    std::string message = "gang bind failed and was rolled back (" + failed + ")";
+    if (recreated > 0)
+      message += "; " + std::to_string(recreated) + " bare pod(s) recreated, pending";
+    if (!lost.empty()) message += "; could not recreate " + lost;
+    events.push_back({&src, "FailedScheduling", message, true});
+  }
+  for (const EventCall& e : events) Event(*e.about, e.reason, e.message, e.warning);
+  std::lock_guard<std::mutex> l(stats_mu_);
+  stats_.binds += binds;
+  stats_.bind_failures += failures;
+  stats_.rollbacks += rollbacks;
+}
+
+std::vector<std::shared_ptr<const kube::Pod>> KubeBackend::PodsOf(const WorkloadSource& src) const {
+  std::vector<std::shared_ptr<const kube::Pod>> out;
+  for (const auto& set : src.pods)
+    for (const PodRef& ref : set)
+      if (auto p = pods_->Get(ref.Key())) out.push_back(std::move(p));
+  return out;
+}
+
+void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
+  // The health controller records, with the fault, which workloads left which fenced GPU.
+  if (fault_requeues_ && WritesAllowed()) {
+    std::vector<FaultRequeue> requeued;
+    const core::Snapshot& snap = built_.snapshot;
+    for (const core::PreemptDecision& p : result.preemptions) {
+      if (p.reason != core::PreemptReason::kHardwareFault) continue;
+      const core::Workload& w = snap.workloads[p.workload.index()];
+      core::ForEachHeldGpu(snap, w, [&](const core::Node& node, size_t g) {
+        if (!node.gpus[g].healthy) requeued.push_back({node.name, static_cast<int>(g), w.name});
+      });
+    }
+    if (!requeued.empty()) fault_requeues_(requeued);
+  }
+  for (const core::PreemptDecision& p : result.preemptions) {
+    if (!WritesAllowed()) return;
+    const WorkloadSource& src = built_.sources[p.workload.index()];
+    const core::Workload& w = built_.snapshot.workloads[p.workload.index()];
+    const std::string why = std::string(core::PreemptReasonName(p.reason)) + ": " + p.message +
+                            "; " + Hours(p.gpu_hours_lost) + " GPU-hours since the last checkpoint";
+    if (src.kind == WorkloadSource::Kind::kJob) {
+      // The preemption budget (preemption.maxPerWindow) counts what a policy decided, not a
+      // GPU that failed under the job: a fault leaves the history as it was.
+      const bool fault = p.reason == core::PreemptReason::kHardwareFault;
+      std::string history;
+      const size_t keep = fault ? 10 : 9;
+      const size_t from =
+          w.recent_preemptions.size() > keep ? w.recent_preemptions.size() - keep : 0;
+      for (size_t i = from; i < w.recent_preemptions.size(); ++i)
+        history +=
+            (history.empty() ? "" : ",") + std::to_string(w.recent_preemptions[i].count() / 1000);
+      if (!fault) history += (history.empty() ? "" : ",") + std::to_string(NowMs() / 1000);
+      Json annotations = {
+          {keys::kPreemptedAt, NowText()},
+          {keys::kPreemptionCount, std::to_string(src.stored_preemptions + 1)},
+          {keys::kGpuHoursLost, Hours(src.stored_gpu_hours_lost + p.gpu_hours_lost, 4)}};
+      if (!history.empty()) annotations[keys::kPreemptions] = history;
+      Json patch = {{"metadata",
+                     {{"uid", src.job_uid},
+                      {"resourceVersion", src.job_resource_version},
+                      {"annotations", annotations}}},
+                    {"spec", {{"suspend", true}}}};
+      Result<Json> r =
+          client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+      if (!r.ok()) {
+        if (!kube::IsConflict(r.status()) && !kube::IsNotFound(r.status()))
+          CountError(r.status(), "suspend job " + w.name);
+        continue;  // changed since the snapshot: the next cycle decides again
+      }
+      // The Job controller deletes the pods too; deleting them first sets the grace period.
+      const std::vector<std::shared_ptr<const kube::Pod>> pods = PodsOf(src);
+      ParallelFor(pods.size(), options_.writers, [&](size_t i) {
+        kube::DeleteOptions del;
+        del.uid = pods[i]->metadata.uid;
+        del.grace_period_seconds = p.grace_seconds;
+        Status s = client_->Delete(kube::resources::kPods, pods[i]->metadata.namespace_name,
+                                   pods[i]->metadata.name, del);
+        if (!s.ok() && !kube::IsNotFound(s) && !kube::IsConflict(s))
+          CountError(s, "delete pod " + pods[i]->metadata.Key());
+      });
+      {
+        std::lock_guard<std::mutex> l(stats_mu_);
+        stats_.suspends++;
+      }
+      Event(src, "Preempted",
+            "Suspended with " + std::to_string(p.grace_seconds) + " s to checkpoint. " + why);
+      continue;
+    }
+    const std::vector<std::shared_ptr<const kube::Pod>> pods = PodsOf(src);
+    std::atomic<int64_t> evicted{0}, blocked{0};
+    ParallelFor(pods.size(), options_.writers, [&](size_t i) {
+      kube::DeleteOptions del;
+      del.uid = pods[i]->metadata.uid;
+      del.grace_period_seconds = p.grace_seconds;
+      Status s = client_->Evict(pods[i]->metadata.namespace_name, pods[i]->metadata.name, del);
+      if (s.ok()) {
+        ++evicted;
+      } else if (kube::IsEvictionBlocked(s)) {
+        ++blocked;
+      } else if (!kube::IsNotFound(s)) {
+        CountError(s, "evict pod " + pods[i]->metadata.Key());
+      }
+    });
+    {
+      std::lock_guard<std::mutex> l(stats_mu_);
+      stats_.evictions += evicted;
+      stats_.eviction_blocked += blocked;
+    }
+    if (blocked > 0)
+      Event(src, "PreemptionBlocked",
+            std::to_string(blocked.load()) +
+                " pod(s) not evicted: a PodDisruptionBudget allows no disruption now. " + why,
+            true);
+    if (evicted > 0)
+      Event(src, "Preempted",
+            "Evicted " + std::to_string(evicted.load()) + " pod(s) with " +
+                std::to_string(p.grace_seconds) + " s to checkpoint. " + why);
+  }
+}
+
+void KubeBackend::ApplyResumes(const core::CycleResult& result) {
+  for (const core::ResumeDecision& r : result.resumes) {
+    if (!WritesAllowed()) return;
+    const WorkloadSource& src = built_.sources[r.workload.index()];
+    if (src.kind != WorkloadSource::Kind::kJob) continue;
+    Json patch = {{"metadata",
+                   {{"uid", src.job_uid},
+                    {"resourceVersion", src.job_resource_version},
+                    {"annotations", {{keys::kPreemptedAt, nullptr}}}}},
+                  {"spec", {{"suspend", false}}}};
+    Result<Json> res =
+        client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+    if (!res.ok()) {
+      if (!kube::IsConflict(res.status()) && !kube::IsNotFound(res.status()))
+        CountError(res.status(), "resume job " + src.namespace_name + "/" + src.name);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> l(stats_mu_);
+      stats_.resumes++;
+    }
+    Event(src, "Resumed",
+          std::string("Capacity is free again") + (r.borrowing ? " (borrowing idle quota)" : "") +
+              "; the Job's pods are scheduled as they are created");
+  }
+}
+
+void KubeBackend::ApplyPending(const core::CycleResult& result) {
+  struct Write {
+    std::shared_ptr<const kube::Pod> pod;
+    std::string reason, message;
+    std::string nominated;  // status.nominatedNodeName to write ("" clears it)
+  };
+  // Where the engine holds room for a waiting preemptor's pods, written as their nominated node
+  // as kube-scheduler does for its preemptors.
+  std::unordered_map<std::string, std::string> nominated;
+  for (const core::NominationDecision& n : result.nominations) {
+    const WorkloadSource& src = built_.sources[n.workload.index()];
+    for (const core::PodAssignment& a : n.pods)
+      if (a.pod_set >= 0 && static_cast<size_t>(a.pod_set) < src.pods.size() && a.replica >= 0 &&
+          static_cast<size_t>(a.replica) < src.pods[a.pod_set].size())
+        nominated[src.pods[a.pod_set][a.replica].uid] =
+            built_.snapshot.nodes[a.placement.node.index()].name;
+  }
+  std::vector<Write> writes;
+  const int64_t now = NowMs();
+  std::set<std::string> live;
+  for (const core::PendingDecision& d : result.pending) {
+    const WorkloadSource& src = built_.sources[d.workload.index()];
+    const std::string reason = ConditionReason(d.reason);
+    const std::string message = std::string(core::PendingReasonName(d.reason)) + ": " + d.message();
+    for (const auto& set : src.pods)
+      for (const PodRef& ref : set) {
+        live.insert(ref.uid);
+        if (static_cast<int32_t>(writes.size()) >= options_.max_condition_writes_per_cycle)
+          continue;
+        auto pod = pods_->Get(ref.Key());
+        if (!pod || pod->metadata.uid != ref.uid || !pod->node_name.empty()) continue;
+        const auto held = nominated.find(ref.uid);
+        std::string node = held == nominated.end() ? std::string() : held->second;
+        const bool renominate = pod->nominated_node_name != node;
+        const kube::Condition* current = nullptr;
+        for (const kube::Condition& c : pod->conditions)
+          if (c.type == "PodScheduled") current = &c;
+        if (!renominate && current != nullptr && current->status == "False" &&
+            current->reason == reason && current->message == message)
+          continue;
+        auto it = conditions_written_.find(ref.uid);
+        if (!renominate && it != conditions_written_.end() && it->second.reason == reason &&
+            now - it->second.at_ms < options_.condition_refresh.count())
+          continue;  // only the message changed, and recently written
+        writes.push_back({std::move(pod), reason, message, std::move(node)});
+      }
+  }
+  // Forget pods that are no longer pending.
+  for (auto it = conditions_written_.begin(); it != conditions_written_.end();)
+    it = live.count(it->first) ? std::next(it) : conditions_written_.erase(it);
+
+  std::atomic<int64_t> done{0};
+  ParallelFor(writes.size(), options_.writers, [&](size_t i) {
+    if (!WritesAllowed()) return;
+    const Write& w = writes[i];
+    Json cond = {{"type", "PodScheduled"},   {"status", "False"},
+                 {"reason", w.reason},       {"message", w.message},
+                 {"lastProbeTime", nullptr}, {"lastTransitionTime", NowText()}};
+    Json ops =
+        Json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", w.pod->metadata.uid}}});
+    int index = -1;
+    for (size_t c = 0; c < w.pod->conditions.size(); ++c)
+      if (w.pod->conditions[c].type == "PodScheduled") index = static_cast<int>(c);
+    if (index >= 0) {
+      const std::string path = "/status/conditions/" + std::to_string(index);
+      if (w.pod->conditions[index].status == "False")
+        cond["lastTransitionTime"] = w.pod->conditions[index].last_transition_time;
+      ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", "PodScheduled"}});
+      ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
+    } else if (!w.pod->conditions.empty()) {
+      ops.push_back({{"op", "add"}, {"path", "/status/conditions/-"}, {"value", cond}});
+    } else if (w.pod->has_status) {
+      ops.push_back(
+          {{"op", "add"}, {"path", "/status/conditions"}, {"value", Json::array({cond})}});
+    } else {
+      Json fresh = {{"conditions", Json::array({cond})}};
+      if (!w.nominated.empty()) fresh["nominatedNodeName"] = w.nominated;
+      ops.push_back({{"op", "add"}, {"path", "/status"}, {"value", std::move(fresh)}});
+    }
+    const bool whole_status = ops.back().at("path") == "/status";
+    if (!whole_status && !w.nominated.empty()) {
+      ops.push_back({{"op", "add"}, {"path", "/status/nominatedNodeName"}, {"value", w.nominated}});
+    } else if (w.nominated.empty() && !w.pod->nominated_node_name.empty()) {
+      ops.push_back({{"op", "remove"}, {"path", "/status/nominatedNodeName"}});
+    }
+    Result<Json> r = client_->JsonPatch(kube::resources::kPods, w.pod->metadata.namespace_name,
+                                        w.pod->metadata.name, ops, "status");
+    if (r.ok())
+      ++done;
+    else if (!kube::IsNotFound(r.status()) && !kube::IsInvalid(r.status()))
+      CountError(r.status(), "condition of pod " + w.pod->metadata.Key());
+  });
+  for (const Write& w : writes)
+    conditions_written_[w.pod->metadata.uid] = {w.reason, w.message, now};
+  std::lock_guard<std::mutex> l(stats_mu_);
+  stats_.condition_writes += done;
+}
+
+void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
+  std::map<std::string, core::QueueStatus> statuses;
+  for (const core::QueueStatus& q : result.queues) statuses[q.name] = q;
+  for (const auto& [name, error] : queue_errors_) {
+    core::QueueStatus s;
+    s.name = name;
+    s.error = error;
+    statuses[name] = s;
+  }
+  for (const auto& [name, s] : statuses) {
+    if (!WritesAllowed()) return;
+    auto gen = queue_generation_.find(name);
+    Json status = QueueStatusJson(s, gen == queue_generation_.end() ? 0 : gen->second);
+    auto it = queue_status_written_.find(name);
+    // Decayed usage changes every cycle; it is written every usage_write_every, and in between
+    // the last written figure stays.
+    if (auto u = usage_.entries().find(name); u != usage_.entries().end()) {
+      const int64_t now = u->second.at.count();
+      auto last = usage_written_ms_.find(name);
+      if (it != queue_status_written_.end() && it->second.contains("decayedUsage") &&
+          last != usage_written_ms_.end() &&
+          now - last->second < options_.usage_write_every.count())
+        status["decayedUsage"] = it->second["decayedUsage"];
+      else
+        status["decayedUsage"] = DecayedUsageJson(u->second.gpu_hours, now);
+    }
+    // The Valid condition keeps its lastTransitionTime while its status stays: from what this
+    // leader wrote, else from what the API holds (written by an earlier leader).
+    Json& valid = status["conditions"][0];
+    std::string since;
+    auto same_status = [&](const Json& conditions) {
+      if (!conditions.is_array()) return;
+      for (const Json& c : conditions)
+        if (c.is_object() && c.value("type", "") == "Valid" &&
+            c.value("status", "") == valid["status"] && c.contains("lastTransitionTime") &&
+            c["lastTransitionTime"].is_string())
+          since = c["lastTransitionTime"].get<std::string>();
+    };
+    if (it != queue_status_written_.end()) same_status(it->second.value("conditions", Json()));
+    if (since.empty())
+      if (auto q = queues_->Get(name);
+          q && q->raw.contains("status") && q->raw["status"].is_object())
+        same_status(q->raw["status"].value("conditions", Json()));
+    valid["lastTransitionTime"] = since.empty() ? NowText() : since;
+    if (it != queue_status_written_.end() && it->second == status) continue;
+    Json patch = {{"status", status}};
+    Result<Json> r = client_->MergePatch(kQueues, "", name, patch, "status");
+    if (!r.ok()) {
+      if (!kube::IsNotFound(r.status())) CountError(r.status(), "status of queue " + name);
+      continue;
+    }
+    if (status.contains("decayedUsage") &&
+        (it == queue_status_written_.end() ||
+         it->second.value("decayedUsage", Json()) != status["decayedUsage"]))
+      usage_written_ms_[name] = usage_.entries().at(name).at.count();
+    queue_status_written_[name] = std::move(status);
+    std::lock_guard<std::mutex> l(stats_mu_);
+    stats_.queue_status_writes++;
+  }
+}
+
+daemon::Observation KubeBackend::Observe() {
+  daemon::Observation o;
+  o.snapshot = &built_.snapshot;
+  PoolAssignment pools = AssignPools(options_.pricing, built_.snapshot.nodes, pools_);
+  pools_ = pools.pools;
+  o.pools = std::move(pools.pools);
+  o.node_pool = std::move(pools.node_pool);
+  samples_.resize(built_.snapshot.nodes.size());
+  const AgentGpuUsage usage = gpu_usage_ ? gpu_usage_() : AgentGpuUsage();
+  for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n) {
+    const core::Node& node = built_.snapshot.nodes[n];
+    samples_[n].assign(node.gpus.size(), daemon::GpuSample{});
+    if (auto u = usage.find(node.name); u != usage.end() && u->second) {
+      // A GPU by its UUID where the node names its GPUs' UUIDs, else by index.
+      for (const AgentGpuSample& a : *u->second) {
+        size_t g = node.gpus.size();
+        for (size_t i = 0; i < node.gpus.size() && !a.uuid.empty(); ++i)
+          if (node.gpus[i].uuid == a.uuid) g = i;
+        if (g == node.gpus.size() && a.index >= 0 && static_cast<size_t>(a.index) < g &&
+            node.gpus[a.index].uuid.find('/') != std::string::npos)
+          g = static_cast<size_t>(a.index);  // no UUIDs on the node: "<node>/gpu<index>"
+        if (g < node.gpus.size()) samples_[n][g] = a.sample;
+      }
+    }
+  }
+  o.samples = samples_;
+  // Why the unhealthy GPUs are fenced: the health controller's incidents, by the GPUs' names.
+  if (gpu_faults_) {
+    GpuFaultsByNode faults = gpu_faults_();
+    for (const core::Node& node : built_.snapshot.nodes) {
+      auto f = faults.find(node.name);
+      if (f == faults.end()) continue;
+      for (auto& [index, fault] : f->second)
+        if (index >= 0 && static_cast<size_t>(index) < node.gpus.size())
+          o.gpu_faults[node.gpus[index].uuid] = std::move(fault);
+    }
+  }
+  o.workload_pods.reserve(built_.sources.size());
+  for (const WorkloadSource& s : built_.sources) o.workload_pods.push_back(s.PodKeys());
+  o.stored_losses.resize(built_.sources.size());
+  for (size_t i = 0; i < built_.sources.size(); ++i)
+    o.stored_losses[i] = {built_.sources[i].stored_preemptions,
+                          built_.sources[i].stored_gpu_hours_lost};
+  return o;
+}
+
+Status KubeBackend::SetSchedulable(std::string_view node, bool schedulable) {
+  Json patch = {{"spec", {{"unschedulable", !schedulable}}}};
+  Result<Json> r = client_->MergePatch(kube::resources::kNodes, "", std::string(node), patch);
+  if (!r.ok()) return r.status();
+  return Status::Ok();
+}
+
+std::shared_ptr<const kube::Node> KubeBackend::NodeNamed(const std::string& name) const {
+  return nodes_->Get(name);
+}
+
+std::vector<std::shared_ptr<const kube::Node>> KubeBackend::AllNodes() const {
+  return nodes_->List();
+}
+
+}  // namespace chamber::backend

@@ -1,0 +1,212 @@
+// chamberd's Kubernetes backend: informers on Nodes, Pods, Jobs, Queues, PriorityClasses and
+// Namespaces keep a cache; Refresh() turns the cache into the engine's snapshot
+// (snapshot_builder.h) and Apply() carries the decisions back through the API:
+//
+//   bind     pods/binding for every pod of the gang, with the pod's UID and resourceVersion as
+//            preconditions and the GPU slots as the binding's annotation (the API server copies
+//            it onto the pod). If any bind of a gang fails, the pods already bound are deleted
+//            (a Job recreates them; the gang is tried again whole) and a Warning Event says why.
+//   preempt  a Job is suspended (spec.suspend, with `chamber.io/preempted-at` and the
+//            preemption history as annotations, the Job's UID and resourceVersion as
+//            preconditions) and its pods are deleted with the checkpoint grace period; bare pods
+//            are evicted through the eviction API with that grace period (a PodDisruptionBudget
+//            that forbids it is retried next cycle).
+//   resume   a Job Chamber suspended is unsuspended; its new pods are bound as they appear.
+//   pending  every pending pod gets PodScheduled=False with the engine's reason and message
+//            (reason `Unschedulable` when no node fits, as the cluster autoscaler expects).
+//   status   each Queue's status (allocated, fair share, borrowed, lent, workloads, Valid).
+//
+// A bind the API accepted is assumed until the pod informer shows it (the build reports that),
+// or until `assume_timeout`, so the next cycle does not give those GPUs away. Every write stops
+// as soon as `options.writes_allowed` turns false (leadership lost).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/kube/gpu_pricing.h"
+#include "backend/kube/snapshot_builder.h"
+#include "core/fair_share.h"
+#include "daemon/backend.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+
+namespace chamber::backend {
+
+// What a node's chamber-agent last measured on one GPU (its reports to chamberd), for the fleet
+// model's "used" and "allocated but idle".
+struct AgentGpuSample {
+  int index = 0;     // NVML's index on the node
+  std::string uuid;  // "GPU-..."
+  daemon::GpuSample sample;
+};
+// By node name; only nodes whose agent reports now (a stale agent's numbers are not used).
+using AgentGpuUsage =
+    std::unordered_map<std::string, std::shared_ptr<const std::vector<AgentGpuSample>>>;
+
+// Why the health controller fenced a GPU: by node name, (GPU index, fault).
+using GpuFaultsByNode =
+    std::unordered_map<std::string, std::vector<std::pair<int, daemon::GpuFault>>>;
+
+// A workload preempted because it held a GPU that turned unhealthy (reason HardwareFault).
+struct FaultRequeue {
+  std::string node;
+  int gpu_index = 0;
+  std::string workload;  // "namespace/name"
+};
+
+struct KubeBackendOptions {
+  std::string scheduler_name = kDefaultSchedulerName;
+  std::string gpu_resource = kGpuResource;
+  int32_t writers = 16;                                 // parallel API writes within a cycle
+  std::chrono::milliseconds assume_timeout{30'000};     // how long an unseen bind is assumed
+  int32_t max_condition_writes_per_cycle = 500;         // PodScheduled updates (binds go first)
+  std::chrono::milliseconds condition_refresh{10'000};  // a changed message waits this long
+  bool write_events = true;
+  // Events go out from a queue of their own, so that a cycle that binds thousands of pods does
+  // not wait for their Events; beyond this many waiting, new ones are dropped (and counted).
+  size_t max_queued_events = 20'000;
+  int32_t event_writers = 4;
+  // How often a thread of its own derives the objects that changed (Prepare()), so that cycles,
+  // and the cycle after a long Apply(), do not; 0: none.
+  std::chrono::milliseconds prepare_every{250};
+  std::function<bool()> writes_allowed;  // empty: always
+  // Prices of the nodes' GPUs, and the fleet pools they make (gpu_pricing.h).
+  PricingConfig pricing;
+  // fairShare.usageHalfLife: each queue's decayed GPU-hours are kept, handed to the engine and
+  // stored in the Queue's status.decayedUsage at most this often, where the next leader finds
+  // them. 0: none.
+  core::Duration usage_half_life{0};
+  std::chrono::milliseconds usage_write_every{60'000};
+};
+
+// Counters since start, for metrics and tests.
+struct KubeBackendStats {
+  int64_t binds = 0, bind_failures = 0, rollbacks = 0;
+  int64_t suspends = 0, resumes = 0, evictions = 0, eviction_blocked = 0;
+  int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0, events_dropped = 0;
+};
+
+class KubeBackend : public daemon::ClusterBackend {
+ public:
+  // Starts the informers and waits until they have synced (or `sync_timeout` passes).
+  static Result<std::unique_ptr<KubeBackend>> Create(
+      kube::Client* client, KubeBackendOptions options,
+      std::chrono::milliseconds sync_timeout = std::chrono::seconds(60));
+  ~KubeBackend() override;
+
+  std::string_view mode() const override { return "cluster"; }
+  bool simulated_time() const override { return false; }
+  Result<const core::Snapshot*> Refresh() override;
+  // Derives, from the objects that changed since the last Refresh(), what the next one needs,
+  // so that the cycle does not have to, and frees the snapshot before the last. Create() calls
+  // it once, and a thread every `prepare_every`. Returns the objects derived.
+  size_t Prepare();
+  Status Apply(const core::CycleResult& result) override;
+  daemon::Observation Observe() override;
+  Status SetSchedulable(std::string_view node, bool schedulable) override;
+  // Where Observe() reads the GPUs' utilization and memory use; without one (or for a GPU its
+  // node's agent does not report) they read 0. Set before the daemon runs.
+  void SetGpuUsageSource(std::function<AgentGpuUsage()> source) { gpu_usage_ = std::move(source); }
+  // Where Observe() reads why unhealthy GPUs are fenced (Observation::gpu_faults), and where
+  // Apply() tells which workloads it requeued off them. Set before the daemon runs.
+  void SetGpuFaultSource(std::function<GpuFaultsByNode()> source) {
+    gpu_faults_ = std::move(source);
+  }
+  void SetFaultRequeueSink(std::function<void(const std::vector<FaultRequeue>&)> sink) {
+    fault_requeues_ = std::move(sink);
+  }
+
+  KubeBackendStats stats() const;
+  // Durations of the last Refresh() (cache to snapshot) and Apply() (API writes), ms; and the
+  // CPU time Refresh() took.
+  double last_refresh_ms() const { return last_refresh_ms_; }
+  double last_refresh_cpu_ms() const { return last_refresh_cpu_ms_; }
+  // Objects the last Refresh() derived itself (the others were cached or prepared).
+  size_t last_derived() const { return last_derived_; }
+  // Workloads the last Refresh moved over from the snapshot before it (unchanged bare pods).
+  size_t last_reused() const { return last_reused_; }
+  double last_apply_ms() const { return last_apply_ms_; }
+  // Problems met reading the cluster in the last Refresh().
+  const std::vector<std::string>& problems() const { return built_.problems; }
+  const BuiltSnapshot& built() const { return built_; }
+  // The Nodes as the informer has them (the health controller reads them); thread-safe.
+  std::shared_ptr<const kube::Node> NodeNamed(const std::string& name) const;
+  std::vector<std::shared_ptr<const kube::Node>> AllNodes() const;
+
+ private:
+  KubeBackend(kube::Client* client, KubeBackendOptions options);
+  bool WritesAllowed() const { return !options_.writes_allowed || options_.writes_allowed(); }
+  void ApplyBinds(const core::CycleResult& result);
+  void ApplyPreemptions(const core::CycleResult& result);
+  void ApplyResumes(const core::CycleResult& result);
+  void ApplyPending(const core::CycleResult& result);
+  void ApplyQueueStatus(const core::CycleResult& result);
+  void Event(const WorkloadSource& about, const std::string& reason, const std::string& message,
+             bool warning = false);
+  void EventWriter(std::stop_token stop);
+  void CountError(const Status& s, const std::string& what);
+  std::vector<std::shared_ptr<const kube::Pod>> PodsOf(const WorkloadSource& src) const;
+
+  kube::Client* client_;
+  KubeBackendOptions options_;
+  std::unique_ptr<kube::Informer<kube::Node>> nodes_;
+  std::unique_ptr<kube::Informer<kube::Pod>> pods_;
+  std::unique_ptr<kube::Informer<kube::Job>> jobs_;
+  std::unique_ptr<kube::Informer<kube::Object>> queues_;
+  std::unique_ptr<kube::Informer<kube::PriorityClass>> priority_classes_;
+  std::unique_ptr<kube::Informer<kube::Namespace>> namespaces_;
+
+  BuiltSnapshot built_;
+  ClusterObjects ListObjects() const;  // from the informers' caches; no queues
+  BuildOptions BuildOptionsAt(int64_t now_ms);
+  std::mutex build_mu_;     // Refresh() and Prepare()
+  BuiltSnapshot retired_;   // the snapshot before built_, until Prepare() frees it
+  BuildCache build_cache_;  // what Refresh() and Prepare() derived from objects still unchanged
+  AssumedBinds assumed_;
+  std::map<std::string, std::string> queue_errors_;         // queue -> decode error
+  std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
+  std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written
+  core::DecayedUsage usage_{core::Duration(0)};             // fairShare.usageHalfLife
+  bool usage_restored_ = false;  // read the Queues' status.decayedUsage once, at the start
+  std::map<std::string, int64_t> usage_written_ms_;  // queue -> when decayedUsage was written
+  struct ConditionWritten {
+    std::string reason, message;
+    int64_t at_ms = 0;
+  };
+  std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
+  std::vector<std::vector<daemon::GpuSample>> samples_;
+  // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).
+  std::vector<fleet::PoolInput> pools_;
+  std::function<AgentGpuUsage()> gpu_usage_;
+  std::function<GpuFaultsByNode()> gpu_faults_;
+  std::function<void(const std::vector<FaultRequeue>&)> fault_requeues_;
+
+  double last_refresh_ms_ = 0, last_refresh_cpu_ms_ = 0, last_apply_ms_ = 0;
+  size_t last_derived_ = 0;
+  size_t last_reused_ = 0;
+
+  std::mutex events_mu_;
+  std::condition_variable_any events_cv_;
+  std::deque<kube::EventSpec> events_;
+  std::vector<std::jthread> event_writers_;  // last: they stop first
+  std::condition_variable_any prepare_cv_;
+  std::jthread preparer_;
+  mutable std::mutex stats_mu_;
+  KubeBackendStats stats_;
+};
+
+// Runs fn(0..n-1) on up to `threads` threads and waits for all.
+void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);
+
+}  // namespace chamber::backend

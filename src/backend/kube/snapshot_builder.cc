@@ -1,0 +1,1216 @@
+#include "backend/kube/snapshot_builder.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
+
+#include "common/time.h"
+#include "kube/client.h"
+
+namespace chamber::backend {
+namespace {
+
+using core::NodeId;
+using core::Resources;
+
+const std::string* Find(const std::map<std::string, std::string>& m, const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> SplitCommaList(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+Result<int64_t> ParseInt(std::string_view text) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || text.empty())
+    return Status::InvalidArgument("\"" + std::string(text) + "\" is not an integer");
+  return v;
+}
+
+int64_t UnixMs(const std::string& rfc3339) {
+  if (rfc3339.empty()) return 0;
+  auto t = ParseRfc3339(rfc3339);
+  if (!t.ok()) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
+}
+
+bool Terminal(const kube::Pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+
+core::TaintEffect Effect(const std::string& e) {
+  if (e == "NoExecute") return core::TaintEffect::kNoExecute;
+  if (e == "PreferNoSchedule") return core::TaintEffect::kPreferNoSchedule;
+  return core::TaintEffect::kNoSchedule;
+}
+
+inline constexpr std::string_view kChamberPrefix = "chamber.io/";
+
+// Orders "namespace/name" keys as (namespace, name): a namespace holds no '/'.
+bool KeyLess(std::string_view a, std::string_view b) {
+  const size_t i = a.find('/'), j = b.find('/');
+  if (const int c = a.substr(0, i).compare(b.substr(0, j)); c != 0) return c < 0;
+  return a.substr(i + 1) < b.substr(j + 1);
+}
+
+// A pod's `chamber.io/` annotations, then labels, in that order: the keys the builder reads.
+using ChamberKeys = std::vector<std::pair<std::string_view, const std::string*>>;
+
+ChamberKeys ChamberKeysOf(const kube::ObjectMeta& m) {
+  ChamberKeys out;
+  for (const auto* map : {&m.annotations, &m.labels})
+    for (auto it = map->lower_bound(std::string(kChamberPrefix));
+         it != map->end() && it->first.starts_with(kChamberPrefix); ++it)
+      out.emplace_back(it->first, &it->second);
+  return out;
+}
+
+// Reads the annotations and labels of a pod or Job (annotation first, then label). Every key
+// read through it starts with `chamber.io/`.
+struct Meta {
+  const kube::ObjectMeta* first;
+  const kube::ObjectMeta* second = nullptr;  // e.g. a Job's template metadata
+  const ChamberKeys* first_keys = nullptr;   // `first`'s, when known
+  const std::string* Get(std::string_view key) const {
+    if (first_keys != nullptr) {
+      for (const auto& [k, v] : *first_keys)
+        if (k == key) return v;
+    } else if (const std::string* v = FindIn(first, key)) {
+      return v;
+    }
+    return FindIn(second, key);
+  }
+
+ private:
+  static const std::string* FindIn(const kube::ObjectMeta* m, std::string_view key) {
+    if (m == nullptr) return nullptr;
+    const std::string k(key);
+    if (const std::string* v = Find(m->annotations, k)) return v;
+    return Find(m->labels, k);
+  }
+};
+
+core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource) {
+  core::PodSet s;
+  s.name = p.metadata.name;
+  s.request = Resources::Of(p.Request(gpu_resource), p.Request("cpu"), p.Request("memory"));
+  for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
+  for (const kube::Toleration& t : p.tolerations) {
+    core::Toleration ct;
+    ct.key = t.key;
+    ct.op =
+        t.op == "Exists" ? core::Toleration::Operator::kExists : core::Toleration::Operator::kEqual;
+    ct.value = t.value;
+    if (!t.effect.empty()) ct.effect = Effect(t.effect);
+    s.tolerations.push_back(std::move(ct));
+  }
+  if (const std::string* models = meta.Get(keys::kGpuModels))
+    s.gpu_models = SplitCommaList(*models);
+  return s;
+}
+
+}  // namespace
+
+// What a pod says on its own, whatever else the cluster holds. Pointers and views point into
+// the pod, and are read only while a build holds it.
+struct PodFacts {
+  std::string key;  // "namespace/name"
+  bool terminal = false;
+  int64_t created_ms = 0, started_ms = 0;  // 0: none
+  int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
+  std::string job_uid;       // the controlling Job's, if any
+  const std::string* pod_group = nullptr;  // the label, in the pod
+  std::vector<int> gpu_indices;            // the annotation, when it parses
+  std::string gpu_indices_error;           // why it does not
+  core::PodSet shape;                      // gpu_models from the pod's own metadata only
+  ChamberKeys chamber_keys;
+  // `chamber.io/queue` (annotation, then label), when the pod sets it.
+  std::optional<std::string> queue;
+  // It sets `chamber.io/checkpoint-grace-seconds` or `chamber.io/last-checkpoint`.
+  bool checkpoint_keys = false;
+};
+
+struct BuildCache::State {
+  // An entry holds its object weakly: the object itself is freed by whoever drops it last (the
+  // informer), while the entry keeps its control block, so that no other object can take its
+  // place under the same control block.
+  template <typename T>
+  struct Entry {
+    const T* object = nullptr;  // valid while the build's ClusterObjects hold it
+    std::weak_ptr<const T> owner;
+    uint64_t seen = 0;     // the last build that saw the object
+    uint64_t derived = 0;  // the build that derived the entry
+  };
+  struct NodeEntry : Entry<kube::Node> {
+    core::Node node;
+    std::vector<std::string> problems;
+  };
+  struct PodEntry : Entry<kube::Pod> {
+    PodFacts facts;
+    // Set by each build for a bound pod: its index among the build's bound pods.
+    mutable size_t bound_index = 0;
+    // Set by a build that made a workload of this pod alone (a bare pod), which reads nothing
+    // else of the cluster's but what `Externals` covers: that build, the workload's index in its
+    // snapshot, and whether it was running.
+    mutable uint64_t single_generation = 0;
+    mutable size_t single_index = 0;
+    mutable bool single_running = false;
+    // Set by a build for an entry new to it: the last build's entry of a pod of the same name
+    // (gone now, and read only during this build), whose workload the pod may take over.
+    mutable const PodEntry* previous = nullptr;
+  };
+  struct JobEntry : Entry<kube::Job> {
+    std::optional<kube::Pod> pod_template;
+    std::string template_error;
+  };
+  std::string gpu_resource;  // what the entries were derived with
+  uint64_t generation = 0;   // of the last build
+  size_t reused = 0;         // workloads the last build moved over
+  // What a bare pod's workload reads beyond the pod, as the last build saw it: the values, not
+  // the objects, so that a namespace that changed in other ways (its status, another label, one
+  // being deleted) or a PriorityClass of the same value leaves the workloads as they were.
+  struct Externals {
+    std::map<std::string, std::string> namespace_queue;  // a namespace's default queue
+    std::map<std::string, int32_t> priority_classes;     // value by name
+    int32_t default_priority = 0;
+    std::string scheduler;
+    friend bool operator==(const Externals&, const Externals&) = default;
+  };
+  std::optional<Externals> externals;  // empty before the first build
+  size_t derived = 0;
+  // Deriving ahead of the next build (Prepare): entries count as derived by that build, and
+  // are not marked seen, so that one gone before it is dropped then.
+  bool preparing = false;
+
+  // The entry of `object`, and whether it must be derived (it is new, or was reset).
+  template <typename E, typename T>
+  std::pair<E*, bool> Lookup(std::unordered_map<const T*, E>& map,
+                             const std::shared_ptr<const T>& object) {
+    auto [it, inserted] = map.try_emplace(object.get());
+    E& e = it->second;
+    // An entry is used again only for the object it was derived from, and only if the last
+    // build saw it, or it was derived for the coming build (an entry left by an older build
+    // and not swept yet is not in the last build's order).
+    const uint64_t next = preparing ? generation + 1 : generation;
+    const bool same = !inserted && !e.owner.owner_before(object) && !object.owner_before(e.owner) &&
+                      (e.seen + 1 == next || e.seen == next || e.derived == next);
+    if (!same) {
+      // An entry the last build saw stays marked so while preparing: the build's order may
+      // still point to it, so it is not dropped before the next build.
+      const uint64_t seen = e.seen;
+      e = E{};
+      e.object = object.get();
+      e.owner = object;
+      e.derived = preparing ? generation + 1 : generation;
+      if (preparing) e.seen = seen;
+      ++derived;
+    }
+    if (!preparing) e.seen = generation;
+    return {&e, !same};
+  }
+  std::unordered_map<const kube::Node*, NodeEntry> nodes;
+  std::unordered_map<const kube::Pod*, PodEntry> pods;
+  std::unordered_map<const kube::Job*, JobEntry> jobs;
+  // The last build's nodes by name and pods by (namespace, name): the next build sorts only
+  // the objects new to it and merges them in.
+  std::vector<const NodeEntry*> node_order;
+  std::vector<const PodEntry*> pod_order;
+
+  // `order` less the entries gone or derived again, merged with `fresh` (sorted by `less`).
+  template <typename E, typename Less>
+  void Reorder(std::vector<const E*>* order, const std::vector<const E*>& fresh, Less less) const {
+    std::erase_if(*order,
+                  [this](const E* e) { return e->seen != generation || e->derived == generation; });
+    const auto kept = static_cast<std::ptrdiff_t>(order->size());
+    order->insert(order->end(), fresh.begin(), fresh.end());
+    std::inplace_merge(order->begin(), order->begin() + kept, order->end(), less);
+  }
+
+  // Drops the entries derived ahead (Prepare) since the last build whose objects are gone
+  // already (a pod bound, then started, before a build saw it bound), so that the next build
+  // does not free them; but not those the last build's order points to.
+  void DropUnseenGone() {
+    auto drop = [this](auto& map) {
+      std::erase_if(map, [this](const auto& kv) {
+        return kv.second.derived == generation + 1 && kv.second.seen != generation &&
+               kv.second.owner.expired();
+      });
+    };
+    drop(nodes);
+    drop(pods);
+    drop(jobs);
+  }
+
+  // Drops the entries of objects the last build did not see (but those derived since for the
+  // next one). A build leaves this to Prepare, which chamberd calls between cycles, or else to
+  // the next build.
+  bool sweep_pending = false;
+  void Sweep() {
+    if (!sweep_pending) return;
+    sweep_pending = false;
+    auto sweep = [this](auto& map) {
+      std::erase_if(map, [this](const auto& kv) {
+        return kv.second.seen != generation && kv.second.derived != generation + 1;
+      });
+    };
+    sweep(nodes);
+    sweep(pods);
+    sweep(jobs);
+  }
+};
+
+BuildCache::BuildCache() : state_(std::make_unique<State>()) {}
+BuildCache::~BuildCache() = default;
+size_t BuildCache::size() const {
+  return state_->nodes.size() + state_->pods.size() + state_->jobs.size();
+}
+size_t BuildCache::last_derived() const { return state_->derived; }
+size_t BuildCache::last_reused() const { return state_->reused; }
+
+class Builder {
+ public:
+  Builder(const ClusterObjects& objects, const BuildOptions& options, BuildCache::State* cache)
+      : objects_(objects), options_(options), cache_(*cache) {}
+
+  BuiltSnapshot Build() {
+    Reset();
+    cache_.Sweep();
+    ++cache_.generation;
+    cache_.derived = 0;
+    cache_.reused = 0;
+    out_.generation = cache_.generation;
+    out_.snapshot.now = options_.now;
+    out_.snapshot.queues = objects_.queues;
+    IndexObjects();
+    // The workloads of the snapshot lent to this build are where its pods' entries say.
+    take_over_ =
+        options_.recycle != nullptr && options_.recycle->generation + 1 == cache_.generation;
+    reuse_singles_ = ExternalsUnchanged() && take_over_;
+    BuildNodes();
+    CollectWorkloads();
+    AccountBoundPods();
+    cache_.sweep_pending = true;
+    return std::move(out_);
+  }
+
+  size_t Prepare() {
+    Reset();
+    cache_.Sweep();
+    const size_t by_last_build = cache_.derived;
+    cache_.derived = 0;
+    cache_.preparing = true;
+    for (const auto& n : objects_.nodes)
+      if (auto [e, derive] = cache_.Lookup(cache_.nodes, n); derive)
+        e->node = NodeOf(*n, &e->problems);
+    DerivePods();
+    for (const auto& j : objects_.jobs) JobOf(j);
+    cache_.preparing = false;
+    if (cache_.derived > 0) cache_.DropUnseenGone();
+    const size_t derived = cache_.derived;
+    cache_.derived = by_last_build;
+    return derived;
+  }
+
+ private:
+  using PodEntry = BuildCache::State::PodEntry;
+
+  // Entries derived for another GPU resource name are of no use.
+  void Reset() {
+    if (cache_.gpu_resource == options_.gpu_resource) return;
+    cache_.nodes.clear();
+    cache_.pods.clear();
+    cache_.jobs.clear();
+    cache_.node_order.clear();
+    cache_.pod_order.clear();
+    cache_.gpu_resource = options_.gpu_resource;
+  }
+
+  struct BoundPod {
+    const kube::Pod* pod;
+    int32_t node = -1;
+    core::Resources request;  // GPUs, CPU and memory it holds
+    // Valid indices from the annotation (or the assumption): the pod's entry's or the assumed
+    // bind's, both held for the whole build.
+    const std::vector<int>* annotated = nullptr;
+    uint64_t mask = 0;     // assigned in AccountBoundPods
+    int workload = -1;     // snapshot workload holding it, or -1: external
+    size_t placement = 0;  // its index in that workload's placements
+  };
+
+  void Problem(std::string text) { out_.problems.push_back(std::move(text)); }
+
+  // Whether what bare pods' workloads read beyond the pods is as the last build saw it; records
+  // it for the next build.
+  bool ExternalsUnchanged() {
+    auto& last = cache_.externals;
+    if (last && last->namespace_queue == namespace_queue_ &&
+        last->priority_classes == priority_classes_ &&
+        last->default_priority == default_priority_ && last->scheduler == options_.scheduler_name)
+      return true;
+    last = BuildCache::State::Externals{namespace_queue_, priority_classes_, default_priority_,
+                                        options_.scheduler_name};
+    return false;
+  }
+
+  void IndexObjects() {
+    for (const auto& pc : objects_.priority_classes) {
+      priority_classes_[pc->metadata.name] = pc->value;
+      if (pc->global_default) default_priority_ = pc->value;
+    }
+    for (const auto& ns : objects_.namespaces)
+      if (const std::string* q = Find(ns->metadata.labels, keys::kQueue))
+        namespace_queue_[ns->metadata.name] = *q;
+    for (const auto& job : objects_.jobs) jobs_by_uid_[job->metadata.uid] = job.get();
+  }
+
+  const BuildCache::State::JobEntry& JobOf(const std::shared_ptr<const kube::Job>& job) {
+    auto [entry, derive] = cache_.Lookup(cache_.jobs, job);
+    BuildCache::State::JobEntry& e = *entry;
+    if (!derive) return e;
+    Result<kube::Pod> tmpl = kube::Pod::FromJson(job->template_spec);
+    if (tmpl.ok())
+      e.pod_template = std::move(*tmpl);
+    else
+      e.template_error = tmpl.status().message();
+    return e;
+  }
+
+  const PodEntry& PodOf(const std::shared_ptr<const kube::Pod>& pod) {
+    auto [entry, derive] = cache_.Lookup(cache_.pods, pod);
+    if (derive) DerivePod(entry);
+    return *entry;
+  }
+
+  // Looks every pod up, then derives the new ones, on several threads when there are many (the
+  // cycle after a mass bind, or a restart): each derivation reads its pod and writes its entry
+  // only. Returns every pod's entry, in the order of objects_.pods.
+  std::vector<PodEntry*> DerivePods() {
+    std::vector<PodEntry*> all, todo;
+    all.reserve(objects_.pods.size());
+    for (const auto& p : objects_.pods) {
+      auto [e, derive] = cache_.Lookup(cache_.pods, p);
+      all.push_back(e);
+      if (derive) todo.push_back(e);
+    }
+    constexpr size_t kPerThread = 1024;
+    const size_t limit = options_.derive_threads > 0
+                             ? static_cast<size_t>(options_.derive_threads)
+                             : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+    const size_t threads = std::min(todo.size() / kPerThread, limit);
+    if (threads <= 1) {
+      for (PodEntry* e : todo) DerivePod(e);
+      return all;
+    }
+    auto run = [&](size_t part) {
+      for (size_t i = part; i < todo.size(); i += threads) DerivePod(todo[i]);
+    };
+    std::vector<std::thread> workers;
+    std::vector<size_t> unstarted;  // parts whose thread could not be created: done here
+    for (size_t t = 1; t < threads; ++t) {
+      try {
+        workers.emplace_back(run, t);
+      } catch (const std::system_error&) {
+        unstarted.push_back(t);
+      }
+    }
+    run(0);
+    for (size_t t : unstarted) run(t);
+    for (std::thread& w : workers) w.join();
+    return all;
+  }
+
+  // What a pod says on its own (PodFacts). Reads only the pod and the options.
+  void DerivePod(PodEntry* entry) const {
+    PodEntry& e = *entry;
+    const kube::Pod& p = *e.object;
+    PodFacts& f = e.facts;
+    f.key = p.metadata.Key();
+    f.chamber_keys = ChamberKeysOf(p.metadata);
+    f.terminal = Terminal(p);
+    f.created_ms = UnixMs(p.metadata.creation_timestamp);
+    f.started_ms = UnixMs(p.start_time);
+    for (const kube::Condition& c : p.conditions)
+      if (c.type == "PodScheduled" && c.status == "True")
+        f.scheduled_ms = UnixMs(c.last_transition_time);
+    for (const kube::OwnerReference& o : p.metadata.owner_references)
+      if (o.controller && o.kind == "Job") {
+        f.job_uid = o.uid;
+        break;
+      }
+    f.pod_group = Find(p.metadata.labels, keys::kPodGroup);
+    if (const std::string* a = Find(p.metadata.annotations, keys::kGpuIndices)) {
+      Result<std::vector<int>> idx = ParseIndexList(*a);
+      if (idx.ok())
+        f.gpu_indices = std::move(*idx);
+      else
+        f.gpu_indices_error = idx.status().message();
+    }
+    const Meta meta{&p.metadata, nullptr, &f.chamber_keys};
+    if (const std::string* q = meta.Get(keys::kQueue)) f.queue = *q;
+    f.checkpoint_keys = meta.Get(keys::kCheckpointGrace) || meta.Get(keys::kLastCheckpoint);
+    f.shape = PodShape(p, meta, options_.gpu_resource);
+  }
+
+  void BuildNodes() {
+    using NodeEntry = BuildCache::State::NodeEntry;
+    std::vector<const NodeEntry*> fresh;
+    for (const auto& n : objects_.nodes) {
+      auto [e, derive] = cache_.Lookup(cache_.nodes, n);
+      if (derive) e->node = NodeOf(*n, &e->problems);
+      if (e->derived == cache_.generation) fresh.push_back(e);
+    }
+    auto by_name = [](const NodeEntry* a, const NodeEntry* b) {
+      return a->node.name < b->node.name;
+    };
+    std::sort(fresh.begin(), fresh.end(), by_name);
+    // The snapshot lent, when the last build made it, holds at index i the node of that
+    // build's entry i.
+    std::vector<const NodeEntry*> lent_order;
+    if (options_.recycle != nullptr && options_.recycle->generation + 1 == cache_.generation)
+      lent_order = cache_.node_order;
+    cache_.Reorder(&cache_.node_order, fresh, by_name);
+    // Assigning over the nodes of an earlier snapshot reuses their strings' and vectors' memory.
+    std::vector<core::Node>& nodes = out_.snapshot.nodes;
+    if (options_.recycle != nullptr) nodes = std::move(options_.recycle->snapshot.nodes);
+    const size_t lent = std::min(lent_order.size(), nodes.size());
+    nodes.resize(cache_.node_order.size());
+    node_index_.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeEntry* e = cache_.node_order[i];
+      for (const std::string& p : e->problems) Problem(p);
+      node_index_[e->node.name] = static_cast<int32_t>(i);
+      if (i < lent && lent_order[i] == e && e->derived != cache_.generation) {
+        // The same node as in the snapshot lent: only what AccountBoundPods changed differs.
+        nodes[i].allocatable = e->node.allocatable;
+        nodes[i].max_pods = e->node.max_pods;
+        nodes[i].external_gpu_mask = e->node.external_gpu_mask;
+        continue;
+      }
+      nodes[i] = e->node;
+    }
+  }
+
+  // The engine's node for a Kubernetes node, before the pods bound to it are accounted.
+  core::Node NodeOf(const kube::Node& kn, std::vector<std::string>* problems) const {
+    auto problem = [problems](std::string text) { problems->push_back(std::move(text)); };
+    core::Node n;
+    n.name = kn.metadata.name;
+    for (const auto& [k, v] : kn.metadata.labels) n.labels.emplace_back(k, v);
+    for (const kube::Taint& t : kn.taints) n.taints.push_back({t.key, t.value, Effect(t.effect)});
+    n.unschedulable = kn.unschedulable || !kn.Ready();
+    n.allocatable = Resources::Of(0, kn.allocatable.Get("cpu"), kn.allocatable.Get("memory"));
+    n.max_pods = static_cast<int32_t>(
+        kn.allocatable.values.count("pods") ? kn.allocatable.Get("pods") : 110);
+    int64_t gpus = kn.allocatable.Get(options_.gpu_resource);
+    if (gpus > core::kMaxGpusPerNode) {
+      problem("node " + n.name + ": " + std::to_string(gpus) + " GPUs; only the first " +
+              std::to_string(core::kMaxGpusPerNode) + " are scheduled");
+      gpus = core::kMaxGpusPerNode;
+    }
+    const std::string* product = Find(kn.metadata.labels, keys::kGpuProduct);
+    int64_t memory_mib = 0;
+    if (const std::string* m = Find(kn.metadata.labels, keys::kGpuMemory)) {
+      if (auto v = ParseInt(*m); v.ok()) memory_mib = *v;
+    }
+    std::vector<std::string> uuids;
+    if (const std::string* u = Find(kn.metadata.annotations, keys::kGpuUuids))
+      uuids = SplitCommaList(*u);
+    for (int64_t g = 0; g < gpus; ++g) {
+      core::Gpu gpu;
+      gpu.uuid = static_cast<size_t>(g) < uuids.size() && !uuids[g].empty()
+                     ? uuids[g]
+                     : n.name + "/gpu" + std::to_string(g);
+      gpu.model = product ? *product : "";
+      gpu.memory_mib = memory_mib;
+      n.gpus.push_back(std::move(gpu));
+    }
+    if (const std::string* bad = Find(kn.metadata.annotations, keys::kUnhealthyGpus)) {
+      Result<std::vector<int>> idx = ParseIndexList(*bad);
+      if (!idx.ok()) {
+        problem("node " + n.name + ": annotation " + keys::kUnhealthyGpus + ": " +
+                idx.status().message() + "; every GPU of the node is taken as unhealthy");
+        for (core::Gpu& g : n.gpus) g.healthy = false;
+      } else {
+        for (int i : *idx)
+          if (i < static_cast<int>(n.gpus.size())) n.gpus[i].healthy = false;
+      }
+    }
+    if (const std::string* v = Find(kn.metadata.labels, keys::kGpuClique))
+      n.topology.nvlink_domain = *v;
+    if (const std::string* v = Find(kn.metadata.labels, keys::kBlock)) n.topology.block = *v;
+    if (const std::string* v = Find(kn.metadata.labels, keys::kZone)) n.topology.zone = *v;
+    return n;
+  }
+
+  // --- workloads ---
+
+  std::string QueueOf(const Meta& meta, const std::string& ns) const {
+    if (const std::string* q = meta.Get(keys::kQueue)) return *q;
+    auto it = namespace_queue_.find(ns);
+    return it == namespace_queue_.end() ? "" : it->second;
+  }
+
+  // A pod's queue when it is a workload of its own.
+  const std::string& QueueOf(const PodEntry& e) const {
+    static const std::string kNone;
+    if (e.facts.queue) return *e.facts.queue;
+    auto it = namespace_queue_.find(e.object->metadata.namespace_name);
+    return it == namespace_queue_.end() ? kNone : it->second;
+  }
+
+  int32_t PriorityOfClass(const std::string& name) const {
+    if (name.empty()) return default_priority_;
+    auto it = priority_classes_.find(name);
+    return it == priority_classes_.end() ? default_priority_ : it->second;
+  }
+
+  int32_t PodPriority(const kube::Pod& p) const {
+    return p.priority ? *p.priority : PriorityOfClass(p.priority_class_name);
+  }
+
+  // Reads an integer annotation; a bad value is a problem about "<what_kind> <what_name>" (e.g.
+  // "pod ml/x") and reads as empty.
+  std::optional<int64_t> IntKey(const Meta& meta, const char* key, std::string_view what_kind,
+                                const std::string& what_name) {
+    const std::string* v = meta.Get(key);
+    if (v == nullptr) return std::nullopt;
+    Result<int64_t> r = ParseInt(*v);
+    if (!r.ok() || *r < 0) {
+      Problem(std::string(what_kind) + " " + what_name + ": " + key + ": " +
+              (r.ok() ? "\"" + *v + "\" must not be negative" : r.status().message()) +
+              "; ignored");
+      return std::nullopt;
+    }
+    return *r;
+  }
+
+  // The pod's shape; the GPU models may also come from its gang's metadata (`meta.first`).
+  static core::PodSet PodSetOf(const PodEntry& e, const Meta& meta) {
+    core::PodSet s = e.facts.shape;
+    if (s.gpu_models.empty() && meta.first != &e.object->metadata)
+      if (const std::string* models = Meta{meta.first}.Get(keys::kGpuModels))
+        s.gpu_models = SplitCommaList(*models);
+    return s;
+  }
+
+  // Pods that share a shape form one pod set.
+  static std::string ShapeKey(const core::PodSet& s) {
+    std::string k;
+    for (int64_t v : s.request.v) k += std::to_string(v) + ",";
+    for (const auto& [a, b] : s.node_selector) k += a + "=" + b + ";";
+    for (const auto& t : s.tolerations)
+      k += t.key + (t.op == core::Toleration::Operator::kExists ? "?" : "=") + t.value + ":" +
+           (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") + ";";
+    for (const auto& m : s.gpu_models) k += m + "|";
+    return k;
+  }
+
+  void CommonFields(core::Workload* w, const Meta& meta, std::string_view what_kind,
+                    const std::string& what_name) {
+    if (auto g = IntKey(meta, keys::kCheckpointGrace, what_kind, what_name))
+      w->checkpoint_grace_seconds = static_cast<int32_t>(*g);
+    if (const std::string* c = meta.Get(keys::kLastCheckpoint)) {
+      auto t = ParseRfc3339(*c);
+      if (t.ok())
+        w->last_checkpoint_time = std::chrono::duration_cast<core::Time>(t->time_since_epoch());
+      else
+        Problem(std::string(what_kind) + " " + what_name + ": " + keys::kLastCheckpoint + ": " +
+                t.status().message() + "; ignored");
+    }
+  }
+
+  // Adds a workload of `pods` (pending or bound), grouping pods of one shape into a pod set.
+  // `uniform`: the pods share one shape (a Job's pods come from one template; a lone pod), so
+  // the first pod's makes the one pod set and no shapes are compared.
+  int AddWorkload(core::Workload w, WorkloadSource src, const std::vector<const PodEntry*>& pods,
+                  const Meta& meta, bool running, bool uniform) {
+    auto ref = [](const PodEntry* e) {
+      const kube::ObjectMeta& m = e->object->metadata;
+      return PodRef{m.namespace_name, m.name, m.uid, m.resource_version};
+    };
+    std::vector<const PodEntry*> in_set_order;  // pods in pod-set order, when they differ
+    if (uniform) {
+      core::PodSet s = PodSetOf(*pods.front(), meta);
+      s.count = static_cast<int32_t>(pods.size());
+      w.pod_sets.push_back(std::move(s));
+      src.pods.emplace_back();
+      src.pods[0].reserve(pods.size());
+      for (const PodEntry* e : pods) src.pods[0].push_back(ref(e));
+    } else {
+      std::vector<std::vector<const PodEntry*>> members;
+      std::map<std::string, size_t> set_of_shape;
+      for (const PodEntry* e : pods) {
+        core::PodSet s = PodSetOf(*e, meta);
+        const std::string key = ShapeKey(s);
+        auto [it, inserted] = set_of_shape.try_emplace(key, w.pod_sets.size());
+        if (inserted) {
+          s.count = 0;
+          w.pod_sets.push_back(std::move(s));
+          src.pods.emplace_back();
+          members.emplace_back();
+        }
+        w.pod_sets[it->second].count++;
+        src.pods[it->second].push_back(ref(e));
+        members[it->second].push_back(e);
+      }
+      for (const auto& m : members) in_set_order.insert(in_set_order.end(), m.begin(), m.end());
+    }
+    const int id = static_cast<int>(out_.snapshot.workloads.size());
+    if (running) {
+      // Placements follow pod-set order; remember each bound pod's slot.
+      w.placements.resize(pods.size());
+      size_t slot = 0;
+      for (const PodEntry* e : uniform ? pods : in_set_order) {
+        BoundPod& b = bound_[e->bound_index];
+        b.workload = id;
+        b.placement = slot++;
+      }
+    }
+    out_.snapshot.workloads.push_back(std::move(w));
+    out_.sources.push_back(std::move(src));
+    return id;
+  }
+
+  // When a bound pod began to hold its node: its start, else (not started yet) its bind; 0 for
+  // neither (a bind only assumed, which counts from `now`).
+  static int64_t StartMs(const PodEntry& e) {
+    return e.facts.started_ms != 0 ? e.facts.started_ms : e.facts.scheduled_ms;
+  }
+
+  core::Time EarliestBind(const std::vector<const PodEntry*>& pods) const {
+    int64_t start = 0;
+    for (const PodEntry* e : pods) {
+      int64_t t = StartMs(*e);
+      if (t == 0) t = options_.now.count();  // assumed bound
+      if (start == 0 || t < start) start = t;
+    }
+    return core::Time(start);
+  }
+
+  void CollectWorkloads() {
+    // Bound pods of every scheduler, and our pending pods by the gang they belong to.
+    using Pods = std::vector<const PodEntry*>;
+    struct JobPods {
+      Pods pending, bound, terminating;
+    };
+    std::unordered_map<const kube::Job*, JobPods> job_pods;
+    std::map<std::string, Pods> group_pending, group_bound;
+    Pods single_pending, single_bound;
+    out_.snapshot.workloads.reserve(objects_.pods.size() + objects_.jobs.size());
+    out_.sources.reserve(objects_.pods.size() + objects_.jobs.size());
+    const Pods& pods = SortedPods();
+    for (const PodEntry* e : pods) {
+      const kube::Pod* p = e->object;
+      const PodFacts& f = e->facts;
+      if (f.terminal) continue;
+      const std::string* node = &p->node_name;
+      const std::vector<int>* annotated = &f.gpu_indices;
+      if (options_.assumed != nullptr) {
+        auto it = options_.assumed->find(p->metadata.uid);
+        if (it != options_.assumed->end()) {
+          if (!node->empty()) {
+            out_.assumptions_shown.push_back(it->first);  // the informer caught up
+          } else {
+            node = &it->second.node;
+            annotated = &it->second.gpu_indices;
+          }
+        }
+      }
+      const bool ours = p->scheduler_name == options_.scheduler_name;
+      if (!node->empty()) {
+        auto n = node_index_.find(*node);
+        if (n == node_index_.end()) continue;  // on a node we do not know: holds nothing we see
+        if (annotated == &f.gpu_indices && !f.gpu_indices_error.empty())
+          Problem("pod " + f.key + ": annotation " + keys::kGpuIndices + ": " +
+                  f.gpu_indices_error + "; given free GPU slots instead");
+        e->bound_index = bound_.size();
+        bound_.push_back({p, n->second, f.shape.request, annotated});
+      }
+      if (!ours) continue;
+      const bool deleting = !p->metadata.deletion_timestamp.empty();
+      if (const kube::Job* job = JobNamed(f.job_uid)) {
+        JobPods& jp = job_pods[job];
+        if (deleting) {
+          if (!node->empty()) jp.terminating.push_back(e);
+        } else {
+          (node->empty() ? jp.pending : jp.bound).push_back(e);
+        }
+        continue;
+      }
+      if (deleting) continue;
+      if (f.pod_group != nullptr) {
+        (node->empty() ? group_pending
+                       : group_bound)[p->metadata.namespace_name + "/" + *f.pod_group]
+            .push_back(e);
+        continue;
+      }
+      (node->empty() ? single_pending : single_bound).push_back(e);
+    }
+
+    std::vector<const std::shared_ptr<const kube::Job>*> jobs;
+    jobs.reserve(objects_.jobs.size());
+    for (const auto& j : objects_.jobs) jobs.push_back(&j);
+    std::sort(jobs.begin(), jobs.end(), [](auto* a, auto* b) {
+      const kube::ObjectMeta &x = (*a)->metadata, &y = (*b)->metadata;
+      if (x.namespace_name != y.namespace_name) return x.namespace_name < y.namespace_name;
+      return x.name < y.name;
+    });
+    static const JobPods kNone;
+    for (const auto* job : jobs) {
+      auto it = job_pods.find(job->get());
+      const JobPods& jp = it == job_pods.end() ? kNone : it->second;
+      AddJob(**job, JobOf(*job), jp.pending, jp.bound, jp.terminating);
+    }
+    for (auto& [key, members] : group_bound) AddGroup(key, members, true);
+    for (auto& [key, members] : group_pending) AddGroup(key, members, false);
+    for (const PodEntry* e : single_bound) AddSingle(*e, true);
+    for (const PodEntry* e : single_pending) AddSingle(*e, false);
+  }
+
+  // Every pod, by namespace and name: the last build's order less the pods gone, merged with
+  // the pods new to this build.
+  const std::vector<const PodEntry*>& SortedPods() {
+    std::vector<const PodEntry*> fresh;
+    for (const PodEntry* e : DerivePods())
+      if (e->derived == cache_.generation) fresh.push_back(e);
+    auto by_key = [](const PodEntry* a, const PodEntry* b) {
+      return KeyLess(a->facts.key, b->facts.key);
+    };
+    // Informers list pods by name, so this is mostly sorted already.
+    if (!std::is_sorted(fresh.begin(), fresh.end(), by_key))
+      std::sort(fresh.begin(), fresh.end(), by_key);
+    // A pod that changed is a new object with a new entry: it takes the place of its entry in
+    // the last build, whose name it shares, and remembers it (`previous`). The other pods new
+    // to this build are merged in.
+    std::vector<const PodEntry*>& order = cache_.pod_order;
+    std::vector<const PodEntry*> unplaced;
+    auto f = fresh.begin();
+    size_t kept = 0;
+    for (const PodEntry* old : order) {
+      // Derived again since (for a new object at a freed one's address): in `fresh` if that
+      // object is still here.
+      if (old->derived == cache_.generation) continue;
+      if (old->seen == cache_.generation) {
+        order[kept++] = old;  // unchanged
+        continue;
+      }
+      for (; f != fresh.end() && KeyLess((*f)->facts.key, old->facts.key); ++f)
+        unplaced.push_back(*f);
+      if (f != fresh.end() && (*f)->facts.key == old->facts.key) {
+        (*f)->previous = old;
+        order[kept++] = *f++;
+      }
+    }
+    unplaced.insert(unplaced.end(), f, fresh.end());
+    order.resize(kept);
+    order.insert(order.end(), unplaced.begin(), unplaced.end());
+    std::inplace_merge(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(kept),
+                       order.end(), by_key);
+    return order;
+  }
+
+  const kube::Job* JobNamed(const std::string& uid) const {
+    if (uid.empty()) return nullptr;
+    auto it = jobs_by_uid_.find(uid);
+    return it == jobs_by_uid_.end() ? nullptr : it->second;
+  }
+
+  static bool JobFinished(const kube::Job& j) {
+    for (const kube::Condition& c : j.conditions)
+      if ((c.type == "Complete" || c.type == "Failed") && c.status == "True") return true;
+    return false;
+  }
+
+  void AddJob(const kube::Job& job, const BuildCache::State::JobEntry& entry,
+              const std::vector<const PodEntry*>& pending,
+              const std::vector<const PodEntry*>& bound,
+              const std::vector<const PodEntry*>& terminating) {
+    if (JobFinished(job)) return;
+    const std::string job_key = job.metadata.Key();
+    if (!entry.pod_template) {
+      Problem("job " + job_key + ": spec.template: " + entry.template_error);
+      return;
+    }
+    const kube::Pod* tmpl = &*entry.pod_template;
+    if (tmpl->scheduler_name != options_.scheduler_name) return;
+    const Meta meta{&job.metadata, &tmpl->metadata};
+    const bool preempted = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr;
+    if (job.suspend && !preempted) return;  // paused by its owner
+
+    core::Workload w;
+    w.name = job_key;
+    w.queue = QueueOf(meta, job.metadata.namespace_name);
+    w.priority = !pending.empty() ? PodPriority(*pending.front()->object)
+                 : !bound.empty() ? PodPriority(*bound.front()->object)
+                                  : PriorityOfClass(tmpl->priority_class_name);
+    w.submit_time = core::Time(UnixMs(job.metadata.creation_timestamp));
+    CommonFields(&w, meta, "job", job_key);
+    if (const std::string* p = Find(job.metadata.annotations, keys::kPreemptions)) {
+      std::vector<std::string> items = SplitCommaList(*p);
+      for (const std::string& s : items)
+        if (auto v = ParseInt(s); v.ok()) w.recent_preemptions.push_back(core::Time(*v * 1000));
+    }
+    WorkloadSource src;
+    src.kind = WorkloadSource::Kind::kJob;
+    src.namespace_name = job.metadata.namespace_name;
+    src.name = job.metadata.name;
+    src.job_uid = job.metadata.uid;
+    src.job_resource_version = job.metadata.resource_version;
+    src.involved = {"batch/v1", "Job", job.metadata.name, job.metadata.uid};
+    if (auto n = IntKey(Meta{&job.metadata}, keys::kPreemptionCount, "job", job_key))
+      src.stored_preemptions = *n;
+    if (const std::string* h = Find(job.metadata.annotations, keys::kGpuHoursLost)) {
+      double v = 0;
+      const auto [end, ec] = std::from_chars(h->data(), h->data() + h->size(), v);
+      if (ec != std::errc() || end != h->data() + h->size() || !std::isfinite(v) || v < 0)
+        Problem("job " + job_key + ": " + keys::kGpuHoursLost + ": \"" + *h +
+                "\" is not a non-negative number of GPU-hours; ignored");
+      else
+        src.stored_gpu_hours_lost = v;
+    }
+
+    int32_t want = job.parallelism.value_or(1);
+    if (job.completions) want = std::min(want, *job.completions - job.succeeded);
+    if (auto m = IntKey(meta, keys::kMinMember, "job", job_key))
+      w.min_member = static_cast<int32_t>(*m);
+
+    if (job.suspend) {
+      std::vector<const PodEntry*> holding = bound;
+      holding.insert(holding.end(), terminating.begin(), terminating.end());
+      if (!holding.empty()) {  // our victim, still releasing its GPUs
+        w.state = core::WorkloadState::kPreempting;
+        w.start_time = EarliestBind(holding);
+        AddWorkload(std::move(w), std::move(src), holding, meta, true, true);
+        return;
+      }
+      w.state = core::WorkloadState::kSuspended;
+      core::PodSet s = PodShape(*tmpl, meta, options_.gpu_resource);
+      s.name = job.metadata.name;
+      s.count = std::max(want, 1);
+      w.pod_sets.push_back(std::move(s));
+      src.pods.emplace_back();
+      out_.snapshot.workloads.push_back(std::move(w));
+      out_.sources.push_back(std::move(src));
+      return;
+    }
+    if (!bound.empty()) {
+      core::Workload running = w;
+      running.state = core::WorkloadState::kRunning;
+      running.start_time = EarliestBind(bound);
+      running.min_member = 0;
+      AddWorkload(std::move(running), src, bound, meta, true, true);
+      if (pending.empty()) return;
+      // Pods the Job added while it runs (replacements, later completions) join it one by one.
+      w.name += "+pending";
+      w.min_member = 1;
+      AddWorkload(std::move(w), std::move(src), pending, meta, false, true);
+      return;
+    }
+    if (want <= 0 || pending.empty()) return;
+    const int32_t needed = w.min_member > 0 ? std::min(w.min_member, want) : want;
+    if (static_cast<int32_t>(pending.size()) < needed) {
+      ++out_.incomplete_gangs;  // the Job controller is still creating its pods
+      return;
+    }
+    AddWorkload(std::move(w), std::move(src), pending, meta, false, true);
+  }
+
+  void AddGroup(const std::string& key, const std::vector<const PodEntry*>& members, bool running) {
+    const kube::Pod& first = *members.front()->object;
+    const Meta meta{&first.metadata, nullptr, &members.front()->facts.chamber_keys};
+    core::Workload w;
+    w.name = key;
+    w.queue = QueueOf(meta, first.metadata.namespace_name);
+    w.priority = PodPriority(first);
+    int64_t submit = 0;
+    int64_t min_member = 0;
+    for (const PodEntry* e : members) {
+      const int64_t t = e->facts.created_ms;
+      if (submit == 0 || t < submit) submit = t;
+      if (auto m = IntKey(Meta{&e->object->metadata, nullptr, &e->facts.chamber_keys},
+                          keys::kMinMember, "pod", e->facts.key))
+        min_member = std::max(min_member, *m);
+    }
+    w.submit_time = core::Time(submit);
+    CommonFields(&w, meta, "pod group", key);
+    WorkloadSource src;
+    src.kind = WorkloadSource::Kind::kPodGroup;
+    src.namespace_name = first.metadata.namespace_name;
+    src.name = key.substr(key.find('/') + 1);
+    src.involved = {"v1", "Pod", first.metadata.name, first.metadata.uid};
+    if (running) {
+      w.state = core::WorkloadState::kRunning;
+      w.start_time = EarliestBind(members);
+      running_groups_.insert(key);
+      AddWorkload(std::move(w), std::move(src), members, meta, true, false);
+      return;
+    }
+    if (running_groups_.contains(key)) {
+      // A group whose gang is partly running: the rest joins it one by one.
+      w.name += "+pending";
+      min_member = 1;
+    }
+    if (static_cast<int64_t>(members.size()) < min_member) {
+      ++out_.incomplete_gangs;
+      return;
+    }
+    w.min_member = static_cast<int32_t>(min_member);
+    AddWorkload(std::move(w), std::move(src), members, meta, false, false);
+  }
+
+  void AddSingle(const PodEntry& e, bool running) {
+    // Unchanged since the last build: its workload moves over from that build's snapshot. A pod
+    // whose bind is only assumed takes `now` as its start, which moves on.
+    if (reuse_singles_ && e.single_generation + 1 == cache_.generation &&
+        e.single_running == running && !(running && StartMs(e) == 0) &&
+        e.single_index < options_.recycle->snapshot.workloads.size()) {
+      const int id = static_cast<int>(out_.snapshot.workloads.size());
+      if (running) {
+        BoundPod& b = bound_[e.bound_index];
+        b.workload = id;
+        b.placement = 0;
+      }
+      out_.snapshot.workloads.push_back(
+          std::move(options_.recycle->snapshot.workloads[e.single_index]));
+      out_.sources.push_back(std::move(options_.recycle->sources[e.single_index]));
+      e.single_generation = cache_.generation;
+      e.single_index = static_cast<size_t>(id);
+      ++cache_.reused;
+      return;
+    }
+    if (TakeOverPrevious(e, running)) return;
+    const size_t problems = out_.problems.size();
+    const kube::Pod& p = *e.object;
+    const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
+    core::Workload w;
+    w.name = e.facts.key;
+    w.queue = QueueOf(e);
+    w.priority = PodPriority(p);
+    w.submit_time = core::Time(e.facts.created_ms);
+    CommonFields(&w, meta, "pod", w.name);
+    WorkloadSource src;
+    src.kind = WorkloadSource::Kind::kPod;
+    src.namespace_name = p.metadata.namespace_name;
+    src.name = p.metadata.name;
+    src.involved = {"v1", "Pod", p.metadata.name, p.metadata.uid};
+    if (running) {
+      w.state = core::WorkloadState::kRunning;
+      w.start_time = EarliestBind({&e});
+    }
+    const int id = AddWorkload(std::move(w), std::move(src), {&e}, meta, running, true);
+    // A workload that raised a problem is made again, so that the problem is raised again.
+    e.single_generation = out_.problems.size() == problems ? cache_.generation : 0;
+    e.single_index = static_cast<size_t>(id);
+    e.single_running = running;
+  }
+
+  // A pod that changed since the last build, as when it is bound (node, the GPU slots'
+  // annotation, its status and resourceVersion) or its PodScheduled condition is written: its
+  // workload in the snapshot lent to this build is moved over and brought up to date, when all
+  // that the pod's workload takes from the pod besides those is as it was. The result is the
+  // workload AddSingle would make afresh.
+  bool TakeOverPrevious(const PodEntry& e, bool running) {
+    // Queue and priority are compared below, so this holds when the externals changed too.
+    const PodEntry* old = take_over_ && e.derived == cache_.generation ? e.previous : nullptr;
+    if (old == nullptr || old->single_generation + 1 != cache_.generation ||
+        old->single_index >= options_.recycle->snapshot.workloads.size())
+      return false;
+    core::Workload& w = options_.recycle->snapshot.workloads[old->single_index];
+    WorkloadSource& src = options_.recycle->sources[old->single_index];
+    const kube::Pod& p = *e.object;
+    if (src.involved.uid != p.metadata.uid || src.pods.size() != 1 || src.pods[0].size() != 1 ||
+        w.pod_sets.size() != 1 || !SameShape(w.pod_sets[0], e.facts.shape))
+      return false;
+    const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
+    if (w.priority != PodPriority(p) || w.submit_time != core::Time(e.facts.created_ms) ||
+        w.queue != QueueOf(e))
+      return false;
+    core::Workload checkpoint;
+    if (e.facts.checkpoint_keys) {
+      const size_t problems = out_.problems.size();
+      CommonFields(&checkpoint, meta, "pod", e.facts.key);
+      if (out_.problems.size() != problems) {  // made afresh, which raises them again
+        out_.problems.resize(problems);
+        return false;
+      }
+    }
+    if (w.checkpoint_grace_seconds != checkpoint.checkpoint_grace_seconds ||
+        w.last_checkpoint_time != checkpoint.last_checkpoint_time)
+      return false;
+
+    const int id = static_cast<int>(out_.snapshot.workloads.size());
+    w.state = running ? core::WorkloadState::kRunning : core::WorkloadState::kPending;
+    w.start_time = running ? EarliestBind({&e}) : core::Time{0};
+    w.placements.assign(running ? 1 : 0, core::PodPlacement{});
+    if (running) {
+      BoundPod& b = bound_[e.bound_index];
+      b.workload = id;
+      b.placement = 0;
+    }
+    src.pods[0][0].resource_version = p.metadata.resource_version;
+    out_.snapshot.workloads.push_back(std::move(w));
+    out_.sources.push_back(std::move(src));
+    old->single_generation = 0;  // taken
+    e.single_generation = cache_.generation;
+    e.single_index = static_cast<size_t>(id);
+    e.single_running = running;
+    ++cache_.reused;
+    return true;
+  }
+
+  // Whether a workload's pod set (of one pod) is what AddWorkload makes of `shape`.
+  static bool SameShape(const core::PodSet& set, const core::PodSet& shape) {
+    return set.count == 1 && set.name == shape.name && set.request == shape.request &&
+           set.node_selector == shape.node_selector && set.tolerations == shape.tolerations &&
+           set.gpu_models == shape.gpu_models;
+  }
+
+  // --- holdings ---
+
+  void AccountBoundPods() {
+    // Per node: annotated claims first (in pod order), then the lowest free slots.
+    std::vector<std::vector<size_t>> by_node(out_.snapshot.nodes.size());
+    for (size_t i = 0; i < bound_.size(); ++i) by_node[bound_[i].node].push_back(i);
+    for (size_t n = 0; n < by_node.size(); ++n) {
+      core::Node& node = out_.snapshot.nodes[n];
+      const int gpu_count = static_cast<int>(node.gpus.size());
+      uint64_t taken = 0;
+      std::vector<size_t> unplaced;
+      for (size_t i : by_node[n]) {
+        BoundPod& b = bound_[i];
+        const int64_t want = b.request.gpu();
+        uint64_t mask = 0;
+        bool ok = static_cast<int64_t>(b.annotated->size()) == want;
+        for (int g : *b.annotated) {
+          if (g < 0 || g >= gpu_count || (taken >> g & 1) || (mask >> g & 1)) ok = false;
+          if (ok) mask |= uint64_t{1} << g;
+        }
+        if (!ok) {
+          if (!b.annotated->empty())
+            Problem("pod " + b.pod->metadata.Key() + ": annotation " + keys::kGpuIndices + "=" +
+                    FormatIndexList(*b.annotated) + " does not match its " + std::to_string(want) +
+                    " GPUs on node " + node.name + "; given free GPU slots instead");
+          unplaced.push_back(i);
+          continue;
+        }
+        b.mask = mask;
+        taken |= mask;
+      }
+      for (size_t i : unplaced) {
+        BoundPod& b = bound_[i];
+        int64_t want = b.request.gpu();
+        for (int g = 0; g < gpu_count && want > 0; ++g)
+          if (!(taken >> g & 1)) {
+            b.mask |= uint64_t{1} << g;
+            taken |= uint64_t{1} << g;
+            --want;
+          }
+        if (want > 0)
+          Problem("node " + node.name + ": pod " + b.pod->metadata.Key() +
+                  " holds more GPUs than "
+                  "the node has free");
+      }
+      for (size_t i : by_node[n]) {
+        BoundPod& b = bound_[i];
+        if (b.workload >= 0) {
+          out_.snapshot.workloads[b.workload].placements[b.placement] = {
+              NodeId{static_cast<int32_t>(n)}, b.mask};
+          continue;
+        }
+        node.external_gpu_mask |= b.mask;
+        node.allocatable -= Resources::Of(0, b.request.cpu_milli(), b.request.memory_bytes());
+        node.max_pods -= 1;
+      }
+      for (core::Resource r : {core::Resource::kCpu, core::Resource::kMemory})
+        node.allocatable[r] = std::max<int64_t>(node.allocatable[r], 0);
+      node.max_pods = std::max(node.max_pods, 0);
+    }
+  }
+
+  const ClusterObjects& objects_;
+  const BuildOptions& options_;
+  BuiltSnapshot out_;
+  std::map<std::string, int32_t> priority_classes_;
+  int32_t default_priority_ = 0;
+  std::map<std::string, std::string> namespace_queue_;
+  std::unordered_map<std::string, const kube::Job*> jobs_by_uid_;
+  BuildCache::State& cache_;
+  std::unordered_map<std::string, int32_t> node_index_;
+  std::vector<BoundPod> bound_;
+  std::set<std::string> running_groups_;
+  bool take_over_ = false;      // a changed bare pod may take over its workload (TakeOverPrevious)
+  bool reuse_singles_ = false;  // and an unchanged one moves its workload over (AddSingle)
+};
+
+kube::Json WorkloadSource::Ref::ToJson(const std::string& namespace_name) const {
+  return {{"apiVersion", api_version},
+          {"kind", kind},
+          {"metadata", {{"name", name}, {"namespace", namespace_name}, {"uid", uid}}}};
+}
+
+size_t BuildCache::Prepare(const ClusterObjects& objects, const BuildOptions& options) {
+  return Builder(objects, options, state_.get()).Prepare();
+}
+
+BuiltSnapshot BuildSnapshot(const ClusterObjects& objects, const BuildOptions& options) {
+  if (options.cache != nullptr)
+    return Builder(objects, options, options.cache->state_.get()).Build();
+  BuildCache once;
+  return Builder(objects, options, once.state_.get()).Build();
+}
+
+std::vector<std::string> WorkloadSource::PodKeys() const {
+  std::vector<std::string> out;
+  for (const auto& set : pods)
+    for (const PodRef& ref : set) out.push_back(ref.Key());
+  return out;
+}
+
+Result<std::vector<int>> ParseIndexList(std::string_view text) {
+  std::vector<int> out;
+  if (text.empty()) return out;
+  for (const std::string& item : SplitCommaList(text)) {
+    Result<int64_t> v = ParseInt(item);
+    if (!v.ok() || *v < 0 || *v >= core::kMaxGpusPerNode)
+      return Status::InvalidArgument("\"" + item + "\" is not a GPU index (0 to " +
+                                     std::to_string(core::kMaxGpusPerNode - 1) + ")");
+    if (std::find(out.begin(), out.end(), *v) != out.end())
+      return Status::InvalidArgument("GPU index " + item + " appears twice");
+    out.push_back(static_cast<int>(*v));
+  }
+  return out;
+}
+
+std::string FormatIndexList(const std::vector<int>& indices) {
+  std::string out;
+  for (int i : indices) out += (out.empty() ? "" : ",") + std::to_string(i);
+  return out;
+}
+
+std::vector<int> MaskToIndices(uint64_t mask) {
+  std::vector<int> out;
+  while (mask != 0) {
+    out.push_back(std::countr_zero(mask));
+    mask &= mask - 1;
+  }
+  return out;
+}
+
+}  // namespace chamber::backend

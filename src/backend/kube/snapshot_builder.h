@@ -1,0 +1,200 @@
+// From Kubernetes objects to the engine's snapshot. Pure: no I/O and no clock (the time comes in
+// as an argument), so every rule below is unit-tested without an API server.
+//
+// The user contract (docs/scheduling.md):
+//   - Work opts in with `spec.schedulerName: chamber` (on a pod, or a Job's pod template).
+//   - Queue: label `chamber.io/queue` on the pod or Job (the Job's own labels first, then its
+//     template's); else the namespace's `chamber.io/queue` label; else none (the workload waits
+//     with reason QueueNotFound).
+//   - Gangs: a batch/v1 Job is one gang of `parallelism` pods (capped by the completions still
+//     to go); bare pods with label `chamber.io/pod-group` form one gang per namespace and group,
+//     all-or-nothing above `chamber.io/min-member` (label or annotation; default all members);
+//     any other pod is a gang of one. A Job may also set `chamber.io/min-member`.
+//   - Priority: the pod's `spec.priority` (filled from its PriorityClass by the API server); for
+//     a Job without pods, its template's PriorityClass (or the global default).
+//   - `chamber.io/checkpoint-grace-seconds` and `chamber.io/last-checkpoint` (RFC 3339) on the
+//     Job or pod feed the preemption grace period and the GPU-hours-lost account.
+//
+// State Chamber keeps in the API (so a new leader rebuilds it from there):
+//   - `chamber.io/gpu-indices` on a bound pod: the node's GPU slots it holds ("0,1"), set through
+//     the binding. Pods without it (bound by another scheduler, or before it was written) get the
+//     lowest free slots.
+//   - `chamber.io/preempted-at` (RFC 3339) on a Job Chamber suspended, and
+//     `chamber.io/preemptions` (Unix seconds, comma-separated, the latest few) for the
+//     preemption budget. A suspended Job without the first is the user's: Chamber leaves it be.
+//   - `chamber.io/preemption-count` and `chamber.io/gpu-hours-lost` on a Job: the lost work of
+//     its preemptions so far, so that a new leader reports what the last one counted.
+//
+// Every bound pod that has not finished holds its node's resources: pods of workloads in the
+// snapshot as their placements, all others (other schedulers, DaemonSets, pods being deleted) as
+// capacity held outside the engine (Node::external_gpu_mask and less `allocatable`).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/model.h"
+#include "kube/types.h"
+
+namespace chamber::backend {
+
+inline constexpr char kDefaultSchedulerName[] = "chamber";
+inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+
+namespace keys {
+inline constexpr char kQueue[] = "chamber.io/queue";
+inline constexpr char kPodGroup[] = "chamber.io/pod-group";
+inline constexpr char kMinMember[] = "chamber.io/min-member";
+inline constexpr char kCheckpointGrace[] = "chamber.io/checkpoint-grace-seconds";
+inline constexpr char kLastCheckpoint[] = "chamber.io/last-checkpoint";
+inline constexpr char kGpuModels[] = "chamber.io/gpu-models";  // "H100,A100": allowed models
+inline constexpr char kGpuIndices[] = "chamber.io/gpu-indices";
+inline constexpr char kPreemptedAt[] = "chamber.io/preempted-at";
+inline constexpr char kPreemptions[] = "chamber.io/preemptions";
+// On a Job, over its life: how often Chamber preempted it, and the GPU-hours those preemptions
+// lost (since each run's last checkpoint). Written with each suspend; read back after a restart.
+inline constexpr char kPreemptionCount[] = "chamber.io/preemption-count";
+inline constexpr char kGpuHoursLost[] = "chamber.io/gpu-hours-lost";
+// Node annotations written by the health controller and the agent.
+inline constexpr char kUnhealthyGpus[] = "chamber.io/unhealthy-gpus";  // "2,5"
+inline constexpr char kGpuUuids[] = "chamber.io/gpu-uuids";            // comma-separated
+// Node labels.
+inline constexpr char kGpuProduct[] = "nvidia.com/gpu.product";
+inline constexpr char kGpuMemory[] = "nvidia.com/gpu.memory";  // MiB
+inline constexpr char kGpuClique[] = "nvidia.com/gpu.clique";  // multi-node NVLink domain
+inline constexpr char kBlock[] = "chamber.io/block";
+inline constexpr char kZone[] = "topology.kubernetes.io/zone";
+}  // namespace keys
+
+// Everything the builder reads, as the informers hold it.
+struct ClusterObjects {
+  std::vector<std::shared_ptr<const kube::Node>> nodes;
+  std::vector<std::shared_ptr<const kube::Pod>> pods;
+  std::vector<std::shared_ptr<const kube::Job>> jobs;
+  std::vector<std::shared_ptr<const kube::PriorityClass>> priority_classes;
+  std::vector<std::shared_ptr<const kube::Namespace>> namespaces;
+  std::vector<core::Queue> queues;
+};
+
+// A bind that the API server accepted but the pod informer has not shown yet: the pod is taken
+// as bound there, so the next cycle neither binds it again nor gives its GPUs to someone else.
+struct AssumedBind {
+  std::string pod;  // "namespace/name"
+  std::string node;
+  std::vector<int> gpu_indices;
+  int64_t expires_ms = 0;  // after this the informer's view wins
+};
+using AssumedBinds = std::unordered_map<std::string, AssumedBind>;  // by pod UID
+
+struct PodRef {
+  std::string namespace_name, name, uid, resource_version;
+  std::string Key() const { return namespace_name + "/" + name; }
+};
+
+// Where a snapshot workload came from, to carry decisions back.
+struct WorkloadSource {
+  enum class Kind { kJob, kPodGroup, kPod };
+  Kind kind = Kind::kPod;
+  std::string namespace_name;
+  std::string name;  // the Job's, the group's or the pod's
+  // The Job (kJob): preconditions for suspend and resume.
+  std::string job_uid, job_resource_version;
+  // What Events are about: the Job, or the first pod.
+  struct Ref {
+    const char* api_version = "v1";
+    const char* kind = "Pod";
+    std::string name, uid;
+    // apiVersion, kind and metadata, as kube::EventSpec::involved takes them.
+    kube::Json ToJson(const std::string& namespace_name) const;
+  } involved;
+  // The Job (kJob): the lost work its annotations record (kPreemptionCount, kGpuHoursLost).
+  int64_t stored_preemptions = 0;
+  double stored_gpu_hours_lost = 0;
+  // Per pod set, the pods by replica index: pending pods for a pending workload (bind
+  // decisions index into these), bound pods in placement order for a running one.
+  std::vector<std::vector<PodRef>> pods;
+  // Every pod's "namespace/name", in pod-set order.
+  std::vector<std::string> PodKeys() const;
+};
+
+class BuildCache;
+struct BuiltSnapshot;
+
+struct BuildOptions {
+  std::string scheduler_name = kDefaultSchedulerName;
+  std::string gpu_resource = kGpuResource;
+  core::Time now{0};  // Unix milliseconds
+  // Binds assumed; an assumption is used only while the pod's own nodeName is empty.
+  const AssumedBinds* assumed = nullptr;
+  size_t max_preemptions_kept = 10;
+  // What earlier builds derived from objects that have not changed since (null: derive
+  // everything). The snapshot is the same with or without it.
+  BuildCache* cache = nullptr;
+  // Threads that derive changed pods when there are many (a thousand or more per thread):
+  // 0 for up to the machine's cores (at most 8), 1 for the calling thread alone. The snapshot
+  // is the same either way.
+  int derive_threads = 0;
+  // An earlier result whose memory the build may reuse (its nodes' strings and vectors, and,
+  // when it is the cache's last build, the workloads of unchanged bare pods); it is left empty
+  // or partly emptied.
+  BuiltSnapshot* recycle = nullptr;
+};
+
+struct BuiltSnapshot {
+  core::Snapshot snapshot;
+  std::vector<WorkloadSource> sources;  // parallel to snapshot.workloads
+  // Objects read with a problem that was worked around ("pod ml/x: annotation
+  // chamber.io/gpu-indices: ..."), for logs and Events.
+  std::vector<std::string> problems;
+  // Pods of ours waiting for the rest of their gang to be created.
+  int32_t incomplete_gangs = 0;
+  // UIDs of assumed binds whose pods now show a node: the caller may drop those assumptions.
+  std::vector<std::string> assumptions_shown;
+  // The cache's build that made it (0: built without a cache). A build that recycles the one
+  // just before it moves over the workloads of bare pods that have not changed.
+  uint64_t generation = 0;
+};
+
+// What a build derives from each node, pod and Job on its own (requests, parsed annotations and
+// times, the engine's node, the sort order), kept for the next build. Informers hand out a new
+// object whenever one changes, so an entry is found by the object's address and is valid while
+// the object is the same one (the same shared_ptr control block, which the entry keeps through
+// a weak_ptr). Entries of objects a build no longer sees are dropped by the next Prepare (or, if
+// none comes, the next build), so that the build itself does not free them. One build at a
+// time; BuildSnapshot returns the same with or without a cache.
+class BuildCache {
+ public:
+  BuildCache();
+  ~BuildCache();
+  BuildCache(const BuildCache&) = delete;
+  BuildCache& operator=(const BuildCache&) = delete;
+
+  size_t size() const;  // entries held, those not swept yet included
+  // Objects derived afresh by the last build (the others came from the cache or Prepare).
+  size_t last_derived() const;
+  // Workloads the last build moved over from the snapshot it recycled.
+  size_t last_reused() const;
+
+  // Derives what the next build will need from `objects` now, so that it does not have to:
+  // chamberd calls it between cycles, as objects change. Returns the objects derived.
+  size_t Prepare(const ClusterObjects& objects, const BuildOptions& options);
+
+ private:
+  friend class Builder;
+  friend BuiltSnapshot BuildSnapshot(const ClusterObjects&, const BuildOptions&);
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+BuiltSnapshot BuildSnapshot(const ClusterObjects& objects, const BuildOptions& options);
+
+// "0,3,5" -> {0,3,5}; errors name the bad element.
+Result<std::vector<int>> ParseIndexList(std::string_view text);
+std::string FormatIndexList(const std::vector<int>& indices);
+std::vector<int> MaskToIndices(uint64_t mask);
+
+}  // namespace chamber::backend

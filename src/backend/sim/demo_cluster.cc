@@ -1,0 +1,76 @@
+#include "backend/sim/demo_cluster.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "sim/synthetic.h"
+
+namespace chamber::backend {
+
+// Synthetic jobs per simulated week at scale 1: enough for queues to form at the daily peaks.
+constexpr int64_t kJobsPerWeek = 12000;
+
+SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
+  SimulatedBackendOptions b;
+  const double k = o.scale > 0 ? o.scale : 1;
+  auto scaled = [k](int64_t n) { return std::llround(static_cast<double>(n) * k); };
+  auto pool = [&](const char* name, int32_t count, int32_t gpus, const char* model,
+                  int64_t memory_gib, double price, sim::PricingType pricing, const char* zone,
+                  int64_t cores, int64_t host_memory_gib) {
+    sim::NodePool p;
+    p.name = name;
+    p.count = static_cast<int32_t>(std::max<int64_t>(1, scaled(count)));
+    p.gpus_per_node = gpus;
+    p.gpu_model = model;
+    p.gpu_memory_bytes = memory_gib << 30;
+    p.price_per_gpu_hour = price;
+    p.pricing = pricing;
+    p.zone = zone;
+    p.nodes_per_block = 8;
+    // Real CPU and memory: jobs ask for 4 cores and 32 GiB per GPU, which every node holds.
+    p.cpu_milli = cores * 1000;
+    p.memory_bytes = host_memory_gib << 30;
+    b.cluster.pools.push_back(p);
+  };
+  pool("h100", 16, 8, "H100-SXM5-80GB", 80, 3.90, sim::PricingType::kOnDemand, "zone-a", 192, 2048);
+  pool("a100", 12, 8, "A100-SXM4-80GB", 80, 1.60, sim::PricingType::kReserved, "zone-a", 128, 1024);
+  pool("l40s", 10, 4, "L40S-48GB", 48, 0.75, sim::PricingType::kSpot, "zone-b", 64, 512);
+
+  const char* names[] = {"llm-training", "vision", "recsys", "research"};
+  const int64_t quotas[] = {112, 64, 48, 40};
+  const double weights[] = {2, 1, 1, 1};
+  for (int q = 0; q < 4; ++q) {
+    core::Queue queue;
+    queue.name = names[q];
+    core::QueueResource& gpu = queue.res(core::Resource::kGpu);
+    gpu.quota = scaled(quotas[q]);
+    gpu.over_quota_weight = weights[q];
+    b.queues.push_back(queue);
+  }
+
+  sim::SyntheticSpec spec;
+  spec.profile = sim::SyntheticSpec::Profile::kHelios;
+  spec.jobs = static_cast<int64_t>(static_cast<double>(kJobsPerWeek) * k * std::max(0.01, o.load));
+  spec.span = std::chrono::hours(24 * 7);
+  spec.teams = 4;
+  // Jobs of up to 64 GPUs; on a cluster scaled far down, up to a quarter of it, so that every
+  // job can run.
+  int64_t gpus = 0;
+  for (const sim::NodePool& p : b.cluster.pools) gpus += int64_t{p.count} * p.gpus_per_node;
+  spec.max_gpus = static_cast<int32_t>(std::clamp<int64_t>(gpus / 4, 1, 64));
+  spec.reserved_fraction = 0.1;
+  spec.seed = o.seed;
+  b.trace = sim::GenerateSyntheticTrace(spec);
+  for (sim::TraceJob& j : b.trace.jobs) {
+    const int team = j.queue.size() > 5 ? std::atoi(j.queue.c_str() + 5) : 0;
+    j.queue = names[team % 4];
+  }
+  b.step = o.step;
+  b.gpu_mtbf_hours = o.gpu_mtbf_hours;
+  b.start_unix_ms = o.start_unix_ms;
+  b.seed = o.seed;
+  return b;
+}
+
+}  // namespace chamber::backend

@@ -1,0 +1,25 @@
+// What the leader does while it leads: the Kubernetes backend's informers, the health
+// controller, the API and dashboard, and the daemon's scheduling loop.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "chamberd/flags.h"
+#include "common/status.h"
+#include "core/config.h"
+#include "fleet/history_store.h"
+#include "kube/client.h"
+#include "kube/leader_election.h"
+
+namespace chamber::chamberd {
+
+// Leads until `leading` is cancelled: informers, scheduling cycles, the API, and the history
+// (`history`, null for none). `serving` is true while the API is served (the informers have
+// synced): /readyz and the leader label; `serving_changed` runs after it changes.
+Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
+            std::unique_ptr<fleet::HistoryStore> history, const kube::CancellationToken& leading,
+            std::atomic<bool>& serving, const std::function<void()>& serving_changed);
+
+}  // namespace chamber::chamberd

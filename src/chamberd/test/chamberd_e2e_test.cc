@@ -1,0 +1,1134 @@
+// chamberd end to end: the real binary against the real control plane (kube-apiserver, etcd and
+// kube-controller-manager for the Job controller, from the ctest fixture), with fake GPU nodes
+// and the pod lifecycle simulator (src/kubesim) standing in for kubelets: bound pods run for the
+// seconds their `chamber.io/sim-duration-seconds` annotation says, then succeed.
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
+#include "backend/kube/queue_resource.h"
+#include "backend/kube/snapshot_builder.h"
+#include "chamberd/test/e2e_support.h"
+#include "common/time.h"
+#include "kube/client.h"
+#include "kube/errors.h"
+#include "kubesim/nodes.h"
+#include "kubesim/simulator.h"
+
+extern char** environ;
+
+namespace chamber::chamberd {
+namespace {
+
+using namespace std::chrono_literals;
+using e2e::Eventually;
+using kube::Json;
+
+const kube::ResourceType kQueueType = backend::kQueues;
+
+class ChamberdE2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto client = e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+    ASSERT_TRUE(client.ok()) << client.status().ToString();
+    client_ = std::move(*client);
+  }
+
+  void SetUp() override {
+    std::random_device rd;
+    ns_ = "e2e-" + std::to_string(rd() % 1000000);
+    dir_ = std::filesystem::temp_directory_path() / ("chamberd-" + ns_);
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(kubesim::DeleteFakeNodes(*client_).ok());
+    ASSERT_TRUE(
+        client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns_}}}}).ok());
+    std::ofstream(dir_ / "config.yaml")
+        << "cyclePeriod: 300ms\n"
+           "preemption:\n"
+           "  minRuntime: 0s\n"
+           "  checkpointGraceSeconds: 1\n"
+           "pricing:\n"
+           "  currency: EUR\n"
+           "  defaultPricePerGpuHour: 4\n"
+           "  rules:\n"
+           "    - gpuModel: NVIDIA-H100-80GB-HBM3\n"
+           "      nodeSelector: {karpenter.sh/capacity-type: spot}\n"
+           "      pricePerGpuHour: 1.5\n";
+  }
+
+  void TearDown() override {
+    for (auto& [name, pid] : chamberd_) Stop(pid, SIGKILL);
+    if (HasFailure())
+      for (const auto& [name, pid] : chamberd_) {
+        std::ifstream log(dir_ / (name + ".log"));
+        std::cerr << "---- chamberd " << name << " log ----\n" << log.rdbuf() << "\n";
+      }
+    if (sim_) sim_->Stop();
+    kube::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    (void)client_->Delete(kube::resources::kPods, ns_, "", now);
+    (void)client_->Delete(kube::resources::kNamespaces, "", ns_);
+    for (const std::string& q : queues_) (void)client_->Delete(kQueueType, "", q);
+    for (const std::string& pc : priority_classes_)
+      (void)client_->Delete(kube::resources::kPriorityClasses, "", pc);
+    (void)kubesim::DeleteFakeNodes(*client_);
+    std::filesystem::remove_all(dir_);
+  }
+
+  void Nodes(int count, int gpus, const std::string& prefix = "gpu",
+             std::vector<kube::Taint> taints = {}, std::map<std::string, std::string> labels = {}) {
+    kubesim::NodePoolSpec spec;
+    spec.count = count;
+    spec.gpus = gpus;
+    spec.prefix = ns_ + "-" + prefix;
+    spec.taints = std::move(taints);
+    spec.labels = std::move(labels);
+    auto created = kubesim::CreateFakeNodes(*client_, spec);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+
+  void StartSim() {
+    sim_ = std::make_unique<kubesim::Simulator>(client_.get());
+    ASSERT_TRUE(sim_->Start().ok());
+  }
+
+  void Queue(const std::string& name, int quota, int limit = -1) {
+    Json q = {{"apiVersion", "chamber.io/v1alpha1"},
+              {"kind", "Queue"},
+              {"metadata", {{"name", name}}},
+              {"spec", {{"resources", {{"gpu", {{"quota", quota}, {"limit", limit}}}}}}}};
+    (void)client_->Delete(kQueueType, "", name);
+    ASSERT_TRUE(Eventually([&] { return client_->Create(kQueueType, "", q).ok(); }, 10s));
+    queues_.push_back(name);
+  }
+
+  void PriorityClass(const std::string& name, int value) {
+    Json pc = {{"apiVersion", "scheduling.k8s.io/v1"},
+               {"kind", "PriorityClass"},
+               {"metadata", {{"name", name}}},
+               {"value", value}};
+    auto r = client_->Create(kube::resources::kPriorityClasses, "", pc);
+    ASSERT_TRUE(r.ok() || kube::IsAlreadyExists(r.status())) << r.status().ToString();
+    priority_classes_.push_back(name);
+  }
+
+  struct JobSpec {
+    std::string queue;
+    int pods = 1;
+    int gpus = 1;
+    double seconds = 0;  // 0: runs until deleted
+    std::string priority_class;
+    Json tolerations;
+    std::string grace;  // chamber.io/checkpoint-grace-seconds
+
+    JobSpec(std::string q, int n) : queue(std::move(q)), pods(n) {}
+    JobSpec& Seconds(double v) { return seconds = v, *this; }
+    JobSpec& Gpus(int v) { return gpus = v, *this; }
+    JobSpec& Priority(std::string v) { return priority_class = std::move(v), *this; }
+    JobSpec& Tolerate(Json v) { return tolerations = std::move(v), *this; }
+    JobSpec& Grace(std::string v) { return grace = std::move(v), *this; }
+  };
+
+  void Job(const std::string& name, const JobSpec& s) {
+    Json container = {{"name", "main"},
+                      {"image", "trainer:latest"},
+                      {"resources",
+                       {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", s.gpus}}},
+                        {"limits", {{"nvidia.com/gpu", s.gpus}}}}}};
+    Json pod = {{"schedulerName", "chamber"},
+                {"restartPolicy", "Never"},
+                {"terminationGracePeriodSeconds", 5},
+                {"containers", Json::array({container})}};
+    if (!s.priority_class.empty()) pod["priorityClassName"] = s.priority_class;
+    if (!s.tolerations.is_null()) pod["tolerations"] = s.tolerations;
+    Json annotations = Json::object();
+    if (s.seconds > 0) annotations["chamber.io/sim-duration-seconds"] = std::to_string(s.seconds);
+    Json job = {{"apiVersion", "batch/v1"},
+                {"kind", "Job"},
+                {"metadata",
+                 {{"name", name}, {"namespace", ns_}, {"labels", {{"chamber.io/queue", s.queue}}}}},
+                {"spec",
+                 {{"parallelism", s.pods},
+                  {"completions", s.pods},
+                  {"backoffLimit", 0},
+                  {"template", {{"metadata", {{"annotations", annotations}}}, {"spec", pod}}}}}};
+    if (!s.grace.empty())
+      job["metadata"]["annotations"] = {{"chamber.io/checkpoint-grace-seconds", s.grace}};
+    auto r = client_->Create(kube::resources::kJobs, ns_, job);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  std::vector<kube::Pod> PodsOf(const std::string& job) {
+    kube::ListOptions o;
+    o.label_selector = "batch.kubernetes.io/job-name=" + job;
+    std::vector<kube::Pod> out;
+    auto list = client_->List(kube::resources::kPods, ns_, o);
+    if (!list.ok()) return out;
+    for (Json& j : list->items) out.push_back(kube::Pod::FromJson(std::move(j)).value());
+    return out;
+  }
+
+  // A Queue's status.<field>.gpu; 0 while chamberd has not written it (a status may come
+  // without every field).
+  static int64_t StatusGpu(const Json& queue, const std::string& field) {
+    const Json::json_pointer at("/status/" + field + "/gpu");
+    return queue.contains(at) && queue[at].is_number() ? queue[at].get<int64_t>() : 0;
+  }
+
+  // Pods of `job` on a node and not being deleted.
+  int Bound(const std::string& job) {
+    int n = 0;
+    for (const kube::Pod& p : PodsOf(job))
+      if (!p.node_name.empty() && p.metadata.deletion_timestamp.empty() && p.phase != "Failed") ++n;
+    return n;
+  }
+
+  kube::Job GetJob(const std::string& name) {
+    return kube::Job::FromJson(client_->Get(kube::resources::kJobs, ns_, name).value()).value();
+  }
+
+  bool Complete(const std::string& job) {
+    for (const kube::Condition& c : GetJob(job).conditions)
+      if (c.type == "Complete" && c.status == "True") return true;
+    return false;
+  }
+
+  std::vector<std::string> EventReasons(const std::string& name) {
+    std::vector<std::string> out;
+    kube::ListOptions o;
+    o.field_selector = "involvedObject.name=" + name;
+    auto list = client_->List(kube::resources::kEvents, ns_, o);
+    if (list.ok())
+      for (const Json& e : list->items) out.push_back(e.value("reason", ""));
+    return out;
+  }
+
+  // No GPU slot of any node is held by two live pods, and every slot exists.
+  void ExpectNoDoubleBooking(int gpus_per_node) {
+    std::map<std::string, std::set<int>> held;
+    auto list = client_->List(kube::resources::kPods, ns_);
+    ASSERT_TRUE(list.ok());
+    for (Json& j : list->items) {
+      kube::Pod p = kube::Pod::FromJson(std::move(j)).value();
+      if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+      auto it = p.metadata.annotations.find(backend::keys::kGpuIndices);
+      ASSERT_NE(it, p.metadata.annotations.end()) << p.metadata.Key() << " was bound without slots";
+      Result<std::vector<int>> slots = backend::ParseIndexList(it->second);
+      ASSERT_TRUE(slots.ok()) << p.metadata.Key() << ": " << slots.status().message();
+      const std::vector<int> indices = std::move(*slots);
+      for (int g : indices) {
+        EXPECT_LT(g, gpus_per_node) << p.metadata.Key();
+        EXPECT_TRUE(held[p.node_name].insert(g).second)
+            << "GPU " << g << " of " << p.node_name << " is held twice (" << p.metadata.Key()
+            << ")";
+      }
+    }
+  }
+
+  // Without `anonymous`, the API wants tokens.
+  pid_t StartChamberd(const std::string& name, std::vector<std::string> extra = {},
+                      bool anonymous = true) {
+    std::vector<std::string> args = {CHAMBERD_BINARY,
+                                     "--kubeconfig",
+                                     std::getenv("CHAMBER_TEST_KUBECONFIG"),
+                                     "--config",
+                                     (dir_ / "config.yaml").string(),
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--health-listen",
+                                     "127.0.0.1:0",
+                                     "--identity",
+                                     name,
+                                     "--lease-namespace",
+                                     ns_,
+                                     "--log-level",
+                                     "debug"};
+    if (anonymous) args.push_back("--anonymous");
+    args.insert(args.end(), extra.begin(), extra.end());
+    const pid_t pid = e2e::SpawnLogged(args, (dir_ / (name + ".log")).string());
+    EXPECT_GT(pid, 0);
+    chamberd_[name] = pid;
+    return pid;
+  }
+
+  // The API port a chamberd started with StartChamberd serves on, once its log names it; 0 if
+  // it does not within 30 s.
+  int ApiPort(const std::string& name) {
+    int port = 0;
+    Eventually([&] { return (port = LoggedApiPort(name)) > 0; }, 30s);
+    return port;
+  }
+
+  // The API port the log of `name` names last (a restarted replica appends to its log); 0 when
+  // none yet.
+  int LoggedApiPort(const std::string& name) {
+    std::ifstream log(dir_ / (name + ".log"));
+    std::string line;
+    int port = 0;
+    while (std::getline(log, line)) {
+      const size_t at = line.find("serving the API and dashboard on 127.0.0.1:");
+      if (at != std::string::npos) port = std::stoi(line.substr(line.rfind(':') + 1));
+    }
+    return port;
+  }
+
+  // A pod standing for a replica (no kubelet runs here: nothing starts it).
+  void ReplicaPod(const std::string& name) {
+    Json pod = {{"metadata", {{"name", name}, {"labels", {{"app", "chamberd"}}}}},
+                {"spec",
+                 {{"schedulerName", "nobody"},
+                  {"containers", {{{"name", "chamberd"}, {"image", "chamberd:test"}}}}}}};
+    ASSERT_TRUE(client_->Create(kube::resources::kPods, ns_, pod).ok());
+  }
+
+  // Runs the `chamber` CLI; its exit code, and its stdout and stderr together.
+  std::pair<int, std::string> RunChamber(std::vector<std::string> args) {
+    args.insert(args.begin(), CHAMBER_CLI_BINARY);
+    const std::string out = (dir_ / "chamber-cli.out").string();
+    std::filesystem::remove(out);
+    const pid_t pid = e2e::SpawnLogged(args, out);
+    int status = -1;
+    if (pid > 0) waitpid(pid, &status, 0);
+    std::ifstream in(out);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+  }
+
+  static void Stop(pid_t& pid, int sig) {
+    if (pid <= 0) return;
+    kill(pid, sig);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = -1;
+  }
+
+  std::string LeaseHolder() {
+    auto lease = client_->Get(kube::resources::kLeases, ns_, "chamber-scheduler");
+    if (!lease.ok()) return "";
+    return (*lease)["spec"].value("holderIdentity", "");
+  }
+
+  static std::unique_ptr<kube::Client> client_;
+  std::string ns_;
+  std::filesystem::path dir_;
+  std::unique_ptr<kubesim::Simulator> sim_;
+  std::map<std::string, pid_t> chamberd_;
+  std::vector<std::string> queues_, priority_classes_;
+};
+
+std::unique_ptr<kube::Client> ChamberdE2E::client_;
+
+// Stands in for the chart's chamberd Service: forwards each GET to the API of the replica whose
+// pod is labelled chamber.io/leader=true (503 when none is, or while set down; 502 when it does
+// not answer).
+class LeaderService {
+ public:
+  LeaderService(kube::Client* client, std::string ns, std::function<int(const std::string&)> port)
+      : client_(client), ns_(std::move(ns)), port_of_(std::move(port)) {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      if (down_) {
+        res.status = 503;
+        return;
+      }
+      kube::ListOptions o;
+      o.label_selector = "chamber.io/leader=true";
+      auto pods = client_->List(kube::resources::kPods, ns_, o);
+      if (!pods.ok() || pods->items.empty()) {
+        res.status = 503;
+        return;
+      }
+      const int port = port_of_(pods->items.front()["metadata"].value("name", ""));
+      httplib::Client to("127.0.0.1", port);
+      to.set_connection_timeout(1);
+      httplib::Headers headers;
+      if (req.has_header("Authorization"))
+        headers.emplace("Authorization", req.get_header_value("Authorization"));
+      if (port <= 0) {
+        res.status = 502;
+        return;
+      }
+      auto answer = to.Get(req.target, headers);
+      if (!answer) {
+        res.status = 502;
+        return;
+      }
+      res.status = answer->status;
+      res.set_content(answer->body, "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~LeaderService() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  void SetDown(bool down) { down_ = down; }
+
+ private:
+  kube::Client* client_;
+  std::string ns_;
+  std::function<int(const std::string&)> port_of_;
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<bool> down_{false};
+};
+
+TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
+  Nodes(2, 8);
+  StartSim();
+  // Quota for both jobs: the gang is guaranteed work, so its wait is a capacity shortage.
+  Queue(ns_ + "-team", 20);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("blocker", JobSpec(ns_ + "-team", 4).Seconds(8));
+  ASSERT_TRUE(Eventually([&] { return Bound("blocker") == 4; }, 30s)) << Bound("blocker");
+  Job("gang", JobSpec(ns_ + "-team", 16).Seconds(3));
+
+  // 12 GPUs are free, the gang needs 16: none of it starts, and every pod says why.
+  std::set<std::string> seen;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::vector<kube::Pod> pods = PodsOf("gang");
+        if (pods.size() != 16) return false;
+        for (const kube::Pod& p : pods) {
+          bool explained = false;
+          for (const kube::Condition& c : p.conditions) {
+            if (c.type == "PodScheduled") seen.insert(c.status + " " + c.reason + ": " + c.message);
+            explained |= c.type == "PodScheduled" && c.status == "False" &&
+                         c.reason == "Unschedulable" && c.message.rfind("NoNodeFits: ", 0) == 0;
+          }
+          if (!explained) return false;
+        }
+        return true;
+      },
+      20s))
+      << ::testing::PrintToString(seen);
+  EXPECT_EQ(Bound("gang"), 0);
+  EXPECT_FALSE(Complete("blocker"));
+
+  // When the blocker finishes, the whole gang starts.
+  ASSERT_TRUE(Eventually([&] { return Complete("blocker"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Bound("gang") == 16; }, 30s)) << Bound("gang");
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("gang"); }, 30s));
+  const auto reasons = EventReasons("gang");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Scheduled"), reasons.end());
+}
+
+// A team beyond its quota waits behind another team's guaranteed work. That wait is a rule's,
+// not a shortage of capacity: its pods say why with the engine's reason, never `Unschedulable`,
+// so a cluster autoscaler buys no node for it.
+// A gang of bare pods whose bind fails half-way is rolled back without losing a pod: the API
+// server refuses the binding of one member (a ValidatingAdmissionPolicy on pods/binding), so the
+// members already bound are deleted and recreated, pending, under their own names. Once the
+// refusal is lifted the whole gang starts.
+TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
+  const kube::ResourceType policies{"admissionregistration.k8s.io", "v1",
+                                    "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
+                                    false};
+  const kube::ResourceType bindings{"admissionregistration.k8s.io", "v1",
+                                    "validatingadmissionpolicybindings",
+                                    "ValidatingAdmissionPolicyBinding", false};
+  const std::string policy = ns_ + "-refuse-bind";
+  Json vap = {{"apiVersion", "admissionregistration.k8s.io/v1"},
+              {"kind", "ValidatingAdmissionPolicy"},
+              {"metadata", {{"name", policy}}},
+              {"spec",
+               {{"failurePolicy", "Fail"},
+                {"matchConstraints",
+                 {{"resourceRules", Json::array({{{"apiGroups", {""}},
+                                                  {"apiVersions", {"v1"}},
+                                                  {"operations", {"CREATE"}},
+                                                  {"resources", {"pods/binding"}}}})}}},
+                {"validations", Json::array({{{"expression",
+                                               "!(object.metadata.name == 'gang-2' || "
+                                               "object.metadata.name.startsWith('probe-'))"},
+                                              {"message", "binding refused by the test"}}})}}}};
+  Json binding = {
+      {"apiVersion", "admissionregistration.k8s.io/v1"},
+      {"kind", "ValidatingAdmissionPolicyBinding"},
+      {"metadata", {{"name", policy}}},
+      {"spec",
+       {{"policyName", policy},
+        {"validationActions", {"Deny"}},
+        {"matchResources",
+         {{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns_}}}}}}}}}};
+  ASSERT_TRUE(client_->Create(policies, "", vap).ok());
+  ASSERT_TRUE(client_->Create(bindings, "", binding).ok());
+  struct Cleanup {
+    kube::Client* c;
+    kube::ResourceType p, b;
+    std::string name;
+    ~Cleanup() {
+      (void)c->Delete(b, "", name);
+      (void)c->Delete(p, "", name);
+    }
+  } cleanup{client_.get(), policies, bindings, policy};
+
+  Nodes(1, 4);
+  const std::string node = ns_ + "-gpu-0";
+  PriorityClass(ns_ + "-high", 1000);
+  auto pod = [&](const std::string& name) {
+    const bool probe = name.starts_with("probe-");
+    return Json{{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata",
+                 {{"name", name},
+                  {"namespace", ns_},
+                  {"labels", probe ? Json::object()
+                                   : Json{{"chamber.io/pod-group", "g"},
+                                          {"chamber.io/queue", ns_ + "-team"}}}}},
+                {"spec",
+                 {{"schedulerName", probe ? "nobody" : "chamber"},
+                  {"priorityClassName", ns_ + "-high"},
+                  {"containers",
+                   Json::array({{{"name", "main"},
+                                 {"image", "trainer:latest"},
+                                 {"resources",
+                                  probe ? Json::object()  // holds nothing once bound
+                                        : Json{{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}},
+                                               {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+  };
+  // The policy is in force once the API server refuses a probe's binding with its message (a
+  // probe bound before then is not tried again).
+  int probes = 0;
+  std::string refusal;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string name = "probe-" + std::to_string(probes++);
+        if (!client_->Create(kube::resources::kPods, ns_, pod(name)).ok()) return false;
+        refusal = client_->Bind(ns_, name, "", node).message();
+        return refusal.find("binding refused by the test") != std::string::npos;
+      },
+      20s))
+      << refusal;
+
+  Queue(ns_ + "-team", 4);
+  std::map<std::string, std::string> first_uid;
+  for (const std::string name : {"gang-0", "gang-1", "gang-2"}) {
+    auto made = client_->Create(kube::resources::kPods, ns_, pod(name));
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    first_uid[name] = (*made)["metadata"].value("uid", "");
+  }
+  // The gang's Events are on its first pod.
+  auto rollback_message = [&] {
+    auto list = client_->List(kube::resources::kEvents, ns_);
+    if (list.ok())
+      for (const Json& e : list->items)
+        if (e.value("reason", "") == "FailedScheduling" &&
+            e.value("message", "").find("rolled back") != std::string::npos)
+          return e.value("message", "");
+    return std::string();
+  };
+  const pid_t pid = StartChamberd("solo", {"--no-leader-elect"});
+  ASSERT_TRUE(Eventually([&] { return !rollback_message().empty(); }, 30s)) << "no rollback";
+  pid_t stopped = pid;
+  Stop(stopped, SIGTERM);
+  chamberd_.erase("solo");
+
+  // Every member still exists, waits unbound, and the bound ones were recreated.
+  auto get = [&](const std::string& name) {
+    return kube::Pod::FromJson(client_->Get(kube::resources::kPods, ns_, name).value()).value();
+  };
+  for (const std::string name : {"gang-0", "gang-1", "gang-2"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(
+        Eventually([&] { return client_->Get(kube::resources::kPods, ns_, name).ok(); }, 10s));
+    const kube::Pod p = get(name);
+    EXPECT_TRUE(p.node_name.empty());
+    EXPECT_TRUE(p.metadata.deletion_timestamp.empty());
+    EXPECT_EQ(p.metadata.annotations.count(backend::keys::kGpuIndices), 0u);
+    EXPECT_EQ(p.metadata.labels.at("chamber.io/pod-group"), "g");
+    EXPECT_EQ(p.scheduler_name, "chamber");
+    if (name == "gang-2")
+      EXPECT_EQ(p.metadata.uid, first_uid[name]);  // refused: never bound, never touched
+    else
+      EXPECT_NE(p.metadata.uid, first_uid[name]);  // bound, then recreated pending
+  }
+  const std::string message = rollback_message();
+  EXPECT_NE(message.find("gang-2"), std::string::npos) << message;
+  EXPECT_NE(message.find("2 bare pod(s) recreated, pending"), std::string::npos) << message;
+
+  // Lifted, the gang starts whole.
+  (void)client_->Delete(bindings, "", policy);
+  (void)client_->Delete(policies, "", policy);
+  StartChamberd("again", {"--no-leader-elect"});
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (const std::string name : {"gang-0", "gang-1", "gang-2"})
+          if (get(name).node_name.empty()) return false;
+        return true;
+      },
+      30s));
+}
+
+TEST_F(ChamberdE2E, AQuotaWaitIsNotReportedAsUnschedulable) {
+  Nodes(1, 8);
+  StartSim();
+  const std::string owner = ns_ + "-owner", other = ns_ + "-other";
+  Queue(owner, 8);
+  Queue(other, 0);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("guaranteed", JobSpec(owner, 8));
+  ASSERT_TRUE(Eventually([&] { return Bound("guaranteed") == 8; }, 30s)) << Bound("guaranteed");
+  Job("borrower", JobSpec(other, 1));
+  std::string seen;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const kube::Pod& p : PodsOf("borrower"))
+          for (const kube::Condition& c : p.conditions)
+            if (c.type == "PodScheduled" && c.status == "False") {
+              seen = c.reason + " / " + c.message;
+              return c.reason == "PreemptionNotAllowed" &&
+                     c.message.rfind("PreemptionNotAllowed: ", 0) == 0 &&
+                     c.message.find("queue " + owner + " holds 8 gpu, quota 8 gpu") !=
+                         std::string::npos;
+            }
+        return false;
+      },
+      20s))
+      << seen;
+  EXPECT_EQ(Bound("borrower"), 0);
+}
+
+TEST_F(ChamberdE2E, CordonedAndTaintedNodesReceiveNothing) {
+  Nodes(1, 4, "open");
+  Nodes(1, 4, "cordoned");
+  Nodes(1, 4, "tainted", {{"dedicated", "infra", "NoSchedule"}});
+  const std::string cordoned = ns_ + "-cordoned-0", tainted = ns_ + "-tainted-0";
+  ASSERT_TRUE(
+      client_
+          ->MergePatch(kube::resources::kNodes, "", cordoned, {{"spec", {{"unschedulable", true}}}})
+          .ok());
+  StartSim();
+  Queue(ns_ + "-team", 12);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("plain", JobSpec(ns_ + "-team", 4));
+  ASSERT_TRUE(Eventually([&] { return Bound("plain") == 4; }, 30s));
+  for (const kube::Pod& p : PodsOf("plain")) EXPECT_EQ(p.node_name, ns_ + "-open-0");
+
+  Job("more", JobSpec(ns_ + "-team", 1));
+  Job("tolerant", JobSpec(ns_ + "-team", 4)
+                      .Tolerate(Json::array({{{"key", "dedicated"},
+                                              {"operator", "Equal"},
+                                              {"value", "infra"},
+                                              {"effect", "NoSchedule"}}})));
+  ASSERT_TRUE(Eventually([&] { return Bound("tolerant") == 4; }, 30s));
+  for (const kube::Pod& p : PodsOf("tolerant")) EXPECT_EQ(p.node_name, tainted);
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(Bound("more"), 0) << "only the cordoned node has room, and it takes nothing";
+  ExpectNoDoubleBooking(4);
+
+  // Uncordoned, it takes work again.
+  ASSERT_TRUE(client_
+                  ->MergePatch(kube::resources::kNodes, "", cordoned,
+                               {{"spec", {{"unschedulable", false}}}})
+                  .ok());
+  ASSERT_TRUE(Eventually([&] { return Bound("more") == 1; }, 30s));
+  EXPECT_EQ(PodsOf("more").at(0).node_name, cordoned);
+}
+
+TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
+  Nodes(1, 8);
+  StartSim();
+  PriorityClass("chamber-e2e-elastic", 10);
+  PriorityClass("chamber-e2e-reserved", 1000);
+  Queue(ns_ + "-team", 8);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // Long enough that it still runs when the reserved Job's pods appear, however slowly the Job
+  // controller creates them on a loaded machine.
+  Job("elastic", JobSpec(ns_ + "-team", 8).Seconds(15).Priority("chamber-e2e-elastic").Grace("1"));
+  ASSERT_TRUE(Eventually([&] { return Bound("elastic") == 8; }, 30s));
+  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
+
+  // The elastic Job is suspended by Chamber, the reserved one runs.
+  ASSERT_TRUE(Eventually([&] { return GetJob("elastic").suspend; }, 30s));
+  const kube::Job suspended = GetJob("elastic");
+  EXPECT_TRUE(suspended.metadata.annotations.count(backend::keys::kPreemptedAt));
+  EXPECT_TRUE(suspended.metadata.annotations.count(backend::keys::kPreemptions));
+  // Its lost work, for the next leader: one preemption, 8 GPUs for the seconds it ran.
+  EXPECT_EQ(suspended.metadata.annotations.at(backend::keys::kPreemptionCount), "1");
+  EXPECT_GT(std::stod(suspended.metadata.annotations.at(backend::keys::kGpuHoursLost)), 0.0);
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+
+  // Then the elastic Job resumes and completes.
+  ASSERT_TRUE(Eventually([&] { return !GetJob("elastic").suspend; }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Complete("elastic"); }, 60s));
+  const auto reasons = EventReasons("elastic");
+  for (const char* want : {"Preempted", "Resumed", "Scheduled"})
+    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+}
+
+TEST_F(ChamberdE2E, ATeamBorrowsIdleQuotaAndTheOwnerReclaimsIt) {
+  Nodes(1, 8);
+  StartSim();
+  const std::string a = ns_ + "-a", b = ns_ + "-b";
+  Queue(a, 4);
+  Queue(b, 4);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("b1", JobSpec(b, 4).Seconds(6));
+  Job("b2", JobSpec(b, 4).Seconds(6));
+  ASSERT_TRUE(Eventually([&] { return Bound("b1") == 4 && Bound("b2") == 4; }, 30s))
+      << "team b borrows team a's idle quota";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto q = client_->Get(kQueueType, "", b);
+        return q.ok() && StatusGpu(*q, "borrowed") == 4 && StatusGpu(*q, "allocated") == 8;
+      },
+      10s));
+  // The Valid condition's time is when it last changed, not when the status was last written.
+  auto valid_since = [&] {
+    auto q = client_->Get(kQueueType, "", b);
+    if (!q.ok()) return std::string("unreadable");
+    const Json status = q->value("status", Json::object());
+    for (const Json& c : status.value("conditions", Json::array()))
+      if (c.value("type", "") == "Valid" && c.value("status", "") == "True")
+        return c.value("lastTransitionTime", std::string("missing"));
+    return std::string("no Valid=True condition");
+  };
+  const std::string since = valid_since();
+  ASSERT_TRUE(ParseRfc3339(since).ok()) << since;
+
+  Job("a1", JobSpec(a, 4).Seconds(3));
+  // Team a takes its quota back: one of b's Jobs is suspended, a1 runs.
+  ASSERT_TRUE(Eventually([&] { return Bound("a1") == 4; }, 30s));
+  const bool b1_suspended = GetJob("b1").suspend, b2_suspended = GetJob("b2").suspend;
+  EXPECT_NE(b1_suspended, b2_suspended) << "exactly one of team b's Jobs gives way";
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto q = client_->Get(kQueueType, "", b);
+        return q.ok() && StatusGpu(*q, "borrowed") == 0;
+      },
+      10s));
+  EXPECT_EQ(valid_since(), since) << "the status changed, the condition did not";
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("a1"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Complete("b1") && Complete("b2"); }, 60s))
+      << "the reclaimed Job resumes once team a is done";
+}
+
+// A preemptor waiting for its victims' checkpoint grace is told where it will run: its pods'
+// status.nominatedNodeName names the node whose room chamberd holds for it (fairness.md,
+// promise 10), as kube-scheduler does for its own preemptors.
+TEST_F(ChamberdE2E, APreemptorWaitingForItsVictimsIsNominatedToTheirNode) {
+  Nodes(2, 4);
+  StartSim();
+  const std::string a = ns_ + "-a", b = ns_ + "-b";
+  Queue(a, 4);
+  Queue(b, 0);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // b borrows a whole node and half of the other; a then needs a whole node back.
+  Job("b1", JobSpec(b, 4).Grace("4"));
+  Job("b2", JobSpec(b, 2).Grace("4"));
+  ASSERT_TRUE(Eventually([&] { return Bound("b1") == 4 && Bound("b2") == 2; }, 30s));
+  std::string b2_node;
+  for (const kube::Pod& p : PodsOf("b2")) b2_node = p.node_name;
+  Job("a1", JobSpec(a, 4).Seconds(2));
+  // The fewest victims: b2 alone, beside the two free GPUs of its node.
+  std::string seen;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::vector<kube::Pod> pods = PodsOf("a1");
+        seen.clear();
+        int nominated = 0;
+        for (const kube::Pod& p : pods) {
+          seen += p.metadata.name + "->" + p.nominated_node_name + " ";
+          if (p.node_name.empty() && p.nominated_node_name == b2_node) ++nominated;
+        }
+        return nominated == 4;
+      },
+      20s))
+      << seen << "(b2 on " << b2_node << ")";
+  EXPECT_TRUE(GetJob("b2").suspend || Bound("b2") == 2) << "b2 is the victim";
+  EXPECT_FALSE(GetJob("b1").suspend);
+  ASSERT_TRUE(Eventually([&] { return Bound("a1") == 4; }, 30s));
+  for (const kube::Pod& p : PodsOf("a1")) EXPECT_EQ(p.node_name, b2_node) << p.metadata.name;
+  ExpectNoDoubleBooking(4);
+}
+
+TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
+  Nodes(16, 8);
+  StartSim();
+  Queue(ns_ + "-team", 128);
+  const std::vector<std::string> le = {"--lease-duration", "3",   "--renew-deadline", "2",
+                                       "--retry-period",   "0.5", "--kube-api-qps",   "25",
+                                       "--kube-api-burst", "5",   "--writers",        "2"};
+  StartChamberd("first", le);
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "first"; }, 20s));
+  StartChamberd("second", le);
+  for (int j = 0; j < 12; ++j) Job("job-" + std::to_string(j), JobSpec(ns_ + "-team", 10));
+  auto bound_total = [&] {
+    int n = 0;
+    for (int j = 0; j < 12; ++j) n += Bound("job-" + std::to_string(j));
+    return n;
+  };
+  ASSERT_TRUE(Eventually([&] { return bound_total() >= 10; }, 30s));
+  const int before = bound_total();
+  Stop(chamberd_["first"], SIGKILL);
+  EXPECT_LT(before, 120) << "the leader was killed before it finished";
+
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "second"; }, 20s));
+  ASSERT_TRUE(Eventually([&] { return bound_total() == 120; }, 60s)) << bound_total();
+  ExpectNoDoubleBooking(8);
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(PodsOf("job-" + std::to_string(j)).size(), 10u);
+}
+
+// With fairShare.usageHalfLife set, each queue's decayed GPU-hours go to its status, and the
+// next leader continues from them rather than from zero.
+TEST_F(ChamberdE2E, DecayedUsageSurvivesALeaderChange) {
+  std::ofstream(dir_ / "config.yaml", std::ios::app) << "fairShare: {usageHalfLife: 1h}\n";
+  Nodes(1, 8);
+  StartSim();
+  const std::string team = ns_ + "-team";
+  Queue(team, 8);
+  const std::vector<std::string> flags = {
+      "--lease-duration", "3",   "--renew-deadline",           "2",
+      "--retry-period",   "0.5", "--queue-usage-write-period", "1"};
+  StartChamberd("first", flags);
+  Job("train", JobSpec(team, 1).Gpus(8));
+  auto usage = [&]() -> std::pair<double, std::string> {
+    auto q = client_->Get(kQueueType, "", team);
+    if (!q.ok() || !q->contains("status") || !(*q)["status"].contains("decayedUsage")) return {};
+    const Json& u = (*q)["status"]["decayedUsage"];
+    return {u.value("gpuHours", 0.0), u.value("time", "")};
+  };
+  // 8 GPUs for 5 s: 0.011 GPU-hours (a one-hour half-life takes off a thousandth of that).
+  std::pair<double, std::string> first;
+  ASSERT_TRUE(Eventually([&] { return (first = usage()).first >= 0.011; }, 40s)) << first.first;
+  EXPECT_LE(first.first, 8.0 * 40 / 3600);
+  Stop(chamberd_["first"], SIGKILL);
+  StartChamberd("second", flags);
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "second"; }, 20s));
+  // The second leader's first figure carries on from the first's (8 GPUs were held throughout):
+  // a fresh start would write about 0.
+  std::pair<double, std::string> second;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        second = usage();
+        return second.second > first.second;
+      },
+      20s));
+  EXPECT_GE(second.first, first.first) << first.second << " -> " << second.second;
+  EXPECT_EQ(Bound("train"), 1);
+}
+
+// The API answers Kubernetes tokens through TokenReview: a service account in an admin group
+// may read and cordon, one in no Chamber group and a made-up token may not.
+// Also: the fleet's pools and prices come from the config file's `pricing:` section and the
+// nodes' labels (SetUp's config: spot H100s 1.5 EUR, everything else 4 EUR per GPU-hour).
+TEST_F(ChamberdE2E, ApiTokensAreCheckedThroughTokenReviewAndCostsArePriced) {
+  Nodes(1, 8);
+  Nodes(2, 8, "spot", {}, {{"karpenter.sh/capacity-type", "spot"}});
+  const std::string stranger_name = ns_ + "-stranger";
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kServiceAccounts, ns_,
+                           {{"metadata", {{"name", "ops"}, {"namespace", ns_}}}})
+                  .ok());
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kServiceAccounts, "default",
+                           {{"metadata", {{"name", stranger_name}, {"namespace", "default"}}}})
+                  .ok());
+  // Service accounts of the test's namespace are admins; those elsewhere are in no group.
+  StartChamberd("solo", {"--no-leader-elect", "--admin-group", "system:serviceaccounts:" + ns_},
+                false);
+  const int port = ApiPort("solo");
+  ASSERT_GT(port, 0);
+  const std::string ops = client_->CreateToken(ns_, "ops").value();
+  const std::string stranger = client_->CreateToken("default", stranger_name).value();
+  std::string body;
+  auto get = [&](const std::string& token, const std::string& path) {
+    httplib::Client http("127.0.0.1", port);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    auto res = http.Get(path, headers);
+    body = res ? res->body : "";
+    return res ? res->status : -1;
+  };
+  ASSERT_TRUE(Eventually([&] { return get(ops, "/api/v1/fleet") == 200; }, 20s))
+      << get(ops, "/api/v1/fleet");
+  EXPECT_EQ(get("", "/api/v1/fleet"), 401);
+  EXPECT_EQ(get("not-a-token", "/api/v1/fleet"), 401);
+  EXPECT_EQ(get(stranger, "/api/v1/fleet"), 401) << "authenticated, but in no Chamber group";
+  EXPECT_EQ(get("", "/healthz"), 200);
+  (void)client_->Delete(kube::resources::kServiceAccounts, "default", stranger_name);
+
+  // 8 on-demand GPUs at 4 and 16 spot GPUs at 1.5: 56 EUR an hour, all of it idle.
+  Json cost;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        if (get(ops, "/api/v1/cost") != 200) return false;
+        cost = Json::parse(body, nullptr, false);
+        return cost.is_object() && cost.value("per_hour", 0.0) == 56.0;
+      },
+      20s))
+      << body;
+  EXPECT_EQ(cost.value("currency", ""), "EUR");
+  EXPECT_DOUBLE_EQ(cost.value("idle_per_hour", 0.0), 56.0);
+  std::map<std::string, std::tuple<std::string, double, double>> pools;
+  for (const Json& p : cost.value("pools", Json::array()))
+    pools[p.value("name", "")] = {p.value("pricing", ""), p.value("price_per_gpu_hour", 0.0),
+                                  p.value("per_hour", 0.0)};
+  using Pool = std::tuple<std::string, double, double>;
+  EXPECT_EQ(pools.size(), 2u) << cost.dump();
+  EXPECT_EQ(pools["NVIDIA-H100-80GB-HBM3/on-demand"], Pool("on-demand", 4.0, 32.0));
+  EXPECT_EQ(pools["NVIDIA-H100-80GB-HBM3/spot"], Pool("spot", 1.5, 24.0));
+}
+
+// `chamber why` on a pod of the cluster: the CLI asks chamberd, which finds the Job the pod
+// belongs to and says why it waits.
+TEST_F(ChamberdE2E, ChamberWhyExplainsAPendingPodOfTheCluster) {
+  Nodes(1, 8);
+  StartSim();
+  Queue(ns_ + "-team", 16);
+  StartChamberd("solo", {"--no-leader-elect"});
+  const int port = ApiPort("solo");
+  ASSERT_GT(port, 0);
+  const std::string server = "http://127.0.0.1:" + std::to_string(port);
+  Job("wide", JobSpec(ns_ + "-team", 12));  // 12 GPUs on one 8-GPU node: it never fits
+  std::string pod;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const kube::Pod& p : PodsOf("wide"))
+          for (const kube::Condition& c : p.conditions)
+            if (c.type == "PodScheduled" && c.status == "False") pod = p.metadata.name;
+        return !pod.empty();
+      },
+      30s));
+
+  // The API answers from the last cycle's state, which may not have the pod yet.
+  int code = -1;
+  std::string text;
+  Eventually(
+      [&] {
+        std::tie(code, text) = RunChamber({"why", ns_ + "/" + pod, "--server", server});
+        return code == 0;
+      },
+      10s);
+  ASSERT_EQ(code, 0) << text;
+  const std::string first = "Pod " + ns_ + "/" + pod + " belongs to workload " + ns_ + "/wide.\n" +
+                            ns_ + "/wide is pending in queue " + ns_ +
+                            "-team (position 1 of 1): NoNodeFits";
+  EXPECT_EQ(text.rfind(first, 0), 0u) << text;
+  EXPECT_NE(text.find("It asks for 12 GPUs"), std::string::npos) << text;
+
+  const auto [json_code, json_text] =
+      RunChamber({"why", ns_ + "/" + pod, "--server", server, "-o", "json"});
+  ASSERT_EQ(json_code, 0) << json_text;
+  const Json detail = Json::parse(json_text, nullptr, false);
+  ASSERT_TRUE(detail.is_object()) << json_text;
+  EXPECT_EQ(detail["workload"].value("name", ""), ns_ + "/wide");
+  EXPECT_EQ(detail["workload"].value("state", ""), "pending");
+  EXPECT_EQ(detail["workload"].value("gpus", 0), 12);
+
+  const auto [missing_code, missing] =
+      RunChamber({"why", ns_ + "/no-such-pod", "--server", server});
+  EXPECT_NE(missing_code, 0);
+  EXPECT_NE(missing.find("no workload or pod named \"" + ns_ + "/no-such-pod\""), std::string::npos)
+      << missing;
+}
+
+// Two replicas, each with a history file of its own; the standby copies the leader's history
+// through the stand-in for the chart's Service. The leader is killed: the new leader serves
+// every point the old one had, and new points after its takeover, with nothing counted twice.
+// Then the killed replica restarts on its own file, copies what it missed, and takes over when
+// the leader stops: its history holds its own points, the other leader's, and new ones.
+TEST_F(ChamberdE2E, HistoryContinuesAcrossALeaderKillAndARestart) {
+  Nodes(2, 8);
+  const std::vector<std::string> names = {"replica-a", "replica-b"};
+  for (const std::string& n : names) ReplicaPod(n);
+  LeaderService service(client_.get(), ns_,
+                        [this](const std::string& n) { return LoggedApiPort(n); });
+  auto flags = [&](const std::string& name) {
+    return std::vector<std::string>{"--pod-name",
+                                    name,
+                                    "--pod-namespace",
+                                    ns_,
+                                    "--data-dir",
+                                    (dir_ / ("data-" + name)).string(),
+                                    "--history-step",
+                                    "1",
+                                    "--history-follow-url",
+                                    service.url(),
+                                    "--history-follow-period",
+                                    "0.3",
+                                    "--lease-duration",
+                                    "3",
+                                    "--renew-deadline",
+                                    "2",
+                                    "--retry-period",
+                                    "0.5"};
+  };
+  using Series = std::map<int64_t, double>;
+  // A series as the API behind the Service serves it; empty when it does not answer.
+  auto series = [&](const std::string& metric) {
+    httplib::Client http("127.0.0.1", service.port());
+    http.set_read_timeout(5);
+    auto r = http.Get("/api/v1/history?metric=" + metric +
+                      "&scope=cluster&from=0&to=" + std::to_string(std::time(nullptr) + 60));
+    Series out;
+    if (!r || r->status != 200) return out;
+    const Json j = Json::parse(r->body, nullptr, false);
+    if (!j.is_object() || j.value("step", 0) != 1) return out;
+    for (const Json& p : j["points"]) out[p[0].get<int64_t>()] = p[1].get<double>();
+    return out;
+  };
+  // The points of `a` (all but the last `but_last`, and those older than `before`) missing from
+  // `b`, or different there outside [same_from, same_to] (a bucket the leader was filling when
+  // it died may hold more samples on its own file than on the copy).
+  auto missing = [](const Series& a, const Series& b, size_t but_last, int64_t before,
+                    int64_t same_from = 1, int64_t same_to = 0) {
+    std::vector<std::string> out;
+    size_t i = 0;
+    for (const auto& [t, v] : a) {
+      if (++i + but_last > a.size() || t >= before) break;
+      auto it = b.find(t);
+      if (it == b.end())
+        out.push_back(std::to_string(t) + " missing");
+      else if (it->second != v && (t < same_from || t > same_to))
+        out.push_back(std::to_string(t) + ": " + std::to_string(v) + " became " +
+                      std::to_string(it->second));
+    }
+    return out;
+  };
+  auto unix_now = [] { return static_cast<int64_t>(std::time(nullptr)); };
+
+  StartChamberd("replica-a", flags("replica-a"));
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "replica-a"; }, 30s));
+  // A standby is not ready until it has copied the leader's history once: while the Service
+  // answers nothing, replica-b says so; then it copies and is ready.
+  service.SetDown(true);
+  StartChamberd("replica-b", flags("replica-b"));
+  auto readyz = [&](const std::string& name) {
+    std::ifstream log(dir_ / (name + ".log"));
+    std::string line;
+    int port = 0;
+    const std::string marker = "serving /healthz and /readyz on 127.0.0.1:";
+    while (std::getline(log, line))
+      if (const size_t at = line.find(marker); at != std::string::npos)
+        port = std::stoi(line.substr(at + marker.size()));
+    if (port == 0) return std::string("no port yet");
+    httplib::Client http("127.0.0.1", port);
+    auto r = http.Get("/readyz");
+    return r ? std::to_string(r->status) + " " + r->body : std::string("no answer");
+  };
+  ASSERT_TRUE(Eventually([&] { return readyz("replica-b").rfind("503 ", 0) == 0; }, 20s))
+      << readyz("replica-b");
+  std::this_thread::sleep_for(1s);  // three failed copies
+  EXPECT_EQ(readyz("replica-b"), "503 starting: copying the leader's history\n");
+  service.SetDown(false);
+  ASSERT_TRUE(Eventually(
+      [&] { return readyz("replica-b") == "200 ok: standby: leader is replica-a\n"; }, 10s))
+      << readyz("replica-b");
+  // Eight seconds of history, the standby following.
+  Series s_cap, s_cycle;
+  ASSERT_TRUE(Eventually([&] { return (s_cap = series("gpus_capacity")).size() >= 8; }, 60s))
+      << s_cap.size();
+  s_cycle = series("cycle_ms");
+  for (const auto& [t, v] : s_cap) EXPECT_EQ(v, 16) << t;
+  std::this_thread::sleep_for(1500ms);  // five copies
+  const Series before_kill = series("cycle_ms");
+  const int64_t killed_at = unix_now();
+  Stop(chamberd_["replica-a"], SIGKILL);
+
+  // replica-b takes over and writes on into its copy.
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "replica-b"; }, 30s));
+  Series t_cap;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        t_cap = series("gpus_capacity");
+        return !t_cap.empty() && t_cap.rbegin()->first >= killed_at + 3;
+      },
+      30s));
+  const int64_t served_at = unix_now();
+  const Series t_cycle = series("cycle_ms");
+  // Every point the old leader served is there, as it was (its last one may have grown since).
+  EXPECT_EQ(missing(s_cap, t_cap, 1, INT64_MAX), std::vector<std::string>{});
+  EXPECT_EQ(missing(s_cycle, t_cycle, 1, INT64_MAX), std::vector<std::string>{});
+  // ... and so is every point up to the last copies before the kill.
+  EXPECT_EQ(missing(before_kill, t_cycle, 0, killed_at - 3), std::vector<std::string>{});
+  // The only gap is the failover's: from the old leader's last copied point to the new one's
+  // first; new points follow.
+  // (Gaps of a few seconds elsewhere are cycles a loaded machine delayed.)
+  int64_t prev = t_cap.begin()->first;
+  for (const auto& [t, v] : t_cap) {
+    EXPECT_EQ(v, 16) << t;
+    if (t - prev > 4) {
+      EXPECT_LE(prev, killed_at + 1) << "a gap of " << t - prev << " s at " << prev;
+      EXPECT_GE(t, killed_at) << "a gap of " << t - prev << " s at " << prev;
+    }
+    prev = t;
+  }
+  EXPECT_GE(t_cap.rbegin()->first, killed_at + 3);
+  std::printf("history e2e: kill at %lld, the new leader served new points %lld s later\n",
+              static_cast<long long>(killed_at), static_cast<long long>(served_at - killed_at));
+
+  // replica-a restarts on its own file as a standby and copies what it missed; then
+  // replica-b stops as the kubelet stops it, and replica-a leads.
+  const auto log_size = std::filesystem::file_size(dir_ / "replica-a.log");
+  StartChamberd("replica-a", flags("replica-a"));
+  auto rounds_since_restart = [&] {
+    std::ifstream log(dir_ / "replica-a.log");
+    log.seekg(static_cast<std::streamoff>(log_size));
+    std::string line;
+    int rounds = 0;
+    while (std::getline(log, line)) {
+      const size_t at = line.find(" rows copied from the leader in ");
+      if (at != std::string::npos) rounds = std::stoi(line.substr(at + 32));
+    }
+    return rounds;
+  };
+  ASSERT_TRUE(Eventually([&] { return rounds_since_restart() >= 3; }, 30s))
+      << rounds_since_restart();
+  const Series b_cycle = series("cycle_ms");
+  const int64_t stopped_at = unix_now();
+  Stop(chamberd_["replica-b"], SIGTERM);
+  ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "replica-a"; }, 30s));
+  Series v_cap;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        v_cap = series("gpus_capacity");
+        return !v_cap.empty() && v_cap.rbegin()->first >= stopped_at + 2;
+      },
+      30s));
+  const Series v_cycle = series("cycle_ms");
+  // Its own points from before the kill, replica-b's while it led, and new ones.
+  EXPECT_EQ(missing(s_cycle, v_cycle, 1, INT64_MAX), std::vector<std::string>{});
+  EXPECT_EQ(missing(b_cycle, v_cycle, 1, INT64_MAX, killed_at - 3, killed_at + 1),
+            std::vector<std::string>{});
+  EXPECT_EQ(v_cap.begin()->first, s_cap.begin()->first);
+  prev = v_cap.begin()->first;
+  for (const auto& [t, v] : v_cap) {
+    EXPECT_EQ(v, 16) << t;
+    if (t - prev > 4) {
+      // The kill's failover, or the stop's (the stopping leader hands the Lease over at once).
+      const bool kill_gap = prev <= killed_at + 1 && t >= killed_at;
+      const bool stop_gap = prev <= stopped_at + 1 && t >= stopped_at;
+      EXPECT_TRUE(kill_gap || stop_gap) << "a gap of " << t - prev << " s at " << prev;
+    }
+    prev = t;
+  }
+}
+
+}  // namespace
+}  // namespace chamber::chamberd

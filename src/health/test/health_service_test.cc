@@ -1,0 +1,122 @@
+#include "health/health_service.h"
+
+#include <gtest/gtest.h>
+
+namespace chamber::health {
+namespace {
+
+using nlohmann::json;
+
+std::string Report(const std::string& node) {
+  return json{{"kind", "chamber.io/agent-report/v1"},
+              {"node", node},
+              {"time", 1000.0},
+              {"inventory", {{"gpus", json::array({{{"index", 0}, {"uuid", "GPU-0"}}})}}},
+              {"samples", json::array()},
+              {"incidents", json::array()},
+              {"labels", {{"chamber.io/gpu.count", "1"}}}}
+      .dump();
+}
+
+HealthService::Options Options() {
+  HealthService::Options o;
+  o.clock = [] { return 1000.0; };
+  return o;
+}
+
+bool Reports(const std::string& metrics, const std::string& result, int n) {
+  return metrics.find("chamber_health_reports_total{result=\"" + result + "\"} " +
+                      std::to_string(n) + "\n") != std::string::npos;
+}
+
+TEST(HealthService, TokenBoundToANodeReportsForThatNodeOnly) {
+  HealthService s(Options(), nullptr, nullptr);
+  EXPECT_TRUE(s.PostReport(Report("gpu-a"), "agent", "gpu-a").ok());
+  Status refused = s.PostReport(Report("gpu-b"), "agent", "gpu-a");
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(), "token bound to node gpu-a may not report for node gpu-b");
+  // Tokens without a node (token file, older clusters) may report for any node.
+  EXPECT_TRUE(s.PostReport(Report("gpu-b"), "agent", "").ok());
+  const std::string m = s.Metrics();
+  EXPECT_TRUE(Reports(m, "accepted", 2)) << m;
+  EXPECT_TRUE(Reports(m, "rejected", 1)) << m;
+  json nodes = s.View()["nodes"];
+  ASSERT_EQ(nodes.size(), 2u) << nodes.dump();  // the refused report changed nothing
+}
+
+TEST(HealthService, MalformedReportIsRejectedBeforeTheNodeCheck) {
+  HealthService s(Options(), nullptr, nullptr);
+  Status bad = s.PostReport(R"({"kind":"chamber.io/agent-report/v1","node":7})", "agent", "n");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Reports(s.Metrics(), "rejected", 1));
+}
+
+TEST(HealthService, GpuUsageIsTheLastReportOfEachNodeWhoseAgentIsNotStale) {
+  double now = 1000;
+  HealthService::Options o;
+  o.clock = [&now] { return now; };
+  o.config.stale_after_s = 60;
+  HealthService s(o, nullptr, nullptr);
+  auto report = [](const std::string& node, double util0) {
+    json r = json::parse(Report(node));
+    auto sample = [](int i, json utilization, bool lost) {
+      return json{{"index", i},
+                  {"uuid", "GPU-" + std::to_string(i)},
+                  {"lost", lost},
+                  {"recovery_action", 0},
+                  {"utilization", utilization},
+                  {"memory_used_bytes", 1000 * (i + 1)}};
+    };
+    r["samples"] = json::array(
+        {sample(0, {{"source", "gpm"}, {"gpu_percent", 100}, {"sm_active_percent", util0}}, false),
+         sample(1, {{"source", "coarse"}, {"gpu_percent", 25}, {"sm_active_percent", nullptr}},
+                false),
+         sample(2, nullptr, false),                                       // no NVML data
+         sample(3, {{"source", "coarse"}, {"gpu_percent", 90}}, true)});  // lost: not used
+    return r.dump();
+  };
+  ASSERT_TRUE(s.PostReport(report("gpu-a", 40), "agent", "").ok());
+  now = 1030;
+  ASSERT_TRUE(s.PostReport(report("gpu-b", 80), "agent", "").ok());
+  backend::AgentGpuUsage u = s.GpuUsage();
+  ASSERT_EQ(u.size(), 2u);
+  const std::vector<backend::AgentGpuSample>& a = *u.at("gpu-a");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].uuid, "GPU-0");
+  EXPECT_DOUBLE_EQ(a[0].sample.utilization, 0.4);  // SM activity where the agent has it
+  EXPECT_EQ(a[0].sample.memory_used_bytes, 1000);
+  EXPECT_EQ(a[1].index, 1);
+  EXPECT_DOUBLE_EQ(a[1].sample.utilization, 0.25);
+  EXPECT_DOUBLE_EQ(u.at("gpu-b")->at(0).sample.utilization, 0.8);
+  now = 1061;  // gpu-a's agent has been silent for 61 s
+  u = s.GpuUsage();
+  EXPECT_FALSE(u.contains("gpu-a"));
+  EXPECT_TRUE(u.contains("gpu-b"));
+}
+
+TEST(HealthService, BadUtilizationInAReportNamesTheField) {
+  HealthService s(Options(), nullptr, nullptr);
+  json r = json::parse(Report("gpu-a"));
+  r["samples"] = json::array({{{"index", 0},
+                               {"uuid", "GPU-0"},
+                               {"lost", false},
+                               {"recovery_action", 0},
+                               {"utilization", {{"source", "coarse"}, {"gpu_percent", 140}}}}});
+  Status bad = s.PostReport(r.dump(), "agent", "");
+  EXPECT_EQ(bad.message(),
+            "report.samples[0].utilization.gpu_percent: must be a percentage from 0 to 100");
+  r["samples"][0]["utilization"] = {{"gpu_percent", "high"}};
+  EXPECT_EQ(s.PostReport(r.dump(), "agent", "").message(),
+            "report.samples[0].utilization.gpu_percent: expected a number or null");
+  r["samples"][0]["utilization"] = 5;
+  EXPECT_EQ(s.PostReport(r.dump(), "agent", "").message(),
+            "report.samples[0].utilization: expected an object");
+  r["samples"][0]["utilization"] = nullptr;
+  r["samples"][0]["memory_used_bytes"] = -1;
+  EXPECT_EQ(s.PostReport(r.dump(), "agent", "").message(),
+            "report.samples[0].memory_used_bytes: must be between 0 and 1125899906842624");
+  EXPECT_TRUE(s.GpuUsage().empty());
+}
+
+}  // namespace
+}  // namespace chamber::health
