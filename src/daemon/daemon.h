@@ -1,7 +1,11 @@
-// chamberd's core loop. Each tick: the backend refreshes the snapshot, the engine schedules it,
-// the backend applies the decisions, the fleet model rolls up what the cluster now looks like,
-// the history store records it, and the result is published as an immutable FleetState that the
-// API, the event stream and /metrics read without touching the loop.
+// The scheduling loop chamberd and the demo share. Each tick: the backend refreshes the snapshot,
+// the engine schedules it, the backend applies the decisions, the fleet model rolls up what the
+// cluster now looks like, the history store records it, and the result is published as an
+// immutable FleetState that the API, the event stream and /metrics read without touching the
+// loop. What a tick remembers for the next lives in named pieces: the WorkloadLedger (borrowing,
+// recent starts and preemptions, lost work), the IncidentLog (GPUs out of service), the fleet
+// model's ActivityTracker and the totals; fleet_input.h converts the snapshot for the fleet
+// model.
 #pragma once
 
 #include <atomic>
@@ -23,25 +27,12 @@
 #include "core/config.h"
 #include "core/engine.h"
 #include "daemon/backend.h"
+#include "daemon/incident_log.h"
+#include "daemon/workload_ledger.h"
 #include "fleet/fleet_model.h"
 #include "fleet/history_store.h"
 
 namespace chamber::daemon {
-
-// A GPU that failed its health checks, while it lasts and after, with what the backend knows of
-// the fault (backend.h, GpuFault): the rule that fired, the readings, what was done.
-struct Incident {
-  int64_t time_ms = 0;
-  std::string node;
-  int32_t gpu_index = 0;
-  std::string uuid;
-  std::string kind = "gpu_unhealthy";
-  std::string cause;     // the health rule; empty when the backend does not know the fault
-  std::string severity;  // "unhealthy", "fatal"; empty when unknown
-  std::string message;
-  EvidenceList evidence;
-  std::optional<int64_t> resolved_ms;
-};
 
 // Everything one tick produced. Published by shared_ptr and never changed afterwards, except
 // for the cache of serialized responses.
@@ -112,6 +103,10 @@ class Daemon {
 
  private:
   void Publish(std::shared_ptr<FleetState> s);
+  // The totals: the previous state's view held from its time until `state`'s.
+  void AddToTotals(FleetState& state);
+  // The state's samples into the history store, and its upkeep once per fine step.
+  Status RecordHistory(const FleetState& state);
   std::vector<fleet::HistorySample> HistorySamples(const FleetState& s) const;
 
   std::unique_ptr<ClusterBackend> backend_;
@@ -122,24 +117,8 @@ class Daemon {
 
   // Loop state (under backend_mu_).
   fleet::ActivityTracker activity_;
-  std::map<std::string, bool> borrowing_;  // workload -> admitted beyond quota
-  // First starts and preemptions of the recent window (options.fleet.recent_window_ms), oldest
-  // first: bounded by what happens in that window, whatever the history.
-  std::deque<fleet::StartRecord> starts_;
-  std::deque<fleet::PreemptionRecord> preemptions_;
-  fleet::PreemptionTotals preemption_totals_;  // since start, per queue and reason
-  // What preemption cost each workload still in the cluster (dropped when it leaves).
-  struct WorkloadLosses {
-    int64_t preemptions = 0;
-    double gpu_hours_lost = 0;
-    std::deque<fleet::PreemptionRecord> history;  // the latest kPreemptionHistory
-    std::optional<int64_t> preempted_run;         // start time of the run last preempted
-    int64_t seen_cycle = 0;
-  };
-  static constexpr size_t kPreemptionHistory = 10;
-  std::unordered_map<std::string, WorkloadLosses> workload_losses_;
-  std::map<std::string, size_t> open_incidents_;  // uuid -> index in incidents_ (oldest first)
-  std::vector<Incident> incidents_;
+  WorkloadLedger ledger_;  // borrowing, recent starts and preemptions, lost work
+  IncidentLog incidents_;
   std::vector<core::QueueStatus> queue_status_;
   fleet::Totals totals_;
   std::vector<fleet::Totals> pool_totals_;

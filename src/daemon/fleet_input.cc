@@ -1,0 +1,82 @@
+#include "daemon/fleet_input.h"
+
+#include <bit>
+
+namespace chamber::daemon {
+namespace {
+
+constexpr int64_t kHourMs = 3600 * 1000;
+
+}  // namespace
+
+std::vector<fleet::NodeInput> FleetNodes(const Observation& obs, fleet::ActivityTracker& activity,
+                                         int64_t now) {
+  const core::Snapshot& s = *obs.snapshot;
+  std::vector<fleet::NodeInput> nodes(s.nodes.size());
+  for (size_t n = 0; n < s.nodes.size(); ++n) {
+    const core::Node& node = s.nodes[n];
+    fleet::NodeInput& ni = nodes[n];
+    ni.name = node.name;
+    ni.pool = n < obs.node_pool.size() ? obs.node_pool[n] : -1;
+    ni.schedulable = !node.unschedulable;
+    ni.gpus.resize(node.gpus.size());
+    for (size_t g = 0; g < node.gpus.size(); ++g) {
+      const core::Gpu& gpu = node.gpus[g];
+      fleet::GpuInput& gi = ni.gpus[g];
+      gi.uuid = gpu.uuid;
+      gi.model = gpu.model;
+      gi.healthy = gpu.healthy;
+      gi.memory_total_bytes = gpu.memory_mib * 1048576;
+      if (n < obs.samples.size() && g < obs.samples[n].size()) {
+        gi.utilization = obs.samples[n][g].utilization;
+        gi.memory_used_bytes = obs.samples[n][g].memory_used_bytes;
+      }
+      gi.below_threshold_since = activity.Observe(gpu.uuid, gi.utilization, now);
+    }
+  }
+  activity.Forget(now - kHourMs);
+  return nodes;
+}
+
+void MarkHolders(const core::Snapshot& s, std::vector<fleet::NodeInput>& nodes) {
+  for (size_t w = 0; w < s.workloads.size(); ++w) {
+    const core::Workload& wl = s.workloads[w];
+    if (wl.state != core::WorkloadState::kRunning && wl.state != core::WorkloadState::kPreempting)
+      continue;
+    for (const core::PodPlacement& p : wl.placements) {
+      if (!p.node.valid() || p.node.index() >= nodes.size()) continue;
+      auto& gpus = nodes[p.node.index()].gpus;
+      for (uint64_t mask = p.gpu_mask; mask != 0; mask &= mask - 1) {
+        const auto g = static_cast<size_t>(std::countr_zero(mask));
+        if (g < gpus.size()) gpus[g].workload = static_cast<int32_t>(w);
+      }
+    }
+  }
+}
+
+std::vector<fleet::QueueInput> FleetQueues(const core::Snapshot& s,
+                                           const std::vector<core::QueueStatus>& status) {
+  std::vector<fleet::QueueInput> queues;
+  for (const core::Queue& q : s.queues) {
+    fleet::QueueInput qi;
+    qi.name = q.name;
+    qi.parent = q.parent;
+    const core::QueueResource& r = q.res(core::Resource::kGpu);
+    qi.quota = static_cast<double>(r.quota);
+    if (r.limit != core::kUnlimited) qi.limit = static_cast<double>(r.limit);
+    qi.weight = r.over_quota_weight;
+    qi.decayed_gpu_hours = q.decayed_usage;
+    for (const core::QueueStatus& st : status) {
+      if (st.name != q.name) continue;
+      qi.allocated = static_cast<double>(st.allocated.gpu());
+      qi.fair_share = st.fair_share[static_cast<int>(core::Resource::kGpu)];
+      qi.borrowed = static_cast<double>(st.borrowed.gpu());
+      qi.lent = static_cast<double>(st.lent.gpu());
+      qi.error = st.error;
+    }
+    queues.push_back(std::move(qi));
+  }
+  return queues;
+}
+
+}  // namespace chamber::daemon

@@ -1,0 +1,176 @@
+#include "daemon/workload_ledger.h"
+
+#include <set>
+
+namespace chamber::daemon {
+namespace {
+
+fleet::WorkloadPhase PhaseOf(core::WorkloadState s) {
+  switch (s) {
+    case core::WorkloadState::kPending:
+      return fleet::WorkloadPhase::kPending;
+    case core::WorkloadState::kRunning:
+      return fleet::WorkloadPhase::kRunning;
+    case core::WorkloadState::kPreempting:
+      return fleet::WorkloadPhase::kPreempting;
+    case core::WorkloadState::kSuspended:
+      return fleet::WorkloadPhase::kSuspended;
+  }
+  return fleet::WorkloadPhase::kPending;
+}
+
+fleet::PreemptionReason ReasonOf(core::PreemptReason r) {
+  switch (r) {
+    case core::PreemptReason::kReclaim:
+      return fleet::PreemptionReason::kReclaim;
+    case core::PreemptReason::kPriority:
+      return fleet::PreemptionReason::kPriority;
+    case core::PreemptReason::kHardwareFault:
+      return fleet::PreemptionReason::kHardwareFault;
+  }
+  return fleet::PreemptionReason::kReclaim;
+}
+
+// The node of a decision's first placed pod; -1 when none is placed.
+int32_t FirstNode(const std::vector<core::PodAssignment>& pods) {
+  for (const core::PodAssignment& a : pods)
+    if (a.placement.node.valid()) return a.placement.node.value;
+  return -1;
+}
+
+}  // namespace
+
+void WorkloadLedger::NoteDecisions(const core::Snapshot& snap, const core::CycleResult& result) {
+  ++cycle_;
+  pending_.clear();
+  for (const core::PendingDecision& p : result.pending)
+    pending_[snap.workloads[p.workload.index()].name] = {
+        std::string(core::PendingReasonName(p.reason)), p.message(), p.details(), p.queue_position};
+  noted_starts_.clear();
+  for (const core::BindDecision& b : result.binds) {
+    const core::Workload& w = snap.workloads[b.workload.index()];
+    borrowing_[w.name] = b.borrowing;
+    // A workload preempted before starts again: its wait since submission is not a queue wait.
+    if (!w.recent_preemptions.empty() || losses_.contains(w.name)) continue;
+    fleet::StartRecord r;
+    r.wait_seconds = static_cast<double>((snap.now - w.submit_time).count()) / 1000;
+    r.queue = w.queue;
+    noted_starts_.push_back({std::move(r), FirstNode(b.pods)});
+  }
+  for (const core::ResumeDecision& r : result.resumes)
+    borrowing_[snap.workloads[r.workload.index()].name] = r.borrowing;
+  noted_preemptions_.clear();
+  for (const core::PreemptDecision& p : result.preemptions) {
+    const core::Workload& w = snap.workloads[p.workload.index()];
+    // A run is preempted once: the engine decides again while the cluster has not yet acted
+    // (a suspend still on its way, a workload on a failed GPU until it stops).
+    if (auto it = losses_.find(w.name);
+        it != losses_.end() && it->second.preempted_run == w.start_time.count())
+      continue;
+    fleet::PreemptionRecord r;
+    r.workload = w.name;
+    r.queue = w.queue;
+    r.reason = ReasonOf(p.reason);
+    r.gpu_hours_lost = p.gpu_hours_lost;
+    int32_t node = -1;
+    for (const core::PodPlacement& pl : w.placements)
+      if (pl.node.valid() && node < 0) node = pl.node.value;
+    noted_preemptions_.push_back({std::move(r), node, w.start_time.count(), p.workload.index()});
+  }
+}
+
+WorkloadLedger::Losses& WorkloadLedger::LossesOf(const Observation& obs, size_t workload,
+                                                 const std::string& name) {
+  auto [it, inserted] = losses_.try_emplace(name);
+  if (inserted && workload < obs.stored_losses.size()) {
+    it->second.preemptions = obs.stored_losses[workload].preemptions;
+    it->second.gpu_hours_lost = obs.stored_losses[workload].gpu_hours_lost;
+  }
+  return it->second;
+}
+
+void WorkloadLedger::Record(const Observation& obs, int64_t now) {
+  auto pool_of = [&obs](int32_t node) {
+    return node >= 0 && static_cast<size_t>(node) < obs.node_pool.size() ? obs.node_pool[node] : -1;
+  };
+  for (NotedStart& n : noted_starts_) {
+    n.record.time = now;
+    n.record.pool = pool_of(n.node);
+    starts_.push_back(std::move(n.record));
+  }
+  noted_starts_.clear();
+  for (NotedPreemption& n : noted_preemptions_) {
+    fleet::PreemptionRecord& r = n.record;
+    r.time = now;
+    r.pool = pool_of(n.node);
+    fleet::AddPreemption(preemption_totals_, r);
+    Losses& l = LossesOf(obs, n.workload, r.workload);
+    l.preempted_run = n.run;
+    l.preemptions += 1;
+    l.gpu_hours_lost += r.gpu_hours_lost;
+    l.history.push_back(r);
+    if (l.history.size() > kPreemptionHistory) l.history.pop_front();
+    preemptions_.push_back(std::move(r));
+  }
+  noted_preemptions_.clear();
+  const int64_t window_start = now - window_ms_;
+  while (!starts_.empty() && starts_.front().time <= window_start) starts_.pop_front();
+  while (!preemptions_.empty() && preemptions_.front().time <= window_start)
+    preemptions_.pop_front();
+}
+
+std::vector<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
+  const core::Snapshot& s = *obs.snapshot;
+  std::vector<fleet::WorkloadInput> out;
+  std::set<std::string> live;
+  out.reserve(s.workloads.size());
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const core::Workload& w = s.workloads[i];
+    fleet::WorkloadInput wi;
+    wi.name = w.name;
+    wi.queue = w.queue;
+    wi.priority = w.priority;
+    wi.phase = PhaseOf(w.state);
+    wi.gpus = static_cast<int32_t>(w.TotalRequest().gpu());
+    wi.submitted = obs.clock_offset_ms + w.submit_time.count();
+    wi.reserved = w.reserved();
+    if (i < obs.workload_pods.size()) wi.pods = std::move(obs.workload_pods[i]);
+    for (const core::Time t : w.recent_preemptions)
+      wi.preemptions.push_back(obs.clock_offset_ms + t.count());
+    Losses* losses = nullptr;
+    if (i < obs.stored_losses.size() && obs.stored_losses[i].preemptions > 0) {
+      losses = &LossesOf(obs, i, w.name);
+    } else if (!losses_.empty()) {
+      if (auto it = losses_.find(w.name); it != losses_.end()) losses = &it->second;
+    }
+    if (losses != nullptr) {
+      losses->seen_cycle = cycle_;
+      wi.preemption_count = losses->preemptions;
+      wi.gpu_hours_lost = losses->gpu_hours_lost;
+      wi.preemption_history.assign(losses->history.begin(), losses->history.end());
+    }
+    const bool holding =
+        w.state == core::WorkloadState::kRunning || w.state == core::WorkloadState::kPreempting;
+    if (holding) {
+      wi.started = obs.clock_offset_ms + w.start_time.count();
+      auto it = borrowing_.find(w.name);
+      wi.borrowing = it != borrowing_.end() && it->second;
+      std::set<int32_t> nodes;
+      for (const core::PodPlacement& p : w.placements)
+        if (p.node.valid() && p.node.index() < s.nodes.size()) nodes.insert(p.node.value);
+      for (int32_t n : nodes) wi.nodes.push_back(s.nodes[n].name);
+      live.insert(w.name);
+    } else if (auto it = pending_.find(w.name); it != pending_.end()) {
+      wi.pending_reason = it->second.reason;
+      wi.pending_message = it->second.message;
+      wi.queue_position = it->second.position;
+      wi.pending_details = it->second.details;
+    }
+    out.push_back(std::move(wi));
+  }
+  std::erase_if(borrowing_, [&](const auto& kv) { return !live.contains(kv.first); });
+  std::erase_if(losses_, [&](const auto& kv) { return kv.second.seen_cycle != cycle_; });
+  return out;
+}
+
+}  // namespace chamber::daemon
