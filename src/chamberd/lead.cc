@@ -21,16 +21,12 @@ using backend::KubeBackendStats;
 const kube::ResourceType kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", "TokenReview",
                                        false};
 
-std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* client,
-                                                Status* error) {
-  auto chain = std::make_unique<daemon::ChainAuthenticator>();
+// The API's authentication: the token file's tokens, then Kubernetes tokens by TokenReview.
+Result<std::shared_ptr<daemon::Authenticator>> MakeAuth(const Flags& f, kube::Client* client) {
+  auto chain = std::make_shared<daemon::ChainAuthenticator>();
   if (!f.token_file.empty()) {
-    auto file = daemon::TokenFileAuthenticator::Load(f.token_file);
-    if (!file.ok()) {
-      *error = file.status();
-      return nullptr;
-    }
-    chain->Add(std::move(*file));
+    CHAMBER_ASSIGN_OR_RETURN(auto file, daemon::TokenFileAuthenticator::Load(f.token_file));
+    chain->Add(std::move(file));
   }
   if (f.token_review) {
     // Kubernetes credentials work too: the API server says who a token belongs to.
@@ -48,7 +44,7 @@ std::unique_ptr<daemon::Authenticator> MakeAuth(const Flags& f, kube::Client* cl
                                                   .agent_groups = f.agent_groups,
                                                   .replica_users = f.replica_users}));
   }
-  return chain;
+  return std::shared_ptr<daemon::Authenticator>(std::move(chain));
 }
 
 }  // namespace
@@ -107,11 +103,9 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
     health_service->Start();
     so.health = health_service;
   }
-  Status auth_error;
   std::shared_ptr<daemon::Authenticator> auth;
   if (!f.anonymous) {
-    auth = MakeAuth(f, client, &auth_error);
-    CHAMBER_RETURN_IF_ERROR(auth_error);
+    CHAMBER_ASSIGN_OR_RETURN(auth, MakeAuth(f, client));
   }
   daemon::ApiServer server(d, auth, so);
   CHAMBER_RETURN_IF_ERROR(server.Start());

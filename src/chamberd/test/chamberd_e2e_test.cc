@@ -25,6 +25,7 @@
 
 #include "backend/kube/queue_resource.h"
 #include "backend/kube/snapshot_builder.h"
+#include "chamberd/test/cluster_fixture.h"
 #include "chamberd/test/e2e_support.h"
 #include "common/time.h"
 #include "kube/client.h"
@@ -43,22 +44,11 @@ using kube::Json;
 
 const kube::ResourceType kQueueType = backend::kQueues;
 
-class ChamberdE2E : public ::testing::Test {
+class ChamberdE2E : public e2e::ClusterTest {
  protected:
-  static void SetUpTestSuite() {
-    auto client = e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(*client);
-  }
-
   void SetUp() override {
-    std::random_device rd;
-    ns_ = "e2e-" + std::to_string(rd() % 1000000);
-    dir_ = std::filesystem::temp_directory_path() / ("chamberd-" + ns_);
-    std::filesystem::create_directories(dir_);
-    ASSERT_TRUE(kubesim::DeleteFakeNodes(*client_).ok());
-    ASSERT_TRUE(
-        client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns_}}}}).ok());
+    NewNamespace("e2e-", "chamberd-");
+    if (HasFailure()) return;
     std::ofstream(dir_ / "config.yaml")
         << "cyclePeriod: 300ms\n"
            "preemption:\n"
@@ -175,16 +165,6 @@ class ChamberdE2E : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
-  std::vector<kube::Pod> PodsOf(const std::string& job) {
-    kube::ListOptions o;
-    o.label_selector = "batch.kubernetes.io/job-name=" + job;
-    std::vector<kube::Pod> out;
-    auto list = client_->List(kube::resources::kPods, ns_, o);
-    if (!list.ok()) return out;
-    for (Json& j : list->items) out.push_back(kube::Pod::FromJson(std::move(j)).value());
-    return out;
-  }
-
   // A Queue's status.<field>.gpu; 0 while chamberd has not written it (a status may come
   // without every field).
   static int64_t StatusGpu(const Json& queue, const std::string& field) {
@@ -195,7 +175,7 @@ class ChamberdE2E : public ::testing::Test {
   // Pods of `job` on a node and not being deleted.
   int Bound(const std::string& job) {
     int n = 0;
-    for (const kube::Pod& p : PodsOf(job))
+    for (const kube::Pod& p : JobPods(job))
       if (!p.node_name.empty() && p.metadata.deletion_timestamp.empty() && p.phase != "Failed") ++n;
     return n;
   }
@@ -325,15 +305,10 @@ class ChamberdE2E : public ::testing::Test {
     return (*lease)["spec"].value("holderIdentity", "");
   }
 
-  static std::unique_ptr<kube::Client> client_;
-  std::string ns_;
-  std::filesystem::path dir_;
   std::unique_ptr<kubesim::Simulator> sim_;
   std::map<std::string, pid_t> chamberd_;
   std::vector<std::string> queues_, priority_classes_;
 };
-
-std::unique_ptr<kube::Client> ChamberdE2E::client_;
 
 // Stands in for the chart's chamberd Service: forwards each GET to the API of the replica whose
 // pod is labelled chamber.io/leader=true (503 when none is, or while set down; 502 when it does
@@ -407,7 +382,7 @@ TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
   std::set<std::string> seen;
   ASSERT_TRUE(Eventually(
       [&] {
-        std::vector<kube::Pod> pods = PodsOf("gang");
+        std::vector<kube::Pod> pods = JobPods("gang");
         if (pods.size() != 16) return false;
         for (const kube::Pod& p : pods) {
           bool explained = false;
@@ -594,7 +569,7 @@ TEST_F(ChamberdE2E, AQuotaWaitIsNotReportedAsUnschedulable) {
   std::string seen;
   ASSERT_TRUE(Eventually(
       [&] {
-        for (const kube::Pod& p : PodsOf("borrower"))
+        for (const kube::Pod& p : JobPods("borrower"))
           for (const kube::Condition& c : p.conditions)
             if (c.type == "PodScheduled" && c.status == "False") {
               seen = c.reason + " / " + c.message;
@@ -624,7 +599,7 @@ TEST_F(ChamberdE2E, CordonedAndTaintedNodesReceiveNothing) {
   StartChamberd("solo", {"--no-leader-elect"});
   Job("plain", JobSpec(ns_ + "-team", 4));
   ASSERT_TRUE(Eventually([&] { return Bound("plain") == 4; }, 30s));
-  for (const kube::Pod& p : PodsOf("plain")) EXPECT_EQ(p.node_name, ns_ + "-open-0");
+  for (const kube::Pod& p : JobPods("plain")) EXPECT_EQ(p.node_name, ns_ + "-open-0");
 
   Job("more", JobSpec(ns_ + "-team", 1));
   Job("tolerant", JobSpec(ns_ + "-team", 4)
@@ -633,7 +608,7 @@ TEST_F(ChamberdE2E, CordonedAndTaintedNodesReceiveNothing) {
                                               {"value", "infra"},
                                               {"effect", "NoSchedule"}}})));
   ASSERT_TRUE(Eventually([&] { return Bound("tolerant") == 4; }, 30s));
-  for (const kube::Pod& p : PodsOf("tolerant")) EXPECT_EQ(p.node_name, tainted);
+  for (const kube::Pod& p : JobPods("tolerant")) EXPECT_EQ(p.node_name, tainted);
   std::this_thread::sleep_for(2s);
   EXPECT_EQ(Bound("more"), 0) << "only the cordoned node has room, and it takes nothing";
   ExpectNoDoubleBooking(4);
@@ -644,7 +619,7 @@ TEST_F(ChamberdE2E, CordonedAndTaintedNodesReceiveNothing) {
                                {{"spec", {{"unschedulable", false}}}})
                   .ok());
   ASSERT_TRUE(Eventually([&] { return Bound("more") == 1; }, 30s));
-  EXPECT_EQ(PodsOf("more").at(0).node_name, cordoned);
+  EXPECT_EQ(JobPods("more").at(0).node_name, cordoned);
 }
 
 TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
@@ -743,13 +718,13 @@ TEST_F(ChamberdE2E, APreemptorWaitingForItsVictimsIsNominatedToTheirNode) {
   Job("b2", JobSpec(b, 2).Grace("4"));
   ASSERT_TRUE(Eventually([&] { return Bound("b1") == 4 && Bound("b2") == 2; }, 30s));
   std::string b2_node;
-  for (const kube::Pod& p : PodsOf("b2")) b2_node = p.node_name;
+  for (const kube::Pod& p : JobPods("b2")) b2_node = p.node_name;
   Job("a1", JobSpec(a, 4).Seconds(2));
   // The fewest victims: b2 alone, beside the two free GPUs of its node.
   std::string seen;
   ASSERT_TRUE(Eventually(
       [&] {
-        const std::vector<kube::Pod> pods = PodsOf("a1");
+        const std::vector<kube::Pod> pods = JobPods("a1");
         seen.clear();
         int nominated = 0;
         for (const kube::Pod& p : pods) {
@@ -763,7 +738,7 @@ TEST_F(ChamberdE2E, APreemptorWaitingForItsVictimsIsNominatedToTheirNode) {
   EXPECT_TRUE(GetJob("b2").suspend || Bound("b2") == 2) << "b2 is the victim";
   EXPECT_FALSE(GetJob("b1").suspend);
   ASSERT_TRUE(Eventually([&] { return Bound("a1") == 4; }, 30s));
-  for (const kube::Pod& p : PodsOf("a1")) EXPECT_EQ(p.node_name, b2_node) << p.metadata.name;
+  for (const kube::Pod& p : JobPods("a1")) EXPECT_EQ(p.node_name, b2_node) << p.metadata.name;
   ExpectNoDoubleBooking(4);
 }
 
@@ -791,7 +766,7 @@ TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
   ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "second"; }, 20s));
   ASSERT_TRUE(Eventually([&] { return bound_total() == 120; }, 60s)) << bound_total();
   ExpectNoDoubleBooking(8);
-  for (int j = 0; j < 12; ++j) EXPECT_EQ(PodsOf("job-" + std::to_string(j)).size(), 10u);
+  for (int j = 0; j < 12; ++j) EXPECT_EQ(JobPods("job-" + std::to_string(j)).size(), 10u);
 }
 
 // With fairShare.usageHalfLife set, each queue's decayed GPU-hours go to its status, and the
@@ -909,7 +884,7 @@ TEST_F(ChamberdE2E, ChamberWhyExplainsAPendingPodOfTheCluster) {
   std::string pod;
   ASSERT_TRUE(Eventually(
       [&] {
-        for (const kube::Pod& p : PodsOf("wide"))
+        for (const kube::Pod& p : JobPods("wide"))
           for (const kube::Condition& c : p.conditions)
             if (c.type == "PodScheduled" && c.status == "False") pod = p.metadata.name;
         return !pod.empty();

@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include "chamberd/test/cluster_fixture.h"
 #include "chamberd/test/e2e_support.h"
 #include "chamberd/test/health_e2e_support.h"
 #include "kube/client.h"
@@ -106,25 +107,15 @@ std::string ArgAfter(const std::vector<std::string>& args, const std::string& fl
   return "";
 }
 
-class ChartE2E : public ::testing::Test {
+class ChartE2E : public e2e::ClusterTest {
  protected:
-  static void SetUpTestSuite() {
-    auto client = e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(*client);
-  }
-
   void SetUp() override {
-    std::random_device rd;
-    const std::string n = std::to_string(rd() % 1000000);
-    ns_ = "chart-e2e-" + n;
-    release_ = "chamber-e2e-" + n;  // the objects' names: it holds the chart's name
-    dir_ = std::filesystem::temp_directory_path() / ("chamber-" + ns_);
+    // helm creates the namespace; the objects' names hold the chart's name.
+    release_ = "chamber-e2e-" + NewNamespace("chart-e2e-", "chamber-", /*create=*/false);
     std::filesystem::create_directories(dir_ / "data");
     std::filesystem::create_directories(dir_ / "pod-resources");
     helm_ = ControlPlaneEnv("CHAMBER_HELM");
     ASSERT_FALSE(helm_.empty()) << "the control plane's env names no helm (scripts/kube-tools.sh)";
-    ASSERT_TRUE(kubesim::DeleteFakeNodes(*client_).ok());
   }
 
   void TearDown() override {
@@ -176,13 +167,9 @@ class ChartE2E : public ::testing::Test {
     return path;
   }
 
-  static std::unique_ptr<kube::Client> client_;
-  std::string ns_, release_, helm_;
-  std::filesystem::path dir_;
+  std::string release_, helm_;
   std::vector<pid_t> pids_;
 };
-
-std::unique_ptr<kube::Client> ChartE2E::client_;
 
 TEST_F(ChartE2E, ADefaultInstallsAgentsReportToItsChamberdWhichCountsUseAndFencesXid79) {
   ASSERT_EQ(Helm({"install", release_, CHAMBER_CHART, "-n", ns_, "--create-namespace"}), 0);

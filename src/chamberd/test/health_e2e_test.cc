@@ -32,6 +32,7 @@
 
 #include "backend/kube/queue_resource.h"
 #include "backend/kube/snapshot_builder.h"
+#include "chamberd/test/cluster_fixture.h"
 #include "chamberd/test/e2e_support.h"
 #include "chamberd/test/health_e2e_support.h"
 #include "health/health_writer.h"
@@ -74,23 +75,9 @@ void Stop(pid_t& pid) {
   pid = -1;
 }
 
-class HealthE2E : public ::testing::Test {
+class HealthE2E : public e2e::ClusterTest {
  protected:
-  static void SetUpTestSuite() {
-    auto client = e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
-    ASSERT_TRUE(client.ok()) << client.status().ToString();
-    client_ = std::move(*client);
-  }
-
-  void SetUp() override {
-    std::random_device rd;
-    ns_ = "health-" + std::to_string(rd() % 1000000);
-    dir_ = std::filesystem::temp_directory_path() / ("chamber-" + ns_);
-    std::filesystem::create_directories(dir_);
-    ASSERT_TRUE(kubesim::DeleteFakeNodes(*client_).ok());
-    ASSERT_TRUE(
-        client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns_}}}}).ok());
-  }
+  void SetUp() override { NewNamespace("health-", "chamber-"); }
 
   void TearDown() override {
     for (pid_t& pid : pids_) Stop(pid);
@@ -236,25 +223,11 @@ class HealthE2E : public ::testing::Test {
     return token.ok() ? *token : "";
   }
 
-  std::vector<kube::Pod> Pods(const std::string& job) {
-    kube::ListOptions o;
-    o.label_selector = "batch.kubernetes.io/job-name=" + job;
-    std::vector<kube::Pod> out;
-    auto list = client_->List(kube::resources::kPods, ns_, o);
-    if (!list.ok()) return out;
-    for (Json& j : list->items) out.push_back(kube::Pod::FromJson(std::move(j)).value());
-    return out;
-  }
-
-  static std::unique_ptr<kube::Client> client_;
-  std::string ns_, queue_;
-  std::filesystem::path dir_;
+  std::string queue_;
   std::unique_ptr<kubesim::Simulator> sim_;
   std::vector<pid_t> pids_;
   std::vector<std::string> logs_;
 };
-
-std::unique_ptr<kube::Client> HealthE2E::client_;
 
 TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   kubesim::NodePoolSpec spec;
@@ -299,7 +272,7 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   int gpu = -1;
   ASSERT_TRUE(Eventually(
       [&] {
-        for (const kube::Pod& p : Pods("train")) {
+        for (const kube::Pod& p : JobPods("train")) {
           auto a = p.metadata.annotations.find(backend::keys::kGpuIndices);
           if (p.node_name.empty() || a == p.metadata.annotations.end()) continue;
           node_x = p.node_name;
@@ -373,7 +346,7 @@ TEST_F(HealthE2E, XidFencesRequeuesAndRecoversAfterProbation) {
   // The Job is preempted for the hardware fault and resumes on Y.
   ASSERT_TRUE(Eventually(
       [&] {
-        for (const kube::Pod& p : Pods("train"))
+        for (const kube::Pod& p : JobPods("train"))
           if (p.node_name == node_y && p.metadata.deletion_timestamp.empty()) return true;
         return false;
       },
