@@ -192,7 +192,7 @@ void Agent::HandleXid(XidEvent event) {
 
 void Agent::Record(const std::vector<IncidentChange>& changes) {
   for (const IncidentChange& c : changes) {
-    const Incident& i = c.incident;
+    const GpuIncident& i = c.incident;
     if (c.kind == IncidentChange::Kind::kOpened) {
       spdlog::warn("incident {} opened: GPU {} {} {} {}: {}", i.id, i.gpu_index, i.gpu_uuid,
                    SeverityName(i.severity), i.cause, i.message);

@@ -273,14 +273,14 @@ HealthClassifier::GpuState& HealthClassifier::StateFor(const std::string& uuid, 
   return st;
 }
 
-void HealthClassifier::Open(RuleState& rs, Incident incident, std::vector<IncidentChange>& out) {
+void HealthClassifier::Open(RuleState& rs, GpuIncident incident, std::vector<IncidentChange>& out) {
   incident.id = next_id_++;
   rs.open = incident;
   out.push_back({IncidentChange::Kind::kOpened, std::move(incident)});
 }
 
 void HealthClassifier::Close(RuleState& rs, double now, std::vector<IncidentChange>& out) {
-  Incident done = *rs.open;
+  GpuIncident done = *rs.open;
   done.closed_at = now;
   rs.open.reset();
   closed_.push_back(done);
@@ -324,7 +324,7 @@ std::vector<IncidentChange> HealthClassifier::OnSample(const GpuSample& sample, 
     }
     if (rule.debounced && rs.consecutive_bad < config_.debounce_samples) continue;
     if (rule.boot_grace && in_grace) continue;
-    Incident inc;
+    GpuIncident inc;
     inc.gpu_index = sample.index;
     inc.gpu_uuid = sample.uuid;
     inc.pci_bus_id = gpu.pci_bus_id;
@@ -388,7 +388,7 @@ std::vector<IncidentChange> HealthClassifier::OnXid(const XidEvent& event, doubl
     ++rs.open->occurrences;
     return out;
   }
-  Incident inc;
+  GpuIncident inc;
   inc.gpu_index = event.gpu_index;
   inc.gpu_uuid = event.gpu_uuid;
   inc.pci_bus_id = event.pci_bus_id.empty() ? st.info.pci_bus_id : event.pci_bus_id;
@@ -413,15 +413,15 @@ std::vector<IncidentChange> HealthClassifier::OnXid(const XidEvent& event, doubl
   return out;
 }
 
-std::vector<Incident> HealthClassifier::OpenIncidents() const {
-  std::vector<Incident> open;
+std::vector<GpuIncident> HealthClassifier::OpenIncidents() const {
+  std::vector<GpuIncident> open;
   for (const auto& [uuid, st] : gpus_) {
     for (const auto& [key, rs] : st.rules) {
       if (rs.open) open.push_back(*rs.open);
     }
   }
   std::sort(open.begin(), open.end(),
-            [](const Incident& a, const Incident& b) { return a.id < b.id; });
+            [](const GpuIncident& a, const GpuIncident& b) { return a.id < b.id; });
   return open;
 }
 

@@ -11,9 +11,9 @@
 //   - feature gating: a check whose feature the GPU lacks (NVLink on a PCIe card, ECC on a
 //     consumer board) is not applicable, which is neither good nor bad;
 //   - boot grace: checks marked so do not open incidents until boot_grace seconds after boot.
-// Each incident carries its evidence (common/gpu_evidence.h): the readings that made the check
-// bad, or the Xid with what it means and the GPU's related readings, and the rule that fired
-// with its threshold.
+// Each incident (common/gpu_incident.h) carries its evidence (common/gpu_evidence.h): the readings
+// that made the check bad, or the Xid with what it means and the GPU's related readings, and the
+// rule that fired with its threshold.
 //
 // Pure and deterministic: time comes in as an argument (seconds, any fixed epoch), no I/O.
 #pragma once
@@ -30,6 +30,7 @@
 #include "agent/gpu_types.h"
 #include "common/gpu_evidence.h"
 #include "common/gpu_health_rules.h"
+#include "common/gpu_incident.h"
 #include "common/gpu_severity.h"
 
 namespace chamber::agent {
@@ -67,27 +68,10 @@ struct HealthConfig {
   RuleSettings Rules() const;  // the settings rule thresholds name
 };
 
-struct Incident {
-  std::uint64_t id = 0;
-  int gpu_index = -1;
-  std::string gpu_uuid;
-  std::string pci_bus_id;
-  std::string cause;  // a HealthRule id
-  Severity severity = Severity::kHealthy;
-  std::optional<unsigned> xid;
-  std::string message;
-  // What opened it: the readings, or the Xid and the GPU's related readings; then the rule.
-  EvidenceList evidence;
-  double opened_at = 0;
-  double last_seen = 0;
-  std::optional<double> closed_at;
-  int occurrences = 1;
-};
-
 struct IncidentChange {
   enum class Kind { kOpened, kClosed };
   Kind kind;
-  Incident incident;
+  GpuIncident incident;
 };
 
 class HealthClassifier {
@@ -102,8 +86,8 @@ class HealthClassifier {
   std::vector<IncidentChange> OnXid(const XidEvent& event, double now);
 
   // Open incidents, oldest first; and every incident closed so far, most recent last.
-  std::vector<Incident> OpenIncidents() const;
-  const std::vector<Incident>& ClosedIncidents() const { return closed_; }
+  std::vector<GpuIncident> OpenIncidents() const;
+  const std::vector<GpuIncident>& ClosedIncidents() const { return closed_; }
 
   // The worst severity among a GPU's open incidents.
   Severity GpuSeverity(const std::string& uuid) const;
@@ -114,7 +98,7 @@ class HealthClassifier {
   struct RuleState {
     int consecutive_bad = 0;
     double last_bad = 0;
-    std::optional<Incident> open;
+    std::optional<GpuIncident> open;
   };
   struct GpuState {
     GpuInfo info;
@@ -126,14 +110,14 @@ class HealthClassifier {
   };
 
   GpuState& StateFor(const std::string& uuid, int index);
-  void Open(RuleState& rs, Incident incident, std::vector<IncidentChange>& out);
+  void Open(RuleState& rs, GpuIncident incident, std::vector<IncidentChange>& out);
   void Close(RuleState& rs, double now, std::vector<IncidentChange>& out);
 
   HealthConfig config_;
   double boot_time_;
   std::uint64_t next_id_ = 1;
   std::map<std::string, GpuState> gpus_;  // by UUID (PCI address when the UUID is unknown)
-  std::vector<Incident> closed_;
+  std::vector<GpuIncident> closed_;
 };
 
 }  // namespace chamber::agent

@@ -168,7 +168,7 @@ json SampleJson(const GpuSample& s) {
   return j;
 }
 
-json IncidentJson(const Incident& i) {
+json IncidentJson(const GpuIncident& i) {
   return {
       {"id", i.id},
       {"gpu_index", i.gpu_index},
@@ -221,9 +221,9 @@ json ReportJson(const AgentSnapshot& snap) {
     samples.push_back(std::move(sample));
   }
   json open = json::array();
-  for (const Incident& i : snap.open_incidents) open.push_back(IncidentJson(i));
+  for (const GpuIncident& i : snap.open_incidents) open.push_back(IncidentJson(i));
   json closed = json::array();
-  for (const Incident& i : snap.recently_closed) closed.push_back(IncidentJson(i));
+  for (const GpuIncident& i : snap.recently_closed) closed.push_back(IncidentJson(i));
   json health = json::object();
   for (const auto& [uuid, sev] : snap.gpu_severity) health[uuid] = SeverityName(sev);
   return {
@@ -450,7 +450,7 @@ std::string RenderMetrics(const AgentSnapshot& snap) {
   w.Family("chamber_agent_incidents_open", "Open health incidents, by severity and cause.",
            pm::MetricType::kGauge);
   std::map<std::pair<std::string, std::string>, int> open;
-  for (const Incident& i : snap.open_incidents) {
+  for (const GpuIncident& i : snap.open_incidents) {
     ++open[{std::string(SeverityName(i.severity)), i.cause}];
   }
   for (const auto& [key, n] : open) {

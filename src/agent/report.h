@@ -21,8 +21,8 @@ struct AgentSnapshot {
   double time = 0;  // unix seconds
   Inventory inventory;
   std::vector<GpuSample> samples;  // the latest per GPU
-  std::vector<Incident> open_incidents;
-  std::vector<Incident> recently_closed;
+  std::vector<GpuIncident> open_incidents;
+  std::vector<GpuIncident> recently_closed;
   std::map<std::string, Severity> gpu_severity;  // by UUID
   std::map<std::string, std::string> labels;
   PodAttribution pod_attribution;
@@ -37,7 +37,7 @@ inline constexpr const char* kReportKind = "chamber.io/agent-report/v1";
 
 nlohmann::json InventoryJson(const Inventory& inventory);
 nlohmann::json SampleJson(const GpuSample& sample);
-nlohmann::json IncidentJson(const Incident& incident);
+nlohmann::json IncidentJson(const GpuIncident& incident);
 nlohmann::json ReportJson(const AgentSnapshot& snapshot);
 
 // The /metrics page (Prometheus text format).

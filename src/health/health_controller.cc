@@ -235,7 +235,7 @@ Result<AgentReport> ParseAgentReport(const json& j) {
   for (size_t i = 0; i < incidents->size(); ++i) {
     Fields f((*incidents)[i], fmt::format("report.incidents[{}]", i));
     CHAMBER_RETURN_IF_ERROR(f.Object());
-    ReportIncident ri;
+    GpuIncident ri;
     CHAMBER_ASSIGN_OR_RETURN(int64_t id, f.Int("id", 0, INT64_MAX));
     ri.id = static_cast<uint64_t>(id);
     CHAMBER_ASSIGN_OR_RETURN(int64_t gpu, f.Int("gpu_index", -1, kMaxGpuIndex));
@@ -245,7 +245,8 @@ Result<AgentReport> ParseAgentReport(const json& j) {
     if (ri.cause.empty()) return Fields::Err(f.Path("cause"), "must not be empty");
     CHAMBER_ASSIGN_OR_RETURN(std::string sev, f.String("severity"));
     CHAMBER_ASSIGN_OR_RETURN(ri.severity, ParseSeverity(sev, f.Path("severity")));
-    CHAMBER_ASSIGN_OR_RETURN(ri.xid, f.OptInt("xid", 0, UINT32_MAX));
+    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> xid, f.OptInt("xid", 0, UINT32_MAX));
+    if (xid) ri.xid = static_cast<unsigned>(*xid);
     CHAMBER_ASSIGN_OR_RETURN(ri.message, f.String("message"));
     CHAMBER_ASSIGN_OR_RETURN(ri.opened_at, f.Number("opened_at"));
     CHAMBER_ASSIGN_OR_RETURN(ri.last_seen, f.Number("last_seen"));
@@ -393,8 +394,9 @@ constexpr size_t kMaxIncidents = 500;
 
 bool Fences(Severity s) { return s >= Severity::kUnhealthy; }
 
-std::string IncidentKey(const ReportIncident& i) {
-  return fmt::format("{}|{}|{}|{}", i.gpu_index, i.cause, i.xid.value_or(-1), i.opened_at);
+std::string IncidentKey(const GpuIncident& i) {
+  return fmt::format("{}|{}|{}|{}", i.gpu_index, i.cause,
+                     i.xid ? static_cast<int64_t>(*i.xid) : int64_t{-1}, i.opened_at);
 }
 
 // Whole seconds; the fraction is dropped.
@@ -405,7 +407,7 @@ std::string Rfc3339(double unix_s) {
 }  // namespace
 
 EvidenceList IncidentEvidence(const HealthIncident& i) {
-  EvidenceList out = i.evidence;
+  EvidenceList out = i.incident.evidence;
   ActionEvidence a;
   a.gpu_fenced = i.fenced;
   a.taint = i.taint;
@@ -425,8 +427,8 @@ void HealthController::Trim(std::deque<double>& times, double now, double window
 const HealthIncident* HealthController::FindIncident(uint64_t id) const {
   // Ids grow with the deque's order: binary search.
   auto it = std::lower_bound(incidents_.begin(), incidents_.end(), id,
-                             [](const HealthIncident& i, uint64_t v) { return i.id < v; });
-  return it != incidents_.end() && it->id == id ? &*it : nullptr;
+                             [](const HealthIncident& i, uint64_t v) { return i.incident.id < v; });
+  return it != incidents_.end() && it->incident.id == id ? &*it : nullptr;
 }
 
 HealthIncident* HealthController::FindIncident(uint64_t id) {
@@ -448,9 +450,11 @@ const HealthIncident* HealthController::CauseOf(const Node& n, int index) const 
   const HealthIncident* worst = nullptr;
   for (const auto& [key, id] : n.open) {
     const HealthIncident* hi = FindIncident(id);
-    if (!hi || hi->gpu_index != index || !Fences(hi->severity)) continue;
-    if (!worst || hi->severity > worst->severity ||
-        (hi->severity == worst->severity && hi->id < worst->id))
+    if (!hi) continue;
+    const GpuIncident& i = hi->incident;
+    if (i.gpu_index != index || !Fences(i.severity)) continue;
+    if (!worst || i.severity > worst->incident.severity ||
+        (i.severity == worst->incident.severity && i.id < worst->incident.id))
       worst = hi;
   }
   return worst;
@@ -502,8 +506,10 @@ bool HealthController::Fence(const std::string& name, Node& n, int index, Gpu& g
   g.fenced_at = now;
   // The Event says why: the incident's evidence (an older agent's: its message), and the taint.
   std::string why;
-  if (cause)
-    why = "; " + (cause->evidence.empty() ? cause->message : EvidenceSummary(cause->evidence, 700));
+  if (cause) {
+    const GpuIncident& i = cause->incident;
+    why = "; " + (i.evidence.empty() ? i.message : EvidenceSummary(i.evidence, 700));
+  }
   changes_.push_back({HealthChange::Kind::kFenced, name,
                       fmt::format("GPU {} ({}) fenced: {} fault{}; node tainted {}", index, g.uuid,
                                   SeverityName(g.worst), why, TaintEffectName(NodeTaint(n)))});
@@ -534,7 +540,7 @@ void HealthController::Ingest(const AgentReport& report, double now) {
 
   // Per GPU: the worst open incident, and whether the sample reads clean.
   std::map<int, Severity> worst;
-  for (const ReportIncident& i : report.incidents) {
+  for (const GpuIncident& i : report.incidents) {
     if (i.gpu_index < 0) continue;
     Severity& w = worst[i.gpu_index];
     w = std::max(w, i.severity);
@@ -547,35 +553,32 @@ void HealthController::Ingest(const AgentReport& report, double now) {
 
   // The incident log: one entry per agent incident, however many reports repeat it.
   std::map<std::string, uint64_t> open;
-  for (const ReportIncident& ri : report.incidents) {
+  for (const GpuIncident& ri : report.incidents) {
     if (ri.severity == Severity::kHealthy) continue;
     const std::string key = IncidentKey(ri);
     HealthIncident* hi = nullptr;
     if (auto it = n.open.find(key); it != n.open.end()) hi = FindIncident(it->second);
     if (!hi) {
       HealthIncident inc;
-      inc.id = next_incident_++;
+      inc.incident = ri;
       inc.node = report.node;
-      inc.gpu_index = ri.gpu_index;
-      inc.gpu_uuid = ri.gpu_uuid;
-      inc.cause = ri.cause;
-      inc.severity = ri.severity;
-      inc.xid = ri.xid;
-      inc.opened_at = now;
+      inc.incident.id = next_incident_++;
+      inc.incident.opened_at = now;
       incidents_.push_back(std::move(inc));
       if (incidents_.size() > kMaxIncidents) incidents_.pop_front();
       hi = &incidents_.back();
     }
-    hi->message = ri.message;
-    if (!ri.evidence.empty() || hi->evidence.empty()) hi->evidence = ri.evidence;
-    hi->last_seen = now;
-    hi->occurrences = ri.occurrences;
-    hi->severity = ri.severity;
-    open[key] = hi->id;
+    GpuIncident& i = hi->incident;
+    i.message = ri.message;
+    if (!ri.evidence.empty() || i.evidence.empty()) i.evidence = ri.evidence;
+    i.last_seen = now;
+    i.occurrences = ri.occurrences;
+    i.severity = ri.severity;
+    open[key] = i.id;
   }
   for (const auto& [key, id] : n.open) {
     if (open.contains(key)) continue;
-    if (HealthIncident* hi = FindIncident(id)) hi->closed_at = now;
+    if (HealthIncident* hi = FindIncident(id)) hi->incident.closed_at = now;
   }
   n.open = std::move(open);
 
@@ -616,10 +619,11 @@ void HealthController::Ingest(const AgentReport& report, double now) {
   // Incidents record whether they fenced anything.
   for (const auto& [key, id] : n.open) {
     HealthIncident* hi = FindIncident(id);
-    if (!hi || hi->gpu_index < 0) continue;
-    auto g = n.gpus.find(hi->gpu_index);
-    hi->fenced = g != n.gpus.end() && g->second.fenced && Fences(hi->severity);
-    hi->breaker_held = !hi->fenced && Fences(hi->severity) && g != n.gpus.end() && g->second.faulty;
+    if (!hi || hi->incident.gpu_index < 0) continue;
+    auto g = n.gpus.find(hi->incident.gpu_index);
+    const bool fences = Fences(hi->incident.severity);
+    hi->fenced = g != n.gpus.end() && g->second.fenced && fences;
+    hi->breaker_held = !hi->fenced && fences && g != n.gpus.end() && g->second.faulty;
     if (hi->fenced && hi->taint.empty()) hi->taint = TaintEffectName(NodeTaint(n));
   }
   n.suppressed = std::any_of(n.gpus.begin(), n.gpus.end(),
@@ -687,7 +691,7 @@ void HealthController::RecordRequeued(const std::vector<RequeuedWorkload>& reque
     bool is_new = false;
     for (const auto& [key, id] : n.open) {
       HealthIncident* hi = FindIncident(id);
-      if (!hi || hi->gpu_index != r.gpu_index || !hi->fenced) continue;
+      if (!hi || hi->incident.gpu_index != r.gpu_index || !hi->fenced) continue;
       if (std::find(hi->requeued.begin(), hi->requeued.end(), r.workload) != hi->requeued.end())
         continue;
       if (hi->requeued.size() < kMaxNamedWorkloads) hi->requeued.push_back(r.workload);
@@ -702,8 +706,8 @@ void HealthController::RecordRequeued(const std::vector<RequeuedWorkload>& reque
     auto g = n.gpus.find(at.second);
     std::string what;
     if (cause) {
-      what = cause->message;
-      for (const Evidence& e : cause->evidence) {
+      what = cause->incident.message;
+      for (const Evidence& e : cause->incident.evidence) {
         if (std::holds_alternative<RuleEvidence>(e)) continue;
         what = EvidenceText(e);  // the first measurement or Xid
         break;
@@ -725,8 +729,8 @@ std::vector<FenceCause> HealthController::FenceCauses() const {
       if (!g.fenced) continue;
       const HealthIncident* hi = CauseOf(n, index);
       if (!hi) continue;
-      out.push_back(
-          {name, index, g.uuid, hi->cause, hi->severity, hi->message, IncidentEvidence(*hi)});
+      const GpuIncident& i = hi->incident;
+      out.push_back({name, index, g.uuid, i.cause, i.severity, i.message, IncidentEvidence(*hi)});
     }
   }
   return out;
@@ -880,21 +884,21 @@ json HealthController::ToJson(double now) const {
   }
   json incidents = json::array();
   for (auto it = incidents_.rbegin(); it != incidents_.rend() && incidents.size() < 200; ++it) {
-    const HealthIncident& i = *it;
+    const GpuIncident& i = it->incident;
     incidents.push_back({{"id", i.id},
-                         {"node", i.node},
+                         {"node", it->node},
                          {"gpu_index", i.gpu_index},
                          {"gpu_uuid", i.gpu_uuid},
                          {"cause", i.cause},
                          {"severity", SeverityName(i.severity)},
                          {"xid", i.xid ? json(*i.xid) : json(nullptr)},
                          {"message", i.message},
-                         {"evidence", EvidenceListJson(IncidentEvidence(i))},
+                         {"evidence", EvidenceListJson(IncidentEvidence(*it))},
                          {"opened_at", Rfc3339(i.opened_at)},
                          {"last_seen", Rfc3339(i.last_seen)},
                          {"closed_at", i.closed_at ? json(Rfc3339(*i.closed_at)) : json(nullptr)},
                          {"occurrences", i.occurrences},
-                         {"fenced", i.fenced}});
+                         {"fenced", it->fenced}});
   }
   const BreakerState b = Breaker();
   return {{"enabled", config_.enabled},

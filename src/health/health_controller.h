@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/gpu_evidence.h"
+#include "common/gpu_incident.h"
 #include "common/gpu_severity.h"
 #include "common/status.h"
 
@@ -81,26 +82,12 @@ struct ReportSample {
   std::optional<int64_t> memory_used_bytes;
 };
 
-struct ReportIncident {
-  uint64_t id = 0;
-  int gpu_index = -1;
-  std::string gpu_uuid;
-  std::string cause;
-  Severity severity = Severity::kHealthy;
-  std::optional<int64_t> xid;
-  std::string message;
-  EvidenceList evidence;  // absent in the reports of older agents: empty
-  double opened_at = 0;
-  double last_seen = 0;
-  int64_t occurrences = 1;
-};
-
 struct AgentReport {
   std::string node;
   double time = 0;
   std::vector<ReportGpu> gpus;
   std::vector<ReportSample> samples;
-  std::vector<ReportIncident> incidents;  // open ones
+  std::vector<GpuIncident> incidents;  // open ones; no pci_bus_id, no closed_at
   // The node labels the agent computed, only the keys with kAgentLabelPrefix (others are
   // dropped); nullopt when the report has no `labels` (the node's labels are left alone).
   std::optional<std::map<std::string, std::string>> labels;
@@ -163,19 +150,9 @@ struct DesiredNode {
 // One fault as the controller saw it: an agent incident of severity unhealthy or fatal, or a
 // degraded one (reported only). Repeats of the same agent incident in later reports update it.
 struct HealthIncident {
-  uint64_t id = 0;
+  // The agent's incident, with chamberd's own id and times on chamberd's clock.
+  GpuIncident incident;
   std::string node;
-  int gpu_index = -1;
-  std::string gpu_uuid;
-  std::string cause;
-  Severity severity = Severity::kHealthy;
-  std::optional<int64_t> xid;
-  std::string message;
-  EvidenceList evidence;  // the agent's: readings and the rule that fired
-  double opened_at = 0;   // chamberd's clock
-  double last_seen = 0;
-  std::optional<double> closed_at;
-  int64_t occurrences = 1;
   bool fenced = false;  // false: degraded only, or the circuit breaker held the fence back
   // What was done, as it happened: the node's taint when the GPU was fenced, whether the
   // circuit breaker held the fence back, and the workloads requeued off the GPU.

@@ -448,8 +448,8 @@ TEST(BootGraceTest, GraceDoesNotDeferGpuLost) {
 // --- evidence: what each incident carries
 
 // The incident `changes` opened for `cause`; fails the test when there is none.
-std::optional<Incident> Opened(const std::vector<IncidentChange>& changes,
-                               const std::string& cause) {
+std::optional<GpuIncident> Opened(const std::vector<IncidentChange>& changes,
+                                  const std::string& cause) {
   for (const IncidentChange& c : changes)
     if (c.kind == IncidentChange::Kind::kOpened && c.incident.cause == cause) return c.incident;
   ADD_FAILURE() << "no " << cause << " incident opened";
@@ -465,7 +465,7 @@ TEST(EvidenceTest, UncorrectableEccCarriesTheCountsTheRemapStateAndTheRule) {
   s.ecc_aggregate_corrected = 17;
   s.ecc_aggregate_uncorrected = 5;
   s.remap = RemapSample{1, 2, true, false};
-  const std::optional<Incident> i = Opened(f.Feed(s, 1, t), "ecc-uncorrectable");
+  const std::optional<GpuIncident> i = Opened(f.Feed(s, 1, t), "ecc-uncorrectable");
   ASSERT_TRUE(i);
   ASSERT_EQ(i->evidence.size(), 3u);
   EXPECT_EQ(std::get<EccEvidence>(i->evidence[0]), (EccEvidence{12, 4, 17, 5}));
@@ -479,7 +479,7 @@ TEST(EvidenceTest, UncorrectableEccCarriesTheCountsTheRemapStateAndTheRule) {
 TEST(EvidenceTest, HardwareXidCarriesItsMeaningAndTheRule) {
   Fixture f;
   auto changes = f.classifier.OnXid(Xid(79), kStart);
-  const std::optional<Incident> i = Opened(changes, "xid-hardware");
+  const std::optional<GpuIncident> i = Opened(changes, "xid-hardware");
   ASSERT_TRUE(i);
   ASSERT_EQ(i->evidence.size(), 2u);
   EXPECT_EQ(
@@ -501,7 +501,7 @@ TEST(EvidenceTest, EccXidCarriesTheLatestEccCountsAndNvLinkXidTheLinks) {
   s.nvlinks[3].replay_errors = 40;
   s.nvlinks[3].crc_flit_errors = 3;
   f.Feed(s, 1, t);
-  const std::optional<Incident> dbe = Opened(f.classifier.OnXid(Xid(48), t), "xid-hardware");
+  const std::optional<GpuIncident> dbe = Opened(f.classifier.OnXid(Xid(48), t), "xid-hardware");
   ASSERT_TRUE(dbe);
   ASSERT_EQ(dbe->evidence.size(), 4u);
   EXPECT_EQ(std::get<XidEvidence>(dbe->evidence[0]).name, "Double-bit ECC error");
@@ -509,7 +509,7 @@ TEST(EvidenceTest, EccXidCarriesTheLatestEccCountsAndNvLinkXidTheLinks) {
   EXPECT_EQ(std::get<RowRemapEvidence>(dbe->evidence[2]), RowRemapEvidence{});
   EXPECT_EQ(std::get<RuleEvidence>(dbe->evidence[3]).threshold,
             "Xid 48 is a hardware Xid, fatal in the Xid table");
-  const std::optional<Incident> link = Opened(f.classifier.OnXid(Xid(74), t), "xid-hardware");
+  const std::optional<GpuIncident> link = Opened(f.classifier.OnXid(Xid(74), t), "xid-hardware");
   ASSERT_TRUE(link);
   ASSERT_EQ(link->evidence.size(), 3u);
   EXPECT_EQ(std::get<NvLinkEvidence>(link->evidence[1]),
@@ -527,8 +527,8 @@ TEST(EvidenceTest, NvLinkErrorsAndLinksDownCarryTheCounters) {
   s.nvlinks[1].crc_flit_errors = 15;
   s.nvlinks[2].active = false;
   auto changes = f.Feed(s, 1, t);
-  const std::optional<Incident> errors = Opened(changes, "nvlink-errors");
-  const std::optional<Incident> down = Opened(changes, "nvlink-down");
+  const std::optional<GpuIncident> errors = Opened(changes, "nvlink-errors");
+  const std::optional<GpuIncident> down = Opened(changes, "nvlink-down");
   ASSERT_TRUE(errors);
   ASSERT_TRUE(down);
   const NvLinkEvidence want{{{1, true, 0, 0, 15, 0}, {2, false, 0, 0, 0, 0}}, {2}};
@@ -545,8 +545,8 @@ TEST(EvidenceTest, ThermalIncidentsCarryTheReadingsAndThresholds) {
   s.temperature_c = 93;
   s.clock_event_reasons = nvmlClocksThrottleReasonHwThermalSlowdown;
   auto changes = f.Feed(s, 3, t);
-  const std::optional<Incident> critical = Opened(changes, "thermal-critical");
-  const std::optional<Incident> slowdown = Opened(changes, "thermal-slowdown");
+  const std::optional<GpuIncident> critical = Opened(changes, "thermal-critical");
+  const std::optional<GpuIncident> slowdown = Opened(changes, "thermal-slowdown");
   ASSERT_TRUE(critical);
   ASSERT_TRUE(slowdown);
   EXPECT_EQ(critical->severity, Severity::kUnhealthy);
@@ -569,9 +569,9 @@ TEST(EvidenceTest, PcieRecoveryAndPowerIncidentsCarryTheirReadings) {
   s.recovery_action = NVML_GPU_RECOVERY_ACTION_NODE_REBOOT;
   s.clock_event_reasons = nvmlClocksThrottleReasonHwPowerBrakeSlowdown;
   auto changes = f.Feed(s, 1, t);
-  const std::optional<Incident> pcie = Opened(changes, "pcie-link-width");
-  const std::optional<Incident> reboot = Opened(changes, "recovery-action-reboot");
-  const std::optional<Incident> power = Opened(changes, "power-slowdown");
+  const std::optional<GpuIncident> pcie = Opened(changes, "pcie-link-width");
+  const std::optional<GpuIncident> reboot = Opened(changes, "recovery-action-reboot");
+  const std::optional<GpuIncident> power = Opened(changes, "power-slowdown");
   ASSERT_TRUE(pcie && reboot && power);
   EXPECT_EQ(std::get<PcieEvidence>(pcie->evidence[0]), (PcieEvidence{9, 8, 16, 5, 5}));
   EXPECT_EQ(std::get<RecoveryActionEvidence>(reboot->evidence[0]),
@@ -587,7 +587,7 @@ TEST(EvidenceTest, RepeatedApplicationXidsCarryTheCountAndTheWindow) {
     auto c = f.classifier.OnXid(Xid(i == 2 ? 31 : 13), kStart + i);
     changes.insert(changes.end(), c.begin(), c.end());
   }
-  const std::optional<Incident> i = Opened(changes, "xid-application-repeated");
+  const std::optional<GpuIncident> i = Opened(changes, "xid-application-repeated");
   ASSERT_TRUE(i);
   const auto& xid = std::get<XidEvidence>(i->evidence[0]);
   EXPECT_EQ(xid.xid, 31u);

@@ -40,7 +40,7 @@ AgentSnapshot Snapshot() {
   s.pcie_width_max = 16;
   s.nvlinks = {{0, true, 3, 0, 1, 0}, {1, false, 0, 0, 0, 0}};
   snap.samples.push_back(s);
-  Incident i;
+  GpuIncident i;
   i.id = 7;
   i.gpu_index = 0;
   i.gpu_uuid = "GPU-a";

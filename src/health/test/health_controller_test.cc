@@ -576,13 +576,13 @@ TEST(HealthController, RepeatedReportsOfOneIncidentLogOneIncident) {
     c.Ingest(Parse(Report("n1", 2, json::array({inc}))), 1000 + k);
   }
   ASSERT_EQ(c.Incidents().size(), 1u);
-  EXPECT_EQ(c.Incidents()[0].occurrences, 30);
-  EXPECT_FALSE(c.Incidents()[0].closed_at.has_value());
+  EXPECT_EQ(c.Incidents()[0].incident.occurrences, 30);
+  EXPECT_FALSE(c.Incidents()[0].incident.closed_at.has_value());
   auto changes = c.Evaluate(1030);
   EXPECT_TRUE(changes.size() == 1 && changes[0].kind == HealthChange::Kind::kFenced);
   c.Ingest(Parse(Report("n1", 2)), 1031);
-  ASSERT_TRUE(c.Incidents()[0].closed_at.has_value());
-  EXPECT_EQ(*c.Incidents()[0].closed_at, 1031);
+  ASSERT_TRUE(c.Incidents()[0].incident.closed_at.has_value());
+  EXPECT_EQ(*c.Incidents()[0].incident.closed_at, 1031);
 }
 
 TEST(HealthController, StaleAgentIsReportedNotFencedAndFencesFreeze) {
