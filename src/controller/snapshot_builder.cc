@@ -641,10 +641,7 @@ class Builder {
   // the first pod's makes the one pod set and no shapes are compared.
   int AddWorkload(core::Workload w, WorkloadSource src, const std::vector<const PodEntry*>& pods,
                   const Meta& meta, bool running, bool uniform) {
-    auto ref = [](const PodEntry* e) {
-      const kube::ObjectMeta& m = e->object->metadata;
-      return PodRef{m.namespace_name, m.name, m.uid, m.resource_version};
-    };
+    auto ref = [](const PodEntry* e) { return PodRef{e->owner.lock()}; };
     std::vector<const PodEntry*> in_set_order;  // pods in pod-set order, when they differ
     if (uniform) {
       core::PodSet s = PodSetOf(*pods.front(), meta);
@@ -1064,7 +1061,7 @@ class Builder {
       b.workload = id;
       b.placement = 0;
     }
-    src.pods[0][0].resource_version = p.metadata.resource_version;
+    src.pods[0][0].pod = e.owner.lock();
     out_.snapshot.workloads.push_back(std::move(w));
     out_.sources.push_back(std::move(src));
     old->single_generation = 0;  // taken

@@ -90,9 +90,15 @@ struct AssumedBind {
 };
 using AssumedBinds = std::unordered_map<std::string, AssumedBind>;  // by pod UID
 
+// A workload's pod as the build saw it: the informer's object itself, shared, whose name, UID
+// and resourceVersion are the preconditions of the writes about it.
 struct PodRef {
-  std::string namespace_name, name, uid, resource_version;
-  std::string Key() const { return namespace_name + "/" + name; }
+  std::shared_ptr<const kube::Pod> pod;
+  const std::string& namespace_name() const { return pod->metadata.namespace_name; }
+  const std::string& name() const { return pod->metadata.name; }
+  const std::string& uid() const { return pod->metadata.uid; }
+  const std::string& resource_version() const { return pod->metadata.resource_version; }
+  std::string Key() const { return namespace_name() + "/" + name(); }
 };
 
 // Where a snapshot workload came from, to carry decisions back.

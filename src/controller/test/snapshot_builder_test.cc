@@ -161,7 +161,7 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   EXPECT_EQ(src.job_uid, "uid-job-train");
   ASSERT_EQ(src.pods.size(), 1u);
   ASSERT_EQ(src.pods[0].size(), 4u);
-  EXPECT_EQ(src.pods[0][2].name, "train-2");
+  EXPECT_EQ(src.pods[0][2].name(), "train-2");
   EXPECT_EQ(src.PodKeys(),
             (std::vector<std::string>{"ml/train-0", "ml/train-1", "ml/train-2", "ml/train-3"}));
 

@@ -62,7 +62,8 @@ std::string Dump(const BuiltSnapshot& b) {
     for (const auto& set : src.pods) {
       o << " [";
       for (const PodRef& r : set)
-        o << r.namespace_name << "/" << r.name << "#" << r.uid << "@" << r.resource_version << " ";
+        o << r.namespace_name() << "/" << r.name() << "#" << r.uid() << "@" << r.resource_version()
+          << " ";
       o << "]";
     }
     o << "\n";
