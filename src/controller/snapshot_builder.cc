@@ -112,6 +112,7 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
   s.name = p.metadata.name;
   s.request = Resources::Of(p.Request(gpu_resource), p.Request("cpu"), p.Request("memory"));
   for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
+  std::vector<core::Toleration> tolerations;
   for (const kube::Toleration& t : p.tolerations) {
     core::Toleration ct;
     ct.key = t.key;
@@ -119,8 +120,9 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
         t.op == "Exists" ? core::Toleration::Operator::kExists : core::Toleration::Operator::kEqual;
     ct.value = t.value;
     if (!t.effect.empty()) ct.effect = Effect(t.effect);
-    s.tolerations.push_back(std::move(ct));
+    tolerations.push_back(std::move(ct));
   }
+  s.tolerations = Interned(std::move(tolerations));
   if (const std::string* models = meta.Get(keys::kGpuModels))
     s.gpu_models = SplitCommaList(*models);
   return s;

@@ -375,6 +375,36 @@ TEST(SnapshotBuilderTest, ABoundPodWithoutAReadableStartTimeStartsNow) {
   }
 }
 
+TEST(SnapshotBuilderTest, PodsOfTheSameTolerationsShareOneList) {
+  const Json defaults = {{"spec",
+                          {{"tolerations",
+                            {{{"key", "node.kubernetes.io/not-ready"},
+                              {"operator", "Exists"},
+                              {"effect", "NoExecute"},
+                              {"tolerationSeconds", 300}},
+                             {{"key", "dedicated"}, {"operator", "Equal"}, {"value", "ml"}}}}}}};
+  Json other = defaults;
+  other["spec"]["tolerations"][1]["value"] = "infer";
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pods = {Pod("ml", "a", 1, defaults), Pod("ml", "b", 1, defaults), Pod("ml", "c", 1, other)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 3u);
+  const core::PodSet& a = b.snapshot.workloads[0].pod_sets.at(0);
+  const core::PodSet& same = b.snapshot.workloads[1].pod_sets.at(0);
+  const core::PodSet& c = b.snapshot.workloads[2].pod_sets.at(0);
+  ASSERT_EQ(a.tolerations.size(), 2u);
+  EXPECT_EQ(a.tolerations[0].key, "node.kubernetes.io/not-ready");
+  EXPECT_EQ(a.tolerations[0].op, core::Toleration::Operator::kExists);
+  EXPECT_EQ(a.tolerations[0].effect, core::TaintEffect::kNoExecute);
+  EXPECT_EQ(a.tolerations[1].op, core::Toleration::Operator::kEqual);
+  EXPECT_EQ(a.tolerations[1].value, "ml");
+  EXPECT_FALSE(a.tolerations[1].effect.has_value());
+  EXPECT_EQ(a.tolerations.get(), same.tolerations.get());
+  EXPECT_NE(a.tolerations.get(), c.tolerations.get());
+  EXPECT_EQ(c.tolerations[1].value, "infer");
+}
+
 TEST(SnapshotBuilderTest, IndexLists) {
   EXPECT_EQ(ParseIndexList("0, 3,5").value(), (std::vector<int>{0, 3, 5}));
   EXPECT_TRUE(ParseIndexList("").value().empty());
