@@ -277,7 +277,7 @@ void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
                         const std::string& message, bool warning) {
   if (!options_.write_events || !WritesAllowed()) return;
   kube::EventSpec e;
-  e.involved = about.involved.ToJson(about.namespace_name);
+  e.involved = about.Involved();
   e.reason = reason;
   e.message = message;
   e.type = warning ? "Warning" : "Normal";
@@ -500,12 +500,12 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
           {keys::kGpuHoursLost, Hours(src.stored_gpu_hours_lost + p.gpu_hours_lost, 4)}};
       if (!history.empty()) annotations[keys::kPreemptions] = history;
       Json patch = {{"metadata",
-                     {{"uid", src.job_uid},
-                      {"resourceVersion", src.job_resource_version},
+                     {{"uid", src.job_uid()},
+                      {"resourceVersion", src.job_resource_version()},
                       {"annotations", annotations}}},
                     {"spec", {{"suspend", true}}}};
       Result<Json> r =
-          client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+          client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
       if (!r.ok()) {
         if (!kube::IsConflict(r.status()) && !kube::IsNotFound(r.status()))
           CountError(r.status(), "suspend job " + w.name);
@@ -568,15 +568,15 @@ void KubeBackend::ApplyResumes(const core::CycleResult& result) {
     const WorkloadSource& src = built_.sources[r.workload.index()];
     if (src.kind != WorkloadSource::Kind::kJob) continue;
     Json patch = {{"metadata",
-                   {{"uid", src.job_uid},
-                    {"resourceVersion", src.job_resource_version},
+                   {{"uid", src.job_uid()},
+                    {"resourceVersion", src.job_resource_version()},
                     {"annotations", {{keys::kPreemptedAt, nullptr}}}}},
                   {"spec", {{"suspend", false}}}};
     Result<Json> res =
-        client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+        client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
     if (!res.ok()) {
       if (!kube::IsConflict(res.status()) && !kube::IsNotFound(res.status()))
-        CountError(res.status(), "resume job " + src.namespace_name + "/" + src.name);
+        CountError(res.status(), "resume job " + src.namespace_name() + "/" + src.name());
       continue;
     }
     {

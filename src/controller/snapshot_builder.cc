@@ -775,7 +775,7 @@ class Builder {
     for (const auto* job : jobs) {
       auto it = job_pods.find(job->get());
       const JobPods& jp = it == job_pods.end() ? kNone : it->second;
-      AddJob(**job, JobOf(*job), jp.pending, jp.bound, jp.terminating);
+      AddJob(*job, JobOf(*job), jp.pending, jp.bound, jp.terminating);
     }
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
@@ -837,10 +837,11 @@ class Builder {
     return false;
   }
 
-  void AddJob(const kube::Job& job, const BuildCache::State::JobEntry& entry,
-              const std::vector<const PodEntry*>& pending,
+  void AddJob(const std::shared_ptr<const kube::Job>& job_object,
+              const BuildCache::State::JobEntry& entry, const std::vector<const PodEntry*>& pending,
               const std::vector<const PodEntry*>& bound,
               const std::vector<const PodEntry*>& terminating) {
+    const kube::Job& job = *job_object;
     if (JobFinished(job)) return;
     const std::string job_key = job.metadata.Key();
     if (!entry.pod_template) {
@@ -868,11 +869,7 @@ class Builder {
     }
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kJob;
-    src.namespace_name = job.metadata.namespace_name;
-    src.name = job.metadata.name;
-    src.job_uid = job.metadata.uid;
-    src.job_resource_version = job.metadata.resource_version;
-    src.involved = {"batch/v1", "Job", job.metadata.name, job.metadata.uid};
+    src.job = job_object;
     if (auto n = IntKey(Meta{&job.metadata}, keys::kPreemptionCount, "job", job_key))
       src.stored_preemptions = *n;
     if (const std::string* h = Find(job.metadata.annotations, keys::kGpuHoursLost)) {
@@ -951,9 +948,7 @@ class Builder {
     CommonFields(&w, meta, "pod group", key);
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPodGroup;
-    src.namespace_name = first.metadata.namespace_name;
-    src.name = key.substr(key.find('/') + 1);
-    src.involved = {"v1", "Pod", first.metadata.name, first.metadata.uid};
+    src.group = key.substr(key.find('/') + 1);
     if (running) {
       w.state = core::WorkloadState::kRunning;
       w.start_time = EarliestBind(members);
@@ -1006,9 +1001,6 @@ class Builder {
     CommonFields(&w, meta, "pod", w.name);
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPod;
-    src.namespace_name = p.metadata.namespace_name;
-    src.name = p.metadata.name;
-    src.involved = {"v1", "Pod", p.metadata.name, p.metadata.uid};
     if (running) {
       w.state = core::WorkloadState::kRunning;
       w.start_time = EarliestBind({&e});
@@ -1034,7 +1026,7 @@ class Builder {
     core::Workload& w = options_.recycle->snapshot.workloads[old->single_index];
     WorkloadSource& src = options_.recycle->sources[old->single_index];
     const kube::Pod& p = *e.object;
-    if (src.involved.uid != p.metadata.uid || src.pods.size() != 1 || src.pods[0].size() != 1 ||
+    if (src.pods.size() != 1 || src.pods[0].size() != 1 || src.pods[0][0].uid() != p.metadata.uid ||
         w.pod_sets.size() != 1 || !SameShape(w.pod_sets[0], e.facts.shape))
       return false;
     const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
@@ -1158,10 +1150,42 @@ class Builder {
   bool reuse_singles_ = false;  // and an unchanged one moves its workload over (AddSingle)
 };
 
-kube::Json WorkloadSource::Ref::ToJson(const std::string& namespace_name) const {
-  return {{"apiVersion", api_version},
-          {"kind", kind},
-          {"metadata", {{"name", name}, {"namespace", namespace_name}, {"uid", uid}}}};
+namespace {
+
+const std::string kNoString;
+
+// What a source's workload is about: its Job, else its first pod; null for neither.
+const kube::ObjectMeta* Subject(const WorkloadSource& s) {
+  if (s.job) return &s.job->metadata;
+  return s.pods.empty() || s.pods[0].empty() ? nullptr : &s.pods[0][0].pod->metadata;
+}
+
+}  // namespace
+
+const std::string& WorkloadSource::namespace_name() const {
+  const kube::ObjectMeta* m = Subject(*this);
+  return m != nullptr ? m->namespace_name : kNoString;
+}
+
+const std::string& WorkloadSource::name() const {
+  if (kind == Kind::kPodGroup) return group;
+  const kube::ObjectMeta* m = Subject(*this);
+  return m != nullptr ? m->name : kNoString;
+}
+
+const std::string& WorkloadSource::job_uid() const { return job ? job->metadata.uid : kNoString; }
+
+const std::string& WorkloadSource::job_resource_version() const {
+  return job ? job->metadata.resource_version : kNoString;
+}
+
+kube::Json WorkloadSource::Involved() const {
+  const kube::ObjectMeta* m = Subject(*this);
+  const kube::ObjectMeta none;
+  if (m == nullptr) m = &none;
+  return {{"apiVersion", job ? "batch/v1" : "v1"},
+          {"kind", job ? "Job" : "Pod"},
+          {"metadata", {{"name", m->name}, {"namespace", m->namespace_name}, {"uid", m->uid}}}};
 }
 
 size_t BuildCache::Prepare(const ClusterObjects& objects, const BuildOptions& options) {

@@ -158,7 +158,14 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   EXPECT_EQ(w.submit_time.count(), UnixMs("2026-11-30T09:00:00Z"));  // the Job's creation
   const WorkloadSource& src = b.sources[0];
   EXPECT_EQ(src.kind, WorkloadSource::Kind::kJob);
-  EXPECT_EQ(src.job_uid, "uid-job-train");
+  EXPECT_EQ(src.job_uid(), "uid-job-train");
+  EXPECT_EQ(src.namespace_name(), "ml");
+  EXPECT_EQ(src.name(), "train");
+  EXPECT_EQ(
+      src.Involved(),
+      (Json{{"apiVersion", "batch/v1"},
+            {"kind", "Job"},
+            {"metadata", {{"name", "train"}, {"namespace", "ml"}, {"uid", "uid-job-train"}}}}));
   ASSERT_EQ(src.pods.size(), 1u);
   ASSERT_EQ(src.pods[0].size(), 4u);
   EXPECT_EQ(src.pods[0][2].name(), "train-2");
@@ -275,6 +282,14 @@ TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   EXPECT_EQ(g.min_member, 2);
   EXPECT_EQ(g.TotalPods(), 3);
   EXPECT_EQ(b.sources[0].kind, WorkloadSource::Kind::kPodGroup);
+  EXPECT_EQ(b.sources[0].name(), "g");
+  EXPECT_EQ(b.sources[0].namespace_name(), "research");
+  EXPECT_EQ(b.sources[0].job_uid(), "");
+  EXPECT_EQ(b.sources[0].Involved()["metadata"]["name"], "g-0") << "its first pod";
+  EXPECT_EQ(b.sources[1].kind, WorkloadSource::Kind::kPod);
+  EXPECT_EQ(b.sources[1].name(), "solo");
+  EXPECT_EQ(b.sources[1].Involved()["kind"], "Pod");
+  EXPECT_EQ(b.sources[1].Involved()["metadata"]["uid"], b.sources[1].pods[0][0].uid());
   const core::Workload& solo = b.snapshot.workloads[1];
   EXPECT_EQ(solo.queue, "other");
   EXPECT_EQ(solo.priority, 500) << "from its PriorityClass";
