@@ -135,18 +135,18 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
 struct PodFacts {
   std::string key;  // "namespace/name"
   bool terminal = false;
-  int64_t created_ms = 0, started_ms = 0;  // 0: none
-  int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
-  std::string job_uid;       // the controlling Job's, if any
-  const std::string* pod_group = nullptr;  // the label, in the pod
-  std::vector<int> gpu_indices;            // the annotation, when it parses
-  std::string gpu_indices_error;           // why it does not
-  core::PodSet shape;                      // gpu_models from the pod's own metadata only
-  ChamberKeys chamber_keys;
-  // `chamber.io/queue` (annotation, then label), when the pod sets it.
-  std::optional<std::string> queue;
   // It sets `chamber.io/checkpoint-grace-seconds` or `chamber.io/last-checkpoint`.
   bool checkpoint_keys = false;
+  int64_t created_ms = 0, started_ms = 0;  // 0: none
+  int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
+  const std::string* job_uid = nullptr;    // the controlling Job's, if any: in the pod
+  const std::string* pod_group = nullptr;  // the label, in the pod
+  // `chamber.io/queue` (annotation, then label), when the pod sets it: in the pod.
+  const std::string* queue = nullptr;
+  std::vector<int> gpu_indices;   // the annotation, when it parses
+  std::string gpu_indices_error;  // why it does not
+  core::PodSet shape;             // gpu_models from the pod's own metadata only
+  ChamberKeys chamber_keys;
 };
 
 struct BuildCache::State {
@@ -453,7 +453,7 @@ class Builder {
         f.scheduled_ms = UnixMs(c.last_transition_time);
     for (const kube::OwnerReference& o : p.metadata.owner_references)
       if (o.controller && o.kind == "Job") {
-        f.job_uid = o.uid;
+        f.job_uid = &o.uid;
         break;
       }
     f.pod_group = Find(p.metadata.labels, keys::kPodGroup);
@@ -465,7 +465,7 @@ class Builder {
         f.gpu_indices_error = idx.status().message();
     }
     const Meta meta{&p.metadata, nullptr, &f.chamber_keys};
-    if (const std::string* q = meta.Get(keys::kQueue)) f.queue = *q;
+    f.queue = meta.Get(keys::kQueue);
     f.checkpoint_keys = meta.Get(keys::kCheckpointGrace) || meta.Get(keys::kLastCheckpoint);
     f.shape = PodShape(p, meta, options_.gpu_resource);
   }
@@ -825,9 +825,9 @@ class Builder {
     return order;
   }
 
-  const kube::Job* JobNamed(const std::string& uid) const {
-    if (uid.empty()) return nullptr;
-    auto it = jobs_by_uid_.find(uid);
+  const kube::Job* JobNamed(const std::string* uid) const {
+    if (uid == nullptr || uid->empty()) return nullptr;
+    auto it = jobs_by_uid_.find(*uid);
     return it == jobs_by_uid_.end() ? nullptr : it->second;
   }
 
