@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/interned.h"
 #include "core/resources.h"
 
 namespace chamber::core {
@@ -63,7 +64,7 @@ struct Toleration {
   Operator op = Operator::kEqual;
   std::string value;
   std::optional<TaintEffect> effect;  // empty: all effects
-  friend bool operator==(const Toleration&, const Toleration&) = default;
+  friend auto operator<=>(const Toleration&, const Toleration&) = default;
 };
 
 // Where a node sits. Gangs are packed into as few of these as possible, finest first.
@@ -94,7 +95,8 @@ struct PodSet {
   int32_t count = 1;
   Resources request;  // per pod
   std::vector<std::pair<std::string, std::string>> node_selector;
-  std::vector<Toleration> tolerations;
+  // One list shared by every pod set with the same tolerations (most pods carry the same ones).
+  Interned<std::vector<Toleration>> tolerations;
   std::vector<std::string> gpu_models;  // allowed GPU models; empty: any
 };
 

@@ -157,7 +157,7 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
       } else if (!SelectorMatches(node, ps.node_selector)) {
         f[i] = NodeFilter::kNodeSelector;
       } else if (!std::all_of(node.taints.begin(), node.taints.end(),
-                              [&](const Taint& t) { return Tolerates(ps.tolerations, t); })) {
+                              [&](const Taint& t) { return Tolerates(*ps.tolerations, t); })) {
         f[i] = NodeFilter::kTaint;
       } else if (check_model && (model_count == 0 || facts.model_id < 0 ||
                                  static_cast<size_t>(facts.model_id) >= allowed_model.size() ||

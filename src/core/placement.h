@@ -38,7 +38,7 @@ class FeasibilityCache {
   struct Known {
     bool gpu = false;
     std::vector<std::pair<std::string, std::string>> node_selector;
-    std::vector<Toleration> tolerations;
+    Interned<std::vector<Toleration>> tolerations;
     std::vector<std::string> gpu_models;
     int32_t id = 0;
   };

@@ -140,6 +140,7 @@ Result<Pod> Pod::FromJson(Json raw) {
     CHAMBER_RETURN_IF_ERROR(r.StringMap(*spec, "nodeSelector", "spec", &pod.node_selector));
     const Json* containers = nullptr;
     CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "containers", "spec", &containers));
+    std::vector<Container> cts;
     if (containers != nullptr) {
       for (size_t i = 0; i < containers->size(); ++i) {
         const std::string p = "spec.containers[" + std::to_string(i) + "]";
@@ -154,11 +155,13 @@ Result<Pod> Pod::FromJson(Json raw) {
           CHAMBER_RETURN_IF_ERROR(r.Resources(*res, "requests", p + ".resources", &ct.requests));
           CHAMBER_RETURN_IF_ERROR(r.Resources(*res, "limits", p + ".resources", &ct.limits));
         }
-        pod.containers.push_back(std::move(ct));
+        cts.push_back(std::move(ct));
       }
     }
+    pod.containers = Interned(std::move(cts));
     const Json* tols = nullptr;
     CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "tolerations", "spec", &tols));
+    std::vector<Toleration> tolerations;
     if (tols != nullptr) {
       for (size_t i = 0; i < tols->size(); ++i) {
         const std::string p = "spec.tolerations[" + std::to_string(i) + "]";
@@ -170,9 +173,10 @@ Result<Pod> Pod::FromJson(Json raw) {
         CHAMBER_RETURN_IF_ERROR(r.String(t, "value", p, &tol.value));
         CHAMBER_RETURN_IF_ERROR(r.String(t, "effect", p, &tol.effect));
         CHAMBER_RETURN_IF_ERROR(r.Integer(t, "tolerationSeconds", p, &tol.toleration_seconds));
-        pod.tolerations.push_back(std::move(tol));
+        tolerations.push_back(std::move(tol));
       }
     }
+    pod.tolerations = Interned(std::move(tolerations));
     pod.affinity = Sub(*spec, "affinity");
   }
   const Json* status = nullptr;
@@ -197,13 +201,12 @@ void TrimPod(Pod& pod) {
   for (auto* map : {&pod.metadata.labels, &pod.metadata.annotations})
     std::erase_if(*map, [](const auto& kv) { return !kv.first.starts_with("chamber.io/"); });
   // One container holding the sum of the requests.
-  if (pod.containers.size() != 1 || !pod.containers[0].image.empty() ||
-      !pod.containers[0].limits.values.empty()) {
+  if (pod.containers.size() != 1 || !pod.containers[0].name.empty() ||
+      !pod.containers[0].image.empty() || !pod.containers[0].limits.values.empty()) {
     Container sum;
     sum.requests = pod.Requests();
-    pod.containers.assign(1, std::move(sum));
+    pod.containers = Interned(std::vector<Container>{std::move(sum)});
   }
-  pod.containers[0].name.clear();
   // A bound pod's condition patches no longer need the others' positions.
   if (!pod.node_name.empty())
     std::erase_if(pod.conditions, [](const Condition& c) { return c.type != "PodScheduled"; });

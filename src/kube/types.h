@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/interned.h"
 #include "common/status.h"
 
 namespace chamber::kube {
@@ -26,6 +27,7 @@ struct ResourceList {
     auto it = values.find(name);
     return it == values.end() ? 0 : it->second;
   }
+  auto operator<=>(const ResourceList&) const = default;
 };
 
 struct OwnerReference {
@@ -52,6 +54,7 @@ struct Condition {
 struct Toleration {
   std::string key, op, value, effect;
   std::optional<int64_t> toleration_seconds;
+  auto operator<=>(const Toleration&) const = default;
 };
 
 struct Taint {
@@ -61,15 +64,17 @@ struct Taint {
 struct Container {
   std::string name, image;
   ResourceList requests, limits;
+  auto operator<=>(const Container&) const = default;
 };
 
 struct Pod {
   ObjectMeta metadata;
   std::string scheduler_name, node_name, priority_class_name;
   std::optional<int32_t> priority;
-  std::vector<Container> containers;
+  // Shared with every pod of the same containers, and of the same tolerations (Interned).
+  Interned<std::vector<Container>> containers;
   std::map<std::string, std::string> node_selector;
-  std::vector<Toleration> tolerations;
+  Interned<std::vector<Toleration>> tolerations;
   Json affinity;  // null when absent
   std::string phase;
   std::string nominated_node_name;  // status.nominatedNodeName: where a preemptor will run

@@ -277,7 +277,7 @@ void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
                         const std::string& message, bool warning) {
   if (!options_.write_events || !WritesAllowed()) return;
   kube::EventSpec e;
-  e.involved = about.involved.ToJson(about.namespace_name);
+  e.involved = about.Involved();
   e.reason = reason;
   e.message = message;
   e.type = warning ? "Warning" : "Normal";
@@ -353,8 +353,8 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     }
     const std::map<std::string, std::string> annotations = {
         {keys::kGpuIndices, FormatIndexList(c.gpus)}};
-    c.status = client_->Bind(c.pod->namespace_name, c.pod->name, c.pod->uid, c.node, annotations,
-                             c.pod->resource_version);
+    c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
+                             annotations, c.pod->resource_version());
   });
 
   const int64_t expires = NowMs() + options_.assume_timeout.count();
@@ -374,7 +374,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     std::set<std::string> nodes;
     for (const BindCall* c : by_decision[d]) {
       if (c->status.ok()) {
-        assumed_[c->pod->uid] = {c->pod->Key(), c->node, c->gpus, expires};
+        assumed_[c->pod->uid()] = {c->pod->Key(), c->node, c->gpus, expires};
         nodes.insert(c->node);
         ++binds;
       } else if (failed.empty()) {
@@ -399,14 +399,14 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     std::string lost;
     for (const BindCall* c : by_decision[d]) {
       if (!c->status.ok()) continue;
-      assumed_.erase(c->pod->uid);
+      assumed_.erase(c->pod->uid());
       ++rollbacks;
       const std::shared_ptr<const kube::Pod> cached = pods_->Get(c->pod->Key());
-      const bool bare = cached && cached->metadata.uid == c->pod->uid && !HasController(*cached);
+      const bool bare = cached && cached->metadata.uid == c->pod->uid() && !HasController(*cached);
       Result<Json> current = Json();
       if (bare) {
         for (int attempt = 0; attempt < 3; ++attempt) {
-          current = client_->Get(kube::resources::kPods, c->pod->namespace_name, c->pod->name);
+          current = client_->Get(kube::resources::kPods, c->pod->namespace_name(), c->pod->name());
           if (current.ok() || kube::IsNotFound(current.status())) break;
         }
         if (!current.ok()) {
@@ -414,12 +414,13 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
             CountError(current.status(), "rollback of " + c->pod->Key());
           continue;  // gone already, or unreadable: then it is left bound rather than lost
         }
-        if (current->value("metadata", Json::object()).value("uid", "") != c->pod->uid) continue;
+        if (current->value("metadata", Json::object()).value("uid", "") != c->pod->uid()) continue;
       }
       kube::DeleteOptions del;
-      del.uid = c->pod->uid;
+      del.uid = c->pod->uid();
       del.grace_period_seconds = 0;
-      Status s = client_->Delete(kube::resources::kPods, c->pod->namespace_name, c->pod->name, del);
+      Status s =
+          client_->Delete(kube::resources::kPods, c->pod->namespace_name(), c->pod->name(), del);
       if (!s.ok()) {
         if (!kube::IsNotFound(s)) CountError(s, "rollback of " + c->pod->Key());
         continue;
@@ -429,7 +430,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       Result<Json> made = Json();
       // Deleted with no grace, the old object is gone at once unless a finalizer holds it.
       for (int attempt = 0; attempt < 20; ++attempt) {
-        made = client_->Create(kube::resources::kPods, c->pod->namespace_name, copy);
+        made = client_->Create(kube::resources::kPods, c->pod->namespace_name(), copy);
         if (made.ok() || !kube::IsAlreadyExists(made.status())) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
@@ -499,12 +500,12 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
           {keys::kGpuHoursLost, Hours(src.stored_gpu_hours_lost + p.gpu_hours_lost, 4)}};
       if (!history.empty()) annotations[keys::kPreemptions] = history;
       Json patch = {{"metadata",
-                     {{"uid", src.job_uid},
-                      {"resourceVersion", src.job_resource_version},
+                     {{"uid", src.job_uid()},
+                      {"resourceVersion", src.job_resource_version()},
                       {"annotations", annotations}}},
                     {"spec", {{"suspend", true}}}};
       Result<Json> r =
-          client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+          client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
       if (!r.ok()) {
         if (!kube::IsConflict(r.status()) && !kube::IsNotFound(r.status()))
           CountError(r.status(), "suspend job " + w.name);
@@ -567,15 +568,15 @@ void KubeBackend::ApplyResumes(const core::CycleResult& result) {
     const WorkloadSource& src = built_.sources[r.workload.index()];
     if (src.kind != WorkloadSource::Kind::kJob) continue;
     Json patch = {{"metadata",
-                   {{"uid", src.job_uid},
-                    {"resourceVersion", src.job_resource_version},
+                   {{"uid", src.job_uid()},
+                    {"resourceVersion", src.job_resource_version()},
                     {"annotations", {{keys::kPreemptedAt, nullptr}}}}},
                   {"spec", {{"suspend", false}}}};
     Result<Json> res =
-        client_->MergePatch(kube::resources::kJobs, src.namespace_name, src.name, patch);
+        client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
     if (!res.ok()) {
       if (!kube::IsConflict(res.status()) && !kube::IsNotFound(res.status()))
-        CountError(res.status(), "resume job " + src.namespace_name + "/" + src.name);
+        CountError(res.status(), "resume job " + src.namespace_name() + "/" + src.name());
       continue;
     }
     {
@@ -602,7 +603,7 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     for (const core::PodAssignment& a : n.pods)
       if (a.pod_set >= 0 && static_cast<size_t>(a.pod_set) < src.pods.size() && a.replica >= 0 &&
           static_cast<size_t>(a.replica) < src.pods[a.pod_set].size())
-        nominated[src.pods[a.pod_set][a.replica].uid] =
+        nominated[src.pods[a.pod_set][a.replica].uid()] =
             built_.snapshot.nodes[a.placement.node.index()].name;
   }
   std::vector<Write> writes;
@@ -614,12 +615,12 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     const std::string message = std::string(core::PendingReasonName(d.reason)) + ": " + d.message();
     for (const auto& set : src.pods)
       for (const PodRef& ref : set) {
-        live.insert(ref.uid);
+        live.insert(ref.uid());
         if (static_cast<int32_t>(writes.size()) >= options_.max_condition_writes_per_cycle)
           continue;
         auto pod = pods_->Get(ref.Key());
-        if (!pod || pod->metadata.uid != ref.uid || !pod->node_name.empty()) continue;
-        const auto held = nominated.find(ref.uid);
+        if (!pod || pod->metadata.uid != ref.uid() || !pod->node_name.empty()) continue;
+        const auto held = nominated.find(ref.uid());
         std::string node = held == nominated.end() ? std::string() : held->second;
         const bool renominate = pod->nominated_node_name != node;
         const kube::Condition* current = nullptr;
@@ -628,7 +629,7 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
         if (!renominate && current != nullptr && current->status == "False" &&
             current->reason == reason && current->message == message)
           continue;
-        auto it = conditions_written_.find(ref.uid);
+        auto it = conditions_written_.find(ref.uid());
         if (!renominate && it != conditions_written_.end() && it->second.reason == reason &&
             now - it->second.at_ms < options_.condition_refresh.count())
           continue;  // only the message changed, and recently written

@@ -112,6 +112,7 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
   s.name = p.metadata.name;
   s.request = Resources::Of(p.Request(gpu_resource), p.Request("cpu"), p.Request("memory"));
   for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
+  std::vector<core::Toleration> tolerations;
   for (const kube::Toleration& t : p.tolerations) {
     core::Toleration ct;
     ct.key = t.key;
@@ -119,8 +120,9 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
         t.op == "Exists" ? core::Toleration::Operator::kExists : core::Toleration::Operator::kEqual;
     ct.value = t.value;
     if (!t.effect.empty()) ct.effect = Effect(t.effect);
-    s.tolerations.push_back(std::move(ct));
+    tolerations.push_back(std::move(ct));
   }
+  s.tolerations = Interned(std::move(tolerations));
   if (const std::string* models = meta.Get(keys::kGpuModels))
     s.gpu_models = SplitCommaList(*models);
   return s;
@@ -133,18 +135,18 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
 struct PodFacts {
   std::string key;  // "namespace/name"
   bool terminal = false;
-  int64_t created_ms = 0, started_ms = 0;  // 0: none
-  int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
-  std::string job_uid;       // the controlling Job's, if any
-  const std::string* pod_group = nullptr;  // the label, in the pod
-  std::vector<int> gpu_indices;            // the annotation, when it parses
-  std::string gpu_indices_error;           // why it does not
-  core::PodSet shape;                      // gpu_models from the pod's own metadata only
-  ChamberKeys chamber_keys;
-  // `chamber.io/queue` (annotation, then label), when the pod sets it.
-  std::optional<std::string> queue;
   // It sets `chamber.io/checkpoint-grace-seconds` or `chamber.io/last-checkpoint`.
   bool checkpoint_keys = false;
+  int64_t created_ms = 0, started_ms = 0;  // 0: none
+  int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
+  const std::string* job_uid = nullptr;    // the controlling Job's, if any: in the pod
+  const std::string* pod_group = nullptr;  // the label, in the pod
+  // `chamber.io/queue` (annotation, then label), when the pod sets it: in the pod.
+  const std::string* queue = nullptr;
+  std::vector<int> gpu_indices;   // the annotation, when it parses
+  std::string gpu_indices_error;  // why it does not
+  core::PodSet shape;             // gpu_models from the pod's own metadata only
+  ChamberKeys chamber_keys;
 };
 
 struct BuildCache::State {
@@ -451,7 +453,7 @@ class Builder {
         f.scheduled_ms = UnixMs(c.last_transition_time);
     for (const kube::OwnerReference& o : p.metadata.owner_references)
       if (o.controller && o.kind == "Job") {
-        f.job_uid = o.uid;
+        f.job_uid = &o.uid;
         break;
       }
     f.pod_group = Find(p.metadata.labels, keys::kPodGroup);
@@ -463,7 +465,7 @@ class Builder {
         f.gpu_indices_error = idx.status().message();
     }
     const Meta meta{&p.metadata, nullptr, &f.chamber_keys};
-    if (const std::string* q = meta.Get(keys::kQueue)) f.queue = *q;
+    f.queue = meta.Get(keys::kQueue);
     f.checkpoint_keys = meta.Get(keys::kCheckpointGrace) || meta.Get(keys::kLastCheckpoint);
     f.shape = PodShape(p, meta, options_.gpu_resource);
   }
@@ -641,10 +643,7 @@ class Builder {
   // the first pod's makes the one pod set and no shapes are compared.
   int AddWorkload(core::Workload w, WorkloadSource src, const std::vector<const PodEntry*>& pods,
                   const Meta& meta, bool running, bool uniform) {
-    auto ref = [](const PodEntry* e) {
-      const kube::ObjectMeta& m = e->object->metadata;
-      return PodRef{m.namespace_name, m.name, m.uid, m.resource_version};
-    };
+    auto ref = [](const PodEntry* e) { return PodRef{e->owner.lock()}; };
     std::vector<const PodEntry*> in_set_order;  // pods in pod-set order, when they differ
     if (uniform) {
       core::PodSet s = PodSetOf(*pods.front(), meta);
@@ -776,7 +775,7 @@ class Builder {
     for (const auto* job : jobs) {
       auto it = job_pods.find(job->get());
       const JobPods& jp = it == job_pods.end() ? kNone : it->second;
-      AddJob(**job, JobOf(*job), jp.pending, jp.bound, jp.terminating);
+      AddJob(*job, JobOf(*job), jp.pending, jp.bound, jp.terminating);
     }
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
@@ -826,9 +825,9 @@ class Builder {
     return order;
   }
 
-  const kube::Job* JobNamed(const std::string& uid) const {
-    if (uid.empty()) return nullptr;
-    auto it = jobs_by_uid_.find(uid);
+  const kube::Job* JobNamed(const std::string* uid) const {
+    if (uid == nullptr || uid->empty()) return nullptr;
+    auto it = jobs_by_uid_.find(*uid);
     return it == jobs_by_uid_.end() ? nullptr : it->second;
   }
 
@@ -838,10 +837,11 @@ class Builder {
     return false;
   }
 
-  void AddJob(const kube::Job& job, const BuildCache::State::JobEntry& entry,
-              const std::vector<const PodEntry*>& pending,
+  void AddJob(const std::shared_ptr<const kube::Job>& job_object,
+              const BuildCache::State::JobEntry& entry, const std::vector<const PodEntry*>& pending,
               const std::vector<const PodEntry*>& bound,
               const std::vector<const PodEntry*>& terminating) {
+    const kube::Job& job = *job_object;
     if (JobFinished(job)) return;
     const std::string job_key = job.metadata.Key();
     if (!entry.pod_template) {
@@ -869,11 +869,7 @@ class Builder {
     }
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kJob;
-    src.namespace_name = job.metadata.namespace_name;
-    src.name = job.metadata.name;
-    src.job_uid = job.metadata.uid;
-    src.job_resource_version = job.metadata.resource_version;
-    src.involved = {"batch/v1", "Job", job.metadata.name, job.metadata.uid};
+    src.job = job_object;
     if (auto n = IntKey(Meta{&job.metadata}, keys::kPreemptionCount, "job", job_key))
       src.stored_preemptions = *n;
     if (const std::string* h = Find(job.metadata.annotations, keys::kGpuHoursLost)) {
@@ -952,9 +948,7 @@ class Builder {
     CommonFields(&w, meta, "pod group", key);
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPodGroup;
-    src.namespace_name = first.metadata.namespace_name;
-    src.name = key.substr(key.find('/') + 1);
-    src.involved = {"v1", "Pod", first.metadata.name, first.metadata.uid};
+    src.group = key.substr(key.find('/') + 1);
     if (running) {
       w.state = core::WorkloadState::kRunning;
       w.start_time = EarliestBind(members);
@@ -1007,9 +1001,6 @@ class Builder {
     CommonFields(&w, meta, "pod", w.name);
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPod;
-    src.namespace_name = p.metadata.namespace_name;
-    src.name = p.metadata.name;
-    src.involved = {"v1", "Pod", p.metadata.name, p.metadata.uid};
     if (running) {
       w.state = core::WorkloadState::kRunning;
       w.start_time = EarliestBind({&e});
@@ -1035,7 +1026,7 @@ class Builder {
     core::Workload& w = options_.recycle->snapshot.workloads[old->single_index];
     WorkloadSource& src = options_.recycle->sources[old->single_index];
     const kube::Pod& p = *e.object;
-    if (src.involved.uid != p.metadata.uid || src.pods.size() != 1 || src.pods[0].size() != 1 ||
+    if (src.pods.size() != 1 || src.pods[0].size() != 1 || src.pods[0][0].uid() != p.metadata.uid ||
         w.pod_sets.size() != 1 || !SameShape(w.pod_sets[0], e.facts.shape))
       return false;
     const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
@@ -1064,7 +1055,7 @@ class Builder {
       b.workload = id;
       b.placement = 0;
     }
-    src.pods[0][0].resource_version = p.metadata.resource_version;
+    src.pods[0][0].pod = e.owner.lock();
     out_.snapshot.workloads.push_back(std::move(w));
     out_.sources.push_back(std::move(src));
     old->single_generation = 0;  // taken
@@ -1159,10 +1150,42 @@ class Builder {
   bool reuse_singles_ = false;  // and an unchanged one moves its workload over (AddSingle)
 };
 
-kube::Json WorkloadSource::Ref::ToJson(const std::string& namespace_name) const {
-  return {{"apiVersion", api_version},
-          {"kind", kind},
-          {"metadata", {{"name", name}, {"namespace", namespace_name}, {"uid", uid}}}};
+namespace {
+
+const std::string kNoString;
+
+// What a source's workload is about: its Job, else its first pod; null for neither.
+const kube::ObjectMeta* Subject(const WorkloadSource& s) {
+  if (s.job) return &s.job->metadata;
+  return s.pods.empty() || s.pods[0].empty() ? nullptr : &s.pods[0][0].pod->metadata;
+}
+
+}  // namespace
+
+const std::string& WorkloadSource::namespace_name() const {
+  const kube::ObjectMeta* m = Subject(*this);
+  return m != nullptr ? m->namespace_name : kNoString;
+}
+
+const std::string& WorkloadSource::name() const {
+  if (kind == Kind::kPodGroup) return group;
+  const kube::ObjectMeta* m = Subject(*this);
+  return m != nullptr ? m->name : kNoString;
+}
+
+const std::string& WorkloadSource::job_uid() const { return job ? job->metadata.uid : kNoString; }
+
+const std::string& WorkloadSource::job_resource_version() const {
+  return job ? job->metadata.resource_version : kNoString;
+}
+
+kube::Json WorkloadSource::Involved() const {
+  const kube::ObjectMeta* m = Subject(*this);
+  const kube::ObjectMeta none;
+  if (m == nullptr) m = &none;
+  return {{"apiVersion", job ? "batch/v1" : "v1"},
+          {"kind", job ? "Job" : "Pod"},
+          {"metadata", {{"name", m->name}, {"namespace", m->namespace_name}, {"uid", m->uid}}}};
 }
 
 size_t BuildCache::Prepare(const ClusterObjects& objects, const BuildOptions& options) {

@@ -90,33 +90,42 @@ struct AssumedBind {
 };
 using AssumedBinds = std::unordered_map<std::string, AssumedBind>;  // by pod UID
 
+// A workload's pod as the build saw it: the informer's object itself, shared, whose name, UID
+// and resourceVersion are the preconditions of the writes about it.
 struct PodRef {
-  std::string namespace_name, name, uid, resource_version;
-  std::string Key() const { return namespace_name + "/" + name; }
+  std::shared_ptr<const kube::Pod> pod;
+  const std::string& namespace_name() const { return pod->metadata.namespace_name; }
+  const std::string& name() const { return pod->metadata.name; }
+  const std::string& uid() const { return pod->metadata.uid; }
+  const std::string& resource_version() const { return pod->metadata.resource_version; }
+  std::string Key() const { return namespace_name() + "/" + name(); }
 };
 
-// Where a snapshot workload came from, to carry decisions back.
+// Where a snapshot workload came from, to carry decisions back: the Job or the pods as the
+// informers hold them (shared), whose names and versions the writes about them read.
 struct WorkloadSource {
   enum class Kind { kJob, kPodGroup, kPod };
   Kind kind = Kind::kPod;
-  std::string namespace_name;
-  std::string name;  // the Job's, the group's or the pod's
-  // The Job (kJob): preconditions for suspend and resume.
-  std::string job_uid, job_resource_version;
-  // What Events are about: the Job, or the first pod.
-  struct Ref {
-    const char* api_version = "v1";
-    const char* kind = "Pod";
-    std::string name, uid;
-    // apiVersion, kind and metadata, as kube::EventSpec::involved takes them.
-    kube::Json ToJson(const std::string& namespace_name) const;
-  } involved;
+  std::shared_ptr<const kube::Job> job;  // kJob
+  std::string group;                     // kPodGroup: the group's name
   // The Job (kJob): the lost work its annotations record (kPreemptionCount, kGpuHoursLost).
   int64_t stored_preemptions = 0;
   double stored_gpu_hours_lost = 0;
   // Per pod set, the pods by replica index: pending pods for a pending workload (bind
-  // decisions index into these), bound pods in placement order for a running one.
+  // decisions index into these), bound pods in placement order for a running one. A pod
+  // group's or a pod's workload has one pod at least.
   std::vector<std::vector<PodRef>> pods;
+
+  // The Job's namespace, else the first pod's.
+  const std::string& namespace_name() const;
+  // The Job's, the group's or the pod's.
+  const std::string& name() const;
+  // The Job's (kJob; else ""): preconditions for suspend and resume.
+  const std::string& job_uid() const;
+  const std::string& job_resource_version() const;
+  // What Events are about, the Job or the first pod: apiVersion, kind and metadata, as
+  // kube::EventSpec::involved takes them.
+  kube::Json Involved() const;
   // Every pod's "namespace/name", in pod-set order.
   std::vector<std::string> PodKeys() const;
 };

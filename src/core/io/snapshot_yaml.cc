@@ -220,6 +220,7 @@ class SnapshotParser {
     }
     if (const YAML::Node tols = e["tolerations"]) {
       CHAMBER_RETURN_IF_ERROR(y_.ExpectList(tols, path + ".tolerations"));
+      std::vector<Toleration> tolerations;
       for (size_t i = 0; i < tols.size(); ++i) {
         const std::string tp = At(path + ".tolerations", i);
         CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(tols[i], tp, {"key", "operator", "value", "effect"}));
@@ -242,8 +243,9 @@ class SnapshotParser {
         if (tols[i]["effect"]) {
           CHAMBER_ASSIGN_OR_RETURN(t.effect, ParseEffect(y_, tols[i]["effect"], tp + ".effect"));
         }
-        ps->tolerations.push_back(std::move(t));
+        tolerations.push_back(std::move(t));
       }
+      ps->tolerations = Interned(std::move(tolerations));
     }
     if (const YAML::Node models = e["gpuModels"]) {
       CHAMBER_RETURN_IF_ERROR(y_.ExpectList(models, path + ".gpuModels"));

@@ -121,7 +121,9 @@ class SnapshotBuilder {
     // Tolerates key=value (or, with an empty value, any value of key) for every effect.
     WorkloadRef& Tolerate(std::string k, std::string v = "") {
       const auto op = v.empty() ? Toleration::Operator::kExists : Toleration::Operator::kEqual;
-      last().tolerations.push_back({std::move(k), op, std::move(v), std::nullopt});
+      std::vector<Toleration> tolerations = *last().tolerations;
+      tolerations.push_back({std::move(k), op, std::move(v), std::nullopt});
+      last().tolerations = Interned(std::move(tolerations));
       return *this;
     }
     WorkloadRef& Models(std::vector<std::string> m) {

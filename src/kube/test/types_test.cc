@@ -149,6 +149,28 @@ TEST(PodTest, TrimmedKeepsWhatChamberReadsAndDropsTheRest) {
   EXPECT_FALSE(Pod::FromJson(j).value().has_status);
 }
 
+TEST(PodTest, PodsOfTheSameShapeShareTheirTolerationsAndTrimmedContainers) {
+  Json j = PodJson();
+  Pod a = Pod::FromJson(j).value();
+  j["metadata"]["name"] = "train-1";
+  j["metadata"]["uid"] = "u-2";
+  j["spec"]["containers"][0]["image"] = "img:2";  // another image, the same requests
+  Pod b = Pod::FromJson(j).value();
+  EXPECT_EQ(a.tolerations.get(), b.tolerations.get());
+  EXPECT_NE(a.containers.get(), b.containers.get());
+  TrimPod(a);
+  TrimPod(b);
+  EXPECT_EQ(a.containers.get(), b.containers.get());
+  EXPECT_EQ(a.Request("nvidia.com/gpu"), 6);
+  // Different tolerations are not shared.
+  j["spec"]["tolerations"][0]["tolerationSeconds"] = 60;
+  const Pod c = Pod::FromJson(j).value();
+  EXPECT_NE(c.tolerations.get(), a.tolerations.get());
+  ASSERT_EQ(c.tolerations.size(), 1u);
+  EXPECT_EQ(c.tolerations[0].toleration_seconds, 60);
+  EXPECT_EQ(a.tolerations[0].toleration_seconds, 30);
+}
+
 TEST(PodTest, APendingTrimmedPodKeepsEveryConditionInOrder) {
   // chamberd patches a pending pod's PodScheduled condition by its index.
   Json j = PodJson();

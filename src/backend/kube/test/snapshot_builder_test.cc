@@ -158,10 +158,17 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   EXPECT_EQ(w.submit_time.count(), UnixMs("2026-11-30T09:00:00Z"));  // the Job's creation
   const WorkloadSource& src = b.sources[0];
   EXPECT_EQ(src.kind, WorkloadSource::Kind::kJob);
-  EXPECT_EQ(src.job_uid, "uid-job-train");
+  EXPECT_EQ(src.job_uid(), "uid-job-train");
+  EXPECT_EQ(src.namespace_name(), "ml");
+  EXPECT_EQ(src.name(), "train");
+  EXPECT_EQ(
+      src.Involved(),
+      (Json{{"apiVersion", "batch/v1"},
+            {"kind", "Job"},
+            {"metadata", {{"name", "train"}, {"namespace", "ml"}, {"uid", "uid-job-train"}}}}));
   ASSERT_EQ(src.pods.size(), 1u);
   ASSERT_EQ(src.pods[0].size(), 4u);
-  EXPECT_EQ(src.pods[0][2].name, "train-2");
+  EXPECT_EQ(src.pods[0][2].name(), "train-2");
   EXPECT_EQ(src.PodKeys(),
             (std::vector<std::string>{"ml/train-0", "ml/train-1", "ml/train-2", "ml/train-3"}));
 
@@ -275,6 +282,14 @@ TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   EXPECT_EQ(g.min_member, 2);
   EXPECT_EQ(g.TotalPods(), 3);
   EXPECT_EQ(b.sources[0].kind, WorkloadSource::Kind::kPodGroup);
+  EXPECT_EQ(b.sources[0].name(), "g");
+  EXPECT_EQ(b.sources[0].namespace_name(), "research");
+  EXPECT_EQ(b.sources[0].job_uid(), "");
+  EXPECT_EQ(b.sources[0].Involved()["metadata"]["name"], "g-0") << "its first pod";
+  EXPECT_EQ(b.sources[1].kind, WorkloadSource::Kind::kPod);
+  EXPECT_EQ(b.sources[1].name(), "solo");
+  EXPECT_EQ(b.sources[1].Involved()["kind"], "Pod");
+  EXPECT_EQ(b.sources[1].Involved()["metadata"]["uid"], b.sources[1].pods[0][0].uid());
   const core::Workload& solo = b.snapshot.workloads[1];
   EXPECT_EQ(solo.queue, "other");
   EXPECT_EQ(solo.priority, 500) << "from its PriorityClass";
@@ -373,6 +388,36 @@ TEST(SnapshotBuilderTest, ABoundPodWithoutAReadableStartTimeStartsNow) {
     EXPECT_EQ(w.state, core::WorkloadState::kRunning) << w.name;
     EXPECT_EQ(w.start_time, Opts().now) << w.name;
   }
+}
+
+TEST(SnapshotBuilderTest, PodsOfTheSameTolerationsShareOneList) {
+  const Json defaults = {{"spec",
+                          {{"tolerations",
+                            {{{"key", "node.kubernetes.io/not-ready"},
+                              {"operator", "Exists"},
+                              {"effect", "NoExecute"},
+                              {"tolerationSeconds", 300}},
+                             {{"key", "dedicated"}, {"operator", "Equal"}, {"value", "ml"}}}}}}};
+  Json other = defaults;
+  other["spec"]["tolerations"][1]["value"] = "infer";
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pods = {Pod("ml", "a", 1, defaults), Pod("ml", "b", 1, defaults), Pod("ml", "c", 1, other)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 3u);
+  const core::PodSet& a = b.snapshot.workloads[0].pod_sets.at(0);
+  const core::PodSet& same = b.snapshot.workloads[1].pod_sets.at(0);
+  const core::PodSet& c = b.snapshot.workloads[2].pod_sets.at(0);
+  ASSERT_EQ(a.tolerations.size(), 2u);
+  EXPECT_EQ(a.tolerations[0].key, "node.kubernetes.io/not-ready");
+  EXPECT_EQ(a.tolerations[0].op, core::Toleration::Operator::kExists);
+  EXPECT_EQ(a.tolerations[0].effect, core::TaintEffect::kNoExecute);
+  EXPECT_EQ(a.tolerations[1].op, core::Toleration::Operator::kEqual);
+  EXPECT_EQ(a.tolerations[1].value, "ml");
+  EXPECT_FALSE(a.tolerations[1].effect.has_value());
+  EXPECT_EQ(a.tolerations.get(), same.tolerations.get());
+  EXPECT_NE(a.tolerations.get(), c.tolerations.get());
+  EXPECT_EQ(c.tolerations[1].value, "infer");
 }
 
 TEST(SnapshotBuilderTest, IndexLists) {

@@ -55,14 +55,14 @@ std::string Dump(const BuiltSnapshot& b) {
     for (const core::PodPlacement& p : w.placements)
       o << " at:" << p.node.value << "/" << p.gpu_mask;
     const WorkloadSource& src = b.sources[i];
-    o << " src:" << static_cast<int>(src.kind) << " " << src.namespace_name << "/" << src.name
-      << " job=" << src.job_uid << "@" << src.job_resource_version
-      << " about=" << src.involved.api_version << "/" << src.involved.kind << "/"
-      << src.involved.name << "/" << src.involved.uid;
+    o << " src:" << static_cast<int>(src.kind) << " " << src.namespace_name() << "/" << src.name()
+      << " job=" << src.job_uid() << "@" << src.job_resource_version()
+      << " about=" << src.Involved().dump();
     for (const auto& set : src.pods) {
       o << " [";
       for (const PodRef& r : set)
-        o << r.namespace_name << "/" << r.name << "#" << r.uid << "@" << r.resource_version << " ";
+        o << r.namespace_name() << "/" << r.name() << "#" << r.uid() << "@" << r.resource_version()
+          << " ";
       o << "]";
     }
     o << "\n";

@@ -84,7 +84,7 @@ TEST(SnapshotYaml, ReadsEveryField) {
   EXPECT_EQ(g.pod_sets[0].request.cpu_milli(), 500);
   EXPECT_EQ(g.pod_sets[1].count, 3);
   EXPECT_EQ(g.pod_sets[1].request.memory_bytes(), int64_t{8} << 30);
-  EXPECT_EQ(g.pod_sets[1].tolerations.at(0).op, Toleration::Operator::kExists);
+  EXPECT_EQ(g.pod_sets[1].tolerations->at(0).op, Toleration::Operator::kExists);
   EXPECT_EQ(g.TotalPods(), 4);
 }
 
