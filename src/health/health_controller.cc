@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "common/config_file.h"
+#include "common/json_reader.h"
 #include "common/time.h"
 
 namespace chamber::health {
@@ -53,88 +54,6 @@ std::string_view ChangeKindName(HealthChange::Kind k) {
 
 namespace {
 
-// Typed reads that name the field's path in errors.
-class Fields {
- public:
-  Fields(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
-
-  Status Object() const {
-    if (!j_.is_object()) return Err(path_, "expected an object");
-    return Status::Ok();
-  }
-  const json* Get(std::string_view key, std::string* where) const {
-    *where = path_ + "." + std::string(key);
-    auto it = j_.find(key);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  Result<const json*> Need(std::string_view key, std::string* where) const {
-    const json* v = Get(key, where);
-    if (!v) return Err(*where, "missing");
-    return v;
-  }
-  Result<std::string> String(std::string_view key) const {
-    std::string where;
-    CHAMBER_ASSIGN_OR_RETURN(const json* v, Need(key, &where));
-    if (!v->is_string()) return Err(where, "expected a string");
-    return v->get<std::string>();
-  }
-  Result<double> Number(std::string_view key) const {
-    std::string where;
-    CHAMBER_ASSIGN_OR_RETURN(const json* v, Need(key, &where));
-    if (!v->is_number()) return Err(where, "expected a number");
-    double d = v->get<double>();
-    if (!std::isfinite(d)) return Err(where, "expected a finite number");
-    return d;
-  }
-  Result<int64_t> Int(std::string_view key, int64_t lo, int64_t hi) const {
-    std::string where;
-    CHAMBER_ASSIGN_OR_RETURN(const json* v, Need(key, &where));
-    return IntAt(*v, where, lo, hi);
-  }
-  Result<std::optional<int64_t>> OptInt(std::string_view key, int64_t lo, int64_t hi) const {
-    std::string where;
-    CHAMBER_ASSIGN_OR_RETURN(const json* v, Need(key, &where));
-    if (v->is_null()) return std::optional<int64_t>();
-    CHAMBER_ASSIGN_OR_RETURN(int64_t i, IntAt(*v, where, lo, hi));
-    return std::optional<int64_t>(i);
-  }
-  Result<bool> Bool(std::string_view key) const {
-    std::string where;
-    CHAMBER_ASSIGN_OR_RETURN(const json* v, Need(key, &where));
-    if (!v->is_boolean()) return Err(where, "expected true or false");
-    return v->get<bool>();
-  }
-  Result<const json*> Array(std::string_view key) const {
-    std::string where;
-    CHAMBER_ASSIGN_OR_RETURN(const json* v, Need(key, &where));
-    if (!v->is_array()) return Err(where, "expected an array");
-    return v;
-  }
-  std::string Path(std::string_view key) const { return path_ + "." + std::string(key); }
-
-  static Status Err(const std::string& where, std::string_view what) {
-    return Status::InvalidArgument(where + ": " + std::string(what));
-  }
-  static Result<int64_t> IntAt(const json& v, const std::string& where, int64_t lo, int64_t hi) {
-    int64_t i = 0;
-    if (v.is_number_unsigned()) {
-      uint64_t u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(hi)) return Err(where, fmt::format("must be at most {}", hi));
-      i = static_cast<int64_t>(u);
-    } else if (v.is_number_integer()) {
-      i = v.get<int64_t>();
-    } else {
-      return Err(where, "expected an integer");
-    }
-    if (i < lo || i > hi) return Err(where, fmt::format("must be between {} and {}", lo, hi));
-    return i;
-  }
-
- private:
-  const json& j_;
-  std::string path_;
-};
-
 constexpr int64_t kMaxGpuIndex = 1023;
 
 // A Kubernetes label value (also the name part of a key): at most 63 of [A-Za-z0-9._-],
@@ -148,33 +67,86 @@ bool ValidLabelText(std::string_view s, bool allow_empty) {
                      [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
 }
 
+// The report's members are read with JsonReader (common/json_reader.h); errors start at the
+// member's path ("report.samples[0].lost: expected true or false").
+const JsonReader kReport;
+
 Result<Severity> ParseSeverity(const std::string& s, const std::string& where) {
   if (std::optional<Severity> named = SeverityNamed(s)) return *named;
-  return Fields::Err(where, "expected healthy, degraded, unhealthy or fatal, got \"" + s + "\"");
+  return kReport.Error(where, "expected healthy, degraded, unhealthy or fatal, got \"" + s + "\"");
+}
+
+// A required member: present and not null.
+Status Require(const json& obj, std::string_view key, const std::string& path) {
+  if (JsonReader::Find(obj, key) == nullptr)
+    return kReport.Error(JsonReader::Join(path, key), "missing");
+  return Status::Ok();
+}
+
+Status RequireObject(const json& j, const std::string& path) {
+  if (!j.is_object()) return kReport.Error(path, "expected an object");
+  return Status::Ok();
+}
+
+Result<std::string> RequiredString(const json& obj, std::string_view key, const std::string& path) {
+  CHAMBER_RETURN_IF_ERROR(Require(obj, key, path));
+  std::string out;
+  CHAMBER_RETURN_IF_ERROR(kReport.String(obj, key, path, &out));
+  return out;
+}
+
+Result<double> RequiredNumber(const json& obj, std::string_view key, const std::string& path) {
+  CHAMBER_RETURN_IF_ERROR(Require(obj, key, path));
+  double out = 0;
+  CHAMBER_RETURN_IF_ERROR(kReport.Number(obj, key, path, &out));
+  return out;
+}
+
+Result<bool> RequiredBool(const json& obj, std::string_view key, const std::string& path) {
+  CHAMBER_RETURN_IF_ERROR(Require(obj, key, path));
+  bool out = false;
+  CHAMBER_RETURN_IF_ERROR(kReport.Bool(obj, key, path, &out));
+  return out;
+}
+
+// An integer from `lo` to `hi`; absent or null: nullopt unless `required`.
+Result<std::optional<int64_t>> IntegerIn(const json& obj, std::string_view key,
+                                         const std::string& path, int64_t lo, int64_t hi,
+                                         bool required) {
+  if (required) CHAMBER_RETURN_IF_ERROR(Require(obj, key, path));
+  std::optional<int64_t> out;
+  CHAMBER_RETURN_IF_ERROR(kReport.Integer(obj, key, path, &out));
+  if (out && (*out < lo || *out > hi))
+    return kReport.Error(JsonReader::Join(path, key),
+                         fmt::format("must be between {} and {}", lo, hi));
+  return out;
+}
+
+Result<const json*> RequiredArray(const json& obj, std::string_view key, const std::string& path) {
+  CHAMBER_RETURN_IF_ERROR(Require(obj, key, path));
+  const json* out = nullptr;
+  CHAMBER_RETURN_IF_ERROR(kReport.Array(obj, key, path, &out));
+  return out;
 }
 
 // A sample's `utilization` (optional: an agent without NVML sends none): SM activity for
 // source "gpm", the coarse rate otherwise; percent in the report, 0-1 here.
-Result<std::optional<double>> SampleUtilization(const Fields& s) {
-  std::string where;
-  const json* u = s.Get("utilization", &where);
-  if (u == nullptr || u->is_null()) return std::optional<double>();
-  Fields f(*u, where);
-  CHAMBER_RETURN_IF_ERROR(f.Object());
+Result<std::optional<double>> SampleUtilization(const json& sample, const std::string& path) {
+  const json* u = nullptr;
+  CHAMBER_RETURN_IF_ERROR(kReport.Object(sample, "utilization", path, &u));
+  if (u == nullptr) return std::optional<double>();
+  const std::string where = JsonReader::Join(path, "utilization");
   std::string source;
-  if (const json* src = f.Get("source", &where); src && !src->is_null()) {
-    if (!src->is_string()) return Fields::Err(where, "expected a string");
-    source = src->get<std::string>();
-  }
+  CHAMBER_RETURN_IF_ERROR(kReport.String(*u, "source", where, &source));
   auto percent = [&](std::string_view key) -> Result<std::optional<double>> {
-    std::string at;
-    const json* v = f.Get(key, &at);
-    if (v == nullptr || v->is_null()) return std::optional<double>();
-    if (!v->is_number()) return Fields::Err(at, "expected a number or null");
-    const double d = v->get<double>();
-    if (!std::isfinite(d) || d < 0 || d > 100)
-      return Fields::Err(at, "must be a percentage from 0 to 100");
-    return std::optional<double>(d / 100);
+    const json* given = JsonReader::Find(*u, key);
+    if (given != nullptr && !given->is_number())
+      return kReport.Error(JsonReader::Join(where, key), "expected a number or null");
+    std::optional<double> v;
+    CHAMBER_RETURN_IF_ERROR(kReport.Number(*u, key, where, &v));
+    if (v && (*v < 0 || *v > 100))
+      return kReport.Error(JsonReader::Join(where, key), "must be a percentage from 0 to 100");
+    return v ? std::optional<double>(*v / 100) : std::nullopt;
   };
   CHAMBER_ASSIGN_OR_RETURN(std::optional<double> sm, percent("sm_active_percent"));
   CHAMBER_ASSIGN_OR_RETURN(std::optional<double> coarse, percent("gpu_percent"));
@@ -185,96 +157,107 @@ Result<std::optional<double>> SampleUtilization(const Fields& s) {
 }  // namespace
 
 Result<AgentReport> ParseAgentReport(const json& j) {
-  Fields r(j, "report");
-  CHAMBER_RETURN_IF_ERROR(r.Object());
+  const std::string report = "report";
+  CHAMBER_RETURN_IF_ERROR(RequireObject(j, report));
   AgentReport out;
-  CHAMBER_ASSIGN_OR_RETURN(std::string kind, r.String("kind"));
+  CHAMBER_ASSIGN_OR_RETURN(std::string kind, RequiredString(j, "kind", report));
   if (kind != "chamber.io/agent-report/v1")
-    return Fields::Err(r.Path("kind"),
-                       "expected \"chamber.io/agent-report/v1\", got \"" + kind + "\"");
-  CHAMBER_ASSIGN_OR_RETURN(out.node, r.String("node"));
+    return kReport.Error("report.kind",
+                         "expected \"chamber.io/agent-report/v1\", got \"" + kind + "\"");
+  CHAMBER_ASSIGN_OR_RETURN(out.node, RequiredString(j, "node", report));
   if (out.node.empty() || out.node.size() > 253)
-    return Fields::Err(r.Path("node"), "must be a node name of 1 to 253 characters");
-  CHAMBER_ASSIGN_OR_RETURN(out.time, r.Number("time"));
+    return kReport.Error("report.node", "must be a node name of 1 to 253 characters");
+  CHAMBER_ASSIGN_OR_RETURN(out.time, RequiredNumber(j, "time", report));
 
-  std::string where;
-  CHAMBER_ASSIGN_OR_RETURN(const json* inv, r.Need("inventory", &where));
-  Fields fi(*inv, where);
-  CHAMBER_RETURN_IF_ERROR(fi.Object());
-  CHAMBER_ASSIGN_OR_RETURN(const json* gpus, fi.Array("gpus"));
+  CHAMBER_RETURN_IF_ERROR(Require(j, "inventory", report));
+  const json& inventory = j["inventory"];
+  CHAMBER_RETURN_IF_ERROR(RequireObject(inventory, "report.inventory"));
+  CHAMBER_ASSIGN_OR_RETURN(const json* gpus, RequiredArray(inventory, "gpus", "report.inventory"));
   for (size_t i = 0; i < gpus->size(); ++i) {
-    Fields g((*gpus)[i], fmt::format("{}[{}]", fi.Path("gpus"), i));
-    CHAMBER_RETURN_IF_ERROR(g.Object());
+    const std::string at = fmt::format("report.inventory.gpus[{}]", i);
+    const json& g = (*gpus)[i];
+    CHAMBER_RETURN_IF_ERROR(RequireObject(g, at));
     ReportGpu rg;
-    CHAMBER_ASSIGN_OR_RETURN(int64_t index, g.Int("index", 0, kMaxGpuIndex));
-    rg.index = static_cast<int>(index);
-    CHAMBER_ASSIGN_OR_RETURN(rg.uuid, g.String("uuid"));
+    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> index,
+                             IntegerIn(g, "index", at, 0, kMaxGpuIndex, /*required=*/true));
+    rg.index = static_cast<int>(*index);
+    CHAMBER_ASSIGN_OR_RETURN(rg.uuid, RequiredString(g, "uuid", at));
     out.gpus.push_back(std::move(rg));
   }
 
-  CHAMBER_ASSIGN_OR_RETURN(const json* samples, r.Array("samples"));
+  CHAMBER_ASSIGN_OR_RETURN(const json* samples, RequiredArray(j, "samples", report));
   for (size_t i = 0; i < samples->size(); ++i) {
-    Fields s((*samples)[i], fmt::format("report.samples[{}]", i));
-    CHAMBER_RETURN_IF_ERROR(s.Object());
+    const std::string at = fmt::format("report.samples[{}]", i);
+    const json& s = (*samples)[i];
+    CHAMBER_RETURN_IF_ERROR(RequireObject(s, at));
     ReportSample rs;
-    CHAMBER_ASSIGN_OR_RETURN(int64_t index, s.Int("index", 0, kMaxGpuIndex));
-    rs.index = static_cast<int>(index);
-    CHAMBER_ASSIGN_OR_RETURN(rs.uuid, s.String("uuid"));
-    CHAMBER_ASSIGN_OR_RETURN(rs.lost, s.Bool("lost"));
-    CHAMBER_ASSIGN_OR_RETURN(rs.recovery_action, s.OptInt("recovery_action", 0, 1 << 20));
-    CHAMBER_ASSIGN_OR_RETURN(rs.utilization, SampleUtilization(s));
-    std::string at;
-    if (const json* mem = s.Get("memory_used_bytes", &at); mem && !mem->is_null()) {
-      CHAMBER_ASSIGN_OR_RETURN(int64_t used, Fields::IntAt(*mem, at, 0, int64_t{1} << 50));
-      rs.memory_used_bytes = used;
-    }
+    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> index,
+                             IntegerIn(s, "index", at, 0, kMaxGpuIndex, /*required=*/true));
+    rs.index = static_cast<int>(*index);
+    CHAMBER_ASSIGN_OR_RETURN(rs.uuid, RequiredString(s, "uuid", at));
+    CHAMBER_ASSIGN_OR_RETURN(rs.lost, RequiredBool(s, "lost", at));
+    // Required, and null when the driver does not say.
+    if (!s.contains("recovery_action")) return kReport.Error(at + ".recovery_action", "missing");
+    CHAMBER_ASSIGN_OR_RETURN(rs.recovery_action,
+                             IntegerIn(s, "recovery_action", at, 0, 1 << 20, /*required=*/false));
+    CHAMBER_ASSIGN_OR_RETURN(rs.utilization, SampleUtilization(s, at));
+    CHAMBER_ASSIGN_OR_RETURN(rs.memory_used_bytes,
+                             IntegerIn(s, "memory_used_bytes", at, 0, int64_t{1} << 50,
+                                       /*required=*/false));
     out.samples.push_back(std::move(rs));
   }
 
-  CHAMBER_ASSIGN_OR_RETURN(const json* incidents, r.Array("incidents"));
+  CHAMBER_ASSIGN_OR_RETURN(const json* incidents, RequiredArray(j, "incidents", report));
   for (size_t i = 0; i < incidents->size(); ++i) {
-    Fields f((*incidents)[i], fmt::format("report.incidents[{}]", i));
-    CHAMBER_RETURN_IF_ERROR(f.Object());
+    const std::string at = fmt::format("report.incidents[{}]", i);
+    const json& f = (*incidents)[i];
+    CHAMBER_RETURN_IF_ERROR(RequireObject(f, at));
     GpuIncident ri;
-    CHAMBER_ASSIGN_OR_RETURN(int64_t id, f.Int("id", 0, INT64_MAX));
-    ri.id = static_cast<uint64_t>(id);
-    CHAMBER_ASSIGN_OR_RETURN(int64_t gpu, f.Int("gpu_index", -1, kMaxGpuIndex));
-    ri.gpu_index = static_cast<int>(gpu);
-    CHAMBER_ASSIGN_OR_RETURN(ri.gpu_uuid, f.String("gpu_uuid"));
-    CHAMBER_ASSIGN_OR_RETURN(ri.cause, f.String("cause"));
-    if (ri.cause.empty()) return Fields::Err(f.Path("cause"), "must not be empty");
-    CHAMBER_ASSIGN_OR_RETURN(std::string sev, f.String("severity"));
-    CHAMBER_ASSIGN_OR_RETURN(ri.severity, ParseSeverity(sev, f.Path("severity")));
-    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> xid, f.OptInt("xid", 0, UINT32_MAX));
+    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> id,
+                             IntegerIn(f, "id", at, 0, INT64_MAX, /*required=*/true));
+    ri.id = static_cast<uint64_t>(*id);
+    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> gpu,
+                             IntegerIn(f, "gpu_index", at, -1, kMaxGpuIndex, /*required=*/true));
+    ri.gpu_index = static_cast<int>(*gpu);
+    CHAMBER_ASSIGN_OR_RETURN(ri.gpu_uuid, RequiredString(f, "gpu_uuid", at));
+    CHAMBER_ASSIGN_OR_RETURN(ri.cause, RequiredString(f, "cause", at));
+    if (ri.cause.empty()) return kReport.Error(at + ".cause", "must not be empty");
+    CHAMBER_ASSIGN_OR_RETURN(std::string sev, RequiredString(f, "severity", at));
+    CHAMBER_ASSIGN_OR_RETURN(ri.severity, ParseSeverity(sev, at + ".severity"));
+    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> xid,
+                             IntegerIn(f, "xid", at, 0, UINT32_MAX, /*required=*/false));
     if (xid) ri.xid = static_cast<unsigned>(*xid);
-    CHAMBER_ASSIGN_OR_RETURN(ri.message, f.String("message"));
-    CHAMBER_ASSIGN_OR_RETURN(ri.opened_at, f.Number("opened_at"));
-    CHAMBER_ASSIGN_OR_RETURN(ri.last_seen, f.Number("last_seen"));
-    CHAMBER_ASSIGN_OR_RETURN(ri.occurrences, f.Int("occurrences", 1, INT64_MAX));
+    CHAMBER_ASSIGN_OR_RETURN(ri.message, RequiredString(f, "message", at));
+    CHAMBER_ASSIGN_OR_RETURN(ri.opened_at, RequiredNumber(f, "opened_at", at));
+    CHAMBER_ASSIGN_OR_RETURN(ri.last_seen, RequiredNumber(f, "last_seen", at));
+    CHAMBER_ASSIGN_OR_RETURN(std::optional<int64_t> occurrences,
+                             IntegerIn(f, "occurrences", at, 1, INT64_MAX, /*required=*/true));
+    ri.occurrences = *occurrences;
     // Optional: agents before evidence send none.
-    if (const json* ev = f.Get("evidence", &where); ev && !ev->is_null()) {
-      CHAMBER_ASSIGN_OR_RETURN(ri.evidence, ParseEvidenceList(*ev, where));
+    if (const json* ev = JsonReader::Find(f, "evidence")) {
+      CHAMBER_ASSIGN_OR_RETURN(ri.evidence, ParseEvidenceList(*ev, at + ".evidence"));
     }
     out.incidents.push_back(std::move(ri));
   }
 
   // Optional: reports of agents that compute no labels leave the node's labels alone.
-  if (const json* labels = r.Get("labels", &where)) {
-    if (!labels->is_object()) return Fields::Err(where, "expected an object");
+  if (const json* labels = JsonReader::Find(j, "labels")) {
+    const std::string where = "report.labels";
+    if (!labels->is_object()) return kReport.Error(where, "expected an object");
     std::map<std::string, std::string> own;
     const std::string_view prefix = kAgentLabelPrefix;
     const std::string_view domain = "chamber.io/";
     for (const auto& [key, value] : labels->items()) {
       const std::string at = fmt::format("{}[\"{}\"]", where, key);
-      if (!value.is_string()) return Fields::Err(at, "expected a string");
+      if (!value.is_string()) return kReport.Error(at, "expected a string");
       if (key.rfind(prefix, 0) != 0) continue;  // not the agent's to set
       if (!ValidLabelText(std::string_view(key).substr(domain.size()), false))
-        return Fields::Err(at, "not a valid label key");
+        return kReport.Error(at, "not a valid label key");
       std::string v = value.get<std::string>();
       if (!ValidLabelText(v, true))
-        return Fields::Err(at, "\"" + v +
-                                   "\" is not a valid label value (at most 63 of A-Z a-z 0-9 . _ "
-                                   "-, alphanumeric at both ends)");
+        return kReport.Error(at, "\"" + v +
+                                     "\" is not a valid label value (at most 63 of A-Z a-z 0-9 . _ "
+                                     "-, alphanumeric at both ends)");
       own.emplace(key, std::move(v));
     }
     out.labels = std::move(own);

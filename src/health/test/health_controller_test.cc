@@ -140,6 +140,21 @@ TEST(AgentReportParser, ErrorsNameTheField) {
   k["samples"][0]["index"] = -2;
   EXPECT_EQ(ParseAgentReport(k).status().message(),
             "report.samples[0].index: must be between 0 and 1023");
+  // A required member that is null is missing; recovery_action must be there, but null says the
+  // driver does not know.
+  k = Report("n1", 1);
+  k["inventory"]["gpus"][0]["uuid"] = nullptr;
+  EXPECT_EQ(ParseAgentReport(k).status().message(), "report.inventory.gpus[0].uuid: missing");
+  k = Report("n1", 1);
+  k["samples"][0]["recovery_action"] = nullptr;
+  Result<AgentReport> unknown_action = ParseAgentReport(k);
+  ASSERT_TRUE(unknown_action.ok()) << unknown_action.status().ToString();
+  EXPECT_FALSE(unknown_action->samples[0].recovery_action);
+  k["samples"][0].erase("recovery_action");
+  EXPECT_EQ(ParseAgentReport(k).status().message(), "report.samples[0].recovery_action: missing");
+  k = Report("n1", 1);
+  k["samples"] = json::object();
+  EXPECT_EQ(ParseAgentReport(k).status().message(), "report.samples: expected a list");
   EXPECT_EQ(ParseAgentReportText("{").status().message(), "report: not valid JSON");
   EXPECT_EQ(ParseAgentReportText("[]").status().message(), "report: expected an object");
 }
