@@ -1,9 +1,10 @@
-// Typed reads of JSON object members with errors that name the member's path:
-// "Pod ml/train-0: field spec.nodeName: expected a string" (with a `where`), or
+// Typed reads of JSON object members, and of values such as a list's elements, with errors that
+// name the path: "Pod ml/train-0: field spec.nodeName: expected a string" (with a `where`), or
 // "report.incidents[0].evidence[0].xid: expected an unsigned integer" (without). nlohmann-json
 // throws on a wrong type; these never do. The words match YamlReader's (common/yaml_reader.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -29,6 +30,8 @@ class JsonReader {
   Status Error(std::string_view path, std::string_view what) const;
   // "a.b" from "a" and "b"; "b" from "" and "b".
   static std::string Join(std::string_view path, std::string_view key);
+  // "a[3]" from "a" and 3: the path of a list's element.
+  static std::string Element(std::string_view path, size_t index);
   // The member `key` of `obj`: null when it is absent or JSON null, or `obj` is not an object.
   static const Json* Find(const Json& obj, std::string_view key);
 
@@ -61,10 +64,33 @@ class JsonReader {
   Status StringMap(const Json& obj, std::string_view key, std::string_view path,
                    std::map<std::string, std::string>* out) const;
 
+  // Each reads the value `v` itself (a list's element, say), at `path`, into `*out`, with the
+  // member reads' rules and words; null is of the wrong type here.
+  Status StringValue(const Json& v, std::string_view path, std::string* out) const;
+  template <typename Int>
+  Status IntegerValue(const Json& v, std::string_view path, Int* out) const;
+  Status NumberValue(const Json& v, std::string_view path, double* out) const;
+  Status BoolValue(const Json& v, std::string_view path, bool* out) const;
+  // Checks that `v` is an object (a list).
+  Status ObjectValue(const Json& v, std::string_view path) const;
+  Status ArrayValue(const Json& v, std::string_view path) const;
+
  private:
-  // `v` as an `Int`, or the reason it is not one.
+  // The checks behind both kinds of read: each reads `v` into `*out` (where there is one), or
+  // gives the reason it cannot. A member read joins its path only for an error.
+  static std::optional<std::string_view> ToString(const Json& v, std::string* out);
   template <typename Int>
   static std::optional<std::string_view> ToInt(const Json& v, Int* out);
+  static std::optional<std::string_view> ToNumber(const Json& v, double* out);
+  static std::optional<std::string_view> ToBool(const Json& v, bool* out);
+  static std::optional<std::string_view> IsObject(const Json& v);
+  static std::optional<std::string_view> IsArray(const Json& v);
+
+  // `bad`, a reason from the checks above, as an error at `path` (at the member `key` of
+  // `path`); Ok when there is none.
+  Status Check(std::optional<std::string_view> bad, std::string_view path) const;
+  Status Check(std::optional<std::string_view> bad, std::string_view path,
+               std::string_view key) const;
 
   std::string where_;
 };
@@ -94,9 +120,7 @@ template <typename Int>
 Status JsonReader::Integer(const Json& obj, std::string_view key, std::string_view path,
                            Int* out) const {
   const Json* v = Find(obj, key);
-  if (v == nullptr) return Status::Ok();
-  if (std::optional<std::string_view> bad = ToInt(*v, out)) return Error(Join(path, key), *bad);
-  return Status::Ok();
+  return v == nullptr ? Status::Ok() : Check(ToInt(*v, out), path, key);
 }
 
 template <typename Int>
@@ -107,6 +131,11 @@ Status JsonReader::Integer(const Json& obj, std::string_view key, std::string_vi
   CHAMBER_RETURN_IF_ERROR(Integer(obj, key, path, &v));
   *out = v;
   return Status::Ok();
+}
+
+template <typename Int>
+Status JsonReader::IntegerValue(const Json& v, std::string_view path, Int* out) const {
+  return Check(ToInt(v, out), path);
 }
 
 }  // namespace chamber
