@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/json_reader.h"
+
 namespace chamber::daemon {
 namespace {
 
@@ -18,14 +20,67 @@ const char* ResolutionName(fleet::HistoryResolution r) {
   return r == fleet::HistoryResolution::kFine ? "fine" : "coarse";
 }
 
-Status FieldError(const std::string& field, const std::string& what) {
-  return Status::InvalidArgument("history batch: " + field + ": " + what);
+// The batch's members are read with JsonReader (common/json_reader.h); ParseHistoryBatch puts
+// "history batch: " before the path of an error ("rows[3][2]: expected an integer").
+const JsonReader kBatch;
+
+Status Require(const json& j, std::string_view key) {
+  if (JsonReader::Find(j, key) == nullptr) return kBatch.Error(key, "missing");
+  return Status::Ok();
 }
 
-Result<int64_t> IntField(const json& j, const char* name) {
-  if (!j.contains(name)) return FieldError(name, "missing");
-  if (!j[name].is_number_integer()) return FieldError(name, "expected an integer");
-  return j[name].get<int64_t>();
+Status RequiredInteger(const json& j, std::string_view key, int64_t* out) {
+  CHAMBER_RETURN_IF_ERROR(Require(j, key));
+  return kBatch.Integer(j, key, "", out);
+}
+
+// [metric, scope, time, sum, count], at `at`.
+Status ReadRow(const json& r, const std::string& at, fleet::HistoryRow* row) {
+  if (!r.is_array() || r.size() != 5)
+    return kBatch.Error(at, "expected [metric, scope, time, sum, count]");
+  CHAMBER_RETURN_IF_ERROR(kBatch.StringValue(r[0], JsonReader::Element(at, 0), &row->metric));
+  CHAMBER_RETURN_IF_ERROR(kBatch.StringValue(r[1], JsonReader::Element(at, 1), &row->scope));
+  CHAMBER_RETURN_IF_ERROR(kBatch.IntegerValue(r[2], JsonReader::Element(at, 2), &row->time));
+  CHAMBER_RETURN_IF_ERROR(kBatch.NumberValue(r[3], JsonReader::Element(at, 3), &row->sum));
+  CHAMBER_RETURN_IF_ERROR(kBatch.IntegerValue(r[4], JsonReader::Element(at, 4), &row->count));
+  if (row->count < 1)
+    return kBatch.Error(JsonReader::Element(at, 4), "expected an integer of at least 1");
+  return Status::Ok();
+}
+
+Status ReadBatch(const json& j, fleet::HistoryBatch* b) {
+  if (!j.is_object()) return Status::InvalidArgument("expected an object");
+  std::string format;
+  CHAMBER_RETURN_IF_ERROR(kBatch.String(j, "format", "", &format));
+  if (format != kFormat) return kBatch.Error("format", "expected \"" + std::string(kFormat) + "\"");
+  int64_t version = 0;
+  CHAMBER_RETURN_IF_ERROR(RequiredInteger(j, "version", &version));
+  if (version != kVersion)
+    return kBatch.Error("version", std::to_string(version) +
+                                       " is not supported (this build reads " +
+                                       std::to_string(kVersion) + ")");
+  std::string resolution;
+  CHAMBER_RETURN_IF_ERROR(kBatch.String(j, "resolution", "", &resolution));
+  if (resolution == "fine") {
+    b->resolution = fleet::HistoryResolution::kFine;
+  } else if (resolution == "coarse") {
+    b->resolution = fleet::HistoryResolution::kCoarse;
+  } else {
+    return kBatch.Error("resolution", "expected \"fine\" or \"coarse\"");
+  }
+  CHAMBER_RETURN_IF_ERROR(RequiredInteger(j, "fine_step", &b->fine_step));
+  CHAMBER_RETURN_IF_ERROR(RequiredInteger(j, "coarse_step", &b->coarse_step));
+  CHAMBER_RETURN_IF_ERROR(RequiredInteger(j, "rolled_up_until", &b->rolled_up_until));
+  CHAMBER_RETURN_IF_ERROR(RequiredInteger(j, "next", &b->next));
+  CHAMBER_RETURN_IF_ERROR(Require(j, "more"));
+  CHAMBER_RETURN_IF_ERROR(kBatch.Bool(j, "more", "", &b->more));
+  const json* rows = nullptr;
+  CHAMBER_RETURN_IF_ERROR(Require(j, "rows"));
+  CHAMBER_RETURN_IF_ERROR(kBatch.Array(j, "rows", "", &rows));
+  b->rows.resize(rows->size());
+  for (size_t i = 0; i < rows->size(); ++i)
+    CHAMBER_RETURN_IF_ERROR(ReadRow((*rows)[i], JsonReader::Element("rows", i), &b->rows[i]));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -46,46 +101,9 @@ json HistoryBatchJson(const fleet::HistoryBatch& b) {
 }
 
 Result<fleet::HistoryBatch> ParseHistoryBatch(const json& j) {
-  if (!j.is_object()) return Status::InvalidArgument("history batch: expected an object");
-  if (j.value("format", "") != kFormat)
-    return FieldError("format", "expected \"" + std::string(kFormat) + "\"");
-  CHAMBER_ASSIGN_OR_RETURN(int64_t version, IntField(j, "version"));
-  if (version != kVersion)
-    return FieldError("version", std::to_string(version) + " is not supported (this build reads " +
-                                     std::to_string(kVersion) + ")");
   fleet::HistoryBatch b;
-  const std::string resolution = j.value("resolution", "");
-  if (resolution == "fine") {
-    b.resolution = fleet::HistoryResolution::kFine;
-  } else if (resolution == "coarse") {
-    b.resolution = fleet::HistoryResolution::kCoarse;
-  } else {
-    return FieldError("resolution", "expected \"fine\" or \"coarse\"");
-  }
-  CHAMBER_ASSIGN_OR_RETURN(b.fine_step, IntField(j, "fine_step"));
-  CHAMBER_ASSIGN_OR_RETURN(b.coarse_step, IntField(j, "coarse_step"));
-  CHAMBER_ASSIGN_OR_RETURN(b.rolled_up_until, IntField(j, "rolled_up_until"));
-  CHAMBER_ASSIGN_OR_RETURN(b.next, IntField(j, "next"));
-  if (!j.contains("more") || !j["more"].is_boolean())
-    return FieldError("more", "expected a boolean");
-  b.more = j["more"].get<bool>();
-  if (!j.contains("rows") || !j["rows"].is_array()) return FieldError("rows", "expected an array");
-  const json& rows = j["rows"];
-  b.rows.reserve(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const json& r = rows[i];
-    const std::string at = "rows[" + std::to_string(i) + "]";
-    if (!r.is_array() || r.size() != 5)
-      return FieldError(at, "expected [metric, scope, time, sum, count]");
-    if (!r[0].is_string() || !r[1].is_string())
-      return FieldError(at, "metric and scope must be strings");
-    if (!r[2].is_number_integer()) return FieldError(at + "[2]", "expected an integer");
-    if (!r[3].is_number()) return FieldError(at + "[3]", "expected a number");
-    if (!r[4].is_number_integer() || r[4].get<int64_t>() < 1)
-      return FieldError(at + "[4]", "expected an integer of at least 1");
-    b.rows.push_back({r[0].get<std::string>(), r[1].get<std::string>(), r[2].get<int64_t>(),
-                      r[3].get<double>(), r[4].get<int64_t>()});
-  }
+  if (Status s = ReadBatch(j, &b); !s.ok())
+    return Status::InvalidArgument("history batch: " + s.message());
   return b;
 }
 

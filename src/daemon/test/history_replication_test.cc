@@ -5,7 +5,9 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -182,6 +184,49 @@ TEST_F(HistoryFollowerTest, RefusesALeaderWithOtherStepsOrAnAnswerItCannotRead) 
   bad["format"] = "something-else";
   EXPECT_EQ(ParseHistoryBatch(bad).status().message(),
             "history batch: format: expected \"chamber-fleet-history\"");
+}
+
+// Each wrong value is named by its field, or by its row and column.
+TEST(ParseHistoryBatchTest, ErrorsNameTheFieldOrTheRowsElement) {
+  fleet::HistoryBatch batch;
+  batch.fine_step = 60;
+  batch.coarse_step = 3600;
+  batch.rows = {{"m", "cluster", 60, 1.5, 2}};
+  const nlohmann::json good = HistoryBatchJson(batch);
+  Result<fleet::HistoryBatch> parsed = ParseHistoryBatch(good);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(parsed->rows, batch.rows);
+
+  const auto message = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    nlohmann::json j = good;
+    spoil(j);
+    return ParseHistoryBatch(j).status().message();
+  };
+  EXPECT_EQ(message([](nlohmann::json& j) { j = nlohmann::json::array(); }),
+            "history batch: expected an object");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["format"] = 1; }),
+            "history batch: format: expected a string");
+  EXPECT_EQ(message([](nlohmann::json& j) { j.erase("next"); }), "history batch: next: missing");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["fine_step"] = 60.5; }),
+            "history batch: fine_step: expected an integer");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["more"] = "no"; }),
+            "history batch: more: expected true or false");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["rows"] = nlohmann::json::object(); }),
+            "history batch: rows: expected a list");
+  EXPECT_EQ(message([](nlohmann::json& j) {
+              j["rows"][0] = {"m", "cluster"};
+            }),
+            "history batch: rows[0]: expected [metric, scope, time, sum, count]");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["rows"][0][1] = 7; }),
+            "history batch: rows[0][1]: expected a string");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["rows"][0][2] = "60"; }),
+            "history batch: rows[0][2]: expected an integer");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["rows"][0][2] = UINT64_MAX; }),
+            "history batch: rows[0][2]: out of range");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["rows"][0][3] = nullptr; }),
+            "history batch: rows[0][3]: expected a number");
+  EXPECT_EQ(message([](nlohmann::json& j) { j["rows"][0][4] = 1.5; }),
+            "history batch: rows[0][4]: expected an integer");
 }
 
 // The copy keeps the leader's retention by its own clock: two days on, only the last minute's
