@@ -8,6 +8,7 @@
 // holds one job's DOM at a time instead of the whole file's.
 #include <nlohmann/json.hpp>
 
+#include "common/json_reader.h"
 #include "sim/trace/fields.h"
 #include "sim/trace/reader.h"
 
@@ -61,6 +62,12 @@ class JobError {
   Status AtByte(size_t byte, std::string_view why) const {
     return ErrorAt(source_, locator_->Locate(offset_ + byte), Prefix() + std::string(why));
   }
+  // A read of kJob's ("FIELD: why") as this job's error: "SOURCE:LINE:COL: job INDEX (JOBID):
+  // field FIELD: why". The job is located only for an error.
+  Status Read(Status s) const {
+    if (s.ok()) return s;
+    return ErrorAt(source_, locator_->Locate(offset_), Prefix() + "field " + s.message());
+  }
 
  private:
   std::string Prefix() const {
@@ -76,28 +83,19 @@ class JobError {
   std::string id_;
 };
 
-// A time field: a date-time string, or "None"/null/absent (nullopt).
-Result<std::optional<int64_t>> OptionalTime(const json& obj, std::string_view key) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return std::optional<int64_t>();
-  if (!it->is_string()) {
-    return Status::InvalidArgument("expected a time string, got " + std::string(it->type_name()));
-  }
-  const std::string& s = it->get_ref<const std::string&>();
+// A job's members are read with JsonReader (common/json_reader.h), at their path in the job;
+// JobError::Read puts the job's place before the path.
+const JsonReader kJob;
+
+// The time member `key` of `obj` (at `path`): a date-time string, or "None"/null/absent (nullopt).
+Result<std::optional<int64_t>> OptionalTime(const json& obj, std::string_view key,
+                                            std::string_view path, const JobError& err) {
+  std::string s;
+  CHAMBER_RETURN_IF_ERROR(err.Read(kJob.String(obj, key, path, &s)));
   if (IsMissing(s)) return std::optional<int64_t>();
   Result<int64_t> t = ParseTimeMs(s);
-  if (!t.ok()) return t.status();
+  if (!t.ok()) return err.Field(JsonReader::Join(path, key), t.status().message());
   return std::optional<int64_t>(*t);
-}
-
-Status StringField(const json& obj, std::string_view key, const JobError& err, std::string* out) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) {
-    return err.Field(key, "expected a string, got " + std::string(it->type_name()));
-  }
-  *out = it->get<std::string>();
-  return Status::Ok();
 }
 
 Status JobToTrace(const json& obj, JobError* err, ParsedJob* out) {
@@ -105,23 +103,21 @@ Status JobToTrace(const json& obj, JobError* err, ParsedJob* out) {
     return err->Field("", "expected a JSON object, got " + std::string(obj.type_name()));
   }
   TraceJob& job = out->job;
-  CHAMBER_RETURN_IF_ERROR(StringField(obj, "jobid", *err, &job.id));
+  CHAMBER_RETURN_IF_ERROR(err->Read(kJob.String(obj, "jobid", "", &job.id)));
   if (job.id.empty()) return err->Field("jobid", "missing");
   err->set_id(job.id);
-  CHAMBER_RETURN_IF_ERROR(StringField(obj, "user", *err, &job.user));
-  CHAMBER_RETURN_IF_ERROR(StringField(obj, "vc", *err, &job.group));
+  CHAMBER_RETURN_IF_ERROR(err->Read(kJob.String(obj, "user", "", &job.user)));
+  CHAMBER_RETURN_IF_ERROR(err->Read(kJob.String(obj, "vc", "", &job.group)));
 
-  Result<std::optional<int64_t>> submitted = OptionalTime(obj, "submitted_time");
-  if (!submitted.ok()) return err->Field("submitted_time", submitted.status().message());
-  if (!submitted->has_value()) return err->Field("submitted_time", "missing");
-  job.submit = Time(**submitted);
+  CHAMBER_ASSIGN_OR_RETURN(const std::optional<int64_t> submitted,
+                           OptionalTime(obj, "submitted_time", "", *err));
+  if (!submitted) return err->Field("submitted_time", "missing");
+  job.submit = Time(*submitted);
 
-  const auto attempts = obj.find("attempts");
-  if (attempts == obj.end() || attempts->is_null() || (attempts->is_array() && attempts->empty())) {
+  const json* attempts = nullptr;
+  CHAMBER_RETURN_IF_ERROR(err->Read(kJob.Array(obj, "attempts", "", &attempts)));
+  if (attempts == nullptr || attempts->empty()) {
     return err->Field("attempts", "no attempts: the job never ran");
-  }
-  if (!attempts->is_array()) {
-    return err->Field("attempts", "expected a list, got " + std::string(attempts->type_name()));
   }
   // GPUs: the largest attempt; pods: the machines of that attempt.
   int64_t gpus = 0;
@@ -130,26 +126,25 @@ Status JobToTrace(const json& obj, JobError* err, ParsedJob* out) {
   std::optional<int64_t> last_end;
   for (size_t a = 0; a < attempts->size(); ++a) {
     const json& attempt = (*attempts)[a];
-    const std::string path = "attempts[" + std::to_string(a) + "]";
-    if (!attempt.is_object()) return err->Field(path, "expected an object");
-    Result<std::optional<int64_t>> start = OptionalTime(attempt, "start_time");
-    if (!start.ok()) return err->Field(path + ".start_time", start.status().message());
-    Result<std::optional<int64_t>> end = OptionalTime(attempt, "end_time");
-    if (!end.ok()) return err->Field(path + ".end_time", end.status().message());
-    if (a == 0) first_start = *start;
-    if (a + 1 == attempts->size()) last_end = *end;
-    const auto detail = attempt.find("detail");
-    if (detail == attempt.end() || detail->is_null()) continue;
-    if (!detail->is_array()) return err->Field(path + ".detail", "expected a list");
+    const std::string path = JsonReader::Element("attempts", a);
+    CHAMBER_RETURN_IF_ERROR(err->Read(kJob.ObjectValue(attempt, path)));
+    CHAMBER_ASSIGN_OR_RETURN(const std::optional<int64_t> start,
+                             OptionalTime(attempt, "start_time", path, *err));
+    CHAMBER_ASSIGN_OR_RETURN(const std::optional<int64_t> end,
+                             OptionalTime(attempt, "end_time", path, *err));
+    if (a == 0) first_start = start;
+    if (a + 1 == attempts->size()) last_end = end;
+    const json* detail = nullptr;
+    CHAMBER_RETURN_IF_ERROR(err->Read(kJob.Array(attempt, "detail", path, &detail)));
+    if (detail == nullptr) continue;
     int64_t attempt_gpus = 0;
     for (size_t m = 0; m < detail->size(); ++m) {
       const json& machine = (*detail)[m];
-      const std::string mpath = path + ".detail[" + std::to_string(m) + "]";
-      if (!machine.is_object()) return err->Field(mpath, "expected an object");
-      const auto list = machine.find("gpus");
-      if (list == machine.end() || list->is_null()) continue;
-      if (!list->is_array()) return err->Field(mpath + ".gpus", "expected a list");
-      attempt_gpus += static_cast<int64_t>(list->size());
+      const std::string mpath = JsonReader::Element(JsonReader::Join(path, "detail"), m);
+      CHAMBER_RETURN_IF_ERROR(err->Read(kJob.ObjectValue(machine, mpath)));
+      const json* list = nullptr;
+      CHAMBER_RETURN_IF_ERROR(err->Read(kJob.Array(machine, "gpus", mpath, &list)));
+      if (list != nullptr) attempt_gpus += static_cast<int64_t>(list->size());
     }
     if (attempt_gpus > gpus || (attempt_gpus == gpus && machines == 0)) {
       gpus = attempt_gpus;
@@ -165,7 +160,7 @@ Status JobToTrace(const json& obj, JobError* err, ParsedJob* out) {
     return err->Field("attempts[" + std::to_string(attempts->size() - 1) + "].end_time",
                       "is before attempts[0].start_time");
   }
-  if (*first_start < **submitted) {
+  if (*first_start < *submitted) {
     return err->Field("attempts[0].start_time", "is before submitted_time");
   }
   job.duration = Duration(*last_end - *first_start);

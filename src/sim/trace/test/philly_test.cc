@@ -82,10 +82,22 @@ TEST(PhillyTest, Errors) {
        R"("yesterday", "end_time": "None"}]})",
        "p:2:1: job 1 (c): field attempts[0].start_time: \"yesterday\" is not a time (use "
        "seconds, a duration like 1h30m, or \"YYYY-MM-DD HH:MM:SS\")"},
-      {R"({"jobid": 7})", "p:2:1: job 1: field jobid: expected a string, got number"},
+      {R"({"jobid": 7})", "p:2:1: job 1: field jobid: expected a string"},
+      {R"({"jobid": "f", "submitted_time": 1506999287})",
+       "p:2:1: job 1 (f): field submitted_time: expected a string"},
+      {R"({"jobid": "g", "submitted_time": "2017-10-03 02:54:47", "attempts": {}})",
+       "p:2:1: job 1 (g): field attempts: expected a list"},
+      {R"({"jobid": "h", "submitted_time": "2017-10-03 02:54:47", "attempts": ["x"]})",
+       "p:2:1: job 1 (h): field attempts[0]: expected an object"},
+      {R"({"jobid": "i", "submitted_time": "2017-10-03 02:54:47", "attempts": [{"start_time": )"
+       R"("2017-10-03 02:55:00", "end_time": 3}]})",
+       "p:2:1: job 1 (i): field attempts[0].end_time: expected a string"},
       {R"({"jobid": "d", "submitted_time": "2017-10-03 02:54:47", "attempts": [{"start_time": )"
        R"("2017-10-03 02:55:00", "end_time": "2017-10-03 02:56:00", "detail": [{"gpus": 3}]}]})",
        "p:2:1: job 1 (d): field attempts[0].detail[0].gpus: expected a list"},
+      {R"({"jobid": "j", "submitted_time": "2017-10-03 02:54:47", "attempts": [{"start_time": )"
+       R"("2017-10-03 02:55:00", "end_time": "2017-10-03 02:56:00", "detail": [{}, []]}]})",
+       "p:2:1: job 1 (j): field attempts[0].detail[1]: expected an object"},
       {R"({"jobid": "e", "attempts": [}, )",
        "p:2:29: job 1: invalid JSON: syntax error while "
        "parsing value - unexpected '}'; expected '[', '{', "
