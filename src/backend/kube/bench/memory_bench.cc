@@ -8,8 +8,11 @@
 //
 //   chamberd_memory_bench [--nodes 10000] [--pods 100000] [--gpus 16]
 #include <malloc.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -128,6 +131,14 @@ Json PodJson(int p, int nodes, int gpus) {
             {"conditions", conditions}}}};
 }
 
+// Resident memory of the process, MiB (/proc/self/statm).
+double ResidentMiB() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
 struct Meter {
   size_t last = HeapInUse();
   void Report(const char* what, size_t count, const char* per) {
@@ -224,6 +235,16 @@ int Main(int argc, char** argv) {
   std::printf("%-44s %10.1f MiB  %8.0f bytes per pod\n", "total", total / (1 << 20), total / pods);
   std::printf("binds %zu, preemptions %zu (a settled fleet: both should be 0)\n",
               result.binds.size(), result.preemptions.size());
+  // What chamberd does after each cycle: the first state is replaced, then free pages go back.
+  state.reset();
+  const double rss = ResidentMiB();
+  const auto trim_begin = std::chrono::steady_clock::now();
+  malloc_trim(0);
+  const double trim_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trim_begin)
+          .count();
+  std::printf("resident %.1f MiB; malloc_trim took %.1f ms and left %.1f MiB\n", rss, trim_ms,
+              ResidentMiB());
   return 0;
 }
 
