@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/interned.h"
+#include "common/shared_string.h"
 #include "core/resources.h"
 
 namespace chamber::core {
@@ -42,8 +43,9 @@ inline constexpr int32_t kReservedPriority = 100;
 inline constexpr int kMaxGpusPerNode = 64;
 
 struct Gpu {
-  std::string uuid;
-  std::string model;  // e.g. "H100-SXM5-80GB"
+  // Shared with the copies in every snapshot and fleet state (160,000 GPUs are many copies).
+  SharedString uuid;
+  SharedString model;  // e.g. "H100-SXM5-80GB"
   int64_t memory_mib = 0;
   bool healthy = true;        // false: excluded from scheduling
   int32_t nvlink_island = 0;  // GPUs with the same value share an NVLink/NVSwitch island

@@ -181,7 +181,7 @@ std::string GpusBody(const FleetState& s) {
     out += ",\"memory_used_bytes\":";
     out += std::to_string(g.memory_used_bytes);
     out += ",\"model\":";
-    quoted(gi.model);
+    quoted(gi.model.view());
     out += ",\"node\":";
     out += node_names[g.node];
     out += ",\"pool\":";
@@ -196,7 +196,7 @@ std::string GpusBody(const FleetState& s) {
     out += "\",\"utilization\":";
     number(g.utilization);
     out += ",\"uuid\":";
-    quoted(gi.uuid);
+    quoted(gi.uuid.view());
     out += ",\"workload\":";
     if (w)
       quoted(w->name);
@@ -296,7 +296,7 @@ json WorkloadsJson(const FleetState& s, const WorkloadFilter& f) {
 }
 
 std::optional<WorkloadMatch> FindWorkload(const FleetState& s, const std::string& name) {
-  const std::vector<fleet::WorkloadInput>& ws = s.input.workloads;
+  const SharedItems<fleet::WorkloadInput>& ws = s.input.workloads;
   for (size_t w = 0; w < ws.size(); ++w)
     if (ws[w].name == name) return WorkloadMatch{w, ""};
   for (size_t w = 0; w < ws.size(); ++w)
@@ -452,8 +452,8 @@ std::string MetricsPage(const FleetState& s) {
     const std::string index = std::to_string(g.index);
     w.Sample({{"node", ni.name},
               {"gpu", index},
-              {"uuid", ni.gpus[g.index].uuid},
-              {"model", ni.gpus[g.index].model}},
+              {"uuid", ni.gpus[g.index].uuid.str()},
+              {"model", ni.gpus[g.index].model.str()}},
              g.utilization);
   }
 

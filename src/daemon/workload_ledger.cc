@@ -119,9 +119,19 @@ void WorkloadLedger::Record(const Observation& obs, int64_t now) {
     preemptions_.pop_front();
 }
 
-std::vector<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
+const SharedItems<fleet::WorkloadInput>::Item* WorkloadLedger::Last(size_t index,
+                                                                    const std::string& name) {
+  if (index < last_.size() && last_[index].name == name) return &last_.item(index);
+  if (last_index_.empty()) {
+    for (size_t i = 0; i < last_.size(); ++i) last_index_.emplace(last_[i].name, i);
+  }
+  auto it = last_index_.find(name);
+  return it == last_index_.end() ? nullptr : &last_.item(it->second);
+}
+
+SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
   const core::Snapshot& s = *obs.snapshot;
-  std::vector<fleet::WorkloadInput> out;
+  SharedItems<fleet::WorkloadInput> out;
   std::set<std::string> live;
   out.reserve(s.workloads.size());
   for (size_t i = 0; i < s.workloads.size(); ++i) {
@@ -166,10 +176,17 @@ std::vector<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
       wi.queue_position = it->second.position;
       wi.pending_details = it->second.details;
     }
-    out.push_back(std::move(wi));
+    const SharedItems<fleet::WorkloadInput>::Item* last = Last(i, wi.name);
+    if (last != nullptr && **last == wi) {
+      out.Add(*last);
+    } else {
+      out.Add(std::move(wi));
+    }
   }
   std::erase_if(borrowing_, [&](const auto& kv) { return !live.contains(kv.first); });
   std::erase_if(losses_, [&](const auto& kv) { return kv.second.seen_cycle != cycle_; });
+  last_index_.clear();
+  last_ = out;
   return out;
 }
 

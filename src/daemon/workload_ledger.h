@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -44,9 +45,10 @@ class WorkloadLedger {
   void Record(const Observation& obs, int64_t now);
 
   // The fleet model's workloads for the observed snapshot (moves its pod names out of `obs`),
-  // with their borrowing, lost work and pending reasons. Afterwards the ledger forgets the
+  // with their borrowing, lost work and pending reasons. A workload equal to the one the last
+  // call returned under its name is that one, shared. Afterwards the ledger forgets the
   // workloads that are no longer in the snapshot.
-  std::vector<fleet::WorkloadInput> Workloads(Observation& obs);
+  SharedItems<fleet::WorkloadInput> Workloads(Observation& obs);
 
   const std::deque<fleet::StartRecord>& recent_starts() const { return starts_; }
   const std::deque<fleet::PreemptionRecord>& recent_preemptions() const { return preemptions_; }
@@ -82,9 +84,16 @@ class WorkloadLedger {
   // The workload's lost work, created from what the cluster records the first time it is seen.
   Losses& LossesOf(const Observation& obs, size_t workload, const std::string& name);
 
+  // The workload the last call returned under `name` (at `index` when the snapshot kept its
+  // order), or null.
+  const SharedItems<fleet::WorkloadInput>::Item* Last(size_t index, const std::string& name);
+
   int64_t window_ms_;
   int64_t cycle_ = 0;
-  std::map<std::string, bool> borrowing_;  // workload -> admitted beyond quota
+  SharedItems<fleet::WorkloadInput> last_;                   // what Workloads returned last
+  std::unordered_map<std::string_view, size_t> last_index_;  // name -> index in last_, when
+                                                             // the order changed
+  std::map<std::string, bool> borrowing_;                    // workload -> admitted beyond quota
   std::unordered_map<std::string, PendingInfo> pending_;
   std::vector<NotedStart> noted_starts_;
   std::vector<NotedPreemption> noted_preemptions_;

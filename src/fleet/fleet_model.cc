@@ -341,7 +341,7 @@ void Accumulate(const FleetView& view, double hours, Totals& cluster, std::vecto
   }
 }
 
-std::optional<TimeMs> ActivityTracker::Observe(const std::string& uuid, double utilization,
+std::optional<TimeMs> ActivityTracker::Observe(const SharedString& uuid, double utilization,
                                                TimeMs now) {
   Entry& e = gpus_[uuid];
   e.last_seen = now;

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "common/shared_items.h"
+#include "common/shared_string.h"
+
 namespace chamber::fleet {
 
 // Unix time in milliseconds.
@@ -31,8 +34,8 @@ struct PoolInput {
 };
 
 struct GpuInput {
-  std::string uuid;
-  std::string model;
+  SharedString uuid;  // shared with the snapshot's GPU
+  SharedString model;
   bool healthy = true;
   int64_t memory_total_bytes = 0;
   // The latest sample; utilization is the fraction of time the GPU was busy (0..1).
@@ -75,6 +78,7 @@ struct PreemptionRecord {
   int32_t pool = -1;  // as in StartRecord, for the GPUs it held
   PreemptionReason reason = PreemptionReason::kReclaim;
   double gpu_hours_lost = 0;
+  friend bool operator==(const PreemptionRecord&, const PreemptionRecord&) = default;
 };
 
 // Preemptions and the GPU-hours they lost, per reason (indexed by PreemptionReason).
@@ -111,6 +115,7 @@ struct WorkloadInput {
   int64_t preemption_count = 0;
   double gpu_hours_lost = 0;
   std::vector<PreemptionRecord> preemption_history;  // the latest ones, oldest first
+  friend bool operator==(const WorkloadInput&, const WorkloadInput&) = default;
 };
 
 struct QueueInput {
@@ -139,7 +144,8 @@ struct FleetInput {
   TimeMs now = 0;
   std::vector<PoolInput> pools;
   std::vector<NodeInput> nodes;
-  std::vector<WorkloadInput> workloads;
+  // Shared with the previous cycle's input where a workload did not change.
+  SharedItems<WorkloadInput> workloads;
   std::vector<QueueInput> queues;
   // Starts and preemptions of about the last recent_window_ms, oldest first; older ones are
   // ignored, so the caller may trim lazily.
@@ -284,7 +290,7 @@ class ActivityTracker {
  public:
   explicit ActivityTracker(double threshold) : threshold_(threshold) {}
   // Records a sample and returns the GPU's below_threshold_since.
-  std::optional<TimeMs> Observe(const std::string& uuid, double utilization, TimeMs now);
+  std::optional<TimeMs> Observe(const SharedString& uuid, double utilization, TimeMs now);
   // Drops GPUs not observed since `before` (removed nodes).
   void Forget(TimeMs before);
 
@@ -294,7 +300,7 @@ class ActivityTracker {
     TimeMs last_seen = 0;
   };
   double threshold_;
-  std::map<std::string, Entry> gpus_;
+  std::map<SharedString, Entry, std::less<>> gpus_;
 };
 
 }  // namespace chamber::fleet

@@ -767,7 +767,7 @@ daemon::Observation KubeBackend::Observe() {
         for (size_t i = 0; i < node.gpus.size() && !a.uuid.empty(); ++i)
           if (node.gpus[i].uuid == a.uuid) g = i;
         if (g == node.gpus.size() && a.index >= 0 && static_cast<size_t>(a.index) < g &&
-            node.gpus[a.index].uuid.find('/') != std::string::npos)
+            node.gpus[a.index].uuid.str().find('/') != std::string::npos)
           g = static_cast<size_t>(a.index);  // no UUIDs on the node: "<node>/gpu<index>"
         if (g < node.gpus.size()) samples_[n][g] = a.sample;
       }

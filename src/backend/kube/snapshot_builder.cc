@@ -534,12 +534,13 @@ class Builder {
     std::vector<std::string> uuids;
     if (const std::string* u = Find(kn.metadata.annotations, keys::kGpuUuids))
       uuids = SplitCommaList(*u);
+    const SharedString model = product ? SharedString(*product) : SharedString();
     for (int64_t g = 0; g < gpus; ++g) {
       core::Gpu gpu;
       gpu.uuid = static_cast<size_t>(g) < uuids.size() && !uuids[g].empty()
-                     ? uuids[g]
+                     ? std::move(uuids[g])
                      : n.name + "/gpu" + std::to_string(g);
-      gpu.model = product ? *product : "";
+      gpu.model = model;
       gpu.memory_mib = memory_mib;
       n.gpus.push_back(std::move(gpu));
     }

@@ -165,7 +165,7 @@ Result<const core::Snapshot*> SimulatedBackend::Refresh() {
       unhealthy.insert(gpu.uuid);
       if (!faults_.contains(gpu.uuid))
         faults_[gpu.uuid].fault = SimulatedFault(
-            gpu.uuid, now_ms, gpu.model.find("SXM") != std::string::npos, options_.seed);
+            gpu.uuid, now_ms, gpu.model.str().find("SXM") != std::string::npos, options_.seed);
     }
   std::erase_if(faults_, [&](const auto& f) { return !unhealthy.contains(f.first); });
   return &snap;
@@ -221,7 +221,9 @@ Observation SimulatedBackend::Observe() {
         if (!gpu.healthy) continue;
         // Jitter of up to +-0.05, new each simulated minute.
         const double jitter =
-            (Unit(Mix(Fnv1a(gpu.uuid, options_.seed) ^ static_cast<uint64_t>(minute))) - 0.5) * 0.1;
+            (Unit(Mix(Fnv1a(gpu.uuid.view(), options_.seed) ^ static_cast<uint64_t>(minute))) -
+             0.5) *
+            0.1;
         GpuSample& s = o.samples[p.node.index()][g];
         s.utilization = std::clamp(base + jitter, 0.0, 1.0);
         const double memory_fraction = base < 0.05 ? 0.1 : 0.3 + 0.6 * base;

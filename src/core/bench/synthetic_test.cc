@@ -24,7 +24,7 @@ SyntheticSpec Small() {
 std::string Digest(const Snapshot& s) {
   std::string out;
   for (const Node& n : s.nodes)
-    out += n.name + n.topology.zone + n.topology.block + n.gpus.front().model + ";";
+    out += n.name + n.topology.zone + n.topology.block + n.gpus.front().model.str() + ";";
   for (const Queue& q : s.queues)
     out += q.name + q.parent + std::to_string(q.res(Resource::kGpu).quota) + ";";
   for (const Workload& w : s.workloads) {

@@ -67,7 +67,7 @@ TEST(WorkloadLedgerTest, AFirstStartCountsItsWaitAndABorrowingRunIsShownAsSuch) 
   ASSERT_EQ(ledger.recent_starts().size(), 1u);
   EXPECT_DOUBLE_EQ(ledger.recent_starts()[0].wait_seconds, 45);  // submitted at 15 s, bound at 60
   EXPECT_EQ(ledger.recent_starts()[0].pool, 0);
-  const std::vector<fleet::WorkloadInput> w = ledger.Workloads(obs);
+  const SharedItems<fleet::WorkloadInput> w = ledger.Workloads(obs);
   ASSERT_EQ(w.size(), 2u);
   EXPECT_TRUE(w[0].borrowing);
   EXPECT_EQ(w[0].started, kOffset + 60'000);
@@ -78,6 +78,28 @@ TEST(WorkloadLedgerTest, AFirstStartCountsItsWaitAndABorrowingRunIsShownAsSuch) 
   ledger.NoteDecisions(s, core::CycleResult{});
   ledger.Record(obs, kOffset + 60'000 + 3'600'000);
   EXPECT_TRUE(ledger.recent_starts().empty());
+}
+
+TEST(WorkloadLedgerTest, AnUnchangedWorkloadIsTheLastCyclesItemAndAChangedOneIsNew) {
+  core::Snapshot s = TwoWorkloads();
+  WorkloadLedger ledger(3'600'000);
+  Observation obs = Observe(s);
+  const SharedItems<fleet::WorkloadInput> first = ledger.Workloads(obs);
+  StartRunning(s.workloads[0]);
+  obs = Observe(s);
+  const SharedItems<fleet::WorkloadInput> second = ledger.Workloads(obs);
+  ASSERT_EQ(second.size(), 2u);
+  EXPECT_NE(&second[0], &first[0]);  // it started: a new item
+  EXPECT_EQ(second[0].phase, fleet::WorkloadPhase::kRunning);
+  EXPECT_EQ(first[0].phase, fleet::WorkloadPhase::kPending);  // the published one unchanged
+  EXPECT_EQ(&second[1], &first[1]);                           // unchanged: the same item
+  // The snapshot lists them the other way round: found by name.
+  std::swap(s.workloads[0], s.workloads[1]);
+  obs = Observe(s);
+  const SharedItems<fleet::WorkloadInput> third = ledger.Workloads(obs);
+  ASSERT_EQ(third.size(), 2u);
+  EXPECT_EQ(&third[0], &second[1]);
+  EXPECT_EQ(&third[1], &second[0]);
 }
 
 TEST(WorkloadLedgerTest, ARunIsPreemptedOnceAndItsLostWorkStartsFromTheClusterRecord) {
@@ -100,7 +122,7 @@ TEST(WorkloadLedgerTest, ARunIsPreemptedOnceAndItsLostWorkStartsFromTheClusterRe
     obs.stored_losses = {{.preemptions = 2, .gpu_hours_lost = 4}, {}};
   }
   EXPECT_EQ(ledger.recent_preemptions().size(), 1u);
-  const std::vector<fleet::WorkloadInput> w = ledger.Workloads(obs);
+  const SharedItems<fleet::WorkloadInput> w = ledger.Workloads(obs);
   EXPECT_EQ(w[0].preemption_count, 3);  // two recorded by an earlier leader, one here
   EXPECT_DOUBLE_EQ(w[0].gpu_hours_lost, 5.5);
   ASSERT_EQ(w[0].preemption_history.size(), 1u);

@@ -1,13 +1,18 @@
 // What chamberd's cycle keeps in memory per pod and per node, stage by stage, measured in
 // process with the allocator's own count (no control plane needed): the decoded objects as the
 // informers keep them, the build cache, the snapshot and its sources, the last snapshot kept for
-// reuse, and one engine cycle. The pods are what the API server and a kubelet make of a plain
-// single-GPU pod: defaulted spec, two default tolerations, five conditions.
+// reuse, one engine cycle, and what the daemon publishes of the cycle for the API (the fleet
+// state: nodes with their GPUs, workloads, queues and the rolled-up view). The pods are what the
+// API server and a kubelet make of a plain single-GPU pod: defaulted spec, two default tolerations,
+// five conditions.
 //
 //   chamberd_memory_bench [--nodes 10000] [--pods 100000] [--gpus 16]
 #include <malloc.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -15,6 +20,9 @@
 
 #include "backend/kube/snapshot_builder.h"
 #include "core/engine.h"
+#include "daemon/daemon.h"
+#include "daemon/fleet_input.h"
+#include "daemon/workload_ledger.h"
 
 namespace chamber::backend {
 namespace {
@@ -123,6 +131,14 @@ Json PodJson(int p, int nodes, int gpus) {
             {"conditions", conditions}}}};
 }
 
+// Resident memory of the process, MiB (/proc/self/statm).
+double ResidentMiB() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
 struct Meter {
   size_t last = HeapInUse();
   void Report(const char* what, size_t count, const char* per) {
@@ -186,10 +202,49 @@ int Main(int argc, char** argv) {
   const core::Engine engine;
   core::CycleResult result = engine.Schedule(built.snapshot);
   m.Report("one engine cycle's result", static_cast<size_t>(pods), "pod");
+  // The daemon's view of the cycle, as Daemon::Tick builds it. Two are alive while a cycle
+  // replaces the published one.
+  daemon::Observation obs;
+  obs.snapshot = &built.snapshot;
+  obs.workload_pods.reserve(built.sources.size());
+  for (const WorkloadSource& s : built.sources) obs.workload_pods.push_back(s.PodKeys());
+  fleet::ActivityTracker activity(0.05);
+  daemon::WorkloadLedger ledger(3'600'000);
+  const int64_t now_ms = o.now.count();
+  auto state = std::make_shared<daemon::FleetState>();
+  state->input.workloads = ledger.Workloads(obs);
+  m.Report("fleet state: workloads", static_cast<size_t>(pods), "pod");
+  state->input.nodes = daemon::FleetNodes(obs, activity, now_ms);
+  daemon::MarkHolders(built.snapshot, state->input.nodes);
+  state->input.queues = daemon::FleetQueues(built.snapshot, result.queues);
+  m.Report("fleet state: nodes and GPUs (and activity)", static_cast<size_t>(nodes), "node");
+  state->view = fleet::ComputeFleet(state->input, fleet::FleetOptions{});
+  m.Report("fleet state: the rolled-up view", static_cast<size_t>(nodes), "node");
+  // The next cycle's, while the first is still published: the workloads that did not change
+  // are the first state's.
+  obs.workload_pods.clear();
+  for (const WorkloadSource& s : built.sources) obs.workload_pods.push_back(s.PodKeys());
+  auto next = std::make_shared<daemon::FleetState>();
+  next->input.workloads = ledger.Workloads(obs);
+  next->input.nodes = daemon::FleetNodes(obs, activity, now_ms + 1000);
+  daemon::MarkHolders(built.snapshot, next->input.nodes);
+  next->input.queues = daemon::FleetQueues(built.snapshot, result.queues);
+  next->view = fleet::ComputeFleet(next->input, fleet::FleetOptions{});
+  m.Report("the next cycle's fleet state, the first alive", static_cast<size_t>(pods), "pod");
   const double total = static_cast<double>(HeapInUse()) - static_cast<double>(start);
   std::printf("%-44s %10.1f MiB  %8.0f bytes per pod\n", "total", total / (1 << 20), total / pods);
   std::printf("binds %zu, preemptions %zu (a settled fleet: both should be 0)\n",
               result.binds.size(), result.preemptions.size());
+  // What chamberd does after each cycle: the first state is replaced, then free pages go back.
+  state.reset();
+  const double rss = ResidentMiB();
+  const auto trim_begin = std::chrono::steady_clock::now();
+  malloc_trim(0);
+  const double trim_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trim_begin)
+          .count();
+  std::printf("resident %.1f MiB; malloc_trim took %.1f ms and left %.1f MiB\n", rss, trim_ms,
+              ResidentMiB());
   return 0;
 }
 
