@@ -49,7 +49,7 @@ void WorkloadLedger::NoteDecisions(const core::Snapshot& snap, const core::Cycle
   noted_starts_.clear();
   for (const core::BindDecision& b : result.binds) {
     const core::Workload& w = snap.workloads[b.workload.index()];
-    borrowing_[w.name] = b.borrowing;
+    NoteBorrowing(w.name, b.borrowing);
     // A workload preempted before starts again: its wait since submission is not a queue wait.
     if (!w.recent_preemptions.empty() || losses_.contains(w.name)) continue;
     fleet::StartRecord r;
@@ -58,7 +58,7 @@ void WorkloadLedger::NoteDecisions(const core::Snapshot& snap, const core::Cycle
     noted_starts_.push_back({std::move(r), FirstNode(b.pods)});
   }
   for (const core::ResumeDecision& r : result.resumes)
-    borrowing_[snap.workloads[r.workload.index()].name] = r.borrowing;
+    NoteBorrowing(snap.workloads[r.workload.index()].name, r.borrowing);
   noted_preemptions_.clear();
   for (const core::PreemptDecision& p : result.preemptions) {
     const core::Workload& w = snap.workloads[p.workload.index()];
@@ -119,6 +119,14 @@ void WorkloadLedger::Record(const Observation& obs, int64_t now) {
     preemptions_.pop_front();
 }
 
+void WorkloadLedger::NoteBorrowing(const std::string& workload, bool borrowing) {
+  if (borrowing) {
+    borrowing_[workload] = 0;
+  } else {
+    borrowing_.erase(workload);
+  }
+}
+
 const SharedItems<fleet::WorkloadInput>::Item* WorkloadLedger::Last(size_t index,
                                                                     const std::string& name) {
   if (index < last_.size() && last_[index].name == name) return &last_.item(index);
@@ -132,7 +140,7 @@ const SharedItems<fleet::WorkloadInput>::Item* WorkloadLedger::Last(size_t index
 SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
   const core::Snapshot& s = *obs.snapshot;
   SharedItems<fleet::WorkloadInput> out;
-  std::set<std::string> live;
+  ++sweep_;
   out.reserve(s.workloads.size());
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const core::Workload& w = s.workloads[i];
@@ -163,13 +171,14 @@ SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
         w.state == core::WorkloadState::kRunning || w.state == core::WorkloadState::kPreempting;
     if (holding) {
       wi.started = obs.clock_offset_ms + w.start_time.count();
-      auto it = borrowing_.find(w.name);
-      wi.borrowing = it != borrowing_.end() && it->second;
+      if (auto it = borrowing_.find(w.name); it != borrowing_.end()) {
+        wi.borrowing = true;
+        it->second = sweep_;
+      }
       std::set<int32_t> nodes;
       for (const core::PodPlacement& p : w.placements)
         if (p.node.valid() && p.node.index() < s.nodes.size()) nodes.insert(p.node.value);
       for (int32_t n : nodes) wi.nodes.push_back(s.nodes[n].name);
-      live.insert(w.name);
     } else if (auto it = pending_.find(w.name); it != pending_.end()) {
       wi.pending_reason = it->second.reason;
       wi.pending_message = it->second.message;
@@ -183,7 +192,7 @@ SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
       out.Add(std::move(wi));
     }
   }
-  std::erase_if(borrowing_, [&](const auto& kv) { return !live.contains(kv.first); });
+  std::erase_if(borrowing_, [&](const auto& kv) { return kv.second != sweep_; });
   std::erase_if(losses_, [&](const auto& kv) { return kv.second.seen_cycle != cycle_; });
   last_index_.clear();
   last_ = out;

@@ -84,6 +84,9 @@ class WorkloadLedger {
   // The workload's lost work, created from what the cluster records the first time it is seen.
   Losses& LossesOf(const Observation& obs, size_t workload, const std::string& name);
 
+  // Records whether a workload bound or resumed this cycle borrows.
+  void NoteBorrowing(const std::string& workload, bool borrowing);
+
   // The workload the last call returned under `name` (at `index` when the snapshot kept its
   // order), or null.
   const SharedItems<fleet::WorkloadInput>::Item* Last(size_t index, const std::string& name);
@@ -93,7 +96,10 @@ class WorkloadLedger {
   SharedItems<fleet::WorkloadInput> last_;                   // what Workloads returned last
   std::unordered_map<std::string_view, size_t> last_index_;  // name -> index in last_, when
                                                              // the order changed
-  std::map<std::string, bool> borrowing_;                    // workload -> admitted beyond quota
+  // The running workloads admitted beyond their queue's quota (only those: most run within it),
+  // each with the last Workloads call that saw it hold GPUs (0: bound, not yet seen).
+  std::unordered_map<std::string, int64_t> borrowing_;
+  int64_t sweep_ = 0;  // Workloads calls so far
   std::unordered_map<std::string, PendingInfo> pending_;
   std::vector<NotedStart> noted_starts_;
   std::vector<NotedPreemption> noted_preemptions_;

@@ -6,6 +6,7 @@
 
 #include "common/json_reader.h"
 #include "common/quantity.h"
+#include "common/time.h"
 
 namespace chamber::kube {
 namespace {
@@ -35,6 +36,16 @@ class Reader : public JsonReader {
     }
     return Status::Ok();
   }
+  // A Kubernetes Time; absent or null reads as empty.
+  Status Time(const Json& obj, std::string_view key, std::string_view path, Timestamp* out) const {
+    std::string text;
+    CHAMBER_RETURN_IF_ERROR(String(obj, key, path, &text));
+    if (text.empty()) return Status::Ok();
+    Result<Timestamp> t = Timestamp::Parse(text);
+    if (!t.ok()) return Error(Join(path, key), t.status().message());
+    *out = *t;
+    return Status::Ok();
+  }
   Status Conditions(const Json& obj, std::string_view path, std::vector<Condition>* out) const {
     const Json* list = nullptr;
     CHAMBER_RETURN_IF_ERROR(Array(obj, "conditions", path, &list));
@@ -48,7 +59,7 @@ class Reader : public JsonReader {
       CHAMBER_RETURN_IF_ERROR(String(c, "status", p, &cond.status));
       CHAMBER_RETURN_IF_ERROR(String(c, "reason", p, &cond.reason));
       CHAMBER_RETURN_IF_ERROR(String(c, "message", p, &cond.message));
-      CHAMBER_RETURN_IF_ERROR(String(c, "lastTransitionTime", p, &cond.last_transition_time));
+      CHAMBER_RETURN_IF_ERROR(Time(c, "lastTransitionTime", p, &cond.last_transition_time));
       out->push_back(std::move(cond));
     }
     return Status::Ok();
@@ -88,6 +99,16 @@ void WriteMeta(const ObjectMeta& m, Json* raw) {
 
 }  // namespace
 
+Result<Timestamp> Timestamp::Parse(std::string_view text) {
+  CHAMBER_ASSIGN_OR_RETURN(const std::chrono::system_clock::time_point t, ParseRfc3339(text));
+  return Timestamp(
+      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count());
+}
+
+std::string Timestamp::Text() const {
+  return empty() ? std::string() : FormatRfc3339Ms(unix_ms_, TimeFraction::kMillisWhenNonZero);
+}
+
 Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
   Reader r{std::string(where)};
   if (!object.is_object()) return r.Error("(object)", "expected a JSON object");
@@ -97,13 +118,12 @@ Result<ObjectMeta> DecodeMeta(const Json& object, std::string_view where) {
   ObjectMeta m;
   const std::string p = "metadata";
   CHAMBER_RETURN_IF_ERROR(r.String(*meta, "name", p, &m.name));
-  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "generateName", p, &m.generate_name));
   CHAMBER_RETURN_IF_ERROR(r.String(*meta, "namespace", p, &m.namespace_name));
   CHAMBER_RETURN_IF_ERROR(r.String(*meta, "uid", p, &m.uid));
   CHAMBER_RETURN_IF_ERROR(r.String(*meta, "resourceVersion", p, &m.resource_version));
   CHAMBER_RETURN_IF_ERROR(r.Integer(*meta, "generation", p, &m.generation));
-  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "creationTimestamp", p, &m.creation_timestamp));
-  CHAMBER_RETURN_IF_ERROR(r.String(*meta, "deletionTimestamp", p, &m.deletion_timestamp));
+  CHAMBER_RETURN_IF_ERROR(r.Time(*meta, "creationTimestamp", p, &m.creation_timestamp));
+  CHAMBER_RETURN_IF_ERROR(r.Time(*meta, "deletionTimestamp", p, &m.deletion_timestamp));
   CHAMBER_RETURN_IF_ERROR(r.StringMap(*meta, "labels", p, &m.labels));
   CHAMBER_RETURN_IF_ERROR(r.StringMap(*meta, "annotations", p, &m.annotations));
   const Json* owners = nullptr;
@@ -189,7 +209,8 @@ Result<Pod> Pod::FromJson(Json raw) {
     // Lenient: an unreadable start time must not make a bound pod, and the GPUs it holds,
     // disappear from the informer. It reads as none.
     if (const Json* start = r.Find(*status, "startTime"); start != nullptr && start->is_string())
-      pod.start_time = start->get<std::string>();
+      if (Result<Timestamp> t = Timestamp::Parse(start->get_ref<const std::string&>()); t.ok())
+        pod.start_time = *t;
     CHAMBER_RETURN_IF_ERROR(r.Conditions(*status, "status", &pod.conditions));
   }
   pod.raw = std::move(raw);
@@ -303,7 +324,7 @@ Json Node::ToJson() const {
       Json j = {{"type", c.type}, {"status", c.status}};
       if (!c.reason.empty()) j["reason"] = c.reason;
       if (!c.message.empty()) j["message"] = c.message;
-      if (!c.last_transition_time.empty()) j["lastTransitionTime"] = c.last_transition_time;
+      if (!c.last_transition_time.empty()) j["lastTransitionTime"] = c.last_transition_time.Text();
       list.push_back(std::move(j));
     }
     if (!list.empty()) out["status"]["conditions"] = std::move(list);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,25 +31,48 @@ struct ResourceList {
   auto operator<=>(const ResourceList&) const = default;
 };
 
+// A Kubernetes Time (metadata.creationTimestamp, status.startTime, a condition's
+// lastTransitionTime) as milliseconds since the Unix epoch: 8 bytes where its text took 32 and a
+// heap block, in every cached pod. Empty when the object has none.
+class Timestamp {
+ public:
+  Timestamp() = default;
+  explicit Timestamp(int64_t unix_ms) : unix_ms_(unix_ms) {}
+  // RFC 3339 (common/time.h); the error quotes the text.
+  static Result<Timestamp> Parse(std::string_view text);
+
+  bool empty() const { return unix_ms_ == kNone; }
+  int64_t unix_ms() const { return empty() ? 0 : unix_ms_; }  // 0 when empty
+  // As the API server writes it ("2026-01-02T03:04:05Z", milliseconds only when it has any);
+  // "" when empty.
+  std::string Text() const;
+  friend bool operator==(const Timestamp&, const Timestamp&) = default;
+
+ private:
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+  int64_t unix_ms_ = kNone;
+};
+
 struct OwnerReference {
   std::string api_version, kind, name, uid;
   bool controller = false;
 };
 
 struct ObjectMeta {
-  std::string name, namespace_name, uid, resource_version, generate_name;
+  std::string name, namespace_name, uid, resource_version;
   int64_t generation = 0;
   std::map<std::string, std::string> labels, annotations;
   std::vector<OwnerReference> owner_references;
-  std::string creation_timestamp;
-  std::string deletion_timestamp;  // "" while the object is not being deleted
+  Timestamp creation_timestamp;
+  Timestamp deletion_timestamp;  // empty while the object is not being deleted
 
   // "namespace/name", or "name" for cluster-scoped objects (the informer key).
   std::string Key() const { return namespace_name.empty() ? name : namespace_name + "/" + name; }
 };
 
 struct Condition {
-  std::string type, status, reason, message, last_transition_time;
+  std::string type, status, reason, message;
+  Timestamp last_transition_time;
 };
 
 struct Toleration {
@@ -78,8 +102,8 @@ struct Pod {
   Json affinity;  // null when absent
   std::string phase;
   std::string nominated_node_name;  // status.nominatedNodeName: where a preemptor will run
-  std::string start_time;  // status.startTime (RFC 3339); "" before the kubelet starts the pod
-                           // (or when it is not a string)
+  Timestamp start_time;  // status.startTime; empty before the kubelet starts the pod (or when
+                         // it is not an RFC 3339 time)
   std::vector<Condition> conditions;
   bool has_status = false;  // status is an object with at least one field
   Json raw;                 // null in a trimmed pod (TrimPod)

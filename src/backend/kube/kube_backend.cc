@@ -655,7 +655,7 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     if (index >= 0) {
       const std::string path = "/status/conditions/" + std::to_string(index);
       if (w.pod->conditions[index].status == "False")
-        cond["lastTransitionTime"] = w.pod->conditions[index].last_transition_time;
+        cond["lastTransitionTime"] = w.pod->conditions[index].last_transition_time.Text();
       ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", "PodScheduled"}});
       ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
     } else if (!w.pod->conditions.empty()) {

@@ -46,13 +46,6 @@ Result<int64_t> ParseInt(std::string_view text) {
   return v;
 }
 
-int64_t UnixMs(const std::string& rfc3339) {
-  if (rfc3339.empty()) return 0;
-  auto t = ParseRfc3339(rfc3339);
-  if (!t.ok()) return 0;
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
-}
-
 bool Terminal(const kube::Pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
 core::TaintEffect Effect(const std::string& e) {
@@ -446,11 +439,11 @@ class Builder {
     f.key = p.metadata.Key();
     f.chamber_keys = ChamberKeysOf(p.metadata);
     f.terminal = Terminal(p);
-    f.created_ms = UnixMs(p.metadata.creation_timestamp);
-    f.started_ms = UnixMs(p.start_time);
+    f.created_ms = p.metadata.creation_timestamp.unix_ms();
+    f.started_ms = p.start_time.unix_ms();
     for (const kube::Condition& c : p.conditions)
       if (c.type == "PodScheduled" && c.status == "True")
-        f.scheduled_ms = UnixMs(c.last_transition_time);
+        f.scheduled_ms = c.last_transition_time.unix_ms();
     for (const kube::OwnerReference& o : p.metadata.owner_references)
       if (o.controller && o.kind == "Job") {
         f.job_uid = &o.uid;
@@ -861,7 +854,7 @@ class Builder {
     w.priority = !pending.empty() ? PodPriority(*pending.front()->object)
                  : !bound.empty() ? PodPriority(*bound.front()->object)
                                   : PriorityOfClass(tmpl->priority_class_name);
-    w.submit_time = core::Time(UnixMs(job.metadata.creation_timestamp));
+    w.submit_time = core::Time(job.metadata.creation_timestamp.unix_ms());
     CommonFields(&w, meta, "job", job_key);
     if (const std::string* p = Find(job.metadata.annotations, keys::kPreemptions)) {
       std::vector<std::string> items = SplitCommaList(*p);

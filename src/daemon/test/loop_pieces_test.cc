@@ -80,6 +80,38 @@ TEST(WorkloadLedgerTest, AFirstStartCountsItsWaitAndABorrowingRunIsShownAsSuch) 
   EXPECT_TRUE(ledger.recent_starts().empty());
 }
 
+TEST(WorkloadLedgerTest, ABorrowingRunStaysShownAsSuchUntilItStops) {
+  core::Snapshot s = TwoWorkloads();
+  WorkloadLedger ledger(3'600'000);
+  core::CycleResult r;
+  r.binds.push_back(Bind(0, /*borrowing=*/true));
+  r.binds.push_back(Bind(1, /*borrowing=*/false));
+  ledger.NoteDecisions(s, r);
+  StartRunning(s.workloads[0]);
+  StartRunning(s.workloads[1]);
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    ledger.NoteDecisions(s, core::CycleResult{});
+    Observation obs = Observe(s);
+    const SharedItems<fleet::WorkloadInput> w = ledger.Workloads(obs);
+    EXPECT_TRUE(w[0].borrowing) << cycle;
+    EXPECT_FALSE(w[1].borrowing) << cycle;
+  }
+  // It stops (preempted, back to pending); when it runs again without a new bind decision, it
+  // is no longer taken as borrowing.
+  s.workloads[0].state = core::WorkloadState::kPending;
+  s.workloads[0].placements.clear();
+  Observation obs = Observe(s);
+  EXPECT_FALSE(ledger.Workloads(obs)[0].borrowing);
+  StartRunning(s.workloads[0]);
+  obs = Observe(s);
+  EXPECT_FALSE(ledger.Workloads(obs)[0].borrowing);
+  // A bind that borrows again shows again.
+  r.binds = {Bind(0, /*borrowing=*/true)};
+  ledger.NoteDecisions(s, r);
+  obs = Observe(s);
+  EXPECT_TRUE(ledger.Workloads(obs)[0].borrowing);
+}
+
 TEST(WorkloadLedgerTest, AnUnchangedWorkloadIsTheLastCyclesItemAndAChangedOneIsNew) {
   core::Snapshot s = TwoWorkloads();
   WorkloadLedger ledger(3'600'000);

@@ -31,14 +31,55 @@ Json PodJson() {
   })");
 }
 
+TEST(PodTest, TimesAreKeptAsMillisecondsAndWrittenAsTheApiServerWritesThem) {
+  Json j = PodJson();
+  j["metadata"]["creationTimestamp"] = "2026-01-01T00:00:01Z";
+  j["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T01:00:00+01:00";
+  j["status"]["startTime"] = "2026-01-01T00:00:02.250Z";
+  Result<Pod> p = Pod::FromJson(j);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->metadata.creation_timestamp.unix_ms(), int64_t{1767225601000});
+  EXPECT_EQ(p->metadata.creation_timestamp.Text(), "2026-01-01T00:00:01Z");
+  EXPECT_EQ(p->conditions[0].last_transition_time.Text(), "2026-01-01T00:00:00Z");
+  EXPECT_EQ(p->start_time.Text(), "2026-01-01T00:00:02.250Z");
+  EXPECT_EQ(p->start_time, Timestamp(1767225602250));
+  EXPECT_NE(p->start_time, p->metadata.creation_timestamp);
+  j["metadata"].erase("deletionTimestamp");
+  const Pod none = Pod::FromJson(j).value();
+  EXPECT_TRUE(none.metadata.deletion_timestamp.empty());
+  EXPECT_EQ(none.metadata.deletion_timestamp.unix_ms(), 0);
+  EXPECT_EQ(none.metadata.deletion_timestamp.Text(), "");
+}
+
+TEST(PodTest, AnUnreadableMetadataTimeIsAnErrorThatNamesTheField) {
+  Json j = PodJson();
+  j["metadata"]["creationTimestamp"] = "yesterday";
+  Result<Pod> p = Pod::FromJson(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("metadata.creationTimestamp"), std::string::npos)
+      << p.status().message();
+  EXPECT_NE(p.status().message().find("\"yesterday\" is not an RFC 3339 time"), std::string::npos)
+      << p.status().message();
+  j = PodJson();
+  j["status"]["conditions"][0]["lastTransitionTime"] = "2026-13-01T00:00:00Z";
+  p = Pod::FromJson(j);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("status.conditions[0].lastTransitionTime"), std::string::npos)
+      << p.status().message();
+}
+
 TEST(PodTest, AStartTimeThatIsNotAStringReadsAsNone) {
   // The pod must still decode: a bound pod that disappeared would free the GPUs it holds.
   Json j = PodJson();
   j["status"]["startTime"] = 5;
   Result<Pod> p = Pod::FromJson(j);
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  EXPECT_EQ(p->start_time, "");
+  EXPECT_TRUE(p->start_time.empty());
   EXPECT_EQ(p->phase, "Running");
+  j["status"]["startTime"] = "soon";
+  p = Pod::FromJson(j);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->start_time.empty());
 }
 
 TEST(PodTest, DecodesTheFieldsChamberUses) {
@@ -50,7 +91,7 @@ TEST(PodTest, DecodesTheFieldsChamberUses) {
   EXPECT_EQ(p->metadata.labels.at("chamber.io/queue"), "research");
   ASSERT_EQ(p->metadata.owner_references.size(), 1u);
   EXPECT_TRUE(p->metadata.owner_references[0].controller);
-  EXPECT_EQ(p->metadata.deletion_timestamp, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(p->metadata.deletion_timestamp.Text(), "2026-01-01T00:00:00Z");
   EXPECT_EQ(p->scheduler_name, "chamber");
   EXPECT_EQ(p->node_name, "gpu-1");
   EXPECT_EQ(p->priority, 50);
@@ -60,7 +101,8 @@ TEST(PodTest, DecodesTheFieldsChamberUses) {
   EXPECT_EQ(p->tolerations[0].toleration_seconds, 30);
   EXPECT_EQ(p->affinity["nodeAffinity"]["x"][1], 2);
   EXPECT_EQ(p->phase, "Running");
-  EXPECT_EQ(p->start_time, "2026-01-01T00:00:05Z");
+  EXPECT_EQ(p->start_time.Text(), "2026-01-01T00:00:05Z");
+  EXPECT_EQ(p->start_time.unix_ms(), int64_t{1767225605000});
   EXPECT_EQ(p->nominated_node_name, "gpu-2");
   ASSERT_EQ(p->conditions.size(), 1u);
   EXPECT_EQ(p->conditions[0].type, "PodScheduled");
