@@ -17,6 +17,7 @@
 
 #include "common/interned.h"
 #include "common/shared_string.h"
+#include "common/shared_value.h"
 #include "core/resources.h"
 
 namespace chamber::core {
@@ -76,9 +77,11 @@ struct Topology {
   std::string zone;
 };
 
+using Labels = std::vector<std::pair<std::string, std::string>>;
+
 struct Node {
   std::string name;
-  std::vector<std::pair<std::string, std::string>> labels;
+  Shared<Labels> labels;  // shared with the copies in every snapshot
   std::vector<Taint> taints;
   bool unschedulable = false;  // cordoned
   Resources allocatable;       // cpu and memory; the gpu entry is ignored: GPUs come from `gpus`

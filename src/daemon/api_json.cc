@@ -299,6 +299,7 @@ std::optional<WorkloadMatch> FindWorkload(const FleetState& s, const std::string
   const SharedItems<fleet::WorkloadInput>& ws = s.input.workloads;
   for (size_t w = 0; w < ws.size(); ++w)
     if (ws[w].name == name) return WorkloadMatch{w, ""};
+  // A bare pod is found by its name above; the pods of the others are listed.
   for (size_t w = 0; w < ws.size(); ++w)
     if (std::find(ws[w].pods.begin(), ws[w].pods.end(), name) != ws[w].pods.end())
       return WorkloadMatch{w, name};
@@ -308,7 +309,7 @@ std::optional<WorkloadMatch> FindWorkload(const FleetState& s, const std::string
 json WorkloadDetailJson(const FleetState& s, const WorkloadMatch& m) {
   const fleet::WorkloadInput& w = s.input.workloads[m.workload];
   json out = WorkloadJson(w);
-  out["pods"] = w.pods;
+  out["pods"] = w.PodNames();
   out["pending_details"] = w.pending_details;
   json preemptions = json::array();
   for (const fleet::TimeMs t : w.preemptions) preemptions.push_back(FormatRfc3339Ms(t));

@@ -48,8 +48,12 @@ struct Observation {
   std::vector<int32_t> node_pool;               // per snapshot node: index into pools, or -1
   std::vector<std::vector<GpuSample>> samples;  // per snapshot node, per GPU
   // Per snapshot workload, the "namespace/name" of each of its pods, when the backend has pods
-  // (empty for the simulated backend): `chamber why <pod>` finds a workload through these.
+  // (empty for the simulated backend): `chamber why <pod>` finds a workload through these. A
+  // bare pod's workload lists none: it is marked in `bare_pods` instead.
   std::vector<std::vector<std::string>> workload_pods;
+  // Per snapshot workload, whether it is one pod whose "namespace/name" is the workload's name
+  // (most of a large cluster's workloads: listing the pod again would copy every name).
+  std::vector<bool> bare_pods;
   // Per snapshot workload, the lost work of its earlier preemptions as the cluster records it
   // (a Job's annotations; empty for the simulated backend): a new leader starts from these.
   struct StoredLosses {

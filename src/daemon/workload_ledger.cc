@@ -153,6 +153,7 @@ SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
     wi.submitted = obs.clock_offset_ms + w.submit_time.count();
     wi.reserved = w.reserved();
     if (i < obs.workload_pods.size()) wi.pods = std::move(obs.workload_pods[i]);
+    wi.bare_pod = i < obs.bare_pods.size() && obs.bare_pods[i];
     for (const core::Time t : w.recent_preemptions)
       wi.preemptions.push_back(obs.clock_offset_ms + t.count());
     Losses* losses = nullptr;

@@ -108,13 +108,17 @@ struct WorkloadInput {
   std::optional<TimeMs> started;
   std::vector<std::string> nodes;  // where its pods run
   bool reserved = false;           // priority at the reserved level: within quota, never preempted
-  std::vector<std::string> pods;   // "namespace/name" of its pods, when the backend has pods
+  // "namespace/name" of its pods, when the backend has pods; none for a bare pod (below).
+  std::vector<std::string> pods;
+  bool bare_pod = false;                     // one pod, whose "namespace/name" is `name`
   std::vector<std::string> pending_details;  // more lines on why it waits (the engine's details)
   std::vector<TimeMs> preemptions;           // when it was preempted before (from the backend)
   // The preemptions this server decided for it, and the GPU-hours they lost in all.
   int64_t preemption_count = 0;
   double gpu_hours_lost = 0;
   std::vector<PreemptionRecord> preemption_history;  // the latest ones, oldest first
+  // Its pods' "namespace/name": `pods`, or the name of a bare pod.
+  std::vector<std::string> PodNames() const { return bare_pod ? std::vector{name} : pods; }
   friend bool operator==(const WorkloadInput&, const WorkloadInput&) = default;
 };
 

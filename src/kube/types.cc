@@ -212,6 +212,9 @@ Result<Pod> Pod::FromJson(Json raw) {
       if (Result<Timestamp> t = Timestamp::Parse(start->get_ref<const std::string&>()); t.ok())
         pod.start_time = *t;
     CHAMBER_RETURN_IF_ERROR(r.Conditions(*status, "status", &pod.conditions));
+    for (const Condition& c : pod.conditions)
+      if (c.type == "PodScheduled" && c.status == "True")
+        pod.scheduled_time = c.last_transition_time;
   }
   pod.raw = std::move(raw);
   return pod;
@@ -228,9 +231,8 @@ void TrimPod(Pod& pod) {
     sum.requests = pod.Requests();
     pod.containers = Interned(std::vector<Container>{std::move(sum)});
   }
-  // A bound pod's condition patches no longer need the others' positions.
-  if (!pod.node_name.empty())
-    std::erase_if(pod.conditions, [](const Condition& c) { return c.type != "PodScheduled"; });
+  // Conditions are patched on pending pods only; a bound pod's scheduled_time is decoded.
+  if (!pod.node_name.empty()) pod.conditions.clear();
   pod.conditions.shrink_to_fit();
 }
 

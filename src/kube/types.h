@@ -105,6 +105,9 @@ struct Pod {
   Timestamp start_time;  // status.startTime; empty before the kubelet starts the pod (or when
                          // it is not an RFC 3339 time)
   std::vector<Condition> conditions;
+  // When the pod was bound: its PodScheduled=True condition's lastTransitionTime; empty when it
+  // has none. Kept apart so that a trimmed bound pod needs no conditions.
+  Timestamp scheduled_time;
   bool has_status = false;  // status is an object with at least one field
   Json raw;                 // null in a trimmed pod (TrimPod)
 
@@ -118,9 +121,9 @@ struct Pod {
 
 // What a cache that only schedules keeps of a Pod: not the raw object (which is most of a pod's
 // memory); of the labels and annotations, only Chamber's own (`chamber.io/`); one container
-// holding the sum of the containers' requests, without name, image or limits; and of a bound
-// pod's conditions, PodScheduled alone (a pending pod keeps all, in their order, for a JSON patch
-// of one by index). Everything else decoded stays. A trimmed pod cannot be written back whole
+// holding the sum of the containers' requests, without name, image or limits; and no conditions
+// for a bound pod (its scheduled_time stays; a pending pod keeps all, in their order, for a JSON
+// patch of one by index). Everything else decoded stays. A trimmed pod cannot be written back whole
 // (ToJson): read the pod from the API server first.
 void TrimPod(Pod& pod);
 

@@ -173,8 +173,9 @@ std::vector<core::Node> BuildNodes(const ClusterSpec& spec) {
     for (int32_t i = 0; i < p.count; ++i) {
       core::Node n;
       n.name = p.count == 1 && spec.pools.size() > 1 ? p.name : p.name + "-" + std::to_string(i);
-      n.labels = p.labels;
-      n.labels.emplace_back("chamber.io/pool", p.name);
+      core::Labels labels = p.labels;
+      labels.emplace_back("chamber.io/pool", p.name);
+      n.labels = std::move(labels);
       n.taints = p.taints;
       n.allocatable = core::Resources::Of(0, p.cpu_milli > 0 ? p.cpu_milli : kUnboundedCpu,
                                           p.memory_bytes > 0 ? p.memory_bytes : kUnboundedMemory);

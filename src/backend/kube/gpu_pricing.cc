@@ -152,7 +152,7 @@ PoolAssignment AssignPools(const PricingConfig& config, const std::vector<core::
     }
     const std::string& model =
         node.gpus.front().model.empty() ? kUnknownModel : node.gpus.front().model.str();
-    const NodePrice price = PriceNode(config, model, node.labels);
+    const NodePrice price = PriceNode(config, model, *node.labels);
     const int32_t source = price.rule >= 0 ? price.rule : static_cast<int32_t>(config.rules.size());
     auto [it, inserted] = pool_of_key.try_emplace(Key(model, price.pricing, source), 0);
     if (inserted) {

@@ -748,6 +748,19 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
   }
 }
 
+void ListWorkloadPods(const BuiltSnapshot& built, daemon::Observation& o) {
+  o.workload_pods.assign(built.sources.size(), {});
+  o.bare_pods.assign(built.sources.size(), false);
+  for (size_t i = 0; i < built.sources.size(); ++i) {
+    const WorkloadSource& s = built.sources[i];
+    if (s.IsPodNamed(built.snapshot.workloads[i].name)) {
+      o.bare_pods[i] = true;
+    } else {
+      o.workload_pods[i] = s.PodKeys();
+    }
+  }
+}
+
 daemon::Observation KubeBackend::Observe() {
   daemon::Observation o;
   o.snapshot = &built_.snapshot;
@@ -785,8 +798,7 @@ daemon::Observation KubeBackend::Observe() {
           o.gpu_faults[node.gpus[index].uuid] = std::move(fault);
     }
   }
-  o.workload_pods.reserve(built_.sources.size());
-  for (const WorkloadSource& s : built_.sources) o.workload_pods.push_back(s.PodKeys());
+  ListWorkloadPods(built_, o);
   o.stored_losses.resize(built_.sources.size());
   for (size_t i = 0; i < built_.sources.size(); ++i)
     o.stored_losses[i] = {built_.sources[i].stored_preemptions,

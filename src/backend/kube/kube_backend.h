@@ -97,6 +97,9 @@ struct KubeBackendStats {
   int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0, events_dropped = 0;
 };
 
+// Fills the observation's `workload_pods` and `bare_pods` from a build's sources.
+void ListWorkloadPods(const BuiltSnapshot& built, daemon::Observation& o);
+
 class KubeBackend : public daemon::ClusterBackend {
  public:
   // Starts the informers and waits until they have synced (or `sync_timeout` passes).

@@ -441,9 +441,7 @@ class Builder {
     f.terminal = Terminal(p);
     f.created_ms = p.metadata.creation_timestamp.unix_ms();
     f.started_ms = p.start_time.unix_ms();
-    for (const kube::Condition& c : p.conditions)
-      if (c.type == "PodScheduled" && c.status == "True")
-        f.scheduled_ms = c.last_transition_time.unix_ms();
+    f.scheduled_ms = p.scheduled_time.unix_ms();
     for (const kube::OwnerReference& o : p.metadata.owner_references)
       if (o.controller && o.kind == "Job") {
         f.job_uid = &o.uid;
@@ -507,7 +505,7 @@ class Builder {
     auto problem = [problems](std::string text) { problems->push_back(std::move(text)); };
     core::Node n;
     n.name = kn.metadata.name;
-    for (const auto& [k, v] : kn.metadata.labels) n.labels.emplace_back(k, v);
+    n.labels = core::Labels(kn.metadata.labels.begin(), kn.metadata.labels.end());
     for (const kube::Taint& t : kn.taints) n.taints.push_back({t.key, t.value, Effect(t.effect)});
     n.unschedulable = kn.unschedulable || !kn.Ready();
     n.allocatable = Resources::Of(0, kn.allocatable.Get("cpu"), kn.allocatable.Get("memory"));
@@ -1198,6 +1196,14 @@ std::vector<std::string> WorkloadSource::PodKeys() const {
   for (const auto& set : pods)
     for (const PodRef& ref : set) out.push_back(ref.Key());
   return out;
+}
+
+bool WorkloadSource::IsPodNamed(std::string_view key) const {
+  if (kind != Kind::kPod || pods.size() != 1 || pods[0].size() != 1) return false;
+  const PodRef& p = pods[0][0];
+  return key.size() == p.namespace_name().size() + 1 + p.name().size() &&
+         key.starts_with(p.namespace_name()) && key[p.namespace_name().size()] == '/' &&
+         key.ends_with(p.name());
 }
 
 Result<std::vector<int>> ParseIndexList(std::string_view text) {

@@ -128,6 +128,8 @@ struct WorkloadSource {
   kube::Json Involved() const;
   // Every pod's "namespace/name", in pod-set order.
   std::vector<std::string> PodKeys() const;
+  // Whether it is a single pod whose "namespace/name" is `key`.
+  bool IsPodNamed(std::string_view key) const;
 };
 
 class BuildCache;

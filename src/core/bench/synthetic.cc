@@ -218,9 +218,9 @@ Snapshot MakeSyntheticCluster(const SyntheticSpec& spec) {
           node.topology.block +
           Numbered("-nvl-", (i % spec.nodes_per_block) / spec.nvlink_domain_nodes, 2);
     }
-    node.labels = {{"topology.kubernetes.io/zone", node.topology.zone},
-                   {"chamber.dev/block", node.topology.block},
-                   {"nvidia.com/gpu.product", model.name}};
+    node.labels = Labels{{"topology.kubernetes.io/zone", node.topology.zone},
+                         {"chamber.dev/block", node.topology.block},
+                         {"nvidia.com/gpu.product", model.name}};
     // 16 cores and 128 GiB per GPU, double what a pod asks per GPU: GPUs run out first.
     node.allocatable = Resources::Of(0, int64_t{spec.gpus_per_node} * 16000,
                                      int64_t{spec.gpus_per_node} * 128 * kGi);

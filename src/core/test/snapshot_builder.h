@@ -52,7 +52,9 @@ class SnapshotBuilder {
     NodeRef& Zone(std::string z) { return get().topology.zone = std::move(z), *this; }
     NodeRef& Nvlink(std::string d) { return get().topology.nvlink_domain = std::move(d), *this; }
     NodeRef& Label(std::string k, std::string v) {
-      get().labels.emplace_back(std::move(k), std::move(v));
+      Labels labels = *get().labels;
+      labels.emplace_back(std::move(k), std::move(v));
+      get().labels = std::move(labels);
       return *this;
     }
     NodeRef& Taint(std::string k, std::string v, TaintEffect e = TaintEffect::kNoSchedule) {

@@ -552,6 +552,12 @@ class FixedBackend : public ClusterBackend {
     waiting.submit_time = core::Time(2000);
     waiting.pod_sets.push_back({"worker", 1, core::Resources::Of(8, 0, 0), {}, {}, {}});
     snapshot_.workloads.push_back(waiting);
+    core::Workload bare;  // a pod of its own
+    bare.name = "ml/notebook";
+    bare.queue = "ml";
+    bare.submit_time = core::Time(3000);
+    bare.pod_sets.push_back({"notebook", 1, core::Resources::Of(1, 0, 0), {}, {}, {}});
+    snapshot_.workloads.push_back(bare);
   }
   std::string_view mode() const override { return "cluster"; }
   bool simulated_time() const override { return false; }
@@ -566,7 +572,8 @@ class FixedBackend : public ClusterBackend {
     o.snapshot = &snapshot_;
     o.node_pool = {-1};
     o.samples = {std::vector<GpuSample>(8)};
-    o.workload_pods = {{"ml/train-1-0", "ml/train-1-1"}, {"ml/train-2-0"}};
+    o.workload_pods = {{"ml/train-1-0", "ml/train-1-1"}, {"ml/train-2-0"}, {}};
+    o.bare_pods = {false, false, true};
     return o;
   }
   Status SetSchedulable(std::string_view node, bool) override {
@@ -613,10 +620,10 @@ TEST(NamespacedWorkloadTest, FoundByNameOrPodAndAnsweredAsDocumented) {
   EXPECT_EQ(j["queue"]["name"], "ml");
   EXPECT_EQ(j["queue"]["quota"], 8);
   EXPECT_EQ(j["queue"]["allocated"], 8);
-  EXPECT_EQ(j["queue"]["pending_workloads"], 1);
+  EXPECT_EQ(j["queue"]["pending_workloads"], 2);
   // The engine's details reach the answer as they are.
   const FleetState& s = *daemon.state();
-  ASSERT_EQ(s.input.workloads.size(), 2u);
+  ASSERT_EQ(s.input.workloads.size(), 3u);
   EXPECT_EQ(w["pending_details"], json(s.input.workloads[1].pending_details));
 
   j = get("/api/v1/workloads/ml/train-1-1");  // a pod finds its workload
@@ -628,6 +635,14 @@ TEST(NamespacedWorkloadTest, FoundByNameOrPodAndAnsweredAsDocumented) {
   EXPECT_EQ(j["workload"]["reserved"], false);
   EXPECT_EQ(j["workload"]["preemptions"], json({"2026-09-21T14:13:21Z"}));
   EXPECT_TRUE(j["workload"]["pending_reason"].is_null());
+
+  // A bare pod is its own workload: found by its name, listed as its one pod.
+  j = get("/api/v1/workloads/ml/notebook");
+  EXPECT_TRUE(j["pod"].is_null());
+  EXPECT_EQ(j["workload"]["name"], "ml/notebook");
+  EXPECT_EQ(j["workload"]["pods"], json({"ml/notebook"}));
+  EXPECT_TRUE(s.input.workloads[2].pods.empty());  // stored once, as the name
+  EXPECT_TRUE(s.input.workloads[2].bare_pod);
 
   for (const char* missing : {"/api/v1/workloads/ml/nope", "/api/v1/workloads/train-2"}) {
     auto r = c.Get(missing);

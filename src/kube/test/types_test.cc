@@ -155,6 +155,7 @@ TEST(PodTest, TrimmedKeepsWhatChamberReadsAndDropsTheRest) {
   j["metadata"]["annotations"]["chamber.io/checkpoint-grace-seconds"] = "30";
   j["metadata"]["labels"]["app.kubernetes.io/name"] = "trainer";
   j["status"]["conditions"].push_back({{"type", "Ready"}, {"status", "True"}});
+  j["status"]["conditions"][0]["lastTransitionTime"] = "2026-01-01T00:00:03Z";
   Pod pod = Pod::FromJson(j).value();
   const Pod whole = pod;
   TrimPod(pod);
@@ -171,9 +172,10 @@ TEST(PodTest, TrimmedKeepsWhatChamberReadsAndDropsTheRest) {
   EXPECT_EQ(pod.Requests().values, whole.Requests().values);
   EXPECT_EQ(pod.Request("nvidia.com/gpu"), 6);
   EXPECT_EQ(pod.Request("cpu"), 1500);
-  // A bound pod keeps its PodScheduled condition only.
-  ASSERT_EQ(pod.conditions.size(), 1u);
-  EXPECT_EQ(pod.conditions[0].type, "PodScheduled");
+  // A bound pod keeps no conditions, but when it was scheduled.
+  EXPECT_EQ(whole.conditions.size(), 2u);
+  EXPECT_TRUE(pod.conditions.empty());
+  EXPECT_EQ(pod.scheduled_time.Text(), "2026-01-01T00:00:03Z");
   // Everything else decoded stays.
   EXPECT_EQ(pod.metadata.uid, whole.metadata.uid);
   EXPECT_EQ(pod.metadata.owner_references.size(), 1u);
@@ -184,6 +186,16 @@ TEST(PodTest, TrimmedKeepsWhatChamberReadsAndDropsTheRest) {
   EXPECT_EQ(pod.affinity, whole.affinity);
   EXPECT_EQ(pod.start_time, whole.start_time);
   EXPECT_TRUE(pod.has_status);
+  // A pending pod keeps every condition, in its order, and has no scheduled time.
+  Json pending = j;
+  pending["spec"].erase("nodeName");
+  pending["status"]["conditions"][0]["status"] = "False";
+  Pod waiting = Pod::FromJson(pending).value();
+  TrimPod(waiting);
+  ASSERT_EQ(waiting.conditions.size(), 2u);
+  EXPECT_EQ(waiting.conditions[0].type, "PodScheduled");
+  EXPECT_EQ(waiting.conditions[1].type, "Ready");
+  EXPECT_TRUE(waiting.scheduled_time.empty());
   // A status with no field is none; a missing one too.
   j["status"] = Json::object();
   EXPECT_FALSE(Pod::FromJson(j).value().has_status);

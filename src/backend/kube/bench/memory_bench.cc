@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "backend/kube/kube_backend.h"
 #include "backend/kube/snapshot_builder.h"
 #include "core/engine.h"
 #include "daemon/daemon.h"
@@ -206,8 +207,7 @@ int Main(int argc, char** argv) {
   // replaces the published one.
   daemon::Observation obs;
   obs.snapshot = &built.snapshot;
-  obs.workload_pods.reserve(built.sources.size());
-  for (const WorkloadSource& s : built.sources) obs.workload_pods.push_back(s.PodKeys());
+  ListWorkloadPods(built, obs);
   fleet::ActivityTracker activity(0.05);
   daemon::WorkloadLedger ledger(3'600'000);
   const int64_t now_ms = o.now.count();
@@ -222,8 +222,7 @@ int Main(int argc, char** argv) {
   m.Report("fleet state: the rolled-up view", static_cast<size_t>(nodes), "node");
   // The next cycle's, while the first is still published: the workloads that did not change
   // are the first state's.
-  obs.workload_pods.clear();
-  for (const WorkloadSource& s : built.sources) obs.workload_pods.push_back(s.PodKeys());
+  ListWorkloadPods(built, obs);
   auto next = std::make_shared<daemon::FleetState>();
   next->input.workloads = ledger.Workloads(obs);
   next->input.nodes = daemon::FleetNodes(obs, activity, now_ms + 1000);

@@ -171,6 +171,7 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   EXPECT_EQ(src.pods[0][2].name(), "train-2");
   EXPECT_EQ(src.PodKeys(),
             (std::vector<std::string>{"ml/train-0", "ml/train-1", "ml/train-2", "ml/train-3"}));
+  EXPECT_FALSE(src.IsPodNamed("ml/train"));
 
   // The engine binds the whole gang, and the replicas name real pods.
   core::CycleResult r = core::Engine().Schedule([&] {
@@ -290,6 +291,12 @@ TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   EXPECT_EQ(b.sources[1].name(), "solo");
   EXPECT_EQ(b.sources[1].Involved()["kind"], "Pod");
   EXPECT_EQ(b.sources[1].Involved()["metadata"]["uid"], b.sources[1].pods[0][0].uid());
+  // A bare pod is named as its workload; a group of pods is not, whatever the name.
+  EXPECT_TRUE(b.sources[1].IsPodNamed(b.snapshot.workloads[1].name));
+  EXPECT_TRUE(b.sources[1].IsPodNamed(b.sources[1].pods[0][0].Key()));
+  for (const char* other : {"research/sol", "researc/solo", "researchXsolo", "solo", ""})
+    EXPECT_FALSE(b.sources[1].IsPodNamed(other)) << other;
+  EXPECT_FALSE(b.sources[0].IsPodNamed("research/g-0"));
   const core::Workload& solo = b.snapshot.workloads[1];
   EXPECT_EQ(solo.queue, "other");
   EXPECT_EQ(solo.priority, 500) << "from its PriorityClass";

@@ -66,7 +66,7 @@ TEST(SnapshotYaml, ReadsEveryField) {
   EXPECT_EQ(n.allocatable.cpu_milli(), 64'000);
   EXPECT_EQ(n.taints.at(0).effect, TaintEffect::kNoExecute);
   EXPECT_EQ(n.topology.nvlink_domain, "nvl-1");
-  EXPECT_EQ(n.labels.at(0), (std::pair<std::string, std::string>{"pool", "a"}));
+  EXPECT_EQ(n.labels[0], (std::pair<std::string, std::string>{"pool", "a"}));
 
   ASSERT_EQ(s->workloads.size(), 2u);
   const Workload& r = s->workloads[0];
