@@ -250,9 +250,10 @@ json WorkloadJson(const fleet::WorkloadInput& w) {
           {"state", fleet::WorkloadPhaseName(w.phase)},
           {"gpus", w.gpus},
           {"borrowing", w.borrowing},
-          {"pending_reason", NullOr(w.pending_reason)},
-          {"pending_message", NullOr(w.pending_message)},
-          {"queue_position", w.queue_position > 0 ? json(w.queue_position) : json(nullptr)},
+          {"pending_reason", NullOr(w.pending->reason)},
+          {"pending_message", NullOr(w.pending->message)},
+          {"queue_position",
+           w.pending->queue_position > 0 ? json(w.pending->queue_position) : json(nullptr)},
           {"submitted", FormatRfc3339Ms(w.submitted)},
           {"started", w.started ? json(FormatRfc3339Ms(*w.started)) : json(nullptr)},
           {"nodes", w.nodes},
@@ -284,7 +285,8 @@ json WorkloadsJson(const FleetState& s, const WorkloadFilter& f) {
     if (waiting(a) != waiting(b)) return waiting(a);
     if (waiting(a)) {
       if (a->queue != b->queue) return a->queue < b->queue;
-      if (a->queue_position != b->queue_position) return a->queue_position < b->queue_position;
+      if (a->pending->queue_position != b->pending->queue_position)
+        return a->pending->queue_position < b->pending->queue_position;
       return a->submitted < b->submitted;
     }
     return a->started.value_or(0) > b->started.value_or(0);
@@ -310,7 +312,7 @@ json WorkloadDetailJson(const FleetState& s, const WorkloadMatch& m) {
   const fleet::WorkloadInput& w = s.input.workloads[m.workload];
   json out = WorkloadJson(w);
   out["pods"] = w.PodNames();
-  out["pending_details"] = w.pending_details;
+  out["pending_details"] = w.pending->details;
   json preemptions = json::array();
   for (const fleet::TimeMs t : w.preemptions) preemptions.push_back(FormatRfc3339Ms(t));
   out["preemptions"] = std::move(preemptions);

@@ -44,8 +44,8 @@ void WorkloadLedger::NoteDecisions(const core::Snapshot& snap, const core::Cycle
   ++cycle_;
   pending_.clear();
   for (const core::PendingDecision& p : result.pending)
-    pending_[snap.workloads[p.workload.index()].name] = {
-        std::string(core::PendingReasonName(p.reason)), p.message(), p.details(), p.queue_position};
+    pending_[snap.workloads[p.workload.index()].name] = fleet::PendingWhy{
+        std::string(core::PendingReasonName(p.reason)), p.message(), p.queue_position, p.details()};
   noted_starts_.clear();
   for (const core::BindDecision& b : result.binds) {
     const core::Workload& w = snap.workloads[b.workload.index()];
@@ -181,10 +181,7 @@ SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
         if (p.node.valid() && p.node.index() < s.nodes.size()) nodes.insert(p.node.value);
       for (int32_t n : nodes) wi.nodes.push_back(s.nodes[n].name);
     } else if (auto it = pending_.find(w.name); it != pending_.end()) {
-      wi.pending_reason = it->second.reason;
-      wi.pending_message = it->second.message;
-      wi.queue_position = it->second.position;
-      wi.pending_details = it->second.details;
+      wi.pending = it->second;
     }
     const SharedItems<fleet::WorkloadInput>::Item* last = Last(i, wi.name);
     if (last != nullptr && **last == wi) {

@@ -64,12 +64,6 @@ class WorkloadLedger {
     std::optional<int64_t> preempted_run;         // start time of the run last preempted
     int64_t seen_cycle = 0;
   };
-  struct PendingInfo {
-    std::string reason;
-    std::string message;
-    std::vector<std::string> details;
-    int32_t position = 0;
-  };
   struct NotedStart {
     fleet::StartRecord record;
     int32_t node;  // the first placed pod's, for the pool; -1: none
@@ -100,7 +94,7 @@ class WorkloadLedger {
   // each with the last Workloads call that saw it hold GPUs (0: bound, not yet seen).
   std::unordered_map<std::string, int64_t> borrowing_;
   int64_t sweep_ = 0;  // Workloads calls so far
-  std::unordered_map<std::string, PendingInfo> pending_;
+  std::unordered_map<std::string, Shared<fleet::PendingWhy>> pending_;
   std::vector<NotedStart> noted_starts_;
   std::vector<NotedPreemption> noted_preemptions_;
   std::deque<fleet::StartRecord> starts_;

@@ -14,6 +14,7 @@
 
 #include "common/shared_items.h"
 #include "common/shared_string.h"
+#include "common/shared_value.h"
 
 namespace chamber::fleet {
 
@@ -94,25 +95,32 @@ LostWork Sum(const LostByReason& by_reason);
 using PreemptionTotals = std::map<std::string, LostByReason>;
 void AddPreemption(PreemptionTotals& totals, const PreemptionRecord& p);
 
+struct PendingWhy {
+  std::string reason;  // the engine's reason name, e.g. "QuotaExceeded"
+  std::string message;
+  int32_t queue_position = 0;        // 0: not known
+  std::vector<std::string> details;  // more lines on why it waits (the engine's details)
+  friend bool operator==(const PendingWhy&, const PendingWhy&) = default;
+};
+
 struct WorkloadInput {
   std::string name;
   std::string queue;
   int32_t priority = 0;
   WorkloadPhase phase = WorkloadPhase::kPending;
-  int32_t gpus = 0;            // requested, over all pods
-  bool borrowing = false;      // admitted beyond its queue's quota (backfill)
-  std::string pending_reason;  // empty unless pending
-  std::string pending_message;
-  int32_t queue_position = 0;  // 0: not known
+  int32_t gpus = 0;        // requested, over all pods
+  bool borrowing = false;  // admitted beyond its queue's quota (backfill)
+  // Why it waits, as the engine said; empty unless pending. Shared with the daemon's record of
+  // the cycle's decisions: most workloads of a large cluster run, and carry none.
+  Shared<PendingWhy> pending;
   TimeMs submitted = 0;
   std::optional<TimeMs> started;
   std::vector<std::string> nodes;  // where its pods run
   bool reserved = false;           // priority at the reserved level: within quota, never preempted
   // "namespace/name" of its pods, when the backend has pods; none for a bare pod (below).
   std::vector<std::string> pods;
-  bool bare_pod = false;                     // one pod, whose "namespace/name" is `name`
-  std::vector<std::string> pending_details;  // more lines on why it waits (the engine's details)
-  std::vector<TimeMs> preemptions;           // when it was preempted before (from the backend)
+  bool bare_pod = false;            // one pod, whose "namespace/name" is `name`
+  std::vector<TimeMs> preemptions;  // when it was preempted before (from the backend)
   // The preemptions this server decided for it, and the GPU-hours they lost in all.
   int64_t preemption_count = 0;
   double gpu_hours_lost = 0;

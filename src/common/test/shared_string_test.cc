@@ -4,10 +4,13 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "common/shared_items.h"
+#include "common/shared_value.h"
 
 namespace chamber {
 namespace {
@@ -67,6 +70,36 @@ TEST(SharedItemsTest, ReadsLikeAVectorAndSharesAddedItems) {
   a.clear();
   EXPECT_TRUE(a.empty());
   EXPECT_EQ(b[0], "z");  // still held by b
+}
+
+}  // namespace
+}  // namespace chamber
+
+namespace chamber {
+namespace {
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+TEST(SharedTest, CopiesShareOneValueAndEqualValuesMadeApartAreEqualNotShared) {
+  const Shared<Pairs> a = Pairs{{"zone", "a"}, {"host", "n1"}};
+  const Shared<Pairs> copy = a;  // NOLINT(performance-unnecessary-copy-initialization)
+  EXPECT_TRUE(copy.SameAs(a));
+  EXPECT_EQ(&*copy, &*a);
+  ASSERT_EQ(copy.size(), 2u);
+  EXPECT_EQ(copy[1].second, "n1");
+  EXPECT_EQ(copy.at(0).first, "zone");
+  const Shared<Pairs> apart = Pairs{{"zone", "a"}, {"host", "n1"}};
+  EXPECT_EQ(apart, a);
+  EXPECT_FALSE(apart.SameAs(a));
+  EXPECT_NE(Shared<Pairs>(Pairs{{"zone", "b"}}), a);
+  // Empty: default or made from an empty value; reads as an empty value.
+  const Shared<Pairs> none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none, Shared<Pairs>(Pairs{}));
+  EXPECT_EQ(none.begin(), none.end());
+  int n = 0;
+  for (const auto& [k, v] : a) n += static_cast<int>(k.size() + v.size());
+  EXPECT_EQ(n, 11);
 }
 
 }  // namespace

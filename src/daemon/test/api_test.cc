@@ -624,7 +624,7 @@ TEST(NamespacedWorkloadTest, FoundByNameOrPodAndAnsweredAsDocumented) {
   // The engine's details reach the answer as they are.
   const FleetState& s = *daemon.state();
   ASSERT_EQ(s.input.workloads.size(), 3u);
-  EXPECT_EQ(w["pending_details"], json(s.input.workloads[1].pending_details));
+  EXPECT_EQ(w["pending_details"], json(s.input.workloads[1].pending->details));
 
   j = get("/api/v1/workloads/ml/train-1-1");  // a pod finds its workload
   EXPECT_EQ(j["pod"], "ml/train-1-1");

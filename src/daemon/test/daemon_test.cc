@@ -144,8 +144,8 @@ TEST(DaemonTest, FleetAgreesWithTheSimulatedCluster) {
   // Pending work carries the engine's reasons and queue positions.
   int pending_with_reason = 0;
   for (const fleet::WorkloadInput& w : s->input.workloads)
-    if (w.phase == fleet::WorkloadPhase::kPending && !w.pending_reason.empty() &&
-        w.queue_position > 0)
+    if (w.phase == fleet::WorkloadPhase::kPending && !w.pending->reason.empty() &&
+        w.pending->queue_position > 0)
       ++pending_with_reason;
   EXPECT_EQ(
       pending_with_reason, s->view.queue.pending_workloads - [&] {
