@@ -471,3 +471,75 @@ TEST(SimCommand, HeliosTraceEndToEnd) {
 
 }  // namespace
 }  // namespace chamber::cli
+
+namespace chamber::cli {
+namespace {
+
+// Saturation mode on one node of two GPUs and pods of 0.4, 0.5, 0.6 and 0.5 GPU (the hand-worked
+// case of sim's Saturation.HandWorkedCurves): best fit leaves the last 0.5 unplaced with 0.1 of
+// GPU 0 stranded; FGD (named chamber) places all four.
+TEST(SimCommand, SaturationReportsUnallocatedAndStrandedPerPolicy) {
+  TestFiles files;
+  const std::string cluster = files.Write(
+      "saturation.yaml",
+      "pools:\n  - {name: h, count: 1, gpusPerNode: 2, gpuModel: H100-SXM5-80GB, gpuMemory: "
+      "80Gi}\n");
+  const std::string trace = files.Write("saturation.csv",
+                                        "id,submit_time,duration,gpu_milli_per_pod\n"
+                                        "a,0,1h,400\nb,1,1h,500\nc,2,1h,600\nd,3,1h,500\n");
+  const std::vector<std::string> base = {
+      "sim",  "--cluster",          cluster, "--trace", trace, "--saturation", "--saturation-step",
+      "0.25", "--saturation-until", "1"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"-o", "json"});
+  const Output o = RunCli(args);
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const json report = json::parse(o.out);
+  const json& s = report.at("saturation");
+  EXPECT_EQ(s.at("capacityGpus"), 2);
+  EXPECT_EQ(s.at("arrivalsFromTrace"), 4);
+  EXPECT_EQ(s.at("arrivalsSampled"), 0);
+  ASSERT_EQ(s.at("policies").size(), 3u);  // the default: first-fit, best-fit, chamber
+  std::map<std::string, std::vector<std::pair<double, double>>> curves;
+  std::map<std::string, int> unplaced;
+  for (const json& p : s.at("policies")) {
+    for (const json& pt : p.at("points"))
+      curves[p.at("policy")].push_back({pt.at("unallocated"), pt.at("stranded")});
+    unplaced[p.at("policy")] = p.at("unplaced");
+    EXPECT_EQ(p.at("points").at(4).at("arrivedDemand"), 1.0);
+  }
+  using Curve = std::vector<std::pair<double, double>>;
+  const Curve packed = {{1, 0}, {0.55, 0.05}, {0.25, 0.05}, {0.25, 0.05}, {0.25, 0.05}};
+  EXPECT_EQ(curves["best-fit"], packed);
+  EXPECT_EQ(curves["first-fit"], packed);
+  EXPECT_EQ(curves["chamber"], (Curve{{1, 0}, {0.55, 0}, {0.25, 0}, {0.25, 0}, {0, 0}}));
+  EXPECT_EQ(unplaced,
+            (std::map<std::string, int>{{"best-fit", 1}, {"chamber", 0}, {"first-fit", 1}}));
+
+  // The table, and the HTML page with both plots.
+  args = base;
+  args.insert(args.end(), {"--policies", "best-fit,fgd"});
+  const Output table = RunCli(args);
+  ASSERT_EQ(table.code, kExitOk) << table.err;
+  EXPECT_NE(table.out.find("    100%        25.0% /     5.0%         0.0% /     0.0%"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("best-fit 3 / 1  fgd 4 / 0"), std::string::npos) << table.out;
+  const std::string html = files.Path("saturation.html");
+  args.insert(args.end(), {"-o", "html", "--out", html});
+  ASSERT_EQ(RunCli(args).code, kExitOk);
+  const std::string page = ReadFile(html);
+  EXPECT_NE(page.find("<h2>Unallocated GPU capacity</h2>"), std::string::npos);
+  EXPECT_EQ(std::count(page.begin(), page.end(), '<') > 50, true);
+  EXPECT_NE(page.find("<td>25.0%</td><td>5.0%</td>"), std::string::npos);
+
+  args = base;
+  args.insert(args.end(), {"--policies", "fifo"});
+  const Output bad = RunCli(args);
+  EXPECT_EQ(bad.code, kExitFailure);
+  EXPECT_NE(bad.err.find("policy: \"fifo\" is not a GPU-sharing policy"), std::string::npos)
+      << bad.err;
+}
+
+}  // namespace
+}  // namespace chamber::cli
