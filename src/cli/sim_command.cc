@@ -57,6 +57,7 @@ struct SimCommandOptions {
   bool saturation = false;
   double saturation_until = 1.3;
   double saturation_step = 0.05;
+  std::string saturation_order = "trace";
 };
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -94,6 +95,7 @@ Status RunSaturation(const SimCommandOptions& o, const std::vector<core::Node>& 
   options.until_permille = std::llround(o.saturation_until * 1000);
   options.step_permille = std::llround(o.saturation_step * 1000);
   options.seed = o.seed;
+  options.sampled = o.saturation_order == "sampled";
   if (options.step_permille <= 0)
     return Status::InvalidArgument("--saturation-step must be at least 0.001");
   if (options.until_permille < options.step_permille)
@@ -274,6 +276,11 @@ void RegisterSimCommand(CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_option("--saturation-step", o->saturation_step,
                   "Saturation: record a point at every step of arrived demand (of capacity)")
+      ->capture_default_str();
+  cmd->add_option("--saturation-order", o->saturation_order,
+                  "Saturation: pods arrive in trace order (then drawn from its pods), or all "
+                  "drawn from its pods with --seed")
+      ->check(CLI::IsMember({"trace", "sampled"}))
       ->capture_default_str();
   cmd->add_flag("--fresh-cycles", o->fresh_cycles,
                 "Load the whole snapshot every cycle instead of keeping state between cycles "

@@ -37,7 +37,7 @@ Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace, int64_t ca
   const int64_t until = options.until_permille * capacity_milli;  // in milli x 1000
   int64_t arrived = 0;
   for (const core::ShareRequest& r : pods) {
-    if (arrived * 1000 >= until) break;
+    if (options.sampled || arrived * 1000 >= until) break;
     out.requests.push_back(r);
     arrived += r.DemandMilli();
     ++out.from_trace;

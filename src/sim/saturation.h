@@ -22,7 +22,8 @@ namespace chamber::sim {
 struct SaturationOptions {
   int64_t until_permille = 1300;  // stop once arrived demand reaches 130% of capacity
   int64_t step_permille = 50;     // a point every 5% of capacity
-  uint64_t seed = 1;              // for arrivals drawn when the trace runs out
+  uint64_t seed = 1;              // for arrivals drawn from the trace's pods
+  bool sampled = false;           // every arrival drawn from the trace's pods, none in order
 };
 
 // The pods that arrive, in order: one request per pod of the trace (jobs in trace order; a

@@ -91,6 +91,22 @@ TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
   EXPECT_EQ(b->sampled, 0);
   EXPECT_EQ(b->requests[1], core::GpuShare(500));
 
+  // Sampled: every arrival drawn from the trace's pods (4, 0.5, 4, 8 GPUs), the same for a seed.
+  options.sampled = true;
+  const Result<SaturationArrivals> c = MakeSaturationArrivals(trace, 8000, options);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->from_trace, 0);
+  EXPECT_EQ(c->sampled, static_cast<int64_t>(c->requests.size()));
+  int64_t demand = 0;
+  for (const core::ShareRequest& r : c->requests) {
+    EXPECT_TRUE(r == core::WholeGpus(4) || r == core::WholeGpus(8) || r == core::GpuShare(500));
+    demand += r.DemandMilli();
+  }
+  EXPECT_GE(demand, 8000);
+  EXPECT_LT(demand - c->requests.back().DemandMilli(), 8000);  // stops at the first to reach it
+  EXPECT_EQ(MakeSaturationArrivals(trace, 8000, options)->requests, c->requests);
+  options.sampled = false;
+
   trace.jobs = {Job("cpu", 0, 0)};
   EXPECT_EQ(MakeSaturationArrivals(trace, 8000, options).status().message(),
             "the trace has no pod that asks for a GPU");
