@@ -140,7 +140,7 @@ nlohmann::json SaturationToJson(const SaturationInfo& info,
           {"cluster", info.cluster},
           {"saturation",
            {{"capacityGpus",
-             curves.empty() ? 0.0 : static_cast<double>(curves.front().capacity_milli) / 1000.0},
+             curves.empty() ? int64_t{0} : curves.front().capacity_milli / core::kMilliPerGpu},
             {"arrivalsFromTrace", info.from_trace},
             {"arrivalsSampled", info.sampled},
             {"policies", std::move(policies)}}}};
