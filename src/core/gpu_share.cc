@@ -80,15 +80,17 @@ int32_t MigFirstStart(const MigProfile& profile, uint8_t used) {
 
 // ---- Requests -----------------------------------------------------------------------------------
 
-ShareRequest WholeGpus(int32_t gpus) {
+ShareRequest WholeGpus(int32_t gpus, int64_t cpu_milli) {
   ShareRequest r;
   r.gpus = gpus;
+  r.cpu_milli = cpu_milli;
   return r;
 }
-ShareRequest GpuShare(int32_t gpu_milli, int64_t gpu_memory_mib) {
+ShareRequest GpuShare(int32_t gpu_milli, int64_t gpu_memory_mib, int64_t cpu_milli) {
   ShareRequest r;
   r.gpu_milli = gpu_milli;
   r.gpu_memory_mib = gpu_memory_mib;
+  r.cpu_milli = cpu_milli;
   return r;
 }
 ShareRequest MigDevice(std::string profile) {
@@ -107,6 +109,10 @@ Status ValidateShareRequest(const ShareRequest& r) {
         fmt::format("gpu_milli: {} is not in 1..999 (ask for whole GPUs with gpus)", r.gpu_milli));
   if (r.gpu_memory_mib < 0)
     return Status::InvalidArgument(fmt::format("gpu_memory_mib: {} is negative", r.gpu_memory_mib));
+  if (r.cpu_milli < 0)
+    return Status::InvalidArgument(fmt::format("cpu_milli: {} is negative", r.cpu_milli));
+  if (r.memory_bytes < 0)
+    return Status::InvalidArgument(fmt::format("memory_bytes: {} is negative", r.memory_bytes));
   if (!r.mig_profile.empty()) {
     if (r.gpus > 0 || r.gpu_milli > 0 || r.gpu_memory_mib > 0)
       return Status::InvalidArgument(fmt::format(
@@ -159,9 +165,12 @@ std::vector<ShareNodeSpec> UniformShareNodes(int32_t nodes, int32_t gpus, int64_
 }
 
 ShareCluster::ShareCluster(const std::vector<ShareNodeSpec>& nodes) {
+  constexpr int64_t kNoLimit = int64_t{1} << 62;
   first_.reserve(nodes.size() + 1);
   first_.push_back(0);
   for (const ShareNodeSpec& n : nodes) {
+    cpu_.push_back(n.cpu_milli > 0 ? n.cpu_milli : kNoLimit);
+    memory_.push_back(n.memory_bytes > 0 ? n.memory_bytes : kNoLimit);
     assert(n.gpus.size() <= kMaxSharedGpusPerNode);
     for (const ShareGpuSpec& g : n.gpus) {
       GpuFree f;
@@ -185,6 +194,11 @@ Status ShareCluster::Apply(const SharePlacement& p) {
   if (p.gpu_mask == 0 || (count < 64 && (p.gpu_mask >> count) != 0))
     return Status::InvalidArgument(
         fmt::format("gpu_mask: {:#x} names no GPU or GPUs node {} lacks", p.gpu_mask, p.node));
+  const size_t node = static_cast<size_t>(p.node);
+  if (p.cpu_milli > cpu_[node] || p.memory_bytes > memory_[node])
+    return Status::InvalidArgument(
+        fmt::format("cpu_milli: {} and memory_bytes: {} do not fit node {} ({} and {} free)",
+                    p.cpu_milli, p.memory_bytes, p.node, cpu_[node], memory_[node]));
   for (uint64_t m = p.gpu_mask; m != 0; m &= m - 1) {
     const GpuFree& g = gpus_[first + static_cast<size_t>(std::countr_zero(m))];
     const int gpu = std::countr_zero(m);
@@ -204,6 +218,8 @@ Status ShareCluster::Apply(const SharePlacement& p) {
                       p.gpu_milli, p.gpu_memory_mib, p.node, gpu, g.milli, g.memory_mib));
     }
   }
+  cpu_[node] -= p.cpu_milli;
+  memory_[node] -= p.memory_bytes;
   for (uint64_t m = p.gpu_mask; m != 0; m &= m - 1) {
     GpuFree& g = gpus_[first + static_cast<size_t>(std::countr_zero(m))];
     if (p.mig != nullptr) {
@@ -223,6 +239,8 @@ Status ShareCluster::Apply(const SharePlacement& p) {
 
 void ShareCluster::Release(const SharePlacement& p) {
   const size_t first = static_cast<size_t>(first_[static_cast<size_t>(p.node)]);
+  cpu_[static_cast<size_t>(p.node)] += p.cpu_milli;
+  memory_[static_cast<size_t>(p.node)] += p.memory_bytes;
   for (uint64_t m = p.gpu_mask; m != 0; m &= m - 1) {
     GpuFree& g = gpus_[first + static_cast<size_t>(std::countr_zero(m))];
     if (p.mig != nullptr) {
@@ -250,7 +268,8 @@ WorkloadMix::WorkloadMix(int64_t window, size_t max_classes)
 int32_t WorkloadMix::Find(const ShareRequest& r) const {
   for (size_t i = 0; i < classes_.size(); ++i) {
     const ShareRequest& c = classes_[i].request;
-    if (c.gpus == r.gpus && c.gpu_milli == r.gpu_milli && c.gpu_memory_mib == r.gpu_memory_mib)
+    if (c.gpus == r.gpus && c.gpu_milli == r.gpu_milli && c.gpu_memory_mib == r.gpu_memory_mib &&
+        c.cpu_milli == r.cpu_milli && c.memory_bytes == r.memory_bytes)
       return static_cast<int32_t>(i);
   }
   return -1;
@@ -269,7 +288,8 @@ void WorkloadMix::Record(const ShareRequest& r) {
   }
   int32_t c = Find(r);
   if (c < 0 && classes_.size() < max_classes_) {
-    classes_.push_back({ShareRequest{r.gpus, r.gpu_milli, r.gpu_memory_mib, {}}, 0});
+    classes_.push_back(
+        {ShareRequest{r.gpus, r.gpu_milli, r.gpu_memory_mib, {}, r.cpu_milli, r.memory_bytes}, 0});
     c = static_cast<int32_t>(classes_.size() - 1);
   }
   if (c >= 0) {
@@ -285,14 +305,26 @@ void WorkloadMix::Record(const ShareRequest& r) {
 
 // ---- Fragmentation ------------------------------------------------------------------------------
 
-int64_t NodeFragmentation(std::span<const GpuFree> gpus, std::span<const MixClass> mix) {
+NodeFree NodeFreeOf(const ShareCluster& cluster, int32_t node) {
+  return {cluster.gpus(node), cluster.free_cpu_milli(node), cluster.free_memory_bytes(node)};
+}
+
+namespace {
+bool NodeLacks(const NodeFree& node, const ShareRequest& r) {
+  return node.cpu_milli < r.cpu_milli || node.memory_bytes < r.memory_bytes;
+}
+}  // namespace
+
+int64_t NodeFragmentation(const NodeFree& node, std::span<const MixClass> mix) {
   int64_t entirely_free = 0;
-  for (const GpuFree& g : gpus) entirely_free += g.Shareable() && g.EntirelyFree() ? 1 : 0;
+  for (const GpuFree& g : node.gpus) entirely_free += g.Shareable() && g.EntirelyFree() ? 1 : 0;
   int64_t total = 0;
   for (const MixClass& c : mix) {
     int64_t frag = 0;
-    for (const GpuFree& g : gpus) {
-      if (c.request.gpus > 0) {
+    for (const GpuFree& g : node.gpus) {
+      if (NodeLacks(node, c.request)) {
+        frag += g.UsableMilli();
+      } else if (c.request.gpus > 0) {
         if (entirely_free < c.request.gpus || !g.EntirelyFree()) frag += g.UsableMilli();
       } else if (!g.Fits(c.request.gpu_milli, c.request.gpu_memory_mib)) {
         frag += g.UsableMilli();
@@ -303,15 +335,15 @@ int64_t NodeFragmentation(std::span<const GpuFree> gpus, std::span<const MixClas
   return total;
 }
 
-int64_t NodeStrandedMilli(std::span<const GpuFree> gpus, std::span<const MixClass> mix) {
+int64_t NodeStrandedMilli(const NodeFree& node, std::span<const MixClass> mix) {
   int64_t entirely_free = 0;
-  for (const GpuFree& g : gpus) entirely_free += g.Shareable() && g.EntirelyFree() ? 1 : 0;
+  for (const GpuFree& g : node.gpus) entirely_free += g.Shareable() && g.EntirelyFree() ? 1 : 0;
   int64_t stranded = 0;
-  for (const GpuFree& g : gpus) {
+  for (const GpuFree& g : node.gpus) {
     if (g.UsableMilli() == 0) continue;
     bool usable = false;
     for (const MixClass& c : mix) {
-      if (c.weight <= 0) continue;
+      if (c.weight <= 0 || NodeLacks(node, c.request)) continue;
       usable = c.request.gpus > 0 ? g.EntirelyFree() && entirely_free >= c.request.gpus
                                   : g.Fits(c.request.gpu_milli, c.request.gpu_memory_mib);
       if (usable) break;
@@ -324,7 +356,7 @@ int64_t NodeStrandedMilli(std::span<const GpuFree> gpus, std::span<const MixClas
 int64_t StrandedMilli(const ShareCluster& cluster, std::span<const MixClass> mix) {
   int64_t total = 0;
   for (int32_t n = 0; n < cluster.node_count(); ++n)
-    total += NodeStrandedMilli(cluster.gpus(n), mix);
+    total += NodeStrandedMilli(NodeFreeOf(cluster, n), mix);
   return total;
 }
 
@@ -363,24 +395,26 @@ uint64_t LowestEntirelyFree(std::span<const GpuFree> gpus, int32_t k) {
 }
 
 SharePlacement ShareOn(int32_t node, size_t gpu, const ShareRequest& r) {
-  return {node, uint64_t{1} << gpu, r.gpu_milli, r.gpu_memory_mib, nullptr, -1};
+  return {node, uint64_t{1} << gpu, r.gpu_milli,   r.gpu_memory_mib, nullptr,
+          -1,   r.cpu_milli,        r.memory_bytes};
 }
-SharePlacement WholeOn(int32_t node, uint64_t mask) {
-  return {node, mask, kMilliPerGpu, 0, nullptr, -1};
+SharePlacement WholeOn(int32_t node, uint64_t mask, const ShareRequest& r) {
+  return {node, mask, kMilliPerGpu, 0, nullptr, -1, r.cpu_milli, r.memory_bytes};
 }
 
 constexpr int64_t kInfeasible = std::numeric_limits<int64_t>::max();
 
 }  // namespace
 
-// FGD's kept state. Per node: the sum over its GPUs of phi(g) = free compute times the weight of
-// the share classes that do not fit g; U, the free compute; P, the free compute of GPUs not
-// entirely free; E, the entirely free GPUs. The node's fragmentation is then
-//   Phi + P * A(E) + U * (W - A(E)),
-// where W is the weight of the whole-GPU classes and A(E) that of those asking for at most E
-// GPUs. Per class of the scored mix, each node's best placement (its increase of the node's
-// fragmentation) and a tournament tree over nodes for the least increase, lowest node first. A
-// placement or release recomputes only its node.
+// FGD's kept state. Per node: its free compute (U), the free compute of its GPUs that are not
+// entirely free (P), the number that are (E), its free CPU and memory, and per share class of
+// the scored mix the free compute of its GPUs that cannot hold the class (S(t)). The node's
+// fragmentation is then the sum over classes of weight times: U when the node lacks the class's
+// CPU or memory; else S(t) for a share class; for k whole GPUs, P when E >= k, else U. A
+// candidate placement changes one GPU (or k entirely free ones) and the node's CPU and memory,
+// so it is scored in time proportional to the classes. Per class, each node's best placement
+// (the least increase of its fragmentation) and a tournament tree over nodes for the least
+// increase, lowest node first. A placement or release recomputes only its node.
 class SharePlacer::Fgd {
  public:
   Fgd(const ShareCluster& cluster, FgdOptions options) : cluster_(&cluster), options_(options) {
@@ -397,15 +431,8 @@ class SharePlacer::Fgd {
     scored_total_ = mix.total();
     since_check_ = 0;
     ++refreshes_;
-    whole_weight_ = 0;
-    weight_upto_.assign(kMaxSharedGpusPerNode + 1, 0);
-    for (const MixClass& c : scored_)
-      if (c.request.gpus > 0) {
-        whole_weight_ += c.weight;
-        for (int32_t e = c.request.gpus; e <= kMaxSharedGpusPerNode; ++e)
-          weight_upto_[static_cast<size_t>(e)] += c.weight;
-      }
     const size_t k = scored_.size();
+    unfit_.assign(nodes_.size() * k, 0);
     best_.assign(k, std::vector<Best>(nodes_.size()));
     tree_.assign(k, std::vector<int32_t>(2 * leaves_, -1));
     for (int32_t n = 0; n < static_cast<int32_t>(nodes_.size()); ++n) Recompute(n, false);
@@ -458,18 +485,23 @@ class SharePlacer::Fgd {
     return Build(r, node, best);
   }
 
-  // After the node's GPUs changed.
+  // After the node's GPUs, CPU or memory changed.
   void Recompute(int32_t n, bool update_trees = true) {
     Node& node = nodes_[static_cast<size_t>(n)];
     node = Node{};
+    node.cpu = cluster_->free_cpu_milli(n);
+    node.memory = cluster_->free_memory_bytes(n);
+    int64_t* unfit = Unfit(n);
+    std::fill(unfit, unfit + scored_.size(), 0);
     for (const GpuFree& g : cluster_->gpus(n)) {
-      node.phi += Phi(g);
       node.free += g.UsableMilli();
       if (g.Shareable() && g.EntirelyFree())
         ++node.entirely_free;
       else
         node.partial += g.UsableMilli();
+      for (size_t t = 0; t < scored_.size(); ++t) unfit[t] += UnfitMilli(g, t);
     }
+    node.frag = Fragmentation(node, unfit);
     for (size_t c = 0; c < scored_.size(); ++c) {
       best_[c][static_cast<size_t>(n)] = BestOn(n, scored_[c].request);
       if (update_trees) {
@@ -480,71 +512,101 @@ class SharePlacer::Fgd {
     }
   }
 
-  int64_t Kept(int32_t n) const { return Fragmentation(nodes_[static_cast<size_t>(n)]); }
+  int64_t Kept(int32_t n) const { return nodes_[static_cast<size_t>(n)].frag; }
 
  private:
   struct Node {
-    int64_t phi = 0;
     int64_t free = 0;
     int64_t partial = 0;
     int32_t entirely_free = 0;
+    int64_t cpu = 0;
+    int64_t memory = 0;
+    int64_t frag = 0;  // the node's fragmentation under the scored mix
   };
   struct Best {
     int64_t delta = kInfeasible;
     int32_t gpu = -1;  // share requests: the GPU
   };
 
-  int64_t Phi(const GpuFree& g) const {
-    const int64_t u = g.UsableMilli();
-    if (u == 0) return 0;
-    int64_t w = 0;
-    for (const MixClass& c : scored_)
-      if (c.request.gpus == 0 && !g.Fits(c.request.gpu_milli, c.request.gpu_memory_mib))
-        w += c.weight;
-    return u * w;
+  int64_t* Unfit(int32_t n) { return unfit_.data() + static_cast<size_t>(n) * scored_.size(); }
+  const int64_t* Unfit(int32_t n) const {
+    return unfit_.data() + static_cast<size_t>(n) * scored_.size();
   }
-  int64_t Fragmentation(const Node& n) const {
-    const int64_t a = weight_upto_[static_cast<size_t>(n.entirely_free)];
-    return n.phi + n.partial * a + n.free * (whole_weight_ - a);
+
+  // The GPU's free compute when share class t cannot use it, else 0 (0 for whole classes).
+  int64_t UnfitMilli(const GpuFree& g, size_t t) const {
+    const ShareRequest& c = scored_[t].request;
+    return c.gpus == 0 && !g.Fits(c.gpu_milli, c.gpu_memory_mib) ? g.UsableMilli() : 0;
+  }
+
+  // The node's fragmentation; with `count` GPUs of state `from` changed to `to`, when given.
+  int64_t Fragmentation(const Node& n, const int64_t* unfit, const GpuFree* from = nullptr,
+                        const GpuFree* to = nullptr, int64_t count = 0) const {
+    int64_t total = 0;
+    for (size_t t = 0; t < scored_.size(); ++t) {
+      const MixClass& c = scored_[t];
+      int64_t f = 0;
+      if (n.cpu < c.request.cpu_milli || n.memory < c.request.memory_bytes)
+        f = n.free;
+      else if (c.request.gpus > 0)
+        f = n.entirely_free >= c.request.gpus ? n.partial : n.free;
+      else
+        f = from == nullptr ? unfit[t]
+                            : unfit[t] - count * (UnfitMilli(*from, t) - UnfitMilli(*to, t));
+      total += c.weight * f;
+    }
+    return total;
   }
 
   Best BestOn(int32_t n, const ShareRequest& r) const {
     const Node& node = nodes_[static_cast<size_t>(n)];
-    const std::span<const GpuFree> gpus = cluster_->gpus(n);
-    const int64_t before = Fragmentation(node);
     Best best;
+    if (node.cpu < r.cpu_milli || node.memory < r.memory_bytes) return best;
+    const std::span<const GpuFree> gpus = cluster_->gpus(n);
+    const int64_t* unfit = Unfit(n);
+    Node after = node;
+    after.cpu -= r.cpu_milli;
+    after.memory -= r.memory_bytes;
     if (r.gpus > 0) {
       if (node.entirely_free < r.gpus) return best;
-      GpuFree free_gpu;
+      const GpuFree* free_gpu = nullptr;
       for (const GpuFree& g : gpus)
         if (g.Shareable() && g.EntirelyFree()) {
-          free_gpu = g;
+          free_gpu = &g;
           break;
         }
-      Node after = node;
-      after.phi -= r.gpus * Phi(free_gpu);
+      GpuFree held = *free_gpu;
+      held.milli = 0;
+      held.memory_mib = 0;
       after.free -= int64_t{r.gpus} * kMilliPerGpu;
       after.entirely_free -= r.gpus;
-      best.delta = Fragmentation(after) - before;
+      best.delta = Fragmentation(after, unfit, free_gpu, &held, r.gpus) - node.frag;
       return best;
     }
     int32_t best_left = 0;
+    // GPUs in the same state score the same: each state once, at its lowest index.
+    std::array<std::pair<int32_t, int64_t>, kMaxSharedGpusPerNode> seen;
+    size_t seen_count = 0;
     for (size_t i = 0; i < gpus.size(); ++i) {
       const GpuFree& g = gpus[i];
       if (!g.Fits(r.gpu_milli, r.gpu_memory_mib)) continue;
+      const std::pair<int32_t, int64_t> state{g.milli, g.memory_mib};
+      if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen_count), state) !=
+          seen.begin() + static_cast<std::ptrdiff_t>(seen_count))
+        continue;
+      seen[seen_count++] = state;
       GpuFree h = g;
       h.milli -= r.gpu_milli;
       h.memory_mib -= r.gpu_memory_mib;
-      Node after = node;
-      after.phi += Phi(h) - Phi(g);
-      after.free -= r.gpu_milli;
+      Node a = after;
+      a.free -= r.gpu_milli;
       if (g.EntirelyFree()) {
-        --after.entirely_free;
-        after.partial += h.UsableMilli();
+        --a.entirely_free;
+        a.partial += h.UsableMilli();
       } else {
-        after.partial -= r.gpu_milli;
+        a.partial -= r.gpu_milli;
       }
-      const int64_t delta = Fragmentation(after) - before;
+      const int64_t delta = Fragmentation(a, unfit, &g, &h, 1) - node.frag;
       // Least increase; then the GPU left with the least free compute; then the lowest index.
       if (delta < best.delta || (delta == best.delta && h.milli < best_left)) {
         best = {delta, static_cast<int32_t>(i)};
@@ -563,7 +625,7 @@ class SharePlacer::Fgd {
   }
 
   SharePlacement Build(const ShareRequest& r, int32_t n, const Best& b) const {
-    if (r.gpus > 0) return WholeOn(n, LowestEntirelyFree(cluster_->gpus(n), r.gpus));
+    if (r.gpus > 0) return WholeOn(n, LowestEntirelyFree(cluster_->gpus(n), r.gpus), r);
     return ShareOn(n, static_cast<size_t>(b.gpu), r);
   }
 
@@ -573,9 +635,8 @@ class SharePlacer::Fgd {
   int64_t scored_total_ = 0;
   int64_t since_check_ = 0;
   int64_t refreshes_ = 0;
-  int64_t whole_weight_ = 0;
-  std::vector<int64_t> weight_upto_ = std::vector<int64_t>(kMaxSharedGpusPerNode + 1, 0);
   std::vector<Node> nodes_;
+  std::vector<int64_t> unfit_;  // [node * classes + class]
   size_t leaves_ = 1;
   std::vector<std::vector<Best>> best_;     // [class][node]
   std::vector<std::vector<int32_t>> tree_;  // [class]: tournament tree, root at 1
@@ -616,7 +677,7 @@ std::optional<SharePlacement> SharePlacer::Place(const ShareRequest& r) {
 
 void SharePlacer::Release(const SharePlacement& p) {
   cluster_.Release(p);
-  if (fgd_ && p.mig == nullptr) fgd_->Recompute(p.node);
+  if (fgd_) fgd_->Recompute(p.node);
 }
 
 std::optional<SharePlacement> SharePlacer::PlaceMig(const ShareRequest& r) {
@@ -625,6 +686,7 @@ std::optional<SharePlacement> SharePlacer::PlaceMig(const ShareRequest& r) {
   std::optional<SharePlacement> best;
   int best_left = 9;
   for (int32_t n = 0; n < cluster_.node_count(); ++n) {
+    if (!cluster_.NodeFits(n, r)) continue;
     const std::span<const GpuFree> gpus = cluster_.gpus(n);
     for (size_t i = 0; i < gpus.size(); ++i) {
       const GpuFree& g = gpus[i];
@@ -636,7 +698,8 @@ std::optional<SharePlacement> SharePlacer::PlaceMig(const ShareRequest& r) {
       const int left =
           8 - std::popcount(static_cast<unsigned>(g.mig_used | MigSlots(*profile, start)));
       if (left < best_left) {
-        best = SharePlacement{n, uint64_t{1} << i, 0, 0, profile, start};
+        best =
+            SharePlacement{n, uint64_t{1} << i, 0, 0, profile, start, r.cpu_milli, r.memory_bytes};
         best_left = left;
         if (strategy_ == ShareStrategy::kFirstFit) break;
       }
@@ -652,10 +715,11 @@ std::optional<SharePlacement> SharePlacer::PlaceMig(const ShareRequest& r) {
 
 std::optional<SharePlacement> SharePlacer::FirstFit(const ShareRequest& r) const {
   for (int32_t n = 0; n < cluster_.node_count(); ++n) {
+    if (!cluster_.NodeFits(n, r)) continue;
     const std::span<const GpuFree> gpus = cluster_.gpus(n);
     if (r.gpus > 0) {
       if (const uint64_t mask = LowestEntirelyFree(gpus, r.gpus); mask != 0)
-        return WholeOn(n, mask);
+        return WholeOn(n, mask, r);
       continue;
     }
     for (size_t i = 0; i < gpus.size(); ++i)
@@ -668,6 +732,7 @@ std::optional<SharePlacement> SharePlacer::BestFit(const ShareRequest& r) const 
   std::optional<SharePlacement> best;
   std::pair<int64_t, int64_t> best_left{kInfeasible, kInfeasible};
   for (int32_t n = 0; n < cluster_.node_count(); ++n) {
+    if (!cluster_.NodeFits(n, r)) continue;
     const std::span<const GpuFree> gpus = cluster_.gpus(n);
     if (r.gpus > 0) {
       // The node left with the least free compute.
@@ -678,7 +743,7 @@ std::optional<SharePlacement> SharePlacer::BestFit(const ShareRequest& r) const 
       const std::pair<int64_t, int64_t> left{free - int64_t{r.gpus} * kMilliPerGpu, 0};
       if (left < best_left) {
         best_left = left;
-        best = WholeOn(n, mask);
+        best = WholeOn(n, mask, r);
       }
       continue;
     }

@@ -2,7 +2,8 @@
 // GPU) and of its memory (MiB), or one of its MIG devices; whole-GPU pods keep exclusive GPUs.
 // Every quantity is an exact integer. Placement policies over a set of nodes: first fit, best
 // fit, and fragmentation gradient descent (FGD, Weng et al., USENIX ATC 2023), which places a
-// pod where it least increases the GPU capacity that the workload mix cannot use.
+// pod where it least increases the GPU capacity that the workload mix cannot use. Pods may also
+// ask for the node's CPU and memory, which can leave a node's GPUs unusable.
 // docs/sharing.md describes the model and what each policy promises.
 //
 // This is a self-contained component: the engine's whole-GPU placement does not call it yet.
@@ -54,12 +55,15 @@ uint8_t MigSlots(const MigProfile& profile, int32_t start);
 // ---- Requests -----------------------------------------------------------------------------------
 
 // What one pod asks of the GPUs of one node: whole GPUs (exclusive), or a share of one GPU (a
-// fraction of its compute, an amount of its memory, or both), or one MIG device.
+// fraction of its compute, an amount of its memory, or both), or one MIG device; and of the
+// node's CPU and memory.
 struct ShareRequest {
   int32_t gpus = 0;            // whole GPUs, 1..64
   int32_t gpu_milli = 0;       // a share of one GPU's compute, 1..999
   int64_t gpu_memory_mib = 0;  // an amount of one GPU's memory
-  std::string mig_profile;     // e.g. "1g.10gb"; alone
+  std::string mig_profile;     // e.g. "1g.10gb"; without gpus, gpu_milli or gpu_memory_mib
+  int64_t cpu_milli = 0;       // of the node
+  int64_t memory_bytes = 0;    // of the node
 
   enum class Kind { kWhole, kShare, kMig };
   Kind kind() const {
@@ -71,8 +75,8 @@ struct ShareRequest {
   friend bool operator==(const ShareRequest&, const ShareRequest&) = default;
 };
 
-ShareRequest WholeGpus(int32_t gpus);
-ShareRequest GpuShare(int32_t gpu_milli, int64_t gpu_memory_mib = 0);
+ShareRequest WholeGpus(int32_t gpus, int64_t cpu_milli = 0);
+ShareRequest GpuShare(int32_t gpu_milli, int64_t gpu_memory_mib = 0, int64_t cpu_milli = 0);
 ShareRequest MigDevice(std::string profile);
 
 // Errors name the field and its value: "gpu_milli: 1500 is not in 1..999 (ask for whole GPUs
@@ -90,6 +94,8 @@ struct ShareGpuSpec {
 };
 struct ShareNodeSpec {
   std::vector<ShareGpuSpec> gpus;
+  int64_t cpu_milli = 0;     // 0: no limit
+  int64_t memory_bytes = 0;  // 0: no limit
 };
 // `nodes` nodes of `gpus` identical GPUs each.
 std::vector<ShareNodeSpec> UniformShareNodes(int32_t nodes, int32_t gpus,
@@ -124,6 +130,8 @@ struct SharePlacement {
   int64_t gpu_memory_mib = 0;
   const MigProfile* mig = nullptr;
   int32_t mig_start = -1;
+  int64_t cpu_milli = 0;  // of the node
+  int64_t memory_bytes = 0;
   friend bool operator==(const SharePlacement&, const SharePlacement&) = default;
 };
 
@@ -138,6 +146,12 @@ class ShareCluster {
             static_cast<size_t>(first_[static_cast<size_t>(node) + 1] -
                                 first_[static_cast<size_t>(node)])};
   }
+  // The node's free CPU and memory (a node without a limit has a very large amount).
+  int64_t free_cpu_milli(int32_t node) const { return cpu_[static_cast<size_t>(node)]; }
+  int64_t free_memory_bytes(int32_t node) const { return memory_[static_cast<size_t>(node)]; }
+  bool NodeFits(int32_t node, const ShareRequest& r) const {
+    return free_cpu_milli(node) >= r.cpu_milli && free_memory_bytes(node) >= r.memory_bytes;
+  }
   // Checks that the placement fits what is free, then takes it.
   Status Apply(const SharePlacement& p);
   // Gives back what Apply took (the placement must be one that was applied).
@@ -150,6 +164,7 @@ class ShareCluster {
  private:
   std::vector<GpuFree> gpus_;
   std::vector<int32_t> first_;  // node i's GPUs are [first_[i], first_[i + 1])
+  std::vector<int64_t> cpu_, memory_;
   int64_t capacity_milli_ = 0;
   int64_t free_milli_ = 0;
 };
@@ -187,14 +202,23 @@ class WorkloadMix {
   int64_t recorded_ = 0;
 };
 
+// A node's free state for the measures below: its GPUs, and its free CPU and memory.
+struct NodeFree {
+  std::span<const GpuFree> gpus;
+  int64_t cpu_milli = int64_t{1} << 62;
+  int64_t memory_bytes = int64_t{1} << 62;
+};
+NodeFree NodeFreeOf(const ShareCluster& cluster, int32_t node);
+
 // FGD's measure, recomputed in full: the GPU compute (thousandths) free on the node that a task
 // drawn from the mix could not use, weighted by the classes' weights (so in thousandths times
-// weight). For a share class: the free compute of each GPU that cannot hold it. For a class of k
-// whole GPUs: the free compute of GPUs that are not entirely free, or of all GPUs when fewer than
-// k are entirely free.
-int64_t NodeFragmentation(std::span<const GpuFree> gpus, std::span<const MixClass> mix);
+// weight). For a class whose CPU or memory the node lacks: all of the node's free compute. Else,
+// for a share class: the free compute of each GPU that cannot hold it; for a class of k whole
+// GPUs: the free compute of GPUs that are not entirely free, or of all GPUs when fewer than k are
+// entirely free.
+int64_t NodeFragmentation(const NodeFree& node, std::span<const MixClass> mix);
 // Free compute (thousandths) on the node that no class of the mix (with weight > 0) can use.
-int64_t NodeStrandedMilli(std::span<const GpuFree> gpus, std::span<const MixClass> mix);
+int64_t NodeStrandedMilli(const NodeFree& node, std::span<const MixClass> mix);
 int64_t StrandedMilli(const ShareCluster& cluster, std::span<const MixClass> mix);
 
 // ---- Placement policies -------------------------------------------------------------------------

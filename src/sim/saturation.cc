@@ -29,6 +29,8 @@ Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace, int64_t ca
     else
       r.gpus = j.gpus_per_pod;
     if (r.gpus == 0 && r.gpu_milli == 0) continue;
+    r.cpu_milli = j.cpu_milli_per_pod;
+    r.memory_bytes = j.memory_bytes_per_pod;
     if (Status s = core::ValidateShareRequest(r); !s.ok())
       return Status::InvalidArgument("job " + j.id + ": " + s.message());
     for (int32_t p = 0; p < std::max(1, j.pods); ++p) pods.push_back(r);
@@ -57,6 +59,8 @@ std::vector<core::ShareNodeSpec> ShareNodesOf(const std::vector<core::Node>& nod
   out.reserve(nodes.size());
   for (const core::Node& n : nodes) {
     core::ShareNodeSpec s;
+    s.cpu_milli = n.allocatable.cpu_milli();
+    s.memory_bytes = n.allocatable.memory_bytes();
     for (size_t g = 0; g < n.gpus.size() && g < core::kMaxSharedGpusPerNode; ++g) {
       core::ShareGpuSpec gpu;
       gpu.memory_mib = n.gpus[g].memory_mib;

@@ -27,7 +27,8 @@ struct SaturationOptions {
 };
 
 // The pods that arrive, in order: one request per pod of the trace (jobs in trace order; a
-// fraction of a GPU as a share, else whole GPUs; pods without GPUs left out), then, while arrived
+// fraction of a GPU as a share, else whole GPUs, with the pod's CPU and memory; pods without
+// GPUs left out), then, while arrived
 // demand is short of `until_permille` of `capacity_milli`, requests drawn with the seed from the
 // trace's own pods. `sampled` counts those.
 struct SaturationArrivals {
@@ -54,7 +55,8 @@ struct SaturationCurve {
   std::vector<SaturationPoint> points;  // at 0, step, 2 * step, ... until
 };
 
-// The GPUs of the simulator's nodes (unhealthy GPUs and those held outside stay out).
+// The GPUs, CPU and memory of the simulator's nodes (unhealthy GPUs and those held outside stay
+// out).
 std::vector<core::ShareNodeSpec> ShareNodesOf(const std::vector<core::Node>& nodes);
 
 // One policy over the arrivals. `policy` is first-fit, best-fit, fgd or chamber (FGD).

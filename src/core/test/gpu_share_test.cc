@@ -86,6 +86,7 @@ TEST(ShareRequest, ValidationNamesTheFieldAndValue) {
             "gpu_milli: -3 is not in 1..999 (ask for whole GPUs with gpus)");
   EXPECT_EQ(ValidateShareRequest(GpuShare(0, -1)).message(), "gpu_memory_mib: -1 is negative");
   EXPECT_EQ(ValidateShareRequest(WholeGpus(-2)).message(), "gpus: -2 is negative");
+  EXPECT_EQ(ValidateShareRequest(WholeGpus(1, -5)).message(), "cpu_milli: -5 is negative");
   EXPECT_EQ(ValidateShareRequest(WholeGpus(65)).message(),
             "gpus: 65 is more than a node holds (64)");
   ShareRequest both = WholeGpus(2);
@@ -196,11 +197,40 @@ TEST(Fragmentation, HandWorkedNode) {
   const std::vector<MixClass> mix = {{GpuShare(500), 3}, {WholeGpus(2), 1}, {WholeGpus(4), 2}};
   // 0.5 GPU: only the 100 cannot hold it. 2 GPUs: the 600 and 100 (two are entirely free). 4
   // GPUs: everything (only two are entirely free).
-  EXPECT_EQ(NodeFragmentation(c.gpus(0), mix), 3 * 100 + 1 * 700 + 2 * 2700);
+  EXPECT_EQ(NodeFragmentation(NodeFreeOf(c, 0), mix), 3 * 100 + 1 * 700 + 2 * 2700);
   // Stranded: the 100 fits no class; the 600 fits 0.5.
-  EXPECT_EQ(NodeStrandedMilli(c.gpus(0), mix), 100);
+  EXPECT_EQ(NodeStrandedMilli(NodeFreeOf(c, 0), mix), 100);
   EXPECT_EQ(StrandedMilli(c, std::vector<MixClass>{{WholeGpus(4), 1}}), 2700);
   EXPECT_EQ(StrandedMilli(c, std::vector<MixClass>{{WholeGpus(4), 0}, {GpuShare(50), 1}}), 0);
+}
+
+TEST(Fragmentation, ANodeWithoutCpuLeftStrandsItsGpus) {
+  // Two free GPUs and 4 cores. A 0.5 share with 8 cores cannot use the node at all: both GPUs
+  // count for it. One with 2 cores fits.
+  std::vector<ShareNodeSpec> nodes = UniformShareNodes(1, 2);
+  nodes[0].cpu_milli = 4000;
+  ShareCluster c(nodes);
+  const std::vector<MixClass> mix = {{GpuShare(500, 0, 8000), 1}, {GpuShare(500, 0, 2000), 1}};
+  EXPECT_EQ(NodeFragmentation(NodeFreeOf(c, 0), mix), 2000);
+  EXPECT_EQ(NodeStrandedMilli(NodeFreeOf(c, 0), mix), 0);
+  // A pod of 0.1 GPU and 3 cores leaves 1 core: now no class fits the node.
+  ASSERT_TRUE(c.Apply({0, 0b01, 100, 0, nullptr, -1, 3000, 0}).ok());
+  EXPECT_EQ(c.free_cpu_milli(0), 1000);
+  EXPECT_EQ(NodeFragmentation(NodeFreeOf(c, 0), mix), 2 * 1900);
+  EXPECT_EQ(StrandedMilli(c, mix), 1900);
+  EXPECT_EQ(c.Apply({0, 0b10, 100, 0, nullptr, -1, 3000, 0}).message(),
+            "cpu_milli: 3000 and memory_bytes: 0 do not fit node 0 (1000 and "
+            "4611686018427387904 free)");
+  c.Release({0, 0b01, 100, 0, nullptr, -1, 3000, 0});
+  EXPECT_EQ(c.free_cpu_milli(0), 4000);
+  // Every policy skips a node without the CPU.
+  nodes.push_back(nodes[0]);
+  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd}) {
+    SharePlacer p(s, nodes);
+    EXPECT_EQ(p.Place(GpuShare(100, 0, 3000))->node, 0);
+    EXPECT_EQ(p.Place(GpuShare(100, 0, 3000))->node, 1) << ShareStrategyName(s);
+    EXPECT_FALSE(p.Place(WholeGpus(1, 3000)).has_value());
+  }
 }
 
 // ---- Policies on hand-worked cases ----
@@ -290,8 +320,11 @@ std::optional<int64_t> BruteForceBestDelta(const ShareCluster& cluster,
                                            std::span<const MixClass> mix, const ShareRequest& r) {
   std::optional<int64_t> best;
   for (int32_t n = 0; n < cluster.node_count(); ++n) {
+    if (!cluster.NodeFits(n, r)) continue;
     const std::span<const GpuFree> gpus = cluster.gpus(n);
-    const int64_t before = NodeFragmentation(gpus, mix);
+    const int64_t before = NodeFragmentation(NodeFreeOf(cluster, n), mix);
+    const int64_t cpu = cluster.free_cpu_milli(n) - r.cpu_milli;
+    const int64_t memory = cluster.free_memory_bytes(n) - r.memory_bytes;
     std::vector<GpuFree> copy(gpus.begin(), gpus.end());
     std::vector<std::vector<GpuFree>> options;
     if (r.gpus > 0) {
@@ -313,7 +346,7 @@ std::optional<int64_t> BruteForceBestDelta(const ShareCluster& cluster,
       }
     }
     for (const std::vector<GpuFree>& o : options) {
-      const int64_t d = NodeFragmentation(o, mix) - before;
+      const int64_t d = NodeFragmentation(NodeFree{o, cpu, memory}, mix) - before;
       if (!best || d < *best) best = d;
     }
   }
@@ -335,6 +368,7 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
         g.healthy = pick(0, 9) != 0;
         g.mig = pick(0, 9) == 0;
       }
+      if (pick(0, 1) == 0) n.cpu_milli = pick(2, 16) * 1000;
     }
     // A small pool of request classes so that they repeat; sometimes more than the mix keeps.
     std::vector<ShareRequest> pool;
@@ -344,6 +378,7 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
       else
         pool.push_back(GpuShare(static_cast<int32_t>(pick(1, 9) * 100),
                                 pick(0, 2) == 0 ? pick(1, 5) * 8192 : 0));
+      if (pick(0, 1) == 0) pool.back().cpu_milli = pick(1, 6) * 1000;
     }
     FgdOptions options;
     options.window = pick(5, 50);
@@ -367,13 +402,14 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
         ASSERT_EQ(got.has_value(), want.has_value()) << ShareRequestText(r);
         if (got) {
           held.push_back(*got);
-          const int64_t was = NodeFragmentation(before.gpus(got->node), mix);
-          const int64_t now = NodeFragmentation(p.cluster().gpus(got->node), mix);
+          const int64_t was = NodeFragmentation(NodeFreeOf(before, got->node), mix);
+          const int64_t now = NodeFragmentation(NodeFreeOf(p.cluster(), got->node), mix);
           EXPECT_EQ(now - was, *want) << ShareRequestText(r) << " at step " << step;
         }
       }
       for (int32_t n = 0; n < p.cluster().node_count(); ++n)
-        ASSERT_EQ(p.KeptFragmentation(n), NodeFragmentation(p.cluster().gpus(n), p.scored_mix()))
+        ASSERT_EQ(p.KeptFragmentation(n),
+                  NodeFragmentation(NodeFreeOf(p.cluster(), n), p.scored_mix()))
             << "node " << n << " at step " << step;
       int64_t free = 0;
       for (int32_t n = 0; n < p.cluster().node_count(); ++n)
