@@ -203,8 +203,10 @@ Status ShareCluster::Apply(const SharePlacement& p) {
     const GpuFree& g = gpus_[first + static_cast<size_t>(std::countr_zero(m))];
     const int gpu = std::countr_zero(m);
     if (p.mig != nullptr) {
-      if (g.mig == nullptr || !g.healthy || std::popcount(p.gpu_mask) != 1 ||
-          (p.mig->starts >> p.mig_start & 1) == 0 || (MigSlots(*p.mig, p.mig_start) & g.mig_used))
+      if (g.mig == nullptr || !g.healthy || std::popcount(p.gpu_mask) != 1 || p.mig_start < 0 ||
+          p.mig_start > 7 || (p.mig->starts >> p.mig_start & 1) == 0 ||
+          (MigSlots(*p.mig, p.mig_start) & g.mig_used) != 0 ||
+          FindMigProfile(*g.mig, p.mig->name) != p.mig)
         return Status::InvalidArgument(fmt::format("mig: {} at slot {} does not fit GPU {}/{}",
                                                    p.mig->name, p.mig_start, p.node, gpu));
     } else if (p.gpu_milli == kMilliPerGpu) {

@@ -160,6 +160,14 @@ TEST(ShareCluster, MigAndUnhealthyGpusAreNotShareCapacity) {
   EXPECT_EQ(p.Place(MigDevice("3g.40gb"))->mig_start, 4);
   EXPECT_FALSE(p.Place(MigDevice("1g.10gb")).has_value());
   EXPECT_FALSE(p.Place(MigDevice("1g.5gb")).has_value());  // not an H100 profile
+  ShareCluster c({node});
+  const MigProfile* g3 = FindMigProfile(*FindMigModel("H100-SXM5-80GB"), "3g.40gb");
+  EXPECT_EQ(c.Apply({0, 0b1, 0, 0, g3, 2, 0, 0}).message(),
+            "mig: 3g.40gb at slot 2 does not fit GPU 0/0");
+  EXPECT_FALSE(c.Apply({0, 0b1, 0, 0, g3, -1, 0, 0}).ok());
+  EXPECT_FALSE(c.Apply({0, 0b100, 0, 0, g3, 0, 0, 0}).ok());  // not a MIG GPU
+  EXPECT_TRUE(c.Apply({0, 0b1, 0, 0, g3, 4, 0, 0}).ok());
+  EXPECT_FALSE(c.Apply({0, 0b1, 0, 0, g3, 4, 0, 0}).ok());  // slots 4..7 are taken
   EXPECT_FALSE(p.Place(WholeGpus(1)).has_value());
   p.Release(*m);
   EXPECT_EQ(p.Place(MigDevice("1g.10gb"))->mig_start, 0);
