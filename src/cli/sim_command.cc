@@ -103,7 +103,7 @@ Status RunSaturation(const SimCommandOptions& o, const std::vector<core::Node>& 
   const std::vector<core::ShareNodeSpec> share_nodes = sim::ShareNodesOf(nodes);
   const core::ShareCluster empty(share_nodes);
   CHAMBER_ASSIGN_OR_RETURN(const sim::SaturationArrivals arrivals,
-                           sim::MakeSaturationArrivals(trace, empty.CapacityMilli(), options));
+                           sim::MakeSaturationArrivals(trace, empty, options));
   sim::SaturationInfo info{run.trace, run.cluster, arrivals.from_trace, arrivals.sampled};
   const std::string policies =
       o.policies == kDefaultPolicies ? std::string(kDefaultSaturationPolicies) : o.policies;

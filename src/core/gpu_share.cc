@@ -169,6 +169,13 @@ ShareCluster::ShareCluster(const std::vector<ShareNodeSpec>& nodes) {
   first_.reserve(nodes.size() + 1);
   first_.push_back(0);
   for (const ShareNodeSpec& n : nodes) {
+    int32_t model = -1;
+    if (!n.gpus.empty()) {
+      const auto it = std::find(models_.begin(), models_.end(), n.gpus.front().model);
+      model = static_cast<int32_t>(it - models_.begin());
+      if (it == models_.end()) models_.push_back(n.gpus.front().model);
+    }
+    model_.push_back(model);
     cpu_.push_back(n.cpu_milli > 0 ? n.cpu_milli : kNoLimit);
     memory_.push_back(n.memory_bytes > 0 ? n.memory_bytes : kNoLimit);
     assert(n.gpus.size() <= kMaxSharedGpusPerNode);
@@ -184,6 +191,17 @@ ShareCluster::ShareCluster(const std::vector<ShareNodeSpec>& nodes) {
     first_.push_back(static_cast<int32_t>(gpus_.size()));
   }
   free_milli_ = capacity_milli_;
+}
+
+uint64_t ShareCluster::ModelMask(const std::vector<std::string>& models) const {
+  if (models.empty()) return 0;
+  uint64_t mask = uint64_t{1} << 63;  // matches no node: a list of unknown models allows none
+  for (const std::string& m : models) {
+    const auto it = std::find(models_.begin(), models_.end(), m);
+    const auto id = it - models_.begin();
+    if (it != models_.end() && id < 63) mask |= uint64_t{1} << id;
+  }
+  return mask;
 }
 
 Status ShareCluster::Apply(const SharePlacement& p) {
@@ -271,7 +289,8 @@ int32_t WorkloadMix::Find(const ShareRequest& r) const {
   for (size_t i = 0; i < classes_.size(); ++i) {
     const ShareRequest& c = classes_[i].request;
     if (c.gpus == r.gpus && c.gpu_milli == r.gpu_milli && c.gpu_memory_mib == r.gpu_memory_mib &&
-        c.cpu_milli == r.cpu_milli && c.memory_bytes == r.memory_bytes)
+        c.cpu_milli == r.cpu_milli && c.memory_bytes == r.memory_bytes &&
+        c.gpu_model_mask == r.gpu_model_mask)
       return static_cast<int32_t>(i);
   }
   return -1;
@@ -290,8 +309,14 @@ void WorkloadMix::Record(const ShareRequest& r) {
   }
   int32_t c = Find(r);
   if (c < 0 && classes_.size() < max_classes_) {
-    classes_.push_back(
-        {ShareRequest{r.gpus, r.gpu_milli, r.gpu_memory_mib, {}, r.cpu_milli, r.memory_bytes}, 0});
+    classes_.push_back({ShareRequest{r.gpus,
+                                     r.gpu_milli,
+                                     r.gpu_memory_mib,
+                                     {},
+                                     r.cpu_milli,
+                                     r.memory_bytes,
+                                     r.gpu_model_mask},
+                        0});
     c = static_cast<int32_t>(classes_.size() - 1);
   }
   if (c >= 0) {
@@ -308,12 +333,14 @@ void WorkloadMix::Record(const ShareRequest& r) {
 // ---- Fragmentation ------------------------------------------------------------------------------
 
 NodeFree NodeFreeOf(const ShareCluster& cluster, int32_t node) {
-  return {cluster.gpus(node), cluster.free_cpu_milli(node), cluster.free_memory_bytes(node)};
+  return {cluster.gpus(node), cluster.free_cpu_milli(node), cluster.free_memory_bytes(node),
+          cluster.node_model(node)};
 }
 
 namespace {
 bool NodeLacks(const NodeFree& node, const ShareRequest& r) {
-  return node.cpu_milli < r.cpu_milli || node.memory_bytes < r.memory_bytes;
+  return node.cpu_milli < r.cpu_milli || node.memory_bytes < r.memory_bytes ||
+         !ShareCluster::ModelAllowed(r.gpu_model_mask, node.model);
 }
 }  // namespace
 
@@ -493,6 +520,7 @@ class SharePlacer::Fgd {
     node = Node{};
     node.cpu = cluster_->free_cpu_milli(n);
     node.memory = cluster_->free_memory_bytes(n);
+    node.model = cluster_->node_model(n);
     int64_t* unfit = Unfit(n);
     std::fill(unfit, unfit + scored_.size(), 0);
     for (const GpuFree& g : cluster_->gpus(n)) {
@@ -524,6 +552,7 @@ class SharePlacer::Fgd {
     int64_t cpu = 0;
     int64_t memory = 0;
     int64_t frag = 0;  // the node's fragmentation under the scored mix
+    int32_t model = -1;
   };
   struct Best {
     int64_t delta = kInfeasible;
@@ -548,7 +577,8 @@ class SharePlacer::Fgd {
     for (size_t t = 0; t < scored_.size(); ++t) {
       const MixClass& c = scored_[t];
       int64_t f = 0;
-      if (n.cpu < c.request.cpu_milli || n.memory < c.request.memory_bytes)
+      if (n.cpu < c.request.cpu_milli || n.memory < c.request.memory_bytes ||
+          !ShareCluster::ModelAllowed(c.request.gpu_model_mask, n.model))
         f = n.free;
       else if (c.request.gpus > 0)
         f = n.entirely_free >= c.request.gpus ? n.partial : n.free;
@@ -563,7 +593,9 @@ class SharePlacer::Fgd {
   Best BestOn(int32_t n, const ShareRequest& r) const {
     const Node& node = nodes_[static_cast<size_t>(n)];
     Best best;
-    if (node.cpu < r.cpu_milli || node.memory < r.memory_bytes) return best;
+    if (node.cpu < r.cpu_milli || node.memory < r.memory_bytes ||
+        !ShareCluster::ModelAllowed(r.gpu_model_mask, node.model))
+      return best;
     const std::span<const GpuFree> gpus = cluster_->gpus(n);
     const int64_t* unfit = Unfit(n);
     Node after = node;

@@ -64,6 +64,8 @@ struct ShareRequest {
   std::string mig_profile;     // e.g. "1g.10gb"; without gpus, gpu_milli or gpu_memory_mib
   int64_t cpu_milli = 0;       // of the node
   int64_t memory_bytes = 0;    // of the node
+  // The GPU models the pod accepts, as ShareCluster::ModelMask gives them; 0: any.
+  uint64_t gpu_model_mask = 0;
 
   enum class Kind { kWhole, kShare, kMig };
   Kind kind() const {
@@ -92,6 +94,7 @@ struct ShareGpuSpec {
   bool mig = false;     // MIG mode: serves MIG requests only
   bool healthy = true;  // false: never used, not capacity
 };
+// A node's GPUs share one model for the model constraint (GPU 0's).
 struct ShareNodeSpec {
   std::vector<ShareGpuSpec> gpus;
   int64_t cpu_milli = 0;     // 0: no limit
@@ -150,7 +153,16 @@ class ShareCluster {
   int64_t free_cpu_milli(int32_t node) const { return cpu_[static_cast<size_t>(node)]; }
   int64_t free_memory_bytes(int32_t node) const { return memory_[static_cast<size_t>(node)]; }
   bool NodeFits(int32_t node, const ShareRequest& r) const {
-    return free_cpu_milli(node) >= r.cpu_milli && free_memory_bytes(node) >= r.memory_bytes;
+    return free_cpu_milli(node) >= r.cpu_milli && free_memory_bytes(node) >= r.memory_bytes &&
+           ModelAllowed(r.gpu_model_mask, model_[static_cast<size_t>(node)]);
+  }
+  // The node's GPU model as an index into the cluster's models (-1 without GPUs).
+  int32_t node_model(int32_t node) const { return model_[static_cast<size_t>(node)]; }
+  // The mask of the named models (0 for an empty list: any model). Names the cluster lacks, and
+  // models beyond the first 63, match no node.
+  uint64_t ModelMask(const std::vector<std::string>& models) const;
+  static bool ModelAllowed(uint64_t mask, int32_t model) {
+    return mask == 0 || (model >= 0 && model < 63 && ((mask >> model) & 1) != 0);
   }
   // Checks that the placement fits what is free, then takes it.
   Status Apply(const SharePlacement& p);
@@ -165,6 +177,8 @@ class ShareCluster {
   std::vector<GpuFree> gpus_;
   std::vector<int32_t> first_;  // node i's GPUs are [first_[i], first_[i + 1])
   std::vector<int64_t> cpu_, memory_;
+  std::vector<int32_t> model_;
+  std::vector<std::string> models_;
   int64_t capacity_milli_ = 0;
   int64_t free_milli_ = 0;
 };
@@ -207,12 +221,14 @@ struct NodeFree {
   std::span<const GpuFree> gpus;
   int64_t cpu_milli = int64_t{1} << 62;
   int64_t memory_bytes = int64_t{1} << 62;
+  int32_t model = -1;
 };
 NodeFree NodeFreeOf(const ShareCluster& cluster, int32_t node);
 
 // FGD's measure, recomputed in full: the GPU compute (thousandths) free on the node that a task
 // drawn from the mix could not use, weighted by the classes' weights (so in thousandths times
-// weight). For a class whose CPU or memory the node lacks: all of the node's free compute. Else,
+// weight). For a class whose CPU, memory or GPU model the node lacks: all of the node's free
+// compute. Else,
 // for a share class: the free compute of each GPU that cannot hold it; for a class of k whole
 // GPUs: the free compute of GPUs that are not entirely free, or of all GPUs when fewer than k are
 // entirely free.

@@ -9,8 +9,10 @@
 
 namespace chamber::sim {
 
-Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace, int64_t capacity_milli,
+Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace,
+                                                  const core::ShareCluster& cluster,
                                                   const SaturationOptions& options) {
+  const int64_t capacity_milli = cluster.CapacityMilli();
   if (options.step_permille <= 0 || options.until_permille < options.step_permille)
     return Status::InvalidArgument(
         fmt::format("saturation steps: step {} and until {} (per mille of capacity) need 0 < "
@@ -31,6 +33,7 @@ Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace, int64_t ca
     if (r.gpus == 0 && r.gpu_milli == 0) continue;
     r.cpu_milli = j.cpu_milli_per_pod;
     r.memory_bytes = j.memory_bytes_per_pod;
+    r.gpu_model_mask = cluster.ModelMask(j.gpu_models);
     if (Status s = core::ValidateShareRequest(r); !s.ok())
       return Status::InvalidArgument("job " + j.id + ": " + s.message());
     for (int32_t p = 0; p < std::max(1, j.pods); ++p) pods.push_back(r);

@@ -27,16 +27,17 @@ struct SaturationOptions {
 };
 
 // The pods that arrive, in order: one request per pod of the trace (jobs in trace order; a
-// fraction of a GPU as a share, else whole GPUs, with the pod's CPU and memory; pods without
-// GPUs left out), then, while arrived
-// demand is short of `until_permille` of `capacity_milli`, requests drawn with the seed from the
-// trace's own pods. `sampled` counts those.
+// fraction of a GPU as a share, else whole GPUs, with the pod's CPU, memory and accepted GPU
+// models; pods without GPUs left out), then, while arrived demand is short of `until_permille`
+// of the cluster's capacity, requests drawn with the seed from the trace's own pods (`sampled`
+// counts those). With options.sampled, every arrival is drawn.
 struct SaturationArrivals {
   std::vector<core::ShareRequest> requests;
   int64_t from_trace = 0;
   int64_t sampled = 0;
 };
-Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace, int64_t capacity_milli,
+Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace,
+                                                  const core::ShareCluster& cluster,
                                                   const SaturationOptions& options);
 
 struct SaturationPoint {

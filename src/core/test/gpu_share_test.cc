@@ -241,6 +241,32 @@ TEST(Fragmentation, ANodeWithoutCpuLeftStrandsItsGpus) {
   }
 }
 
+TEST(Fragmentation, GpuModelsAPodDoesNotAcceptCountWhole) {
+  std::vector<ShareNodeSpec> nodes = UniformShareNodes(1, 2, 81920, "H100-SXM5-80GB");
+  const std::vector<ShareNodeSpec> a100 = UniformShareNodes(1, 2, 40960, "A100-SXM4-40GB");
+  nodes.push_back(a100[0]);
+  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd}) {
+    SharePlacer p(s, nodes);
+    const ShareCluster& c = p.cluster();
+    EXPECT_EQ(c.node_model(0), 0);
+    EXPECT_EQ(c.node_model(1), 1);
+    EXPECT_EQ(c.ModelMask({}), 0u);
+    EXPECT_EQ(c.ModelMask({"A100-SXM4-40GB"}), (uint64_t{1} << 63) | 0b10);
+    EXPECT_EQ(c.ModelMask({"L4"}), uint64_t{1} << 63);
+    ShareRequest on_a100 = GpuShare(500);
+    on_a100.gpu_model_mask = c.ModelMask({"A100-SXM4-40GB"});
+    EXPECT_EQ(p.Place(on_a100)->node, 1) << ShareStrategyName(s);
+    ShareRequest nowhere = WholeGpus(1);
+    nowhere.gpu_model_mask = c.ModelMask({"L4"});
+    EXPECT_FALSE(p.Place(nowhere).has_value());
+    // For a class that only accepts A100s, all of the H100 node's free compute is fragmented.
+    const std::vector<MixClass> mix = {{on_a100, 1}};
+    EXPECT_EQ(NodeFragmentation(NodeFreeOf(c, 0), mix), 2000);
+    EXPECT_EQ(NodeFragmentation(NodeFreeOf(c, 1), mix), 0);
+    EXPECT_EQ(StrandedMilli(c, mix), 2000);
+  }
+}
+
 // ---- Policies on hand-worked cases ----
 
 TEST(SharePolicies, BestFitStrandsWhereFgdDoesNot) {
@@ -354,7 +380,8 @@ std::optional<int64_t> BruteForceBestDelta(const ShareCluster& cluster,
       }
     }
     for (const std::vector<GpuFree>& o : options) {
-      const int64_t d = NodeFragmentation(NodeFree{o, cpu, memory}, mix) - before;
+      const int64_t d =
+          NodeFragmentation(NodeFree{o, cpu, memory, cluster.node_model(n)}, mix) - before;
       if (!best || d < *best) best = d;
     }
   }
@@ -377,7 +404,14 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
         g.mig = pick(0, 9) == 0;
       }
       if (pick(0, 1) == 0) n.cpu_milli = pick(2, 16) * 1000;
+      const std::string model = pick(0, 1) == 0 ? "H100-SXM5-80GB" : "A100-SXM4-40GB";
+      for (ShareGpuSpec& g : n.gpus) g.model = model;
     }
+    FgdOptions options;
+    options.window = pick(5, 50);
+    options.max_classes = static_cast<size_t>(pick(2, 8));
+    options.check_every = pick(1, 8);
+    SharePlacer p(ShareStrategy::kFgd, nodes, options);
     // A small pool of request classes so that they repeat; sometimes more than the mix keeps.
     std::vector<ShareRequest> pool;
     for (int64_t i = 0, n = pick(1, 8); i < n; ++i) {
@@ -387,12 +421,10 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
         pool.push_back(GpuShare(static_cast<int32_t>(pick(1, 9) * 100),
                                 pick(0, 2) == 0 ? pick(1, 5) * 8192 : 0));
       if (pick(0, 1) == 0) pool.back().cpu_milli = pick(1, 6) * 1000;
+      if (pick(0, 2) == 0)
+        pool.back().gpu_model_mask = p.cluster().ModelMask(
+            {pick(0, 3) == 0 ? std::string("L4") : std::string("A100-SXM4-40GB")});
     }
-    FgdOptions options;
-    options.window = pick(5, 50);
-    options.max_classes = static_cast<size_t>(pick(2, 8));
-    options.check_every = pick(1, 8);
-    SharePlacer p(ShareStrategy::kFgd, nodes, options);
     std::vector<SharePlacement> held;
     for (int step = 0; step < 300; ++step) {
       if (!held.empty() && pick(0, 3) == 0) {

@@ -44,7 +44,8 @@ double Median(std::vector<double> v) {
 
 void BM_Saturation(benchmark::State& state) {
   const std::vector<core::ShareNodeSpec> nodes = Cluster(state.range(0));
-  const int64_t capacity = core::ShareCluster(nodes).CapacityMilli();
+  const core::ShareCluster empty(nodes);
+  const int64_t capacity = empty.CapacityMilli();
   const std::vector<std::string> policies = {"first-fit", "best-fit", "fgd"};
   std::vector<std::vector<double>> unallocated(policies.size()), stranded(policies.size());
   for (auto _ : state) {
@@ -57,7 +58,7 @@ void BM_Saturation(benchmark::State& state) {
       options.until_permille = 1000;
       options.seed = seed;
       const Result<SaturationArrivals> arrivals =
-          MakeSaturationArrivals(GenerateSyntheticTrace(spec), capacity, options);
+          MakeSaturationArrivals(GenerateSyntheticTrace(spec), empty, options);
       if (!arrivals.ok()) {
         state.SkipWithError(arrivals.status().message().c_str());
         return;

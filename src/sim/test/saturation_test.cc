@@ -37,7 +37,8 @@ TEST(Saturation, HandWorkedCurves) {
   options.step_permille = 250;
   options.until_permille = 1000;
   const std::vector<core::ShareNodeSpec> nodes = core::UniformShareNodes(1, 2);
-  const Result<SaturationArrivals> arrivals = MakeSaturationArrivals(trace, 2000, options);
+  const Result<SaturationArrivals> arrivals =
+      MakeSaturationArrivals(trace, core::ShareCluster(nodes), options);
   ASSERT_TRUE(arrivals.ok()) << arrivals.status().message();
   EXPECT_EQ(arrivals->from_trace, 4);
   EXPECT_EQ(arrivals->sampled, 0);
@@ -74,18 +75,19 @@ TEST(Saturation, HandWorkedCurves) {
 TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
   // A 2-pod job of one GPU each and a CPU-only job, on 8 GPUs until 100%: the two pods, then 6
   // more drawn from the trace's pods (all 1-GPU).
+  const core::ShareCluster eight(core::UniformShareNodes(1, 8));
   Trace trace;
   trace.jobs = {Job("a", 1, 0, 2), Job("cpu", 0, 0)};
   SaturationOptions options;
   options.until_permille = 1000;
-  const Result<SaturationArrivals> a = MakeSaturationArrivals(trace, 8000, options);
+  const Result<SaturationArrivals> a = MakeSaturationArrivals(trace, eight, options);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->from_trace, 2);
   EXPECT_EQ(a->sampled, 6);
   EXPECT_EQ(a->requests, std::vector<core::ShareRequest>(8, core::WholeGpus(1)));
   // A longer trace stops where demand reaches the end.
   trace.jobs = {Job("a", 4, 0), Job("b", 0, 500), Job("c", 4, 0), Job("d", 8, 0)};
-  const Result<SaturationArrivals> b = MakeSaturationArrivals(trace, 8000, options);
+  const Result<SaturationArrivals> b = MakeSaturationArrivals(trace, eight, options);
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->from_trace, 3);  // 4 + 0.5 + 4 >= 8
   EXPECT_EQ(b->sampled, 0);
@@ -93,7 +95,7 @@ TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
 
   // Sampled: every arrival drawn from the trace's pods (4, 0.5, 4, 8 GPUs), the same for a seed.
   options.sampled = true;
-  const Result<SaturationArrivals> c = MakeSaturationArrivals(trace, 8000, options);
+  const Result<SaturationArrivals> c = MakeSaturationArrivals(trace, eight, options);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->from_trace, 0);
   EXPECT_EQ(c->sampled, static_cast<int64_t>(c->requests.size()));
@@ -104,14 +106,25 @@ TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
   }
   EXPECT_GE(demand, 8000);
   EXPECT_LT(demand - c->requests.back().DemandMilli(), 8000);  // stops at the first to reach it
-  EXPECT_EQ(MakeSaturationArrivals(trace, 8000, options)->requests, c->requests);
+  EXPECT_EQ(MakeSaturationArrivals(trace, eight, options)->requests, c->requests);
   options.sampled = false;
 
+  // GPU models a pod accepts become the cluster's mask; CPU and memory come along.
+  trace.jobs = {Job("m", 1, 0)};
+  trace.jobs[0].gpu_models = {"H100-SXM5-80GB"};
+  trace.jobs[0].cpu_milli_per_pod = 4000;
+  trace.jobs[0].memory_bytes_per_pod = 1 << 30;
+  const Result<SaturationArrivals> m = MakeSaturationArrivals(trace, eight, options);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->requests[0].gpu_model_mask, (uint64_t{1} << 63) | 1);
+  EXPECT_EQ(m->requests[0].cpu_milli, 4000);
+  EXPECT_EQ(m->requests[0].memory_bytes, 1 << 30);
+
   trace.jobs = {Job("cpu", 0, 0)};
-  EXPECT_EQ(MakeSaturationArrivals(trace, 8000, options).status().message(),
+  EXPECT_EQ(MakeSaturationArrivals(trace, eight, options).status().message(),
             "the trace has no pod that asks for a GPU");
   options.step_permille = 0;
-  EXPECT_FALSE(MakeSaturationArrivals(trace, 8000, options).ok());
+  EXPECT_FALSE(MakeSaturationArrivals(trace, eight, options).ok());
 }
 
 TEST(Saturation, ReportsGiveEveryPoint) {
