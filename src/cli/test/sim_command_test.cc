@@ -543,3 +543,48 @@ TEST(SimCommand, SaturationReportsUnallocatedAndStrandedPerPolicy) {
 
 }  // namespace
 }  // namespace chamber::cli
+
+namespace chamber::cli {
+namespace {
+
+// Saturation on an openb node list and pod list: 10 V100s with 64 cores and 2 T4s with 32, 12
+// GPUs. Pods arrive until demand reaches 87.5% (10.5 GPUs): pod-1 (8 V100s), pod-2 (half a T4),
+// pod-3 (2 T4s). pod-1 takes 8 V100s; pod-2 the first T4; pod-3 then finds one entirely free T4,
+// not two, and may not use the free V100s. Left: 2 V100s and 1.5 T4s free (3.5 / 12); the V100s
+// are stranded (2 / 12): no class of the arrivals accepts them (8 V100s do not fit).
+TEST(SimCommand, SaturationOnAnOpenbNodeList) {
+  TestFiles files;
+  const std::string nodes = files.Write("openb-nodes.csv",
+                                        "sn,cpu_milli,memory_mib,gpu,model\n"
+                                        "node-a,64000,262144,10,V100M32\n"
+                                        "node-b,32000,131072,2,T4\n");
+  const std::string pods = files.Write(
+      "openb-pods.csv",
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n"
+      "pod-1,32000,65536,8,1000,V100M32,LS,Succeeded,1000,8200,1000\n"
+      "pod-2,4000,8192,1,500,T4,BE,Running,1600,5200,1600\n"
+      "pod-3,8000,16384,2,1000,T4,BE,Succeeded,2800,6400,2800\n"
+      "pod-4,4000,8192,1,1000,V100M32,LS,Failed,4600,8200,\n");
+  const Output o = RunCli({"sim", "--cluster", nodes, "--trace", pods, "--format", "openb",
+                           "--saturation", "--saturation-step", "0.875", "--saturation-until",
+                           "0.875", "--policies", "best-fit,chamber", "-o", "json"});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const json s = json::parse(o.out).at("saturation");
+  EXPECT_EQ(s.at("capacityGpus"), 12);
+  EXPECT_EQ(s.at("arrivalsFromTrace"), 3);
+  ASSERT_EQ(s.at("policies").size(), 2u);
+  for (const json& p : s.at("policies")) {
+    SCOPED_TRACE(p.at("policy").get<std::string>());
+    EXPECT_EQ(p.at("placed"), 2);
+    EXPECT_EQ(p.at("unplaced"), 1);
+    const json& points = p.at("points");
+    ASSERT_EQ(points.size(), 2u);
+    EXPECT_EQ(points.at(1).at("arrivedDemand"), 0.875);
+    EXPECT_DOUBLE_EQ(points.at(1).at("unallocated").get<double>(), 3500.0 / 12000.0);
+    EXPECT_DOUBLE_EQ(points.at(1).at("stranded").get<double>(), 2000.0 / 12000.0);
+  }
+}
+
+}  // namespace
+}  // namespace chamber::cli
