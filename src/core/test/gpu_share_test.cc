@@ -420,8 +420,9 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
       else
         pool.push_back(GpuShare(static_cast<int32_t>(pick(1, 9) * 100),
                                 pick(0, 2) == 0 ? pick(1, 5) * 8192 : 0));
+      if (pick(0, 5) == 0) pool.back() = MigDevice(pick(0, 1) == 0 ? "1g.10gb" : "3g.20gb");
       if (pick(0, 1) == 0) pool.back().cpu_milli = pick(1, 6) * 1000;
-      if (pick(0, 2) == 0)
+      if (pick(0, 2) == 0 && pool.back().kind() != ShareRequest::Kind::kMig)
         pool.back().gpu_model_mask = p.cluster().ModelMask(
             {pick(0, 3) == 0 ? std::string("L4") : std::string("A100-SXM4-40GB")});
     }
@@ -434,17 +435,25 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
       } else {
         const ShareRequest& r =
             pool[static_cast<size_t>(pick(0, static_cast<int64_t>(pool.size()) - 1))];
-        // The best increase, as the placer's scores (refreshed by recording r) will see it.
+        // The best increase, as the placer's scores (refreshed by recording r) will see it. MIG
+        // devices are placed outside FGD's measure; their CPU still changes the node's.
         const ShareCluster before = p.cluster();
-        const std::optional<SharePlacement> got = p.Place(r);
-        const std::span<const MixClass> mix = p.scored_mix();
-        const std::optional<int64_t> want = BruteForceBestDelta(before, mix, r);
-        ASSERT_EQ(got.has_value(), want.has_value()) << ShareRequestText(r);
-        if (got) {
-          held.push_back(*got);
-          const int64_t was = NodeFragmentation(NodeFreeOf(before, got->node), mix);
-          const int64_t now = NodeFragmentation(NodeFreeOf(p.cluster(), got->node), mix);
-          EXPECT_EQ(now - was, *want) << ShareRequestText(r) << " at step " << step;
+        if (r.kind() == ShareRequest::Kind::kMig) {
+          if (const std::optional<SharePlacement> m = p.Place(r)) held.push_back(*m);
+        } else {
+          const std::optional<SharePlacement> got = p.Place(r);
+          const std::span<const MixClass> mix = p.scored_mix();
+          const std::optional<int64_t> want = BruteForceBestDelta(before, mix, r);
+          ASSERT_EQ(got.has_value(), want.has_value()) << ShareRequestText(r);
+          if (got) {
+            held.push_back(*got);
+            EXPECT_EQ(before.FreeMilli() - p.cluster().FreeMilli(), r.DemandMilli());
+            EXPECT_EQ(before.free_cpu_milli(got->node) - p.cluster().free_cpu_milli(got->node),
+                      r.cpu_milli);
+            const int64_t was = NodeFragmentation(NodeFreeOf(before, got->node), mix);
+            const int64_t now = NodeFragmentation(NodeFreeOf(p.cluster(), got->node), mix);
+            EXPECT_EQ(now - was, *want) << ShareRequestText(r) << " at step " << step;
+          }
         }
       }
       for (int32_t n = 0; n < p.cluster().node_count(); ++n)
