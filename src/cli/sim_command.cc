@@ -2,6 +2,7 @@
 // in one run, and report how each did.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -19,12 +20,16 @@
 #include "sim/cluster_spec.h"
 #include "sim/policy.h"
 #include "sim/report.h"
+#include "sim/saturation.h"
 #include "sim/simulator.h"
 #include "sim/synthetic.h"
 #include "sim/trace/trace.h"
 
 namespace chamber::cli {
 namespace {
+
+constexpr std::string_view kDefaultPolicies = "chamber,fifo,kube-default";
+constexpr std::string_view kDefaultSaturationPolicies = "first-fit,best-fit,chamber";
 
 struct SimCommandOptions {
   std::string cluster;
@@ -33,7 +38,7 @@ struct SimCommandOptions {
   std::string queues;
   std::string config;
   std::string mapping;
-  std::string policies = "chamber,fifo,kube-default";
+  std::string policies{kDefaultPolicies};
   std::string output = "table";
   std::string out;
   std::string events;
@@ -49,6 +54,10 @@ struct SimCommandOptions {
   double gpu_mtbf_hours = 0;
   std::string repair_time = "4h";
   std::string horizon = "0";
+  bool saturation = false;
+  double saturation_until = 1.3;
+  double saturation_step = 0.05;
+  std::string saturation_order = "trace";
 };
 
 std::vector<std::string> SplitCommas(const std::string& s) {
@@ -63,6 +72,52 @@ Result<core::Duration> Flag(const std::string& name, const std::string& value) {
   Result<core::Duration> d = ParseDuration(value);
   if (!d.ok()) return Status::InvalidArgument("--" + name + ": " + d.status().message());
   return d;
+}
+
+Status WriteReport(const SimCommandOptions& o, const std::string& text) {
+  if (o.out.empty()) {
+    std::cout << text;
+  } else {
+    std::ofstream f(o.out);
+    if (!f) return Status::InvalidArgument("--out: cannot write " + o.out);
+    f << text;
+  }
+  return Status::Ok();
+}
+
+// --saturation: pods arrive in trace order (then drawn from its mix) and never finish, under
+// GPU-sharing policies.
+Status RunSaturation(const SimCommandOptions& o, const std::vector<core::Node>& nodes,
+                     const sim::Trace& trace, const sim::RunInfo& run) {
+  if (!o.events.empty())
+    return Status::InvalidArgument("--events: saturation mode has no event log");
+  sim::SaturationOptions options;
+  options.until_permille = std::llround(o.saturation_until * 1000);
+  options.step_permille = std::llround(o.saturation_step * 1000);
+  options.seed = o.seed;
+  options.sampled = o.saturation_order == "sampled";
+  if (options.step_permille <= 0)
+    return Status::InvalidArgument("--saturation-step must be at least 0.001");
+  if (options.until_permille < options.step_permille)
+    return Status::InvalidArgument("--saturation-until must be at least --saturation-step");
+  const std::vector<core::ShareNodeSpec> share_nodes = sim::ShareNodesOf(nodes);
+  const core::ShareCluster empty(share_nodes);
+  CHAMBER_ASSIGN_OR_RETURN(const sim::SaturationArrivals arrivals,
+                           sim::MakeSaturationArrivals(trace, empty, options));
+  sim::SaturationInfo info{run.trace, run.cluster, arrivals.from_trace, arrivals.sampled};
+  const std::string policies =
+      o.policies == kDefaultPolicies ? std::string(kDefaultSaturationPolicies) : o.policies;
+  std::vector<sim::SaturationCurve> curves;
+  for (const std::string& name : SplitCommas(policies)) {
+    CHAMBER_ASSIGN_OR_RETURN(sim::SaturationCurve c,
+                             sim::RunSaturation(share_nodes, arrivals, name, options));
+    curves.push_back(std::move(c));
+  }
+  if (curves.empty()) return Status::InvalidArgument("--policies names no policy");
+  const std::string text = o.output == "json"   ? sim::SaturationToJson(info, curves).dump(2) + "\n"
+                           : o.output == "html" ? sim::SaturationHtml(info, curves)
+                                                : sim::SaturationTable(info, curves);
+  return WriteReport(o, text);
 }
 
 Status RunSim(const SimCommandOptions& o) {
@@ -97,10 +152,11 @@ Status RunSim(const SimCommandOptions& o) {
   sim::Trace trace;
   if (o.synthetic > 0) {
     sim::SyntheticSpec spec;
-    if (o.profile != "helios" && o.profile != "philly")
-      return Status::InvalidArgument("--profile must be helios or philly");
-    spec.profile = o.profile == "helios" ? sim::SyntheticSpec::Profile::kHelios
-                                         : sim::SyntheticSpec::Profile::kPhilly;
+    if (o.profile != "helios" && o.profile != "philly" && o.profile != "openb")
+      return Status::InvalidArgument("--profile must be helios, philly or openb");
+    spec.profile = o.profile == "helios"   ? sim::SyntheticSpec::Profile::kHelios
+                   : o.profile == "philly" ? sim::SyntheticSpec::Profile::kPhilly
+                                           : sim::SyntheticSpec::Profile::kOpenb;
     spec.jobs = o.synthetic;
     spec.teams = o.teams;
     CHAMBER_ASSIGN_OR_RETURN(spec.span, Flag("span", o.span));
@@ -131,6 +187,8 @@ Status RunSim(const SimCommandOptions& o) {
     info.trace = o.trace;
     info.skipped_lines = trace.skipped_lines;
   }
+
+  if (o.saturation) return RunSaturation(o, nodes, trace, info);
 
   std::ofstream events_file;
   if (!o.events.empty()) {
@@ -164,14 +222,7 @@ Status RunSim(const SimCommandOptions& o) {
   std::string text = o.output == "json"   ? sim::ReportToJson(info, runs).dump(2) + "\n"
                      : o.output == "html" ? sim::ReportHtml(info, runs)
                                           : sim::ReportTable(info, runs);
-  if (o.out.empty()) {
-    std::cout << text;
-  } else {
-    std::ofstream f(o.out);
-    if (!f) return Status::InvalidArgument("--out: cannot write " + o.out);
-    f << text;
-  }
-  return Status::Ok();
+  return WriteReport(o, text);
 }
 
 }  // namespace
@@ -185,7 +236,8 @@ void RegisterSimCommand(CommandRegistry& registry) {
   cmd->add_option("--format", o->format, "Trace format: chamber, helios, philly, openb")
       ->capture_default_str();
   cmd->add_option("--synthetic", o->synthetic, "Generate N synthetic jobs instead of a trace");
-  cmd->add_option("--profile", o->profile, "Synthetic profile: helios or philly")
+  cmd->add_option("--profile", o->profile,
+                  "Synthetic profile: helios, philly, or openb (GPU-sharing pods)")
       ->capture_default_str();
   cmd->add_option("--teams", o->teams, "Synthetic teams (queues team-0...)")->capture_default_str();
   cmd->add_option("--span", o->span, "Synthetic submissions span")->capture_default_str();
@@ -195,7 +247,9 @@ void RegisterSimCommand(CommandRegistry& registry) {
   cmd->add_option("--mapping", o->mapping, "Queue and priority mapping rules YAML");
   cmd->add_flag("--skip-bad-lines", o->skip_bad_lines, "Skip and count malformed trace lines");
   cmd->add_option("--policies", o->policies,
-                  "Comma-separated: chamber, fifo, kube-default, drf, las, quota")
+                  "Comma-separated: chamber, fifo, kube-default, drf, las, quota; with "
+                  "--saturation: first-fit, best-fit, fgd, chamber (= fgd), default "
+                  "first-fit,best-fit,chamber")
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Report format")
       ->check(CLI::IsMember({"table", "json", "html"}))
@@ -213,6 +267,20 @@ void RegisterSimCommand(CommandRegistry& registry) {
   cmd->add_option("--repair-time", o->repair_time, "Time to repair a failed GPU")
       ->capture_default_str();
   cmd->add_option("--horizon", o->horizon, "Stop at this simulated time (0: when all jobs end)")
+      ->capture_default_str();
+  cmd->add_flag("--saturation", o->saturation,
+                "Saturation mode: pods arrive in order and never finish, placed by GPU-sharing "
+                "policies; reports unallocated and stranded GPU capacity against arrived demand");
+  cmd->add_option("--saturation-until", o->saturation_until,
+                  "Saturation: stop once arrived demand reaches this multiple of capacity")
+      ->capture_default_str();
+  cmd->add_option("--saturation-step", o->saturation_step,
+                  "Saturation: record a point at every step of arrived demand (of capacity)")
+      ->capture_default_str();
+  cmd->add_option("--saturation-order", o->saturation_order,
+                  "Saturation: pods arrive in trace order (then drawn from its pods), or all "
+                  "drawn from its pods with --seed")
+      ->check(CLI::IsMember({"trace", "sampled"}))
       ->capture_default_str();
   cmd->add_flag("--fresh-cycles", o->fresh_cycles,
                 "Load the whole snapshot every cycle instead of keeping state between cycles "

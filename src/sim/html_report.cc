@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "sim/report.h"
+#include "sim/saturation.h"
 
 namespace chamber::sim {
 namespace {
@@ -414,6 +415,34 @@ std::string SummaryTable(const std::vector<SimMetrics>& runs) {
   return out;
 }
 
+// A line per policy of a saturation measure against arrived demand, both in % of capacity.
+std::string SaturationPlot(const std::vector<SaturationCurve>& curves,
+                           double SaturationPoint::*field, std::string_view title) {
+  double max_x = 0, max_y = 0;
+  for (const SaturationCurve& c : curves)
+    for (const SaturationPoint& p : c.points) {
+      max_x = std::max(max_x, p.arrived_demand * 100);
+      max_y = std::max(max_y, p.*field * 100);
+    }
+  const Frame f{70, 40, kWidth - 90, 230, NiceScale(max_x), NiceScale(std::max(1.0, max_y * 1.05))};
+  std::string out;
+  SvgOpen(out, 320, title);
+  YAxis(out, f, title, "%");
+  XAxisNumeric(out, f, "arrived GPU demand (% of capacity)");
+  std::vector<LegendEntry> legend;
+  for (size_t i = 0; i < curves.size(); ++i) {
+    legend.push_back({curves[i].policy, Colour(i), LegendEntry::kLine});
+    Put(out, "<polyline class=\"series\" stroke=\"{}\" points=\"", Colour(i));
+    for (size_t p = 0; p < curves[i].points.size(); ++p)
+      Put(out, "{}{:.1f},{:.1f}", p == 0 ? "" : " ", f.X(curves[i].points[p].arrived_demand * 100),
+          f.Y(curves[i].points[p].*field * 100));
+    Put(out, "\"><title>{}</title></polyline>\n", Escape(curves[i].policy));
+  }
+  Legend(out, f.x, 20, legend);
+  out += "</svg>\n";
+  return out;
+}
+
 constexpr std::string_view kStyle = R"(
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #222;
        margin: 0; background: #fafafa; }
@@ -484,6 +513,55 @@ std::string ReportHtml(const RunInfo& info, const std::vector<SimMetrics>& runs)
       "<h2>Queue wait</h2>\n<p class=\"note\">Time from submission to first start, by gang size "
       "(GPUs per job) and priority class; nearest-rank percentiles.</p>\n{}",
       WaitPlot(runs));
+  out += "</main>\n</body>\n</html>\n";
+  return out;
+}
+
+std::string SaturationHtml(const SaturationInfo& info, const std::vector<SaturationCurve>& curves) {
+  std::string out;
+  Put(out,
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<title>Chamber saturation: {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n"
+      "<h1>Chamber saturation report</h1>\n<dl>\n",
+      Escape(info.trace), kStyle);
+  auto item = [&](std::string_view k, const std::string& v) {
+    Put(out, "<dt>{}</dt><dd>{}</dd>\n", k, Escape(v));
+  };
+  item("trace", info.trace);
+  item("cluster", info.cluster);
+  if (!curves.empty())
+    item("capacity",
+         fmt::format("{} GPUs", Num(static_cast<double>(curves.front().capacity_milli) / 1000.0)));
+  item("arrivals",
+       fmt::format("{} from the trace, {} drawn from its mix", info.from_trace, info.sampled));
+  out += "</dl>\n";
+  if (curves.empty()) return out + "<p>No policy was run.</p>\n</main>\n</body>\n</html>\n";
+  out +=
+      "<h2>Summary</h2>\n<table>\n<thead><tr><th>policy</th><th>pods placed</th>"
+      "<th>unplaced</th><th>unallocated at 100%</th><th>stranded at 100%</th></tr></thead>\n"
+      "<tbody>\n";
+  for (size_t i = 0; i < curves.size(); ++i) {
+    const SaturationCurve& c = curves[i];
+    const SaturationPoint* at = nullptr;
+    for (const SaturationPoint& p : c.points)
+      if (std::abs(p.arrived_demand - 1.0) < 1e-9) at = &p;
+    Put(out,
+        "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td>{}</td>"
+        "<td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        Colour(i), Escape(c.policy), c.placed, c.unplaced,
+        at ? fmt::format("{:.1f}%", at->unallocated * 100) : "-",
+        at ? fmt::format("{:.1f}%", at->stranded * 100) : "-");
+  }
+  out += "</tbody>\n</table>\n";
+  Put(out,
+      "<h2>Unallocated GPU capacity</h2>\n<p class=\"note\">Free GPU capacity over the "
+      "cluster&#39;s, as pods arrive and never finish.</p>\n{}",
+      SaturationPlot(curves, &SaturationPoint::unallocated, "unallocated GPU capacity"));
+  Put(out,
+      "<h2>Stranded GPU capacity</h2>\n<p class=\"note\">Free GPU capacity that no request "
+      "class of the arrivals can use.</p>\n{}",
+      SaturationPlot(curves, &SaturationPoint::stranded, "stranded GPU capacity"));
   out += "</main>\n</body>\n</html>\n";
   return out;
 }

@@ -1,7 +1,8 @@
 // A seeded synthetic workload, calibrated to published statistics of production GPU clusters:
 // heavy-tailed (log-normal) durations with the median and mean of the Helios or Philly traces,
 // a GPU-count mix dominated by 1-GPU jobs with a tail of 8- to 1,024-GPU gangs, diurnal
-// arrivals, and several teams and priorities.
+// arrivals, and several teams and priorities. The openb profile draws GPU-sharing pods instead:
+// most ask for a fraction of one GPU, with a tail of whole- and multi-GPU pods (SharingMix).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 namespace chamber::sim {
 
 struct SyntheticSpec {
-  enum class Profile { kHelios, kPhilly };
+  enum class Profile { kHelios, kPhilly, kOpenb };
   Profile profile = Profile::kHelios;
   int64_t jobs = 10'000;
   Duration span{std::chrono::hours(24 * 7)};  // submissions spread over this time
@@ -25,7 +26,7 @@ struct SyntheticSpec {
 };
 
 // Durations' log-normal parameters per profile: Helios median 206 s, mean 6,650 s; Philly
-// median 874 s, mean 18,000 s.
+// median 874 s, mean 18,000 s. The openb profile takes Helios's.
 struct DurationModel {
   double median_seconds;
   double mean_seconds;
@@ -33,5 +34,14 @@ struct DurationModel {
 DurationModel DurationModelOf(SyntheticSpec::Profile p);
 
 Trace GenerateSyntheticTrace(const SyntheticSpec& spec);
+
+// The openb profile's request mix, per pod (docs/simulator.md gives its source): a share of one
+// GPU in thousandths, or whole GPUs, and the share of pods asking for it.
+struct SharingMixEntry {
+  int32_t gpu_milli = 0;  // 1..999, or 0 for whole GPUs
+  int32_t gpus = 0;
+  double share = 0;
+};
+const std::vector<SharingMixEntry>& SharingMix();
 
 }  // namespace chamber::sim

@@ -471,3 +471,120 @@ TEST(SimCommand, HeliosTraceEndToEnd) {
 
 }  // namespace
 }  // namespace chamber::cli
+
+namespace chamber::cli {
+namespace {
+
+// Saturation mode on one node of two GPUs and pods of 0.4, 0.5, 0.6 and 0.5 GPU (the hand-worked
+// case of sim's Saturation.HandWorkedCurves): best fit leaves the last 0.5 unplaced with 0.1 of
+// GPU 0 stranded; FGD (named chamber) places all four.
+TEST(SimCommand, SaturationReportsUnallocatedAndStrandedPerPolicy) {
+  TestFiles files;
+  const std::string cluster = files.Write(
+      "saturation.yaml",
+      "pools:\n  - {name: h, count: 1, gpusPerNode: 2, gpuModel: H100-SXM5-80GB, gpuMemory: "
+      "80Gi}\n");
+  const std::string trace = files.Write("saturation.csv",
+                                        "id,submit_time,duration,gpu_milli_per_pod\n"
+                                        "a,0,1h,400\nb,1,1h,500\nc,2,1h,600\nd,3,1h,500\n");
+  const std::vector<std::string> base = {
+      "sim",  "--cluster",          cluster, "--trace", trace, "--saturation", "--saturation-step",
+      "0.25", "--saturation-until", "1"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"-o", "json"});
+  const Output o = RunCli(args);
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const json report = json::parse(o.out);
+  const json& s = report.at("saturation");
+  EXPECT_EQ(s.at("capacityGpus"), 2);
+  EXPECT_EQ(s.at("arrivalsFromTrace"), 4);
+  EXPECT_EQ(s.at("arrivalsSampled"), 0);
+  ASSERT_EQ(s.at("policies").size(), 3u);  // the default: first-fit, best-fit, chamber
+  std::map<std::string, std::vector<std::pair<double, double>>> curves;
+  std::map<std::string, int> unplaced;
+  for (const json& p : s.at("policies")) {
+    for (const json& pt : p.at("points"))
+      curves[p.at("policy")].push_back({pt.at("unallocated"), pt.at("stranded")});
+    unplaced[p.at("policy")] = p.at("unplaced");
+    EXPECT_EQ(p.at("points").at(4).at("arrivedDemand"), 1.0);
+  }
+  using Curve = std::vector<std::pair<double, double>>;
+  const Curve packed = {{1, 0}, {0.55, 0.05}, {0.25, 0.05}, {0.25, 0.05}, {0.25, 0.05}};
+  EXPECT_EQ(curves["best-fit"], packed);
+  EXPECT_EQ(curves["first-fit"], packed);
+  EXPECT_EQ(curves["chamber"], (Curve{{1, 0}, {0.55, 0}, {0.25, 0}, {0.25, 0}, {0, 0}}));
+  EXPECT_EQ(unplaced,
+            (std::map<std::string, int>{{"best-fit", 1}, {"chamber", 0}, {"first-fit", 1}}));
+
+  // The table, and the HTML page with both plots.
+  args = base;
+  args.insert(args.end(), {"--policies", "best-fit,fgd"});
+  const Output table = RunCli(args);
+  ASSERT_EQ(table.code, kExitOk) << table.err;
+  EXPECT_NE(table.out.find("    100%        25.0% /     5.0%         0.0% /     0.0%"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("best-fit 3 / 1  fgd 4 / 0"), std::string::npos) << table.out;
+  const std::string html = files.Path("saturation.html");
+  args.insert(args.end(), {"-o", "html", "--out", html});
+  ASSERT_EQ(RunCli(args).code, kExitOk);
+  const std::string page = ReadFile(html);
+  EXPECT_NE(page.find("<h2>Unallocated GPU capacity</h2>"), std::string::npos);
+  EXPECT_EQ(std::count(page.begin(), page.end(), '<') > 50, true);
+  EXPECT_NE(page.find("<td>25.0%</td><td>5.0%</td>"), std::string::npos);
+
+  args = base;
+  args.insert(args.end(), {"--policies", "fifo"});
+  const Output bad = RunCli(args);
+  EXPECT_EQ(bad.code, kExitFailure);
+  EXPECT_NE(bad.err.find("policy: \"fifo\" is not a GPU-sharing policy"), std::string::npos)
+      << bad.err;
+}
+
+}  // namespace
+}  // namespace chamber::cli
+
+namespace chamber::cli {
+namespace {
+
+// Saturation on an openb node list and pod list: 10 V100s with 64 cores and 2 T4s with 32, 12
+// GPUs. Pods arrive until demand reaches 87.5% (10.5 GPUs): pod-1 (8 V100s), pod-2 (half a T4),
+// pod-3 (2 T4s). pod-1 takes 8 V100s; pod-2 the first T4; pod-3 then finds one entirely free T4,
+// not two, and may not use the free V100s. Left: 2 V100s and 1.5 T4s free (3.5 / 12); the V100s
+// are stranded (2 / 12): no class of the arrivals accepts them (8 V100s do not fit).
+TEST(SimCommand, SaturationOnAnOpenbNodeList) {
+  TestFiles files;
+  const std::string nodes = files.Write("openb-nodes.csv",
+                                        "sn,cpu_milli,memory_mib,gpu,model\n"
+                                        "node-a,64000,262144,10,V100M32\n"
+                                        "node-b,32000,131072,2,T4\n");
+  const std::string pods = files.Write(
+      "openb-pods.csv",
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n"
+      "pod-1,32000,65536,8,1000,V100M32,LS,Succeeded,1000,8200,1000\n"
+      "pod-2,4000,8192,1,500,T4,BE,Running,1600,5200,1600\n"
+      "pod-3,8000,16384,2,1000,T4,BE,Succeeded,2800,6400,2800\n"
+      "pod-4,4000,8192,1,1000,V100M32,LS,Failed,4600,8200,\n");
+  const Output o = RunCli({"sim", "--cluster", nodes, "--trace", pods, "--format", "openb",
+                           "--saturation", "--saturation-step", "0.875", "--saturation-until",
+                           "0.875", "--policies", "best-fit,chamber", "-o", "json"});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const json s = json::parse(o.out).at("saturation");
+  EXPECT_EQ(s.at("capacityGpus"), 12);
+  EXPECT_EQ(s.at("arrivalsFromTrace"), 3);
+  ASSERT_EQ(s.at("policies").size(), 2u);
+  for (const json& p : s.at("policies")) {
+    SCOPED_TRACE(p.at("policy").get<std::string>());
+    EXPECT_EQ(p.at("placed"), 2);
+    EXPECT_EQ(p.at("unplaced"), 1);
+    const json& points = p.at("points");
+    ASSERT_EQ(points.size(), 2u);
+    EXPECT_EQ(points.at(1).at("arrivedDemand"), 0.875);
+    EXPECT_DOUBLE_EQ(points.at(1).at("unallocated").get<double>(), 3500.0 / 12000.0);
+    EXPECT_DOUBLE_EQ(points.at(1).at("stranded").get<double>(), 2000.0 / 12000.0);
+  }
+}
+
+}  // namespace
+}  // namespace chamber::cli

@@ -1,0 +1,178 @@
+// Saturation mode on traces small enough to work out by hand, and the synthetic openb mix.
+#include "sim/saturation.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sim/synthetic.h"
+
+namespace chamber::sim {
+namespace {
+
+TraceJob Job(std::string id, int32_t gpus, int32_t milli, int32_t pods = 1) {
+  TraceJob j;
+  j.id = std::move(id);
+  j.gpus_per_pod = gpus;
+  j.gpu_milli_per_pod = milli;
+  j.pods = pods;
+  return j;
+}
+
+// One node of two GPUs; pods of 0.4, 0.5, 0.6 and 0.5 GPU arrive: 2 GPUs of demand, 100% of
+// capacity. Points every 25% (500 thousandths of demand):
+//   after 0.4 + 0.5 (900 arrived, past 25%): best fit and first fit hold GPU 0 at 0.9 (0.1 free,
+//     too little for any class: stranded 100 / 2000 = 5%), free 1100 = 55%; FGD put the 0.5 on
+//     GPU 1 (600 and 500 free, both usable): 55%, stranded 0.
+//   after 0.6 (1500 arrived, past 50% and 75%): best fit's 0.6 on GPU 1 (0.1 and 0.4 free: 25%;
+//     0.4 fits the 0.4 class: stranded 5%); FGD's on GPU 0 (0 and 0.5 free: 25%, stranded 0).
+//   after the last 0.5 (100%): best fit has no room (25%, 5%); FGD fills GPU 1 (0%, 0%).
+TEST(Saturation, HandWorkedCurves) {
+  Trace trace;
+  trace.jobs = {Job("a", 0, 400), Job("b", 0, 500), Job("c", 0, 600), Job("d", 0, 500)};
+  SaturationOptions options;
+  options.step_permille = 250;
+  options.until_permille = 1000;
+  const std::vector<core::ShareNodeSpec> nodes = core::UniformShareNodes(1, 2);
+  const Result<SaturationArrivals> arrivals =
+      MakeSaturationArrivals(trace, core::ShareCluster(nodes), options);
+  ASSERT_TRUE(arrivals.ok()) << arrivals.status().message();
+  EXPECT_EQ(arrivals->from_trace, 4);
+  EXPECT_EQ(arrivals->sampled, 0);
+
+  const std::vector<SaturationPoint> best = {
+      {0, 1, 0}, {0.25, 0.55, 0.05}, {0.5, 0.25, 0.05}, {0.75, 0.25, 0.05}, {1, 0.25, 0.05}};
+  const std::vector<SaturationPoint> fgd = {
+      {0, 1, 0}, {0.25, 0.55, 0}, {0.5, 0.25, 0}, {0.75, 0.25, 0}, {1, 0, 0}};
+  for (const std::string policy : {"best-fit", "first-fit", "fgd", "chamber"}) {
+    SCOPED_TRACE(policy);
+    const Result<SaturationCurve> c = RunSaturation(nodes, *arrivals, policy, options);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(c->capacity_milli, 2000);
+    EXPECT_EQ(c->arrivals, 4);
+    const bool is_fgd = policy == "fgd" || policy == "chamber";
+    EXPECT_EQ(c->placed, is_fgd ? 4 : 3);
+    EXPECT_EQ(c->unplaced, is_fgd ? 0 : 1);
+    ASSERT_EQ(c->points.size(), 5u);
+    for (size_t i = 0; i < 5; ++i) {
+      const SaturationPoint& want = is_fgd ? fgd[i] : best[i];
+      EXPECT_DOUBLE_EQ(c->points[i].arrived_demand, want.arrived_demand) << i;
+      EXPECT_DOUBLE_EQ(c->points[i].unallocated, want.unallocated) << i;
+      EXPECT_DOUBLE_EQ(c->points[i].stranded, want.stranded) << i;
+    }
+    ASSERT_NE(PointAt(*c, 1000, options), nullptr);
+    EXPECT_DOUBLE_EQ(PointAt(*c, 1000, options)->unallocated, is_fgd ? 0.0 : 0.25);
+    EXPECT_EQ(PointAt(*c, 1100, options), nullptr);
+    EXPECT_EQ(PointAt(*c, 300, options), nullptr);
+  }
+  EXPECT_EQ(RunSaturation(nodes, *arrivals, "drf", options).status().message(),
+            "policy: \"drf\" is not a GPU-sharing policy (first-fit, best-fit, fgd, chamber)");
+}
+
+TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
+  // A 2-pod job of one GPU each and a CPU-only job, on 8 GPUs until 100%: the two pods, then 6
+  // more drawn from the trace's pods (all 1-GPU).
+  const core::ShareCluster eight(core::UniformShareNodes(1, 8));
+  Trace trace;
+  trace.jobs = {Job("a", 1, 0, 2), Job("cpu", 0, 0)};
+  SaturationOptions options;
+  options.until_permille = 1000;
+  const Result<SaturationArrivals> a = MakeSaturationArrivals(trace, eight, options);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->from_trace, 2);
+  EXPECT_EQ(a->sampled, 6);
+  EXPECT_EQ(a->requests, std::vector<core::ShareRequest>(8, core::WholeGpus(1)));
+  // A longer trace stops where demand reaches the end.
+  trace.jobs = {Job("a", 4, 0), Job("b", 0, 500), Job("c", 4, 0), Job("d", 8, 0)};
+  const Result<SaturationArrivals> b = MakeSaturationArrivals(trace, eight, options);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->from_trace, 3);  // 4 + 0.5 + 4 >= 8
+  EXPECT_EQ(b->sampled, 0);
+  EXPECT_EQ(b->requests[1], core::GpuShare(500));
+
+  // Sampled: every arrival drawn from the trace's pods (4, 0.5, 4, 8 GPUs), the same for a seed.
+  options.sampled = true;
+  const Result<SaturationArrivals> c = MakeSaturationArrivals(trace, eight, options);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->from_trace, 0);
+  EXPECT_EQ(c->sampled, static_cast<int64_t>(c->requests.size()));
+  int64_t demand = 0;
+  for (const core::ShareRequest& r : c->requests) {
+    EXPECT_TRUE(r == core::WholeGpus(4) || r == core::WholeGpus(8) || r == core::GpuShare(500));
+    demand += r.DemandMilli();
+  }
+  EXPECT_GE(demand, 8000);
+  EXPECT_LT(demand - c->requests.back().DemandMilli(), 8000);  // stops at the first to reach it
+  EXPECT_EQ(MakeSaturationArrivals(trace, eight, options)->requests, c->requests);
+  options.sampled = false;
+
+  // GPU models a pod accepts become the cluster's mask; CPU and memory come along.
+  trace.jobs = {Job("m", 1, 0)};
+  trace.jobs[0].gpu_models = {"H100-SXM5-80GB"};
+  trace.jobs[0].cpu_milli_per_pod = 4000;
+  trace.jobs[0].memory_bytes_per_pod = 1 << 30;
+  const Result<SaturationArrivals> m = MakeSaturationArrivals(trace, eight, options);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->requests[0].gpu_model_mask, (uint64_t{1} << 63) | 1);
+  EXPECT_EQ(m->requests[0].cpu_milli, 4000);
+  EXPECT_EQ(m->requests[0].memory_bytes, 1 << 30);
+
+  trace.jobs = {Job("cpu", 0, 0)};
+  EXPECT_EQ(MakeSaturationArrivals(trace, eight, options).status().message(),
+            "the trace has no pod that asks for a GPU");
+  options.step_permille = 0;
+  EXPECT_FALSE(MakeSaturationArrivals(trace, eight, options).ok());
+}
+
+TEST(Saturation, ReportsGiveEveryPoint) {
+  SaturationCurve c;
+  c.policy = "fgd";
+  c.capacity_milli = 16000;
+  c.arrivals = 3;
+  c.placed = 2;
+  c.unplaced = 1;
+  c.points = {{0, 1, 0}, {0.5, 0.5, 0.125}, {1, 0.0625, 0.0625}};
+  const nlohmann::json j = SaturationToJson({"t", "c", 3, 0}, {c});
+  EXPECT_EQ(j.at("saturation").at("capacityGpus"), 16);
+  const nlohmann::json& p = j.at("saturation").at("policies").at(0);
+  EXPECT_EQ(p.at("policy"), "fgd");
+  EXPECT_EQ(p.at("unplaced"), 1);
+  EXPECT_EQ(p.at("points").at(1).at("stranded"), 0.125);
+  EXPECT_EQ(p.at("points").at(2).at("unallocated"), 0.0625);
+  const std::string table = SaturationTable({"t", "c", 3, 0}, {c});
+  EXPECT_NE(table.find("    100%         6.2% /     6.2%"), std::string::npos) << table;
+  EXPECT_NE(table.find("     50%        50.0% /    12.5%"), std::string::npos) << table;
+  const std::string html = SaturationHtml({"t", "c", 3, 0}, {c});
+  EXPECT_NE(html.find("<h2>Stranded GPU capacity</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>6.2%</td><td>6.2%</td>"), std::string::npos) << html;
+  EXPECT_EQ(std::count(html.begin(), html.end(), '\n') > 10, true);
+  EXPECT_NE(html.find("<polyline"), std::string::npos);
+}
+
+TEST(SyntheticOpenb, DrawsTheSharingMix) {
+  SyntheticSpec spec;
+  spec.profile = SyntheticSpec::Profile::kOpenb;
+  spec.jobs = 20'000;
+  const Trace t = GenerateSyntheticTrace(spec);
+  ASSERT_EQ(t.jobs.size(), 20'000u);
+  std::map<std::pair<int32_t, int32_t>, int64_t> counts;
+  for (const TraceJob& j : t.jobs) {
+    EXPECT_EQ(j.pods, 1);
+    EXPECT_TRUE((j.gpus_per_pod == 0) != (j.gpu_milli_per_pod == 0)) << j.id;
+    ++counts[{j.gpu_milli_per_pod, j.gpus_per_pod}];
+  }
+  double total = 0;
+  for (const SharingMixEntry& e : SharingMix()) {
+    total += e.share;
+    const double got = static_cast<double>(counts[{e.gpu_milli, e.gpus}]) / 20'000.0;
+    EXPECT_NEAR(got, e.share, 0.01) << e.gpu_milli << " " << e.gpus;
+  }
+  EXPECT_NEAR(total, 1.0, 1e-9);
+  EXPECT_EQ(GenerateSyntheticTrace(spec).jobs, GenerateSyntheticTrace(spec).jobs);  // seeded
+}
+
+}  // namespace
+}  // namespace chamber::sim
