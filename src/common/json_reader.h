@@ -74,8 +74,28 @@ class JsonReader {
   // Checks that `v` is an object (a list).
   Status ObjectValue(const Json& v, std::string_view path) const;
   Status ArrayValue(const Json& v, std::string_view path) const;
+  // The same for element `index` of the list at `list`: its path ("rows[3]") is made only for
+  // an error, so that reading the elements of a long list allocates nothing for them.
+  template <typename T>
+  Status ElementValue(const Json& v, std::string_view list, size_t index, T* out) const {
+    Status s = ValueAt(v, std::string_view(), out);
+    return s.ok() ? s : ValueAt(v, Element(list, index), out);
+  }
 
  private:
+  Status ValueAt(const Json& v, std::string_view path, std::string* out) const {
+    return StringValue(v, path, out);
+  }
+  Status ValueAt(const Json& v, std::string_view path, double* out) const {
+    return NumberValue(v, path, out);
+  }
+  Status ValueAt(const Json& v, std::string_view path, bool* out) const {
+    return BoolValue(v, path, out);
+  }
+  template <typename Int>
+  requires std::is_integral_v<Int> Status ValueAt(const Json& v, std::string_view path, Int* out)
+  const { return IntegerValue(v, path, out); }
+
   // The checks behind both kinds of read: each reads `v` into `*out` (where there is one), or
   // gives the reason it cannot. A member read joins its path only for an error.
   static std::optional<std::string_view> ToString(const Json& v, std::string* out);

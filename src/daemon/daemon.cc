@@ -96,10 +96,7 @@ Status Daemon::Tick() {
   in.recent_preemptions.assign(ledger_.recent_preemptions().begin(),
                                ledger_.recent_preemptions().end());
   in.preemption_totals = ledger_.preemption_totals();
-  in.workloads = ledger_.Workloads(obs);
-  in.nodes = FleetNodes(obs, activity_, now);
-  MarkHolders(s, in.nodes);
-  in.queues = FleetQueues(s, queue_status_);
+  AddObserved(obs, ledger_, activity_, queue_status_, now, in);
   state->node_schedulable.reserve(in.nodes.size());
   for (const fleet::NodeInput& n : in.nodes) state->node_schedulable.push_back(n.schedulable);
   incidents_.Observe(s, obs.gpu_faults, now);

@@ -79,4 +79,13 @@ std::vector<fleet::QueueInput> FleetQueues(const core::Snapshot& s,
   return queues;
 }
 
+void AddObserved(Observation& obs, WorkloadLedger& ledger, fleet::ActivityTracker& activity,
+                 const std::vector<core::QueueStatus>& queue_status, int64_t now,
+                 fleet::FleetInput& in) {
+  in.workloads = ledger.Workloads(obs);
+  in.nodes = FleetNodes(obs, activity, now);
+  MarkHolders(*obs.snapshot, in.nodes);
+  in.queues = FleetQueues(*obs.snapshot, queue_status);
+}
+
 }  // namespace chamber::daemon

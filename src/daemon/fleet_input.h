@@ -28,4 +28,12 @@ void MarkHolders(const core::Snapshot& snapshot, std::vector<fleet::NodeInput>& 
 std::vector<fleet::QueueInput> FleetQueues(const core::Snapshot& snapshot,
                                            const std::vector<core::QueueStatus>& status);
 
+class WorkloadLedger;
+
+// The workloads (from the ledger), nodes with their holders, and queues of `in`: what each
+// cycle publishes of the observed snapshot.
+void AddObserved(Observation& obs, WorkloadLedger& ledger, fleet::ActivityTracker& activity,
+                 const std::vector<core::QueueStatus>& queue_status, int64_t now,
+                 fleet::FleetInput& in);
+
 }  // namespace chamber::daemon

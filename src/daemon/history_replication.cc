@@ -35,17 +35,23 @@ Status RequiredInteger(const json& j, std::string_view key, int64_t* out) {
 }
 
 // [metric, scope, time, sum, count], at `at`.
-Status ReadRow(const json& r, const std::string& at, fleet::HistoryRow* row) {
+Status ReadRowAt(const json& r, std::string_view at, fleet::HistoryRow* row) {
   if (!r.is_array() || r.size() != 5)
     return kBatch.Error(at, "expected [metric, scope, time, sum, count]");
-  CHAMBER_RETURN_IF_ERROR(kBatch.StringValue(r[0], JsonReader::Element(at, 0), &row->metric));
-  CHAMBER_RETURN_IF_ERROR(kBatch.StringValue(r[1], JsonReader::Element(at, 1), &row->scope));
-  CHAMBER_RETURN_IF_ERROR(kBatch.IntegerValue(r[2], JsonReader::Element(at, 2), &row->time));
-  CHAMBER_RETURN_IF_ERROR(kBatch.NumberValue(r[3], JsonReader::Element(at, 3), &row->sum));
-  CHAMBER_RETURN_IF_ERROR(kBatch.IntegerValue(r[4], JsonReader::Element(at, 4), &row->count));
+  CHAMBER_RETURN_IF_ERROR(kBatch.ElementValue(r[0], at, 0, &row->metric));
+  CHAMBER_RETURN_IF_ERROR(kBatch.ElementValue(r[1], at, 1, &row->scope));
+  CHAMBER_RETURN_IF_ERROR(kBatch.ElementValue(r[2], at, 2, &row->time));
+  CHAMBER_RETURN_IF_ERROR(kBatch.ElementValue(r[3], at, 3, &row->sum));
+  CHAMBER_RETURN_IF_ERROR(kBatch.ElementValue(r[4], at, 4, &row->count));
   if (row->count < 1)
     return kBatch.Error(JsonReader::Element(at, 4), "expected an integer of at least 1");
   return Status::Ok();
+}
+
+// Row `i` of the batch. Its path ("rows[3]") is made only for an error: a page holds many rows.
+Status ReadRow(const json& r, size_t i, fleet::HistoryRow* row) {
+  Status s = ReadRowAt(r, std::string_view(), row);
+  return s.ok() ? s : ReadRowAt(r, JsonReader::Element("rows", i), row);
 }
 
 Status ReadBatch(const json& j, fleet::HistoryBatch* b) {
@@ -79,7 +85,7 @@ Status ReadBatch(const json& j, fleet::HistoryBatch* b) {
   CHAMBER_RETURN_IF_ERROR(kBatch.Array(j, "rows", "", &rows));
   b->rows.resize(rows->size());
   for (size_t i = 0; i < rows->size(); ++i)
-    CHAMBER_RETURN_IF_ERROR(ReadRow((*rows)[i], JsonReader::Element("rows", i), &b->rows[i]));
+    CHAMBER_RETURN_IF_ERROR(ReadRow((*rows)[i], i, &b->rows[i]));
   return Status::Ok();
 }
 

@@ -362,6 +362,9 @@ check_history_volumes() {
   # auto, and helm template has no cluster to ask: an emptyDir.
   expect_eq "history: auto without a cluster" '[[{"emptyDir": {}, "name": "data"}], []]' \
     "$(query "${work}/default.yaml" "[${volumes}, ${claims}]")"
+  # docs/benchmarks.md ("Under 500 MiB"): about twice what chamberd holds at 100,000 pods.
+  expect_eq "chamberd's memory" '{"limits": {"memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "512Mi"}}' \
+    "$(query "${work}/default.yaml" "${sts}['template']['spec']['containers'][0]['resources']")"
   expect_eq "history mount" '[{"mountPath": "/var/lib/chamber", "name": "data"}]' \
     "$(query "${work}/default.yaml" "[m for m in ${sts}['template']['spec']['containers'][0]['volumeMounts'] if m['name'] == 'data']")"
   out="$("${helm}" install chamber "${chart}" -n chamber-system --dry-run=client 2>&1)" ||

@@ -196,3 +196,33 @@ TEST(JsonReaderTest, NumbersAreFinite) {
 
 }  // namespace
 }  // namespace chamber
+
+namespace chamber {
+namespace {
+
+TEST(JsonReaderTest, ElementValuesNameTheirElementOnlyInAnError) {
+  const JsonReader r("batch");
+  const nlohmann::json row = nlohmann::json::parse(R"(["gpu", 7, 2.5, true, "x"])");
+  std::string s;
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+  ASSERT_TRUE(r.ElementValue(row[0], "rows[1]", 0, &s).ok());
+  ASSERT_TRUE(r.ElementValue(row[1], "rows[1]", 1, &i).ok());
+  ASSERT_TRUE(r.ElementValue(row[2], "rows[1]", 2, &d).ok());
+  ASSERT_TRUE(r.ElementValue(row[3], "rows[1]", 3, &b).ok());
+  EXPECT_EQ(s, "gpu");
+  EXPECT_EQ(i, 7);
+  EXPECT_DOUBLE_EQ(d, 2.5);
+  EXPECT_TRUE(b);
+  EXPECT_EQ(r.ElementValue(row[4], "rows[1]", 4, &i).message(),
+            "batch: field rows[1][4]: expected an integer");
+  EXPECT_EQ(r.ElementValue(row[1], "rows[1]", 1, &s).message(),
+            "batch: field rows[1][1]: expected a string");
+  int32_t small = 0;
+  const nlohmann::json big = int64_t{5'000'000'000};
+  EXPECT_EQ(r.ElementValue(big, "a", 0, &small).message(), "batch: field a[0]: out of range");
+}
+
+}  // namespace
+}  // namespace chamber

@@ -212,6 +212,7 @@ int Main(int argc, char** argv) {
   daemon::WorkloadLedger ledger(3'600'000);
   const int64_t now_ms = o.now.count();
   auto state = std::make_shared<daemon::FleetState>();
+  // daemon::AddObserved's steps, one by one to measure each.
   state->input.workloads = ledger.Workloads(obs);
   m.Report("fleet state: workloads", static_cast<size_t>(pods), "pod");
   state->input.nodes = daemon::FleetNodes(obs, activity, now_ms);
@@ -224,10 +225,7 @@ int Main(int argc, char** argv) {
   // are the first state's.
   ListWorkloadPods(built, obs);
   auto next = std::make_shared<daemon::FleetState>();
-  next->input.workloads = ledger.Workloads(obs);
-  next->input.nodes = daemon::FleetNodes(obs, activity, now_ms + 1000);
-  daemon::MarkHolders(built.snapshot, next->input.nodes);
-  next->input.queues = daemon::FleetQueues(built.snapshot, result.queues);
+  daemon::AddObserved(obs, ledger, activity, result.queues, now_ms + 1000, next->input);
   next->view = fleet::ComputeFleet(next->input, fleet::FleetOptions{});
   m.Report("the next cycle's fleet state, the first alive", static_cast<size_t>(pods), "pod");
   const double total = static_cast<double>(HeapInUse()) - static_cast<double>(start);
