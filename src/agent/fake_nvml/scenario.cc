@@ -142,7 +142,7 @@ std::unique_ptr<Scenario> ParseScenario(std::string_view text, const std::string
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     Fail(path, std::string("invalid JSON: ") + e.what());
   }
   if (!doc.is_object()) Fail(path, "the scenario must be a JSON object");

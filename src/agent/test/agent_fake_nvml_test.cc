@@ -323,6 +323,18 @@ TEST(AgentOnceTest, BadMigScenarioNamesTheField) {
       << err;
 }
 
+// Found by the fake_nvml_scenario fuzz harness: a number too large for JSON's doubles threw
+// nlohmann's out_of_range, whose message named neither the file nor the JSON.
+TEST(AgentOnceTest, ScenarioNumberTooLargeNamesTheFile) {
+  std::string err;
+  json r = RunOnce("9e16666666666", "bignum", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_EQ(r["inventory"]["nvml"]["loaded"], false);
+  EXPECT_NE(err.find("bignum.json: invalid JSON: [json.exception.out_of_range.406] number "
+                     "overflow parsing '9e16666666666'"),
+            std::string::npos)
+      << err;
+}
+
 TEST(AgentOnceTest, NoNvmlSaysSoAndReportsAnEmptyInventory) {
   std::string err;
   json r = RunOnce(Example(), "nonvml", {}, "/nonexistent/libnvidia-ml.so.1", &err);
