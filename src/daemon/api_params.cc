@@ -26,7 +26,17 @@ Result<int64_t> ParseInt(const std::string& name, const std::string& value) {
 
 Result<int64_t> ParseTimeParam(const std::string& value) {
   if (value.empty()) return Status::InvalidArgument("empty time");
-  if (value.find_first_not_of("-0123456789") == std::string::npos) return ParseInt("time", value);
+  if (value.find_first_not_of("-0123456789") == std::string::npos) {
+    CHAMBER_ASSIGN_OR_RETURN(int64_t seconds, ParseInt("time", value));
+    // The times RFC 3339 text may name (the system clock's, years 1677 to 2262): callers do
+    // arithmetic on them (the history's default start is an hour before its end).
+    constexpr int64_t kMaxSeconds = 9'223'372'036;
+    if (seconds < -kMaxSeconds || seconds > kMaxSeconds)
+      return Status::InvalidArgument("\"" + value +
+                                     "\" is out of range: Unix seconds from -9223372036 to "
+                                     "9223372036 (the years 1677 to 2262)");
+    return seconds;
+  }
   Result<std::chrono::system_clock::time_point> t = ParseRfc3339(value);
   if (!t.ok())
     return Status::InvalidArgument("\"" + value +

@@ -17,7 +17,8 @@ namespace chamber::daemon {
 // A request's query parameters, as cpp-httplib gives them (httplib::Params).
 using QueryParams = std::multimap<std::string, std::string>;
 
-// Parses a time parameter: Unix seconds or RFC 3339 ("2026-01-31T12:00:00Z", offsets allowed).
+// Parses a time parameter: Unix seconds or RFC 3339 ("2026-01-31T12:00:00Z", offsets allowed),
+// within the years 1677 to 2262 either way.
 Result<int64_t> ParseTimeParam(const std::string& value);
 
 // GET /api/v1/workloads: queue, state, limit.
