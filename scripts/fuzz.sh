@@ -13,7 +13,7 @@
 # log, and any finding as crash-*, leak-*, timeout-* or oom-*. To keep new inputs, merge them
 # into the seeds: build/fuzz/.../fuzz_<harness> -merge=1 <seed dir> build/fuzz/runs/<harness>/corpus
 #
-# Environment: CMAKE_BUILD_PARALLEL_LEVEL (compile jobs, default 2), CI=true (no colour).
+# Environment: CMAKE_BUILD_PARALLEL_LEVEL (compile jobs, default 2).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
       shift 2
       ;;
     --no-build) build=0; shift ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) only+=("$1"); shift ;;
   esac
