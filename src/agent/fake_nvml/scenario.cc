@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -79,6 +80,11 @@ Series ParseSeries(const json& v, const std::string& where) {
 template <typename T>
 T Get(const json& obj, const char* key, T fallback, const std::string& where) {
   if (!obj.contains(key)) return fallback;
+  // nlohmann-json converts a float to an integer type with a plain cast, undefined beyond the
+  // type's range (1e300 as an int): integer fields take integers only.
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (obj.at(key).is_number_float()) Fail(where + "." + key, "expected an integer");
+  }
   try {
     return obj.at(key).get<T>();
   } catch (const json::exception&) {

@@ -335,6 +335,17 @@ TEST(AgentOnceTest, ScenarioNumberTooLargeNamesTheFile) {
       << err;
 }
 
+// Found by replaying a hand-made input through the fake_nvml_scenario harness (the fuzz runs
+// had not reached it): a float in an integer field (1e300 as nvlinks) was cast to int,
+// undefined beyond int's range.
+TEST(AgentOnceTest, ScenarioFloatInAnIntegerFieldNamesTheField) {
+  std::string err;
+  json r = RunOnce(R"({"gpus": [{"nvlinks": 1e300}]})", "float-int", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_EQ(r["inventory"]["nvml"]["loaded"], false);
+  EXPECT_NE(err.find("float-int.json: gpus[0].nvlinks: expected an integer"), std::string::npos)
+      << err;
+}
+
 TEST(AgentOnceTest, NoNvmlSaysSoAndReportsAnEmptyInventory) {
   std::string err;
   json r = RunOnce(Example(), "nonvml", {}, "/nonexistent/libnvidia-ml.so.1", &err);
