@@ -38,8 +38,11 @@ DEBIAN_PACKAGES=(
   libbenchmark-dev
 )
 
-# Only for the tests.
+# Only for the tests. clang and its runtime libraries (libFuzzer, the sanitizers) build the fuzz
+# harnesses (scripts/fuzz.sh).
 TEST_DEBIAN_PACKAGES=(
+  clang
+  libclang-rt-14-dev
   openssl
   curl
   unzip

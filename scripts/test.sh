@@ -2,12 +2,14 @@
 # Installs what is missing, checks formatting, builds the test control plane
 # (scripts/controlplane.sh), then builds and tests Chamber twice: every registered test on the
 # release preset, and the unit tests on the asan preset (AddressSanitizer and
-# UndefinedBehaviorSanitizer). Exits non-zero when any step fails.
+# UndefinedBehaviorSanitizer); then builds the libFuzzer harnesses and runs each briefly
+# (scripts/fuzz.sh). Exits non-zero when any step fails.
 #
 # Environment:
 #   CI=true                      plain output without colour
 #   CMAKE_BUILD_PARALLEL_LEVEL   parallel compile jobs (default 2)
 #   CTEST_PARALLEL_LEVEL         parallel test jobs (default 2)
+#   CHAMBER_FUZZ_SECONDS         how long each fuzz harness runs (default 10)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -78,4 +80,6 @@ fi
 if stage "asan build" build asan; then
   stage "asan unit tests" run_tests asan -L unit || true
 fi
+# Each harness briefly over its seed corpus: new findings, not the long run (docs/reliability.md).
+stage "fuzz" scripts/fuzz.sh --seconds "${CHAMBER_FUZZ_SECONDS:-10}" || true
 finish

@@ -59,14 +59,17 @@ std::optional<XidLogEntry> ParseXidLine(std::string_view line) {
   if (s.starts_with("pid=")) {
     std::string_view p = s.substr(4);
     if (!p.empty() && p.front() == '\'') p.remove_prefix(1);
+    // Linux pids stay below 2^22; a number past kMaxPid is no pid, and is not read further
+    // (it would overflow `long`).
+    constexpr long kMaxPid = 1L << 30;
     long pid = 0;
     bool digits = false;
-    while (!p.empty() && IsDigit(p.front())) {
+    while (!p.empty() && IsDigit(p.front()) && pid <= kMaxPid) {
       pid = pid * 10 + (p.front() - '0');
       digits = true;
       p.remove_prefix(1);
     }
-    if (digits) entry.pid = pid;
+    if (digits && pid <= kMaxPid) entry.pid = pid;
   }
   return entry;
 }

@@ -196,7 +196,11 @@ const PendingWhy& Explainer::PolicyWait(WorkloadId w, int32_t shape, int32_t pod
       });
       continue;
     }
-    const auto [mine, theirs] = tree_.Sides(q, other);
+    // Plain variables, not a structured binding: the lambdas below capture them, which clang
+    // before 16 (the fuzz build's) does not allow for a binding.
+    const std::pair<QueueId, QueueId> sides = tree_.Sides(q, other);
+    const QueueId mine = sides.first;
+    const QueueId theirs = sides.second;
     const QueueId within = mine.valid() ? queues_.FirstNotBorrowing(other, theirs, req) : QueueId{};
     if (within.valid()) {
       quota_cause = true;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/time.h"
+#include "daemon/api_params.h"  // WorkloadFilter
 #include "daemon/daemon.h"
 #include "fleet/history_store.h"
 
@@ -27,11 +28,6 @@ nlohmann::json GpusJson(const FleetState& s);
 // API's biggest answer.
 std::string GpusBody(const FleetState& s);
 nlohmann::json QueuesJson(const FleetState& s);
-struct WorkloadFilter {
-  std::optional<std::string> queue;
-  std::optional<std::string> state;
-  size_t limit = 1000;
-};
 nlohmann::json WorkloadsJson(const FleetState& s, const WorkloadFilter& filter);
 // What GET /api/v1/workloads/{namespace}/{name} finds for `name`: the workload of that name
 // ("namespace/name", or a bare name for workloads without a namespace) or, failing that, the

@@ -11,6 +11,7 @@
 #include "common/prometheus_text.h"
 #include "common/time.h"
 #include "daemon/api_json.h"
+#include "daemon/api_params.h"
 #include "daemon/history_replication.h"
 
 #ifdef CHAMBER_HAVE_WEB_ASSETS
@@ -45,14 +46,6 @@ bool IsLoopback(const std::string& host) {
   return host == "127.0.0.1" || host == "::1" || host == "localhost";
 }
 
-Result<int64_t> ParseInt(const std::string& name, const std::string& value) {
-  int64_t v = 0;
-  const auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  if (ec != std::errc() || p != value.data() + value.size())
-    return Status::InvalidArgument("parameter " + name + ": \"" + value + "\" is not an integer");
-  return v;
-}
-
 // Fallback page when the dashboard bundle is not built into this binary.
 constexpr const char* kNoDashboard = R"(<!doctype html>
 <html><head><meta charset="utf-8"><title>Chamber</title></head><body>
@@ -65,17 +58,6 @@ constexpr const char* kNoDashboard = R"(<!doctype html>
 )";
 
 }  // namespace
-
-Result<int64_t> ParseTimeParam(const std::string& value) {
-  if (value.empty()) return Status::InvalidArgument("empty time");
-  if (value.find_first_not_of("-0123456789") == std::string::npos) return ParseInt("time", value);
-  Result<std::chrono::system_clock::time_point> t = ParseRfc3339(value);
-  if (!t.ok())
-    return Status::InvalidArgument("\"" + value +
-                                   "\" is neither Unix seconds nor an RFC 3339 time (like "
-                                   "2026-01-02T03:04:05Z)");
-  return std::chrono::floor<std::chrono::seconds>(t->time_since_epoch()).count();
-}
 
 struct ApiServer::Impl {
   Impl(Daemon& d, std::shared_ptr<Authenticator> a, ServerOptions o, std::atomic<int>& c)
@@ -228,22 +210,9 @@ void ApiServer::Impl::Routes() {
     if (!Allowed(req, res, Role::kRead)) return;
     auto s = Ready(res);
     if (!s) return;
-    WorkloadFilter f;
-    if (req.has_param("queue")) f.queue = req.get_param_value("queue");
-    if (req.has_param("state")) {
-      f.state = req.get_param_value("state");
-      if (*f.state != "pending" && *f.state != "running" && *f.state != "preempting" &&
-          *f.state != "suspended")
-        return JsonError(res, 400,
-                         "parameter state: \"" + *f.state +
-                             "\" is not one of pending, running, preempting, suspended");
-    }
-    if (req.has_param("limit")) {
-      Result<int64_t> limit = ParseInt("limit", req.get_param_value("limit"));
-      if (!limit.ok()) return JsonError(res, 400, limit.status().message());
-      if (*limit < 1) return JsonError(res, 400, "parameter limit: must be at least 1");
-      f.limit = static_cast<size_t>(*limit);
-    }
+    Result<WorkloadFilter> filter = ParseWorkloadQuery(req.params);
+    if (!filter.ok()) return JsonError(res, 400, filter.status().message());
+    const WorkloadFilter& f = *filter;
     if (!f.queue && !f.state && !req.has_param("limit")) {
       SendJson(res, Cached(*s, "/api/v1/workloads", [&] { return WorkloadsJson(*s, f).dump(); }));
       return;
@@ -311,60 +280,24 @@ void ApiServer::Impl::History(const httplib::Request& req, httplib::Response& re
     if (!c.ok()) return JsonError(res, 500, c.status().message());
     return SendJson(res, CatalogueJson(*c, store->options()).dump());
   }
-  const std::string metric = req.get_param_value("metric");
-  const std::string scope = req.has_param("scope") ? req.get_param_value("scope") : "cluster";
   auto s = daemon.state();
-  int64_t to = s->version > 0 ? s->time_ms / 1000 : static_cast<int64_t>(std::time(nullptr));
-  if (req.has_param("to")) {
-    Result<int64_t> t = ParseTimeParam(req.get_param_value("to"));
-    if (!t.ok()) return JsonError(res, 400, "parameter to: " + t.status().message());
-    to = *t;
-  }
-  int64_t from = to - 3600;
-  if (req.has_param("from")) {
-    Result<int64_t> f = ParseTimeParam(req.get_param_value("from"));
-    if (!f.ok()) return JsonError(res, 400, "parameter from: " + f.status().message());
-    from = *f;
-  }
-  int64_t step = 0;
-  if (req.has_param("step")) {
-    Result<int64_t> st = ParseInt("step", req.get_param_value("step"));
-    if (!st.ok()) return JsonError(res, 400, st.status().message());
-    if (*st < 1) return JsonError(res, 400, "parameter step: must be at least 1");
-    step = *st;
-  }
-  if (to < from) return JsonError(res, 400, "parameter to: before from");
-  Result<fleet::HistorySeries> series = store->Read(metric, scope, from, to, step);
+  const int64_t now = s->version > 0 ? s->time_ms / 1000 : static_cast<int64_t>(std::time(nullptr));
+  Result<HistoryQuery> q = ParseHistoryQuery(req.params, now);
+  if (!q.ok()) return JsonError(res, 400, q.status().message());
+  Result<fleet::HistorySeries> series = store->Read(q->metric, q->scope, q->from, q->to, q->step);
   if (!series.ok()) return JsonError(res, 400, series.status().message());
-  SendJson(res, HistoryJson(metric, scope, from, to, *series).dump());
+  SendJson(res, HistoryJson(q->metric, q->scope, q->from, q->to, *series).dump());
 }
 
 void ApiServer::Impl::HistoryReplication(const httplib::Request& req, httplib::Response& res) {
   fleet::HistoryStore* store = daemon.history();
   if (!store) return JsonError(res, 404, "this server keeps no history");
-  fleet::HistoryResolution resolution = fleet::HistoryResolution::kFine;
-  if (req.has_param("resolution")) {
-    const std::string r = req.get_param_value("resolution");
-    if (r == "coarse") {
-      resolution = fleet::HistoryResolution::kCoarse;
-    } else if (r != "fine") {
-      return JsonError(res, 400, "parameter resolution: \"" + r + "\" is not one of fine, coarse");
-    }
-  }
-  int64_t since = 0;
-  if (req.has_param("since")) {
-    Result<int64_t> s = ParseInt("since", req.get_param_value("since"));
-    if (!s.ok()) return JsonError(res, 400, s.status().message());
-    since = *s;
-  }
-  int64_t limit = 5000;
-  if (req.has_param("limit")) {
-    Result<int64_t> l = ParseInt("limit", req.get_param_value("limit"));
-    if (!l.ok()) return JsonError(res, 400, l.status().message());
-    if (*l < 1 || *l > 100000) return JsonError(res, 400, "parameter limit: must be 1 to 100000");
-    limit = *l;
-  }
-  Result<fleet::HistoryBatch> batch = store->Export(resolution, since, static_cast<size_t>(limit));
+  Result<ReplicationQuery> q = ParseReplicationQuery(req.params);
+  if (!q.ok()) return JsonError(res, 400, q.status().message());
+  const fleet::HistoryResolution resolution =
+      q->coarse ? fleet::HistoryResolution::kCoarse : fleet::HistoryResolution::kFine;
+  Result<fleet::HistoryBatch> batch =
+      store->Export(resolution, q->since, static_cast<size_t>(q->limit));
   if (!batch.ok()) return JsonError(res, 500, batch.status().message());
   SendJson(res, HistoryBatchJson(*batch).dump());
 }

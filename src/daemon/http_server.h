@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "daemon/api_params.h"  // ParseTimeParam
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/health_api.h"
@@ -53,8 +54,5 @@ class ApiServer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Parses a time parameter: Unix seconds or RFC 3339 ("2026-01-31T12:00:00Z", offsets allowed).
-Result<int64_t> ParseTimeParam(const std::string& value);
 
 }  // namespace chamber::daemon

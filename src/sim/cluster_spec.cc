@@ -33,6 +33,7 @@ Status ParsePool(const YamlReader& y, const YAML::Node& e, const std::string& pa
                    "nodesPerBlock", "nodesPerNvlinkDomain", "price", "taints", "labels"}));
   if (!e["name"]) return y.Error(e, path + ".name", "a pool needs a name");
   CHAMBER_ASSIGN_OR_RETURN(p->name, y.String(e["name"], path + ".name"));
+  if (p->name.empty()) return y.Error(e["name"], path + ".name", "a pool needs a name");
   auto bounded = [&](const char* key, int64_t lo, int64_t hi, int32_t* out) -> Status {
     if (!e[key]) return Status::Ok();
     CHAMBER_ASSIGN_OR_RETURN(int64_t v, y.Int(e[key], path + "." + key));

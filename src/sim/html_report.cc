@@ -398,7 +398,8 @@ std::string SummaryTable(const std::vector<SimMetrics>& runs) {
        {std::pair{"JCT", &SimMetrics::jct_hours}, {"wait", &SimMetrics::wait_hours}})
     for (const auto& [stat, field] : kStats)
       row(fmt::format("{} {} (h)", name, stat),
-          [&](const SimMetrics& m) { return fmt::format("{:.2f}", m.*summary.*field); });
+          // Copies, not the bindings: clang before 16 (the fuzz build's) cannot capture those.
+          [s = summary, f = field](const SimMetrics& m) { return fmt::format("{:.2f}", m.*s.*f); });
   row("Jain&#39;s index (share/entitled)",
       [](const SimMetrics& m) { return fmt::format("{:.3f}", m.jain_index); });
   row("preemptions (GPU-h lost)", [](const SimMetrics& m) {

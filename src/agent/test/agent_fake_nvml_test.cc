@@ -323,6 +323,29 @@ TEST(AgentOnceTest, BadMigScenarioNamesTheField) {
       << err;
 }
 
+// Found by the fake_nvml_scenario fuzz harness: a number too large for JSON's doubles threw
+// nlohmann's out_of_range, whose message named neither the file nor the JSON.
+TEST(AgentOnceTest, ScenarioNumberTooLargeNamesTheFile) {
+  std::string err;
+  json r = RunOnce("9e16666666666", "bignum", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_EQ(r["inventory"]["nvml"]["loaded"], false);
+  EXPECT_NE(err.find("bignum.json: invalid JSON: [json.exception.out_of_range.406] number "
+                     "overflow parsing '9e16666666666'"),
+            std::string::npos)
+      << err;
+}
+
+// Found by replaying a hand-made input through the fake_nvml_scenario harness (the fuzz runs
+// had not reached it): a float in an integer field (1e300 as nvlinks) was cast to int,
+// undefined beyond int's range.
+TEST(AgentOnceTest, ScenarioFloatInAnIntegerFieldNamesTheField) {
+  std::string err;
+  json r = RunOnce(R"({"gpus": [{"nvlinks": 1e300}]})", "float-int", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_EQ(r["inventory"]["nvml"]["loaded"], false);
+  EXPECT_NE(err.find("float-int.json: gpus[0].nvlinks: expected an integer"), std::string::npos)
+      << err;
+}
+
 TEST(AgentOnceTest, NoNvmlSaysSoAndReportsAnEmptyInventory) {
   std::string err;
   json r = RunOnce(Example(), "nonvml", {}, "/nonexistent/libnvidia-ml.so.1", &err);

@@ -50,6 +50,23 @@ TEST(XidLogTest, ParsesSyslogLineAndQuotedPid) {
   EXPECT_EQ(e->pid, 12345);
 }
 
+// Found by the xid_log fuzz harness: a pid of many digits overflowed `long` (undefined
+// behaviour). The Xid still reads; such a pid is no pid.
+TEST(XidLogTest, PidTooLongIsNoPid) {
+  auto e = ParseXidLine(
+      "[ 8246.656789] NVRM: Xid (PCI:0000:10:1c): 63, pid=33333333333333333333333333333331896, "
+      "Row Remapper");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->xid, 63u);
+  EXPECT_FALSE(e->pid.has_value());
+  e = ParseXidLine("NVRM: Xid (PCI:0000:10:1c): 63, pid=1073741824, x");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->pid, 1073741824);
+  e = ParseXidLine("NVRM: Xid (PCI:0000:10:1c): 63, pid=10737418240, x");
+  ASSERT_TRUE(e);
+  EXPECT_FALSE(e->pid.has_value());
+}
+
 TEST(XidLogTest, ParsesOlderFormatWithoutPciPrefix) {
   auto e = ParseXidLine(
       "[  966.503025] NVRM: Xid (0000:01:00): 31, Ch 0000000b, engmask 00000120, intr 10000000");

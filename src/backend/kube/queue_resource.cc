@@ -131,7 +131,9 @@ Result<core::Queue> QueueFromResource(const json& object) {
   if (!object.is_object()) return Status::InvalidArgument("Queue object: expected a JSON object");
   const json* name = nullptr;
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object())
-    if (auto n = meta->find("name"); n != meta->end() && n->is_string() && !n->empty()) name = &*n;
+    if (auto n = meta->find("name");
+        n != meta->end() && n->is_string() && !n->get_ref<const std::string&>().empty())
+      name = &*n;
   if (name == nullptr)
     return Status::InvalidArgument("Queue object: field metadata.name: a Queue needs a name");
   core::Queue q;

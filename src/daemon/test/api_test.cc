@@ -989,5 +989,21 @@ TEST(ParseTimeParamTest, UnixSecondsAndRfc3339) {
   EXPECT_FALSE(ParseTimeParam(" 2026-01-31T12:00:00Z").ok());
 }
 
+// Found while writing the api_query fuzz harness: Unix seconds near the end of int64_t overflowed
+// the history's default start, an hour before `to` (undefined behaviour).
+TEST(ParseTimeParamTest, UnixSecondsStayInTheClocksYears) {
+  EXPECT_EQ(*ParseTimeParam("9223372036"), 9223372036);
+  EXPECT_EQ(*ParseTimeParam("-9223372036"), -9223372036);
+  EXPECT_EQ(ParseTimeParam("9223372037").status().message(),
+            "\"9223372037\" is out of range: Unix seconds from -9223372036 to 9223372036 (the "
+            "years 1677 to 2262)");
+  Result<HistoryQuery> q =
+      ParseHistoryQuery({{"metric", "utilization"}, {"to", "-9223372036854775800"}}, 0);
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().message(),
+            "parameter to: \"-9223372036854775800\" is out of range: Unix seconds from "
+            "-9223372036 to 9223372036 (the years 1677 to 2262)");
+}
+
 }  // namespace
 }  // namespace chamber::daemon

@@ -57,6 +57,18 @@ TEST(ClusterSpec, ErrorsNameTheField) {
   EXPECT_NE(spec.status().message().find("field nodes: unknown field"), std::string::npos);
 }
 
+// Found by the cluster_spec fuzz harness: an empty name (`name: ""`, or a bare tag such as
+// `name: !x`) made a pool whose nodes were named "-0", "-1", ...
+TEST(ClusterSpec, EmptyPoolNameIsAnError) {
+  for (const char* name : {"\"\"", "!x"}) {
+    Result<ClusterSpec> spec = ParseClusterSpec(
+        std::string("pools:\n  - name: ") + name + "\n    count: 4\n", "cluster.yaml");
+    ASSERT_FALSE(spec.ok()) << name;
+    EXPECT_EQ(spec.status().message(),
+              "cluster.yaml:2:11: field pools[0].name: a pool needs a name");
+  }
+}
+
 TEST(Synthetic, MatchesThePublishedDurationStatistics) {
   SyntheticSpec spec;
   spec.jobs = 200'000;

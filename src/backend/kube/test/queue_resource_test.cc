@@ -122,6 +122,14 @@ TEST(QueueFromResource, BadFieldsNameQueueAndField) {
             "queue team-a: field spec.resources: expected a mapping");
 }
 
+// Found by the queue_resource fuzz harness: the check for a name used json::empty(), which is
+// false for every string, so a Queue named "" was read.
+TEST(QueueFromResource, EmptyNameIsAnError) {
+  Result<core::Queue> q = QueueFromResource(json{{"kind", "Queue"}, {"metadata", {{"name", ""}}}});
+  ASSERT_FALSE(q.ok());
+  EXPECT_EQ(q.status().message(), "Queue object: field metadata.name: a Queue needs a name");
+}
+
 TEST(QueueFromResource, BadObjects) {
   Result<core::Queue> q = QueueFromResource(json{{"kind", "Queue"}, {"metadata", json::object()}});
   ASSERT_FALSE(q.ok());

@@ -1,0 +1,42 @@
+// Queue custom resources as the API server returns them (backend/kube/queue_resource.h): the
+// spec into the engine's queue, and status.decayedUsage. Properties: an error names the queue
+// or the object; a queue that reads has a name, quotas that are not negative, limits (when set)
+// not below the quota, and weights that are numbers not below 0.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/kube/queue_resource.h"
+#include "common/fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace fuzz = chamber::fuzz;
+  const nlohmann::json object =
+      nlohmann::json::parse(fuzz::Text(data, size), nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return 0;
+  chamber::Result<chamber::core::Queue> q = chamber::backend::QueueFromResource(object);
+  if (!q.ok()) {
+    const std::string& m = q.status().message();
+    fuzz::Check(m.rfind("queue ", 0) == 0 || m.rfind("Queue object: ", 0) == 0,
+                "the error does not name the queue", m);
+  } else {
+    fuzz::Check(!q->name.empty(), "a queue without a name");
+    for (const chamber::core::QueueResource& r : q->resources) {
+      fuzz::Check(r.quota >= 0, "a negative quota", q->name);
+      fuzz::Check(r.limit == chamber::core::kUnlimited || r.limit >= r.quota,
+                  "a limit below the quota", q->name);
+      fuzz::Check(r.over_quota_weight >= 0, "a negative or NaN over-quota weight", q->name);
+    }
+  }
+  const std::optional<chamber::backend::StoredUsage> usage =
+      chamber::backend::DecayedUsageFromResource(object);
+  if (usage) {
+    fuzz::Check(std::isfinite(usage->gpu_hours) && usage->gpu_hours >= 0,
+                "stored usage that is not a finite number of GPU-hours, at least 0");
+  }
+  return 0;
+}

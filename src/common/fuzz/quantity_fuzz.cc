@@ -1,0 +1,34 @@
+// Kubernetes quantities (common/quantity.h), as pods, nodes, Queues, snapshots and traces write
+// them. Properties: an error quotes the text; a value read back from its plain decimal form is
+// the same value.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/fuzz/fuzz_check.h"
+#include "common/quantity.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using chamber::Result;
+  namespace fuzz = chamber::fuzz;
+  const std::string_view text = fuzz::Text(data, size);
+
+  Result<int64_t> bytes = chamber::ParseBytes(text);
+  if (bytes.ok()) {
+    Result<int64_t> back = chamber::ParseBytes(std::to_string(*bytes));
+    fuzz::Check(back.ok() && *back == *bytes, "ParseBytes does not read its value back",
+                std::to_string(*bytes));
+  } else {
+    fuzz::CheckError(bytes.status(), text);
+  }
+
+  Result<int64_t> cpu = chamber::ParseCpuMilli(text);
+  if (cpu.ok()) {
+    Result<int64_t> back = chamber::ParseCpuMilli(std::to_string(*cpu) + "m");
+    fuzz::Check(back.ok() && *back == *cpu, "ParseCpuMilli does not read its value back",
+                std::to_string(*cpu) + "m");
+  } else {
+    fuzz::CheckError(cpu.status(), text);
+  }
+  return 0;
+}
