@@ -2,6 +2,8 @@
 
 #include <bit>
 
+#include "daemon/workload_ledger.h"
+
 namespace chamber::daemon {
 namespace {
 
