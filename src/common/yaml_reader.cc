@@ -31,9 +31,31 @@ class DocumentCounter final : public YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
+// YAML allows no C0 control character but tab, line feed and carriage return, nor DEL (the
+// spec's c-printable). yaml-cpp reads some of them, such as NUL inside a string, as a value no
+// writer can give back; they are refused where they stand.
+Status CheckPrintable(std::string_view text, const std::string& source) {
+  int line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      line_start = i + 1;
+    } else if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      return Status::InvalidArgument(source + ":" + std::to_string(line) + ":" +
+                                     std::to_string(i - line_start + 1) + ": control character 0x" +
+                                     kHex[c >> 4] + kHex[c & 15] + " is not allowed in YAML");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<YAML::Node> YamlReader::Load(std::string_view text) const {
+  CHAMBER_RETURN_IF_ERROR(CheckPrintable(text, source_));
   try {
     return YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
@@ -43,6 +65,7 @@ Result<YAML::Node> YamlReader::Load(std::string_view text) const {
 }
 
 Result<std::vector<YAML::Node>> YamlReader::LoadAll(std::string_view text) const {
+  CHAMBER_RETURN_IF_ERROR(CheckPrintable(text, source_));
   try {
     // yaml-cpp 0.7's parser can hand out empty documents without end on some malformed streams
     // (a stray quote inside a flow map after a leading comma), and YAML::LoadAll then never

@@ -216,7 +216,7 @@ std::vector<std::string> SplitModels(std::string_view text) {
   while (true) {
     const size_t bar = text.find('|');
     const std::string_view model = Trim(text.substr(0, bar));
-    if (!model.empty()) {
+    if (!IsMissing(model)) {
       bool seen = false;
       for (const std::string& m : out) seen = seen || m == model;
       if (!seen) out.emplace_back(model);

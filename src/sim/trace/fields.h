@@ -34,8 +34,8 @@ bool LooksLikeDateTime(std::string_view text);
 // A value the public traces use for "nothing here": "", "nan", "NaN", "None", "null".
 bool IsMissing(std::string_view text);
 
-// "V100M16|V100M32|V100M32" -> {"V100M16", "V100M32"}: split at '|', trimmed, empty entries and
-// repeats dropped; a missing value (IsMissing) gives no models.
+// "V100M16|V100M32|V100M32" -> {"V100M16", "V100M32"}: split at '|', trimmed, missing entries
+// (IsMissing: "", "null", ...) and repeats dropped; a missing value gives no models.
 std::vector<std::string> SplitModels(std::string_view text);
 
 // Seconds with up to three decimals, as WriteChamberCsv writes them: 1500 -> "1.5".

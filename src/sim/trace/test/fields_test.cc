@@ -56,6 +56,8 @@ TEST(FieldsTest, Models) {
             (std::vector<std::string>{"V100M16", "V100M32"}));
   EXPECT_EQ(SplitModels(" A100 || H100 "), (std::vector<std::string>{"A100", "H100"}));
   EXPECT_TRUE(SplitModels("nan").empty());
+  // A model spelled like a missing value is none: written back as CSV it would read as none.
+  EXPECT_EQ(SplitModels("A100|null|None"), (std::vector<std::string>{"A100"}));
   EXPECT_TRUE(SplitModels("").empty());
 }
 
