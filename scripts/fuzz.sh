@@ -4,8 +4,11 @@
 # harness the executions, executions per second and new inputs found; fails when any harness
 # crashes, hangs, leaks or breaks a property, and keeps the input that did it.
 #
-# Usage: scripts/fuzz.sh [--seconds N] [--no-build] [harness...]
+# Usage: scripts/fuzz.sh [--seconds N] [--runs N] [--seed N] [--no-build] [harness...]
 #   --seconds N   how long each harness runs (default 20); the long run is --seconds 3600
+#   --runs N      stop each harness after N inputs instead (--seconds then only caps it)
+#   --seed N      libFuzzer's random seed (default: a new one each run); with --runs, a run
+#                 that does not hit the cap tries the same inputs every time
 #   --no-build    run what build/fuzz holds
 #   harness...    only these (names as in build/fuzz/fuzzers.txt); default all
 #
@@ -18,6 +21,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 seconds=20
+max_runs=""
+seed=""
 build=1
 only=()
 while [[ $# -gt 0 ]]; do
@@ -28,8 +33,14 @@ while [[ $# -gt 0 ]]; do
         { echo "fuzz.sh: --seconds takes a positive whole number, not '${seconds}'" >&2; exit 2; }
       shift 2
       ;;
+    --runs | --seed)
+      [[ "${2:-}" =~ ^[0-9]+$ && "${2}" -gt 0 ]] ||
+        { echo "fuzz.sh: $1 takes a positive whole number, not '${2:-}'" >&2; exit 2; }
+      if [[ "$1" == --runs ]]; then max_runs="$2"; else seed="$2"; fi
+      shift 2
+      ;;
     --no-build) build=0; shift ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) only+=("$1"); shift ;;
   esac
@@ -80,8 +91,9 @@ for name in "${names[@]}"; do
   rc=0
   # -timeout: one input running this long is a hang; -rss_limit_mb: a parser that allocates
   # without bound is a finding too.
-  "${binary[${name}]}" -max_total_time="${seconds}" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="${run}/" "${run}/corpus" >"${run}/log" 2>&1 || rc=$?
+  "${binary[${name}]}" -max_total_time="${seconds}" ${max_runs:+-runs="${max_runs}"} \
+    ${seed:+-seed="${seed}"} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="${run}/" "${run}/corpus" >"${run}/log" 2>&1 || rc=$?
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "${run}/log" | tail -n 1)"
   speed="$(sed -n 's/^stat::average_exec_per_sec: *//p' "${run}/log" | tail -n 1)"
   added="$(sed -n 's/^stat::new_units_added: *//p' "${run}/log" | tail -n 1)"
@@ -96,11 +108,17 @@ for name in "${names[@]}"; do
   printf '%-22s %12s %10s %8s  %s\n' "${name}" "${runs:-?}" "${speed:-?}" "${added:-?}" "${result}"
   if [[ ${rc} -ne 0 ]]; then
     # The sanitizer's or the property's report.
-    grep -m 1 -B 2 -A 25 -E '^==[0-9]+==ERROR|runtime error|fuzz property failed|ERROR: libFuzzer' \
+    grep -a -m 1 -B 2 -A 25 -E '^==[0-9]+==ERROR|runtime error|fuzz property failed|ERROR: libFuzzer' \
       "${run}/log" | sed 's/^/    /' || tail -n 30 "${run}/log" | sed 's/^/    /'
   fi
 done
-printf '%d harnesses, %d s each, %d executions in all\n' "${#names[@]}" "${seconds}" "${total_runs}"
+if [[ -n "${max_runs}" ]]; then
+  limit="${max_runs} inputs each (at most ${seconds} s)"
+else
+  limit="${seconds} s each"
+fi
+printf '%d harnesses, %s%s, %d executions in all\n' "${#names[@]}" "${limit}" \
+  "${seed:+, seed ${seed}}" "${total_runs}"
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz.sh: findings in: ${failed[*]} (inputs and logs under build/fuzz/runs/)" >&2
   exit 1
