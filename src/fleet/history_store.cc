@@ -93,6 +93,12 @@ Status HistoryStore::Exec(const char* sql) {
   return Status::Ok();
 }
 
+Status HistoryStore::Commit() {
+  Status st = Exec("COMMIT");
+  if (!st.ok()) (void)Exec("ROLLBACK");
+  return st;
+}
+
 Result<int64_t> HistoryStore::QueryInt(const char* sql) {
   Stmt s(db_, sql);
   if (!s.ok()) return Error("query");
@@ -210,7 +216,7 @@ Status HistoryStore::Write(int64_t unix_seconds, const std::vector<HistorySample
     }
   }
   sqlite3_reset(insert_fine_);
-  return Exec("COMMIT");
+  return Commit();
 }
 
 Status HistoryStore::Maintain(int64_t now) {
@@ -227,7 +233,11 @@ Status HistoryStore::Maintain(int64_t now) {
               "SELECT metric, scope, (ts - ((ts % ?3) + ?3) % ?3) AS bucket, "
               "SUM(sum / count), COUNT(*) FROM points_fine WHERE ts >= ?1 AND ts < ?2 "
               "GROUP BY metric, scope, bucket");
-    if (!roll.ok()) return Error("preparing the roll-up");
+    if (!roll.ok()) {
+      Status st = Error("preparing the roll-up");
+      (void)Exec("ROLLBACK");
+      return st;
+    }
     roll.Bind(1, rolled);
     roll.Bind(2, until);
     roll.Bind(3, coarse);
@@ -248,7 +258,7 @@ Status HistoryStore::Maintain(int64_t now) {
     (void)Exec("ROLLBACK");
     return st;
   }
-  return Exec("COMMIT");
+  return Commit();
 }
 
 Status HistoryStore::ApplyRetentionLocked(int64_t now) {
@@ -272,7 +282,7 @@ Status HistoryStore::ApplyRetention(int64_t now) {
     (void)Exec("ROLLBACK");
     return st;
   }
-  return Exec("COMMIT");
+  return Commit();
 }
 
 Result<HistoryBatch> HistoryStore::Export(HistoryResolution resolution, int64_t since,
@@ -398,7 +408,7 @@ Status HistoryStore::Import(const HistoryBatch& batch) {
     (void)Exec("ROLLBACK");
     return st;
   }
-  return Exec("COMMIT");
+  return Commit();
 }
 
 Result<HistoryPosition> HistoryStore::Newest() {

@@ -10,6 +10,17 @@
 // database, is corrupt, or holds some other application's tables is an error; such a file is
 // never written to. Thread-safe: one connection behind a mutex.
 //
+// Durability: the file is in WAL mode with synchronous=NORMAL, and every Write, Maintain,
+// ApplyRetention and Import is one transaction. A commit is in the write-ahead log (in the
+// operating system's page cache) before the call returns, so once Write returns OK its samples
+// survive a crash of the process, SIGKILL included: the next Open replays the log left beside
+// the file (`-wal`, `-shm`) and finds every acknowledged call whole and the one in flight either
+// whole or absent, never in part. A power loss or a crash of the operating system keeps the
+// file consistent too, but may lose the calls since the log was last synced (at a checkpoint):
+// NORMAL does not sync the log at each commit, which FULL would do at the price of an fsync
+// per cycle. The fleet's history tolerates losing its last seconds; it does not tolerate a
+// corrupt file (HistoryStoreTest.KilledWritersLoseNothingAcknowledged).
+//
 // Replication (docs/fleet.md, "History on several replicas"): a standby copies the leader's
 // buckets as they are stored, sum and count, with Export on the leader and Import on the
 // standby. A bucket is keyed by (metric, scope, time), and Import replaces a bucket rather than
@@ -142,6 +153,9 @@ class HistoryStore {
   HistoryStore(sqlite3* db, std::string path, const HistoryOptions& options)
       : db_(db), path_(std::move(path)), options_(options) {}
   Status Exec(const char* sql);
+  // COMMIT, or ROLLBACK when that fails, so that a call that returns an error stored nothing
+  // and leaves no transaction open behind it.
+  Status Commit();
   Status Error(const std::string& what) const;
   Result<int64_t> QueryInt(const char* sql);
   Status Prepare();

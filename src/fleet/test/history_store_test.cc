@@ -1,15 +1,33 @@
 #include "fleet/history_store.h"
 
+#include <poll.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 namespace chamber::fleet {
+
+// For gtest's messages (found by argument-dependent lookup, so outside the unnamed namespace).
+void PrintTo(const HistoryRow& r, std::ostream* os) {
+  *os << r.metric << "/" << r.scope << " at " << r.time << ": sum " << std::fixed << r.sum
+      << ", count " << r.count;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -355,6 +373,269 @@ TEST_F(HistoryStoreTest, ARestartedReplicaContinuesFromItsFile) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->points, (std::vector<HistoryPoint>{{3540, 2}, {3600, 3}, {3660, 4}}));
   EXPECT_EQ(s->Read("m", "cluster", 0, 3599, 3600)->points, (std::vector<HistoryPoint>{{0, 2}}));
+}
+
+// ---- Crash safety: writers killed with SIGKILL in the middle of their work. ----
+
+// The writer's shape: every Write at time t stores kCrashSeries samples whose values encode t and
+// the series, each in a fine bucket of its own, so every stored row says which Write made it.
+constexpr int kCrashSeries = 40;
+constexpr int64_t kCrashStart = 3600;   // the first Write; hours from here on are whole
+constexpr int kCrashMaintainEvery = 7;  // Writes between two Maintain calls
+
+HistoryOptions CrashOptions() {
+  HistoryOptions o;  // 1-minute and 1-hour steps; minutes kept 2 hours, so deletes happen
+  o.fine_retention_seconds = 2 * 3600;
+  return o;
+}
+
+std::string CrashMetric(int i) { return "m" + std::to_string(i); }
+double CrashValue(int64_t t, int i) { return static_cast<double>(t * 1000 + i); }
+
+std::vector<HistorySample> CrashSamples(int64_t t) {
+  std::vector<HistorySample> out;
+  for (int i = 0; i < kCrashSeries; ++i)
+    out.push_back({CrashMetric(i), "cluster", CrashValue(t, i)});
+  return out;
+}
+
+// What the writer tells the parent through the pipe, one int64 each: (t << 2) | step.
+enum CrashStep : int64_t { kWriting = 0, kWritten = 1, kMaintaining = 2, kMaintained = 3 };
+
+// The child: opens the file, continues after the newest bucket it holds, and says when it starts
+// and ends each Write and Maintain; kWritten is the acknowledgement, sent after Write returned
+// OK. Never returns; ends with _exit (or SIGKILL).
+[[noreturn]] void RunCrashWriter(const std::string& path, int fd) {
+  auto fail = [](const char* what, const Status& st) {
+    std::string m = std::string("crash writer: ") + what + ": " + st.ToString() + "\n";
+    (void)!write(STDERR_FILENO, m.data(), m.size());
+    _exit(3);
+  };
+  auto opened = HistoryStore::Open(path, CrashOptions());
+  if (!opened.ok()) fail("Open", opened.status());
+  HistoryStore& store = **opened;
+  Result<HistoryPosition> at = store.Newest();
+  if (!at.ok()) fail("Newest", at.status());
+  auto say = [fd](int64_t t, CrashStep step) {
+    const int64_t v = (t << 2) | step;
+    if (write(fd, &v, sizeof v) != static_cast<ssize_t>(sizeof v)) _exit(4);
+  };
+  for (int64_t t = at->fine == 0 ? kCrashStart : at->fine + 60;; t += 60) {
+    say(t, kWriting);
+    if (Status st = store.Write(t, CrashSamples(t)); !st.ok()) fail("Write", st);
+    say(t, kWritten);
+    if ((t / 60) % kCrashMaintainEvery == 0) {
+      say(t, kMaintaining);
+      if (Status st = store.Maintain(t); !st.ok()) fail("Maintain", st);
+      say(t, kMaintained);
+    }
+  }
+}
+
+struct KilledWriter {
+  std::vector<int64_t> acks;  // times of the Writes acknowledged
+  int64_t last = -1;          // the last thing said before the kill; -1: nothing (in Open)
+  int64_t attempted = -1;     // the time of the last Write begun
+};
+
+// Kills a writer (forked from this process) at a moment `delay` after its start; fails the test
+// if it died of anything but the kill.
+KilledWriter RunAndKillWriter(const std::string& path, std::chrono::microseconds delay) {
+  KilledWriter out;
+  std::vector<int64_t>& acks = out.acks;
+  int fds[2];
+  if (pipe(fds) != 0) {
+    ADD_FAILURE() << "pipe: " << std::strerror(errno);
+    return out;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    close(fds[0]);
+    close(fds[1]);
+    return out;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    RunCrashWriter(path, fds[1]);
+  }
+  close(fds[1]);
+  // Read acknowledgements while waiting, so the writer never blocks on a full pipe.
+  std::string bytes;
+  char buf[4096];
+  const auto deadline = std::chrono::steady_clock::now() + delay;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    if (left.count() < 2000) {
+      usleep(static_cast<useconds_t>(left.count()));
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count() / 1000)) > 0) {
+      const ssize_t n = read(fds[0], buf, sizeof buf);
+      if (n <= 0) break;  // the writer is gone before its time: waitpid says why
+      bytes.append(buf, static_cast<size_t>(n));
+    }
+  }
+  kill(pid, SIGKILL);
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    bytes.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const bool killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  EXPECT_TRUE(killed) << "the writer ended by itself (exit status "
+                      << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ") before it was killed";
+  for (size_t i = 0; i + sizeof(int64_t) <= bytes.size(); i += sizeof(int64_t)) {
+    int64_t v;
+    std::memcpy(&v, bytes.data() + i, sizeof v);
+    if ((v & 3) == kWritten) acks.push_back(v >> 2);
+    if ((v & 3) == kWriting) out.attempted = v >> 2;
+    out.last = v;
+  }
+  return out;
+}
+
+// Writers are killed with SIGKILL at seeded random moments, in Open, in Write, in Maintain or in
+// a checkpoint, each round a new writer on the same file continuing from where the file says it
+// is. Afterwards the file opens, passes SQLite's integrity check, holds every acknowledged Write
+// whole with its exact values, no Write in part, roll-ups of whole hours only, and takes more
+// writes. CHAMBER_CRASH_SEED=<n> repeats a run's kill moments (roughly: timing still varies).
+TEST_F(HistoryStoreTest, KilledWritersLoseNothingAcknowledged) {
+  uint32_t seed = 20261204;
+  if (const char* env = std::getenv("CHAMBER_CRASH_SEED"))
+    seed = static_cast<uint32_t>(std::atol(env));
+  SCOPED_TRACE("CHAMBER_CRASH_SEED=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::string path = Path();
+  constexpr int kRounds = 40;
+  std::set<int64_t> acked;
+  int64_t attempted = -1;
+  int rounds_with_wal = 0;
+  std::map<std::string, int> killed_in;
+  for (int round = 0; round < kRounds; ++round) {
+    // Mostly some milliseconds of writing; now and then a kill within Open or the first Write.
+    const int64_t us = rng() % 4 == 0 ? static_cast<int64_t>(rng() % 3000)
+                                      : 5000 + static_cast<int64_t>(rng() % 40000);
+    SCOPED_TRACE("round " + std::to_string(round) + ", kill after " + std::to_string(us) + " us");
+    const KilledWriter w = RunAndKillWriter(path, std::chrono::microseconds(us));
+    for (int64_t t : w.acks)
+      if (!acked.insert(t).second) {
+        ADD_FAILURE() << "the Write at " << t << " was acknowledged before: the file lost it, "
+                      << "so this writer wrote it again";
+        break;
+      }
+    attempted = std::max(attempted, w.attempted);
+    ++killed_in[w.last < 0                     ? "Open"
+                : (w.last & 3) == kWriting     ? "Write"
+                : (w.last & 3) == kMaintaining ? "Maintain"
+                                               : "between calls"];
+    if (fs::exists(path + "-wal")) ++rounds_with_wal;
+    if (HasFailure()) return;
+  }
+  ASSERT_FALSE(acked.empty()) << "no writer got a Write through";
+  const int64_t last_ack = *acked.rbegin();
+
+  // Open takes the file as the last writer left it, log beside it.
+  auto opened = HistoryStore::Open(path, CrashOptions());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  HistoryStore& store = **opened;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+    std::string result;
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &s, nullptr) == SQLITE_OK)
+      while (sqlite3_step(s) == SQLITE_ROW)
+        result += (result.empty() ? "" : "; ") +
+                  std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    EXPECT_EQ(result, "ok") << "PRAGMA integrity_check";
+  }
+
+  // Fine rows: every stored time holds all the series of its Write with their exact values; the
+  // times run without a gap up to the last acknowledged Write or later, but not past the last
+  // Write begun: a writer killed after its commit but before its acknowledgement leaves one
+  // Write more, and the next writer continues after it.
+  std::map<int64_t, std::vector<HistoryRow>> fine;
+  for (HistoryRow& r : AllRows(store, HistoryResolution::kFine)) fine[r.time].push_back(r);
+  ASSERT_FALSE(fine.empty());
+  for (const auto& [t, rows] : fine) {
+    ASSERT_EQ(rows.size(), static_cast<size_t>(kCrashSeries))
+        << "the Write at " << t << " is in part";
+    std::map<std::string, HistoryRow> by_metric;
+    for (const HistoryRow& r : rows) by_metric[r.metric] = r;
+    for (int i = 0; i < kCrashSeries; ++i) {
+      const HistoryRow& r = by_metric[CrashMetric(i)];
+      EXPECT_EQ(r, (HistoryRow{CrashMetric(i), "cluster", t, CrashValue(t, i), 1})) << "at " << t;
+    }
+  }
+  const int64_t oldest = fine.begin()->first, newest = fine.rbegin()->first;
+  EXPECT_EQ(static_cast<int64_t>(fine.size()), (newest - oldest) / 60 + 1)
+      << "a gap in the minutes";
+  EXPECT_TRUE(newest >= last_ack && newest <= attempted)
+      << "newest stored " << newest << ", last acknowledged " << last_ack << ", last begun "
+      << attempted;
+
+  // Coarse rows: exactly the hours before the roll-up mark, each of its 60 whole minutes.
+  Result<HistoryBatch> coarse = store.Export(HistoryResolution::kCoarse, 0, 1000000);
+  ASSERT_TRUE(coarse.ok()) << coarse.status().ToString();
+  const int64_t rolled = coarse->rolled_up_until;
+  std::map<int64_t, std::vector<HistoryRow>> hours;
+  for (const HistoryRow& r : coarse->rows) hours[r.time].push_back(r);
+  const int64_t whole_hours = rolled > kCrashStart ? (rolled - kCrashStart) / 3600 : 0;
+  EXPECT_EQ(static_cast<int64_t>(hours.size()), whole_hours) << "roll-up mark " << rolled;
+  for (const auto& [h, rows] : hours) {
+    ASSERT_TRUE(h >= kCrashStart && h < rolled) << "an hour at " << h << ", mark " << rolled;
+    ASSERT_EQ(rows.size(), static_cast<size_t>(kCrashSeries)) << "the hour at " << h << " in part";
+    for (const HistoryRow& r : rows) {
+      const int i = std::atoi(r.metric.c_str() + 1);
+      double sum = 0;
+      for (int64_t t = h; t < h + 3600; t += 60) sum += CrashValue(t, i);
+      EXPECT_EQ(r, (HistoryRow{CrashMetric(i), "cluster", h, sum, 60})) << "hour " << h;
+    }
+  }
+
+  // Every acknowledged Write is there: as its minute, or inside a rolled-up hour once its minute
+  // may have expired (minutes within the retention of the newest are all kept).
+  for (int64_t t : acked) {
+    if (fine.count(t)) continue;
+    EXPECT_LT(t, newest - CrashOptions().fine_retention_seconds)
+        << "acknowledged " << t << " is lost";
+    EXPECT_LT(t, rolled) << "acknowledged " << t << " expired without a roll-up";
+  }
+  // Reads agree: the newest minute's value, and the oldest hour's mean.
+  Result<HistorySeries> series = store.Read(CrashMetric(7), "cluster", newest, newest);
+  ASSERT_TRUE(series.ok()) << series.status().ToString();
+  EXPECT_EQ(series->points, (std::vector<HistoryPoint>{{newest, CrashValue(newest, 7)}}));
+  if (!hours.empty() && hours.begin()->first + 3600 <= oldest) {
+    const int64_t h = hours.begin()->first;
+    series = store.Read(CrashMetric(7), "cluster", h, h + 3599);
+    ASSERT_TRUE(series.ok()) << series.status().ToString();
+    ASSERT_EQ(series->points.size(), 1u);
+    EXPECT_EQ(series->points[0].time, h);
+    EXPECT_DOUBLE_EQ(series->points[0].value, CrashValue(h, 7) + 59 * 60 * 1000 / 2.0);
+  }
+
+  // And the file goes on taking writes.
+  ASSERT_TRUE(store.Write(newest + 60, CrashSamples(newest + 60)).ok());
+  ASSERT_TRUE(store.Maintain(newest + 60).ok());
+  series = store.Read(CrashMetric(0), "cluster", newest + 60, newest + 60);
+  ASSERT_TRUE(series.ok());
+  EXPECT_EQ(series->points, (std::vector<HistoryPoint>{{newest + 60, CrashValue(newest + 60, 0)}}));
+
+  std::cout << "[ crash    ] seed " << seed << ": " << kRounds << " kills (";
+  for (const auto& [where, n] : killed_in) std::cout << n << " in " << where << ", ";
+  std::cout << "a log beside the file after " << rounds_with_wal << "), " << acked.size()
+            << " acknowledged Writes, " << fine.size() << " minutes and " << hours.size()
+            << " hours kept\n";
 }
 
 }  // namespace
