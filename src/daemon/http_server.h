@@ -12,8 +12,8 @@
 // without a Content-Length with 411; each client (a token's principal, else the remote address)
 // has a token bucket (rate_limiter.h) and is refused with 429 and Retry-After when it is empty;
 // /healthz, the dashboard's files and replica tokens are never limited. A connection that sends
-// nothing for read_timeout is answered and closed. Every refusal is a JSON error and is counted on
-// /metrics (chamber_api_refused_requests_total{reason}).
+// nothing for read_timeout is answered 400, and closed after idle_timeout. Every refusal is a
+// JSON error and is counted on /metrics (chamber_api_refused_requests_total{reason}).
 #pragma once
 
 #include <atomic>
