@@ -34,6 +34,29 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "Kubernetes groups whose tokens may post agent reports, and nothing else "
                  "(repeatable)");
   app.add_flag("--anonymous", f.anonymous, "no authentication: every caller is admin (testing)");
+  app.add_option("--api-max-body", f.api_max_body,
+                 "largest request body in bytes; larger ones are refused with 413")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  app.add_option("--api-rate", f.api_rate,
+                 "API requests a second per client (token, else address), sustained; over it "
+                 "429 with Retry-After (<= 0: no limit)")
+      ->capture_default_str();
+  app.add_option("--api-burst", f.api_burst, "API requests a client may send at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e9));
+  app.add_option("--api-read-timeout", f.api_read_timeout_s,
+                 "seconds the API waits on a client that sends nothing before it drops it")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--api-write-timeout", f.api_write_timeout_s,
+                 "seconds the API waits on a client that takes nothing before it drops it")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--api-idle-timeout", f.api_idle_timeout_s,
+                 "seconds an idle kept-alive API connection stays open")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
   app.add_flag("--leader-elect,!--no-leader-elect", f.leader_elect,
                "campaign for the Lease; only the leader schedules")
       ->capture_default_str();

@@ -30,6 +30,12 @@ struct Flags {
   health::HealthControllerConfig health;   // the config file's `health:` section
   backend::PricingConfig pricing;          // the config file's `pricing:` section
   bool anonymous = false;
+  // The API's limits (docs/api.md#limits): body bytes, requests a second and burst per client,
+  // seconds a socket read or write may wait, seconds an idle kept-alive connection stays open.
+  size_t api_max_body = size_t{1} << 20;
+  double api_rate = 50, api_burst = 200;
+  double api_read_timeout_s = 10, api_write_timeout_s = 10;
+  int api_idle_timeout_s = 5;
   bool leader_elect = true;
   std::string lease_namespace;
   std::string lease_name = "chamber-scheduler";

@@ -79,6 +79,12 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   so.host = listen.first;
   so.port = listen.second;
   so.anonymous = f.anonymous;
+  so.max_body_bytes = f.api_max_body;
+  so.rate_limit.rate = f.api_rate;
+  so.rate_limit.burst = f.api_burst;
+  so.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.api_read_timeout_s * 1000));
+  so.write_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.api_write_timeout_s * 1000));
+  so.idle_timeout = std::chrono::seconds(f.api_idle_timeout_s);
   // The health controller: agent reports in (the API), fences out (Node objects).
   std::shared_ptr<health::HealthService> health_service;
   if (f.health.enabled) {

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <thread>
@@ -42,6 +43,11 @@ void SendJson(httplib::Response& res, std::string body) {
   SendJson(res, std::make_shared<const std::string>(std::move(body)));
 }
 
+// Retry-After: whole seconds, at least 1.
+std::string RetryAfterSeconds(std::chrono::milliseconds wait) {
+  return std::to_string(std::max<int64_t>(1, (wait.count() + 999) / 1000));
+}
+
 bool IsLoopback(const std::string& host) {
   return host == "127.0.0.1" || host == "::1" || host == "localhost";
 }
@@ -61,7 +67,11 @@ constexpr const char* kNoDashboard = R"(<!doctype html>
 
 struct ApiServer::Impl {
   Impl(Daemon& d, std::shared_ptr<Authenticator> a, ServerOptions o, std::atomic<int>& c)
-      : daemon(d), auth(std::move(a)), options(std::move(o)), event_clients(c) {}
+      : daemon(d),
+        auth(std::move(a)),
+        options(std::move(o)),
+        event_clients(c),
+        limiter(options.rate_limit) {}
 
   Daemon& daemon;
   std::shared_ptr<Authenticator> auth;
@@ -70,12 +80,58 @@ struct ApiServer::Impl {
   std::thread thread;
   std::atomic<bool> stopping{false};
   std::atomic<int>& event_clients;
+  RateLimiter limiter;
+  std::vector<std::string> routes;  // "METHOD pattern", as registered
+
+  // Refused requests by reason (/metrics).
+  enum Refusal { kUnauthenticated, kForbidden, kRateLimited, kBodyTooLarge, kLengthRequired, kN };
+  static constexpr const char* kRefusalNames[kN] = {"unauthenticated", "forbidden", "rate_limited",
+                                                    "body_too_large", "length_required"};
+  std::atomic<uint64_t> refused[kN] = {};
+
+  void Refuse(httplib::Response& res, Refusal why, int status, const std::string& message) {
+    refused[why].fetch_add(1, std::memory_order_relaxed);
+    JsonError(res, status, message);
+  }
+
+  void Get(const std::string& pattern, httplib::Server::Handler h) {
+    routes.push_back("GET " + pattern);
+    server.Get(pattern, std::move(h));
+  }
+  void Post(const std::string& pattern, httplib::Server::Handler h) {
+    routes.push_back("POST " + pattern);
+    server.Post(pattern, std::move(h));
+  }
+
+  // Takes a request from `client`'s bucket; answers 429 and returns false when it is empty.
+  bool Admitted(const std::string& client, httplib::Response& res) {
+    const RateLimiter::Decision d = limiter.Take(client, RateLimiter::Clock::now());
+    if (d.allowed) return true;
+    res.set_header("Retry-After", RetryAfterSeconds(d.retry_after));
+    Refuse(res, kRateLimited, 429,
+           "too many requests from " + client + ": the limit is " +
+               prometheus::FormatValue(options.rate_limit.rate) + " a second, in bursts of " +
+               prometheus::FormatValue(options.rate_limit.burst) + "; retry after " +
+               RetryAfterSeconds(d.retry_after) + " s");
+    return false;
+  }
+
+  // The rate limiter's key for a caller: the principal's name; an agent's also names its node
+  // (the node its token is bound to, else its address), as a fleet's agents may share one
+  // identity; callers without a principal are told apart by address.
+  static std::string ClientKey(const httplib::Request& req, const Principal* p) {
+    if (!p) return "address " + req.remote_addr;
+    if (p->role != Role::kAgent) return "\"" + p->name + "\"";
+    return "\"" + p->name + "\" on " + (p->node.empty() ? req.remote_addr : p->node);
+  }
 
   // Role check for a request; writes the error response and returns false when refused.
-  // `bound_node`: the node the token is bound to (Principal::node).
+  // `bound_node`: the node the token is bound to (Principal::node). Also takes the request from
+  // the caller's rate-limit bucket.
   bool Allowed(const httplib::Request& req, httplib::Response& res, Role need,
                std::string* who = nullptr, std::string* bound_node = nullptr) {
     if (options.anonymous) {
+      if (!Admitted(ClientKey(req, nullptr), res)) return false;
       if (who) *who = "anonymous";
       return true;
     }
@@ -87,37 +143,43 @@ struct ApiServer::Impl {
       token = req.get_param_value("access_token");
     }
     if (token.empty()) {
+      if (!Admitted(ClientKey(req, nullptr), res)) return false;
       res.set_header("WWW-Authenticate", "Bearer");
-      JsonError(res, 401, "a bearer token is required");
+      Refuse(res, kUnauthenticated, 401, "a bearer token is required");
       return false;
     }
     Result<Principal> p = auth ? auth->Authenticate(token) : Status::NotFound("no tokens");
     if (!p.ok()) {
+      if (!Admitted(ClientKey(req, nullptr), res)) return false;
       if (p.status().code() == StatusCode::kNotFound) {
         res.set_header("WWW-Authenticate", "Bearer error=\"invalid_token\"");
-        JsonError(res, 401, "unknown or rejected token");
+        Refuse(res, kUnauthenticated, 401, "unknown or rejected token");
       } else {
         JsonError(res, 503, p.status().message());
       }
       return false;
     }
+    // A replica is chamberd's own standby copying the history page by page, as fast as this
+    // server answers: limiting it would only slow its catch-up.
+    if (p->role != Role::kReplica && !Admitted(ClientKey(req, &*p), res)) return false;
     if (need == Role::kAgent) {
       if (p->role != Role::kAgent && p->role != Role::kAdmin) {
-        JsonError(res, 403,
-                  "posting agent reports needs an agent token; \"" + p->name + "\" has role " +
-                      std::string(RoleName(p->role)));
+        Refuse(res, kForbidden, 403,
+               "posting agent reports needs an agent token; \"" + p->name + "\" has role " +
+                   std::string(RoleName(p->role)));
         return false;
       }
     } else if (p->role == Role::kAgent) {
-      JsonError(res, 403, "\"" + p->name + "\" has role agent: it may only post agent reports");
+      Refuse(res, kForbidden, 403,
+             "\"" + p->name + "\" has role agent: it may only post agent reports");
       return false;
     } else if (p->role == Role::kReplica && need != Role::kReplica) {
-      JsonError(res, 403,
-                "\"" + p->name +
-                    "\" has role replica: it may only read the history's replication stream");
+      Refuse(res, kForbidden, 403,
+             "\"" + p->name +
+                 "\" has role replica: it may only read the history's replication stream");
       return false;
     } else if (need == Role::kAdmin && p->role != Role::kAdmin) {
-      JsonError(res, 403, "this needs an admin token; \"" + p->name + "\" has role read");
+      Refuse(res, kForbidden, 403, "this needs an admin token; \"" + p->name + "\" has role read");
       return false;
     }
     if (who) *who = p->name;
@@ -136,12 +198,56 @@ struct ApiServer::Impl {
 
   // GET handler for a resource serialized once per state.
   void Resource(const std::string& path, std::string (*make)(const FleetState&)) {
-    server.Get(path, [this, path, make](const httplib::Request& req, httplib::Response& res) {
+    Get(path, [this, path, make](const httplib::Request& req, httplib::Response& res) {
       if (!Allowed(req, res, Role::kRead)) return;
       auto s = Ready(res);
       if (!s) return;
       SendJson(res, Cached(*s, path, [&] { return make(*s); }));
     });
+  }
+
+  std::string RefusalMetrics() const {
+    prometheus::TextWriter w;
+    w.Family("chamber_api_refused_requests_total",
+             "API requests refused before their handler ran, by reason.",
+             prometheus::MetricType::kCounter);
+    for (int r = 0; r < kN; ++r)
+      w.Sample({{"reason", kRefusalNames[r]}}, static_cast<double>(refused[r].load()));
+    return w.Take();
+  }
+
+  // Answers what cpp-httplib refuses itself (413 for a body over the limit, 400 for a malformed
+  // or incomplete request, 404 for a method no route takes) with the API's JSON error.
+  httplib::Server::HandlerResponse Error(const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413) {
+      Refuse(res, kBodyTooLarge, 413,
+             "the request body is larger than this server's limit of " +
+                 std::to_string(options.max_body_bytes) + " bytes");
+    } else if (res.status == 404) {
+      JsonError(res, 404, "no such path: " + req.method + " " + req.path);
+    } else if (res.status == 400) {
+      JsonError(res, 400, "malformed or incomplete request");
+    } else {
+      JsonError(res, res.status, "HTTP " + std::to_string(res.status));
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+  // Before a body is read: cpp-httplib 0.11 limits only bodies that declare their length, and
+  // reads others (chunked, or until the connection closes) whole. Such requests are refused
+  // unread, and the client is asked to close the connection.
+  httplib::Server::HandlerResponse PreRouting(const httplib::Request& req, httplib::Response& res) {
+    const bool takes_body =
+        req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "PRI";
+    if (req.has_header("Transfer-Encoding") || (takes_body && !req.has_header("Content-Length"))) {
+      res.set_header("Connection", "close");
+      Refuse(res, kLengthRequired, 411,
+             "send the request body with a Content-Length (at most " +
+                 std::to_string(options.max_body_bytes) + " bytes; 0 for none)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   }
 
   void Routes();
@@ -152,26 +258,22 @@ struct ApiServer::Impl {
 };
 
 void ApiServer::Impl::Routes() {
-  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  server.Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+  Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Allowed(req, res, Role::kRead)) return;
     auto s = daemon.state();
     auto body = Cached(*s, "/metrics", [&] { return MetricsPage(*s); });
-    if (options.health) {
-      res.set_content(*body + options.health->Metrics(),
-                      std::string(prometheus::kContentType).c_str());
-      return;
-    }
-    res.set_content(*body, std::string(prometheus::kContentType).c_str());
+    res.set_content(*body + (options.health ? options.health->Metrics() : "") + RefusalMetrics(),
+                    std::string(prometheus::kContentType).c_str());
   });
   Resource("/api/v1/fleet", [](const FleetState& s) { return FleetJson(s).dump(); });
   Resource("/api/v1/nodes", [](const FleetState& s) { return NodesJson(s).dump(); });
   Resource("/api/v1/gpus", [](const FleetState& s) { return GpusBody(s); });
   Resource("/api/v1/queues", [](const FleetState& s) { return QueuesJson(s).dump(); });
   if (options.health) {
-    server.Get("/api/v1/health", [this](const httplib::Request& req, httplib::Response& res) {
+    Get("/api/v1/health", [this](const httplib::Request& req, httplib::Response& res) {
       if (!Allowed(req, res, Role::kRead)) return;
       auto s = Ready(res);
       if (!s) return;
@@ -182,31 +284,31 @@ void ApiServer::Impl::Routes() {
   } else {
     Resource("/api/v1/health", [](const FleetState& s) { return HealthJson(s).dump(); });
   }
-  server.Post("/api/v1/agent/reports", [this](const httplib::Request& req, httplib::Response& res) {
+  Post("/api/v1/agent/reports", [this](const httplib::Request& req, httplib::Response& res) {
     std::string who, bound_node;
     if (!Allowed(req, res, Role::kAgent, &who, &bound_node)) return;
     if (!options.health) return JsonError(res, 404, "this server runs no health controller");
     Status st = options.health->PostReport(req.body, who, bound_node);
     if (st.code() == StatusCode::kInvalidArgument) return JsonError(res, 400, st.message());
-    if (st.code() == StatusCode::kFailedPrecondition) return JsonError(res, 403, st.message());
+    if (st.code() == StatusCode::kFailedPrecondition)
+      return Refuse(res, kForbidden, 403, st.message());
     if (!st.ok()) return JsonError(res, 503, st.message());
     res.status = 202;
     res.set_content(R"({"accepted":true})", kJson);
   });
-  server.Post(R"(/api/v1/health/nodes/([^/]+)/clear)",
-              [this](const httplib::Request& req, httplib::Response& res) {
-                std::string who;
-                if (!Allowed(req, res, Role::kAdmin, &who)) return;
-                if (!options.health)
-                  return JsonError(res, 404, "this server runs no health controller");
-                const std::string node = req.matches[1];
-                Status st = options.health->Clear(node, who);
-                if (st.code() == StatusCode::kNotFound) return JsonError(res, 404, st.message());
-                if (!st.ok()) return JsonError(res, 500, st.message());
-                res.set_content(nlohmann::json{{"node", node}, {"cleared", true}}.dump(), kJson);
-              });
+  Post(R"(/api/v1/health/nodes/([^/]+)/clear)",
+       [this](const httplib::Request& req, httplib::Response& res) {
+         std::string who;
+         if (!Allowed(req, res, Role::kAdmin, &who)) return;
+         if (!options.health) return JsonError(res, 404, "this server runs no health controller");
+         const std::string node = req.matches[1];
+         Status st = options.health->Clear(node, who);
+         if (st.code() == StatusCode::kNotFound) return JsonError(res, 404, st.message());
+         if (!st.ok()) return JsonError(res, 500, st.message());
+         res.set_content(nlohmann::json{{"node", node}, {"cleared", true}}.dump(), kJson);
+       });
   Resource("/api/v1/cost", [](const FleetState& s) { return CostJson(s).dump(); });
-  server.Get("/api/v1/workloads", [this](const httplib::Request& req, httplib::Response& res) {
+  Get("/api/v1/workloads", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Allowed(req, res, Role::kRead)) return;
     auto s = Ready(res);
     if (!s) return;
@@ -221,21 +323,21 @@ void ApiServer::Impl::Routes() {
   });
   // One workload by "namespace/name", by a bare name (workloads without a namespace, as in the
   // demo), or by the name of one of its pods.
-  server.Get(R"(/api/v1/workloads/([^/]+)(?:/([^/]+))?)",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               if (!Allowed(req, res, Role::kRead)) return;
-               auto s = Ready(res);
-               if (!s) return;
-               std::string name = req.matches[1];
-               if (req.matches[2].matched) name += "/" + req.matches[2].str();
-               const std::optional<WorkloadMatch> m = FindWorkload(*s, name);
-               if (!m) return JsonError(res, 404, "no workload or pod named \"" + name + "\"");
-               SendJson(res, WorkloadDetailJson(*s, *m).dump());
-             });
+  Get(R"(/api/v1/workloads/([^/]+)(?:/([^/]+))?)",
+      [this](const httplib::Request& req, httplib::Response& res) {
+        if (!Allowed(req, res, Role::kRead)) return;
+        auto s = Ready(res);
+        if (!s) return;
+        std::string name = req.matches[1];
+        if (req.matches[2].matched) name += "/" + req.matches[2].str();
+        const std::optional<WorkloadMatch> m = FindWorkload(*s, name);
+        if (!m) return JsonError(res, 404, "no workload or pod named \"" + name + "\"");
+        SendJson(res, WorkloadDetailJson(*s, *m).dump());
+      });
   for (const bool cordon : {true, false}) {
     const std::string pattern =
         std::string(R"(/api/v1/nodes/([^/]+)/)") + (cordon ? "cordon" : "uncordon");
-    server.Post(pattern, [this, cordon](const httplib::Request& req, httplib::Response& res) {
+    Post(pattern, [this, cordon](const httplib::Request& req, httplib::Response& res) {
       if (!Allowed(req, res, Role::kAdmin)) return;
       const std::string node = req.matches[1];
       Status st = daemon.SetSchedulable(node, !cordon);
@@ -252,24 +354,22 @@ void ApiServer::Impl::Routes() {
       JsonError(res, 404, "no node named \"" + node + "\"");
     });
   }
-  server.Get("/api/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
+  Get("/api/v1/history", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Allowed(req, res, Role::kRead)) return;
     History(req, res);
   });
   // Another replica copies the history (history_replication.h); readers may read it too.
-  server.Get("/api/v1/history/replication",
-             [this](const httplib::Request& req, httplib::Response& res) {
-               if (!Allowed(req, res, Role::kReplica)) return;
-               HistoryReplication(req, res);
-             });
-  server.Get("/api/v1/events",
-             [this](const httplib::Request& req, httplib::Response& res) { Events(req, res); });
-  server.Get(R"(/api/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+  Get("/api/v1/history/replication", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Allowed(req, res, Role::kReplica)) return;
+    HistoryReplication(req, res);
+  });
+  Get("/api/v1/events",
+      [this](const httplib::Request& req, httplib::Response& res) { Events(req, res); });
+  Get(R"(/api/.*)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!Allowed(req, res, Role::kRead)) return;
     JsonError(res, 404, "no such API path: " + req.path);
   });
-  server.Get(R"(/.*)",
-             [this](const httplib::Request& req, httplib::Response& res) { Static(req, res); });
+  Get(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) { Static(req, res); });
 }
 
 void ApiServer::Impl::History(const httplib::Request& req, httplib::Response& res) {
@@ -368,9 +468,14 @@ Status ApiServer::Start() {
                  i.options.host);
   const size_t threads = i.options.max_event_clients + 16;
   i.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  i.server.set_keep_alive_timeout(5);
-  i.server.set_read_timeout(10);
-  i.server.set_write_timeout(10);
+  i.server.set_keep_alive_timeout(std::max<time_t>(1, i.options.idle_timeout.count()));
+  i.server.set_read_timeout(i.options.read_timeout);
+  i.server.set_write_timeout(i.options.write_timeout);
+  i.server.set_payload_max_length(i.options.max_body_bytes);
+  i.server.set_pre_routing_handler(
+      [&i](const httplib::Request& req, httplib::Response& res) { return i.PreRouting(req, res); });
+  i.server.set_error_handler(httplib::Server::HandlerWithResponse(
+      [&i](const httplib::Request& req, httplib::Response& res) { return i.Error(req, res); }));
   i.Routes();
   if (i.options.port == 0) {
     port_ = i.server.bind_to_any_port(i.options.host);
@@ -384,6 +489,8 @@ Status ApiServer::Start() {
   i.thread = std::thread([&i] { i.server.listen_after_bind(); });
   return Status::Ok();
 }
+
+std::vector<std::string> ApiServer::routes() const { return impl_->routes; }
 
 void ApiServer::Stop() {
   if (!impl_ || !impl_->thread.joinable()) return;

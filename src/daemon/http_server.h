@@ -7,18 +7,27 @@
 // tokens only GET /api/v1/history/replication (history_replication.h). /healthz and
 // the dashboard's files (which hold no data) answer without one. With `anonymous` set no token is
 // needed and every caller is admin: the demo, which listens on 127.0.0.1 only.
+//
+// Limits (docs/api.md#limits): a request body over max_body_bytes is refused with 413, a body
+// without a Content-Length with 411; each client (a token's principal, else the remote address)
+// has a token bucket (rate_limiter.h) and is refused with 429 and Retry-After when it is empty;
+// /healthz, the dashboard's files and replica tokens are never limited. A connection that sends
+// nothing for read_timeout is answered 400, and closed after idle_timeout. Every refusal is a
+// JSON error and is counted on /metrics (chamber_api_refused_requests_total{reason}).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "daemon/api_params.h"  // ParseTimeParam
 #include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/health_api.h"
+#include "daemon/rate_limiter.h"
 
 namespace chamber::daemon {
 
@@ -28,6 +37,15 @@ struct ServerOptions {
   bool anonymous = false;
   size_t max_event_clients = 64;
   std::chrono::milliseconds keepalive{15000};  // event-stream comment when nothing changed
+  // The largest request body taken. An agent report of an 8-GPU node with MIG devices, pods and
+  // 32 closed incidents is about 150 KB; nothing else sends more than a few bytes.
+  size_t max_body_bytes = size_t{1} << 20;
+  RateLimit rate_limit;  // per client; rate <= 0: none
+  // Per socket read or write: a client that sends (or takes) nothing for this long is answered
+  // and dropped. idle_timeout: how long a kept-alive connection may wait for its next request.
+  std::chrono::milliseconds read_timeout{10000};
+  std::chrono::milliseconds write_timeout{10000};
+  std::chrono::seconds idle_timeout{5};
   // chamberd's health controller (health_api.h); null: no agent reports, no health actions.
   std::shared_ptr<HealthApi> health;
 };
@@ -47,6 +65,8 @@ class ApiServer {
   int port() const { return port_; }
   // Event-stream clients connected now.
   int event_clients() const { return event_clients_.load(); }
+  // "METHOD pattern" of every route the server registers, in registration order (after Start).
+  std::vector<std::string> routes() const;
 
  private:
   std::atomic<int> event_clients_{0};
