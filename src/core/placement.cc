@@ -28,9 +28,11 @@ bool Tolerates(const std::vector<Toleration>& tolerations, const Taint& taint) {
 
 bool SelectorMatches(const Node& node,
                      const std::vector<std::pair<std::string, std::string>>& selector) {
+  if (selector.empty()) return true;
+  const Labels& labels = *node.labels;  // one look through the shared pointer, not one per key
   for (const auto& [key, value] : selector) {
     bool found = false;
-    for (const auto& [k, v] : node.labels) {
+    for (const auto& [k, v] : labels) {
       if (k == key) {
         found = v == value;
         break;
