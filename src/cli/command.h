@@ -60,6 +60,7 @@ void RegisterConfigCommand(CommandRegistry& registry);
 void RegisterSimCommand(CommandRegistry& registry);
 void RegisterBenchCommand(CommandRegistry& registry);
 void RegisterDemoCommand(CommandRegistry& registry);
+void RegisterSoakCommand(CommandRegistry& registry);
 void RegisterStatusCommand(CommandRegistry& registry);
 void RegisterNodesCommand(CommandRegistry& registry);
 void RegisterCostCommand(CommandRegistry& registry);

@@ -15,17 +15,13 @@
 #include "backend/sim/demo_cluster.h"
 #include "cli/api_client.h"
 #include "cli/command.h"
+#include "cli/simulated_fleet.h"
 #include "common/config_file.h"
 #include "core/io/config_yaml.h"
 #include "daemon/http_server.h"
 
 namespace chamber::cli {
 namespace {
-
-// --gpus: the fleet the dashboard is built for (10,000 GPUs) with room to spare; beyond it the
-// simulated week's trace alone takes gigabytes.
-constexpr int64_t kMinGpus = 20;  // one node of each pool
-constexpr int64_t kMaxGpus = 50000;
 
 // Warm-up cycles: the demo's own up to 2,000 GPUs; on larger clusters longer ones (up to 5
 // simulated minutes), so that warming up 10,000 GPUs takes about as long as 264.
@@ -54,9 +50,7 @@ Status RunDemo(const DemoOptions& o) {
   if (o.port < 0 || o.port > 65535) return Status::InvalidArgument("--port must be 0..65535");
   if (o.warmup_hours < 0 || o.warmup_hours > 24 * 7)
     return Status::InvalidArgument("--warmup must be 0..168 hours");
-  if (o.gpus < kMinGpus || o.gpus > kMaxGpus)
-    return Status::InvalidArgument("--gpus must be " + std::to_string(kMinGpus) + ".." +
-                                   std::to_string(kMaxGpus) + ", got " + std::to_string(o.gpus));
+  CHAMBER_RETURN_IF_ERROR(CheckFleetGpus(o.gpus));
 
   core::EngineConfig engine;
   if (!o.config.empty()) {
@@ -85,44 +79,27 @@ Status RunDemo(const DemoOptions& o) {
     if (ec) return Status::InvalidArgument("--data-dir " + data_dir + ": " + ec.message());
   }
   const std::string history_path = (std::filesystem::path(data_dir) / "history.db").string();
-  CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<fleet::HistoryStore> history,
-                           fleet::HistoryStore::Open(history_path));
 
-  backend::DemoClusterOptions cluster;
-  cluster.seed = o.seed;
-  cluster.load = o.load;
-  cluster.scale = backend::DemoScaleForGpus(o.gpus);
-  cluster.step = core::Duration(static_cast<int64_t>(o.tick_ms * o.speed));
+  SimulatedFleetOptions fleet_options;
+  fleet_options.gpus = o.gpus;
+  fleet_options.seed = o.seed;
+  fleet_options.load = o.load;
+  fleet_options.step = core::Duration(static_cast<int64_t>(o.tick_ms * o.speed));
+  fleet_options.tick = std::chrono::milliseconds(o.tick_ms);
+  fleet_options.engine = engine;
+  fleet_options.history_path = history_path;
   // The warm-up hours lie in the past, so the cluster's clock reaches the present when the
   // dashboard opens and the history already holds them.
   const auto warmup = std::chrono::milliseconds(static_cast<int64_t>(o.warmup_hours * 3.6e6));
-  cluster.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch() - warmup)
-                              .count();
-  backend::SimulatedBackendOptions backend_options = backend::DemoCluster(cluster);
-  backend_options.engine = engine;
-  std::string pools;
-  int64_t gpus = 0;
-  for (const sim::NodePool& p : backend_options.cluster.pools) {
-    gpus += int64_t{p.count} * p.gpus_per_node;
-    pools += "\n  " + p.name + ": " + std::to_string(p.count) + " nodes x " +
-             std::to_string(p.gpus_per_node) + " " + p.gpu_model + ", " +
-             std::string(sim::PricingTypeName(p.pricing)) + " at " +
-             Money(p.price_per_gpu_hour, "USD") + " per GPU-hour";
-  }
-  std::string teams;
-  for (const core::Queue& q : backend_options.queues) teams += (teams.empty() ? "" : ", ") + q.name;
-  const size_t jobs = backend_options.trace.jobs.size();
-  CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<backend::SimulatedBackend> backend,
-                           backend::SimulatedBackend::Create(std::move(backend_options)));
-  backend::SimulatedBackend& simulated = *backend;
-
-  daemon::DaemonOptions daemon_options;
-  daemon_options.tick = std::chrono::milliseconds(o.tick_ms);
-  daemon_options.engine = engine;
-  daemon::Daemon d(std::move(backend), daemon_options, std::move(history));
+  fleet_options.start_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch() - warmup)
+                                    .count();
+  CHAMBER_ASSIGN_OR_RETURN(SimulatedFleet fleet, BuildSimulatedFleet(fleet_options));
+  daemon::Daemon& d = *fleet.daemon;
+  backend::SimulatedBackend& simulated = *fleet.backend;
+  const int64_t gpus = fleet.gpus;
   // The API has a fleet to show from the first request: a busy one after the warm-up.
-  const core::Duration warmup_step = WarmupStep(cluster.step, gpus);
+  const core::Duration warmup_step = WarmupStep(fleet_options.step, gpus);
   const int64_t warmup_ticks = std::max<int64_t>(1, warmup / warmup_step);
   if (warmup_ticks > 1) {
     std::cout << "Simulating the last " << Number(o.warmup_hours) << " hours of the cluster..."
@@ -131,7 +108,7 @@ Status RunDemo(const DemoOptions& o) {
   const auto warmup_begin = std::chrono::steady_clock::now();
   simulated.set_step(warmup_step);
   for (int64_t i = 0; i < warmup_ticks; ++i) CHAMBER_RETURN_IF_ERROR(d.Tick());
-  simulated.set_step(cluster.step);
+  simulated.set_step(fleet_options.step);
   if (warmup_ticks > 1) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_begin).count();
@@ -146,9 +123,9 @@ Status RunDemo(const DemoOptions& o) {
   daemon::ApiServer server(d, nullptr, server_options);
   CHAMBER_RETURN_IF_ERROR(server.Start());
 
-  std::cout << "Chamber demo: a simulated cluster of " << gpus << " GPUs" << pools << "\n"
-            << "  teams: " << teams << "; " << jobs << " synthetic jobs over a simulated week, at "
-            << Number(o.speed) << "x speed"
+  std::cout << "Chamber demo: a simulated cluster of " << gpus << " GPUs" << fleet.pools << "\n"
+            << "  teams: " << fleet.teams << "; " << fleet.jobs
+            << " synthetic jobs over a simulated week, at " << Number(o.speed) << "x speed"
             << " (seed " << o.seed << "), with occasional GPU faults\n"
             << "Engine configuration: "
             << (o.config.empty() ? std::string("the defaults (chamber config defaults)") : o.config)
@@ -179,7 +156,8 @@ Status RunDemo(const DemoOptions& o) {
   server.Stop();
   const auto state = d.state();
   std::cout << "Ran " << state->cycles << " scheduling cycles over "
-            << DurationText(static_cast<double>(state->time_ms - cluster.start_unix_ms) / 1000)
+            << DurationText(static_cast<double>(state->time_ms - fleet_options.start_unix_ms) /
+                            1000)
             << " of simulated time." << std::endl;
   pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
   if (remove_data_dir) {
@@ -200,7 +178,7 @@ void RegisterDemoCommand(CommandRegistry& registry) {
   cmd->add_option("--gpus", o->gpus,
                   "About this many GPUs in the simulated cluster: pools, team quotas and work grow "
                   "in proportion (" +
-                      std::to_string(kMinGpus) + ".." + std::to_string(kMaxGpus) + ")")
+                      std::to_string(kMinFleetGpus) + ".." + std::to_string(kMaxFleetGpus) + ")")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the simulated workload and faults")
       ->capture_default_str();

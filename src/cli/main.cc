@@ -5,6 +5,7 @@ namespace {
 // Every subcommand is registered here, in the order `chamber --help` lists them.
 void RegisterCommands(chamber::cli::CommandRegistry& commands) {
   chamber::cli::RegisterDemoCommand(commands);
+  chamber::cli::RegisterSoakCommand(commands);
   chamber::cli::RegisterStatusCommand(commands);
   chamber::cli::RegisterNodesCommand(commands);
   chamber::cli::RegisterCostCommand(commands);
