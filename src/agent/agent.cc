@@ -56,7 +56,7 @@ void Agent::Start() {
     for (const std::string& f : (*lib)->MissingFunctions()) {
       spdlog::warn("NVML function missing in this driver: {}", f);
     }
-    collector_ = std::make_unique<GpuCollector>(std::move(lib).value());
+    collector_ = std::make_unique<GpuCollector>(std::move(lib).value(), options_.host_proc);
     inv = collector_->Discover(UnixNow());
     inv.nvml_initialized_at = load_started;
     inv.xid_events = collector_->RegisterXidEvents();

@@ -29,6 +29,7 @@ struct AgentOptions {
   std::string node_name;
   std::string nvml_library = kDefaultNvmlLibrary;
   std::string kernel_log = "/dev/kmsg";  // empty: do not read
+  std::string host_proc = "/proc";       // the node's processes, for each GPU process's pod
   // The kubelet's pod-resources socket, for per-pod attribution; empty: none. Pod assignments
   // change slowly, so List is called on its own, slower period, each call with a deadline.
   std::string pod_resources_socket = kDefaultPodResourcesSocket;

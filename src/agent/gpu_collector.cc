@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string_view>
 
@@ -30,9 +31,11 @@ struct GpuCollector::Device {
   nvmlGpmSample_t gpm_previous = nullptr;
   nvmlGpmSample_t gpm_current = nullptr;
   bool gpm_primed = false;
+  unsigned long long last_process_sample_us = 0;  // newest per-process sample seen
 };
 
-GpuCollector::GpuCollector(std::unique_ptr<NvmlLibrary> nvml) : nvml_(std::move(nvml)) {}
+GpuCollector::GpuCollector(std::unique_ptr<NvmlLibrary> nvml, std::string proc_root)
+    : nvml_(std::move(nvml)), proc_root_(std::move(proc_root)) {}
 
 GpuCollector::~GpuCollector() {
   for (auto& d : devices_) {
@@ -324,6 +327,7 @@ GpuSample GpuCollector::Sample(int index, double now) {
       s.nvlinks.push_back(l);
     }
   }
+  if (n.device_get_compute_running_processes) SampleProcesses(d, q.sample);
   if (n.device_get_field_values) {
     nvmlFieldValue_t fv{};
     fv.fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
@@ -334,6 +338,84 @@ GpuSample GpuCollector::Sample(int index, double now) {
     }
   }
   return s;
+}
+
+void GpuCollector::SampleProcesses(Device& d, GpuSample& s) {
+  NvmlLibrary& n = *nvml_;
+  Query q{s};
+  // Asked with no room first; processes that start between the calls are why a few spare
+  // places and one more try.
+  std::vector<nvmlProcessInfo_t> infos;
+  unsigned count = 0;
+  nvmlReturn_t rc = n.device_get_compute_running_processes(d.handle, &count, nullptr);
+  for (int attempt = 0; attempt < 3 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+    infos.resize(count + 4);
+    count = static_cast<unsigned>(infos.size());
+    rc = n.device_get_compute_running_processes(d.handle, &count, infos.data());
+  }
+  if (!q.ok(rc)) return;
+  infos.resize(std::min<size_t>(count, infos.size()));
+  std::vector<GpuProcess> out;
+  for (const nvmlProcessInfo_t& p : infos) {
+    GpuProcess g;
+    g.pid = p.pid;
+    if (p.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) g.used_memory_bytes = p.usedGpuMemory;
+    if (p.gpuInstanceId != 0xFFFFFFFFu) g.gpu_instance_id = p.gpuInstanceId;
+    if (p.computeInstanceId != 0xFFFFFFFFu) g.compute_instance_id = p.computeInstanceId;
+    g.pod_uid = PodUidOfProcess(proc_root_, p.pid);
+    out.push_back(std::move(g));
+  }
+  if (n.device_get_process_utilization && !out.empty()) {
+    unsigned samples = 0;
+    rc = n.device_get_process_utilization(d.handle, nullptr, &samples, d.last_process_sample_us);
+    std::vector<nvmlProcessUtilizationSample_t> u;
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE || rc == NVML_SUCCESS) {
+      u.resize(samples);
+      rc = samples == 0 ? NVML_ERROR_NOT_FOUND
+                        : n.device_get_process_utilization(d.handle, u.data(), &samples,
+                                                           d.last_process_sample_us);
+    }
+    if (q.ok(rc)) {
+      u.resize(std::min<size_t>(samples, u.size()));
+      // The newest sample of each process.
+      for (GpuProcess& g : out) {
+        const nvmlProcessUtilizationSample_t* newest = nullptr;
+        for (const nvmlProcessUtilizationSample_t& x : u) {
+          if (x.pid == g.pid && (newest == nullptr || x.timeStamp > newest->timeStamp)) newest = &x;
+        }
+        if (newest != nullptr) {
+          g.sm_percent = newest->smUtil;
+          g.memory_percent = newest->memUtil;
+        }
+      }
+      for (const nvmlProcessUtilizationSample_t& x : u)
+        d.last_process_sample_us = std::max(d.last_process_sample_us, x.timeStamp);
+    }
+  }
+  s.processes = std::move(out);
+}
+
+std::string PodUidOfProcess(const std::string& proc_root, unsigned pid) {
+  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    // cgroupfs: ".../kubepods/burstable/pod<uid>/<container>"; systemd:
+    // ".../kubepods-burstable-pod<uid with '_' for '-'>.slice/...".
+    for (size_t at = line.find("pod"); at != std::string::npos; at = line.find("pod", at + 1)) {
+      if (at + 3 + 36 > line.size()) break;
+      std::string uid = line.substr(at + 3, 36);
+      bool ok = true;
+      for (size_t i = 0; i < uid.size() && ok; ++i) {
+        char& c = uid[i];
+        const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash && c == '_') c = '-';
+        ok = dash ? c == '-' : std::isxdigit(static_cast<unsigned char>(c)) != 0;
+      }
+      const bool ends = at + 39 == line.size() || line[at + 39] == '/' || line[at + 39] == '.';
+      if (ok && ends) return uid;
+    }
+  }
+  return "";
 }
 
 bool GpuCollector::RegisterXidEvents() {

@@ -17,7 +17,9 @@ namespace chamber::agent {
 
 class GpuCollector {
  public:
-  explicit GpuCollector(std::unique_ptr<NvmlLibrary> nvml);
+  // `proc_root`: where the node's processes are listed (/proc, or the host's /proc mounted
+  // elsewhere), to find the pod of each GPU process.
+  explicit GpuCollector(std::unique_ptr<NvmlLibrary> nvml, std::string proc_root = "/proc");
   ~GpuCollector();
   GpuCollector(const GpuCollector&) = delete;
   GpuCollector& operator=(const GpuCollector&) = delete;
@@ -38,10 +40,16 @@ class GpuCollector {
 
  private:
   struct Device;
+  void SampleProcesses(Device& d, GpuSample& s);
   std::unique_ptr<NvmlLibrary> nvml_;
+  std::string proc_root_;
   std::vector<std::unique_ptr<Device>> devices_;
   nvmlEventSet_t event_set_ = nullptr;
 };
+
+// The UID of the Kubernetes pod process `pid` runs in, from <proc_root>/<pid>/cgroup (the kubelet's
+// cgroupfs and systemd layouts); empty when it is not a pod's or the file cannot be read.
+std::string PodUidOfProcess(const std::string& proc_root, unsigned pid);
 
 // Node labels that describe the node's GPUs, computed from the inventory:
 // chamber.io/gpu.count, and when there are GPUs chamber.io/gpu.model (the common model, or

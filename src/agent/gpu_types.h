@@ -92,6 +92,22 @@ struct RemapSample {
 enum class UtilizationSource { kNone, kGpm, kCoarse };
 const char* UtilizationSourceName(UtilizationSource source);
 
+// A process holding a GPU context, as NVML lists it (compute processes only).
+struct GpuProcess {
+  unsigned pid = 0;                                // in the node's PID namespace
+  std::optional<std::uint64_t> used_memory_bytes;  // absent: the driver cannot tell
+  // nvmlDeviceGetProcessUtilization over the driver's last sampling period; absent when the
+  // driver keeps no per-process samples or the process ran no kernel in that period.
+  std::optional<unsigned> sm_percent;
+  std::optional<unsigned> memory_percent;
+  // On a MIG device: its GPU and compute instance ids (NVML leaves them 0xFFFFFFFF otherwise).
+  std::optional<unsigned> gpu_instance_id;
+  std::optional<unsigned> compute_instance_id;
+  // The Kubernetes pod the process runs in, from its cgroup (PodUidOfProcess); empty when the
+  // process is not a pod's or its cgroup could not be read.
+  std::string pod_uid;
+};
+
 struct GpuSample {
   int index = 0;
   std::string uuid;
@@ -119,6 +135,8 @@ struct GpuSample {
   std::optional<unsigned> pcie_gen_max;
   std::vector<NvLinkSample> nvlinks;
   std::optional<unsigned> recovery_action;  // nvmlDeviceGpuRecoveryAction_t
+  // The compute processes on the GPU (and its MIG devices); absent when NVML cannot list them.
+  std::optional<std::vector<GpuProcess>> processes;
 };
 
 struct XidEvent {

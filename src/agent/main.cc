@@ -115,6 +115,10 @@ int main(int argc, char** argv) {
   app.add_option("--kernel-log", opt.kernel_log,
                  "Kernel log read at start for earlier Xids: /dev/kmsg or a file of dmesg lines; "
                  "empty to skip");
+  app.add_option("--host-proc", opt.host_proc,
+                 "The node's /proc (the host's, mounted, unless the pod shares the host's PID "
+                 "namespace), to find which pod each GPU process runs in")
+      ->capture_default_str();
   app.add_option("--interval", opt.interval_s, "Seconds between samples")
       ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--pod-resources-socket", opt.pod_resources_socket,

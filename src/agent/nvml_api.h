@@ -130,6 +130,27 @@ typedef struct nvmlPciInfo_st {
   char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
 } nvmlPciInfo_t;
 
+// What nvmlDeviceGetComputeRunningProcesses_v2 and _v3 fill in per process (the _v1 entry point
+// takes only the first two fields). usedGpuMemory is NVML_VALUE_NOT_AVAILABLE where the driver
+// cannot tell (Windows WDDM; some MIG setups).
+typedef struct nvmlProcessInfo_st {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+
+// One sample of nvmlDeviceGetProcessUtilization: percentages over the driver's sampling period.
+typedef struct nvmlProcessUtilizationSample_st {
+  unsigned int pid;
+  unsigned long long timeStamp;  // microseconds since the epoch
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 typedef struct nvmlUtilization_st {
   unsigned int gpu;
   unsigned int memory;
@@ -261,6 +282,9 @@ using EventSetCreate = nvmlReturn_t(nvmlEventSet_t*);
 using DeviceRegisterEvents = nvmlReturn_t(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 using EventSetWait = nvmlReturn_t(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
 using EventSetFree = nvmlReturn_t(nvmlEventSet_t);
+using DeviceGetProcesses = nvmlReturn_t(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*);
+using DeviceGetProcessUtilization = nvmlReturn_t(nvmlDevice_t, nvmlProcessUtilizationSample_t*,
+                                                 unsigned int*, unsigned long long);
 using GpmQueryDeviceSupport = nvmlReturn_t(nvmlDevice_t, nvmlGpmSupport_t*);
 using GpmSampleAlloc = nvmlReturn_t(nvmlGpmSample_t*);
 using GpmSampleFree = nvmlReturn_t(nvmlGpmSample_t);

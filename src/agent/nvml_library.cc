@@ -84,6 +84,9 @@ Result<std::unique_ptr<NvmlLibrary>> NvmlLibrary::Load(const std::string& path) 
   // nvmlEventSetWait (v1) fills a shorter nvmlEventData_t; ours is large enough for both.
   lib->Bind(lib->event_set_wait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"});
   lib->Bind(lib->event_set_free, {"nvmlEventSetFree"});
+  lib->Bind(lib->device_get_compute_running_processes,
+            {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"});
+  lib->Bind(lib->device_get_process_utilization, {"nvmlDeviceGetProcessUtilization"});
   lib->Bind(lib->gpm_query_device_support, {"nvmlGpmQueryDeviceSupport"});
   lib->Bind(lib->gpm_sample_alloc, {"nvmlGpmSampleAlloc"});
   lib->Bind(lib->gpm_sample_free, {"nvmlGpmSampleFree"});

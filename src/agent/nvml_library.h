@@ -72,6 +72,9 @@ class NvmlLibrary {
   nvml_fn::DeviceRegisterEvents* device_register_events = nullptr;
   nvml_fn::EventSetWait* event_set_wait = nullptr;
   nvml_fn::EventSetFree* event_set_free = nullptr;
+  // _v3 or _v2 (both take nvmlProcessInfo_t); never _v1, whose struct is shorter.
+  nvml_fn::DeviceGetProcesses* device_get_compute_running_processes = nullptr;
+  nvml_fn::DeviceGetProcessUtilization* device_get_process_utilization = nullptr;
   nvml_fn::GpmQueryDeviceSupport* gpm_query_device_support = nullptr;
   nvml_fn::GpmSampleAlloc* gpm_sample_alloc = nullptr;
   nvml_fn::GpmSampleFree* gpm_sample_free = nullptr;

@@ -165,6 +165,21 @@ json SampleJson(const GpuSample& s) {
                      {"crc_data_errors", l.crc_data_errors}});
   }
   j["nvlinks"] = links;
+  if (s.processes) {
+    json processes = json::array();
+    for (const GpuProcess& p : *s.processes) {
+      processes.push_back({{"pid", p.pid},
+                           {"used_memory_bytes", Opt(p.used_memory_bytes)},
+                           {"sm_percent", Opt(p.sm_percent)},
+                           {"memory_percent", Opt(p.memory_percent)},
+                           {"gpu_instance_id", Opt(p.gpu_instance_id)},
+                           {"compute_instance_id", Opt(p.compute_instance_id)},
+                           {"pod_uid", p.pod_uid.empty() ? json(nullptr) : json(p.pod_uid)}});
+    }
+    j["processes"] = processes;
+  } else {
+    j["processes"] = nullptr;
+  }
   return j;
 }
 

@@ -40,6 +40,7 @@ namespace {
 using chamber::fake_nvml::FakeEvent;
 using chamber::fake_nvml::FakeGpu;
 using chamber::fake_nvml::FakeMig;
+using chamber::fake_nvml::FakeProcess;
 using chamber::fake_nvml::kMaxMigDevices;
 using chamber::fake_nvml::LoadScenario;
 using chamber::fake_nvml::Scenario;
@@ -516,9 +517,68 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetFree(nvmlEventSe
   return NVML_SUCCESS;
 }
 
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetProcessUtilization(
+    nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+    unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp) {
+  FAKE_FUNCTION(nvmlDeviceGetProcessUtilization);
+  FAKE_DEVICE(device);
+  if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  // One sample per process with a utilization, taken now (microseconds since the epoch).
+  const auto now_us =
+      static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
+  std::vector<nvmlProcessUtilizationSample_t> samples;
+  for (const FakeProcess& p : g->processes) {
+    if (p.sm_util < 0 || now_us <= lastSeenTimeStamp) continue;
+    samples.push_back(
+        {p.pid, now_us, static_cast<unsigned>(p.sm_util), static_cast<unsigned>(p.mem_util), 0, 0});
+  }
+  if (samples.empty()) return NVML_ERROR_NOT_FOUND;
+  if (utilization == nullptr || *processSamplesCount < samples.size()) {
+    *processSamplesCount = static_cast<unsigned>(samples.size());
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  std::copy(samples.begin(), samples.end(), utilization);
+  *processSamplesCount = static_cast<unsigned>(samples.size());
+  (void)t;
+  return NVML_SUCCESS;
+}
+
 #ifndef CHAMBER_FAKE_NVML_OLD_DRIVER
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() { return InitImpl(); }
+
+namespace {
+nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned int* count, nvmlProcessInfo_t* infos) {
+  FAKE_DEVICE(device);
+  (void)t;
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const size_t n = g->processes.size();
+  if (*count < n || (n > 0 && infos == nullptr)) {
+    *count = static_cast<unsigned>(n);
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const FakeProcess& p = g->processes[i];
+    infos[i] = {p.pid, p.used_memory, p.gpu_instance_id, p.compute_instance_id};
+  }
+  *count = static_cast<unsigned>(n);
+  return NVML_SUCCESS;
+}
+}  // namespace
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos) {
+  FAKE_FUNCTION(nvmlDeviceGetComputeRunningProcesses_v3);
+  return RunningProcesses(device, infoCount, infos);
+}
+
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos) {
+  FAKE_FUNCTION(nvmlDeviceGetComputeRunningProcesses_v2);
+  return RunningProcesses(device, infoCount, infos);
+}
 
 __attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(
     int* version) {

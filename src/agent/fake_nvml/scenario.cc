@@ -142,6 +142,29 @@ void ParseMigDevices(const json& g, size_t gpu_index, FakeGpu& gpu, const std::s
   }
 }
 
+void ParseProcesses(const json& g, FakeGpu& gpu, const std::string& where) {
+  if (!g.contains("processes")) return;
+  const json& list = g["processes"];
+  if (!list.is_array()) Fail(where + ".processes", "expected a list");
+  static const std::set<std::string> kKeys = {"pid",      "used_memory_mib", "sm_util",
+                                              "mem_util", "gpu_instance_id", "compute_instance_id"};
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = where + ".processes[" + std::to_string(i) + "]";
+    CheckFields(list[i], at, kKeys);
+    FakeProcess p;
+    p.pid = Get<unsigned>(list[i], "pid", 0, at);
+    if (p.pid == 0) Fail(at + ".pid", "a process needs a pid above 0");
+    p.used_memory = Get<unsigned long long>(list[i], "used_memory_mib", 0, at) << 20;
+    p.sm_util = Get<int>(list[i], "sm_util", -1, at);
+    p.mem_util = Get<int>(list[i], "mem_util", 0, at);
+    if (p.sm_util < -1 || p.sm_util > 100) Fail(at + ".sm_util", "must be 0..100");
+    if (p.mem_util < 0 || p.mem_util > 100) Fail(at + ".mem_util", "must be 0..100");
+    p.gpu_instance_id = Get<unsigned>(list[i], "gpu_instance_id", 0xFFFFFFFFu, at);
+    p.compute_instance_id = Get<unsigned>(list[i], "compute_instance_id", 0xFFFFFFFFu, at);
+    gpu.processes.push_back(p);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Scenario> ParseScenario(std::string_view text, const std::string& path) {
@@ -179,7 +202,8 @@ std::unique_ptr<Scenario> ParseScenario(std::string_view text, const std::string
                                                  "mig_instances",
                                                  "mig_devices",
                                                  "lost_at",
-                                                 "metrics"};
+                                                 "metrics",
+                                                 "processes"};
   for (size_t i = 0; i < gpus.size(); ++i) {
     std::string where = path + ": gpus[" + std::to_string(i) + "]";
     const json& g = gpus[i];
@@ -207,6 +231,7 @@ std::unique_ptr<Scenario> ParseScenario(std::string_view text, const std::string
     gpu.remap = Get<bool>(g, "remapped_rows", true, where);
     gpu.mig_mode = Get<int>(g, "mig_mode", -1, where);
     ParseMigDevices(g, i, gpu, where);
+    ParseProcesses(g, gpu, where);
     gpu.lost_at = Get<double>(g, "lost_at", -1, where);
     for (const auto& [name, fallback] : MetricDefaults()) {
       gpu.metrics[name].points.emplace_back(0, fallback);

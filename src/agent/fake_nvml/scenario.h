@@ -44,6 +44,17 @@ struct FakeMig {
   unsigned compute_instance_id = 0;
 };
 
+// A compute process on a GPU: what nvmlDeviceGetComputeRunningProcesses_v3 and
+// nvmlDeviceGetProcessUtilization answer for it.
+struct FakeProcess {
+  unsigned pid = 0;
+  unsigned long long used_memory = 0;  // bytes
+  int sm_util = -1;                    // -1: no utilization sample
+  int mem_util = 0;
+  unsigned gpu_instance_id = 0xFFFFFFFFu;  // a MIG device's ids; none by default
+  unsigned compute_instance_id = 0xFFFFFFFFu;
+};
+
 struct FakeGpu {
   nvmlDevice_st handle;
   std::vector<FakeMig> migs;
@@ -62,6 +73,7 @@ struct FakeGpu {
   int mig_mode = -1;  // -1: not supported
   double lost_at = -1;
   std::map<std::string, Series> metrics;
+  std::vector<FakeProcess> processes;
 };
 
 struct FakeEvent {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -182,6 +183,54 @@ TEST(AgentOnceTest, TextOutputListsAnIncidentsEvidence) {
                      "ECC count > 0\n"),
             std::string::npos)
       << out;
+}
+
+// Each GPU's compute processes with their memory, their SM use and the pod each runs in (from
+// its cgroup under --host-proc: the kubelet's cgroupfs and systemd layouts).
+TEST(AgentOnceTest, GpuProcessesWithTheirMemoryUseAndPod) {
+  json scenario = json::parse(Example());
+  scenario["gpus"][0]["processes"] = json::parse(R"([
+      {"pid": 4242, "used_memory_mib": 30000, "sm_util": 71, "mem_util": 12},
+      {"pid": 4343, "used_memory_mib": 2048},
+      {"pid": 4444, "used_memory_mib": 512}])");
+  const std::string proc = testing::TempDir() + "/agent-host-proc";
+  const std::vector<std::pair<std::string, std::string>> cgroups = {
+      {"4242", "0::/kubepods/burstable/pod0b5e6a7c-1d2e-4f3a-8b9c-0d1e2f3a4b5c/3f1e2d\n"},
+      {"4343",
+       "12:memory:/kubepods.slice/kubepods-besteffort.slice/"
+       "kubepods-besteffort-pod7c9d8e1f_2a3b_4c5d_8e6f_7a8b9c0d1e2f.slice/"
+       "cri-containerd-abc.scope\n0::/\n"},
+      {"4444", "0::/system.slice/sshd.service\n"}};
+  for (const auto& [pid, text] : cgroups) {
+    std::filesystem::create_directories(proc + "/" + pid);
+    std::ofstream(proc + "/" + pid + "/cgroup") << text;
+  }
+  json r = RunOnce(scenario.dump(), "processes", {"--host-proc", proc});
+  const json& p = r["samples"][0]["processes"];
+  ASSERT_EQ(p.size(), 3u) << r["samples"][0];
+  EXPECT_EQ(p[0]["pid"], 4242);
+  EXPECT_EQ(p[0]["used_memory_bytes"], 30000ULL << 20);
+  EXPECT_EQ(p[0]["sm_percent"], 71);
+  EXPECT_EQ(p[0]["memory_percent"], 12);
+  EXPECT_TRUE(p[0]["gpu_instance_id"].is_null());
+  EXPECT_EQ(p[0]["pod_uid"], "0b5e6a7c-1d2e-4f3a-8b9c-0d1e2f3a4b5c");
+  EXPECT_EQ(p[1]["used_memory_bytes"], 2048ULL << 20);
+  EXPECT_TRUE(p[1]["sm_percent"].is_null());  // no utilization sample for it
+  EXPECT_EQ(p[1]["pod_uid"], "7c9d8e1f-2a3b-4c5d-8e6f-7a8b9c0d1e2f");
+  EXPECT_TRUE(p[2]["pod_uid"].is_null());  // not a pod's
+  EXPECT_EQ(r["samples"][1]["processes"], json::array());
+  // A driver without the _v2 and _v3 entry points cannot list them: null, not an empty list.
+  json old =
+      RunOnce(scenario.dump(), "processes-old", {"--host-proc", proc}, CHAMBER_FAKE_NVML_OLD);
+  EXPECT_TRUE(old["samples"][0]["processes"].is_null()) << old["samples"][0];
+}
+
+TEST(AgentOnceTest, BadProcessScenarioNamesTheField) {
+  json scenario = json::parse(Example());
+  scenario["gpus"][1]["processes"] = json::parse(R"([{"pid": 7, "sm_util": 140}])");
+  std::string err;
+  RunOnce(scenario.dump(), "processes-bad", {}, CHAMBER_FAKE_NVML, &err);
+  EXPECT_NE(err.find("gpus[1].processes[0].sm_util: must be 0..100"), std::string::npos) << err;
 }
 
 TEST(AgentOnceTest, OlderDriverMissingFunctionsAreReportedAndTheRestWorks) {
