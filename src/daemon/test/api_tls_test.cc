@@ -19,6 +19,7 @@
 
 #include "agent/agent.h"
 #include "backend/sim/demo_cluster.h"
+#include "common/testing/test_pki.h"
 #include "common/tls.h"
 #include "daemon/history_replication.h"
 #include "daemon/http_server.h"
@@ -35,50 +36,9 @@ constexpr const char* kReplica = "replica-token-0123456789";
 
 void Write(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-// A throwaway PKI in a temporary directory: two CAs, and certificates signed by the first for
-// 127.0.0.1 (the server the tests reach) and for another host name only.
-class Pki {
- public:
-  Pki() {
-    dir_ = fs::temp_directory_path() /
-           ("chamber-tls-" + std::to_string(::getpid()) + "-" +
-            std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(dir_);
-    ok_ = Ca("ca") && Ca("other-ca") && Leaf("server", "ca", "IP:127.0.0.1,DNS:localhost") &&
-          Leaf("elsewhere", "ca", "DNS:elsewhere.example");
-  }
-  ~Pki() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  bool ok() const { return ok_; }
-  std::string operator()(const std::string& file) const { return (dir_ / file).string(); }
-
- private:
-  bool Run(const std::string& command) const {
-    return std::system(
-               ("cd '" + dir_.string() + "' && " + command + " >openssl.log 2>&1").c_str()) == 0;
-  }
-  static std::string NewKey() { return "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"; }
-  bool Ca(const std::string& name) const {
-    return Run("openssl req -x509 " + NewKey() + " -keyout " + name + ".key -out " + name +
-               ".crt -days 2 -subj /CN=" + name);
-  }
-  bool Leaf(const std::string& name, const std::string& ca, const std::string& san) const {
-    Write(dir_ / (name + ".ext"), "subjectAltName=" + san + "\n");
-    return Run("openssl req " + NewKey() + " -keyout " + name + ".key -out " + name +
-               ".csr -subj /CN=" + name) &&
-           Run("openssl x509 -req -in " + name + ".csr -CA " + ca + ".crt -CAkey " + ca +
-               ".key -CAcreateserial -days 2 -out " + name + ".crt -extfile " + name + ".ext");
-  }
-
-  fs::path dir_;
-  bool ok_ = false;
-};
-
-const Pki& Certs() {
-  static const Pki* pki = new Pki();
-  return *pki;
+const chamber::testing::TestPki& Certs() {
+  static const chamber::testing::TestPki pki;
+  return pki;
 }
 
 // A demo cluster's daemon, a health controller, and the server over TLS with `cert`'s
