@@ -49,11 +49,15 @@ class CliTlsTest : public ::testing::Test {
     return testing::RunCli(std::move(args), [](CommandRegistry& r) { RegisterStatusCommand(r); });
   }
 
-  static const chamber::testing::TestPki pki_;
+  // Made on first use, not when the binary only lists its tests.
+  static const chamber::testing::TestPki& Pki() {
+    static const chamber::testing::TestPki pki;
+    return pki;
+  }
+  const chamber::testing::TestPki& pki_ = Pki();
   std::unique_ptr<daemon::Daemon> daemon_;
   std::unique_ptr<daemon::ApiServer> server_;
 };
-const chamber::testing::TestPki CliTlsTest::pki_;
 
 TEST_F(CliTlsTest, TheServersCaIsTrustedWithCaFile) {
   const testing::Output o = Status({"--ca-file", pki_("ca.crt")});
