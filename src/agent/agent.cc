@@ -281,6 +281,8 @@ void Agent::PushLoop() {
     return;
   }
   httplib::Client client(target->base);
+  client.enable_server_certificate_verification(true);
+  if (!options_.chamberd_ca_file.empty()) client.set_ca_cert_path(options_.chamberd_ca_file);
   client.set_connection_timeout(2);
   client.set_read_timeout(5);
   client.set_write_timeout(5);

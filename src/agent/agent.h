@@ -40,6 +40,9 @@ struct AgentOptions {
   int listen_port = 9401;    // 0: any free port
   std::string port_file;     // written with the bound port when set
   std::string chamberd_url;  // http://host:port/path; empty: no push
+  // With an https:// chamberd_url: the PEM CA bundle chamberd's certificate must chain to (its
+  // host name is checked too); empty: the system's trust store.
+  std::string chamberd_ca_file;
   // Sent as `Authorization: Bearer` with every push, read again each time (tokens rotate);
   // empty: no header.
   std::string token_file;

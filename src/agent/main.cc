@@ -17,6 +17,7 @@
 
 #include "agent/agent.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "common/version.h"
 
 namespace {
@@ -136,6 +137,9 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", opt.port_file, "Write the bound port to this file");
   app.add_option("--chamberd-url", opt.chamberd_url,
                  "POST reports to this http:// or https:// URL (default: no push)");
+  app.add_option("--chamberd-ca-file", opt.chamberd_ca_file,
+                 "PEM CA bundle that chamberd's certificate must chain to, for an https:// "
+                 "--chamberd-url (default: the system's trust store); the host name is checked");
   const std::string sa_token = "/var/run/secrets/kubernetes.io/serviceaccount/token";
   if (std::filesystem::exists(sa_token)) opt.token_file = sa_token;
   app.add_option("--token-file", opt.token_file,
@@ -188,6 +192,13 @@ int main(int argc, char** argv) {
     std::cerr << "chamber-agent: --chamberd-url " << opt.chamberd_url
               << ": expected an http:// or https:// URL\n";
     return 2;
+  }
+  if (!opt.chamberd_ca_file.empty()) {
+    if (chamber::Status s = chamber::tls::CheckCaFile({"--chamberd-ca-file", opt.chamberd_ca_file});
+        !s.ok()) {
+      std::cerr << "chamber-agent: " << s.message() << "\n";
+      return 2;
+    }
   }
   opt.boot_time = boot_time >= 0 ? boot_time : chamber::agent::HostBootTime();
 

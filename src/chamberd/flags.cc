@@ -1,6 +1,7 @@
 #include "chamberd/flags.h"
 
 #include "common/config_file.h"
+#include "common/tls.h"
 #include "core/io/config_yaml.h"
 
 namespace chamber::chamberd {
@@ -57,6 +58,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "seconds an idle kept-alive API connection stays open")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
+  app.add_option("--tls-cert-file", f.tls_cert_file,
+                 "PEM certificate (chain) for the API; with --tls-key-file the API serves HTTPS "
+                 "only. Read at start: a renewed certificate takes a restart");
+  app.add_option("--tls-key-file", f.tls_key_file,
+                 "PEM private key of --tls-cert-file (not encrypted)");
   app.add_flag("--leader-elect,!--no-leader-elect", f.leader_elect,
                "campaign for the Lease; only the leader schedules")
       ->capture_default_str();
@@ -102,6 +108,10 @@ void AddFlags(CLI::App& app, Flags& f) {
       "--history-follow-url", f.history_follow_url,
       "while standby, copy the leader's history from this base URL of its API (the "
       "chart's chamberd Service, e.g. http://chamber.chamber-system.svc:80; empty: none)");
+  app.add_option("--history-follow-ca-file", f.history_follow_ca_file,
+                 "PEM CA bundle the leader's certificate must chain to, for an https:// "
+                 "--history-follow-url (default: the system's trust store); the host name is "
+                 "checked");
   app.add_option("--history-follow-period", f.history_follow_period_s,
                  "seconds between copies of the leader's history")
       ->capture_default_str()
@@ -121,15 +131,26 @@ Status ReadConfig(Flags* f, core::EngineConfig* engine) {
 }
 
 Status CheckFlags(Flags* f) {
+  if (f->tls_cert_file.empty() != f->tls_key_file.empty())
+    return Status::InvalidArgument(f->tls_cert_file.empty()
+                                       ? "--tls-key-file needs --tls-cert-file"
+                                       : "--tls-cert-file needs --tls-key-file");
+  if (!f->tls_cert_file.empty())
+    CHAMBER_RETURN_IF_ERROR(tls::CheckCertificateAndKey({"--tls-cert-file", f->tls_cert_file},
+                                                        {"--tls-key-file", f->tls_key_file}));
+  if (!f->history_follow_ca_file.empty())
+    CHAMBER_RETURN_IF_ERROR(
+        tls::CheckCaFile({"--history-follow-ca-file", f->history_follow_ca_file}));
   if (f->history_follow_url.empty()) return Status::Ok();
   const std::string& url = f->history_follow_url;
   const size_t scheme = url.find("://");
   const std::string rest_of = scheme == std::string::npos ? "" : url.substr(scheme + 3);
   const size_t slash = rest_of.find('/');
-  if (!url.starts_with("http://") || rest_of.empty() ||
+  if (!(url.starts_with("http://") || url.starts_with("https://")) || rest_of.empty() ||
       (slash != std::string::npos && slash + 1 != rest_of.size()))
-    return Status::InvalidArgument("--history-follow-url " + url +
-                                   ": expected http://HOST:PORT, the leader's API without a path");
+    return Status::InvalidArgument(
+        "--history-follow-url " + url +
+        ": expected http://HOST:PORT or https://HOST:PORT, the leader's API without a path");
   if (slash != std::string::npos) f->history_follow_url.pop_back();
   return Status::Ok();
 }

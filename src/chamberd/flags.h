@@ -36,6 +36,8 @@ struct Flags {
   double api_rate = 50, api_burst = 200;
   double api_read_timeout_s = 10, api_write_timeout_s = 10;
   int api_idle_timeout_s = 5;
+  // TLS for the API (PEM): both set, it serves HTTPS only; read at start, not reloaded.
+  std::string tls_cert_file, tls_key_file;
   bool leader_elect = true;
   std::string lease_namespace;
   std::string lease_name = "chamber-scheduler";
@@ -52,6 +54,7 @@ struct Flags {
   int history_step_s = 60;         // the history's fine step
   std::string history_follow_url;  // the leader's API, copied from while standby
   double history_follow_period_s = 5;
+  std::string history_follow_ca_file;  // PEM CA bundle for an https:// history_follow_url
   std::string log_level = "info";
   bool log_json = false;
 };
@@ -63,8 +66,9 @@ void AddFlags(CLI::App& app, Flags& f);
 // pricing sections into `f`. No file: the defaults.
 Status ReadConfig(Flags* f, core::EngineConfig* engine);
 
-// Checks the parsed flags that CLI11 cannot: --history-follow-url is http://HOST:PORT (a trailing
-// slash is dropped).
+// Checks the parsed flags that CLI11 cannot: --history-follow-url is http(s)://HOST:PORT (a
+// trailing slash is dropped); --tls-cert-file and --tls-key-file come together, hold a PEM
+// certificate and its key; --history-follow-ca-file holds a certificate. Errors name the flag.
 Status CheckFlags(Flags* f);
 
 // HOST:PORT of a listen flag (`flag` names it in the error).

@@ -85,6 +85,8 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   so.read_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.api_read_timeout_s * 1000));
   so.write_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.api_write_timeout_s * 1000));
   so.idle_timeout = std::chrono::seconds(f.api_idle_timeout_s);
+  so.tls_cert_file = f.tls_cert_file;
+  so.tls_key_file = f.tls_key_file;
   // The health controller: agent reports in (the API), fences out (Node objects).
   std::shared_ptr<health::HealthService> health_service;
   if (f.health.enabled) {
@@ -119,7 +121,8 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   }
   daemon::ApiServer server(d, auth, so);
   CHAMBER_RETURN_IF_ERROR(server.Start());
-  spdlog::info("serving the API and dashboard on {}:{}", so.host, server.port());
+  spdlog::info("serving the API and dashboard on {}://{}:{}",
+               so.tls_cert_file.empty() ? "http" : "https", so.host, server.port());
   serving = true;
   serving_changed();
 

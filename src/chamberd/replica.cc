@@ -126,7 +126,8 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
     auto tokens = std::make_shared<kube::TokenSource>(rest.token, rest.token_file);
     follower = std::make_unique<daemon::HistoryFollower>(
         history.get(),
-        daemon::HttpHistoryFetch(f.history_follow_url, [tokens] { return tokens->Token(); }),
+        daemon::HttpHistoryFetch(
+            f.history_follow_url, [tokens] { return tokens->Token(); }, f.history_follow_ca_file),
         daemon::HistoryFollower::Options{.period = std::chrono::milliseconds(static_cast<int64_t>(
                                              f.history_follow_period_s * 1000))});
     follower->Start();

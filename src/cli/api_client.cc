@@ -7,12 +7,17 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/tls.h"
+
 namespace chamber::cli {
 
 void AddApiClientFlags(CLI::App* cmd, ApiClientOptions& o) {
   cmd->add_option("--server", o.server, "chamberd's address")->capture_default_str();
   cmd->add_option("--token", o.token, "Bearer token for the API");
   cmd->add_option("--token-file", o.token_file, "File holding the bearer token");
+  cmd->add_option("--ca-file", o.ca_file,
+                  "PEM CA bundle the server's certificate must chain to, for an https:// --server "
+                  "(default: the system's trust store); the host name is checked");
   cmd->add_option("-o,--output", o.output, "Output format")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -51,6 +56,11 @@ Result<nlohmann::json> ApiCall(const ApiClientOptions& o, const std::string& met
   if (!client.is_valid())
     return Status::InvalidArgument("--server: \"" + o.server +
                                    "\" is not an address like http://127.0.0.1:8080");
+  client.enable_server_certificate_verification(true);
+  if (!o.ca_file.empty()) {
+    CHAMBER_RETURN_IF_ERROR(tls::CheckCaFile({"--ca-file", o.ca_file}));
+    client.set_ca_cert_path(o.ca_file);
+  }
   client.set_connection_timeout(5);
   client.set_read_timeout(30);
   if (!token.empty()) client.set_bearer_token_auth(token);

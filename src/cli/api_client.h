@@ -17,6 +17,7 @@ struct ApiClientOptions {
   std::string server = "http://127.0.0.1:8080";
   std::string token;
   std::string token_file;  // the first field of its first non-comment line is the token
+  std::string ca_file;     // PEM CA bundle for an https:// server; empty: the system's
   std::string output = "table";
 };
 

@@ -205,11 +205,14 @@ void HistoryFollower::Stop() {
 }
 
 HistoryFollower::Fetch HttpHistoryFetch(std::string base_url,
-                                        std::function<Result<std::string>()> token) {
-  return [base_url = std::move(base_url),
-          token = std::move(token)](const std::string& target) -> Result<std::string> {
+                                        std::function<Result<std::string>()> token,
+                                        std::string ca_file) {
+  return [base_url = std::move(base_url), token = std::move(token),
+          ca_file = std::move(ca_file)](const std::string& target) -> Result<std::string> {
     httplib::Client client(base_url);
     if (!client.is_valid()) return Status::InvalidArgument(base_url + ": not a usable URL");
+    client.enable_server_certificate_verification(true);
+    if (!ca_file.empty()) client.set_ca_cert_path(ca_file);
     client.set_connection_timeout(2);
     client.set_read_timeout(10);
     httplib::Headers headers;

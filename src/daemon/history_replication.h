@@ -75,9 +75,12 @@ class HistoryFollower {
   std::thread thread_;
 };
 
-// Fetch over HTTP from `base_url` ("http://host:port"), with the bearer token `token()` returns
-// ("" sends none) on every request. Time-outs: 2 s to connect, 10 s to read.
+// Fetch over HTTP or HTTPS from `base_url` ("http://host:port" or "https://host:port"), with the
+// bearer token `token()` returns ("" sends none) on every request. Over HTTPS the leader's
+// certificate must chain to a certificate in `ca_file` (PEM; empty: the system's trust store) and
+// name the URL's host. Time-outs: 2 s to connect, 10 s to read.
 HistoryFollower::Fetch HttpHistoryFetch(std::string base_url,
-                                        std::function<Result<std::string>()> token);
+                                        std::function<Result<std::string>()> token,
+                                        std::string ca_file = "");
 
 }  // namespace chamber::daemon

@@ -11,6 +11,7 @@
 
 #include "common/prometheus_text.h"
 #include "common/time.h"
+#include "common/tls.h"
 #include "daemon/api_json.h"
 #include "daemon/api_params.h"
 #include "daemon/history_replication.h"
@@ -76,9 +77,10 @@ struct ApiServer::Impl {
   Daemon& daemon;
   std::shared_ptr<Authenticator> auth;
   ServerOptions options;
-  httplib::Server server;
+  std::unique_ptr<httplib::Server> server;  // an SSLServer with TLS; made by Start
   std::thread thread;
   std::atomic<bool> stopping{false};
+  std::atomic<bool> listen_returned{false};
   std::atomic<int>& event_clients;
   RateLimiter limiter;
   std::vector<std::string> routes;  // "METHOD pattern", as registered
@@ -96,11 +98,11 @@ struct ApiServer::Impl {
 
   void Get(const std::string& pattern, httplib::Server::Handler h) {
     routes.push_back("GET " + pattern);
-    server.Get(pattern, std::move(h));
+    server->Get(pattern, std::move(h));
   }
   void Post(const std::string& pattern, httplib::Server::Handler h) {
     routes.push_back("POST " + pattern);
-    server.Post(pattern, std::move(h));
+    server->Post(pattern, std::move(h));
   }
 
   // Takes a request from `client`'s bucket; answers 429 and returns false when it is empty.
@@ -466,27 +468,48 @@ Status ApiServer::Start() {
   if (i.options.anonymous && !IsLoopback(i.options.host))
     spdlog::warn("serving {} without authentication: anyone who can reach it may use the API",
                  i.options.host);
+  if (i.options.tls_cert_file.empty() != i.options.tls_key_file.empty())
+    return Status::InvalidArgument("TLS needs both --tls-cert-file and --tls-key-file");
+  if (!i.options.tls_cert_file.empty()) {
+    CHAMBER_RETURN_IF_ERROR(tls::CheckCertificateAndKey(
+        {"--tls-cert-file", i.options.tls_cert_file}, {"--tls-key-file", i.options.tls_key_file}));
+    auto ssl = std::make_unique<httplib::SSLServer>(i.options.tls_cert_file.c_str(),
+                                                    i.options.tls_key_file.c_str());
+    if (!ssl->is_valid())
+      return Status::InvalidArgument("--tls-cert-file " + i.options.tls_cert_file +
+                                     ", --tls-key-file " + i.options.tls_key_file +
+                                     ": OpenSSL cannot serve with them");
+    i.server = std::move(ssl);
+  } else {
+    i.server = std::make_unique<httplib::Server>();
+  }
   const size_t threads = i.options.max_event_clients + 16;
-  i.server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  i.server.set_keep_alive_timeout(std::max<time_t>(1, i.options.idle_timeout.count()));
-  i.server.set_read_timeout(i.options.read_timeout);
-  i.server.set_write_timeout(i.options.write_timeout);
-  i.server.set_payload_max_length(i.options.max_body_bytes);
-  i.server.set_pre_routing_handler(
+  i.server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  i.server->set_keep_alive_timeout(std::max<time_t>(1, i.options.idle_timeout.count()));
+  i.server->set_read_timeout(i.options.read_timeout);
+  i.server->set_write_timeout(i.options.write_timeout);
+  i.server->set_payload_max_length(i.options.max_body_bytes);
+  i.server->set_pre_routing_handler(
       [&i](const httplib::Request& req, httplib::Response& res) { return i.PreRouting(req, res); });
-  i.server.set_error_handler(httplib::Server::HandlerWithResponse(
+  i.server->set_error_handler(httplib::Server::HandlerWithResponse(
       [&i](const httplib::Request& req, httplib::Response& res) { return i.Error(req, res); }));
   i.Routes();
   if (i.options.port == 0) {
-    port_ = i.server.bind_to_any_port(i.options.host);
+    port_ = i.server->bind_to_any_port(i.options.host);
     if (port_ < 0) return Status::Unavailable("cannot listen on " + i.options.host);
   } else {
-    if (!i.server.bind_to_port(i.options.host, i.options.port))
+    if (!i.server->bind_to_port(i.options.host, i.options.port))
       return Status::Unavailable("cannot listen on " + i.options.host + ":" +
                                  std::to_string(i.options.port) + " (is the port in use?)");
     port_ = i.options.port;
   }
-  i.thread = std::thread([&i] { i.server.listen_after_bind(); });
+  i.thread = std::thread([&i] {
+    i.server->listen_after_bind();
+    i.listen_returned = true;
+  });
+  // Until the thread listens, stop() would be lost and Stop would wait forever.
+  while (!i.server->is_running() && !i.listen_returned)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return Status::Ok();
 }
 
@@ -496,7 +519,7 @@ void ApiServer::Stop() {
   if (!impl_ || !impl_->thread.joinable()) return;
   impl_->stopping = true;
   impl_->daemon.Shutdown();
-  impl_->server.stop();
+  impl_->server->stop();
   impl_->thread.join();
 }
 

@@ -14,6 +14,9 @@
 // /healthz, the dashboard's files and replica tokens are never limited. A connection that sends
 // nothing for read_timeout is answered 400, and closed after idle_timeout. Every refusal is a
 // JSON error and is counted on /metrics (chamber_api_refused_requests_total{reason}).
+//
+// TLS: with ServerOptions::tls_cert_file and tls_key_file the server speaks HTTPS only; a plain
+// HTTP request to its port fails the handshake (docs/api.md#tls).
 #pragma once
 
 #include <atomic>
@@ -46,6 +49,11 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{10000};
   std::chrono::milliseconds write_timeout{10000};
   std::chrono::seconds idle_timeout{5};
+  // TLS (PEM files): with both set the API serves HTTPS only; read once at Start (a renewed
+  // certificate takes a restart). Start fails, naming the flag and file, when either file is
+  // missing or invalid or the key is not the certificate's.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   // chamberd's health controller (health_api.h); null: no agent reports, no health actions.
   std::shared_ptr<HealthApi> health;
 };

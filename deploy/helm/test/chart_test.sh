@@ -207,6 +207,7 @@ run_lint() {
   expect_eq "agent nvml hostPath" '{"path": "/usr/lib/x86_64-linux-gnu", "type": "Directory"}' \
     "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'nvml'][0]")"
   check_agent_push
+  check_api_tls
 
   # History: each replica's own emptyDir unless a volume claim is asked for (auto, the default,
   # asks the cluster for a default StorageClass: helm template has none to ask).
@@ -313,6 +314,40 @@ EOF
 # Service, a URL that names that Service, one of its ports, and through it chamberd's API port;
 # agent.chamberdUrl wins; without chamberd and without agent.chamberdUrl, nowhere. A pushing
 # agent mounts its token and chamberd accepts it as an agent.
+# api.tls.secretName: chamberd serves HTTPS with the Secret's certificate, the standbys and the
+# agents reach it over https:// trusting the Secret's CA, and the agents mount the CA alone.
+check_api_tls() {
+  local ds='find("DaemonSet")["spec"]["template"]["spec"]'
+  local pod='find("StatefulSet")["spec"]["template"]["spec"]'
+  local args="${pod}['containers'][0]['args']"
+  local aargs="${ds}['containers'][0]['args']"
+  expect_eq "no TLS by default" '[false, false, false]' \
+    "$(query "${work}/default.yaml" "['--tls-cert-file' in ${args}, '--chamberd-ca-file' in ${aargs}, 'api-tls' in [v['name'] for v in ${pod}['volumes']]]")"
+  "${helm}" template chamber "${chart}" -n chamber-system --set api.tls.secretName=chamber-api-tls \
+    --set serviceMonitor.enabled=true --api-versions monitoring.coreos.com/v1 >"${work}/tls.yaml" ||
+    fail "helm template (api.tls.secretName)"
+  expect_eq "tls: chamberd flags" \
+    '["/etc/chamber-tls/tls.crt", "/etc/chamber-tls/tls.key", "https://chamber.chamber-system.svc:80", "/etc/chamber-tls/ca.crt"]' \
+    "$(query "${work}/tls.yaml" "[${args}[${args}.index(f) + 1] for f in ('--tls-cert-file', '--tls-key-file', '--history-follow-url', '--history-follow-ca-file')]")"
+  expect_eq "tls: chamberd mounts the Secret" \
+    '[{"mountPath": "/etc/chamber-tls", "name": "api-tls", "readOnly": true}, {"defaultMode": 288, "secretName": "chamber-api-tls"}]' \
+    "$(query "${work}/tls.yaml" "[[m for m in ${pod}['containers'][0]['volumeMounts'] if m['name'] == 'api-tls'][0], [v['secret'] for v in ${pod}['volumes'] if v['name'] == 'api-tls'][0]]")"
+  expect_eq "tls: agent URL and CA flag" \
+    '["https://chamber.chamber-system.svc:80/api/v1/agent/reports", "/etc/chamber-ca/ca.crt"]' \
+    "$(query "${work}/tls.yaml" "[${aargs}[${aargs}.index(f) + 1] for f in ('--chamberd-url', '--chamberd-ca-file')]")"
+  expect_eq "tls: the agents mount the CA alone, never the key" \
+    '[{"mountPath": "/etc/chamber-ca", "name": "chamberd-ca", "readOnly": true}, {"items": [{"key": "ca.crt", "path": "ca.crt"}], "secretName": "chamber-api-tls"}]' \
+    "$(query "${work}/tls.yaml" "[[m for m in ${ds}['containers'][0]['volumeMounts'] if m['name'] == 'chamberd-ca'][0], [v['secret'] for v in ${ds}['volumes'] if v['name'] == 'chamberd-ca'][0]]")"
+  expect_eq "tls: ServiceMonitor over https" \
+    '{"ca": {"secret": {"key": "ca.crt", "name": "chamber-api-tls"}}, "serverName": "chamber.chamber-system.svc"}' \
+    "$(query "${work}/tls.yaml" "(lambda e: e['tlsConfig'] if e['scheme'] == 'https' else 'scheme ' + e['scheme'])(find('ServiceMonitor', 'chamber')['spec']['endpoints'][0])")"
+  # caKey empty (a certificate from a public CA): https, the system's trust store, no CA mount.
+  "${helm}" template chamber "${chart}" -n chamber-system --set api.tls.secretName=chamber-api-tls \
+    --set api.tls.caKey= >"${work}/tls-public.yaml" || fail "helm template (api.tls.caKey empty)"
+  expect_eq "tls without a CA key" '[true, false, false, false]' \
+    "$(query "${work}/tls-public.yaml" "[${aargs}[${aargs}.index('--chamberd-url') + 1].startswith('https://'), '--chamberd-ca-file' in ${aargs}, '--history-follow-ca-file' in ${args}, 'chamberd-ca' in [v['name'] for v in ${ds}['volumes']]]")"
+}
+
 check_agent_push() {
   local ds='find("DaemonSet")["spec"]["template"]["spec"]'
   local args='find("StatefulSet")["spec"]["template"]["spec"]["containers"][0]["args"]'

@@ -63,9 +63,14 @@ seccompProfile:
 {{- end -}}
 
 {{/* The chamberd Service's in-cluster base URL: what the agents push to and the standby
-replicas copy the history from. */}}
+replicas copy the history from; https:// with api.tls.secretName. */}}
 {{- define "chamber.chamberd.serviceUrl" -}}
-{{- printf "http://%s.%s.svc:%d" (include "chamber.chamberd.name" .) .Release.Namespace (int .Values.service.port) -}}
+{{- printf "%s://%s:%d" (ternary "https" "http" (not (empty .Values.api.tls.secretName))) (include "chamber.chamberd.serviceHost" .) (int .Values.service.port) -}}
+{{- end -}}
+
+{{/* The host name in the chamberd Service's URL: the name its TLS certificate must hold. */}}
+{{- define "chamber.chamberd.serviceHost" -}}
+{{- printf "%s.%s.svc" (include "chamber.chamberd.name" .) .Release.Namespace -}}
 {{- end -}}
 
 {{/* Where the agents push their reports: agent.chamberdUrl when set (a chamberd of another
