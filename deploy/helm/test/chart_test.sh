@@ -188,8 +188,11 @@ run_lint() {
   expect_eq "agent tolerations" '[{"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}]' \
     "$(query "${work}/default.yaml" "${ds}['tolerations']")"
   expect_eq "agent args" \
-    '["--listen", "0.0.0.0:9401", "--nvml-library", "/host/nvml/libnvidia-ml.so.1", "--kernel-log", "", "--interval", "1", "--pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "--chamberd-url", "http://chamber.chamber-system.svc:80/api/v1/agent/reports", "--log-level", "info", "--log-json"]' \
+    '["--listen", "0.0.0.0:9401", "--nvml-library", "/host/nvml/libnvidia-ml.so.1", "--kernel-log", "", "--interval", "1", "--pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "--host-proc", "/host/proc", "--chamberd-url", "http://chamber.chamber-system.svc:80/api/v1/agent/reports", "--log-level", "info", "--log-json"]' \
     "$(query "${work}/default.yaml" "${ds}['containers'][0]['args']")"
+  # The host's /proc, read-only, for the pod of each GPU process.
+  expect_eq "agent host /proc" '[{"path": "/proc", "type": "Directory"}, {"mountPath": "/host/proc", "name": "host-proc", "readOnly": true}]' \
+    "$(query "${work}/default.yaml" "[[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'host-proc'][0], [m for m in ${ds}['containers'][0]['volumeMounts'] if m['name'] == 'host-proc'][0]]")"
   # The kubelet's pod-resources socket: its directory read-only, and root without capabilities.
   expect_eq "agent pod-resources hostPath" '{"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}' \
     "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'pod-resources'][0]")"
@@ -202,7 +205,7 @@ run_lint() {
     >"${work}/no-pod-resources.yaml" || fail "helm template (agent.podResources.enabled=false)"
   expect_eq "agent without pod resources: socket flag" '""' \
     "$(query "${work}/no-pod-resources.yaml" "json.dumps(${ds}['containers'][0]['args'][${ds}['containers'][0]['args'].index('--pod-resources-socket') + 1])")"
-  expect_eq "agent without pod resources: user and volumes" '[65532, true, ["nvml"]]' \
+  expect_eq "agent without pod resources: user and volumes" '[65532, true, ["nvml", "host-proc"]]' \
     "$(query "${work}/no-pod-resources.yaml" "[${ds}['containers'][0]['securityContext']['runAsUser'], ${ds}['containers'][0]['securityContext']['runAsNonRoot'], [v['name'] for v in ${ds}['volumes']]]")"
   expect_eq "agent nvml hostPath" '{"path": "/usr/lib/x86_64-linux-gnu", "type": "Directory"}' \
     "$(query "${work}/default.yaml" "[v['hostPath'] for v in ${ds}['volumes'] if v['name'] == 'nvml'][0]")"
