@@ -52,11 +52,7 @@ Status RunDemo(const DemoOptions& o) {
     return Status::InvalidArgument("--warmup must be 0..168 hours");
   CHAMBER_RETURN_IF_ERROR(CheckFleetGpus(o.gpus));
 
-  core::EngineConfig engine;
-  if (!o.config.empty()) {
-    CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(o.config));
-    CHAMBER_ASSIGN_OR_RETURN(engine, core::io::ReadEngineConfig(file));
-  }
+  CHAMBER_ASSIGN_OR_RETURN(const core::EngineConfig engine, LoadEngineConfig(o.config));
 
   // Signals go to the one thread that waits for them; block them before any thread starts.
   sigset_t signals;
@@ -65,20 +61,8 @@ Status RunDemo(const DemoOptions& o) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::string data_dir = o.data_dir;
-  bool remove_data_dir = false;
-  if (data_dir.empty()) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "chamber-demo-XXXXXX").string();
-    if (!mkdtemp(tmpl.data()))
-      return Status::Unavailable("cannot create a temporary directory for the history");
-    data_dir = tmpl;
-    remove_data_dir = true;
-  } else {
-    std::error_code ec;
-    std::filesystem::create_directories(data_dir, ec);
-    if (ec) return Status::InvalidArgument("--data-dir " + data_dir + ": " + ec.message());
-  }
-  const std::string history_path = (std::filesystem::path(data_dir) / "history.db").string();
+  CHAMBER_ASSIGN_OR_RETURN(const DataDir data_dir, DataDir::Prepare(o.data_dir, "chamber-demo"));
+  const std::string history_path = data_dir.history_path();
 
   SimulatedFleetOptions fleet_options;
   fleet_options.gpus = o.gpus;
@@ -133,7 +117,7 @@ Status RunDemo(const DemoOptions& o) {
             << "Listening on 127.0.0.1 only, without authentication (demo mode): no token "
                "needed.\n"
             << "Dashboard: http://127.0.0.1:" << server.port() << "\n"
-            << "History:   " << history_path << (remove_data_dir ? " (removed at exit)" : "")
+            << "History:   " << history_path << (data_dir.temporary() ? " (removed at exit)" : "")
             << "\n"
             << "Press Ctrl-C to stop." << std::endl;
 
@@ -160,10 +144,6 @@ Status RunDemo(const DemoOptions& o) {
                             1000)
             << " of simulated time." << std::endl;
   pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
-  if (remove_data_dir) {
-    std::error_code ec;
-    std::filesystem::remove_all(data_dir, ec);
-  }
   return Status::Ok();
 }
 

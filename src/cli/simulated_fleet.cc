@@ -1,14 +1,48 @@
 #include "cli/simulated_fleet.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 #include <vector>
 
 #include "backend/sim/demo_cluster.h"
 #include "cli/api_client.h"
+#include "common/config_file.h"
+#include "core/io/config_yaml.h"
 #include "fleet/history_store.h"
 
 namespace chamber::cli {
+
+Result<core::EngineConfig> LoadEngineConfig(const std::string& path) {
+  if (path.empty()) return core::EngineConfig{};
+  CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(path));
+  return core::io::ReadEngineConfig(file);
+}
+
+Result<DataDir> DataDir::Prepare(const std::string& dir, const std::string& prefix) {
+  if (dir.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    if (!mkdtemp(tmpl.data()))
+      return Status::Unavailable("cannot create a temporary directory for the history");
+    return DataDir(tmpl, true);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::InvalidArgument("--data-dir " + dir + ": " + ec.message());
+  return DataDir(dir, false);
+}
+
+DataDir::~DataDir() {
+  if (!temporary_) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string DataDir::history_path() const {
+  return (std::filesystem::path(path_) / "history.db").string();
+}
 
 Status CheckFleetGpus(int64_t gpus) {
   if (gpus >= kMinFleetGpus && gpus <= kMaxFleetGpus) return Status::Ok();

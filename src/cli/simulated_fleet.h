@@ -45,6 +45,30 @@ struct SimulatedFleet {
   size_t jobs = 0;    // in the simulated week's trace
 };
 
+// The engine's configuration from the YAML file at `path` (docs/configuration.md); the
+// defaults when `path` is empty.
+Result<core::EngineConfig> LoadEngineConfig(const std::string& path);
+
+// The directory of the history database (flag --data-dir): `dir`, created when absent, or a
+// new temporary one (`<temp>/<prefix>-XXXXXX`) removed with this object.
+class DataDir {
+ public:
+  static Result<DataDir> Prepare(const std::string& dir, const std::string& prefix);
+  DataDir(DataDir&& o) noexcept : path_(std::move(o.path_)), temporary_(o.temporary_) {
+    o.temporary_ = false;
+  }
+  DataDir& operator=(DataDir&&) = delete;
+  ~DataDir();
+  const std::string& path() const { return path_; }
+  bool temporary() const { return temporary_; }
+  std::string history_path() const;  // <path>/history.db
+
+ private:
+  DataDir(std::string path, bool temporary) : path_(std::move(path)), temporary_(temporary) {}
+  std::string path_;
+  bool temporary_ = false;
+};
+
 // The error for a number of GPUs outside kMinFleetGpus..kMaxFleetGpus (flag --gpus).
 Status CheckFleetGpus(int64_t gpus);
 

@@ -92,32 +92,9 @@ Status RunSoak(const SoakOptions& o) {
     return Status::InvalidArgument("--warmup-hours must be 0 or more and less than --hours");
   CHAMBER_RETURN_IF_ERROR(CheckFleetGpus(o.gpus));
 
-  core::EngineConfig engine;
-  if (!o.config.empty()) {
-    CHAMBER_ASSIGN_OR_RETURN(const ConfigFile file, ConfigFile::Load(o.config));
-    CHAMBER_ASSIGN_OR_RETURN(engine, core::io::ReadEngineConfig(file));
-  }
-  std::string data_dir = o.data_dir;
-  bool remove_data_dir = false;
-  if (data_dir.empty()) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "chamber-soak-XXXXXX").string();
-    if (!mkdtemp(tmpl.data()))
-      return Status::Unavailable("cannot create a temporary directory for the history");
-    data_dir = tmpl;
-    remove_data_dir = true;
-  } else {
-    std::error_code ec;
-    std::filesystem::create_directories(data_dir, ec);
-    if (ec) return Status::InvalidArgument("--data-dir " + data_dir + ": " + ec.message());
-  }
-  const std::string history_path = (std::filesystem::path(data_dir) / "history.db").string();
-  struct RemoveDir {
-    std::string dir;
-    ~RemoveDir() {
-      std::error_code ec;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{remove_data_dir ? data_dir : std::string()};
+  CHAMBER_ASSIGN_OR_RETURN(const core::EngineConfig engine, LoadEngineConfig(o.config));
+  CHAMBER_ASSIGN_OR_RETURN(const DataDir data_dir, DataDir::Prepare(o.data_dir, "chamber-soak"));
+  const std::string history_path = data_dir.history_path();
 
   SimulatedFleetOptions fleet_options;
   fleet_options.gpus = o.gpus;
