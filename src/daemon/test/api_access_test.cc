@@ -20,8 +20,8 @@
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/sim/demo_cluster.h"
 #include "daemon/http_server.h"
+#include "daemon/test/demo_daemon.h"
 #include "health/health_service.h"
 
 namespace chamber::daemon {
@@ -41,14 +41,8 @@ constexpr const char* kAgentUser = "system:serviceaccount:chamber:chamber-agent"
 // the tokens above.
 struct Served {
   explicit Served(ServerOptions so = {}) {
-    backend::DemoClusterOptions o;
-    o.seed = 3;
-    o.gpu_mtbf_hours = 0;
-    auto b = std::move(backend::SimulatedBackend::Create(backend::DemoCluster(o))).value();
-    daemon = std::make_unique<Daemon>(std::move(b), DaemonOptions{}, nullptr);
-    EXPECT_TRUE(daemon->Tick().ok());
-    health =
-        std::make_shared<health::HealthService>(health::HealthService::Options{}, nullptr, nullptr);
+    daemon = test_support::OneCycleDemoDaemon();
+    health = test_support::BareHealthService();
     auto chain = std::make_shared<ChainAuthenticator>();
     chain->Add(std::move(TokenFileAuthenticator::Parse(
                              std::string(kRead) + " read viewer\n" + kAdmin + " admin operator\n" +

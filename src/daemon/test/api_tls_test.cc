@@ -18,11 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
-#include "backend/sim/demo_cluster.h"
 #include "common/testing/test_pki.h"
 #include "common/tls.h"
 #include "daemon/history_replication.h"
 #include "daemon/http_server.h"
+#include "daemon/test/demo_daemon.h"
 #include "health/health_service.h"
 
 namespace chamber::daemon {
@@ -45,14 +45,8 @@ const chamber::testing::TestPki& Certs() {
 // certificate and key ("server": 127.0.0.1).
 struct Served {
   explicit Served(const std::string& cert = "server") {
-    backend::DemoClusterOptions o;
-    o.seed = 3;
-    o.gpu_mtbf_hours = 0;
-    auto b = std::move(backend::SimulatedBackend::Create(backend::DemoCluster(o))).value();
-    daemon = std::make_unique<Daemon>(std::move(b), DaemonOptions{}, nullptr);
-    EXPECT_TRUE(daemon->Tick().ok());
-    health =
-        std::make_shared<health::HealthService>(health::HealthService::Options{}, nullptr, nullptr);
+    daemon = test_support::OneCycleDemoDaemon();
+    health = test_support::BareHealthService();
     auth = std::move(TokenFileAuthenticator::Parse(std::string(kRead) + " read viewer\n" + kAgent +
                                                        " agent node-agent\n" + kReplica +
                                                        " replica standby\n",
