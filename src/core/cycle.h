@@ -50,7 +50,6 @@ class Cycle {
       : s_(s),
         cfg_(cfg),
         pol_(pol),
-        tune_(tune),
         keep_(keep),
         tree_(s.queues),
         state_(s, std::move(node_index)),
@@ -99,7 +98,6 @@ class Cycle {
   const Snapshot& s_;
   const EngineConfig& cfg_;
   const Policies& pol_;
-  const EngineTuning& tune_;
   const bool keep_;
   bool explain_ = true;
   int32_t pending_count_ = 0;
