@@ -102,7 +102,8 @@ class ChamberdCluster : public ClusterTest {
     double seconds = 0;  // 0: runs until deleted
     std::string priority_class;
     Json tolerations;
-    std::string grace;  // chamber.io/checkpoint-grace-seconds
+    std::string grace;      // chamber.io/checkpoint-grace-seconds
+    int backoff_limit = 0;  // spec.backoffLimit
 
     JobSpec(std::string q, int n) : queue(std::move(q)), pods(n) {}
     JobSpec& Seconds(double v) { return seconds = v, *this; }
@@ -110,6 +111,7 @@ class ChamberdCluster : public ClusterTest {
     JobSpec& Priority(std::string v) { return priority_class = std::move(v), *this; }
     JobSpec& Tolerate(Json v) { return tolerations = std::move(v), *this; }
     JobSpec& Grace(std::string v) { return grace = std::move(v), *this; }
+    JobSpec& BackoffLimit(int v) { return backoff_limit = v, *this; }
   };
 
   void Job(const std::string& name, const JobSpec& s) {
@@ -133,7 +135,7 @@ class ChamberdCluster : public ClusterTest {
                 {"spec",
                  {{"parallelism", s.pods},
                   {"completions", s.pods},
-                  {"backoffLimit", 0},
+                  {"backoffLimit", s.backoff_limit},
                   {"template", {{"metadata", {{"annotations", annotations}}}, {"spec", pod}}}}}};
     if (!s.grace.empty())
       job["metadata"]["annotations"] = {{"chamber.io/checkpoint-grace-seconds", s.grace}};
