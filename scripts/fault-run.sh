@@ -7,7 +7,8 @@
 #       Starts etcd, kube-apiserver and kube-controller-manager in a fresh directory
 #       (scripts/controlplane.sh start), runs fault_e2e_test from DIR (default build/release)
 #       with N faults (default 1000) and seed S (default: a random one, printed), and stops the
-#       control plane. --keep leaves the control plane's directory (logs) behind.
+#       control plane. As the control plane is its own, the faults include restarts of the
+#       kube-apiserver and of etcd. --keep leaves the control plane's directory (logs) behind.
 #
 # Build first: cmake --build build/release --target chamberd faultproxy fault_e2e_test
 # and the control plane: scripts/controlplane.sh build --all
@@ -54,6 +55,8 @@ trap cleanup EXIT
 export CHAMBER_TEST_KUBECONFIG="${dir}/kubeconfig"
 export CHAMBER_TEST_CONTROLPLANE_DIR="${dir}"
 export CHAMBER_FAULTS="${faults}"
+# The control plane is the run's own: the harness may restart its apiserver and etcd.
+export CHAMBER_FAULT_OWN_CONTROLPLANE=1
 [[ -n "${seed}" ]] && export CHAMBER_FAULT_SEED="${seed}"
 start=${SECONDS}
 rc=0
