@@ -27,6 +27,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -259,6 +260,8 @@ class FaultE2E : public e2e::ChamberdCluster {
     outcome->clear();
     const std::map<std::string, JobRecord> known = JobsSoFar();
     std::map<std::string, int> queue_gpus;
+    // Pending with a reason: the Job, and the reason and message on its first pod.
+    std::vector<std::tuple<std::string, JobRecord, std::string>> waiting;
     for (const auto& [name, rec] : known) {
       auto got = client_->Get(kube::resources::kJobs, ns_, name);
       if (!got.ok()) {
@@ -289,6 +292,7 @@ class FaultE2E : public e2e::ChamberdCluster {
         continue;
       }
       int bound = 0, done = 0, live = 0;
+      std::string reason;
       std::vector<std::string> unexplained;
       for (const kube::Pod& p : JobPods(name)) {
         if (!p.metadata.deletion_timestamp.empty()) continue;
@@ -301,8 +305,11 @@ class FaultE2E : public e2e::ChamberdCluster {
         } else if (p.node_name.empty()) {
           bool explained = false;
           for (const kube::Condition& c : p.conditions)
-            explained |= c.type == "PodScheduled" && c.status == "False" && !c.reason.empty() &&
-                         !c.message.empty();
+            if (c.type == "PodScheduled" && c.status == "False" && !c.reason.empty() &&
+                !c.message.empty()) {
+              explained = true;
+              if (reason.empty()) reason = c.reason + ": " + c.message;
+            }
           if (!explained) {
             std::string about = p.metadata.name + " (phase " + p.phase;
             for (const kube::Condition& c : p.conditions)
@@ -313,8 +320,11 @@ class FaultE2E : public e2e::ChamberdCluster {
       }
       if (bound + done == rec.pods) {
         ++(*outcome)[bound > 0 ? "running" : "finishing"];
+      } else if (bound == 0 && done == 0 && live == 0) {
+        ++(*outcome)["no pods yet (the Job controller)"];
       } else if (bound == 0 && unexplained.empty() && done == 0) {
         ++(*outcome)["pending with a reason"];
+        waiting.emplace_back(name, rec, reason);
       } else if (bound == 0 && done == 0 && job.failed > 0 && live < rec.pods) {
         // Finding 2 (docs/reliability.md): after rollbacks counted as failures the Job
         // controller waits out its failure backoff (10 s doubling, up to 6 min) before it
@@ -328,6 +338,17 @@ class FaultE2E : public e2e::ChamberdCluster {
             " done, pending without a reason: " + ::testing::PrintToString(unexplained));
       }
     }
+    // A reason must be true: a gang of 1-GPU pods that fits in the free GPUs and in its
+    // queue's quota (guaranteed work, nothing to wait for) does not wait.
+    int used = 0;
+    for (const auto& [queue, gpus] : queue_gpus) used += gpus;
+    for (const auto& [name, rec, why] : waiting)
+      if (rec.gpus == 1 && rec.pods <= kNodes * kGpusPerNode - used &&
+          queue_gpus[rec.queue] + rec.pods <= quotas_[rec.queue])
+        wrong.push_back("Job " + name + " (" + std::to_string(rec.pods) +
+                        " GPUs) is pending while " + std::to_string(kNodes * kGpusPerNode - used) +
+                        " GPUs are free and its " + "queue holds " +
+                        std::to_string(queue_gpus[rec.queue]) + " of its quota (" + why + ")");
     for (const auto& [queue, limit] : limits_)
       if (queue_gpus[queue] > limit)
         wrong.push_back("queue " + queue + " holds " + std::to_string(queue_gpus[queue]) +
@@ -413,7 +434,7 @@ class FaultE2E : public e2e::ChamberdCluster {
   std::mutex mu_;
   std::vector<std::string> violations_;
   std::map<std::string, JobRecord> jobs_;
-  std::map<std::string, int> limits_;
+  std::map<std::string, int> limits_, quotas_;
   Clock::time_point start_ = Clock::now();
   // The checker's own state (its thread only).
   std::map<std::string, std::string> node_of_;
@@ -451,6 +472,7 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
   Queue(qa, 64, 96);
   Queue(qb, 48, 64);
   limits_ = {{qa, 96}, {qb, 64}};
+  quotas_ = {{qa, 64}, {qb, 48}};
   const std::string low = ns_ + "-low", mid = ns_ + "-mid", reserved = ns_ + "-reserved";
   PriorityClass(low, 10);
   PriorityClass(mid, 50);
@@ -586,8 +608,10 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
   stream.join();
   const double faulting = std::chrono::duration<double>(Clock::now() - start_).count();
 
-  // Settling: every Job must reach a state it may stay in (finished, running, suspended or
-  // pending with a reason); the last ones run 16 s at most, and a failover takes a few more.
+  // Settling: first a quiet spell as long as a failover and a few cycles, so that no Job is
+  // judged by what a fault just left it; then every Job must reach a state it may stay in
+  // (finished, running, suspended or pending with a reason) within 90 s.
+  Sleep(kLeaseSeconds + kRetrySeconds + 10 * kCycleSeconds + 2, flags);
   std::map<std::string, int> outcome;
   std::vector<std::string> unsettled;
   Eventually(
