@@ -184,12 +184,14 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // goneWriter passes a watch stream through and, once `gone` closes, writes a 410 event instead
-// of anything more (the stream is cancelled right after).
+// of anything more (the stream is cancelled right after). The event goes out only between two
+// events, as the apiserver sends it; in the middle of one the stream is just cut.
 type goneWriter struct {
 	http.ResponseWriter
-	gone chan struct{}
-	mu   sync.Mutex
-	sent bool
+	gone    chan struct{}
+	mu      sync.Mutex
+	sent    bool
+	midLine bool // the last byte passed on did not end an event
 }
 
 func (g *goneWriter) Write(b []byte) (int, error) {
@@ -197,7 +199,7 @@ func (g *goneWriter) Write(b []byte) (int, error) {
 	defer g.mu.Unlock()
 	select {
 	case <-g.gone:
-		if !g.sent {
+		if !g.sent && !g.midLine {
 			g.sent = true
 			_, _ = g.ResponseWriter.Write(goneEvent())
 			g.Flush()
@@ -205,7 +207,11 @@ func (g *goneWriter) Write(b []byte) (int, error) {
 		return 0, errors.New("watch ended by an injected 410")
 	default:
 	}
-	return g.ResponseWriter.Write(b)
+	n, err := g.ResponseWriter.Write(b)
+	if n > 0 {
+		g.midLine = b[n-1] != '\n'
+	}
+	return n, err
 }
 
 func (g *goneWriter) Flush() {
