@@ -391,6 +391,16 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       continue;
     }
     ++failures;
+    if (!WritesAllowed()) {
+      // Deposed half-way: a replica that is not the leader writes nothing, deletes included.
+      // The pods already bound stay, as after a crash; the next leader sees the gang partly
+      // running and binds the rest as they fit (snapshot_builder.cc).
+      spdlog::warn(
+          "gang {}: leadership lost half-way through its binds ({}); the next leader "
+          "binds the rest",
+          name, failed);
+      continue;
+    }
     spdlog::warn("gang {}: bind failed ({}); rolling back", name, failed);
     // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
     // the gang is placed again whole. A controller (a Job) recreates its own pods; a bare pod

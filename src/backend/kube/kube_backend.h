@@ -5,7 +5,8 @@
 //   bind     pods/binding for every pod of the gang, with the pod's UID and resourceVersion as
 //            preconditions and the GPU slots as the binding's annotation (the API server copies
 //            it onto the pod). If any bind of a gang fails, the pods already bound are deleted
-//            (a Job recreates them; the gang is tried again whole) and a Warning Event says why.
+//            (a Job recreates them; the gang is tried again whole) and a Warning Event says why;
+//            unless leadership was lost meanwhile: then they stay bound for the next leader.
 //   preempt  a Job is suspended (spec.suspend, with `chamber.io/preempted-at` and the
 //            preemption history as annotations, the Job's UID and resourceVersion as
 //            preconditions) and its pods are deleted with the checkpoint grace period; bare pods

@@ -1,0 +1,105 @@
+// KubeBackend against the test control plane (the ctest fixture's CHAMBER_TEST_KUBECONFIG).
+#include <chrono>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "backend/kube/kube_backend.h"
+#include "backend/kube/queue_resource.h"
+#include "chamberd/test/e2e_support.h"
+#include "kube/client.h"
+#include "kubesim/nodes.h"
+
+namespace chamber::backend {
+namespace {
+
+using kube::Json;
+
+// A leader deposed half-way through a gang's binds writes nothing more: the pod it bound stays
+// bound (as after a crash, for the next leader to complete the gang) rather than being deleted,
+// which for a Job's pods the Job controller would count as failures.
+TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
+  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  kube::Client& client = **connected;
+  const std::string ns = "kb-" + std::to_string(std::random_device{}() % 1000000);
+  ASSERT_TRUE(client.Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns}}}}).ok());
+  kubesim::NodePoolSpec nodes;
+  nodes.prefix = ns;
+  nodes.gpus = 8;
+  ASSERT_TRUE(kubesim::CreateFakeNodes(client, nodes).ok());
+  const Json queue = {{"apiVersion", "chamber.io/v1alpha1"},
+                      {"kind", "Queue"},
+                      {"metadata", {{"name", ns}}},
+                      {"spec", {{"resources", {{"gpu", {{"quota", 8}}}}}}}};
+  ASSERT_TRUE(client.Create(kQueues, "", queue).ok());
+  for (const std::string name : {"a", "b"}) {
+    const Json container = {{"name", "main"},
+                            {"image", "trainer:latest"},
+                            {"resources",
+                             {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}},
+                              {"limits", {{"nvidia.com/gpu", 1}}}}}};
+    const Json pod = {
+        {"metadata",
+         {{"name", name},
+          {"labels", {{"chamber.io/pod-group", "g"}, {"chamber.io/queue", ns}}},
+          {"annotations", {{"chamber.io/min-member", "2"}}}}},
+        {"spec", {{"schedulerName", "chamber"}, {"containers", Json::array({container})}}}};
+    ASSERT_TRUE(client.Create(kube::resources::kPods, ns, pod).ok());
+  }
+  auto bound = [&] {
+    int n = 0;
+    auto list = client.List(kube::resources::kPods, ns);
+    if (list.ok())
+      for (const Json& p : list->items) n += !p["spec"].value("nodeName", "").empty();
+    return n;
+  };
+
+  // Leading until the first pod of the gang is bound.
+  KubeBackendOptions options;
+  options.writers = 1;
+  options.write_events = false;
+  options.writes_allowed = [&] { return bound() == 0; };
+  auto backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  const core::Snapshot* snapshot = nullptr;
+  ASSERT_TRUE(chamberd::e2e::Eventually(
+      [&] {
+        auto s = (*backend)->Refresh();
+        snapshot = s.ok() ? *s : nullptr;
+        if (snapshot == nullptr) return false;
+        for (const core::Workload& w : snapshot->workloads)
+          if (w.name == ns + "/g") return true;
+        return false;
+      },
+      std::chrono::seconds(20)));
+  core::BindDecision bind;
+  for (size_t i = 0; i < snapshot->workloads.size(); ++i)
+    if (snapshot->workloads[i].name == ns + "/g") bind.workload.value = static_cast<int32_t>(i);
+  core::NodeId node;
+  for (size_t i = 0; i < snapshot->nodes.size(); ++i)
+    if (snapshot->nodes[i].name == ns + "-0") node.value = static_cast<int32_t>(i);
+  ASSERT_TRUE(node.valid());
+  for (int r = 0; r < 2; ++r) bind.pods.push_back({0, r, {node, uint64_t{1} << r}});
+  core::CycleResult result;
+  result.binds.push_back(bind);
+  ASSERT_TRUE((*backend)->Apply(result).ok());
+
+  EXPECT_EQ(bound(), 1) << "the pod bound before leadership was lost was deleted";
+  EXPECT_EQ((*backend)->stats().rollbacks, 0);
+  auto list = client.List(kube::resources::kPods, ns);
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->items.size(), 2u);
+
+  backend->reset();
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  (void)client.Delete(kube::resources::kPods, ns, "", now);
+  (void)client.Delete(kube::resources::kNamespaces, "", ns);
+  (void)client.Delete(kQueues, "", ns);
+  (void)kubesim::DeleteFakeNodes(client);
+}
+
+}  // namespace
+}  // namespace chamber::backend
