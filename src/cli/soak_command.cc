@@ -17,8 +17,6 @@
 #include "cli/command.h"
 #include "cli/simulated_fleet.h"
 #include "cli/soak.h"
-#include "common/config_file.h"
-#include "core/io/config_yaml.h"
 #include "daemon/http_server.h"
 #include "fleet/fleet_model.h"
 
@@ -129,9 +127,9 @@ Status RunSoak(const SoakOptions& o) {
             << " s, sampled every " << Number(o.sample_minutes) << " simulated minutes; the first "
             << Number(o.limits.warmup_hours) << " h are the warm-up\n"
             << std::endl;
-  const std::vector<std::string> header = {"hours",       "cycles",       "running",
-                                           "pending",     "rss mib",      "open files",
-                                           "history mib", "cycle p50 ms", "cycle p95 ms"};
+  const std::vector<std::string> header = {
+      "hours",   "cycles",     "running",     "pending",      "heap mib",
+      "rss mib", "open files", "history mib", "cycle p50 ms", "cycle p95 ms"};
   std::vector<std::vector<std::string>> rows;
   std::vector<SoakSample> samples;
   std::vector<double> tick_ms;
