@@ -243,8 +243,10 @@ class ChamberdCluster : public ClusterTest {
     std::string line;
     int port = 0;
     while (std::getline(log, line)) {
-      const size_t at = line.find("serving the API and dashboard on 127.0.0.1:");
-      if (at != std::string::npos) port = std::stoi(line.substr(line.rfind(':') + 1));
+      // "serving the API and dashboard on http://127.0.0.1:<port>" (https with TLS).
+      if (line.find("serving the API and dashboard on http") != std::string::npos &&
+          line.find("://127.0.0.1:") != std::string::npos)
+        port = std::stoi(line.substr(line.rfind(':') + 1));
     }
     return port;
   }

@@ -124,7 +124,8 @@ class HealthE2E : public e2e::ClusterTest {
           std::ifstream log(dir_ / "chamberd.log");
           std::string line;
           while (std::getline(log, line)) {
-            if (line.find("serving the API and dashboard on 127.0.0.1:") != std::string::npos)
+            if (line.find("serving the API and dashboard on http://127.0.0.1:") !=
+                std::string::npos)
               port = std::stoi(line.substr(line.rfind(':') + 1));
           }
           return port > 0;
