@@ -745,6 +745,10 @@ class Builder {
         }
         continue;
       }
+      // A pod a Job controls whose Job this view does not hold (not seen yet after a relist, or
+      // being deleted) waits: the Job decides its gang, queue and priority, and scheduled alone
+      // it would be judged without them.
+      if (f.job_uid != nullptr) continue;
       if (deleting) continue;
       if (f.pod_group != nullptr) {
         (node->empty() ? group_pending

@@ -303,6 +303,29 @@ TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   EXPECT_TRUE(solo.reserved());
 }
 
+// A Job's pods whose Job is not (yet) in the view are not scheduled as pods of their own: they
+// wait for the Job, which carries the queue and the gang. Pods bound already still hold their
+// GPUs.
+TEST(SnapshotBuilderTest, PodsOfAJobNotInTheViewWaitForIt) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  for (int i = 0; i < 2; ++i)
+    in.pods.push_back(Pod("ml", "train-" + std::to_string(i), 2, OwnedBy("train")));
+  Json bound = OwnedBy("train");
+  bound["spec"]["nodeName"] = "n1";
+  in.pods.push_back(Pod("ml", "train-2", 2, bound));
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty()) << b.snapshot.workloads[0].name;
+  // Its Job seen, the same pods are one workload of the Job's queue.
+  in.jobs = {JobObj("ml", "train", 3, 2)};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_FALSE(b.snapshot.workloads.empty());
+  for (const core::Workload& w : b.snapshot.workloads) {
+    EXPECT_EQ(w.name.rfind("ml/train", 0), 0u) << w.name;
+    EXPECT_EQ(w.queue, "team-a") << w.name;
+  }
+}
+
 TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};
