@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/simulated_fleet.h"
 #include "cli/soak.h"
+#include "common/proc_status.h"
 #include "daemon/http_server.h"
 #include "fleet/fleet_model.h"
 
@@ -37,16 +38,6 @@ struct SoakOptions {
   std::string json;
   std::string svg;
 };
-
-// This process's resident memory, from /proc/self/status (VmRSS, in kB).
-double RssMib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024;
-  }
-  return 0;
-}
 
 // Bytes malloc has handed out and not taken back: from its arenas, and mapped on their own (the
 // large blocks).
@@ -156,7 +147,7 @@ Status RunSoak(const SoakOptions& o) {
     SoakSample s;
     s.hours = hours;
     s.cycles = state->cycles;
-    s.rss_mib = RssMib();
+    s.rss_mib = static_cast<double>(ProcStatusKib(0, "VmRSS:")) / 1024;
     s.heap_mib = HeapMib();
     s.open_files = OpenFiles();
     s.history_mib = FileMib(history_path) + FileMib(history_path + "-wal");

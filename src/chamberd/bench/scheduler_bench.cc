@@ -32,6 +32,7 @@
 
 #include "backend/kube/kube_backend.h"
 #include "backend/kube/queue_resource.h"
+#include "common/proc_status.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kube/informer.h"
@@ -78,16 +79,6 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid = -1;
   posix_spawn_file_actions_destroy(&fa);
   return pid;
-}
-
-// A "Vm...:" line of the process's status, in KiB: VmHWM is the peak resident set, VmRSS the
-// resident set now.
-int64_t StatusKib(pid_t pid, std::string_view field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with(field)) return std::stoll(line.substr(field.size()));
-  return 0;
 }
 
 // With `nodes` > 0, each pod is created bound (spec.nodeName) to one of the fake nodes in turn:
@@ -203,8 +194,8 @@ Result<Outcome> Measure(kube::Client& client, const Run& run, int pods, int writ
   }
   // Some cycles over the full cluster before the scheduler stops (chamberd's cycle times).
   std::this_thread::sleep_for(settle);
-  out.peak_rss_kib = StatusKib(pid, "VmHWM:");
-  out.rss_kib = StatusKib(pid, "VmRSS:");
+  out.peak_rss_kib = ProcStatusKib(pid, "VmHWM:");
+  out.rss_kib = ProcStatusKib(pid, "VmRSS:");
   out.bound = bound;
   kill(pid, SIGTERM);
   int status = 0;

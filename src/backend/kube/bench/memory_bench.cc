@@ -20,6 +20,7 @@
 
 #include "backend/kube/kube_backend.h"
 #include "backend/kube/snapshot_builder.h"
+#include "common/proc_status.h"
 #include "core/engine.h"
 #include "daemon/daemon.h"
 #include "daemon/fleet_input.h"
@@ -132,13 +133,8 @@ Json PodJson(int p, int nodes, int gpus) {
             {"conditions", conditions}}}};
 }
 
-// Resident memory of the process, MiB (/proc/self/statm).
-double ResidentMiB() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
-}
+// Resident memory of the process, MiB.
+double ResidentMiB() { return static_cast<double>(ProcStatusKib(0, "VmRSS:")) / 1024; }
 
 struct Meter {
   size_t last = HeapInUse();
