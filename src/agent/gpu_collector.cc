@@ -32,6 +32,8 @@ struct GpuCollector::Device {
   nvmlGpmSample_t gpm_current = nullptr;
   bool gpm_primed = false;
   unsigned long long last_process_sample_us = 0;  // newest per-process sample seen
+  // The pod of each process of the last sample, so that a cgroup is read once per process.
+  std::map<unsigned, std::string> pod_uids;
 };
 
 GpuCollector::GpuCollector(std::unique_ptr<NvmlLibrary> nvml, std::string proc_root)
@@ -356,15 +358,19 @@ void GpuCollector::SampleProcesses(Device& d, GpuSample& s) {
   if (!q.ok(rc)) return;
   infos.resize(std::min<size_t>(count, infos.size()));
   std::vector<GpuProcess> out;
+  std::map<unsigned, std::string> pod_uids;
   for (const nvmlProcessInfo_t& p : infos) {
     GpuProcess g;
     g.pid = p.pid;
     if (p.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) g.used_memory_bytes = p.usedGpuMemory;
     if (p.gpuInstanceId != 0xFFFFFFFFu) g.gpu_instance_id = p.gpuInstanceId;
     if (p.computeInstanceId != 0xFFFFFFFFu) g.compute_instance_id = p.computeInstanceId;
-    g.pod_uid = PodUidOfProcess(proc_root_, p.pid);
+    auto known = d.pod_uids.find(p.pid);
+    g.pod_uid = known != d.pod_uids.end() ? known->second : PodUidOfProcess(proc_root_, p.pid);
+    pod_uids.emplace(p.pid, g.pod_uid);
     out.push_back(std::move(g));
   }
+  d.pod_uids = std::move(pod_uids);
   if (n.device_get_process_utilization && !out.empty()) {
     unsigned samples = 0;
     rc = n.device_get_process_utilization(d.handle, nullptr, &samples, d.last_process_sample_us);
