@@ -39,7 +39,9 @@ void CancellationToken::Cancel() const {
 bool CancellationToken::cancelled() const {
   if (state_->cancelled.load()) return true;
   const int64_t d = state_->deadline_ns.load();
-  return d != 0 && SteadyClock::now().time_since_epoch().count() > d;
+  if (d == 0 || SteadyClock::now().time_since_epoch().count() <= d) return false;
+  state_->cancelled = true;  // a passed deadline is final: a later set_deadline cannot undo it
+  return true;
 }
 
 bool CancellationToken::WaitFor(std::chrono::milliseconds d) const {
@@ -53,8 +55,12 @@ bool CancellationToken::WaitFor(std::chrono::milliseconds d) const {
 }
 
 void CancellationToken::set_deadline(SteadyClock::time_point t) const {
-  state_->deadline_ns =
+  const int64_t next =
       std::chrono::duration_cast<SteadyClock::duration>(t.time_since_epoch()).count();
+  int64_t d = state_->deadline_ns.load();
+  do {
+    if (cancelled()) return;
+  } while (!state_->deadline_ns.compare_exchange_weak(d, next));
 }
 
 Result<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client* client,
@@ -236,12 +242,14 @@ void LeaderElector::Run(const CancellationToken& stop) {
   // Renew until a renewal round fails for the whole renew deadline, or until stopped.
   while (!stop.cancelled()) {
     if (stop.WaitFor(config_.retry_period)) break;
-    const auto round_start = SteadyClock::now();
+    // A round lasts until the leadership token's deadline, the renew deadline after the last
+    // renewal: once that has passed the worker has been told to stop, so a renewal that
+    // succeeds later must not keep the Lease for a leader that no longer works.
     bool renewed = false;
-    while (!stop.cancelled() && SteadyClock::now() - round_start < config_.renew_deadline) {
+    while (!stop.cancelled() && !leading.cancelled()) {
       if (TryAcquireOrRenew()) {
-        renewed = true;
         leading.set_deadline(SteadyClock::now() + config_.renew_deadline);
+        renewed = !leading.cancelled();
         break;
       }
       if (stop.WaitFor(config_.retry_period)) break;

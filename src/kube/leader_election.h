@@ -8,7 +8,9 @@
 // - The leader renews every retry period; if no renewal succeeds within the renew deadline it
 //   stops leading. Its CancellationToken is cancelled first, and the token also reports
 //   cancelled on its own once the renew deadline has passed since the last successful renewal,
-//   so writers that check it stop at once even while the elector is stuck on a request.
+//   so writers that check it stop at once even while the elector is stuck on a request. That
+//   is final: a renewal that succeeds after the deadline does not make the candidate lead on
+//   (its work has been told to stop); Run returns as for any lost leadership.
 // - On shutdown (the stop token passed to Run is cancelled) a leader with release_on_cancel
 //   clears holderIdentity so a successor takes over at once.
 #pragma once
@@ -32,10 +34,11 @@ class CancellationToken {
  public:
   CancellationToken();
   void Cancel() const;
-  // True once Cancel() was called or the deadline (if set) has passed.
+  // True once Cancel() was called or the deadline (if set) has passed; either is final.
   bool cancelled() const;
   // Waits up to `d` (or until the deadline); returns true when cancelled.
   bool WaitFor(std::chrono::milliseconds d) const;
+  // Moves the deadline; does nothing once the token is cancelled.
   void set_deadline(std::chrono::steady_clock::time_point t) const;
 
  private:

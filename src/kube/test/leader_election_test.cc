@@ -159,6 +159,60 @@ TEST(LeaderElectionTest, LosingTheLeaseCancelsTheLeadershipToken) {
   EXPECT_FALSE(a->IsLeader());
 }
 
+TEST(CancellationTokenTest, APassedDeadlineIsFinal) {
+  const auto now = std::chrono::steady_clock::now();
+  CancellationToken t;
+  t.set_deadline(now + 1h);
+  EXPECT_FALSE(t.cancelled());
+  t.set_deadline(now + 20ms);  // moved earlier
+  EXPECT_FALSE(t.WaitFor(1ms));
+  EXPECT_TRUE(t.WaitFor(1h));  // returns at the deadline
+  t.set_deadline(now + 1h);    // too late: it stays cancelled
+  EXPECT_TRUE(t.cancelled());
+  EXPECT_TRUE(t.WaitFor(10ms));
+}
+
+// The renewals fail until the leadership token's deadline has passed (its worker has stopped),
+// then succeed again: the candidate must not lead on with no worker, holding the Lease while
+// nothing schedules; Run returns as for a lost Lease, and a standby can take over.
+TEST(LeaderElectionTest, ARenewalAfterTheDeadlineDoesNotReviveALeaderThatStopped) {
+  FakeApiServer s;
+  auto client = Client::Create(s.Config()).value();
+  CancellationToken seen;
+  std::atomic<bool> have_token{false}, worker_done{false}, stopped{false}, run_done{false};
+  LeaderElectionConfig ca = Config("a");
+  ca.on_started_leading = [&](CancellationToken t) {
+    seen = t;
+    have_token = true;
+    t.WaitFor(1h);
+    worker_done = true;
+  };
+  ca.on_stopped_leading = [&] { stopped = true; };
+  auto a = LeaderElector::Create(client.get(), ca).value();
+  CancellationToken stop;
+  std::thread ta([&] {
+    a->Run(stop);
+    run_done = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return have_token.load(); }, 3s));
+  std::atomic<bool> failing{true};
+  s.set_intercept([&failing](const httplib::Request& req, httplib::Response& res) {
+    if (req.method != "PUT" || !failing) return false;
+    res.status = 409;
+    res.set_content(R"({"kind":"Status","reason":"Conflict","code":409})", "application/json");
+    return true;
+  });
+  ASSERT_TRUE(Eventually([&] { return worker_done.load(); }, 3s));
+  failing = false;  // the API server answers again before the elector's round would have ended
+  const bool returned = Eventually([&] { return run_done.load(); }, 3s);
+  EXPECT_TRUE(returned) << "the elector kept renewing the Lease after its worker stopped";
+  EXPECT_FALSE(a->IsLeader());
+  EXPECT_TRUE(seen.cancelled());
+  stop.Cancel();
+  ta.join();
+  EXPECT_TRUE(stopped.load());
+}
+
 // activity() is what chamberd's /healthz reads: each attempt, leading or not, moves it.
 TEST(LeaderElectionTest, ActivityAdvancesEveryRetryPeriod) {
   FakeApiServer s;
