@@ -15,6 +15,10 @@
 //
 //	POST /latency?ms=N                 delay every request N ms before forwarding (0: off)
 //	POST /errors?share=F&codes=500,503,429   answer a share F of requests with one of the codes
+//	POST /fail?suffix=S&code=C&count=N[&after=1]
+//	                                   answer the next N requests whose path ends with S with
+//	                                   code C; with after=1 forward them first (the apiserver
+//	                                   acts, the answer is lost)
 //	POST /cut                          cut every open watch stream now
 //	POST /gone?seconds=N               for N s, cut open watches with a 410 Gone event and answer
 //	                                   new watches with one
@@ -55,7 +59,18 @@ type faults struct {
 	errorCodes  []int
 	goneUntil   time.Time
 	outageUntil time.Time
+	failSuffix  string
+	failCode    int
+	failLeft    int
+	failAfter   bool
 }
+
+// discard is a ResponseWriter that drops what it is given: a forwarded request's lost answer.
+type discard struct{ header http.Header }
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(int)             {}
 
 type stats struct {
 	Requests    atomic.Int64
@@ -137,7 +152,21 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.faults.mu.Lock()
 	latency, share, codes := p.faults.latency, p.faults.errorShare, p.faults.errorCodes
 	gone := time.Now().Before(p.faults.goneUntil)
+	failCode, failAfter := 0, false
+	if p.faults.failLeft > 0 && strings.HasSuffix(r.URL.Path, p.faults.failSuffix) {
+		p.faults.failLeft--
+		failCode, failAfter = p.faults.failCode, p.faults.failAfter
+	}
 	p.faults.mu.Unlock()
+
+	if failCode != 0 {
+		p.stats.Errors.Add(1)
+		if failAfter {
+			p.upstream.ServeHTTP(&discard{header: http.Header{}}, r)
+		}
+		status(w, failCode, reasons[failCode], "injected by faultproxy")
+		return
+	}
 
 	if latency > 0 {
 		p.stats.Delayed.Add(1)
@@ -346,6 +375,28 @@ func (p *proxy) control() http.Handler {
 		p.faults.mu.Unlock()
 		fmt.Fprintf(w, "errors %.2f %v\n", share, codes)
 	})
+	mux.HandleFunc("POST /fail", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		code, err := strconv.Atoi(q.Get("code"))
+		if err != nil || reasons[code] == "" {
+			fail(w, fmt.Errorf("parameter code: %q is not one of 500, 503, 429", q.Get("code")))
+			return
+		}
+		count, err := strconv.Atoi(q.Get("count"))
+		if err != nil || count < 0 {
+			fail(w, errors.New("parameter count: want a number of requests not below 0"))
+			return
+		}
+		if q.Get("suffix") == "" {
+			fail(w, errors.New("parameter suffix: want the end of the paths to fail, e.g. /binding"))
+			return
+		}
+		p.faults.mu.Lock()
+		p.faults.failSuffix, p.faults.failCode, p.faults.failLeft = q.Get("suffix"), code, count
+		p.faults.failAfter = q.Get("after") == "1"
+		p.faults.mu.Unlock()
+		fmt.Fprintf(w, "fail %d requests ending %s with %d\n", count, q.Get("suffix"), code)
+	})
 	mux.HandleFunc("POST /cut", func(w http.ResponseWriter, r *http.Request) {
 		n := p.cutWatches(false)
 		p.stats.Cut.Add(int64(n))
@@ -382,6 +433,7 @@ func (p *proxy) control() http.Handler {
 		p.faults.mu.Lock()
 		p.faults.latency, p.faults.errorShare = 0, 0
 		p.faults.goneUntil, p.faults.outageUntil = time.Time{}, time.Time{}
+		p.faults.failLeft = 0
 		p.faults.mu.Unlock()
 		fmt.Fprintln(w, "every fault off")
 	})

@@ -73,6 +73,11 @@ Json PendingCopy(const Json& bound) {
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
 }
 
+// How often a gang member's bind is tried when the API server's answer is unknown or
+// transient, and the pause before the next try (times the try's number).
+constexpr int kBindAttempts = 3;
+constexpr std::chrono::milliseconds kBindRetryDelay{150};
+
 bool HasController(const kube::Pod& pod) {
   return std::any_of(pod.metadata.owner_references.begin(), pod.metadata.owner_references.end(),
                      [](const kube::OwnerReference& o) { return o.controller; });
@@ -355,6 +360,17 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
         {keys::kGpuIndices, FormatIndexList(c.gpus)}};
     c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
                              annotations, c.pod->resource_version());
+    // A bind the API server may not have seen (a lost connection, a 5xx, overload) is tried
+    // again before the gang is rolled back: a rollback costs every bound member's pod.
+    for (int attempt = 1; attempt < kBindAttempts && c.status.code() == StatusCode::kUnavailable;
+         ++attempt) {
+      std::this_thread::sleep_for(kBindRetryDelay * attempt);
+      if (!WritesAllowed()) return;
+      c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
+                               annotations, c.pod->resource_version());
+      // The try that failed may have bound it after all: then the pod has moved on.
+      if (kube::IsConflict(c.status) && BoundTo(*c.pod, c.node)) c.status = Status::Ok();
+    }
   });
 
   const int64_t expires = NowMs() + options_.assume_timeout.count();
@@ -462,6 +478,14 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   stats_.binds += binds;
   stats_.bind_failures += failures;
   stats_.rollbacks += rollbacks;
+}
+
+bool KubeBackend::BoundTo(const PodRef& pod, const std::string& node) const {
+  Result<Json> got = client_->Get(kube::resources::kPods, pod.namespace_name(), pod.name());
+  if (!got.ok()) return false;
+  const Json none = Json::object();
+  return got->value("metadata", none).value("uid", "") == pod.uid() &&
+         got->value("spec", none).value("nodeName", "") == node;
 }
 
 std::vector<std::shared_ptr<const kube::Pod>> KubeBackend::PodsOf(const WorkloadSource& src) const {

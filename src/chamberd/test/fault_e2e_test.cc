@@ -650,6 +650,38 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
   for (const std::string& v : violations_) ADD_FAILURE() << v;
 }
 
+// A gang member's bind that fails for a moment (a 503, whether or not the API server acted on
+// it) is tried again, not rolled back: the Job loses no pod, so even `backoffLimit: 0` holds.
+TEST_F(FaultE2E, ATransientBindFailureIsTriedAgainNotRolledBack) {
+  const char* cp_dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
+  if (std::string(CHAMBER_FAULTPROXY).empty()) GTEST_SKIP() << "the fault proxy is not built";
+  ASSERT_NE(cp_dir, nullptr) << "CHAMBER_TEST_CONTROLPLANE_DIR is not set: run through ctest";
+  Nodes(2, kGpusPerNode);
+  StartSim();
+  const std::string q = ns_ + "-q";
+  Queue(q, 16, 16);
+  ASSERT_FALSE(HasFailure());
+  auto rc = kube::LoadKubeconfig(std::getenv("CHAMBER_TEST_KUBECONFIG"));
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  ASSERT_TRUE(proxy_.Start(dir_, std::string(cp_dir) + "/pki", rc->server, 1));
+  chamberd_kubeconfig_ = proxy_.kubeconfig();
+  StartChamberd("r1", {"--writers", "4"});
+  ASSERT_TRUE(Eventually([&] { return Leader() == "r1"; }, 30s));
+  // The first bind refused before the API server sees it, then one whose answer is lost.
+  for (const std::string after : {"0", "1"}) {
+    SCOPED_TRACE("after=" + after);
+    ASSERT_TRUE(proxy_.Post("/fail?suffix=/binding&code=503&count=1&after=" + after));
+    const std::string job = "gang-" + after;
+    Job(job, JobSpec(q, 4));  // backoffLimit 0: one pod lost fails the Job
+    ASSERT_TRUE(Eventually([&] { return Bound(job) == 4; }, 30s)) << Bound(job) << " of 4 bound";
+    const kube::Job j = GetJob(job);
+    EXPECT_EQ(j.failed, 0) << "the gang was rolled back and the Job counted its pods as failed";
+    EXPECT_EQ(LoggedLines("rolling back"), 0);
+  }
+  EXPECT_NE(proxy_.Stats().find("\"errors\":2"), std::string::npos) << proxy_.Stats();
+  ExpectNoDoubleBooking(kGpusPerNode);
+}
+
 // The checker itself: a double booking and a gang left partly bound, made by hand without
 // chamberd, are each reported.
 TEST_F(FaultE2E, TheCheckerSeesADoubleBookingAndAPartlyBoundGang) {
