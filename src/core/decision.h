@@ -75,6 +75,7 @@ enum class PendingReason {
   kNoNodeFits,            // a capacity shortage: no room even without elastic running work
   kWaitingForPreemption,  // victims are releasing the room it will take
   kBlockedByQueueHead,    // strict FIFO: an earlier workload of the queue cannot start
+  kWaitingForPods,        // its gang lacks pods that do not exist yet (Workload::awaited_pods)
 };
 std::string_view PendingReasonName(PendingReason r);
 

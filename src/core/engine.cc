@@ -49,6 +49,8 @@ std::string_view PendingReasonName(PendingReason r) {
       return "WaitingForPreemption";
     case PendingReason::kBlockedByQueueHead:
       return "BlockedByQueueHead";
+    case PendingReason::kWaitingForPods:
+      return "WaitingForPods";
   }
   return "Unknown";
 }
@@ -86,6 +88,7 @@ std::string ValidateWorkload(const Workload& w) {
     total += ps.count;
   }
   if (w.min_member < 0) return "min-member must not be negative";
+  if (w.awaited_pods < 0) return "awaited pods must not be negative";
   if (w.min_member > total)
     return "min-member " + std::to_string(w.min_member) + " exceeds the workload's " +
            std::to_string(total) + " pods";

@@ -175,6 +175,12 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
   } else if (!tree_.leaf(q)) {
     invalid(PendingReason::kNotLeafQueue,
             "queue " + w.queue + " has child queues; submit to one of them");
+  } else if (w.awaited_pods > 0) {
+    const int32_t have = w.TotalPods();
+    invalid(PendingReason::kWaitingForPods,
+            "the gang needs " + std::to_string(have + w.awaited_pods) + " pods and " +
+                std::to_string(have) + (have == 1 ? " exists" : " exist") +
+                "; it is placed once the rest are created");
   } else {
     const OrderKey key{-w.priority, id, w.submit_time};
     std::vector<OrderKey>& keys = order_keys_[q.index()];

@@ -125,6 +125,10 @@ struct Workload {
   int32_t priority = 0;
   Time submit_time{0};
   int32_t min_member = 0;  // 0: all pods; otherwise the gang's all-or-nothing minimum
+  // Pods the gang needs that do not exist yet (a Job whose controller has not created them all,
+  // a pod group short of its minimum): such a workload waits with kWaitingForPods and holds
+  // nothing. `pod_sets` holds the pods that exist.
+  int32_t awaited_pods = 0;
   std::vector<PodSet> pod_sets;
   WorkloadState state = WorkloadState::kPending;
 

@@ -918,8 +918,11 @@ class Builder {
     if (want <= 0 || pending.empty()) return;
     const int32_t needed = w.min_member > 0 ? std::min(w.min_member, want) : want;
     if (static_cast<int32_t>(pending.size()) < needed) {
-      ++out_.incomplete_gangs;  // the Job controller is still creating its pods
-      return;
+      // The Job controller is still creating its pods, or waits out its backoff after pod
+      // failures: the pods that exist wait, and say so.
+      ++out_.incomplete_gangs;
+      w.awaited_pods = needed - static_cast<int32_t>(pending.size());
+      w.min_member = 0;
     }
     AddWorkload(std::move(w), std::move(src), pending, meta, false, true);
   }
@@ -958,8 +961,9 @@ class Builder {
       min_member = 1;
     }
     if (static_cast<int64_t>(members.size()) < min_member) {
-      ++out_.incomplete_gangs;
-      return;
+      ++out_.incomplete_gangs;  // the members that exist wait, and say so
+      w.awaited_pods = static_cast<int32_t>(min_member - static_cast<int64_t>(members.size()));
+      min_member = 0;
     }
     w.min_member = static_cast<int32_t>(min_member);
     AddWorkload(std::move(w), std::move(src), members, meta, false, false);

@@ -263,8 +263,9 @@ class FaultE2E : public e2e::ChamberdCluster {
     outcome->clear();
     const std::map<std::string, JobRecord> known = JobsSoFar();
     std::map<std::string, int> queue_gpus;
-    // Pending with a reason: the Job, and the reason and message on its first pod.
-    std::vector<std::tuple<std::string, JobRecord, std::string>> waiting;
+    // Pending with a reason: the Job, the reason and message on its first pod, and how many of
+    // its pods exist.
+    std::vector<std::tuple<std::string, JobRecord, std::string, int>> waiting;
     for (const auto& [name, rec] : known) {
       auto got = client_->Get(kube::resources::kJobs, ns_, name);
       if (!got.ok()) {
@@ -326,13 +327,11 @@ class FaultE2E : public e2e::ChamberdCluster {
       } else if (bound == 0 && done == 0 && live == 0) {
         ++(*outcome)["no pods yet (the Job controller)"];
       } else if (bound == 0 && unexplained.empty() && done == 0) {
-        ++(*outcome)["pending with a reason"];
-        waiting.emplace_back(name, rec, reason);
-      } else if (bound == 0 && done == 0 && job.failed > 0 && live < rec.pods) {
-        // Finding 2 (docs/reliability.md): after rollbacks counted as failures the Job
-        // controller waits out its failure backoff (10 s doubling, up to 6 min) before it
-        // recreates the pods, and Chamber writes no reason on a gang that lacks pods.
-        ++(*outcome)["waiting for the Job controller's backoff, no reason"];
+        // A gang short of pods (the Job controller creating them, or waiting out its failure
+        // backoff of 10 s doubling up to 6 min) waits with WaitingForPods.
+        ++(*outcome)[reason.starts_with("WaitingForPods") ? "waiting for its pods, with the reason"
+                                                          : "pending with a reason"];
+        waiting.emplace_back(name, rec, reason, live);
       } else {
         wrong.push_back(
             "Job " + name + " (active " + std::to_string(job.active) + ", failed " +
@@ -345,9 +344,13 @@ class FaultE2E : public e2e::ChamberdCluster {
     // queue's quota (guaranteed work, nothing to wait for) does not wait.
     int used = 0;
     for (const auto& [queue, gpus] : queue_gpus) used += gpus;
-    for (const auto& [name, rec, why] : waiting)
-      if (rec.gpus == 1 && rec.pods <= kNodes * kGpusPerNode - used &&
-          queue_gpus[rec.queue] + rec.pods <= quotas_[rec.queue])
+    for (const auto& [name, rec, why, live] : waiting)
+      if (why.starts_with("WaitingForPods")) {
+        if (live >= rec.pods)
+          wrong.push_back("Job " + name + " has all its " + std::to_string(rec.pods) +
+                          " pods and waits for pods (" + why + ")");
+      } else if (rec.gpus == 1 && rec.pods <= kNodes * kGpusPerNode - used &&
+                 queue_gpus[rec.queue] + rec.pods <= quotas_[rec.queue])
         wrong.push_back("Job " + name + " (" + std::to_string(rec.pods) +
                         " GPUs) is pending while " + std::to_string(kNodes * kGpusPerNode - used) +
                         " GPUs are free and its " + "queue holds " +

@@ -258,11 +258,27 @@ class SnapshotParser {
   }
 
   Status ParseWorkload(const YAML::Node& e, const std::string& path, Snapshot* s) {
-    CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(
-        e, path,
-        {"name", "queue", "priority", "submitTime", "minMember", "podSets", "pods", "gpu", "cpu",
-         "memory", "nodeSelector", "tolerations", "gpuModels", "state", "placements", "startTime",
-         "lastCheckpointTime", "recentPreemptions", "checkpointGraceSeconds"}));
+    CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(e, path,
+                                         {"name",
+                                          "queue",
+                                          "priority",
+                                          "submitTime",
+                                          "minMember",
+                                          "awaitedPods",
+                                          "podSets",
+                                          "pods",
+                                          "gpu",
+                                          "cpu",
+                                          "memory",
+                                          "nodeSelector",
+                                          "tolerations",
+                                          "gpuModels",
+                                          "state",
+                                          "placements",
+                                          "startTime",
+                                          "lastCheckpointTime",
+                                          "recentPreemptions",
+                                          "checkpointGraceSeconds"}));
     Workload w;
     if (!e["name"]) return y_.Error(e, path + ".name", "a workload needs a name");
     CHAMBER_ASSIGN_OR_RETURN(w.name, y_.String(e["name"], path + ".name"));
@@ -283,6 +299,12 @@ class SnapshotParser {
       if (m < 0 || m > 1000000)
         return y_.Error(e["minMember"], path + ".minMember", "out of range");
       w.min_member = static_cast<int32_t>(m);
+    }
+    if (e["awaitedPods"]) {
+      CHAMBER_ASSIGN_OR_RETURN(int64_t m, y_.Int(e["awaitedPods"], path + ".awaitedPods"));
+      if (m < 0 || m > 1000000)
+        return y_.Error(e["awaitedPods"], path + ".awaitedPods", "out of range");
+      w.awaited_pods = static_cast<int32_t>(m);
     }
     if (const YAML::Node sets = e["podSets"]) {
       for (const char* k :

@@ -102,10 +102,25 @@ RC_GTEST_PROP(EngineProperty, NoGpuDoubleBooked, ()) {
 }
 
 // --- b. No gang is partly placed: all pods, or at least min-member of them (the first ones).
+// A gang whose last pods do not exist yet is not placed at all, and says why.
 
 std::string CheckGangs(const Snapshot& s, const CycleResult& r) {
+  for (const PendingDecision& p : r.pending) {
+    const Workload& w = s.workloads[p.workload.index()];
+    const bool earlier_cause =
+        p.reason == PendingReason::kInvalidWorkload || p.reason == PendingReason::kQueueNotFound ||
+        p.reason == PendingReason::kQueueInvalid || p.reason == PendingReason::kNotLeafQueue;
+    if (w.awaited_pods > 0 && p.reason != PendingReason::kWaitingForPods && !earlier_cause)
+      return w.name + ": waits for " + std::to_string(w.awaited_pods) + " pods, but says " +
+             std::string(PendingReasonName(p.reason));
+    if (w.awaited_pods == 0 && p.reason == PendingReason::kWaitingForPods)
+      return w.name + ": has all its pods, but says WaitingForPods";
+  }
   for (const Admission& a : Admissions(r)) {
     const Workload& w = s.workloads[a.workload.index()];
+    if (w.awaited_pods > 0)
+      return w.name + ": placed while " + std::to_string(w.awaited_pods) +
+             " of its pods do not exist";
     const int32_t total = w.TotalPods();
     const int32_t placed = static_cast<int32_t>(a.pods->size());
     const int32_t minimum = w.min_member > 0 ? w.min_member : total;
@@ -702,7 +717,8 @@ std::string CheckOneDecisionEach(const Snapshot& s, const CycleResult& r) {
 
 // Queue positions: a pending workload of a valid leaf queue is numbered among its queue's
 // pending workloads 1, 2, ... in queue order (priority, then submit time, then name); work that
-// never entered a queue (bad spec, unknown, invalid or non-leaf queue) has position 0. Every
+// never entered a queue (bad spec, unknown, invalid or non-leaf queue, a gang whose last pods do
+// not exist yet) has position 0. Every
 // pending decision explains itself.
 std::string CheckQueuePositions(const Snapshot& s, const CycleResult& r) {
   const QueueTree tree(s.queues);
@@ -711,7 +727,8 @@ std::string CheckQueuePositions(const Snapshot& s, const CycleResult& r) {
     const Workload& w = s.workloads[p.workload.index()];
     if (p.message().empty()) return w.name + ": pending without a message";
     const QueueId q = tree.Find(w.queue);
-    const bool queued = ValidateWorkload(w).empty() && q.valid() && tree.valid(q) && tree.leaf(q);
+    const bool queued = ValidateWorkload(w).empty() && q.valid() && tree.valid(q) && tree.leaf(q) &&
+                        w.awaited_pods == 0;
     if (!queued) {
       if (p.queue_position != 0) return w.name + ": position in no queue";
       continue;

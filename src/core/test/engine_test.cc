@@ -397,6 +397,26 @@ TEST_F(ReclaimProtectionTest, CheckpointLimitsLostHours) {
   EXPECT_EQ(result_.preemptions[0].grace_seconds, 120);
 }
 
+// A gang whose pods do not all exist yet waits and says so, holding nothing, while work behind
+// it starts; once its last pod exists it is placed.
+TEST_F(EngineTest, AGangMissingPodsWaitsForThemAndHoldsNothing) {
+  b_.Node("n0", 8);
+  b_.Queue("team-a").Quota(8);
+  b_.Workload("team-a/gang", "team-a").Pods(3, 1).Submit(Sec(1));
+  b_.Workload("team-a/later", "team-a").Pods(1, 1).Submit(Sec(2));
+  W("team-a/gang").awaited_pods = 4;
+  Run();
+  ASSERT_NE(Pending("team-a/gang"), nullptr);
+  EXPECT_EQ(Pending("team-a/gang")->reason, PendingReason::kWaitingForPods);
+  EXPECT_EQ(Pending("team-a/gang")->message(),
+            "the gang needs 7 pods and 3 exist; it is placed once the rest are created");
+  EXPECT_THAT(Bound(), ElementsAre("team-a/later"));
+  W("team-a/gang").pod_sets[0].count = 7;
+  W("team-a/gang").awaited_pods = 0;
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("team-a/gang", "team-a/later"));
+}
+
 TEST_F(EngineTest, StrictFifoBlocksBehindHead) {
   b_.Node("n0", 4);
   b_.Queue("team-a").Quota(4).StrictFifo();

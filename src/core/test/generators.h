@@ -227,6 +227,10 @@ inline void GenWaiting(SnapshotBuilder& b, int max_waiting) {
     const int total = w.get().TotalPods();
     if (total > 1 && Chance(30)) w.MinMember(Pick(1, total));
     if (Chance(15)) w.Suspended();
+    if (w.get().state == WorkloadState::kPending && Chance(8)) {
+      w.get().awaited_pods = Pick(1, 4);  // a gang whose last pods do not exist yet
+      w.get().min_member = 0;
+    }
     if (Chance(2)) w.Cpu(-1);
     if (Chance(2)) w.MinMember(total + 1);
   }

@@ -145,10 +145,16 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   for (int i = 0; i < 2; ++i)
     in.pods.push_back(Pod("ml", "half-" + std::to_string(i), 1, OwnedBy("half")));
   BuiltSnapshot b = BuildSnapshot(in, Opts());
-  ASSERT_EQ(b.snapshot.workloads.size(), 1u) << "half has 2 of its 4 pods: not yet a gang";
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
   EXPECT_EQ(b.incomplete_gangs, 1);
-  const core::Workload& w = b.snapshot.workloads[0];
+  const size_t t = b.snapshot.workloads[0].name == "ml/train" ? 0 : 1;
+  const core::Workload& half = b.snapshot.workloads[1 - t];
+  EXPECT_EQ(half.name, "ml/half");
+  EXPECT_EQ(half.awaited_pods, 2) << "half has 2 of its 4 pods: not yet a gang";
+  EXPECT_EQ(half.TotalPods(), 2);
+  const core::Workload& w = b.snapshot.workloads[t];
   EXPECT_EQ(w.name, "ml/train");
+  EXPECT_EQ(w.awaited_pods, 0);
   EXPECT_EQ(w.queue, "team-a");  // from the template's labels
   EXPECT_EQ(w.priority, 10);
   EXPECT_EQ(w.state, core::WorkloadState::kPending);
@@ -156,7 +162,7 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   EXPECT_EQ(w.pod_sets[0].count, 4);
   EXPECT_EQ(w.pod_sets[0].request, core::Resources::Of(2, 2000, int64_t{8} << 30));
   EXPECT_EQ(w.submit_time.count(), UnixMs("2026-11-30T09:00:00Z"));  // the Job's creation
-  const WorkloadSource& src = b.sources[0];
+  const WorkloadSource& src = b.sources[t];
   EXPECT_EQ(src.kind, WorkloadSource::Kind::kJob);
   EXPECT_EQ(src.job_uid(), "uid-job-train");
   EXPECT_EQ(src.namespace_name(), "ml");
@@ -181,6 +187,13 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   }());
   ASSERT_EQ(r.binds.size(), 1u);
   EXPECT_EQ(r.binds[0].pods.size(), 4u);
+  EXPECT_EQ(r.binds[0].workload.index(), t);
+  // The pods of half wait, and say why (chamberd writes it on them).
+  ASSERT_EQ(r.pending.size(), 1u);
+  EXPECT_EQ(r.pending[0].workload.index(), 1 - t);
+  EXPECT_EQ(r.pending[0].reason, core::PendingReason::kWaitingForPods);
+  EXPECT_EQ(r.pending[0].message(),
+            "the gang needs 4 pods and 2 exist; it is placed once the rest are created");
 }
 
 TEST(SnapshotBuilderTest, BoundPodsHoldTheirSlotsAndForeignPodsHoldTheRest) {

@@ -39,7 +39,8 @@ std::string Dump(const BuiltSnapshot& b) {
     const core::Workload& w = b.snapshot.workloads[i];
     o << "workload " << w.name << " q=" << w.queue << " prio=" << w.priority
       << " submit=" << w.submit_time.count() << " min=" << w.min_member
-      << " state=" << static_cast<int>(w.state) << " start=" << w.start_time.count()
+      << " awaited=" << w.awaited_pods << " state=" << static_cast<int>(w.state)
+      << " start=" << w.start_time.count()
       << " ckpt=" << (w.last_checkpoint_time ? w.last_checkpoint_time->count() : -1)
       << " grace=" << w.checkpoint_grace_seconds.value_or(-1) << " preempted=";
     for (core::Time t : w.recent_preemptions) o << t.count() << ",";

@@ -38,6 +38,7 @@ workloads:
   - name: ns/gang
     queue: team
     minMember: 2
+    awaitedPods: 3
     podSets:
       - {name: leader, count: 1, gpu: 1, cpu: 500m}
       - name: worker
@@ -80,6 +81,8 @@ TEST(SnapshotYaml, ReadsEveryField) {
 
   const Workload& g = s->workloads[1];
   EXPECT_EQ(g.min_member, 2);
+  EXPECT_EQ(g.awaited_pods, 3);
+  EXPECT_EQ(r.awaited_pods, 0);
   ASSERT_EQ(g.pod_sets.size(), 2u);
   EXPECT_EQ(g.pod_sets[0].request.cpu_milli(), 500);
   EXPECT_EQ(g.pod_sets[1].count, 3);
