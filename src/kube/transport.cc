@@ -348,12 +348,21 @@ Result<long> Transport::Stream(const HttpRequest& req,
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, CheckCancel);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, cancel);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+                     static_cast<long>(std::max<int64_t>(options_.stream_idle_timeout.count(), 1)));
     const CURLcode rc = curl_easy_perform(c);
     long code = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
     Release(h);
     if (rc == CURLE_ABORTED_BY_CALLBACK || (rc == CURLE_WRITE_ERROR && state.stopped_by_callback))
       return code;  // stopped on request
+    if (rc == CURLE_OPERATION_TIMEDOUT && code != 0)
+      return Status::Unavailable(req.method + " " + config_.server + req.path +
+                                 ": the stream sent nothing for " +
+                                 std::to_string(options_.stream_idle_timeout.count()) +
+                                 " s; taken as a dead connection [config: " + config_.source +
+                                 "]");
     if (rc != CURLE_OK) return TransferError(req, config_, rc, errbuf);
     if (code == 401 && !reauthenticated && tokens_.Invalidate()) {
       reauthenticated = true;

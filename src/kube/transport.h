@@ -47,6 +47,12 @@ struct TransportOptions {
   BackoffPolicy backoff;
   std::chrono::milliseconds token_refresh{60'000};
   uint64_t seed = 0;  // jitter seed; 0 picks one from the clock
+  // A watch stream that delivers no byte for this long is given up, as a connection that died
+  // without a word (a half-open TCP connection, a stalled HTTP/2 stream) would otherwise hold
+  // an informer stale until the server's own time-out. The API server sends a bookmark about
+  // every minute to a watch that allows them, so a live stream is rarely this quiet; giving one
+  // up costs a new watch from the last resourceVersion.
+  std::chrono::seconds stream_idle_timeout{120};
 };
 
 // The parts of a server URL ("https://[::1]:6443/prefix"): scheme "https", host "[::1]",

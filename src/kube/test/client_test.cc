@@ -253,6 +253,29 @@ TEST(ClientTest, WatchStreamsEventsAndReturnsTheLastVersion) {
   EXPECT_EQ(*rv, std::to_string(s.resource_version()));
 }
 
+// A watch whose stream goes quiet (a connection that died without a word) is given up after
+// the idle time-out rather than held until the server's own time-out.
+TEST(ClientTest, ASilentWatchStreamIsGivenUp) {
+  FakeApiServer s;
+  s.Upsert(kCms, ConfigMap("a"));
+  TransportOptions o = FastRetries();
+  o.stream_idle_timeout = std::chrono::seconds(2);
+  auto c = MakeClient(s, o);
+  WatchOptions wo;
+  wo.resource_version = std::to_string(s.resource_version());
+  wo.allow_bookmarks = false;
+  wo.timeout_seconds = 60;  // the server would hold it a minute
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::string> rv = c->Watch(resources::kConfigMaps, "default", wo, [](WatchEvent&&) {});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(rv.ok());
+  EXPECT_EQ(rv.status().code(), StatusCode::kUnavailable) << rv.status().ToString();
+  EXPECT_NE(rv.status().message().find("the stream sent nothing for 2 s"), std::string::npos)
+      << rv.status().message();
+  EXPECT_GE(took, std::chrono::seconds(2));
+  EXPECT_LT(took, std::chrono::seconds(20));
+}
+
 TEST(ClientTest, WatchReportsGoneAsHttpStatusAndAsErrorEvent) {
   FakeApiServer s;
   s.Upsert(kCms, ConfigMap("a"));
