@@ -1,0 +1,137 @@
+// The webhook over HTTPS with the test PKI, as the API server calls it.
+#include "admission/webhook_server.h"
+
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include "common/testing/test_pki.h"
+#include "kube/config.h"
+#include "kube/errors.h"
+
+namespace chamber::admission {
+namespace {
+
+class OneNamespace : public ObjectSource {
+ public:
+  Result<kube::ObjectMeta> Owner(const std::string& ns, const kube::OwnerReference& r) override {
+    return kube::ApiErrorStatus("GET " + ns + "/" + r.name, 503, "");
+  }
+  Result<kube::ObjectMeta> Namespace(const std::string& name) override {
+    kube::ObjectMeta m;
+    m.name = name;
+    if (name == "ml") m.labels["chamber.io/queue"] = "default-q";
+    return m;
+  }
+};
+
+std::string Review(const std::string& ns, Json pod) {
+  return Json{{"apiVersion", "admission.k8s.io/v1"},
+              {"kind", "AdmissionReview"},
+              {"request",
+               {{"uid", "u-" + ns},
+                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+                {"namespace", ns},
+                {"operation", "CREATE"},
+                {"object", std::move(pod)}}}}
+      .dump();
+}
+
+Json APod(Json owners = nullptr) {
+  Json p = {{"metadata", {{"name", "p"}}}, {"spec", {{"containers", Json::array()}}}};
+  if (!owners.is_null()) p["metadata"]["ownerReferences"] = std::move(owners);
+  return p;
+}
+
+class WebhookServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(pki_.ok());
+    WebhookOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.cert_file = pki_("server.crt");
+    o.key_file = pki_("server.key");
+    server_ = std::make_unique<WebhookServer>(o, &source_);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  httplib::Result Post(const std::string& path, const std::string& body) {
+    httplib::SSLClient c("127.0.0.1", server_->port());
+    c.set_ca_cert_path(pki_("ca.crt").c_str());
+    c.enable_server_certificate_verification(true);
+    return c.Post(path, body, "application/json");
+  }
+
+  testing::TestPki pki_;
+  OneNamespace source_;
+  std::unique_ptr<WebhookServer> server_;
+};
+
+TEST_F(WebhookServerTest, PatchesAPodOfANamespaceWithADefaultQueue) {
+  auto res = Post("/mutate/pods", Review("ml", APod()));
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200) << res->body;
+  const Json out = Json::parse(res->body);
+  EXPECT_EQ(out["response"]["uid"], "u-ml");
+  EXPECT_EQ(out["response"]["allowed"], true);
+  const Json patch =
+      Json::parse(kube::Base64Decode(out["response"]["patch"].get<std::string>()).value());
+  EXPECT_EQ(patch[0]["path"], "/spec/schedulerName");
+  EXPECT_EQ(patch[0]["value"], "chamber");
+  EXPECT_EQ(server_->mutated(), 1u);
+}
+
+TEST_F(WebhookServerTest, LeavesAPlainNamespacesPodAlone) {
+  auto res = Post("/mutate/pods", Review("plain", APod()));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const Json out = Json::parse(res->body);
+  EXPECT_EQ(out["response"]["allowed"], true);
+  EXPECT_FALSE(out["response"].contains("patch"));
+  EXPECT_EQ(server_->mutated(), 0u);
+}
+
+TEST_F(WebhookServerTest, RefusesWhenAnOwnerCannotBeRead) {
+  auto res = Post("/mutate/pods", Review("plain", APod(Json::array({{{"apiVersion", "batch/v1"},
+                                                                     {"kind", "Job"},
+                                                                     {"name", "train"},
+                                                                     {"uid", "1"},
+                                                                     {"controller", true}}}))));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const Json out = Json::parse(res->body);
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 500);
+  EXPECT_NE(out["response"]["status"]["message"].get<std::string>().find(
+                "reading Job plain/train, owner of Pod plain/p"),
+            std::string::npos);
+  EXPECT_EQ(server_->refused(), 1u);
+}
+
+TEST_F(WebhookServerTest, ABadBodyGets400NamingTheField) {
+  auto res =
+      Post("/mutate/pods", R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"})");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("field request: missing"), std::string::npos) << res->body;
+  auto unknown = Post("/mutate/nodes", Review("ml", APod()));
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+}
+
+TEST(WebhookServerStart, NamesTheFlagOfAMissingCertificate) {
+  OneNamespace source;
+  WebhookOptions o;
+  o.port = 0;
+  o.cert_file = "/nonexistent/tls.crt";
+  o.key_file = "/nonexistent/tls.key";
+  WebhookServer server(o, &source);
+  Status s = server.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--webhook-tls-cert-file /nonexistent/tls.crt"), std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace chamber::admission

@@ -1,0 +1,76 @@
+// chamberd's mutating admission webhook (docs/admission.md): HTTPS on a port of its own, served
+// by every replica, leader or not, so that pods are admitted while the Lease changes hands.
+//
+//   POST /mutate/pods       Pod CREATE: DecidePod (opt_in.h); the owners and the namespace are
+//                           read from the API server with a short deadline
+//   POST /mutate/workloads  top-level objects' CREATE: DecideWorkload (the queue label into the
+//                           pod template)
+//
+// A body that is not an AdmissionReview v1 gets 400 and a message naming the field; a decision
+// that could not be made (an owner unreadable in time) is a refusal with code 500 and the
+// reason, which the API server passes to the pod's creator, who retries.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "admission/opt_in.h"
+#include "common/status.h"
+#include "kube/client.h"
+
+namespace chamber::admission {
+
+// An ObjectSource over the API server: owners by their owner reference (the resource's plural
+// guessed from the kind, GuessPlural), namespaces by name.
+class ApiObjectSource : public ObjectSource {
+ public:
+  explicit ApiObjectSource(kube::Client* client) : client_(client) {}
+  Result<kube::ObjectMeta> Owner(const std::string& ns, const kube::OwnerReference& ref) override;
+  Result<kube::ObjectMeta> Namespace(const std::string& name) override;
+
+ private:
+  kube::Client* client_;
+};
+
+struct WebhookOptions {
+  std::string host = "0.0.0.0";
+  int port = 9443;                  // 0: any free port
+  std::string cert_file, key_file;  // PEM; read at start
+  OptInPolicy policy;
+  size_t max_body = size_t{4} << 20;  // an AdmissionReview holds up to two objects of 1.5 MB
+  // A decision gives up reading owners after this long (the webhook's timeoutSeconds is longer).
+  std::chrono::milliseconds budget{4000};
+};
+
+class WebhookServer {
+ public:
+  // `source` answers the pod decisions' reads; it must outlive the server.
+  WebhookServer(WebhookOptions options, ObjectSource* source);
+  ~WebhookServer();
+  WebhookServer(const WebhookServer&) = delete;
+  WebhookServer& operator=(const WebhookServer&) = delete;
+
+  // Binds and serves on a thread of its own. Errors name the flag at fault.
+  Status Start();
+  void Stop();  // idempotent
+  int port() const { return port_; }
+
+  // Answers one AdmissionReview body for `path` ("/mutate/pods"): the HTTP status and body.
+  // What the server does per request, callable without a socket.
+  std::pair<int, std::string> Handle(const std::string& path, std::string_view body);
+
+  uint64_t mutated() const { return mutated_.load(); }
+  uint64_t refused() const { return refused_.load(); }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  WebhookOptions options_;
+  ObjectSource* source_;
+  int port_ = 0;
+  std::atomic<uint64_t> mutated_{0}, refused_{0};
+};
+
+}  // namespace chamber::admission
