@@ -144,7 +144,9 @@ Status WebhookServer::Start() {
   i.server->set_payload_max_length(options_.max_body);
   i.server->set_read_timeout(10);
   i.server->set_write_timeout(10);
-  i.server->set_keep_alive_timeout(30);  // the API server keeps its connections
+  // The API server keeps its connections; an idle one is closed after 5 s, which also bounds
+  // how long Stop waits for the threads that hold one.
+  i.server->set_keep_alive_timeout(5);
   for (const char* path : {"/mutate/pods", "/mutate/workloads"}) {
     const std::string p = path;
     i.server->Post(p, [this, p](const httplib::Request& req, httplib::Response& res) {
