@@ -71,6 +71,7 @@ Result<kube::ObjectMeta> ApiObjectSource::Namespace(const std::string& name) {
 }
 
 struct WebhookServer::Impl {
+  std::shared_ptr<tls::ServingCertificate> certificate;  // outlives the server below
   std::unique_ptr<httplib::Server> server;
   std::thread thread;
 };
@@ -130,11 +131,14 @@ std::pair<int, std::string> WebhookServer::Handle(const std::string& path, std::
 
 Status WebhookServer::Start() {
   Impl& i = *impl_;
-  CHAMBER_RETURN_IF_ERROR(
-      tls::CheckCertificateAndKey({"--webhook-tls-cert-file", options_.cert_file},
-                                  {"--webhook-tls-key-file", options_.key_file}));
-  auto ssl =
-      std::make_unique<httplib::SSLServer>(options_.cert_file.c_str(), options_.key_file.c_str());
+  CHAMBER_ASSIGN_OR_RETURN(
+      i.certificate, tls::ServingCertificate::Load({"--webhook-tls-cert-file", options_.cert_file},
+                                                   {"--webhook-tls-key-file", options_.key_file}));
+  tls::ServingCertificate* certificate = i.certificate.get();
+  auto ssl = std::make_unique<httplib::SSLServer>([certificate](SSL_CTX& ctx) {
+    certificate->Install(ctx);
+    return true;
+  });
   if (!ssl->is_valid())
     return Status::InvalidArgument("--webhook-tls-cert-file " + options_.cert_file +
                                    ", --webhook-tls-key-file " + options_.key_file +
@@ -166,6 +170,10 @@ Status WebhookServer::Start() {
   }
   i.thread = std::thread([&i] { i.server->listen_after_bind(); });
   return Status::Ok();
+}
+
+int WebhookServer::certificate_reloads() const {
+  return impl_->certificate ? impl_->certificate->reloads() : 0;
 }
 
 void WebhookServer::Stop() {

@@ -37,7 +37,7 @@ class ApiObjectSource : public ObjectSource {
 struct WebhookOptions {
   std::string host = "0.0.0.0";
   int port = 9443;                  // 0: any free port
-  std::string cert_file, key_file;  // PEM; read at start
+  std::string cert_file, key_file;  // PEM; read again as they are replaced
   OptInPolicy policy;
   size_t max_body = size_t{4} << 20;  // an AdmissionReview holds up to two objects of 1.5 MB
   // A decision gives up reading owners after this long (the webhook's timeoutSeconds is longer).
@@ -61,6 +61,8 @@ class WebhookServer {
   // What the server does per request, callable without a socket.
   std::pair<int, std::string> Handle(const std::string& path, std::string_view body);
 
+  // Times a replaced certificate file was taken into service (tls::ServingCertificate).
+  int certificate_reloads() const;
   uint64_t mutated() const { return mutated_.load(); }
   uint64_t refused() const { return refused_.load(); }
 

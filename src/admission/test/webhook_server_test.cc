@@ -3,6 +3,8 @@
 
 #include <httplib.h>
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "common/testing/test_pki.h"
@@ -118,6 +120,50 @@ TEST_F(WebhookServerTest, ABadBodyGets400NamingTheField) {
   auto unknown = Post("/mutate/nodes", Review("ml", APod()));
   ASSERT_TRUE(unknown);
   EXPECT_EQ(unknown->status, 404);
+}
+
+// The files replaced as a Secret volume's are on renewal: the next handshake serves the new
+// certificate; a pair that does not match leaves the last good one in service.
+TEST(WebhookServerCertificate, FollowsTheFilesAsTheyAreReplaced) {
+  testing::TestPki pki;
+  ASSERT_TRUE(pki.ok());
+  const std::filesystem::path dir = pki("live");
+  std::filesystem::create_directories(dir);
+  auto put = [&](const std::string& cert, const std::string& key) {
+    // Written aside, then renamed over the served files.
+    std::filesystem::copy_file(pki(cert), dir / "new.crt",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(pki(key), dir / "new.key",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(dir / "new.crt", dir / "tls.crt");
+    std::filesystem::rename(dir / "new.key", dir / "tls.key");
+  };
+  put("server.crt", "server.key");
+  OneNamespace source;
+  WebhookOptions o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.cert_file = (dir / "tls.crt").string();
+  o.key_file = (dir / "tls.key").string();
+  WebhookServer server(o, &source);
+  ASSERT_TRUE(server.Start().ok());
+  // Verified against the CA and the host name 127.0.0.1: only "server" names it.
+  auto verified = [&] {
+    httplib::SSLClient c("127.0.0.1", server.port());
+    c.set_ca_cert_path(pki("ca.crt").c_str());
+    c.enable_server_certificate_verification(true);
+    return static_cast<bool>(c.Post("/mutate/pods", Review("ml", APod()), "application/json"));
+  };
+  EXPECT_TRUE(verified());
+  put("elsewhere.crt", "elsewhere.key");  // same CA, another host name
+  EXPECT_FALSE(verified()) << "the replaced certificate was not served";
+  EXPECT_EQ(server.certificate_reloads(), 1);
+  put("server.crt", "elsewhere.key");  // a key of another certificate: refused, kept
+  EXPECT_FALSE(verified());
+  EXPECT_EQ(server.certificate_reloads(), 1);
+  put("server.crt", "server.key");
+  EXPECT_TRUE(verified());
+  EXPECT_EQ(server.certificate_reloads(), 2);
 }
 
 TEST(WebhookServerStart, NamesTheFlagOfAMissingCertificate) {
