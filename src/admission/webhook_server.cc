@@ -70,6 +70,37 @@ Result<kube::ObjectMeta> ApiObjectSource::Namespace(const std::string& name) {
   return kube::DecodeMeta(object, "namespace " + name);
 }
 
+CachingObjectSource::CachingObjectSource(ObjectSource* inner, std::chrono::milliseconds ttl,
+                                         size_t max_entries, Clock now)
+    : inner_(inner), ttl_(ttl), max_entries_(max_entries), now_(std::move(now)) {}
+
+Result<kube::ObjectMeta> CachingObjectSource::Lookup(
+    const std::string& key, const std::function<Result<kube::ObjectMeta>()>& read) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && now_() < it->second.until) return it->second.answer;
+  }
+  Result<kube::ObjectMeta> answer = read();  // outside the lock: reads run in parallel
+  if (answer.ok() || kube::IsNotFound(answer.status())) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.size() >= max_entries_) entries_.clear();
+    entries_.insert_or_assign(key, Entry{now_() + ttl_, answer});
+  }
+  return answer;
+}
+
+Result<kube::ObjectMeta> CachingObjectSource::Owner(const std::string& ns,
+                                                    const kube::OwnerReference& ref) {
+  return Lookup(
+      "owner/" + ns + "/" + ref.api_version + "/" + ref.kind + "/" + ref.name + "/" + ref.uid,
+      [&] { return inner_->Owner(ns, ref); });
+}
+
+Result<kube::ObjectMeta> CachingObjectSource::Namespace(const std::string& name) {
+  return Lookup("namespace/" + name, [&] { return inner_->Namespace(name); });
+}
+
 struct WebhookServer::Impl {
   std::shared_ptr<tls::ServingCertificate> certificate;  // outlives the server below
   std::unique_ptr<httplib::Server> server;

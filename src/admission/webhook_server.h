@@ -13,8 +13,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "admission/opt_in.h"
 #include "common/status.h"
@@ -32,6 +35,36 @@ class ApiObjectSource : public ObjectSource {
 
  private:
   kube::Client* client_;
+};
+
+// Remembers what `inner` answered (an object's metadata, or that it does not exist) for `ttl`:
+// the pods of one Job, created together, read their Job and namespace once, and the common case,
+// a pod of a plain namespace, costs the API server a read per owner and namespace every `ttl`,
+// not per pod. An owner is known by its UID as well, so a Job deleted and created again under
+// its name is read anew. Errors are not kept. Thread-safe; at most `max_entries` kept (then it
+// starts afresh).
+class CachingObjectSource : public ObjectSource {
+ public:
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  CachingObjectSource(ObjectSource* inner, std::chrono::milliseconds ttl,
+                      size_t max_entries = 10000, Clock now = std::chrono::steady_clock::now);
+  Result<kube::ObjectMeta> Owner(const std::string& ns, const kube::OwnerReference& ref) override;
+  Result<kube::ObjectMeta> Namespace(const std::string& name) override;
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point until;
+    Result<kube::ObjectMeta> answer;
+  };
+  Result<kube::ObjectMeta> Lookup(const std::string& key,
+                                  const std::function<Result<kube::ObjectMeta>()>& read);
+
+  ObjectSource* inner_;
+  std::chrono::milliseconds ttl_;
+  size_t max_entries_;
+  Clock now_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
 };
 
 struct WebhookOptions {

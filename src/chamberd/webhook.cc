@@ -9,7 +9,8 @@ namespace chamber::chamberd {
 Webhook::Webhook(std::unique_ptr<kube::Client> client, admission::WebhookOptions options)
     : client_(std::move(client)),
       source_(std::make_unique<admission::ApiObjectSource>(client_.get())),
-      server_(std::make_unique<admission::WebhookServer>(std::move(options), source_.get())) {}
+      cache_(std::make_unique<admission::CachingObjectSource>(source_.get(), kWebhookCacheTtl)),
+      server_(std::make_unique<admission::WebhookServer>(std::move(options), cache_.get())) {}
 
 Result<std::unique_ptr<Webhook>> StartWebhook(const Flags& f, const kube::RestConfig& rest,
                                               const std::string& own_namespace) {

@@ -1,9 +1,11 @@
 // The admission webhook as chamberd runs it (--webhook-listen, --webhook-tls-cert-file,
 // --webhook-tls-key-file; docs/admission.md): on every replica, leader or standby, from start to
 // stop, with a Kubernetes client of its own whose short time-outs keep each answer inside the
-// API server's timeoutSeconds.
+// API server's timeoutSeconds. What it reads (owners, namespaces) it keeps for
+// kWebhookCacheTtl.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -15,6 +17,10 @@
 
 namespace chamber::chamberd {
 
+// How long the webhook keeps an owner's or a namespace's labels: a label added to a namespace
+// or an owner is seen by the pods created that much later.
+inline constexpr std::chrono::seconds kWebhookCacheTtl{5};
+
 class Webhook {
  public:
   Webhook(std::unique_ptr<kube::Client> client, admission::WebhookOptions options);
@@ -24,6 +30,7 @@ class Webhook {
  private:
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<admission::ApiObjectSource> source_;
+  std::unique_ptr<admission::CachingObjectSource> cache_;
   std::unique_ptr<admission::WebhookServer> server_;
 };
 

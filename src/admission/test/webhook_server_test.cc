@@ -166,6 +166,61 @@ TEST(WebhookServerCertificate, FollowsTheFilesAsTheyAreReplaced) {
   EXPECT_EQ(server.certificate_reloads(), 2);
 }
 
+// Counts the reads that reach it; "gone" does not exist, "flaky" fails.
+class Counting : public ObjectSource {
+ public:
+  Result<kube::ObjectMeta> Owner(const std::string& ns, const kube::OwnerReference& r) override {
+    ++reads;
+    if (r.name == "gone") return kube::ApiErrorStatus("GET " + r.name, 404, "");
+    if (r.name == "flaky") return kube::ApiErrorStatus("GET " + r.name, 503, "");
+    kube::ObjectMeta m;
+    m.name = r.name;
+    m.namespace_name = ns;
+    m.uid = r.uid;
+    return m;
+  }
+  Result<kube::ObjectMeta> Namespace(const std::string& name) override {
+    ++reads;
+    kube::ObjectMeta m;
+    m.name = name;
+    return m;
+  }
+  int reads = 0;
+};
+
+TEST(CachingObjectSource, KeepsAnswersForTheirTimeAndErrorsNot) {
+  Counting inner;
+  auto now = std::chrono::steady_clock::time_point{};
+  CachingObjectSource cache(&inner, std::chrono::seconds(5), 3, [&] { return now; });
+  const kube::OwnerReference job{"batch/v1", "Job", "train", "uid-1", true};
+  EXPECT_TRUE(cache.Owner("ml", job).ok());
+  EXPECT_TRUE(cache.Owner("ml", job).ok());
+  EXPECT_TRUE(cache.Namespace("ml").ok());
+  EXPECT_TRUE(cache.Namespace("ml").ok());
+  EXPECT_EQ(inner.reads, 2);
+  now += std::chrono::seconds(4);
+  EXPECT_TRUE(cache.Owner("ml", job).ok());
+  EXPECT_EQ(inner.reads, 2) << "within its time";
+  now += std::chrono::seconds(2);
+  EXPECT_TRUE(cache.Owner("ml", job).ok());
+  EXPECT_TRUE(cache.Namespace("ml").ok());
+  EXPECT_EQ(inner.reads, 4) << "past its time";
+  // The same name with another UID (deleted and created again) is another object.
+  EXPECT_EQ(cache.Owner("ml", {"batch/v1", "Job", "train", "uid-2", true})->uid, "uid-2");
+  EXPECT_EQ(inner.reads, 5);
+  // NotFound is an answer; a failure is not.
+  const kube::OwnerReference gone{"batch/v1", "Job", "gone", "u", true};
+  const kube::OwnerReference flaky{"batch/v1", "Job", "flaky", "u", true};
+  EXPECT_TRUE(kube::IsNotFound(cache.Owner("ml", gone).status()));
+  EXPECT_TRUE(kube::IsNotFound(cache.Owner("ml", gone).status()));
+  EXPECT_FALSE(cache.Owner("ml", flaky).ok());
+  EXPECT_FALSE(cache.Owner("ml", flaky).ok());
+  EXPECT_EQ(inner.reads, 5 + 1 + 2);
+  // Full at 3 entries when "gone" came: it started afresh, so "train" is read again.
+  EXPECT_TRUE(cache.Owner("ml", job).ok());
+  EXPECT_EQ(inner.reads, 9);
+}
+
 TEST(WebhookServerStart, NamesTheFlagOfAMissingCertificate) {
   OneNamespace source;
   WebhookOptions o;
