@@ -42,7 +42,10 @@ class WebhookE2E : public e2e::ChamberdCluster {
     const std::string n = NewNamespace("wh-", "chamberd-webhook-");
     if (HasFailure()) return;
     ASSERT_TRUE(pki_.ok());
-    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n";
+    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n"
+                                           "preemption:\n"
+                                           "  minRuntime: 0s\n"
+                                           "  checkpointGraceSeconds: 1\n";
     queue_ = "wh-q-" + n;
     Queue(queue_, 16);
     // The plain namespace and one whose default queue is queue_, both selected by this test's
@@ -186,6 +189,36 @@ class WebhookE2E : public e2e::ChamberdCluster {
     return {{"metadata", {{"name", name}, {"labels", labels}}}, {"spec", spec}};
   }
 
+  // A Job that opts in by its label alone: its template names no scheduler. Its pods ask for
+  // `gpus` GPUs each and, bound, run `seconds` on the simulated kubelets.
+  void LabelledJob(const std::string& name, int pods, int gpus, double seconds,
+                   const std::string& priority_class) {
+    Json spec = BarePod("unused")["spec"];
+    for (Json& c : spec["containers"]) {
+      c["resources"]["requests"]["nvidia.com/gpu"] = gpus;
+      c["resources"]["limits"]["nvidia.com/gpu"] = gpus;
+    }
+    spec["priorityClassName"] = priority_class;
+    spec["terminationGracePeriodSeconds"] = 1;
+    Json job = {
+        {"apiVersion", "batch/v1"},
+        {"kind", "Job"},
+        {"metadata",
+         {{"name", name},
+          {"labels", {{"chamber.io/queue", queue_}}},
+          {"annotations", {{"chamber.io/checkpoint-grace-seconds", "1"}}}}},
+        {"spec",
+         {{"parallelism", pods},
+          {"completions", pods},
+          {"backoffLimit", 0},
+          {"template",
+           {{"metadata",
+             {{"annotations", {{"chamber.io/sim-duration-seconds", std::to_string(seconds)}}}}},
+            {"spec", spec}}}}}};
+    auto r = client_->Create(kube::resources::kJobs, ns_, job);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
   Json GetPod(const std::string& ns, const std::string& name) {
     auto p = client_->Get(kube::resources::kPods, ns, name);
     return p.ok() ? *p : Json();
@@ -294,6 +327,30 @@ TEST_F(WebhookE2E, AnOwnersQueueIsFoundUpTheControllerChain) {
       },
       30s))
       << "chamberd did not bind the Deployment's pods";
+}
+
+// A Job opted in by label is Chamber's through preemption: suspended (its pods deleted) it
+// stays Chamber's, and resumed, its new pods pass the webhook again and complete.
+TEST_F(WebhookE2E, ALabelledJobIsPreemptedResumesAndCompletes) {
+  PriorityClass("chamber-wh-elastic", 10);
+  PriorityClass("chamber-wh-reserved", 1000);
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port);
+  if (HasFailure()) return;
+  // The queue's quota is the cluster's 16 GPUs; the elastic Job takes them all.
+  LabelledJob("elastic", 8, 2, 15, "chamber-wh-elastic");
+  ASSERT_TRUE(Eventually([&] { return Bound("elastic") == 8; }, 30s));
+  LabelledJob("reserved", 2, 2, 3, "chamber-wh-reserved");
+  ASSERT_TRUE(Eventually([&] { return GetJob("elastic").suspend; }, 30s))
+      << "the labelled elastic Job was not preempted";
+  EXPECT_TRUE(GetJob("elastic").metadata.annotations.count(backend::keys::kPreemptedAt));
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 2; }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return !GetJob("elastic").suspend; }, 30s))
+      << "the suspended labelled Job was not resumed";
+  ASSERT_TRUE(Eventually([&] { return Complete("elastic"); }, 60s));
+  for (const kube::Pod& p : JobPods("elastic")) EXPECT_EQ(p.scheduler_name, "chamber");
 }
 
 TEST_F(WebhookE2E, WithChamberdDownOnlyOptedInObjectsAreRefused) {
