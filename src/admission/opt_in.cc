@@ -71,6 +71,8 @@ std::string_view PodOutcomeName(PodOutcome outcome) {
       return "not_opted_in";
     case PodOutcome::kExcludedNamespace:
       return "excluded_namespace";
+    case PodOutcome::kPlaced:
+      return "placed";
     case PodOutcome::kNotPodCreate:
       return "not_pod_create";
   }
@@ -104,6 +106,14 @@ Result<PodDecision> DecidePod(const AdmissionRequest& request, const OptInPolicy
   }
   if (!scheduler.empty() && scheduler != kDefaultScheduler) {
     d.outcome = PodOutcome::kOtherScheduler;
+    return d;
+  }
+  std::string node;
+  CHAMBER_RETURN_IF_ERROR(r.String(*spec, "nodeName", "spec", &node));
+  const kube::OwnerReference* controller = ControllerOf(meta);
+  if (!node.empty() || (controller != nullptr && controller->kind == "DaemonSet" &&
+                        controller->api_version.starts_with("apps/"))) {
+    d.outcome = PodOutcome::kPlaced;
     return d;
   }
 

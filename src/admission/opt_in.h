@@ -7,8 +7,8 @@
 // kind), nearest first; its namespace's label (the namespace's default queue). An opted-in pod
 // gets `spec.schedulerName` set to Chamber's, and, when its queue came from an owner, the
 // owner's queue as its own label, so that the pod names its queue wherever it came from. Pods
-// already naming Chamber, pods naming another scheduler than the default one, and pods in
-// excluded namespaces are left as they are.
+// already naming Chamber, pods naming another scheduler than the default one, pods in excluded
+// namespaces, a DaemonSet's pods and pods created with spec.nodeName are left as they are.
 //
 // The workload decision serves the fail-closed half: a top-level object (Job, Deployment, ...)
 // labelled with a queue at creation gets the label copied into its pod template, so that its
@@ -54,6 +54,8 @@ enum class PodOutcome {
   kOtherScheduler,     // names another scheduler than the default one: its choice stands
   kNotOptedIn,         // no queue on the pod, its owners or its namespace
   kExcludedNamespace,  // kube-system, chamberd's own
+  kPlaced,             // a DaemonSet's pod (one per node, placed by its controller) or one
+                       // created with spec.nodeName: no scheduler places it
   kNotPodCreate,       // another kind, operation or a subresource
 };
 std::string_view PodOutcomeName(PodOutcome outcome);

@@ -183,6 +183,23 @@ TEST(DecidePod, OnlyControllerReferencesAreWalkedAndTheDepthIsBounded) {
   EXPECT_EQ(deep->outcome, PodOutcome::kMutate);
 }
 
+TEST(DecidePod, DaemonSetPodsAndPlacedPodsAreLeftAlone) {
+  MapSource src;
+  src.AddNamespace("ml", {{"chamber.io/queue", "ns-default"}});
+  auto ds = DecidePod(
+      PodCreate(Pod({{"name", "agent-x"}, {"ownerReferences", OwnedBy("DaemonSet", "agent")}})),
+      OptInPolicy{}, src);
+  ASSERT_TRUE(ds.ok());
+  EXPECT_EQ(ds->outcome, PodOutcome::kPlaced);
+  Json placed = Pod({{"name", "p"}, {"labels", {{"chamber.io/queue", "q"}}}});
+  placed["spec"]["nodeName"] = "n1";
+  auto p = DecidePod(PodCreate(placed), OptInPolicy{}, src);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->outcome, PodOutcome::kPlaced);
+  EXPECT_TRUE(p->patch.empty());
+  EXPECT_EQ(src.reads, 0);
+}
+
 TEST(DecidePod, TheNamespacesDefaultQueueOptsInItsPods) {
   MapSource src;
   src.AddNamespace("ml", {{"chamber.io/queue", "ns-default"}});
