@@ -125,11 +125,13 @@ std::pair<int, std::string> WebhookServer::Handle(const std::string& path, std::
   if (path == "/mutate/pods") {
     Budgeted budgeted(source_, std::chrono::steady_clock::now() + options_.budget, options_.budget);
     Result<PodDecision> d = DecidePod(req, options_.policy, budgeted);
-    if (!d.ok()) {
+    if (!d.ok() && d.status().code() == StatusCode::kUnavailable) {
       response = AdmissionResponse::Refuse(
           req.uid, 500,
           "chamber: cannot tell whether this pod opts in to Chamber (retry): " +
               d.status().message());
+    } else if (!d.ok()) {
+      response = AdmissionResponse::Refuse(req.uid, 400, "chamber: " + d.status().message());
     } else {
       if (d->outcome == PodOutcome::kMutate) {
         response.patch = d->patch;

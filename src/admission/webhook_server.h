@@ -8,7 +8,8 @@
 //
 // A body that is not an AdmissionReview v1 gets 400 and a message naming the field; a decision
 // that could not be made (an owner unreadable in time) is a refusal with code 500 and the
-// reason, which the API server passes to the pod's creator, who retries.
+// reason, which the API server passes to the pod's creator, who retries; an object that does
+// not read (a field of the wrong type) is a refusal with code 400 naming the field.
 #pragma once
 
 #include <atomic>

@@ -111,6 +111,19 @@ TEST_F(WebhookServerTest, RefusesWhenAnOwnerCannotBeRead) {
   EXPECT_EQ(server_->refused(), 1u);
 }
 
+TEST_F(WebhookServerTest, AMalformedPodIsRefusedWith400NamingTheField) {
+  Json pod = APod();
+  pod["spec"]["schedulerName"] = 7;
+  auto res = Post("/mutate/pods", Review("ml", pod));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200);
+  const Json out = Json::parse(res->body);
+  EXPECT_EQ(out["response"]["allowed"], false);
+  EXPECT_EQ(out["response"]["status"]["code"], 400);
+  EXPECT_NE(out["response"]["status"]["message"].get<std::string>().find("spec.schedulerName"),
+            std::string::npos);
+}
+
 TEST_F(WebhookServerTest, ABadBodyGets400NamingTheField) {
   auto res =
       Post("/mutate/pods", R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"})");
