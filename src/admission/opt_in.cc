@@ -173,6 +173,46 @@ Result<PodDecision> DecidePod(const AdmissionRequest& request, const OptInPolicy
   return d;
 }
 
+namespace {
+
+// A PodTemplateSpec: an object whose `spec` holds a list of containers.
+bool IsPodTemplate(const Json& v) {
+  if (!v.is_object()) return false;
+  const Json* spec = JsonReader::Find(v, "spec");
+  if (spec == nullptr || !spec->is_object()) return false;
+  const Json* containers = JsonReader::Find(*spec, "containers");
+  return containers != nullptr && containers->is_array();
+}
+
+// The JSON Pointers of the pod templates under `node` (at `at`), outermost only: a Job's
+// spec.template, a CronJob's spec.jobTemplate.spec.template, each of a JobSet's
+// spec.replicatedJobs[i].template.spec.template, a RayCluster's head and worker groups', ...
+void FindPodTemplates(const Json& node, const std::string& at, int depth,
+                      std::vector<std::string>* out) {
+  if (depth > 12) return;
+  if (node.is_object()) {
+    for (const auto& [k, v] : node.items()) {
+      const std::string path = at + "/" + PointerToken(k);
+      if (IsPodTemplate(v))
+        out->push_back(path);
+      else
+        FindPodTemplates(v, path, depth + 1, out);
+    }
+  } else if (node.is_array()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      FindPodTemplates(node[i], at + "/" + std::to_string(i), depth + 1, out);
+  }
+}
+
+// "spec.replicatedJobs.0.template.spec.template" for errors.
+std::string FieldOf(const std::string& pointer) {
+  std::string field = pointer.substr(1);
+  std::replace(field.begin(), field.end(), '/', '.');
+  return field;
+}
+
+}  // namespace
+
 Result<WorkloadDecision> DecideWorkload(const AdmissionRequest& request,
                                         const OptInPolicy& policy) {
   WorkloadDecision d;
@@ -184,31 +224,27 @@ Result<WorkloadDecision> DecideWorkload(const AdmissionRequest& request,
   CHAMBER_ASSIGN_OR_RETURN(const kube::ObjectMeta meta, kube::DecodeMeta(request.object, where));
   const std::string* q = QueueOf(meta, policy.queue_key);
   if (q == nullptr || ControllerOf(meta) != nullptr) return d;  // not opted in, or not top-level
+  const Json* spec = JsonReader::Find(request.object, "spec");
+  if (spec == nullptr) return d;
 
   const JsonReader r(where);
-  const bool cron = request.kind.group == "batch" && request.kind.kind == "CronJob";
-  const std::string path = cron ? "/spec/jobTemplate/spec/template" : "/spec/template";
-  const Json::json_pointer pointer(path);
-  if (!request.object.contains(pointer)) return d;  // a kind that keeps no pod template there
-  const Json& tmpl = request.object[pointer];
-  std::string field = path.substr(1);  // "spec.template" in errors
-  std::replace(field.begin(), field.end(), '/', '.');
-  CHAMBER_RETURN_IF_ERROR(r.ObjectValue(tmpl, field));
-  const Json* pod_spec = JsonReader::Find(tmpl, "spec");
-  if (pod_spec == nullptr || !pod_spec->is_object() ||
-      JsonReader::Find(*pod_spec, "containers") == nullptr)
-    return d;  // spec.template is something else than a PodTemplateSpec
-  const Json* tmeta = JsonReader::Find(tmpl, "metadata");
-  if (tmeta != nullptr) {
-    CHAMBER_RETURN_IF_ERROR(r.ObjectValue(*tmeta, field + ".metadata"));
-    std::map<std::string, std::string> labels;
-    CHAMBER_RETURN_IF_ERROR(r.StringMap(*tmeta, "labels", field + ".metadata", &labels));
-    if (labels.contains(policy.queue_key)) return d;  // the template names its own queue
+  std::vector<std::string> templates;
+  FindPodTemplates(*spec, "/spec", 0, &templates);
+  for (const std::string& path : templates) {
+    const Json& tmpl = request.object[Json::json_pointer(path)];
+    const Json* tmeta = JsonReader::Find(tmpl, "metadata");
+    if (tmeta != nullptr) {
+      const std::string field = FieldOf(path) + ".metadata";
+      CHAMBER_RETURN_IF_ERROR(r.ObjectValue(*tmeta, field));
+      std::map<std::string, std::string> labels;
+      CHAMBER_RETURN_IF_ERROR(r.StringMap(*tmeta, "labels", field, &labels));
+      if (labels.contains(policy.queue_key)) continue;  // this template names its own queue
+    }
+    d.template_paths.push_back(path);
+    AddLabel(path, tmeta, policy.queue_key, *q, &d.patch);
   }
-  d.mutate = true;
-  d.queue = *q;
-  d.template_path = path;
-  AddLabel(path, tmeta, policy.queue_key, *q, &d.patch);
+  d.mutate = !d.template_paths.empty();
+  if (d.mutate) d.queue = *q;
   return d;
 }
 

@@ -11,7 +11,7 @@
 // namespaces, a DaemonSet's pods and pods created with spec.nodeName are left as they are.
 //
 // The workload decision serves the fail-closed half: a top-level object (Job, Deployment, ...)
-// labelled with a queue at creation gets the label copied into its pod template, so that its
+// labelled with a queue at creation gets the label copied into its pod templates, so that its
 // pods carry it and fall under the webhook entry that refuses pods while chamberd is down.
 //
 // Both are functions of the request and of what an ObjectSource answers: no clocks, no I/O of
@@ -77,15 +77,17 @@ Result<PodDecision> DecidePod(const AdmissionRequest& request, const OptInPolicy
 struct WorkloadDecision {
   bool mutate = false;
   std::string queue;
-  std::string template_path;  // the pod template's JSON Pointer: "/spec/template"
+  std::vector<std::string> template_paths;  // the pod templates labelled: "/spec/template"
   Json patch = Json::array();
 };
 
-// Decides for the CREATE of a top-level object: one with the queue label or annotation, no
-// controller owner and a pod template where its kind keeps it (`spec.template` of a Job,
-// Deployment, StatefulSet, ReplicaSet, DaemonSet or any kind whose spec.template holds a pod
-// spec; `spec.jobTemplate.spec.template` of a CronJob) that lacks the label gets it. Updates
-// are left alone: a changed template would roll a Deployment's pods.
+// Decides for the CREATE of a top-level object: one with the queue label or annotation and no
+// controller owner gets the label in each of its pod templates that lacks it, wherever its kind
+// keeps them (found by shape, a `spec` holding `containers`: a Job's or Deployment's
+// spec.template, a CronJob's spec.jobTemplate.spec.template, a JobSet's replicated jobs', a
+// RayCluster's head and worker groups', a LeaderWorkerSet's leader and worker templates, a
+// PyTorchJob's replica specs'). Updates are left alone: a changed template would roll a
+// Deployment's pods.
 Result<WorkloadDecision> DecideWorkload(const AdmissionRequest& request, const OptInPolicy& policy);
 
 // The plural resource of a kind, as Kubernetes guesses it without discovery

@@ -148,7 +148,8 @@ std::pair<int, std::string> WebhookServer::Handle(const std::string& path, std::
       response = AdmissionResponse::Refuse(req.uid, 400, "chamber: " + d.status().message());
     } else if (d->mutate) {
       response.patch = d->patch;
-      spdlog::debug("webhook: {}: queue label \"{}\" into {}", what, d->queue, d->template_path);
+      spdlog::debug("webhook: {}: queue label \"{}\" into {} pod template(s), the first at {}",
+                    what, d->queue, d->template_paths.size(), d->template_paths.front());
     }
   } else {
     return {404, "no webhook at " + path + " (POST /mutate/pods or /mutate/workloads)\n"};

@@ -4,7 +4,7 @@
 //   POST /mutate/pods       Pod CREATE: DecidePod (opt_in.h); the owners and the namespace are
 //                           read from the API server with a short deadline
 //   POST /mutate/workloads  top-level objects' CREATE: DecideWorkload (the queue label into the
-//                           pod template)
+//                           pod templates)
 //
 // A body that is not an AdmissionReview v1 gets 400 and a message naming the field; a decision
 // that could not be made (an owner unreadable in time) is a refusal with code 500 and the

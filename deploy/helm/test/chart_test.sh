@@ -343,8 +343,8 @@ check_webhook() {
     "$(query "${f}" "[json.loads(x) for x in sorted({json.dumps([w['admissionReviewVersions'], w['sideEffects'], w['timeoutSeconds'], w['matchPolicy'], w['reinvocationPolicy'], w['clientConfig']['service']['name'], w['clientConfig']['service']['namespace'], w['clientConfig']['service']['port']]) for w in ${mwc}['webhooks']})]")"
   expect_eq "webhook: pod rules" '[{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}]' \
     "$(query "${f}" "${mwc}['webhooks'][0]['rules']")"
-  expect_eq "webhook: workload rules" '[["batch", "cronjobs", "jobs"], ["apps", "deployments", "replicasets", "statefulsets"]]' \
-    "$(query "${f}" "[[r['apiGroups'][0]] + sorted(r['resources']) for r in ${mwc}['webhooks'][3]['rules']]")"
+  expect_eq "webhook: workload rules" '[["batch", "cronjobs", "jobs"], ["apps", "deployments", "replicasets", "statefulsets"], ["jobset.x-k8s.io", "leaderworkerset.x-k8s.io", "jobsets", "leaderworkersets"], ["kubeflow.org", "jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"], ["ray.io", "rayclusters", "rayjobs"]]' \
+    "$(query "${f}" "[r['apiGroups'] + sorted(r['resources']) for r in ${mwc}['webhooks'][3]['rules']]")"
   # The Service: every replica (not only the leader), on the webhook port.
   expect_eq "webhook: service" '[{"name": "webhook", "port": 443, "protocol": "TCP", "targetPort": "webhook"}]' \
     "$(query "${f}" 'find("Service", "chamber-webhook")["spec"]["ports"]')"

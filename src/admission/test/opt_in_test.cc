@@ -327,7 +327,48 @@ TEST(DecideWorkload, ACronJobsPodTemplateIsInItsJobTemplate) {
   auto d = DecideWorkload(Create("batch", "CronJob", cron), OptInPolicy{});
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->mutate);
-  EXPECT_EQ(d->template_path, "/spec/jobTemplate/spec/template");
+  EXPECT_EQ(d->template_paths, std::vector<std::string>{"/spec/jobTemplate/spec/template"});
+}
+
+TEST(DecideWorkload, EveryPodTemplateOfAnMlKindGetsTheLabel) {
+  // A JobSet: a Job template per replicated job, each holding a pod template.
+  Json jobset = {
+      {"metadata", {{"name", "llm"}, {"labels", {{"chamber.io/queue", "q"}}}}},
+      {"spec",
+       {{"replicatedJobs",
+         Json::array({{{"name", "leader"}, {"template", {{"spec", {{"template", PodTemplate()}}}}}},
+                      {{"name", "workers"},
+                       {"template",
+                        {{"spec",
+                          {{"template",
+                            PodTemplate({{"labels", {{"chamber.io/queue", "own"}}}})}}}}}}})}}}};
+  auto js = DecideWorkload(Create("jobset.x-k8s.io", "JobSet", jobset), OptInPolicy{});
+  ASSERT_TRUE(js.ok()) << js.status().ToString();
+  // The workers' template names its own queue: only the leader's is labelled.
+  EXPECT_EQ(js->template_paths,
+            std::vector<std::string>{"/spec/replicatedJobs/0/template/spec/template"});
+  // A RayCluster: the head group's template and each worker group's.
+  Json ray = {
+      {"metadata", {{"name", "rc"}, {"labels", {{"chamber.io/queue", "q"}}}}},
+      {"spec",
+       {{"headGroupSpec", {{"rayStartParams", Json::object()}, {"template", PodTemplate()}}},
+        {"workerGroupSpecs", Json::array({{{"groupName", "gpu"}, {"template", PodTemplate()}}})}}}};
+  auto rc = DecideWorkload(Create("ray.io", "RayCluster", ray), OptInPolicy{});
+  ASSERT_TRUE(rc.ok());
+  EXPECT_EQ(rc->template_paths, (std::vector<std::string>{"/spec/headGroupSpec/template",
+                                                          "/spec/workerGroupSpecs/0/template"}));
+  EXPECT_EQ(rc->patch.size(), 2u);
+  // A PyTorchJob's replica specs, keyed by role.
+  Json pytorch = {{"metadata", {{"name", "pt"}, {"labels", {{"chamber.io/queue", "q"}}}}},
+                  {"spec",
+                   {{"pytorchReplicaSpecs",
+                     {{"Master", {{"replicas", 1}, {"template", PodTemplate()}}},
+                      {"Worker", {{"replicas", 3}, {"template", PodTemplate()}}}}}}}};
+  auto pt = DecideWorkload(Create("kubeflow.org", "PyTorchJob", pytorch), OptInPolicy{});
+  ASSERT_TRUE(pt.ok());
+  EXPECT_EQ(pt->template_paths,
+            (std::vector<std::string>{"/spec/pytorchReplicaSpecs/Master/template",
+                                      "/spec/pytorchReplicaSpecs/Worker/template"}));
 }
 
 TEST(DecideWorkload, LeavesAloneWhatItShould) {
