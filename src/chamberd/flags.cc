@@ -68,8 +68,8 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "when --webhook-tls-cert-file is set (docs/admission.md)")
       ->capture_default_str();
   app.add_option("--webhook-tls-cert-file", f.webhook_tls_cert_file,
-                 "PEM certificate (chain) of the admission webhook; unset: no webhook. Read at "
-                 "start: a renewed certificate takes a restart");
+                 "PEM certificate (chain) of the admission webhook; unset: no webhook. "
+                 "Followed as it is renewed: a replaced file is served from the next handshake");
   app.add_option("--webhook-tls-key-file", f.webhook_tls_key_file,
                  "PEM private key of --webhook-tls-cert-file (not encrypted)");
   app.add_option("--webhook-exclude-namespace", f.webhook_exclude_namespaces,
