@@ -353,6 +353,25 @@ TEST_F(WebhookE2E, ALabelledJobIsPreemptedResumesAndCompletes) {
   for (const kube::Pod& p : JobPods("elastic")) EXPECT_EQ(p.scheduler_name, "chamber");
 }
 
+// A standby answers as the leader does: admission does not wait for the Lease.
+TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {
+  ASSERT_GT(StartWithWebhook("a"), 0);
+  ASSERT_GT(ApiPort("a"), 0);  // "a" leads and serves
+  const int standby = StartWithWebhook("b");
+  ASSERT_GT(standby, 0);
+  RegisterWebhook(standby);  // waits for a pod mutated through "b"
+  if (HasFailure()) return;
+  EXPECT_EQ(LeaseHolder(), "a");
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kPods, ns_,
+                           BarePod("through-standby", {{"chamber.io/queue", queue_}}))
+                  .ok());
+  EXPECT_EQ(GetPod(ns_, "through-standby")["spec"].value("schedulerName", ""), "chamber");
+  EXPECT_TRUE(Eventually(
+      [&] { return !GetPod(ns_, "through-standby")["spec"].value("nodeName", "").empty(); }, 30s))
+      << "the leader did not bind the pod the standby admitted";
+}
+
 TEST_F(WebhookE2E, WithChamberdDownOnlyOptedInObjectsAreRefused) {
   const int port = StartWithWebhook("a");
   ASSERT_GT(port, 0);
