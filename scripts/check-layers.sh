@@ -34,6 +34,7 @@ rules=(
   "chamber_health_controller: chamber_core chamber_kube chamber_daemon chamber_sim"
   "chamber_kube_backend: chamber_sim chamber_sim_backend chamber_health_controller"
   "chamber_sim_backend: chamber_kube chamber_kube_backend"
+  "chamber_admission: chamber_core chamber_daemon chamber_sim chamber_fleet chamber_kube_backend"
   "chamber_chamberd: chamber_sim chamber_sim_backend"
 )
 

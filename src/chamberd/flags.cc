@@ -63,6 +63,25 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "only. Read at start: a renewed certificate takes a restart");
   app.add_option("--tls-key-file", f.tls_key_file,
                  "PEM private key of --tls-cert-file (not encrypted)");
+  app.add_option("--webhook-listen", f.webhook_listen,
+                 "HOST:PORT of the mutating admission webhook (HTTPS), served by every replica "
+                 "when --webhook-tls-cert-file is set (docs/admission.md)")
+      ->capture_default_str();
+  app.add_option("--webhook-tls-cert-file", f.webhook_tls_cert_file,
+                 "PEM certificate (chain) of the admission webhook; unset: no webhook. "
+                 "Followed as it is renewed: a replaced file is served from the next handshake");
+  app.add_option("--webhook-tls-key-file", f.webhook_tls_key_file,
+                 "PEM private key of --webhook-tls-cert-file (not encrypted)");
+  app.add_option("--webhook-exclude-namespace", f.webhook_exclude_namespaces,
+                 "namespaces whose pods the webhook never changes, besides chamberd's own "
+                 "(repeatable)")
+      ->capture_default_str();
+  app.add_option("--webhook-owner-budget", f.webhook_budget_s,
+                 "seconds the webhook may spend reading a pod's owners and namespace before it "
+                 "refuses the pod (its creator retries); keep it under the webhook's "
+                 "timeoutSeconds")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 29.0));
   app.add_flag("--leader-elect,!--no-leader-elect", f.leader_elect,
                "campaign for the Lease; only the leader schedules")
       ->capture_default_str();
@@ -138,6 +157,16 @@ Status CheckFlags(Flags* f) {
   if (!f->tls_cert_file.empty())
     CHAMBER_RETURN_IF_ERROR(tls::CheckCertificateAndKey({"--tls-cert-file", f->tls_cert_file},
                                                         {"--tls-key-file", f->tls_key_file}));
+  if (f->webhook_tls_cert_file.empty() != f->webhook_tls_key_file.empty())
+    return Status::InvalidArgument(f->webhook_tls_cert_file.empty()
+                                       ? "--webhook-tls-key-file needs --webhook-tls-cert-file"
+                                       : "--webhook-tls-cert-file needs --webhook-tls-key-file");
+  if (!f->webhook_tls_cert_file.empty()) {
+    CHAMBER_RETURN_IF_ERROR(
+        tls::CheckCertificateAndKey({"--webhook-tls-cert-file", f->webhook_tls_cert_file},
+                                    {"--webhook-tls-key-file", f->webhook_tls_key_file}));
+    CHAMBER_RETURN_IF_ERROR(ParseListen(f->webhook_listen, "--webhook-listen").status());
+  }
   if (!f->history_follow_ca_file.empty())
     CHAMBER_RETURN_IF_ERROR(
         tls::CheckCaFile({"--history-follow-ca-file", f->history_follow_ca_file}));

@@ -38,6 +38,12 @@ struct Flags {
   int api_idle_timeout_s = 5;
   // TLS for the API (PEM): both set, it serves HTTPS only; read at start, not reloaded.
   std::string tls_cert_file, tls_key_file;
+  // The admission webhook (docs/admission.md): served on every replica when the certificate is
+  // set; HTTPS only. Pods in these namespaces and in chamberd's own are never changed.
+  std::string webhook_listen = "0.0.0.0:9443";
+  std::string webhook_tls_cert_file, webhook_tls_key_file;
+  std::vector<std::string> webhook_exclude_namespaces{"kube-system"};
+  double webhook_budget_s = 4;  // reading a pod's owners; the API server waits timeoutSeconds
   bool leader_elect = true;
   std::string lease_namespace;
   std::string lease_name = "chamber-scheduler";
@@ -68,7 +74,8 @@ Status ReadConfig(Flags* f, core::EngineConfig* engine);
 
 // Checks the parsed flags that CLI11 cannot: --history-follow-url is http(s)://HOST:PORT (a
 // trailing slash is dropped); --tls-cert-file and --tls-key-file come together, hold a PEM
-// certificate and its key; --history-follow-ca-file holds a certificate. Errors name the flag.
+// certificate and its key, and so do --webhook-tls-cert-file and --webhook-tls-key-file;
+// --history-follow-ca-file holds a certificate. Errors name the flag.
 Status CheckFlags(Flags* f);
 
 // HOST:PORT of a listen flag (`flag` names it in the error).

@@ -12,6 +12,7 @@
 #include "chamberd/health_listener.h"
 #include "chamberd/lead.h"
 #include "chamberd/leader_label.h"
+#include "chamberd/webhook.h"
 #include "daemon/history_replication.h"
 
 namespace chamber::chamberd {
@@ -87,6 +88,13 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
           return serving.load() && (e == nullptr || e->IsLeader());
         });
     labeler->Start();
+  }
+  // The webhook answers on every replica from here to the end, whoever leads.
+  auto webhook = StartWebhook(f, rest, own_namespace);
+  if (!webhook.ok()) {
+    std::cerr << "chamberd: " << webhook.status().message() << "\n";
+    if (labeler) labeler->Stop();
+    return 2;
   }
   auto serving_changed = [&labeler] {
     if (labeler) labeler->Poke();

@@ -5,13 +5,18 @@
 #                         in deploy/helm/chamber/examples; values.schema.json refusing bad
 #                         values; the rendered objects, arguments and RBAC rules per mode; where
 #                         the agents push (the release's chamberd Service by default,
-#                         agent.chamberdUrl, nowhere without chamberd); the history's volumes.
+#                         agent.chamberdUrl, nowhere without chamberd); the history's volumes;
+#                         the admission webhook's entries, Service, certificate (Helm's or
+#                         cert-manager's) and chamberd's flags for it.
 #   chart_test.sh apply   against the test control plane (CHAMBER_TEST_CONTROLPLANE_DIR): the
 #                         rendered manifests through a server-side dry run, then helm install
 #                         into a fresh namespace; kubectl auth can-i as chamberd's, the agent's
 #                         and the dashboard's service accounts (every verb chamberd uses allowed,
-#                         others denied) in scheduling mode, then after helm upgrade to
-#                         monitoring mode; helm uninstall; with a default StorageClass, volume
+#                         others denied) in scheduling mode; the admission webhook (fail closed
+#                         for a labelled pod with no replica to answer, unlabelled pods admitted,
+#                         its certificate kept across an upgrade, served by chamberd), then after
+#                         helm upgrade to monitoring mode (no webhook); helm uninstall; with a
+#                         default StorageClass, volume
 #                         claims per replica, kept on upgrade and after uninstall; one
 #                         time-to-dashboard run (below), which must stay under 180 s.
 #   chart_test.sh timing [N]  time to first dashboard, N runs (default 3) and their median:
@@ -105,7 +110,7 @@ EOF
 
 # The rules of a mode, as "verb resource[.group][/names]" sorted: exactly what chamberd calls.
 common_rules="create events create tokenreviews.authentication.k8s.io get nodes list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
-sched_rules="create events create pods create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods get nodes get pods list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
+sched_rules="create events create pods create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods get cronjobs.batch get daemonsets.apps get deployments.apps get jaxjobs.kubeflow.org get jobs.batch get jobsets.jobset.x-k8s.io get leaderworkersets.leaderworkerset.x-k8s.io get mpijobs.kubeflow.org get namespaces get nodes get paddlejobs.kubeflow.org get pods get pytorchjobs.kubeflow.org get rayclusters.ray.io get rayjobs.ray.io get replicasets.apps get statefulsets.apps get tfjobs.kubeflow.org get trainjobs.trainer.kubeflow.org get xgboostjobs.kubeflow.org list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
 
 run_lint() {
   local out f n
@@ -226,6 +231,8 @@ run_lint() {
   expect_eq "scheduler name (scheduling)" "chamber" \
     "$(query "${work}/scheduling.yaml" "${args}[${args}.index('--scheduler-name') + 1]")"
 
+  check_webhook
+
   # Every example renders; the tuned one carries its values through.
   for f in "${examples[@]}"; do
     n="$(basename "${f}" .yaml)"
@@ -292,6 +299,12 @@ run_lint() {
 --set chamberd.persistence.enabled=maybe|at '/chamberd/persistence/enabled': value must be one of 'auto', true, false
 --set chamberd.persistence.size=lots|at '/chamberd/persistence/size'
 --set chamberd.enabled=no|at '/chamberd/enabled': got string, want boolean
+--set webhook.timeoutSeconds=60|at '/webhook/timeoutSeconds': maximum: got 60, want 30
+--set webhook.certificate.source=vault|at '/webhook/certificate/source': value must be one of 'auto', 'helm', 'cert-manager'
+--set webhook.certificate.validityDays=10|at '/webhook/certificate/validityDays': minimum: got 10, want 60
+--set webhook.excludeNamespaces[0]=Kube_System|at '/webhook/excludeNamespaces/0'
+--set webhook.workloads.rules[0].operations[0]=UPDATE|at '/webhook/workloads/rules/0/operations/0'
+--set webhook.bogus=1|at '/webhook': additional properties 'bogus' not allowed
 EOF
   # A ServiceMonitor on a cluster without prometheus-operator is refused, with the reason.
   if out="$("${helm}" template chamber "${chart}" --set serviceMonitor.enabled=true 2>&1)"; then
@@ -311,6 +324,100 @@ EOF
     --set grafana.dashboard.namespace=monitoring >"${work}/grafana-ns.yaml" || fail "helm template (grafana namespace)"
   expect_eq "dashboard namespace" "monitoring" \
     "$(query "${work}/grafana-ns.yaml" 'find("ConfigMap", "chamber-grafana-dashboard")["metadata"]["namespace"]')"
+}
+
+# check_webhook: the admission webhook (docs/admission.md) in scheduling mode: its entries (the
+# ones that see the queue label fail closed, the rest are ignored when no replica answers), the
+# Service over every replica, Helm's CA and certificate for the Service's host, chamberd's
+# arguments, port and volume; none in monitoring mode or with webhook.enabled=false; cert-manager
+# when the cluster serves it.
+check_webhook() {
+  local f="${work}/scheduling.yaml"
+  local pod='find("StatefulSet")["spec"]["template"]["spec"]'
+  local args="${pod}['containers'][0]['args']"
+  local mwc='find("MutatingWebhookConfiguration", "chamber")'
+  expect_eq "webhook: entries" \
+    '[["pods-opted-in.chamber.io", "Fail", "/mutate/pods", {"matchExpressions": [{"key": "chamber.io/queue", "operator": "Exists"}]}, {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["chamber-system", "kube-system"]}]}], ["pods-namespace-queue.chamber.io", "Fail", "/mutate/pods", {"matchExpressions": [{"key": "chamber.io/queue", "operator": "DoesNotExist"}]}, {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["chamber-system", "kube-system"]}, {"key": "chamber.io/queue", "operator": "Exists"}]}], ["pods.chamber.io", "Ignore", "/mutate/pods", {"matchExpressions": [{"key": "chamber.io/queue", "operator": "DoesNotExist"}]}, {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["chamber-system", "kube-system"]}, {"key": "chamber.io/queue", "operator": "DoesNotExist"}]}], ["workloads.chamber.io", "Fail", "/mutate/workloads", {"matchExpressions": [{"key": "chamber.io/queue", "operator": "Exists"}]}, {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["chamber-system", "kube-system"]}]}]]' \
+    "$(query "${f}" "[[w['name'], w['failurePolicy'], w['clientConfig']['service']['path'], w['objectSelector'], w['namespaceSelector']] for w in ${mwc}['webhooks']]")"
+  expect_eq "webhook: every entry" '[[["v1"], "None", 10, "Equivalent", "IfNeeded", "chamber-webhook", "chamber-system", 443]]' \
+    "$(query "${f}" "[json.loads(x) for x in sorted({json.dumps([w['admissionReviewVersions'], w['sideEffects'], w['timeoutSeconds'], w['matchPolicy'], w['reinvocationPolicy'], w['clientConfig']['service']['name'], w['clientConfig']['service']['namespace'], w['clientConfig']['service']['port']]) for w in ${mwc}['webhooks']})]")"
+  expect_eq "webhook: pod rules" '[{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"], "scope": "Namespaced"}]' \
+    "$(query "${f}" "${mwc}['webhooks'][0]['rules']")"
+  expect_eq "webhook: workload rules" '[["batch", "cronjobs", "jobs"], ["apps", "deployments", "replicasets", "statefulsets"], ["jobset.x-k8s.io", "leaderworkerset.x-k8s.io", "jobsets", "leaderworkersets"], ["kubeflow.org", "jaxjobs", "mpijobs", "paddlejobs", "pytorchjobs", "tfjobs", "xgboostjobs"], ["ray.io", "rayclusters", "rayjobs"]]' \
+    "$(query "${f}" "[r['apiGroups'] + sorted(r['resources']) for r in ${mwc}['webhooks'][3]['rules']]")"
+  # The Service: every replica (not only the leader), on the webhook port.
+  expect_eq "webhook: service" '[{"name": "webhook", "port": 443, "protocol": "TCP", "targetPort": "webhook"}]' \
+    "$(query "${f}" 'find("Service", "chamber-webhook")["spec"]["ports"]')"
+  expect_eq "webhook: service selects every replica" "True" \
+    "$(query "${f}" 'str(find("Service", "chamber-webhook")["spec"]["selector"] == find("StatefulSet")["spec"]["selector"]["matchLabels"])')"
+  expect_eq "webhook: chamberd args" '["--webhook-listen", "0.0.0.0:9443", "--webhook-tls-cert-file", "/etc/chamber-webhook/tls.crt", "--webhook-tls-key-file", "/etc/chamber-webhook/tls.key", "--webhook-exclude-namespace", "kube-system"]' \
+    "$(query "${f}" "[a for i, a in enumerate(${args}) if a.startswith('--webhook') or ${args}[i - 1].startswith('--webhook')]")"
+  expect_eq "webhook: port" '{"containerPort": 9443, "name": "webhook", "protocol": "TCP"}' \
+    "$(query "${f}" "[p for p in ${pod}['containers'][0]['ports'] if p['name'] == 'webhook'][0]")"
+  expect_eq "webhook: certificate volume" '[{"defaultMode": 288, "secretName": "chamber-webhook-tls"}, {"mountPath": "/etc/chamber-webhook", "name": "webhook-tls", "readOnly": true}]' \
+    "$(query "${f}" "[[v['secret'] for v in ${pod}['volumes'] if v['name'] == 'webhook-tls'][0], [m for m in ${pod}['containers'][0]['volumeMounts'] if m['name'] == 'webhook-tls'][0]]")"
+  # Helm's certificate: signed by the CA in the caBundle, for the Service's host name.
+  local d="${work}/webhook-pki"
+  mkdir -p "${d}"
+  query "${f}" 'find("Secret", "chamber-webhook-tls")["data"]["tls.crt"]' | base64 -d >"${d}/tls.crt"
+  query "${f}" 'find("Secret", "chamber-webhook-tls")["data"]["tls.key"]' | base64 -d >"${d}/tls.key"
+  query "${f}" "${mwc}['webhooks'][0]['clientConfig']['caBundle']" | base64 -d >"${d}/ca.crt"
+  expect_eq "webhook: one caBundle, the Secret's CA" "True" \
+    "$(query "${f}" "str(len({w['clientConfig']['caBundle'] for w in ${mwc}['webhooks']}) == 1 and ${mwc}['webhooks'][0]['clientConfig']['caBundle'] == find('Secret', 'chamber-webhook-tls')['data']['ca.crt'])")"
+  expect_contains "webhook: certificate for the Service host" "tls.crt: OK" \
+    "$(openssl verify -CAfile "${d}/ca.crt" -verify_hostname chamber-webhook.chamber-system.svc "${d}/tls.crt" 2>&1)"
+  expect_eq "webhook: the key is the certificate's" \
+    "$(openssl x509 -in "${d}/tls.crt" -noout -pubkey 2>&1)" "$(openssl pkey -in "${d}/tls.key" -pubout 2>&1)"
+  expect_eq "webhook: renewal time (now + validity - 30 days)" "True" \
+    "$(query "${f}" "str(abs(int(find('Secret', 'chamber-webhook-tls')['metadata']['annotations']['chamber.io/renew-after']) - (__import__('time').time() + 3620 * 86400)) < 3600)")"
+
+  # Off: in monitoring mode (the defaults) and with webhook.enabled=false.
+  expect_eq "webhook: none in monitoring mode" "0" \
+    "$(query "${work}/default.yaml" 'sum(d["kind"] == "MutatingWebhookConfiguration" or "webhook" in d["metadata"]["name"] for d in docs)')"
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    --set webhook.enabled=false >"${work}/no-webhook.yaml" || fail "helm template (webhook.enabled=false)"
+  expect_eq "webhook: none when disabled" '[0, false]' \
+    "$(query "${work}/no-webhook.yaml" "[sum(d['kind'] == 'MutatingWebhookConfiguration' or 'webhook' in d['metadata']['name'] for d in docs), any(a.startswith('--webhook') for a in ${args})]")"
+  expect_eq "webhook: no owner reads when disabled" "${sched_rules_no_webhook}" \
+    "$(query "${work}/no-webhook.yaml" 'rules("ClusterRole", "chamber")')"
+  # Narrowed to some namespaces (webhook.namespaceSelector), more exclusions, no workload entry.
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    --set-json 'webhook.namespaceSelector={"matchLabels":{"chamber.io/managed":"true"}}' \
+    --set-json 'webhook.excludeNamespaces=["kube-system","monitoring"]' \
+    --set webhook.workloads.enabled=false >"${work}/narrow.yaml" || fail "helm template (webhook.namespaceSelector)"
+  expect_eq "webhook: namespaceSelector on every entry" '[{"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["chamber-system", "kube-system", "monitoring"]}], "matchLabels": {"chamber.io/managed": "true"}}]' \
+    "$(query "${work}/narrow.yaml" "[{'matchLabels': w['namespaceSelector']['matchLabels'], 'matchExpressions': w['namespaceSelector']['matchExpressions'][:1]} for w in find('MutatingWebhookConfiguration', 'chamber')['webhooks']][:1] if len({json.dumps(w['namespaceSelector']['matchLabels']) for w in find('MutatingWebhookConfiguration', 'chamber')['webhooks']}) == 1 else 'differ'")"
+  expect_eq "webhook: entries without workloads" '["pods-opted-in.chamber.io", "pods-namespace-queue.chamber.io", "pods.chamber.io"]' \
+    "$(query "${work}/narrow.yaml" "[w['name'] for w in find('MutatingWebhookConfiguration', 'chamber')['webhooks']]")"
+  expect_eq "webhook: chamberd's exclusions" '["kube-system", "monitoring"]' \
+    "$(query "${work}/narrow.yaml" "[${args}[i + 1] for i, a in enumerate(${args}) if a == '--webhook-exclude-namespace']")"
+
+  # cert-manager, when the cluster serves it: a Certificate from a self-signed Issuer of the
+  # release (or issuerRef), the caBundle injected; no Secret of Helm's.
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    --api-versions cert-manager.io/v1 >"${work}/cert-manager.yaml" || fail "helm template (cert-manager)"
+  expect_eq "webhook (cert-manager): objects" '[["Certificate", "Issuer"], 0, "chamber-system/chamber-webhook", false]' \
+    "$(query "${work}/cert-manager.yaml" "[sorted(d['kind'] for d in docs if d['apiVersion'] == 'cert-manager.io/v1'), sum(d['kind'] == 'Secret' for d in docs), ${mwc}['metadata']['annotations']['cert-manager.io/inject-ca-from'], any('caBundle' in w['clientConfig'] for w in ${mwc}['webhooks'])]")"
+  expect_eq "webhook (cert-manager): certificate" '{"commonName": "chamber-webhook.chamber-system.svc", "dnsNames": ["chamber-webhook.chamber-system.svc", "chamber-webhook.chamber-system.svc.cluster.local"], "duration": "87600h", "issuerRef": {"kind": "Issuer", "name": "chamber-webhook"}, "renewBefore": "720h", "secretName": "chamber-webhook-tls"}' \
+    "$(query "${work}/cert-manager.yaml" 'find("Certificate", "chamber-webhook")["spec"]')"
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    --api-versions cert-manager.io/v1 --set webhook.certificate.issuerRef.name=corp-ca \
+    --set webhook.certificate.issuerRef.kind=ClusterIssuer >"${work}/cert-manager-issuer.yaml" ||
+    fail "helm template (cert-manager issuerRef)"
+  expect_eq "webhook (cert-manager): issuerRef" '[{"kind": "ClusterIssuer", "name": "corp-ca"}, 0]' \
+    "$(query "${work}/cert-manager-issuer.yaml" '[find("Certificate", "chamber-webhook")["spec"]["issuerRef"], sum(d["kind"] == "Issuer" for d in docs)]')"
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    --api-versions cert-manager.io/v1 --set webhook.certificate.source=helm >"${work}/forced-helm.yaml" ||
+    fail "helm template (certificate source helm)"
+  expect_eq "webhook: source helm despite cert-manager" '[1, 0]' \
+    "$(query "${work}/forced-helm.yaml" '[sum(d["kind"] == "Secret" for d in docs), sum(d["apiVersion"] == "cert-manager.io/v1" for d in docs)]')"
+  local out
+  if out="$("${helm}" template chamber "${chart}" -f "${chart}/examples/scheduling.yaml" \
+    --set webhook.certificate.source=cert-manager 2>&1)"; then
+    fail "webhook.certificate.source=cert-manager without cert-manager.io/v1 rendered"
+  else
+    expect_contains "webhook: cert-manager without the API" "webhook.certificate.source: cert-manager, but the cluster has no cert-manager.io/v1 API" "${out}"
+  fi
 }
 
 # check_agent_push: where the agents push their reports. By default to this release's chamberd
@@ -461,6 +568,8 @@ check_grafana_dashboard() {
   ((count >= 20)) && pass || fail "dashboard queries only ${count} metrics"
 }
 
+# Scheduling without the admission webhook: no reads of owners and namespaces.
+sched_rules_no_webhook="create events create pods create pods/binding create pods/eviction create tokenreviews.authentication.k8s.io delete pods get nodes get pods list jobs.batch list namespaces list nodes list pods list priorityclasses.scheduling.k8s.io list queues.chamber.io patch jobs.batch patch nodes patch nodes/status patch pods/status patch queues/status.chamber.io watch jobs.batch watch namespaces watch nodes watch pods watch priorityclasses.scheduling.k8s.io watch queues.chamber.io"
 # can <yes|no> <service account> <namespace or -> <kubectl auth can-i arguments...>
 can() {
   local want="$1" sa="$2" ns="$3" got
@@ -490,6 +599,46 @@ current-context: test
 EOF
 }
 
+# webhook_pod <name> <labels as YAML flow entries>: creates a bare pod in the webhook's test
+# namespace (check_webhook_installed); kubectl's output, and its status.
+webhook_pod() {
+  "${kubectl}" create -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: ${release_ns}-wh, labels: {$2}}
+spec: {containers: [{name: main, image: trainer}]}
+EOF
+}
+
+# check_webhook_installed: the installed webhook on the real API server. Its CA is the Secret's;
+# with no replica to answer (no kubelet runs chamberd here), a labelled pod in a namespace it
+# covers is refused and an unlabelled one admitted unchanged; an upgrade keeps the certificate.
+check_webhook_installed() {
+  local out secret_ca bundle crt
+  secret_ca="$("${kubectl}" get secret "${release}-webhook-tls" -n "${release_ns}" -o jsonpath='{.data.ca\.crt}')"
+  bundle="$("${kubectl}" get mutatingwebhookconfiguration "${release}" -o jsonpath='{.webhooks[*].clientConfig.caBundle}')"
+  expect_eq "webhook: caBundle of every entry is the Secret's CA" \
+    "${secret_ca} ${secret_ca} ${secret_ca} ${secret_ca}" "${bundle}"
+  "${kubectl}" create namespace "${release_ns}-wh" >/dev/null
+  "${kubectl}" label namespace "${release_ns}-wh" "chamber-helm-test/webhook=${release_ns}" >/dev/null
+  cleanup_steps+=("'${kubectl}' delete namespace '${release_ns}-wh' --wait=false >/dev/null 2>&1")
+  out="$(webhook_pod labelled "chamber.io/queue: ${release}" 2>&1)" &&
+    fail "webhook: a labelled pod was admitted with no replica to answer: ${out}"
+  expect_contains "webhook: labelled pod refused by the fail-closed entry" \
+    'failed calling webhook "pods-opted-in.chamber.io"' "${out}"
+  out="$(webhook_pod plain "app: x" 2>&1)" || fail "webhook: an unlabelled pod was refused: ${out}"
+  expect_eq "webhook: unlabelled pod admitted unchanged" "default-scheduler" \
+    "$("${kubectl}" get pod plain -n "${release_ns}-wh" -o jsonpath='{.spec.schedulerName}' 2>&1)"
+  # An upgrade keeps Helm's CA and certificate (read back through lookup).
+  crt="$("${kubectl}" get secret "${release}-webhook-tls" -n "${release_ns}" -o jsonpath='{.data.tls\.crt}')"
+  out="$("${helm}" upgrade "${release}" "${chart}" -n "${release_ns}" --reuse-values 2>&1)" ||
+    fail "helm upgrade (webhook certificate): ${out}"
+  expect_eq "webhook: certificate kept across upgrades" "${crt}" \
+    "$("${kubectl}" get secret "${release}-webhook-tls" -n "${release_ns}" -o jsonpath='{.data.tls\.crt}')"
+  expect_eq "webhook: caBundle kept across upgrades" "${secret_ca}" \
+    "$("${kubectl}" get mutatingwebhookconfiguration "${release}" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+}
+
 # run_chamberd <scheduling|monitoring>: the chamberd binary (CHAMBER_CHAMBERD) with the installed
 # StatefulSet's arguments and its service account's token, against the test apiserver. It must
 # take the Lease, list and watch everything, answer a dashboard token through TokenReview, and
@@ -509,9 +658,19 @@ run_chamberd() {
   sa_kubeconfig "${sa}" "${release_ns}" >"${dir}/kubeconfig" || fail "token for ${sa}"
 
   # The installed StatefulSet's arguments, with local paths and free loopback ports.
-  local port hport args=()
+  local port hport wport args=()
   port="$(free_port)"
   hport="$(free_port)"
+  wport="$(free_port)"
+  # The webhook's certificate files, from the Secret the volume would mount.
+  mkdir -p "${dir}/webhook"
+  if "${kubectl}" get secret "${release}-webhook-tls" -n "${release_ns}" >/dev/null 2>&1; then
+    local k
+    for k in tls.crt tls.key ca.crt; do
+      "${kubectl}" get secret "${release}-webhook-tls" -n "${release_ns}" \
+        -o jsonpath="{.data.${k/./\\.}}" | base64 -d >"${dir}/webhook/${k}"
+    done
+  fi
   "${kubectl}" get configmap "${release}" -n "${release_ns}" -o jsonpath='{.data.chamber\.yaml}' \
     >"${dir}/chamber.yaml"
   # The Service's address, from which a standby copies the history, is this chamberd here.
@@ -519,6 +678,7 @@ run_chamberd() {
     -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
     sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
       -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" \
+      -e "s|^0.0.0.0:9443$|127.0.0.1:${wport}|" -e "s|^/etc/chamber-webhook/|${dir}/webhook/|" \
       -e "s|^/var/lib/chamber$|${dir}/data|" \
       -e "s|^http://${release}.${release_ns}.svc:80$|http://127.0.0.1:${port}|")
   expect_contains "chamberd args (${what})" "--leader-elect --lease-namespace ${release_ns}" "${args[*]}"
@@ -599,6 +759,20 @@ EOF
   done
   expect_eq "pods the Service selects while ${self} leads (${what})" "pod/${self}" "${selected}"
 
+  # The webhook (scheduling): HTTPS with Helm's certificate for the Service's host name, trusted
+  # through the CA in the caBundle; a labelled pod gets the scheduler.
+  if [[ "${what}" == scheduling ]]; then
+    local host="${release}-webhook.${release_ns}.svc" review answer
+    review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"namespace":"ml","operation":"CREATE","object":{"metadata":{"name":"p","labels":{"chamber.io/queue":"q"}},"spec":{"containers":[{"name":"main","image":"x"}]}}}}'
+    answer="$(curl -s --cacert "${dir}/webhook/ca.crt" --resolve "${host}:${wport}:127.0.0.1" \
+      -H 'Content-Type: application/json' -d "${review}" "https://${host}:${wport}/mutate/pods" 2>&1)"
+    expect_eq "webhook over the chart's certificate (${what})" \
+      '[true, "u1", [{"op": "add", "path": "/spec/schedulerName", "value": "chamber"}]]' \
+      "$(python3 -c 'import base64, json, sys; r = json.loads(sys.argv[1])["response"]; print(json.dumps([r["allowed"], r["uid"], json.loads(base64.b64decode(r["patch"]))]))' "${answer}" 2>&1)"
+  else
+    expect_not_contains "no webhook in monitoring mode" "--webhook" "${args[*]}"
+  fi
+
   # A dashboard token is accepted through TokenReview; none is refused.
   local dash_token
   dash_token="$("${kubectl}" create token "${release}-dashboard" -n "${release_ns}" --duration 10m)"
@@ -647,7 +821,7 @@ run_apply() {
   "${kubectl}" get crd queues.chamber.io >/dev/null 2>&1 && crd_existed=1
   "${kubectl}" create namespace "${release_ns}" >/dev/null
   cleanup_steps+=("'${kubectl}' delete namespace '${release_ns}' --wait=false >/dev/null 2>&1")
-  cleanup_steps+=("'${kubectl}' delete clusterrole,clusterrolebinding -l app.kubernetes.io/instance=${release} >/dev/null 2>&1")
+  cleanup_steps+=("'${kubectl}' delete clusterrole,clusterrolebinding,mutatingwebhookconfiguration -l app.kubernetes.io/instance=${release} >/dev/null 2>&1")
   ((crd_existed)) || cleanup_steps+=("'${kubectl}' delete crd queues.chamber.io --wait=false >/dev/null 2>&1")
 
   # Server-side dry run of everything the chart renders, CRD included.
@@ -670,8 +844,11 @@ run_apply() {
   expect_eq "dry run created nothing" "" \
     "$("${kubectl}" get statefulset,clusterrole -n "${release_ns}" -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
 
-  # The real install, in scheduling mode.
-  out="$("${helm}" install "${release}" "${chart}" -n "${release_ns}" -f "${chart}/examples/scheduling.yaml" 2>&1)" ||
+  # The real install, in scheduling mode. The admission webhook is limited to one namespace of
+  # this test's (no chamberd pod runs here to answer it, and other tests share the cluster).
+  local webhook_selector="{\"matchLabels\":{\"chamber-helm-test/webhook\":\"${release_ns}\"}}"
+  out="$("${helm}" install "${release}" "${chart}" -n "${release_ns}" -f "${chart}/examples/scheduling.yaml" \
+    --set-json "webhook.namespaceSelector=${webhook_selector}" 2>&1)" ||
     fail "helm install: ${out}"
   expect_contains "helm install: status" "STATUS: deployed" "${out}"
   expect_contains "helm install: NOTES port-forward" \
@@ -735,12 +912,22 @@ run_apply() {
   can no "${dash}" default list pods
   can no "${dash}" - create tokenreviews.authentication.k8s.io
 
+  # The webhook's reads: owners of the kinds that own pods, and namespaces; nothing else.
+  can yes "${sa}" - get namespaces
+  can yes "${sa}" default get replicasets.apps
+  can yes "${sa}" default get deployments.apps
+  can yes "${sa}" default get jobs.batch
+  can yes "${sa}" default get cronjobs.batch
+  can no "${sa}" default get configmaps
+  can no "${sa}" default list deployments.apps
+  check_webhook_installed
+
   run_chamberd scheduling
 
   # helm upgrade to monitoring mode: the scheduling rules are gone, the rest stays.
   out="$("${helm}" upgrade "${release}" "${chart}" -n "${release_ns}" --set mode=monitoring 2>&1)" ||
     fail "helm upgrade: ${out}"
-  expect_contains "helm upgrade: revision" "REVISION: 2" "${out}"
+  expect_contains "helm upgrade: revision" "REVISION: 3" "${out}"
   expect_contains "helm upgrade: NOTES" "chamberd schedules nothing in this mode" "${out}"
   expect_eq "scheduler name (monitoring)" "chamber-disabled" "$("${kubectl}" get statefulset \
     "${release}" -n "${release_ns}" -o jsonpath='{.spec.template.spec.containers[0].args[12]}')"
@@ -748,6 +935,12 @@ run_apply() {
   can no "${sa}" default create pods --subresource=eviction
   can no "${sa}" default delete pods
   can no "${sa}" default patch jobs.batch
+  can no "${sa}" default get replicasets.apps
+  # No webhook in monitoring mode: a labelled pod is admitted as it is.
+  expect_eq "webhook configuration after upgrade to monitoring" "" \
+    "$("${kubectl}" get mutatingwebhookconfiguration -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
+  expect_eq "labelled pod admitted without the webhook" "pod/labelled-2 created" \
+    "$(webhook_pod labelled-2 "chamber.io/queue: ${release}" 2>&1)"
   can yes "${sa}" - list pods --all-namespaces
   can yes "${sa}" - watch jobs.batch --all-namespaces
   can yes "${sa}" default patch pods --subresource=status
@@ -762,7 +955,7 @@ run_apply() {
   expect_eq "objects left after uninstall" "" "$("${kubectl}" get \
     statefulset,daemonset,service,configmap,serviceaccount,role,rolebinding,poddisruptionbudget \
     -n "${release_ns}" -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
-  expect_eq "cluster objects left after uninstall" "" "$("${kubectl}" get clusterrole,clusterrolebinding \
+  expect_eq "cluster objects left after uninstall" "" "$("${kubectl}" get clusterrole,clusterrolebinding,mutatingwebhookconfiguration \
     -l "app.kubernetes.io/instance=${release}" -o name 2>&1)"
   expect_eq "crd kept" "customresourcedefinition.apiextensions.k8s.io/queues.chamber.io" \
     "$("${kubectl}" get crd queues.chamber.io -o name 2>&1)"

@@ -845,9 +845,14 @@ class Builder {
       return;
     }
     const kube::Pod* tmpl = &*entry.pod_template;
-    if (tmpl->scheduler_name != options_.scheduler_name) return;
-    const Meta meta{&job.metadata, &tmpl->metadata};
     const bool preempted = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr;
+    // The Job is Chamber's when its template names Chamber, when its pods do (the admission
+    // webhook sets the scheduler on the pods of opted-in Jobs, docs/admission.md), or when
+    // Chamber suspended it and so deleted its pods.
+    if (tmpl->scheduler_name != options_.scheduler_name && pending.empty() && bound.empty() &&
+        terminating.empty() && !preempted)
+      return;
+    const Meta meta{&job.metadata, &tmpl->metadata};
     if (job.suspend && !preempted) return;  // paused by its owner
 
     core::Workload w;

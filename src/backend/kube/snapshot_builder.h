@@ -2,7 +2,8 @@
 // as an argument), so every rule below is unit-tested without an API server.
 //
 // The user contract (docs/scheduling.md):
-//   - Work opts in with `spec.schedulerName: chamber` (on a pod, or a Job's pod template).
+//   - Work opts in with `spec.schedulerName: chamber` (on a pod, or a Job's pod template; a Job
+//     whose pods name Chamber is Chamber's too, as the admission webhook sets it on the pods).
 //   - Queue: label `chamber.io/queue` on the pod or Job (the Job's own labels first, then its
 //     template's); else the namespace's `chamber.io/queue` label; else none (the workload waits
 //     with reason QueueNotFound).

@@ -112,3 +112,36 @@ true
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Whether the admission webhook is installed ("true" or ""): scheduling mode, with chamberd
+and webhook.enabled. */}}
+{{- define "chamber.webhook.enabled" -}}
+{{- if and .Values.chamberd.enabled .Values.webhook.enabled (eq .Values.mode "scheduling") -}}true{{- end -}}
+{{- end -}}
+
+{{- define "chamber.webhook.name" -}}{{ include "chamber.fullname" . }}-webhook{{- end -}}
+{{- define "chamber.webhook.secretName" -}}{{ include "chamber.fullname" . }}-webhook-tls{{- end -}}
+
+{{/* Where the webhook's certificate comes from: "cert-manager" or "helm". auto: cert-manager
+when the cluster serves cert-manager.io/v1. */}}
+{{- define "chamber.webhook.certSource" -}}
+{{- $s := .Values.webhook.certificate.source -}}
+{{- if eq $s "auto" -}}
+{{- ternary "cert-manager" "helm" (.Capabilities.APIVersions.Has "cert-manager.io/v1") -}}
+{{- else -}}
+{{- $s -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Helm-made webhook certificate Secret of an earlier install, as JSON, while it is good
+for more than the renewal margin (its chamber.io/renew-after annotation, Unix seconds, lies
+ahead); "" otherwise, and then a new CA and certificate are made. */}}
+{{- define "chamber.webhook.reusableSecret" -}}
+{{- $s := lookup "v1" "Secret" .Release.Namespace (include "chamber.webhook.secretName" .) -}}
+{{- if and $s $s.data -}}
+{{- $renew := index ($s.metadata.annotations | default dict) "chamber.io/renew-after" | default "0" -}}
+{{- if and (index $s.data "ca.crt") (index $s.data "tls.crt") (index $s.data "tls.key") (lt (now | unixEpoch | int64) (int64 $renew)) -}}
+{{- $s | toJson -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

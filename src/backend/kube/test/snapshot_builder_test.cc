@@ -339,6 +339,37 @@ TEST(SnapshotBuilderTest, PodsOfAJobNotInTheViewWaitForIt) {
   }
 }
 
+TEST(SnapshotBuilderTest, AJobIsOursWhenItsPodsNameChamberThoughItsTemplateDoesNot) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  const Json default_template = {
+      {"spec", {{"template", {{"spec", {{"schedulerName", "default-scheduler"}}}}}}}};
+  // The admission webhook set the scheduler on the pods of "opted", not on its template.
+  in.jobs = {JobObj("ml", "opted", 2, 1, default_template),
+             JobObj("ml", "other", 2, 1, default_template)};
+  for (int i = 0; i < 2; ++i) {
+    in.pods.push_back(Pod("ml", "opted-" + std::to_string(i), 1, OwnedBy("opted")));
+    Json foreign = OwnedBy("other");
+    foreign["spec"]["schedulerName"] = "default-scheduler";
+    in.pods.push_back(Pod("ml", "other-" + std::to_string(i), 1, foreign));
+  }
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ml/opted");
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].count, 2);
+  // Suspended by Chamber, its pods gone: still Chamber's, to be resumed.
+  in.jobs = {JobObj(
+      "ml", "opted", 2, 1,
+      Json{{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
+           {"spec",
+            {{"suspend", true},
+             {"template", {{"spec", {{"schedulerName", "default-scheduler"}}}}}}}})};
+  in.pods.clear();
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kSuspended);
+}
+
 TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};

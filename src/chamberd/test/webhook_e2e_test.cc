@@ -1,0 +1,431 @@
+// The admission webhook end to end (docs/admission.md): chamberd serves it, the real
+// kube-apiserver calls it through a MutatingWebhookConfiguration shaped like the chart's (an
+// entry per opt-in route, failing closed only for opted-in objects), kube-controller-manager
+// makes the Jobs' and Deployments' pods, and chamberd schedules the pods that opted in onto fake
+// GPU nodes. The configuration selects only this test's namespaces, so that other tests on the
+// same control plane never meet it.
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "chamberd/test/chamberd_fixture.h"
+#include "common/testing/test_pki.h"
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/errors.h"
+
+namespace chamber::chamberd {
+namespace {
+
+using namespace std::chrono_literals;
+using e2e::Eventually;
+using kube::Json;
+
+const kube::ResourceType kWebhookConfigs{.group = "admissionregistration.k8s.io",
+                                         .version = "v1",
+                                         .plural = "mutatingwebhookconfigurations",
+                                         .kind = "MutatingWebhookConfiguration",
+                                         .namespaced = false};
+const kube::ResourceType kDeployments{.group = "apps",
+                                      .version = "v1",
+                                      .plural = "deployments",
+                                      .kind = "Deployment",
+                                      .namespaced = true};
+
+class WebhookE2E : public e2e::ChamberdCluster {
+ protected:
+  void SetUp() override {
+    const std::string n = NewNamespace("wh-", "chamberd-webhook-");
+    if (HasFailure()) return;
+    ASSERT_TRUE(pki_.ok());
+    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n"
+                                           "preemption:\n"
+                                           "  minRuntime: 0s\n"
+                                           "  checkpointGraceSeconds: 1\n";
+    queue_ = "wh-q-" + n;
+    Queue(queue_, 16);
+    // The plain namespace and one whose default queue is queue_, both selected by this test's
+    // webhook configuration through the label chamber-test/webhook.
+    default_ns_ = ns_ + "-dq";
+    Json plain_labels = {{"chamber-test/webhook", ns_}};
+    ASSERT_TRUE(client_
+                    ->MergePatch(kube::resources::kNamespaces, "", ns_,
+                                 {{"metadata", {{"labels", plain_labels}}}})
+                    .ok());
+    ASSERT_TRUE(
+        client_
+            ->Create(
+                kube::resources::kNamespaces, "",
+                {{"metadata",
+                  {{"name", default_ns_},
+                   {"labels", {{"chamber-test/webhook", ns_}, {"chamber.io/queue", queue_}}}}}})
+            .ok());
+    Nodes(2, 8);
+    StartSim();
+  }
+
+  void TearDown() override {
+    (void)client_->Delete(kWebhookConfigs, "", config_name());
+    kube::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    (void)client_->Delete(kube::resources::kPods, default_ns_, "", now);
+    (void)client_->Delete(kube::resources::kNamespaces, "", default_ns_);
+    e2e::ChamberdCluster::TearDown();
+  }
+
+  std::string config_name() const { return "chamber-test-" + ns_; }
+
+  // Starts chamberd with the webhook on a free port; returns that port (0 when its log does not
+  // name one within 30 s).
+  int StartWithWebhook(const std::string& name) {
+    StartChamberd(name, {"--webhook-listen", "127.0.0.1:0", "--webhook-tls-cert-file",
+                         pki_("server.crt"), "--webhook-tls-key-file", pki_("server.key")});
+    int port = 0;
+    Eventually(
+        [&] {
+          std::ifstream log(dir_ / (name + ".log"));
+          std::string line;
+          while (std::getline(log, line)) {
+            const std::string tag = "serving the admission webhook on https://127.0.0.1:";
+            if (size_t at = line.find(tag); at != std::string::npos)
+              port = std::stoi(line.substr(at + tag.size()));
+          }
+          return port > 0;
+        },
+        30s);
+    return port;
+  }
+
+  // The chart's webhook entries (deploy/helm/chamber/templates/webhook.yaml), pointed at
+  // 127.0.0.1:`port` and limited to this test's namespaces.
+  void RegisterWebhook(int port) {
+    std::ifstream ca_file(pki_("ca.crt"));
+    const std::string ca((std::istreambuf_iterator<char>(ca_file)),
+                         std::istreambuf_iterator<char>());
+    const std::string base = "https://127.0.0.1:" + std::to_string(port);
+    auto entry = [&](const std::string& name, const std::string& path, Json rules,
+                     const std::string& failure, Json object_selector, Json ns_expressions) {
+      ns_expressions.push_back(
+          {{"key", "chamber-test/webhook"}, {"operator", "In"}, {"values", {ns_}}});
+      return Json{{"name", name},
+                  {"admissionReviewVersions", {"v1"}},
+                  {"sideEffects", "None"},
+                  {"timeoutSeconds", 10},
+                  {"failurePolicy", failure},
+                  {"matchPolicy", "Equivalent"},
+                  {"reinvocationPolicy", "IfNeeded"},
+                  {"clientConfig", {{"url", base + path}, {"caBundle", kube::Base64Encode(ca)}}},
+                  {"rules", rules},
+                  {"objectSelector", object_selector},
+                  {"namespaceSelector", {{"matchExpressions", ns_expressions}}}};
+    };
+    const Json pods = Json::array({{{"apiGroups", {""}},
+                                    {"apiVersions", {"v1"}},
+                                    {"operations", {"CREATE"}},
+                                    {"resources", {"pods"}},
+                                    {"scope", "Namespaced"}}});
+    const Json workloads =
+        Json::array({{{"apiGroups", {"batch"}},
+                      {"apiVersions", {"v1"}},
+                      {"operations", {"CREATE"}},
+                      {"resources", {"jobs", "cronjobs"}},
+                      {"scope", "Namespaced"}},
+                     {{"apiGroups", {"apps"}},
+                      {"apiVersions", {"v1"}},
+                      {"operations", {"CREATE"}},
+                      {"resources", {"deployments", "statefulsets", "replicasets"}},
+                      {"scope", "Namespaced"}}});
+    const Json labelled = {
+        {"matchExpressions", {{{"key", "chamber.io/queue"}, {"operator", "Exists"}}}}};
+    const Json unlabelled = {
+        {"matchExpressions", {{{"key", "chamber.io/queue"}, {"operator", "DoesNotExist"}}}}};
+    const Json config = {
+        {"apiVersion", "admissionregistration.k8s.io/v1"},
+        {"kind", "MutatingWebhookConfiguration"},
+        {"metadata", {{"name", config_name()}}},
+        {"webhooks",
+         {entry("pods-opted-in.chamber.io", "/mutate/pods", pods, "Fail", labelled, Json::array()),
+          entry("pods-namespace-queue.chamber.io", "/mutate/pods", pods, "Fail", unlabelled,
+                Json::array({{{"key", "chamber.io/queue"}, {"operator", "Exists"}}})),
+          entry("pods.chamber.io", "/mutate/pods", pods, "Ignore", unlabelled,
+                Json::array({{{"key", "chamber.io/queue"}, {"operator", "DoesNotExist"}}})),
+          entry("workloads.chamber.io", "/mutate/workloads", workloads, "Fail", labelled,
+                Json::array())}}};
+    auto r = client_->Create(kWebhookConfigs, "", config);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    // The API server picks the configuration up within a second or so: wait until a labelled
+    // probe pod comes back mutated.
+    int probes = 0;
+    ASSERT_TRUE(Eventually(
+        [&] {
+          const std::string name = "probe-" + std::to_string(probes++);
+          auto p = client_->Create(kube::resources::kPods, ns_,
+                                   BarePod(name, {{"chamber.io/queue", queue_}}));
+          if (!p.ok()) return false;
+          (void)client_->Delete(kube::resources::kPods, ns_, name);
+          return (*p)["spec"].value("schedulerName", "") == "chamber";
+        },
+        30s, 300ms))
+        << "the API server never called the webhook";
+  }
+
+  // A pod asking for one GPU; `scheduler` empty: none named (the API server fills in
+  // default-scheduler).
+  Json BarePod(const std::string& name, Json labels = Json::object(),
+               const std::string& scheduler = "") {
+    Json spec = {{"restartPolicy", "Never"},
+                 {"terminationGracePeriodSeconds", 0},
+                 {"containers",
+                  {{{"name", "main"},
+                    {"image", "trainer:latest"},
+                    {"resources",
+                     {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", 1}}},
+                      {"limits", {{"nvidia.com/gpu", 1}}}}}}}}};
+    if (!scheduler.empty()) spec["schedulerName"] = scheduler;
+    return {{"metadata", {{"name", name}, {"labels", labels}}}, {"spec", spec}};
+  }
+
+  // A Job that opts in by its label alone: its template names no scheduler. Its pods ask for
+  // `gpus` GPUs each and, bound, run `seconds` on the simulated kubelets.
+  void LabelledJob(const std::string& name, int pods, int gpus, double seconds,
+                   const std::string& priority_class) {
+    Json spec = BarePod("unused")["spec"];
+    for (Json& c : spec["containers"]) {
+      c["resources"]["requests"]["nvidia.com/gpu"] = gpus;
+      c["resources"]["limits"]["nvidia.com/gpu"] = gpus;
+    }
+    spec["priorityClassName"] = priority_class;
+    spec["terminationGracePeriodSeconds"] = 1;
+    Json job = {
+        {"apiVersion", "batch/v1"},
+        {"kind", "Job"},
+        {"metadata",
+         {{"name", name},
+          {"labels", {{"chamber.io/queue", queue_}}},
+          {"annotations", {{"chamber.io/checkpoint-grace-seconds", "1"}}}}},
+        {"spec",
+         {{"parallelism", pods},
+          {"completions", pods},
+          {"backoffLimit", 0},
+          {"template",
+           {{"metadata",
+             {{"annotations", {{"chamber.io/sim-duration-seconds", std::to_string(seconds)}}}}},
+            {"spec", spec}}}}}};
+    auto r = client_->Create(kube::resources::kJobs, ns_, job);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  Json GetPod(const std::string& ns, const std::string& name) {
+    auto p = client_->Get(kube::resources::kPods, ns, name);
+    return p.ok() ? *p : Json();
+  }
+
+  testing::TestPki pki_;
+  std::string queue_, default_ns_;
+};
+
+TEST_F(WebhookE2E, OptedInPodsGetChamberAndAreScheduledOthersAreUntouched) {
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port);
+  if (HasFailure()) return;
+
+  // (a) A Job labelled with the queue, its template naming no scheduler.
+  Json job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata", {{"name", "train"}, {"labels", {{"chamber.io/queue", queue_}}}}},
+              {"spec",
+               {{"parallelism", 2},
+                {"completions", 2},
+                {"backoffLimit", 0},
+                {"template", {{"spec", BarePod("unused")["spec"]}}}}}};
+  auto created = client_->Create(kube::resources::kJobs, ns_, job);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  // The workloads entry copied the label into the template: its pods fall under the
+  // fail-closed entry.
+  EXPECT_EQ((*created)["spec"]["template"]["metadata"]["labels"].value("chamber.io/queue", ""),
+            queue_);
+  EXPECT_EQ((*created)["spec"]["template"]["spec"].value("schedulerName", ""), "default-scheduler");
+  ASSERT_TRUE(Eventually([&] { return JobPods("train").size() == 2; }, 30s));
+  for (const kube::Pod& p : JobPods("train")) EXPECT_EQ(p.scheduler_name, "chamber");
+  EXPECT_TRUE(Eventually([&] { return Bound("train") == 2; }, 30s))
+      << "chamberd did not bind the Job's pods";
+
+  // (b) A pod in the namespace with a default queue.
+  ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, BarePod("dq")).ok());
+  EXPECT_EQ(GetPod(default_ns_, "dq")["spec"].value("schedulerName", ""), "chamber");
+  EXPECT_TRUE(Eventually(
+      [&] { return !GetPod(default_ns_, "dq")["spec"].value("nodeName", "").empty(); }, 30s))
+      << "chamberd did not bind the pod of the namespace with a default queue";
+
+  // (c) An unlabelled pod in a plain namespace: untouched, and not scheduled by chamberd.
+  ASSERT_TRUE(client_->Create(kube::resources::kPods, ns_, BarePod("plain")).ok());
+  const Json plain = GetPod(ns_, "plain");
+  EXPECT_EQ(plain["spec"].value("schedulerName", ""), "default-scheduler");
+  EXPECT_FALSE(plain["metadata"]["labels"].contains("chamber.io/queue"));
+  // A pod naming another scheduler keeps it, labelled or not.
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kPods, ns_,
+                           BarePod("other", {{"chamber.io/queue", queue_}}, "volcano"))
+                  .ok());
+  EXPECT_EQ(GetPod(ns_, "other")["spec"].value("schedulerName", ""), "volcano");
+  std::this_thread::sleep_for(2s);  // several cycles: chamberd leaves both alone
+  EXPECT_EQ(GetPod(ns_, "plain")["spec"].value("nodeName", ""), "");
+  EXPECT_EQ(GetPod(ns_, "other")["spec"].value("nodeName", ""), "");
+}
+
+TEST_F(WebhookE2E, AnOwnersQueueIsFoundUpTheControllerChain) {
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port);
+  if (HasFailure()) return;
+  // The queue as an annotation: the workloads entry (selecting labels) does not see the
+  // Deployment, and neither does the pods' fail-closed entry. The pods entry walks up from the
+  // pod and finds the queue on the ReplicaSet, to which the Deployment controller copies the
+  // Deployment's annotations; the pod gets it as its label.
+  Json deployment = {
+      {"apiVersion", "apps/v1"},
+      {"kind", "Deployment"},
+      {"metadata", {{"name", "serve"}, {"annotations", {{"chamber.io/queue", queue_}}}}},
+      {"spec",
+       {{"replicas", 2},
+        {"selector", {{"matchLabels", {{"app", "serve"}}}}},
+        {"template",
+         {{"metadata", {{"labels", {{"app", "serve"}}}}},
+          {"spec", {{"containers", BarePod("unused")["spec"]["containers"]}}}}}}}};
+  auto created = client_->Create(kDeployments, ns_, deployment);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_FALSE((*created)["spec"]["template"]["metadata"]["labels"].contains("chamber.io/queue"));
+  std::vector<Json> pods;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        kube::ListOptions o;
+        o.label_selector = "app=serve";
+        auto list = client_->List(kube::resources::kPods, ns_, o);
+        if (!list.ok()) return false;
+        pods = list->items;
+        return pods.size() == 2;
+      },
+      30s));
+  for (const Json& p : pods) {
+    EXPECT_EQ(p["spec"].value("schedulerName", ""), "chamber");
+    EXPECT_EQ(p["metadata"]["labels"].value("chamber.io/queue", ""), queue_);
+  }
+  EXPECT_TRUE(Eventually(
+      [&] {
+        kube::ListOptions o;
+        o.label_selector = "app=serve";
+        auto list = client_->List(kube::resources::kPods, ns_, o);
+        if (!list.ok()) return false;
+        int bound = 0;
+        for (const Json& p : list->items) bound += !p["spec"].value("nodeName", "").empty();
+        return bound == 2;
+      },
+      30s))
+      << "chamberd did not bind the Deployment's pods";
+}
+
+// A Job opted in by label is Chamber's through preemption: suspended (its pods deleted) it
+// stays Chamber's, and resumed, its new pods pass the webhook again and complete.
+TEST_F(WebhookE2E, ALabelledJobIsPreemptedResumesAndCompletes) {
+  PriorityClass("chamber-wh-elastic", 10);
+  PriorityClass("chamber-wh-reserved", 1000);
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port);
+  if (HasFailure()) return;
+  // The queue's quota is the cluster's 16 GPUs; the elastic Job takes them all.
+  LabelledJob("elastic", 8, 2, 15, "chamber-wh-elastic");
+  ASSERT_TRUE(Eventually([&] { return Bound("elastic") == 8; }, 30s));
+  LabelledJob("reserved", 2, 2, 3, "chamber-wh-reserved");
+  ASSERT_TRUE(Eventually([&] { return GetJob("elastic").suspend; }, 30s))
+      << "the labelled elastic Job was not preempted";
+  EXPECT_TRUE(GetJob("elastic").metadata.annotations.count(backend::keys::kPreemptedAt));
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 2; }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return !GetJob("elastic").suspend; }, 30s))
+      << "the suspended labelled Job was not resumed";
+  ASSERT_TRUE(Eventually([&] { return Complete("elastic"); }, 60s));
+  for (const kube::Pod& p : JobPods("elastic")) EXPECT_EQ(p.scheduler_name, "chamber");
+}
+
+// A standby answers as the leader does: admission does not wait for the Lease.
+TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {
+  ASSERT_GT(StartWithWebhook("a"), 0);
+  ASSERT_GT(ApiPort("a"), 0);  // "a" leads and serves
+  const int standby = StartWithWebhook("b");
+  ASSERT_GT(standby, 0);
+  RegisterWebhook(standby);  // waits for a pod mutated through "b"
+  if (HasFailure()) return;
+  EXPECT_EQ(LeaseHolder(), "a");
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kPods, ns_,
+                           BarePod("through-standby", {{"chamber.io/queue", queue_}}))
+                  .ok());
+  EXPECT_EQ(GetPod(ns_, "through-standby")["spec"].value("schedulerName", ""), "chamber");
+  EXPECT_TRUE(Eventually(
+      [&] { return !GetPod(ns_, "through-standby")["spec"].value("nodeName", "").empty(); }, 30s))
+      << "the leader did not bind the pod the standby admitted";
+}
+
+TEST_F(WebhookE2E, WithChamberdDownOnlyOptedInObjectsAreRefused) {
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port);
+  if (HasFailure()) return;
+  const auto stopping = std::chrono::steady_clock::now();
+  Stop(chamberd_["a"], SIGTERM);
+  // The API server's kept-alive connections to the webhook do not hold chamberd up.
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, 10s);
+
+  // (d) A labelled pod is refused rather than left to another scheduler...
+  auto labelled = client_->Create(kube::resources::kPods, ns_,
+                                  BarePod("labelled", {{"chamber.io/queue", queue_}}));
+  ASSERT_FALSE(labelled.ok()) << "a labelled pod was admitted while chamberd was down: "
+                              << labelled.value().dump();
+  EXPECT_NE(labelled.status().message().find("pods-opted-in.chamber.io"), std::string::npos)
+      << labelled.status().message();
+  // ... and so are a pod in the namespace with a default queue and a labelled Job ...
+  auto in_default = client_->Create(kube::resources::kPods, default_ns_, BarePod("dq"));
+  ASSERT_FALSE(in_default.ok());
+  EXPECT_NE(in_default.status().message().find("pods-namespace-queue.chamber.io"),
+            std::string::npos)
+      << in_default.status().message();
+  Json job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata", {{"name", "train"}, {"labels", {{"chamber.io/queue", queue_}}}}},
+              {"spec", {{"template", {{"spec", BarePod("unused")["spec"]}}}}}};
+  auto refused_job = client_->Create(kube::resources::kJobs, ns_, job);
+  ASSERT_FALSE(refused_job.ok());
+  EXPECT_NE(refused_job.status().message().find("workloads.chamber.io"), std::string::npos)
+      << refused_job.status().message();
+  // ... while an unlabelled pod in a plain namespace is admitted as it was.
+  auto plain = client_->Create(kube::resources::kPods, ns_, BarePod("plain"));
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ((*plain)["spec"].value("schedulerName", ""), "default-scheduler");
+
+  // Back up (on a new port: the configuration follows), the labelled pod is admitted and ours.
+  const int again = StartWithWebhook("b");
+  ASSERT_GT(again, 0);
+  Json config = client_->Get(kWebhookConfigs, "", config_name()).value();
+  for (Json& w : config["webhooks"]) {
+    std::string url = w["clientConfig"]["url"];
+    w["clientConfig"]["url"] = "https://127.0.0.1:" + std::to_string(again) +
+                               url.substr(url.find('/', std::string("https://").size()));
+  }
+  ASSERT_TRUE(client_->Update(kWebhookConfigs, "", config).ok());
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto p = client_->Create(kube::resources::kPods, ns_,
+                                 BarePod("labelled", {{"chamber.io/queue", queue_}}));
+        return p.ok() && (*p)["spec"].value("schedulerName", "") == "chamber";
+      },
+      30s, 300ms));
+}
+
+}  // namespace
+}  // namespace chamber::chamberd
