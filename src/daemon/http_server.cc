@@ -77,7 +77,8 @@ struct ApiServer::Impl {
   Daemon& daemon;
   std::shared_ptr<Authenticator> auth;
   ServerOptions options;
-  std::unique_ptr<httplib::Server> server;  // an SSLServer with TLS; made by Start
+  std::shared_ptr<tls::ServingCertificate> certificate;  // with TLS; outlives `server`
+  std::unique_ptr<httplib::Server> server;               // an SSLServer with TLS; made by Start
   std::thread thread;
   std::atomic<bool> stopping{false};
   std::atomic<bool> listen_returned{false};
@@ -461,6 +462,10 @@ ApiServer::ApiServer(Daemon& daemon, std::shared_ptr<Authenticator> auth, Server
 
 ApiServer::~ApiServer() { Stop(); }
 
+int ApiServer::certificate_reloads() const {
+  return impl_->certificate ? impl_->certificate->reloads() : 0;
+}
+
 Status ApiServer::Start() {
   Impl& i = *impl_;
   if (!i.options.anonymous && !i.auth)
@@ -471,10 +476,14 @@ Status ApiServer::Start() {
   if (i.options.tls_cert_file.empty() != i.options.tls_key_file.empty())
     return Status::InvalidArgument("TLS needs both --tls-cert-file and --tls-key-file");
   if (!i.options.tls_cert_file.empty()) {
-    CHAMBER_RETURN_IF_ERROR(tls::CheckCertificateAndKey(
-        {"--tls-cert-file", i.options.tls_cert_file}, {"--tls-key-file", i.options.tls_key_file}));
-    auto ssl = std::make_unique<httplib::SSLServer>(i.options.tls_cert_file.c_str(),
-                                                    i.options.tls_key_file.c_str());
+    CHAMBER_ASSIGN_OR_RETURN(
+        i.certificate, tls::ServingCertificate::Load({"--tls-cert-file", i.options.tls_cert_file},
+                                                     {"--tls-key-file", i.options.tls_key_file}));
+    tls::ServingCertificate* certificate = i.certificate.get();
+    auto ssl = std::make_unique<httplib::SSLServer>([certificate](SSL_CTX& ctx) {
+      certificate->Install(ctx);
+      return true;
+    });
     if (!ssl->is_valid())
       return Status::InvalidArgument("--tls-cert-file " + i.options.tls_cert_file +
                                      ", --tls-key-file " + i.options.tls_key_file +

@@ -49,9 +49,10 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{10000};
   std::chrono::milliseconds write_timeout{10000};
   std::chrono::seconds idle_timeout{5};
-  // TLS (PEM files): with both set the API serves HTTPS only; read once at Start (a renewed
-  // certificate takes a restart). Start fails, naming the flag and file, when either file is
-  // missing or invalid or the key is not the certificate's.
+  // TLS (PEM files): with both set the API serves HTTPS only. Start fails, naming the flag and
+  // file, when either file is missing or invalid or the key is not the certificate's. Files
+  // replaced later (a renewed Secret) are served from the next handshake on; a replaced pair
+  // that does not hold leaves the last good one in service (tls::ServingCertificate).
   std::string tls_cert_file;
   std::string tls_key_file;
   // chamberd's health controller (health_api.h); null: no agent reports, no health actions.
@@ -71,6 +72,8 @@ class ApiServer {
   // Ends event streams and stops serving; idempotent.
   void Stop();
   int port() const { return port_; }
+  // How often a renewed TLS certificate was taken into service (0 without TLS).
+  int certificate_reloads() const;
   // Event-stream clients connected now.
   int event_clients() const { return event_clients_.load(); }
   // "METHOD pattern" of every route the server registers, in registration order (after Start).

@@ -44,7 +44,8 @@ const chamber::testing::TestPki& Certs() {
 // A demo cluster's daemon, a health controller, and the server over TLS with `cert`'s
 // certificate and key ("server": 127.0.0.1).
 struct Served {
-  explicit Served(const std::string& cert = "server") {
+  // `cert` names the test PKI's pair, or with `as_path` the path of `<cert>.crt` and `.key`.
+  explicit Served(const std::string& cert = "server", bool as_path = false) {
     daemon = test_support::OneCycleDemoDaemon();
     health = test_support::BareHealthService();
     auth = std::move(TokenFileAuthenticator::Parse(std::string(kRead) + " read viewer\n" + kAgent +
@@ -55,8 +56,8 @@ struct Served {
     ServerOptions so;
     so.port = 0;
     so.health = health;
-    so.tls_cert_file = Certs()(cert + ".crt");
-    so.tls_key_file = Certs()(cert + ".key");
+    so.tls_cert_file = as_path ? cert + ".crt" : Certs()(cert + ".crt");
+    so.tls_key_file = as_path ? cert + ".key" : Certs()(cert + ".key");
     server = std::make_unique<ApiServer>(*daemon, auth, so);
     const Status s = server->Start();
     EXPECT_TRUE(s.ok()) << s.message();
@@ -121,6 +122,32 @@ TEST_F(ApiTlsTest, ACertificateForAnotherHostFailsHostVerification) {
   httplib::Result r = s.Client("ca").Get("/api/v1/fleet");
   ASSERT_FALSE(r) << "served " << r->status << " under a certificate for another host";
   EXPECT_EQ(r.error(), httplib::Error::SSLServerVerification) << httplib::to_string(r.error());
+}
+
+// A certificate renewed in place (a Secret volume's files replaced) is served from the next
+// handshake on, without a restart; a replaced pair that does not hold keeps the last good one.
+TEST_F(ApiTlsTest, ARenewedCertificateIsServedWithoutARestart) {
+  const fs::path dir = Certs()("renewed");
+  fs::create_directories(dir);
+  auto put = [&](const std::string& cert, const std::string& key) {
+    fs::copy_file(Certs()(cert), dir / "new.crt", fs::copy_options::overwrite_existing);
+    fs::copy_file(Certs()(key), dir / "new.key", fs::copy_options::overwrite_existing);
+    fs::rename(dir / "new.crt", dir / "tls.crt");
+    fs::rename(dir / "new.key", dir / "tls.key");
+  };
+  put("server.crt", "server.key");
+  Served s((dir / "tls").string(), /*as_path=*/true);
+  auto fleet = [&] { return static_cast<bool>(s.Client("ca").Get("/api/v1/fleet")); };
+  EXPECT_TRUE(fleet());
+  put("elsewhere.crt", "elsewhere.key");  // the same CA, another host name
+  EXPECT_FALSE(fleet()) << "the renewed certificate was not served";
+  EXPECT_EQ(s.server->certificate_reloads(), 1);
+  put("server.crt", "elsewhere.key");  // a key of another certificate: refused, the last kept
+  EXPECT_FALSE(fleet());
+  EXPECT_EQ(s.server->certificate_reloads(), 1);
+  put("server.crt", "server.key");
+  EXPECT_TRUE(fleet());
+  EXPECT_EQ(s.server->certificate_reloads(), 2);
 }
 
 TEST_F(ApiTlsTest, HistoryReplicationFetchesOverHttps) {
