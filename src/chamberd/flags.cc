@@ -60,7 +60,8 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(1, 3600));
   app.add_option("--tls-cert-file", f.tls_cert_file,
                  "PEM certificate (chain) for the API; with --tls-key-file the API serves HTTPS "
-                 "only. Read at start: a renewed certificate takes a restart");
+                 "only. A renewed certificate (the files replaced) is served from the next "
+                 "handshake on");
   app.add_option("--tls-key-file", f.tls_key_file,
                  "PEM private key of --tls-cert-file (not encrypted)");
   app.add_option("--webhook-listen", f.webhook_listen,

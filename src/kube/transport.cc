@@ -361,8 +361,7 @@ Result<long> Transport::Stream(const HttpRequest& req,
       return Status::Unavailable(req.method + " " + config_.server + req.path +
                                  ": the stream sent nothing for " +
                                  std::to_string(options_.stream_idle_timeout.count()) +
-                                 " s; taken as a dead connection [config: " + config_.source +
-                                 "]");
+                                 " s; taken as a dead connection [config: " + config_.source + "]");
     if (rc != CURLE_OK) return TransferError(req, config_, rc, errbuf);
     if (code == 401 && !reauthenticated && tokens_.Invalidate()) {
       reauthenticated = true;
