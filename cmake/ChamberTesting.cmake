@@ -4,19 +4,25 @@
 include_guard(GLOBAL)
 include(GoogleTest)
 
-# chamber_add_test(NAME <name> SOURCES <src>... [LIBS <lib>...] LABELS <label>...)
+# chamber_add_test(NAME <name> SOURCES <src>... [LIBS <lib>...] LABELS <label>...
+#                  [TIMEOUT <seconds>])
+# TIMEOUT: each test case's limit, where the preset's (300 s) is too short.
 function(chamber_add_test)
-  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "NAME" "SOURCES;LIBS;LABELS")
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS")
   if(NOT ARG_NAME OR NOT ARG_SOURCES OR NOT ARG_LABELS)
     message(FATAL_ERROR "chamber_add_test needs NAME, SOURCES and LABELS")
   endif()
   add_executable(${ARG_NAME} ${ARG_SOURCES})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main
                                             chamber_warnings)
+  set(timeout)
+  if(ARG_TIMEOUT)
+    set(timeout TIMEOUT ${ARG_TIMEOUT})
+  endif()
   gtest_discover_tests(${ARG_NAME}
     DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${ARG_LABELS}")
+    PROPERTIES LABELS "${ARG_LABELS}" ${timeout})
   if("integration" IN_LIST ARG_LABELS OR "e2e" IN_LIST ARG_LABELS)
     _chamber_require_controlplane(${ARG_NAME})
   endif()
