@@ -122,6 +122,18 @@ Status HealthService::PostReport(std::string_view body, const std::string& princ
     spdlog::warn("health: report from {} rejected: {}", principal, refused.message());
     return refused;
   }
+  // A report older than the last one from its node, by less than the staleness limit, arrived
+  // out of order (a retried request that outran the one it repeats) or twice: the newer state
+  // stands. Older by more is the agent's clock stepped back, and is taken.
+  auto last = last_report_time_.find(r->node);
+  if (last != last_report_time_.end() && r->time <= last->second &&
+      last->second - r->time < options_.config.stale_after_s) {
+    ++reports_superseded_;
+    spdlog::debug("health: report of {} at {} superseded by its report at {}", r->node, r->time,
+                  last->second);
+    return Status::Ok();
+  }
+  last_report_time_[r->node] = r->time;
   ++reports_accepted_;
   const double now = Now();
   auto gpus = std::make_shared<std::vector<backend::AgentGpuSample>>();
@@ -216,6 +228,7 @@ std::string HealthService::Metrics() {
            pm::MetricType::kCounter);
   w.Sample({{"result", "accepted"}}, static_cast<double>(reports_accepted_));
   w.Sample({{"result", "rejected"}}, static_cast<double>(reports_rejected_));
+  w.Sample({{"result", "superseded"}}, static_cast<double>(reports_superseded_));
   w.Family("chamber_health_node_writes_total", "Writes to Node objects, by kind.",
            pm::MetricType::kCounter);
   w.Sample({{"kind", "node"}}, static_cast<double>(writer_stats_.node_patches));

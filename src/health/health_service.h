@@ -71,7 +71,10 @@ class HealthService : public daemon::HealthApi {
   HealthController controller_;
   // The Node objects RestoreFromNodes has read, by name.
   std::unordered_map<std::string, std::weak_ptr<const kube::Node>> observed_;
-  int64_t reports_accepted_ = 0, reports_rejected_ = 0;
+  int64_t reports_accepted_ = 0, reports_rejected_ = 0, reports_superseded_ = 0;
+  // The agent's time of the last report accepted from each node: a report that arrives after a
+  // later one (an agent's retry that outran the request it repeats) is superseded.
+  std::unordered_map<std::string, double> last_report_time_;
   struct NodeUsage {
     double received = 0;
     std::shared_ptr<const std::vector<backend::AgentGpuSample>> gpus;

@@ -94,6 +94,40 @@ TEST(HealthService, GpuUsageIsTheLastReportOfEachNodeWhoseAgentIsNotStale) {
   EXPECT_TRUE(u.contains("gpu-b"));
 }
 
+// Reports lost, repeated or out of order: a report that arrives twice, or after a later one from
+// its agent, changes nothing; one from an agent whose clock stepped back by more than the
+// staleness limit is taken; a lost one is made up by the next (each report is the whole state).
+TEST(HealthService, ARepeatedOrOutOfOrderReportChangesNothing) {
+  HealthService::Options o = Options();
+  o.config.stale_after_s = 60;
+  HealthService s(o, nullptr, nullptr);
+  auto report = [](double time, double util) {
+    json r = json::parse(Report("gpu-a"));
+    r["time"] = time;
+    r["samples"] = json::array({{{"index", 0},
+                                 {"uuid", "GPU-0"},
+                                 {"lost", false},
+                                 {"recovery_action", 0},
+                                 {"utilization", {{"source", "coarse"}, {"gpu_percent", util}}},
+                                 {"memory_used_bytes", 1}}});
+    return r.dump();
+  };
+  auto utilization = [&] { return s.GpuUsage().at("gpu-a")->at(0).sample.utilization; };
+  ASSERT_TRUE(s.PostReport(report(1010, 40), "agent", "").ok());
+  ASSERT_TRUE(s.PostReport(report(1010, 40), "agent", "").ok());  // the same, again
+  ASSERT_TRUE(s.PostReport(report(1005, 90), "agent", "").ok());  // an older one, late
+  EXPECT_DOUBLE_EQ(utilization(), 0.4);
+  std::string m = s.Metrics();
+  EXPECT_TRUE(Reports(m, "accepted", 1)) << m;
+  EXPECT_TRUE(Reports(m, "superseded", 2)) << m;
+  ASSERT_TRUE(s.PostReport(report(1040, 70), "agent", "").ok());  // 1020 and 1030 were lost
+  EXPECT_DOUBLE_EQ(utilization(), 0.7);
+  ASSERT_TRUE(s.PostReport(report(900, 20), "agent", "").ok());  // the clock stepped back 140 s
+  EXPECT_DOUBLE_EQ(utilization(), 0.2);
+  m = s.Metrics();
+  EXPECT_TRUE(Reports(m, "accepted", 3)) << m;
+}
+
 TEST(HealthService, BadUtilizationInAReportNamesTheField) {
   HealthService s(Options(), nullptr, nullptr);
   json r = json::parse(Report("gpu-a"));
