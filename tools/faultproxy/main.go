@@ -15,10 +15,10 @@
 //
 //	POST /latency?ms=N                 delay every request N ms before forwarding (0: off)
 //	POST /errors?share=F&codes=500,503,429   answer a share F of requests with one of the codes
-//	POST /fail?suffix=S&code=C&count=N[&after=1]
-//	                                   answer the next N requests whose path ends with S with
-//	                                   code C; with after=1 forward them first (the apiserver
-//	                                   acts, the answer is lost)
+//	POST /fail?suffix=S&code=C&count=N[&skip=K][&after=1]
+//	                                   let K requests whose path ends with S through, then answer
+//	                                   the next N with code C; with after=1 forward them first
+//	                                   (the apiserver acts, the answer is lost)
 //	POST /cut                          cut every open watch stream now
 //	POST /gone?seconds=N               for N s, cut open watches with a 410 Gone event and answer
 //	                                   new watches with one
@@ -62,6 +62,7 @@ type faults struct {
 	failSuffix  string
 	failCode    int
 	failLeft    int
+	failSkip    int
 	failAfter   bool
 }
 
@@ -154,8 +155,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	gone := time.Now().Before(p.faults.goneUntil)
 	failCode, failAfter := 0, false
 	if p.faults.failLeft > 0 && strings.HasSuffix(r.URL.Path, p.faults.failSuffix) {
-		p.faults.failLeft--
-		failCode, failAfter = p.faults.failCode, p.faults.failAfter
+		if p.faults.failSkip > 0 {
+			p.faults.failSkip--
+		} else {
+			p.faults.failLeft--
+			failCode, failAfter = p.faults.failCode, p.faults.failAfter
+		}
 	}
 	p.faults.mu.Unlock()
 
@@ -387,12 +392,20 @@ func (p *proxy) control() http.Handler {
 			fail(w, errors.New("parameter count: want a number of requests not below 0"))
 			return
 		}
+		skip := 0
+		if q.Get("skip") != "" {
+			if skip, err = strconv.Atoi(q.Get("skip")); err != nil || skip < 0 {
+				fail(w, errors.New("parameter skip: want a number of requests not below 0"))
+				return
+			}
+		}
 		if q.Get("suffix") == "" {
 			fail(w, errors.New("parameter suffix: want the end of the paths to fail, e.g. /binding"))
 			return
 		}
 		p.faults.mu.Lock()
 		p.faults.failSuffix, p.faults.failCode, p.faults.failLeft = q.Get("suffix"), code, count
+		p.faults.failSkip = skip
 		p.faults.failAfter = q.Get("after") == "1"
 		p.faults.mu.Unlock()
 		fmt.Fprintf(w, "fail %d requests ending %s with %d\n", count, q.Get("suffix"), code)

@@ -419,8 +419,37 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     }
     spdlog::warn("gang {}: bind failed ({}); rolling back", name, failed);
     // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
-    // the gang is placed again whole. A controller (a Job) recreates its own pods; a bare pod
-    // is recreated here, pending, from the object as the API server holds it.
+    // the gang is placed again whole. A Job is suspended first: the Job controller counts a
+    // pod deleted under a running Job as a failure against its backoffLimit, not one deleted
+    // under a suspended Job; it is resumed when it fits again. A bare pod is recreated here,
+    // pending, from the object as the API server holds it.
+    const bool any_bound = std::any_of(by_decision[d].begin(), by_decision[d].end(),
+                                       [](const BindCall* c) { return c->status.ok(); });
+    if (src.kind == WorkloadSource::Kind::kJob && any_bound && SuspendForRollback(src)) {
+      int released = 0;
+      for (const BindCall* c : by_decision[d]) {
+        if (!c->status.ok()) continue;
+        assumed_.erase(c->pod->uid());
+        ++rollbacks;
+        kube::DeleteOptions del;
+        del.uid = c->pod->uid();
+        del.grace_period_seconds = 0;
+        Status s =
+            client_->Delete(kube::resources::kPods, c->pod->namespace_name(), c->pod->name(), del);
+        if (s.ok() || kube::IsNotFound(s)) {
+          ++released;
+        } else {
+          CountError(s, "rollback of " + c->pod->Key());
+        }
+      }
+      events.push_back({&src, "FailedScheduling",
+                        "gang bind failed and was rolled back (" + failed + "); " +
+                            std::to_string(released) +
+                            " bound pod(s) released and the Job suspended, so they count as no "
+                            "failure; it is resumed when the gang fits again",
+                        true});
+      continue;
+    }
     int recreated = 0;
     std::string lost;
     for (const BindCall* c : by_decision[d]) {
@@ -478,6 +507,18 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   stats_.binds += binds;
   stats_.bind_failures += failures;
   stats_.rollbacks += rollbacks;
+}
+
+bool KubeBackend::SuspendForRollback(const WorkloadSource& src) {
+  const Json patch = {
+      {"metadata", {{"uid", src.job_uid()}, {"annotations", {{keys::kRolledBackAt, NowText()}}}}},
+      {"spec", {{"suspend", true}}}};
+  Result<Json> r =
+      client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
+  if (!r.ok() && !kube::IsNotFound(r.status()))
+    CountError(r.status(),
+               "suspend job " + src.namespace_name() + "/" + src.name() + " for a rollback");
+  return r.ok();
 }
 
 bool KubeBackend::BoundTo(const PodRef& pod, const std::string& node) const {
@@ -601,11 +642,12 @@ void KubeBackend::ApplyResumes(const core::CycleResult& result) {
     if (!WritesAllowed()) return;
     const WorkloadSource& src = built_.sources[r.workload.index()];
     if (src.kind != WorkloadSource::Kind::kJob) continue;
-    Json patch = {{"metadata",
-                   {{"uid", src.job_uid()},
-                    {"resourceVersion", src.job_resource_version()},
-                    {"annotations", {{keys::kPreemptedAt, nullptr}}}}},
-                  {"spec", {{"suspend", false}}}};
+    Json patch = {
+        {"metadata",
+         {{"uid", src.job_uid()},
+          {"resourceVersion", src.job_resource_version()},
+          {"annotations", {{keys::kPreemptedAt, nullptr}, {keys::kRolledBackAt, nullptr}}}}},
+        {"spec", {{"suspend", false}}}};
     Result<Json> res =
         client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
     if (!res.ok()) {

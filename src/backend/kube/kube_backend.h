@@ -152,6 +152,8 @@ class KubeBackend : public daemon::ClusterBackend {
   KubeBackend(kube::Client* client, KubeBackendOptions options);
   bool WritesAllowed() const { return !options_.writes_allowed || options_.writes_allowed(); }
   void ApplyBinds(const core::CycleResult& result);
+  // Suspends a Job whose gang is rolled back (keys::kRolledBackAt); false when it cannot.
+  bool SuspendForRollback(const WorkloadSource& src);
   // Whether the API server holds the pod (this very object, by uid) bound to `node`.
   bool BoundTo(const PodRef& pod, const std::string& node) const;
   void ApplyPreemptions(const core::CycleResult& result);

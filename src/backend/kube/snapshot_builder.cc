@@ -845,7 +845,9 @@ class Builder {
       return;
     }
     const kube::Pod* tmpl = &*entry.pod_template;
-    const bool preempted = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr;
+    // Suspended by Chamber: preempted, or rolled back after a failed bind.
+    const bool preempted = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr ||
+                           Find(job.metadata.annotations, keys::kRolledBackAt) != nullptr;
     // The Job is Chamber's when its template names Chamber, when its pods do (the admission
     // webhook sets the scheduler on the pods of opted-in Jobs, docs/admission.md), or when
     // Chamber suspended it and so deleted its pods.

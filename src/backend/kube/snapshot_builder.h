@@ -55,6 +55,9 @@ inline constexpr char kLastCheckpoint[] = "chamber.io/last-checkpoint";
 inline constexpr char kGpuModels[] = "chamber.io/gpu-models";  // "H100,A100": allowed models
 inline constexpr char kGpuIndices[] = "chamber.io/gpu-indices";
 inline constexpr char kPreemptedAt[] = "chamber.io/preempted-at";
+// On a Job Chamber suspended to roll back a gang whose bind failed: its pods are given back
+// without the Job controller counting them as failures, and it is resumed when it fits again.
+inline constexpr char kRolledBackAt[] = "chamber.io/rolled-back-at";
 inline constexpr char kPreemptions[] = "chamber.io/preemptions";
 // On a Job, over its life: how often Chamber preempted it, and the GPU-hours those preemptions
 // lost (since each run's last checkpoint). Written with each suspend; read back after a restart.

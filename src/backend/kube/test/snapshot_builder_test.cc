@@ -370,6 +370,25 @@ TEST(SnapshotBuilderTest, AJobIsOursWhenItsPodsNameChamberThoughItsTemplateDoesN
   EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kSuspended);
 }
 
+// A Job Chamber suspended to roll back a failed gang bind is Chamber's to resume, as a preempted
+// one is; one its owner suspended is left alone.
+TEST(SnapshotBuilderTest, AJobSuspendedForARollbackIsChambersToResume) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.jobs = {JobObj("ml", "rolled", 2, 1,
+                    {{"metadata",
+                      {{"annotations", {{"chamber.io/rolled-back-at", "2026-11-30T10:00:00Z"}}}}},
+                     {"spec", {{"suspend", true}}}}),
+             JobObj("ml", "paused", 2, 1, {{"spec", {{"suspend", true}}}})};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  const core::Workload& w = b.snapshot.workloads[0];
+  EXPECT_EQ(w.name, "ml/rolled");
+  EXPECT_EQ(w.state, core::WorkloadState::kSuspended);
+  EXPECT_EQ(w.TotalPods(), 2);
+  EXPECT_TRUE(w.recent_preemptions.empty()) << "a rollback is not a preemption";
+}
+
 TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};
