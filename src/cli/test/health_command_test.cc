@@ -26,7 +26,8 @@ testing::Output RunCli(std::vector<std::string> args) {
   return testing::RunCli(std::move(args), Commands);
 }
 
-json Report(const std::string& node, bool xid79) {
+// `time` is the agent's clock: a later report must carry a later one.
+json Report(const std::string& node, bool xid79, double time = 100.0) {
   json incidents = json::array();
   if (xid79)
     incidents.push_back({{"id", 1},
@@ -54,7 +55,7 @@ json Report(const std::string& node, bool xid79) {
                        {"lost", false},
                        {"recovery_action", 0}});
   }
-  return {{"kind", "chamber.io/agent-report/v1"}, {"node", node},       {"time", 100.0},
+  return {{"kind", "chamber.io/agent-report/v1"}, {"node", node},       {"time", time},
           {"inventory", {{"gpus", gpus}}},        {"samples", samples}, {"incidents", incidents}};
 }
 
@@ -167,7 +168,7 @@ TEST_F(HealthCommandTest, DemoIncidentsShowTheSimulatedFaultsEvidence) {
 TEST_F(HealthCommandTest, ClearNeedsAnAdminAndAKnownNode) {
   ASSERT_TRUE(health_->PostReport(Report("gpu-7", true).dump(), "test", "").ok());
   ASSERT_TRUE(
-      health_->PostReport(Report("gpu-7", false).dump(), "test", "").ok());  // healthy again
+      health_->PostReport(Report("gpu-7", false, 101.0).dump(), "test", "").ok());  // healthy again
   health_->Step();
   testing::Output o = RunCli({"health", "clear", "gpu-7", "--server", Server(), "--token", kRead});
   EXPECT_EQ(o.code, kExitFailure);
