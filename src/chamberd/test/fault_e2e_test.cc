@@ -329,7 +329,9 @@ class FaultE2E : public e2e::ChamberdCluster {
       }
       if (bound + done == rec.pods) {
         ++(*outcome)[bound > 0 ? "running" : "finishing"];
-      } else if (bound == 0 && done == 0 && live == 0) {
+      } else if (bound == 0 && live == done) {
+        // No pod waits (some may have finished): the Job controller has not created the rest,
+        // or waits out its failure backoff; there is no pod to carry a reason.
         ++(*outcome)["no pods yet (the Job controller)"];
       } else if (bound == 0 && unexplained.empty() && done == 0) {
         // A gang short of pods (the Job controller creating them, or waiting out its failure
