@@ -652,12 +652,15 @@ TEST_F(ChamberdE2E, ChamberWhyExplainsAPendingPodOfTheCluster) {
   ASSERT_GT(port, 0);
   const std::string server = "http://127.0.0.1:" + std::to_string(port);
   Job("wide", JobSpec(ns_ + "-team", 12));  // 12 GPUs on one 8-GPU node: it never fits
+  // While the Job controller creates its pods the gang waits for them (WaitingForPods); once
+  // all 12 exist it waits for room.
   std::string pod;
   ASSERT_TRUE(Eventually(
       [&] {
         for (const kube::Pod& p : JobPods("wide"))
           for (const kube::Condition& c : p.conditions)
-            if (c.type == "PodScheduled" && c.status == "False") pod = p.metadata.name;
+            if (c.type == "PodScheduled" && c.status == "False" && c.reason == "Unschedulable")
+              pod = p.metadata.name;
         return !pod.empty();
       },
       30s));
@@ -668,7 +671,7 @@ TEST_F(ChamberdE2E, ChamberWhyExplainsAPendingPodOfTheCluster) {
   Eventually(
       [&] {
         std::tie(code, text) = RunChamber({"why", ns_ + "/" + pod, "--server", server});
-        return code == 0;
+        return code == 0 && text.find("NoNodeFits") != std::string::npos;
       },
       10s);
   ASSERT_EQ(code, 0) << text;
