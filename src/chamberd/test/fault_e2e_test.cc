@@ -371,6 +371,23 @@ class FaultE2E : public e2e::ChamberdCluster {
 
   std::string Leader() { return LeaseHolder(); }
 
+  // `nodes` fake nodes of 8 GPUs, queue `queue` with all their GPUs as quota and limit, and
+  // one replica, r1 with `writers` bind writers, leading through the fault proxy.
+  void OneReplicaThroughTheProxy(int nodes, const std::string& queue, const std::string& writers) {
+    const char* cp_dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
+    ASSERT_NE(cp_dir, nullptr) << "CHAMBER_TEST_CONTROLPLANE_DIR is not set: run through ctest";
+    Nodes(nodes, kGpusPerNode);
+    StartSim();
+    Queue(queue, nodes * kGpusPerNode, nodes * kGpusPerNode);
+    ASSERT_FALSE(HasFailure());
+    auto rc = kube::LoadKubeconfig(std::getenv("CHAMBER_TEST_KUBECONFIG"));
+    ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+    ASSERT_TRUE(proxy_.Start(dir_, std::string(cp_dir) + "/pki", rc->server, 1));
+    chamberd_kubeconfig_ = proxy_.kubeconfig();
+    StartChamberd("r1", {"--writers", writers});
+    ASSERT_TRUE(Eventually([&] { return Leader() == "r1"; }, 30s));
+  }
+
   // Restarts a component of a control plane this run has to itself (scripts/fault-run.sh's), as
   // its pids file names it: TERM (KILL after 5 s), then the same command line and log again,
   // the pids file updated for `scripts/controlplane.sh stop`; waits until the API answers.
@@ -659,20 +676,9 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
 // A gang member's bind that fails for a moment (a 503, whether or not the API server acted on
 // it) is tried again, not rolled back: the Job loses no pod, so even `backoffLimit: 0` holds.
 TEST_F(FaultE2E, ATransientBindFailureIsTriedAgainNotRolledBack) {
-  const char* cp_dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
   if (std::string(CHAMBER_FAULTPROXY).empty()) GTEST_SKIP() << "the fault proxy is not built";
-  ASSERT_NE(cp_dir, nullptr) << "CHAMBER_TEST_CONTROLPLANE_DIR is not set: run through ctest";
-  Nodes(2, kGpusPerNode);
-  StartSim();
   const std::string q = ns_ + "-q";
-  Queue(q, 16, 16);
-  ASSERT_FALSE(HasFailure());
-  auto rc = kube::LoadKubeconfig(std::getenv("CHAMBER_TEST_KUBECONFIG"));
-  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
-  ASSERT_TRUE(proxy_.Start(dir_, std::string(cp_dir) + "/pki", rc->server, 1));
-  chamberd_kubeconfig_ = proxy_.kubeconfig();
-  StartChamberd("r1", {"--writers", "4"});
-  ASSERT_TRUE(Eventually([&] { return Leader() == "r1"; }, 30s));
+  ASSERT_NO_FATAL_FAILURE(OneReplicaThroughTheProxy(2, q, "4"));
   // The first bind refused before the API server sees it, then one whose answer is lost.
   for (const std::string after : {"0", "1"}) {
     SCOPED_TRACE("after=" + after);
@@ -692,20 +698,10 @@ TEST_F(FaultE2E, ATransientBindFailureIsTriedAgainNotRolledBack) {
 // Job (so the Job controller counts no failure) and resuming it: with `backoffLimit: 0` the Job
 // still runs whole, and its record of the rollback is gone once it is resumed.
 TEST_F(FaultE2E, ARolledBackJobIsSuspendedAndResumedNotFailed) {
-  const char* cp_dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
   if (std::string(CHAMBER_FAULTPROXY).empty()) GTEST_SKIP() << "the fault proxy is not built";
-  ASSERT_NE(cp_dir, nullptr) << "CHAMBER_TEST_CONTROLPLANE_DIR is not set: run through ctest";
-  Nodes(1, kGpusPerNode);
-  StartSim();
   const std::string q = ns_ + "-q";
-  Queue(q, 8, 8);
-  ASSERT_FALSE(HasFailure());
-  auto rc = kube::LoadKubeconfig(std::getenv("CHAMBER_TEST_KUBECONFIG"));
-  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
-  ASSERT_TRUE(proxy_.Start(dir_, std::string(cp_dir) + "/pki", rc->server, 1));
-  chamberd_kubeconfig_ = proxy_.kubeconfig();
-  StartChamberd("r1", {"--writers", "1"});  // one bind at a time: the first goes through
-  ASSERT_TRUE(Eventually([&] { return Leader() == "r1"; }, 30s));
+  // One bind at a time: the first goes through.
+  ASSERT_NO_FATAL_FAILURE(OneReplicaThroughTheProxy(1, q, "1"));
   // The first bind passes; the second member's three tries are all refused.
   ASSERT_TRUE(proxy_.Post("/fail?suffix=/binding&code=500&count=3&skip=1"));
   Job("gang", JobSpec(q, 2));  // backoffLimit 0: one pod counted as failed fails the Job
