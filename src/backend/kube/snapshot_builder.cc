@@ -846,16 +846,16 @@ class Builder {
     }
     const kube::Pod* tmpl = &*entry.pod_template;
     // Suspended by Chamber: preempted, or rolled back after a failed bind.
-    const bool preempted = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr ||
-                           Find(job.metadata.annotations, keys::kRolledBackAt) != nullptr;
+    const bool suspended_by_us = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr ||
+                                 Find(job.metadata.annotations, keys::kRolledBackAt) != nullptr;
     // The Job is Chamber's when its template names Chamber, when its pods do (the admission
     // webhook sets the scheduler on the pods of opted-in Jobs, docs/admission.md), or when
     // Chamber suspended it and so deleted its pods.
     if (tmpl->scheduler_name != options_.scheduler_name && pending.empty() && bound.empty() &&
-        terminating.empty() && !preempted)
+        terminating.empty() && !suspended_by_us)
       return;
     const Meta meta{&job.metadata, &tmpl->metadata};
-    if (job.suspend && !preempted) return;  // paused by its owner
+    if (job.suspend && !suspended_by_us) return;  // paused by its owner
 
     core::Workload w;
     w.name = job_key;
