@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -45,6 +46,13 @@ kube::InformerOptions Watching(const kube::ResourceType& type, std::string field
   o.type = type;
   o.field_selector = std::move(field_selector);
   return o;
+}
+
+// "job ml/train", "jobset ml/train": the object a suspend or resume writes, for logs.
+std::string WhatToSuspend(const WorkloadSource& src) {
+  std::string kind = src.SuspendableType().kind;
+  for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return kind + " " + src.namespace_name() + "/" + src.name();
 }
 
 // GPU-hours as Events show them (two decimals), or with more: the kGpuHoursLost annotation
@@ -114,6 +122,8 @@ KubeBackend::~KubeBackend() {
   if (nodes_) nodes_->Stop();
   if (pods_) pods_->Stop();
   if (jobs_) jobs_->Stop();
+  for (KindInformer& k : kinds_)
+    if (k.informer) k.informer->Stop();
   if (queues_) queues_->Stop();
   if (priority_classes_) priority_classes_->Stop();
   if (namespaces_) namespaces_->Stop();
@@ -165,6 +175,14 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
       return Status::Unavailable(std::string("could not list and watch ") + what + " within " +
                                  std::to_string(sync_timeout.count() / 1000) +
                                  " s; see the log for the API server's answers");
+  for (const WorkloadKind& kind : WorkloadKinds()) b->kinds_.push_back({&kind, nullptr});
+  for (const KindInformer* k : b->DiscoverKinds()) {
+    const std::string what = k->kind->type.plural + "." + k->kind->type.group;
+    if (!k->informer->WaitForSync(left()))
+      return Status::Unavailable("could not list and watch " + what + " within " +
+                                 std::to_string(sync_timeout.count() / 1000) +
+                                 " s; see the log for the API server's answers");
+  }
   const double begin_cpu = ThreadCpuMs();
   const size_t derived = b->Prepare();
   // The first snapshot too: the first cycle then lends it memory and takes workloads over from
@@ -202,11 +220,48 @@ void KubeBackend::CountError(const Status& s, const std::string& what) {
   spdlog::warn("{}: {}", what, s.ToString());
 }
 
+std::vector<const KubeBackend::KindInformer*> KubeBackend::DiscoverKinds() {
+  kinds_checked_ms_ = NowMs();
+  std::vector<const KindInformer*> started;
+  for (KindInformer& k : kinds_) {
+    if (k.informer) continue;
+    const kube::ResourceType& type = k.kind->type;
+    const std::string what = type.plural + "." + type.group + "/" + type.version;
+    // A list that matches nothing: whether the API server serves the resource, at no cost.
+    kube::ListOptions probe;
+    probe.field_selector = "metadata.name=chamber-discovery-probe";
+    probe.limit = 1;
+    Result<kube::ObjectList> r = client_->List(type, "", probe);
+    if (!r.ok()) {
+      if (kube::IsForbidden(r.status()))
+        spdlog::warn(
+            "{} are served, but chamberd may not list them (its ClusterRole); {} are "
+            "not scheduled as one workload: {}",
+            what, type.kind, r.status().ToString());
+      else if (!kube::IsNotFound(r.status()))
+        spdlog::warn("could not tell whether the cluster serves {}; looking again later: {}", what,
+                     r.status().ToString());
+      continue;
+    }
+    k.informer = std::make_unique<kube::Informer<kube::Object>>(client_, Watching(type));
+    k.informer->Start();
+    spdlog::info("the cluster serves {}: chamberd schedules each {} as one workload", what,
+                 type.kind);
+    started.push_back(&k);
+  }
+  return started;
+}
+
 ClusterObjects KubeBackend::ListObjects() const {
   ClusterObjects objects;
   objects.nodes = nodes_->List();
   objects.pods = pods_->List();
   objects.jobs = jobs_->List();
+  for (const KindInformer& k : kinds_)
+    if (k.informer) {
+      auto listed = k.informer->List();
+      objects.owners.insert(objects.owners.end(), listed.begin(), listed.end());
+    }
   objects.priority_classes = priority_classes_->List();
   objects.namespaces = namespaces_->List();
   return objects;
@@ -232,6 +287,7 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   std::lock_guard<std::mutex> l(build_mu_);
   const auto begin = std::chrono::steady_clock::now();
   const double begin_cpu = ThreadCpuMs();
+  if (NowMs() - kinds_checked_ms_ >= options_.kind_discovery_every.count()) DiscoverKinds();
   ClusterObjects objects = ListObjects();
   queue_errors_.clear();
   for (const auto& q : queues_->List()) {
@@ -425,7 +481,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     // pending, from the object as the API server holds it.
     const bool any_bound = std::any_of(by_decision[d].begin(), by_decision[d].end(),
                                        [](const BindCall* c) { return c->status.ok(); });
-    if (src.kind == WorkloadSource::Kind::kJob && any_bound && SuspendForRollback(src)) {
+    if (src.Suspendable() && any_bound && SuspendForRollback(src)) {
       int released = 0;
       for (const BindCall* c : by_decision[d]) {
         if (!c->status.ok()) continue;
@@ -510,14 +566,13 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
 }
 
 bool KubeBackend::SuspendForRollback(const WorkloadSource& src) {
-  const Json patch = {
-      {"metadata", {{"uid", src.job_uid()}, {"annotations", {{keys::kRolledBackAt, NowText()}}}}},
-      {"spec", {{"suspend", true}}}};
+  Json patch = src.SuspendPatch(true);
+  patch["metadata"] = {{"uid", src.suspendable_uid()},
+                       {"annotations", {{keys::kRolledBackAt, NowText()}}}};
   Result<Json> r =
-      client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
+      client_->MergePatch(src.SuspendableType(), src.namespace_name(), src.name(), patch);
   if (!r.ok() && !kube::IsNotFound(r.status()))
-    CountError(r.status(),
-               "suspend job " + src.namespace_name() + "/" + src.name() + " for a rollback");
+    CountError(r.status(), "suspend " + WhatToSuspend(src) + " for a rollback");
   return r.ok();
 }
 
@@ -557,7 +612,7 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
     const core::Workload& w = built_.snapshot.workloads[p.workload.index()];
     const std::string why = std::string(core::PreemptReasonName(p.reason)) + ": " + p.message +
                             "; " + Hours(p.gpu_hours_lost) + " GPU-hours since the last checkpoint";
-    if (src.kind == WorkloadSource::Kind::kJob) {
+    if (src.Suspendable()) {
       // The preemption budget (preemption.maxPerWindow) counts what a policy decided, not a
       // GPU that failed under the job: a fault leaves the history as it was.
       const bool fault = p.reason == core::PreemptReason::kHardwareFault;
@@ -574,19 +629,19 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
           {keys::kPreemptionCount, std::to_string(src.stored_preemptions + 1)},
           {keys::kGpuHoursLost, Hours(src.stored_gpu_hours_lost + p.gpu_hours_lost, 4)}};
       if (!history.empty()) annotations[keys::kPreemptions] = history;
-      Json patch = {{"metadata",
-                     {{"uid", src.job_uid()},
-                      {"resourceVersion", src.job_resource_version()},
-                      {"annotations", annotations}}},
-                    {"spec", {{"suspend", true}}}};
+      Json patch = src.SuspendPatch(true);
+      patch["metadata"] = {{"uid", src.suspendable_uid()},
+                           {"resourceVersion", src.suspendable_resource_version()},
+                           {"annotations", annotations}};
       Result<Json> r =
-          client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
+          client_->MergePatch(src.SuspendableType(), src.namespace_name(), src.name(), patch);
       if (!r.ok()) {
         if (!kube::IsConflict(r.status()) && !kube::IsNotFound(r.status()))
-          CountError(r.status(), "suspend job " + w.name);
+          CountError(r.status(), "suspend " + WhatToSuspend(src));
         continue;  // changed since the snapshot: the next cycle decides again
       }
-      // The Job controller deletes the pods too; deleting them first sets the grace period.
+      // The Job controller deletes the pods too (a JobSet's controller suspends its Jobs);
+      // deleting them first sets the grace period.
       const std::vector<std::shared_ptr<const kube::Pod>> pods = PodsOf(src);
       ParallelFor(pods.size(), options_.writers, [&](size_t i) {
         kube::DeleteOptions del;
@@ -641,18 +696,17 @@ void KubeBackend::ApplyResumes(const core::CycleResult& result) {
   for (const core::ResumeDecision& r : result.resumes) {
     if (!WritesAllowed()) return;
     const WorkloadSource& src = built_.sources[r.workload.index()];
-    if (src.kind != WorkloadSource::Kind::kJob) continue;
-    Json patch = {
-        {"metadata",
-         {{"uid", src.job_uid()},
-          {"resourceVersion", src.job_resource_version()},
-          {"annotations", {{keys::kPreemptedAt, nullptr}, {keys::kRolledBackAt, nullptr}}}}},
-        {"spec", {{"suspend", false}}}};
+    if (!src.Suspendable()) continue;
+    Json patch = src.SuspendPatch(false);
+    patch["metadata"] = {
+        {"uid", src.suspendable_uid()},
+        {"resourceVersion", src.suspendable_resource_version()},
+        {"annotations", {{keys::kPreemptedAt, nullptr}, {keys::kRolledBackAt, nullptr}}}};
     Result<Json> res =
-        client_->MergePatch(kube::resources::kJobs, src.namespace_name(), src.name(), patch);
+        client_->MergePatch(src.SuspendableType(), src.namespace_name(), src.name(), patch);
     if (!res.ok()) {
       if (!kube::IsConflict(res.status()) && !kube::IsNotFound(res.status()))
-        CountError(res.status(), "resume job " + src.namespace_name() + "/" + src.name());
+        CountError(res.status(), "resume " + WhatToSuspend(src));
       continue;
     }
     {
@@ -661,7 +715,7 @@ void KubeBackend::ApplyResumes(const core::CycleResult& result) {
     }
     Event(src, "Resumed",
           std::string("Capacity is free again") + (r.borrowing ? " (borrowing idle quota)" : "") +
-              "; the Job's pods are scheduled as they are created");
+              "; the " + src.SuspendableType().kind + "'s pods are scheduled as they are created");
   }
 }
 

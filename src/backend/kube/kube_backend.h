@@ -1,5 +1,6 @@
-// chamberd's Kubernetes backend: informers on Nodes, Pods, Jobs, Queues, PriorityClasses and
-// Namespaces keep a cache; Refresh() turns the cache into the engine's snapshot
+// chamberd's Kubernetes backend: informers on Nodes, Pods, Jobs, Queues, PriorityClasses,
+// Namespaces and the top-level kinds of workload_kinds.h the cluster serves (JobSets) keep a
+// cache; Refresh() turns the cache into the engine's snapshot
 // (snapshot_builder.h) and Apply() carries the decisions back through the API:
 //
 //   bind     pods/binding for every pod of the gang, with the pod's UID and resourceVersion as
@@ -7,13 +8,15 @@
 //            it onto the pod). If any bind of a gang fails, the pods already bound are deleted
 //            (a Job recreates them; the gang is tried again whole) and a Warning Event says why;
 //            unless leadership was lost meanwhile: then they stay bound for the next leader.
-//   preempt  a Job is suspended (spec.suspend, with `chamber.io/preempted-at` and the
+//   preempt  a Job (or a top-level object, such as a JobSet) is suspended (spec.suspend, with
+//   `chamber.io/preempted-at` and the
 //            preemption history as annotations, the Job's UID and resourceVersion as
 //            preconditions) and its pods are deleted with the checkpoint grace period; bare pods
 //            are evicted through the eviction API with that grace period (a PodDisruptionBudget
 //            that forbids it is retried next cycle).
-//   resume   a Job Chamber suspended is unsuspended; its new pods are bound as they appear.
-//   pending  every pending pod gets PodScheduled=False with the engine's reason and message
+//   resume   a Job or top-level object Chamber suspended is unsuspended; its new pods are bound as
+//   they appear. pending  every pending pod gets PodScheduled=False with the engine's reason and
+//   message
 //            (reason `Unschedulable` when no node fits, as the cluster autoscaler expects).
 //   status   each Queue's status (allocated, fair share, borrowed, lent, workloads, Valid).
 //
@@ -89,6 +92,9 @@ struct KubeBackendOptions {
   // them. 0: none.
   core::Duration usage_half_life{0};
   std::chrono::milliseconds usage_write_every{60'000};
+  // How often a kind of WorkloadKinds() the cluster does not serve yet (its CRD not installed)
+  // is looked for again; the first look is at Create().
+  std::chrono::milliseconds kind_discovery_every{60'000};
 };
 
 // Counters since start, for metrics and tests.
@@ -171,6 +177,15 @@ class KubeBackend : public daemon::ClusterBackend {
   std::unique_ptr<kube::Informer<kube::Node>> nodes_;
   std::unique_ptr<kube::Informer<kube::Pod>> pods_;
   std::unique_ptr<kube::Informer<kube::Job>> jobs_;
+  // One per kind of WorkloadKinds(); the informer is started once the cluster serves the kind.
+  struct KindInformer {
+    const WorkloadKind* kind = nullptr;
+    std::unique_ptr<kube::Informer<kube::Object>> informer;
+  };
+  std::vector<KindInformer> kinds_;  // changed under build_mu_ only
+  int64_t kinds_checked_ms_ = 0;
+  // Starts the informers of the kinds the cluster serves now; returns those started.
+  std::vector<const KindInformer*> DiscoverKinds();
   std::unique_ptr<kube::Informer<kube::Object>> queues_;
   std::unique_ptr<kube::Informer<kube::PriorityClass>> priority_classes_;
   std::unique_ptr<kube::Informer<kube::Namespace>> namespaces_;

@@ -232,10 +232,15 @@ Result<std::vector<json>> ManifestToJson(std::string_view yaml_text, std::string
 }
 
 Status ApplyQueueCrd(kube::Client& client, const json& crd, std::chrono::milliseconds timeout) {
+  return ApplyCrd(client, crd, timeout);
+}
+
+Status ApplyCrd(kube::Client& client, const json& crd, std::chrono::milliseconds timeout) {
   kube::ApplyOptions options;
   options.field_manager = "chamber";
   options.force = true;
-  const std::string name(kQueueCrdName);
+  const std::string name = crd.value("/metadata/name"_json_pointer, std::string());
+  if (name.empty()) return Status::InvalidArgument("a CustomResourceDefinition without a name");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   // A CRD being deleted cannot be applied again until its Queues are gone and it is removed.
   while (true) {

@@ -59,5 +59,8 @@ Result<std::vector<nlohmann::json>> ManifestToJson(std::string_view yaml_text,
 // server reports it Established.
 Status ApplyQueueCrd(kube::Client& client, const nlohmann::json& crd,
                      std::chrono::milliseconds timeout = std::chrono::seconds(30));
+// The same for any CustomResourceDefinition (named by its metadata.name).
+Status ApplyCrd(kube::Client& client, const nlohmann::json& crd,
+                std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace chamber::backend

@@ -132,7 +132,10 @@ struct PodFacts {
   bool checkpoint_keys = false;
   int64_t created_ms = 0, started_ms = 0;  // 0: none
   int64_t scheduled_ms = 0;  // PodScheduled=True since (the API server sets it on bind); 0: none
-  const std::string* job_uid = nullptr;    // the controlling Job's, if any: in the pod
+  const std::string* job_uid = nullptr;  // the controlling Job's, if any: in the pod
+  // The controlling object's when it is of a kind in WorkloadKinds() that owns its pods
+  // directly: in the pod.
+  const std::string* owner_uid = nullptr;
   const std::string* pod_group = nullptr;  // the label, in the pod
   // `chamber.io/queue` (annotation, then label), when the pod sets it: in the pod.
   const std::string* queue = nullptr;
@@ -174,6 +177,13 @@ struct BuildCache::State {
   struct JobEntry : Entry<kube::Job> {
     std::optional<kube::Pod> pod_template;
     std::string template_error;
+  };
+  // A top-level object of a kind in WorkloadKinds().
+  struct OwnerEntry : Entry<kube::Object> {
+    const WorkloadKind* kind = nullptr;
+    std::optional<KindSpec> spec;
+    std::vector<kube::Pod> pod_templates;  // parallel to spec->pod_sets
+    std::string error;                     // why spec is empty
   };
   std::string gpu_resource;  // what the entries were derived with
   uint64_t generation = 0;   // of the last build
@@ -223,6 +233,7 @@ struct BuildCache::State {
   std::unordered_map<const kube::Node*, NodeEntry> nodes;
   std::unordered_map<const kube::Pod*, PodEntry> pods;
   std::unordered_map<const kube::Job*, JobEntry> jobs;
+  std::unordered_map<const kube::Object*, OwnerEntry> owners;
   // The last build's nodes by name and pods by (namespace, name): the next build sorts only
   // the objects new to it and merges them in.
   std::vector<const NodeEntry*> node_order;
@@ -251,6 +262,7 @@ struct BuildCache::State {
     drop(nodes);
     drop(pods);
     drop(jobs);
+    drop(owners);
   }
 
   // Drops the entries of objects the last build did not see (but those derived since for the
@@ -268,13 +280,14 @@ struct BuildCache::State {
     sweep(nodes);
     sweep(pods);
     sweep(jobs);
+    sweep(owners);
   }
 };
 
 BuildCache::BuildCache() : state_(std::make_unique<State>()) {}
 BuildCache::~BuildCache() = default;
 size_t BuildCache::size() const {
-  return state_->nodes.size() + state_->pods.size() + state_->jobs.size();
+  return state_->nodes.size() + state_->pods.size() + state_->jobs.size() + state_->owners.size();
 }
 size_t BuildCache::last_derived() const { return state_->derived; }
 size_t BuildCache::last_reused() const { return state_->reused; }
@@ -316,6 +329,7 @@ class Builder {
         e->node = NodeOf(*n, &e->problems);
     DerivePods();
     for (const auto& j : objects_.jobs) JobOf(j);
+    for (const auto& o : objects_.owners) OwnerOf(o);
     cache_.preparing = false;
     if (cache_.derived > 0) cache_.DropUnseenGone();
     const size_t derived = cache_.derived;
@@ -332,6 +346,7 @@ class Builder {
     cache_.nodes.clear();
     cache_.pods.clear();
     cache_.jobs.clear();
+    cache_.owners.clear();
     cache_.node_order.clear();
     cache_.pod_order.clear();
     cache_.gpu_resource = options_.gpu_resource;
@@ -373,6 +388,50 @@ class Builder {
       if (const std::string* q = Find(ns->metadata.labels, keys::kQueue))
         namespace_queue_[ns->metadata.name] = *q;
     for (const auto& job : objects_.jobs) jobs_by_uid_[job->metadata.uid] = job.get();
+    for (const auto& o : objects_.owners) owners_by_uid_[o->metadata.uid] = o.get();
+  }
+
+  const BuildCache::State::OwnerEntry& OwnerOf(const std::shared_ptr<const kube::Object>& owner) {
+    auto [entry, derive] = cache_.Lookup(cache_.owners, owner);
+    BuildCache::State::OwnerEntry& e = *entry;
+    if (!derive) return e;
+    const kube::Json& raw = owner->raw;
+    const std::string api_version = raw.value("apiVersion", ""), kind = raw.value("kind", "");
+    e.kind = FindWorkloadKind(api_version, kind);
+    if (e.kind == nullptr) {
+      e.error = "kind " + api_version + " " + kind + " is not one Chamber schedules";
+      return e;
+    }
+    Result<KindSpec> spec = e.kind->read(raw);
+    if (!spec.ok()) {
+      e.error = spec.status().message();
+      return e;
+    }
+    for (size_t i = 0; i < spec->pod_sets.size(); ++i) {
+      Result<kube::Pod> tmpl = kube::Pod::FromJson(spec->pod_sets[i].pod_template);
+      if (!tmpl.ok()) {
+        e.error = e.kind->LowerKind() + " " + owner->metadata.Key() + ": pod set " +
+                  spec->pod_sets[i].name + ": template: " + tmpl.status().message();
+        e.pod_templates.clear();
+        return e;
+      }
+      e.pod_templates.push_back(std::move(*tmpl));
+    }
+    e.spec = std::move(*spec);
+    return e;
+  }
+
+  // The top-level object (of a kind in WorkloadKinds()) a Job belongs to: its controller, when
+  // that is of such a kind. `known` says whether the Job has one, in this view or not.
+  const kube::Object* OwnerOfJob(const kube::Job& job, bool* known) const {
+    *known = false;
+    for (const kube::OwnerReference& o : job.metadata.owner_references) {
+      if (!o.controller || FindWorkloadKind(o.api_version, o.kind) == nullptr) continue;
+      *known = true;
+      auto it = owners_by_uid_.find(o.uid);
+      return it == owners_by_uid_.end() ? nullptr : it->second;
+    }
+    return nullptr;
   }
 
   const BuildCache::State::JobEntry& JobOf(const std::shared_ptr<const kube::Job>& job) {
@@ -442,11 +501,15 @@ class Builder {
     f.created_ms = p.metadata.creation_timestamp.unix_ms();
     f.started_ms = p.start_time.unix_ms();
     f.scheduled_ms = p.scheduled_time.unix_ms();
-    for (const kube::OwnerReference& o : p.metadata.owner_references)
-      if (o.controller && o.kind == "Job") {
+    for (const kube::OwnerReference& o : p.metadata.owner_references) {
+      if (!o.controller) continue;
+      if (o.kind == "Job")
         f.job_uid = &o.uid;
-        break;
-      }
+      else if (const WorkloadKind* k = FindWorkloadKind(o.api_version, o.kind);
+               k != nullptr && !k->through_jobs)
+        f.owner_uid = &o.uid;
+      break;
+    }
     f.pod_group = Find(p.metadata.labels, keys::kPodGroup);
     if (const std::string* a = Find(p.metadata.annotations, keys::kGpuIndices)) {
       Result<std::vector<int>> idx = ParseIndexList(*a);
@@ -702,6 +765,21 @@ class Builder {
       Pods pending, bound, terminating;
     };
     std::unordered_map<const kube::Job*, JobPods> job_pods;
+    std::unordered_map<const kube::Object*, JobPods> owner_pods;
+    // A Job that belongs to a top-level object: that object (null: not in this view).
+    std::unordered_map<const kube::Job*, const kube::Object*> job_owner;
+    for (const auto& j : objects_.jobs) {
+      bool known = false;
+      const kube::Object* owner = OwnerOfJob(*j, &known);
+      if (known) job_owner[j.get()] = owner;
+    }
+    auto add_to = [](JobPods& jp, const PodEntry* e, bool bound, bool deleting) {
+      if (deleting) {
+        if (bound) jp.terminating.push_back(e);
+      } else {
+        (bound ? jp.bound : jp.pending).push_back(e);
+      }
+    };
     std::map<std::string, Pods> group_pending, group_bound;
     Pods single_pending, single_bound;
     out_.snapshot.workloads.reserve(objects_.pods.size() + objects_.jobs.size());
@@ -737,17 +815,23 @@ class Builder {
       if (!ours) continue;
       const bool deleting = !p->metadata.deletion_timestamp.empty();
       if (const kube::Job* job = JobNamed(f.job_uid)) {
-        JobPods& jp = job_pods[job];
-        if (deleting) {
-          if (!node->empty()) jp.terminating.push_back(e);
-        } else {
-          (node->empty() ? jp.pending : jp.bound).push_back(e);
+        if (auto o = job_owner.find(job); o != job_owner.end()) {
+          // A pod of a top-level object's Job whose object this view does not hold waits, as
+          // below.
+          if (o->second != nullptr) add_to(owner_pods[o->second], e, !node->empty(), deleting);
+          continue;
         }
+        add_to(job_pods[job], e, !node->empty(), deleting);
+        continue;
+      }
+      if (f.owner_uid != nullptr) {
+        if (auto o = owners_by_uid_.find(*f.owner_uid); o != owners_by_uid_.end())
+          add_to(owner_pods[o->second], e, !node->empty(), deleting);
         continue;
       }
       // A pod a Job controls whose Job this view does not hold (not seen yet after a relist, or
       // being deleted) waits: the Job decides its gang, queue and priority, and scheduled alone
-      // it would be judged without them.
+      // it would be judged without them. So does a top-level object's pod.
       if (f.job_uid != nullptr) continue;
       if (deleting) continue;
       if (f.pod_group != nullptr) {
@@ -769,9 +853,24 @@ class Builder {
     });
     static const JobPods kNone;
     for (const auto* job : jobs) {
+      const BuildCache::State::JobEntry& entry = JobOf(*job);  // kept, as Prepare derives it
+      if (job_owner.contains(job->get())) continue;  // part of its top-level object's gang
       auto it = job_pods.find(job->get());
       const JobPods& jp = it == job_pods.end() ? kNone : it->second;
-      AddJob(*job, JobOf(*job), jp.pending, jp.bound, jp.terminating);
+      AddJob(*job, entry, jp.pending, jp.bound, jp.terminating);
+    }
+    std::vector<const std::shared_ptr<const kube::Object>*> owners;
+    owners.reserve(objects_.owners.size());
+    for (const auto& o : objects_.owners) owners.push_back(&o);
+    std::sort(owners.begin(), owners.end(), [](auto* a, auto* b) {
+      const kube::ObjectMeta &x = (*a)->metadata, &y = (*b)->metadata;
+      if (x.namespace_name != y.namespace_name) return x.namespace_name < y.namespace_name;
+      return x.name < y.name;
+    });
+    for (const auto* owner : owners) {
+      auto it = owner_pods.find(owner->get());
+      const JobPods& op = it == owner_pods.end() ? kNone : it->second;
+      AddOwner(*owner, OwnerOf(*owner), op.pending, op.bound, op.terminating);
     }
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
@@ -827,10 +926,34 @@ class Builder {
     return it == jobs_by_uid_.end() ? nullptr : it->second;
   }
 
+  // A Job or top-level object that suspends as a whole: what AddGang needs of it.
+  struct Gang {
+    const kube::ObjectMeta* object = nullptr;  // the Job's or top-level object's
+    std::string what;                          // "job", "jobset": for problems
+    Meta meta;                                 // its metadata, then its (first) pod template's
+    bool suspend = false;                      // spec.suspend (or the kind's field)
+    int32_t want = 0;                          // pods its spec asks for now
+    // The gang is the pods that exist (their sets are created one after the other).
+    bool in_order = false;
+    // Each pod set's template, pods and name, for a suspended one that has no pods to read.
+    struct Template {
+      const kube::Pod* pod;
+      int32_t count;
+      std::string name;
+    };
+    std::vector<Template> templates;
+  };
+
   static bool JobFinished(const kube::Job& j) {
     for (const kube::Condition& c : j.conditions)
       if ((c.type == "Complete" || c.type == "Failed") && c.status == "True") return true;
     return false;
+  }
+
+  // Suspended by Chamber: preempted, or rolled back after a failed bind.
+  static bool SuspendedByUs(const kube::ObjectMeta& m) {
+    return Find(m.annotations, keys::kPreemptedAt) != nullptr ||
+           Find(m.annotations, keys::kRolledBackAt) != nullptr;
   }
 
   void AddJob(const std::shared_ptr<const kube::Job>& job_object,
@@ -845,66 +968,124 @@ class Builder {
       return;
     }
     const kube::Pod* tmpl = &*entry.pod_template;
-    // Suspended by Chamber: preempted, or rolled back after a failed bind.
-    const bool suspended_by_us = Find(job.metadata.annotations, keys::kPreemptedAt) != nullptr ||
-                                 Find(job.metadata.annotations, keys::kRolledBackAt) != nullptr;
+    const bool suspended_by_us = SuspendedByUs(job.metadata);
     // The Job is Chamber's when its template names Chamber, when its pods do (the admission
     // webhook sets the scheduler on the pods of opted-in Jobs, docs/admission.md), or when
     // Chamber suspended it and so deleted its pods.
     if (tmpl->scheduler_name != options_.scheduler_name && pending.empty() && bound.empty() &&
         terminating.empty() && !suspended_by_us)
       return;
-    const Meta meta{&job.metadata, &tmpl->metadata};
     if (job.suspend && !suspended_by_us) return;  // paused by its owner
 
+    Gang g;
+    g.object = &job.metadata;
+    g.what = "job";
+    g.meta = Meta{&job.metadata, &tmpl->metadata};
+    g.suspend = job.suspend;
+    g.want = job.parallelism.value_or(1);
+    if (job.completions) g.want = std::min(g.want, *job.completions - job.succeeded);
+    g.templates.push_back({tmpl, std::max(g.want, 1), job.metadata.name});
+    WorkloadSource src;
+    src.kind = WorkloadSource::Kind::kJob;
+    src.job = job_object;
+    AddGang(g, std::move(src), pending, bound, terminating);
+  }
+
+  void AddOwner(const std::shared_ptr<const kube::Object>& object,
+                const BuildCache::State::OwnerEntry& entry,
+                const std::vector<const PodEntry*>& pending,
+                const std::vector<const PodEntry*>& bound,
+                const std::vector<const PodEntry*>& terminating) {
+    if (!entry.spec) {
+      // Its pods wait (they are not scheduled alone): say why.
+      if (!pending.empty() || !bound.empty()) Problem(entry.error);
+      return;
+    }
+    const KindSpec& spec = *entry.spec;
+    if (spec.finished) return;
+    const bool suspended_by_us = SuspendedByUs(object->metadata);
+    bool ours = suspended_by_us || !pending.empty() || !bound.empty() || !terminating.empty();
+    for (const kube::Pod& t : entry.pod_templates)
+      ours = ours || t.scheduler_name == options_.scheduler_name;
+    if (!ours) return;
+    if (spec.suspended && !suspended_by_us) return;  // paused by its owner
+
+    Gang g;
+    g.object = &object->metadata;
+    g.what = entry.kind->LowerKind();
+    g.meta = Meta{&object->metadata,
+                  entry.pod_templates.empty() ? nullptr : &entry.pod_templates.front().metadata};
+    g.suspend = spec.suspended;
+    g.want = spec.Pods();
+    g.in_order = spec.in_order;
+    for (size_t i = 0; i < spec.pod_sets.size(); ++i)
+      if (spec.pod_sets[i].count > 0)
+        g.templates.push_back({&entry.pod_templates[i], spec.pod_sets[i].count,
+                               object->metadata.name + "/" + spec.pod_sets[i].name});
+    WorkloadSource src;
+    src.kind = WorkloadSource::Kind::kOwner;
+    src.owner = object;
+    src.owner_kind = entry.kind;
+    AddGang(g, std::move(src), pending, bound, terminating);
+  }
+
+  // A Job's or top-level object's workloads: suspended (by Chamber), being preempted, running
+  // (and its pods added since, one by one), or pending as one gang.
+  void AddGang(const Gang& g, WorkloadSource src, const std::vector<const PodEntry*>& pending,
+               const std::vector<const PodEntry*>& bound,
+               const std::vector<const PodEntry*>& terminating) {
+    const kube::ObjectMeta& object = *g.object;
+    const std::string key = object.Key();
+    const Meta& meta = g.meta;
+    // A Job's pods come from one template; a top-level object's sets may differ.
+    const bool uniform = g.templates.size() <= 1;
     core::Workload w;
-    w.name = job_key;
-    w.queue = QueueOf(meta, job.metadata.namespace_name);
+    w.name = key;
+    w.queue = QueueOf(meta, object.namespace_name);
     w.priority = !pending.empty() ? PodPriority(*pending.front()->object)
                  : !bound.empty() ? PodPriority(*bound.front()->object)
-                                  : PriorityOfClass(tmpl->priority_class_name);
-    w.submit_time = core::Time(job.metadata.creation_timestamp.unix_ms());
-    CommonFields(&w, meta, "job", job_key);
-    if (const std::string* p = Find(job.metadata.annotations, keys::kPreemptions)) {
+                 : !g.templates.empty()
+                     ? PriorityOfClass(g.templates.front().pod->priority_class_name)
+                     : default_priority_;
+    w.submit_time = core::Time(object.creation_timestamp.unix_ms());
+    CommonFields(&w, meta, g.what, key);
+    if (const std::string* p = Find(object.annotations, keys::kPreemptions)) {
       std::vector<std::string> items = SplitCommaList(*p);
       for (const std::string& s : items)
         if (auto v = ParseInt(s); v.ok()) w.recent_preemptions.push_back(core::Time(*v * 1000));
     }
-    WorkloadSource src;
-    src.kind = WorkloadSource::Kind::kJob;
-    src.job = job_object;
-    if (auto n = IntKey(Meta{&job.metadata}, keys::kPreemptionCount, "job", job_key))
+    if (auto n = IntKey(Meta{&object}, keys::kPreemptionCount, g.what, key))
       src.stored_preemptions = *n;
-    if (const std::string* h = Find(job.metadata.annotations, keys::kGpuHoursLost)) {
+    if (const std::string* h = Find(object.annotations, keys::kGpuHoursLost)) {
       double v = 0;
       const auto [end, ec] = std::from_chars(h->data(), h->data() + h->size(), v);
       if (ec != std::errc() || end != h->data() + h->size() || !std::isfinite(v) || v < 0)
-        Problem("job " + job_key + ": " + keys::kGpuHoursLost + ": \"" + *h +
+        Problem(g.what + " " + key + ": " + keys::kGpuHoursLost + ": \"" + *h +
                 "\" is not a non-negative number of GPU-hours; ignored");
       else
         src.stored_gpu_hours_lost = v;
     }
-
-    int32_t want = job.parallelism.value_or(1);
-    if (job.completions) want = std::min(want, *job.completions - job.succeeded);
-    if (auto m = IntKey(meta, keys::kMinMember, "job", job_key))
+    if (auto m = IntKey(meta, keys::kMinMember, g.what, key))
       w.min_member = static_cast<int32_t>(*m);
 
-    if (job.suspend) {
+    if (g.suspend) {
       std::vector<const PodEntry*> holding = bound;
       holding.insert(holding.end(), terminating.begin(), terminating.end());
       if (!holding.empty()) {  // our victim, still releasing its GPUs
         w.state = core::WorkloadState::kPreempting;
         w.start_time = EarliestBind(holding);
-        AddWorkload(std::move(w), std::move(src), holding, meta, true, true);
+        AddWorkload(std::move(w), std::move(src), holding, meta, true, uniform);
         return;
       }
       w.state = core::WorkloadState::kSuspended;
-      core::PodSet s = PodShape(*tmpl, meta, options_.gpu_resource);
-      s.name = job.metadata.name;
-      s.count = std::max(want, 1);
-      w.pod_sets.push_back(std::move(s));
-      src.pods.emplace_back();
+      for (const Gang::Template& t : g.templates) {
+        core::PodSet s =
+            PodShape(*t.pod, Meta{meta.first, &t.pod->metadata}, options_.gpu_resource);
+        s.name = t.name;
+        s.count = t.count;
+        w.pod_sets.push_back(std::move(s));
+        src.pods.emplace_back();
+      }
       out_.snapshot.workloads.push_back(std::move(w));
       out_.sources.push_back(std::move(src));
       return;
@@ -914,24 +1095,25 @@ class Builder {
       running.state = core::WorkloadState::kRunning;
       running.start_time = EarliestBind(bound);
       running.min_member = 0;
-      AddWorkload(std::move(running), src, bound, meta, true, true);
+      AddWorkload(std::move(running), src, bound, meta, true, uniform);
       if (pending.empty()) return;
-      // Pods the Job added while it runs (replacements, later completions) join it one by one.
+      // Pods added while it runs (replacements, later completions) join it one by one; a set
+      // created after the last one runs (in order) joins whole.
       w.name += "+pending";
-      w.min_member = 1;
-      AddWorkload(std::move(w), std::move(src), pending, meta, false, true);
+      w.min_member = g.in_order ? 0 : 1;
+      AddWorkload(std::move(w), std::move(src), pending, meta, false, uniform);
       return;
     }
-    if (want <= 0 || pending.empty()) return;
-    const int32_t needed = w.min_member > 0 ? std::min(w.min_member, want) : want;
-    if (static_cast<int32_t>(pending.size()) < needed) {
-      // The Job controller is still creating its pods, or waits out its backoff after pod
+    if (g.want <= 0 || pending.empty()) return;
+    const int32_t needed = w.min_member > 0 ? std::min(w.min_member, g.want) : g.want;
+    if (!g.in_order && static_cast<int32_t>(pending.size()) < needed) {
+      // The controller is still creating its pods, or waits out its backoff after pod
       // failures: the pods that exist wait, and say so.
       ++out_.incomplete_gangs;
       w.awaited_pods = needed - static_cast<int32_t>(pending.size());
       w.min_member = 0;
     }
-    AddWorkload(std::move(w), std::move(src), pending, meta, false, true);
+    AddWorkload(std::move(w), std::move(src), pending, meta, false, uniform);
   }
 
   void AddGroup(const std::string& key, const std::vector<const PodEntry*>& members, bool running) {
@@ -1149,6 +1331,7 @@ class Builder {
   int32_t default_priority_ = 0;
   std::map<std::string, std::string> namespace_queue_;
   std::unordered_map<std::string, const kube::Job*> jobs_by_uid_;
+  std::unordered_map<std::string, const kube::Object*> owners_by_uid_;
   BuildCache::State& cache_;
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;
@@ -1164,6 +1347,7 @@ const std::string kNoString;
 // What a source's workload is about: its Job, else its first pod; null for neither.
 const kube::ObjectMeta* Subject(const WorkloadSource& s) {
   if (s.job) return &s.job->metadata;
+  if (s.owner) return &s.owner->metadata;
   return s.pods.empty() || s.pods[0].empty() ? nullptr : &s.pods[0][0].pod->metadata;
 }
 
@@ -1180,18 +1364,30 @@ const std::string& WorkloadSource::name() const {
   return m != nullptr ? m->name : kNoString;
 }
 
-const std::string& WorkloadSource::job_uid() const { return job ? job->metadata.uid : kNoString; }
+const kube::ResourceType& WorkloadSource::SuspendableType() const {
+  return kind == Kind::kOwner && owner_kind != nullptr ? owner_kind->type : kube::resources::kJobs;
+}
 
-const std::string& WorkloadSource::job_resource_version() const {
-  return job ? job->metadata.resource_version : kNoString;
+const std::string& WorkloadSource::suspendable_uid() const {
+  return Suspendable() && Subject(*this) != nullptr ? Subject(*this)->uid : kNoString;
+}
+
+const std::string& WorkloadSource::suspendable_resource_version() const {
+  return Suspendable() && Subject(*this) != nullptr ? Subject(*this)->resource_version : kNoString;
+}
+
+kube::Json WorkloadSource::SuspendPatch(bool suspend) const {
+  if (kind == Kind::kOwner && owner_kind != nullptr) return owner_kind->SuspendPatch(suspend);
+  return {{"spec", {{"suspend", suspend}}}};
 }
 
 kube::Json WorkloadSource::Involved() const {
   const kube::ObjectMeta* m = Subject(*this);
   const kube::ObjectMeta none;
   if (m == nullptr) m = &none;
-  return {{"apiVersion", job ? "batch/v1" : "v1"},
-          {"kind", job ? "Job" : "Pod"},
+  const kube::ResourceType& type = job || owner ? SuspendableType() : kube::resources::kPods;
+  return {{"apiVersion", type.ApiVersion()},
+          {"kind", type.kind},
           {"metadata", {{"name", m->name}, {"namespace", m->namespace_name}, {"uid", m->uid}}}};
 }
 

@@ -8,9 +8,11 @@
 //     template's); else the namespace's `chamber.io/queue` label; else none (the workload waits
 //     with reason QueueNotFound).
 //   - Gangs: a batch/v1 Job is one gang of `parallelism` pods (capped by the completions still
-//     to go); bare pods with label `chamber.io/pod-group` form one gang per namespace and group,
-//     all-or-nothing above `chamber.io/min-member` (label or annotation; default all members);
-//     any other pod is a gang of one. A Job may also set `chamber.io/min-member`.
+//     to go); a top-level object of a kind in WorkloadKinds() (a JobSet) is one gang of every
+//     pod its spec asks for, its Jobs' pods included, queued and suspended as one; bare pods with
+//     label `chamber.io/pod-group` form one gang per namespace and group, all-or-nothing above
+//     `chamber.io/min-member` (label or annotation; default all members); any other pod is a gang
+//     of one. A Job may also set `chamber.io/min-member`.
 //   - Priority: the pod's `spec.priority` (filled from its PriorityClass by the API server); for
 //     a Job without pods, its template's PriorityClass (or the global default).
 //   - `chamber.io/checkpoint-grace-seconds` and `chamber.io/last-checkpoint` (RFC 3339) on the
@@ -38,6 +40,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/kube/workload_kinds.h"
 #include "core/model.h"
 #include "kube/types.h"
 
@@ -79,6 +82,8 @@ struct ClusterObjects {
   std::vector<std::shared_ptr<const kube::Node>> nodes;
   std::vector<std::shared_ptr<const kube::Pod>> pods;
   std::vector<std::shared_ptr<const kube::Job>> jobs;
+  // Top-level objects of the kinds in WorkloadKinds() (JobSets, ...).
+  std::vector<std::shared_ptr<const kube::Object>> owners;
   std::vector<std::shared_ptr<const kube::PriorityClass>> priority_classes;
   std::vector<std::shared_ptr<const kube::Namespace>> namespaces;
   std::vector<core::Queue> queues;
@@ -105,14 +110,20 @@ struct PodRef {
   std::string Key() const { return namespace_name() + "/" + name(); }
 };
 
-// Where a snapshot workload came from, to carry decisions back: the Job or the pods as the
-// informers hold them (shared), whose names and versions the writes about them read.
+// Where a snapshot workload came from, to carry decisions back: the Job, the top-level object
+// or the pods as the informers hold them (shared), whose names and versions the writes about
+// them read.
 struct WorkloadSource {
-  enum class Kind { kJob, kPodGroup, kPod };
+  // kOwner: a top-level object of a kind in WorkloadKinds() (a JobSet), whose pods come
+  // through its Jobs or directly.
+  enum class Kind { kJob, kOwner, kPodGroup, kPod };
   Kind kind = Kind::kPod;
-  std::shared_ptr<const kube::Job> job;  // kJob
-  std::string group;                     // kPodGroup: the group's name
-  // The Job (kJob): the lost work its annotations record (kPreemptionCount, kGpuHoursLost).
+  std::shared_ptr<const kube::Job> job;       // kJob
+  std::shared_ptr<const kube::Object> owner;  // kOwner
+  const WorkloadKind* owner_kind = nullptr;   // kOwner
+  std::string group;                          // kPodGroup: the group's name
+  // The Job or top-level object: the lost work its annotations record (kPreemptionCount,
+  // kGpuHoursLost).
   int64_t stored_preemptions = 0;
   double stored_gpu_hours_lost = 0;
   // Per pod set, the pods by replica index: pending pods for a pending workload (bind
@@ -120,15 +131,20 @@ struct WorkloadSource {
   // group's or a pod's workload has one pod at least.
   std::vector<std::vector<PodRef>> pods;
 
-  // The Job's namespace, else the first pod's.
+  // The Job's or top-level object's namespace, else the first pod's.
   const std::string& namespace_name() const;
-  // The Job's, the group's or the pod's.
+  // The Job's, the top-level object's, the group's or the pod's.
   const std::string& name() const;
-  // The Job's (kJob; else ""): preconditions for suspend and resume.
-  const std::string& job_uid() const;
-  const std::string& job_resource_version() const;
-  // What Events are about, the Job or the first pod: apiVersion, kind and metadata, as
-  // kube::EventSpec::involved takes them.
+  // Whether Chamber preempts it by suspending an object (a Job or a top-level object), and
+  // that object's resource, UID and resourceVersion (the preconditions of suspend and resume;
+  // "" for neither), and the merge patch that sets its suspend flag.
+  bool Suspendable() const { return kind == Kind::kJob || kind == Kind::kOwner; }
+  const kube::ResourceType& SuspendableType() const;
+  const std::string& suspendable_uid() const;
+  const std::string& suspendable_resource_version() const;
+  kube::Json SuspendPatch(bool suspend) const;
+  // What Events are about, the Job, the top-level object or the first pod: apiVersion, kind
+  // and metadata, as kube::EventSpec::involved takes them.
   kube::Json Involved() const;
   // Every pod's "namespace/name", in pod-set order.
   std::vector<std::string> PodKeys() const;

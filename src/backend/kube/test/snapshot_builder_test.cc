@@ -1,5 +1,7 @@
 #include "backend/kube/snapshot_builder.h"
 
+#include <bit>
+
 #include <gtest/gtest.h>
 
 #include "common/time.h"
@@ -164,7 +166,7 @@ TEST(SnapshotBuilderTest, AJobIsOneGangOnceAllItsPodsExist) {
   EXPECT_EQ(w.submit_time.count(), UnixMs("2026-11-30T09:00:00Z"));  // the Job's creation
   const WorkloadSource& src = b.sources[t];
   EXPECT_EQ(src.kind, WorkloadSource::Kind::kJob);
-  EXPECT_EQ(src.job_uid(), "uid-job-train");
+  EXPECT_EQ(src.suspendable_uid(), "uid-job-train");
   EXPECT_EQ(src.namespace_name(), "ml");
   EXPECT_EQ(src.name(), "train");
   EXPECT_EQ(
@@ -298,7 +300,7 @@ TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   EXPECT_EQ(b.sources[0].kind, WorkloadSource::Kind::kPodGroup);
   EXPECT_EQ(b.sources[0].name(), "g");
   EXPECT_EQ(b.sources[0].namespace_name(), "research");
-  EXPECT_EQ(b.sources[0].job_uid(), "");
+  EXPECT_EQ(b.sources[0].suspendable_uid(), "");
   EXPECT_EQ(b.sources[0].Involved()["metadata"]["name"], "g-0") << "its first pod";
   EXPECT_EQ(b.sources[1].kind, WorkloadSource::Kind::kPod);
   EXPECT_EQ(b.sources[1].name(), "solo");
@@ -511,6 +513,260 @@ TEST(SnapshotBuilderTest, PodsOfTheSameTolerationsShareOneList) {
   EXPECT_EQ(a.tolerations.get(), same.tolerations.get());
   EXPECT_NE(a.tolerations.get(), c.tolerations.get());
   EXPECT_EQ(c.tolerations[1].value, "infer");
+}
+
+// --- JobSets (workload_kinds.h) ---
+
+// A JobSet with a leader (1 Job of 1 pod, 1 GPU) and workers (`workers` Jobs of 2 pods, 4 GPUs
+// each), as its controller and the API server return it.
+Json JobSetJson(const std::string& ns, const std::string& name, int workers, Json extra = {}) {
+  auto job_template = [&](int pods, int gpus) {
+    Json tmpl = PodJson(ns, "", gpus);
+    tmpl["metadata"] = Json::object();
+    tmpl["spec"].erase("priority");
+    tmpl["spec"]["priorityClassName"] = "high";
+    return Json{{"spec", {{"parallelism", pods}, {"completions", pods}, {"template", tmpl}}}};
+  };
+  Json j = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+            {"kind", "JobSet"},
+            {"metadata",
+             {{"name", name},
+              {"namespace", ns},
+              {"uid", "uid-jobset-" + name},
+              {"resourceVersion", "5"},
+              {"labels", {{"chamber.io/queue", "team-b"}}},
+              {"creationTimestamp", "2026-11-30T08:00:00Z"}}},
+            {"spec",
+             {{"replicatedJobs",
+               {{{"name", "leader"}, {"replicas", 1}, {"template", job_template(1, 1)}},
+                {{"name", "workers"}, {"replicas", workers}, {"template", job_template(2, 4)}}}}}},
+            {"status", Json::object()}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return j;
+}
+
+std::shared_ptr<const kube::Object> JobSetObj(const std::string& ns, const std::string& name,
+                                              int workers, Json extra = {}) {
+  return std::make_shared<const kube::Object>(
+      kube::Object::FromJson(JobSetJson(ns, name, workers, std::move(extra))).value());
+}
+
+// A Job the JobSet controller made: "<jobset>-<replicated job>-<index>".
+std::shared_ptr<const kube::Job> ChildJob(const std::string& ns, const std::string& jobset,
+                                          const std::string& rj, int index, int pods, int gpus) {
+  const std::string name = jobset + "-" + rj + "-" + std::to_string(index);
+  Json owner = {{"metadata",
+                 {{"ownerReferences",
+                   {{{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+                     {"kind", "JobSet"},
+                     {"name", jobset},
+                     {"uid", "uid-jobset-" + jobset},
+                     {"controller", true}}}}}}};
+  return JobObj(ns, name, pods, gpus, owner);
+}
+
+// The JobSet's Jobs and, for the first `pods_made` of them per Job, their pods.
+void AddChildren(ClusterObjects* in, const std::string& ns, const std::string& jobset, int workers,
+                 bool all_pods = true) {
+  in->jobs.push_back(ChildJob(ns, jobset, "leader", 0, 1, 1));
+  in->pods.push_back(Pod(ns, jobset + "-leader-0-0", 1, OwnedBy(jobset + "-leader-0")));
+  for (int w = 0; w < workers; ++w) {
+    const std::string job = jobset + "-workers-" + std::to_string(w);
+    in->jobs.push_back(ChildJob(ns, jobset, "workers", w, 2, 4));
+    for (int p = 0; p < (all_pods || w == 0 ? 2 : 1); ++p)
+      in->pods.push_back(Pod(ns, job + "-" + std::to_string(p), 4, OwnedBy(job)));
+  }
+}
+
+TEST(WorkloadKindsTest, AJobSetsGangAndSuspendFieldComeFromItsSpec) {
+  const WorkloadKind* k = FindWorkloadKind("jobset.x-k8s.io/v1alpha2", "JobSet");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(FindWorkloadKind("jobset.x-k8s.io/v1", "JobSet"), k) << "any version of the group";
+  EXPECT_EQ(FindWorkloadKind("batch/v1", "Job"), nullptr);
+  EXPECT_EQ(FindWorkloadKind("v1", "JobSet"), nullptr);
+  EXPECT_EQ(k->SuspendPatch(true), (Json{{"spec", {{"suspend", true}}}}));
+  EXPECT_EQ(k->LowerKind(), "jobset");
+
+  Result<KindSpec> spec = k->read(JobSetJson("ml", "js", 3));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_FALSE(spec->suspended);
+  EXPECT_FALSE(spec->finished);
+  ASSERT_EQ(spec->pod_sets.size(), 2u);
+  EXPECT_EQ(spec->pod_sets[0].name, "leader");
+  EXPECT_EQ(spec->pod_sets[0].count, 1);
+  EXPECT_EQ(spec->pod_sets[1].count, 6) << "3 Jobs of 2 pods";
+  EXPECT_EQ(spec->Pods(), 7);
+
+  // Jobs that succeeded need no pods; completions below parallelism cap a Job's pods; a
+  // finished JobSet waits for nothing.
+  spec = k->read(JobSetJson(
+      "ml", "js", 3,
+      {{"spec", {{"startupPolicy", {{"startupPolicyOrder", "InOrder"}}}}},
+       {"status", {{"replicatedJobsStatus", {{{"name", "workers"}, {"succeeded", 2}}}}}}}));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->in_order);
+  EXPECT_EQ(spec->pod_sets[1].count, 2);
+  Json capped = JobSetJson("ml", "js", 1);
+  capped["spec"]["replicatedJobs"][1]["template"]["spec"]["completions"] = 1;
+  EXPECT_EQ(k->read(capped)->pod_sets[1].count, 1);
+  spec = k->read(
+      JobSetJson("ml", "js", 1,
+                 {{"status", {{"conditions", {{{"type", "Completed"}, {"status", "True"}}}}}}}));
+  EXPECT_TRUE(spec->finished);
+
+  // Errors name the object and the field.
+  Json bad = JobSetJson("ml", "js", 1);
+  bad["spec"]["replicatedJobs"][1]["replicas"] = "two";
+  EXPECT_EQ(k->read(bad).status().message(),
+            "jobset ml/js: spec.replicatedJobs[1].replicas: must be an integer");
+  bad = JobSetJson("ml", "js", 1);
+  bad["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] = -1;
+  EXPECT_EQ(k->read(bad).status().message(),
+            "jobset ml/js: spec.replicatedJobs[0].template.spec.parallelism: -1 is out of range");
+  bad = JobSetJson("ml", "js", 1);
+  bad["spec"]["replicatedJobs"] = Json::array();
+  EXPECT_EQ(k->read(bad).status().message(), "jobset ml/js: spec.replicatedJobs: is empty");
+  bad = JobSetJson("ml", "js", 1);
+  bad["spec"]["suspend"] = "yes";
+  EXPECT_EQ(k->read(bad).status().message(), "jobset ml/js: spec.suspend: must be true or false");
+}
+
+TEST(SnapshotBuilderTest, AJobSetIsOneGangOfAllItsJobsPods) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8), GpuNode("n2", 8)};
+  in.priority_classes = {std::make_shared<const kube::PriorityClass>(
+      kube::PriorityClass::FromJson({{"metadata", {{"name", "high"}}}, {"value", 100}}).value())};
+  in.owners = {JobSetObj("ml", "js", 2)};
+  AddChildren(&in, "ml", "js", 2);
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u) << "its Jobs are not workloads of their own";
+  const core::Workload& w = b.snapshot.workloads[0];
+  EXPECT_EQ(w.name, "ml/js");
+  EXPECT_EQ(w.queue, "team-b") << "the JobSet's label";
+  EXPECT_EQ(w.state, core::WorkloadState::kPending);
+  EXPECT_EQ(w.awaited_pods, 0);
+  EXPECT_EQ(w.TotalPods(), 5);
+  ASSERT_EQ(w.pod_sets.size(), 2u) << "one set per shape";
+  EXPECT_EQ(w.submit_time.count(), UnixMs("2026-11-30T08:00:00Z"));
+  const WorkloadSource& src = b.sources[0];
+  EXPECT_EQ(src.kind, WorkloadSource::Kind::kOwner);
+  EXPECT_TRUE(src.Suspendable());
+  EXPECT_EQ(src.SuspendableType().plural, "jobsets");
+  EXPECT_EQ(src.suspendable_uid(), "uid-jobset-js");
+  EXPECT_EQ(src.suspendable_resource_version(), "5");
+  EXPECT_EQ(src.SuspendPatch(false), (Json{{"spec", {{"suspend", false}}}}));
+  EXPECT_EQ(src.Involved(),
+            (Json{{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+                  {"kind", "JobSet"},
+                  {"metadata", {{"name", "js"}, {"namespace", "ml"}, {"uid", "uid-jobset-js"}}}}));
+  EXPECT_EQ(src.PodKeys().size(), 5u);
+
+  // All or nothing: its 17 GPUs do not fit two nodes' 16, so nothing is bound; on three they
+  // are bound together.
+  auto schedule = [&](const BuiltSnapshot& built) {
+    core::Snapshot s = built.snapshot;
+    s.queues = {QueueNamed("team-b", 24)};
+    return core::Engine().Schedule(s);
+  };
+  core::CycleResult r = schedule(b);
+  EXPECT_TRUE(r.binds.empty());
+  ASSERT_EQ(r.pending.size(), 1u);
+  in.nodes.push_back(GpuNode("n3", 8));
+  r = schedule(BuildSnapshot(in, Opts()));
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(r.binds[0].pods.size(), 5u);
+}
+
+TEST(SnapshotBuilderTest, AJobSetShortOfPodsWaitsForThemAndItsPriorityComesFromItsTemplate) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.priority_classes = {std::make_shared<const kube::PriorityClass>(
+      kube::PriorityClass::FromJson({{"metadata", {{"name", "high"}}}, {"value", 100}}).value())};
+  in.owners = {JobSetObj("ml", "js", 3)};
+  AddChildren(&in, "ml", "js", 3, /*all_pods=*/false);  // 1 + 2 + 1 + 1 of 7 pods
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].awaited_pods, 2);
+  EXPECT_EQ(b.incomplete_gangs, 1);
+
+  // Started in order (the leader first), the gang is the pods that exist.
+  in.owners = {JobSetObj("ml", "js", 3,
+                         {{"spec", {{"startupPolicy", {{"startupPolicyOrder", "InOrder"}}}}}})};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].awaited_pods, 0);
+  EXPECT_EQ(b.snapshot.workloads[0].TotalPods(), 5);
+
+  // Suspended by Chamber, it has no pods: its sets and priority come from its templates.
+  in.pods.clear();
+  in.owners = {JobSetObj(
+      "ml", "js", 3,
+      {{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
+       {"spec", {{"suspend", true}}}})};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  const core::Workload& w = b.snapshot.workloads[0];
+  EXPECT_EQ(w.state, core::WorkloadState::kSuspended);
+  EXPECT_EQ(w.priority, 100) << "the templates' PriorityClass";
+  ASSERT_EQ(w.pod_sets.size(), 2u);
+  EXPECT_EQ(w.pod_sets[0].name, "js/leader");
+  EXPECT_EQ(w.pod_sets[0].count, 1);
+  EXPECT_EQ(w.pod_sets[1].name, "js/workers");
+  EXPECT_EQ(w.pod_sets[1].count, 6);
+  EXPECT_EQ(w.pod_sets[1].request.gpu(), 4);
+
+  // Paused by its owner, or finished: not Chamber's to run.
+  in.owners = {JobSetObj("ml", "js", 3, {{"spec", {{"suspend", true}}}})};
+  EXPECT_TRUE(BuildSnapshot(in, Opts()).snapshot.workloads.empty());
+  in.owners = {JobSetObj(
+      "ml", "js", 3, {{"status", {{"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}}})};
+  EXPECT_TRUE(BuildSnapshot(in, Opts()).snapshot.workloads.empty());
+}
+
+TEST(SnapshotBuilderTest, PodsOfAJobSetNotInTheViewWaitAndABadOneIsAProblem) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  AddChildren(&in, "ml", "js", 1);  // its Jobs and pods, not the JobSet
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty())
+      << "neither its Jobs nor its pods are scheduled alone, without the JobSet's gang";
+
+  Json bad = JobSetJson("ml", "js", 1);
+  bad["spec"]["replicatedJobs"][1]["replicas"] = "two";
+  in.owners = {std::make_shared<const kube::Object>(kube::Object::FromJson(bad).value())};
+  b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0], "jobset ml/js: spec.replicatedJobs[1].replicas: must be an integer");
+}
+
+TEST(SnapshotBuilderTest, ARunningJobSetIsOneWorkloadAndItsPreemptionHistoryIsRead) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8), GpuNode("n2", 8)};
+  in.owners = {JobSetObj("ml", "js", 1,
+                         {{"metadata",
+                           {{"annotations",
+                             {{"chamber.io/preemptions", "1796032800"},
+                              {"chamber.io/preemption-count", "2"},
+                              {"chamber.io/gpu-hours-lost", "1.5"}}}}}})};
+  AddChildren(&in, "ml", "js", 1);
+  for (auto& p : in.pods) {
+    Json j = p->ToJson();
+    j["spec"]["nodeName"] = p->metadata.name.find("leader") != std::string::npos ? "n2" : "n1";
+    j["status"] = {{"phase", "Running"}, {"startTime", "2026-11-30T11:00:00Z"}};
+    p = std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value());
+  }
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  const core::Workload& w = b.snapshot.workloads[0];
+  EXPECT_EQ(w.state, core::WorkloadState::kRunning);
+  EXPECT_EQ(w.placements.size(), 3u);
+  ASSERT_EQ(w.recent_preemptions.size(), 1u);
+  EXPECT_EQ(b.sources[0].stored_preemptions, 2);
+  EXPECT_DOUBLE_EQ(b.sources[0].stored_gpu_hours_lost, 1.5);
+  int held = 0;
+  for (const core::PodPlacement& p : w.placements) held += std::popcount(p.gpu_mask);
+  EXPECT_EQ(held, 9) << "1 + 4 + 4 GPUs held";
 }
 
 TEST(SnapshotBuilderTest, IndexLists) {

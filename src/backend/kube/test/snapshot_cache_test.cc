@@ -57,7 +57,7 @@ std::string Dump(const BuiltSnapshot& b) {
       o << " at:" << p.node.value << "/" << p.gpu_mask;
     const WorkloadSource& src = b.sources[i];
     o << " src:" << static_cast<int>(src.kind) << " " << src.namespace_name() << "/" << src.name()
-      << " job=" << src.job_uid() << "@" << src.job_resource_version()
+      << " job=" << src.suspendable_uid() << "@" << src.suspendable_resource_version()
       << " about=" << src.Involved().dump();
     for (const auto& set : src.pods) {
       o << " [";
@@ -174,7 +174,43 @@ std::shared_ptr<const kube::Job> MakeJob(int id, int variant) {
       {"spec",
        {{"parallelism", 2}, {"completions", 2}, {"suspend", variant >= 1}, {"template", tmpl}}},
       {"status", Json::object()}};
+  if (id == 2)  // the Job of JobSet js0
+    j["metadata"]["ownerReferences"] = {{{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+                                         {"kind", "JobSet"},
+                                         {"name", "js0"},
+                                         {"uid", "uid-js0"},
+                                         {"controller", true}}};
   return std::make_shared<const kube::Job>(kube::Job::FromJson(j).value());
+}
+
+// JobSet js0 (of Job j2): `variant` 0 none, 1 as its controller made it, 2 suspended by
+// Chamber, 3 with a bad spec.
+std::vector<std::shared_ptr<const kube::Object>> MakeJobSets(int variant) {
+  if (variant == 0) return {};
+  Json tmpl = {
+      {"metadata", Json::object()},
+      {"spec",
+       {{"schedulerName", "chamber"},
+        {"containers",
+         {{{"name", "main"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  Json j = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+            {"kind", "JobSet"},
+            {"metadata",
+             {{"name", "js0"},
+              {"namespace", "ns0"},
+              {"uid", "uid-js0"},
+              {"resourceVersion", std::to_string(variant)},
+              {"creationTimestamp", "2026-11-30T08:00:00Z"},
+              {"labels", {{"chamber.io/queue", "team-0"}}}}},
+            {"spec",
+             {{"suspend", variant == 2},
+              {"replicatedJobs",
+               {{{"name", "w"},
+                 {"replicas", variant == 3 ? Json("two") : Json(1)},
+                 {"template", {{"spec", {{"parallelism", 2}, {"template", tmpl}}}}}}}}}}};
+  if (variant == 2)
+    j["metadata"]["annotations"] = {{"chamber.io/preempted-at", "2026-11-30T10:40:00Z"}};
+  return {std::make_shared<const kube::Object>(kube::Object::FromJson(j).value())};
 }
 
 // ns0 and ns1; `queue` >= 0: ns1's default queue is team-<queue>.
@@ -206,7 +242,7 @@ PodSpec RandomPodSpec() {
   s.scheduler = *rc::gen::element(0, 0, 0, 1);
   s.phase = *rc::gen::element(0, 1, 1, 2);
   s.group = *rc::gen::element(-1, -1, 0, 1);
-  s.job = *rc::gen::element(-1, -1, 0, 1, 5);
+  s.job = *rc::gen::element(-1, -1, 0, 1, 2, 5);
   s.queue = *rc::gen::element(-1, 0, 1);
   s.min_member = *rc::gen::inRange(0, 3);
   s.indices = *rc::gen::inRange(0, 4);
@@ -222,7 +258,8 @@ RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
   for (size_t i = 0; i < specs.size(); ++i) pods.push_back(MakePod(static_cast<int>(i), specs[i]));
   ClusterObjects in;
   for (int n = 0; n < 3; ++n) in.nodes.push_back(MakeNode(n, *rc::gen::inRange(0, 6)));
-  for (int j = 0; j < 2; ++j) in.jobs.push_back(MakeJob(j, *rc::gen::inRange(0, 4)));
+  for (int j = 0; j < 3; ++j) in.jobs.push_back(MakeJob(j, *rc::gen::inRange(0, 4)));
+  in.owners = MakeJobSets(*rc::gen::inRange(0, 4));
   in.namespaces = MakeNamespaces(*rc::gen::element(-1, 0, 1));
   in.priority_classes = MakePriorityClasses(*rc::gen::element(-1, 5, 150));
   core::Queue q;
@@ -248,10 +285,11 @@ RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
     if (*rc::gen::inRange(0, 5) != 0) previous = std::move(got);
     cached.recycle = nullptr;
     // Entries of objects gone are dropped by the next Prepare, or else by the next build.
-    RC_ASSERT(cache.size() >= in.nodes.size() + in.pods.size() + in.jobs.size());
+    const size_t objects = in.nodes.size() + in.pods.size() + in.jobs.size() + in.owners.size();
+    RC_ASSERT(cache.size() >= objects);
     if (*rc::gen::arbitrary<bool>()) {
       RC_ASSERT(cache.Prepare(in, cached) == 0u);
-      RC_ASSERT(cache.size() == in.nodes.size() + in.pods.size() + in.jobs.size());
+      RC_ASSERT(cache.size() == objects);
     }
 
     // Change the cluster: every changed object is a new object, as informers hand them out.
@@ -290,13 +328,16 @@ RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
           else
             in.priority_classes = MakePriorityClasses(*rc::gen::element(-1, 5, 150));
           break;
-        case 6:  // an assumed bind expired, or the informer showed it
-          if (!assumed.empty()) assumed.erase(assumed.begin());
+        case 6:  // an assumed bind expired, or the informer showed it; or the JobSet changed
+          if (*rc::gen::arbitrary<bool>())
+            in.owners = MakeJobSets(*rc::gen::inRange(0, 4));
+          else if (!assumed.empty())
+            assumed.erase(assumed.begin());
           break;
         default:  // a Job changed, or a bind assumed
           if (*rc::gen::arbitrary<bool>()) {
             in.jobs[*rc::gen::inRange<size_t>(0, in.jobs.size())] =
-                MakeJob(*rc::gen::inRange(0, 2), *rc::gen::inRange(0, 4));
+                MakeJob(*rc::gen::inRange(0, 3), *rc::gen::inRange(0, 4));
           } else if (pods[i]) {
             assumed[pods[i]->metadata.uid] = {pods[i]->metadata.Key(), "n1", {3}, 0};
           }

@@ -1,0 +1,212 @@
+#include "backend/kube/workload_kinds.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace chamber::backend {
+namespace {
+
+// Reads fields of one object; errors name the object ("jobset ml/x") and the field's path.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string where) : where_(std::move(where)) {}
+
+  Status Error(const std::string& field, const std::string& problem) const {
+    return Status::InvalidArgument(where_ + ": " + field + ": " + problem);
+  }
+
+  // The object at `key` of `parent` (null when absent or null).
+  Result<const kube::Json*> Object(const kube::Json& parent, const char* key,
+                                   const std::string& field) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return static_cast<const kube::Json*>(nullptr);
+    if (!it->is_object()) return Error(field, "must be an object");
+    return &*it;
+  }
+
+  Result<const kube::Json*> Array(const kube::Json& parent, const char* key,
+                                  const std::string& field) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return static_cast<const kube::Json*>(nullptr);
+    if (!it->is_array()) return Error(field, "must be a list");
+    return &*it;
+  }
+
+  // A non-negative 32-bit integer, or `fallback` when absent.
+  Result<int32_t> Count(const kube::Json& parent, const char* key, const std::string& field,
+                        int32_t fallback) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return fallback;
+    if (!it->is_number_integer()) return Error(field, "must be an integer");
+    const int64_t v = it->get<int64_t>();
+    if (v < 0 || v > std::numeric_limits<int32_t>::max())
+      return Error(field, std::to_string(v) + " is out of range");
+    return static_cast<int32_t>(v);
+  }
+
+  Result<bool> Bool(const kube::Json& parent, const char* key, const std::string& field) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return false;
+    if (!it->is_boolean()) return Error(field, "must be true or false");
+    return it->get<bool>();
+  }
+
+  Result<std::string> String(const kube::Json& parent, const char* key,
+                             const std::string& field) const {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::string();
+    if (!it->is_string()) return Error(field, "must be a string");
+    return it->get<std::string>();
+  }
+
+  // Whether status.conditions holds one of `types` with status "True".
+  Result<bool> ConditionTrue(const kube::Json& status,
+                             std::initializer_list<std::string_view> types,
+                             const std::string& field) const {
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* conditions, Array(status, "conditions", field));
+    if (conditions == nullptr) return false;
+    for (const kube::Json& c : *conditions) {
+      if (!c.is_object()) return Error(field, "each condition must be an object");
+      const auto type = c.find("type"), value = c.find("status");
+      if (type == c.end() || value == c.end() || !type->is_string() || !value->is_string())
+        continue;
+      if (value->get<std::string>() == "True" &&
+          std::find(types.begin(), types.end(), type->get<std::string>()) != types.end())
+        return true;
+    }
+    return false;
+  }
+
+ private:
+  std::string where_;
+};
+
+std::string Where(std::string_view kind, const kube::Json& object) {
+  std::string ns, name;
+  if (auto m = object.find("metadata"); m != object.end() && m->is_object()) {
+    if (auto n = m->find("namespace"); n != m->end() && n->is_string()) ns = *n;
+    if (auto n = m->find("name"); n != m->end() && n->is_string()) name = *n;
+  }
+  return std::string(kind) + " " + ns + "/" + name;
+}
+
+// jobset.x-k8s.io/v1alpha2 JobSet: each replicated job is `replicas` Jobs of `parallelism` pods
+// (fewer when `completions` is lower); Jobs that succeeded already need no pods.
+Result<KindSpec> ReadJobSet(const kube::Json& object) {
+  const FieldReader r(Where("jobset", object));
+  KindSpec out;
+  if (!object.is_object()) return r.Error("(object)", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(out.suspended, r.Bool(*spec, "suspend", "spec.suspend"));
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* startup,
+                           r.Object(*spec, "startupPolicy", "spec.startupPolicy"));
+  if (startup != nullptr) {
+    CHAMBER_ASSIGN_OR_RETURN(
+        const std::string order,
+        r.String(*startup, "startupPolicyOrder", "spec.startupPolicy.startupPolicyOrder"));
+    out.in_order = order == "InOrder";
+  }
+  // Jobs of each replicated job that succeeded, from the status.
+  std::vector<std::pair<std::string, int32_t>> succeeded;
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* status, r.Object(object, "status", "status"));
+  if (status != nullptr) {
+    CHAMBER_ASSIGN_OR_RETURN(
+        out.finished, r.ConditionTrue(*status, {"Completed", "Failed"}, "status.conditions"));
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* rjs, r.Array(*status, "replicatedJobsStatus",
+                                                            "status.replicatedJobsStatus"));
+    for (size_t i = 0; rjs != nullptr && i < rjs->size(); ++i) {
+      const std::string field = "status.replicatedJobsStatus[" + std::to_string(i) + "]";
+      const kube::Json& s = (*rjs)[i];
+      if (!s.is_object()) return r.Error(field, "must be an object");
+      CHAMBER_ASSIGN_OR_RETURN(std::string name, r.String(s, "name", field + ".name"));
+      CHAMBER_ASSIGN_OR_RETURN(const int32_t n, r.Count(s, "succeeded", field + ".succeeded", 0));
+      succeeded.emplace_back(std::move(name), n);
+    }
+  }
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* jobs,
+                           r.Array(*spec, "replicatedJobs", "spec.replicatedJobs"));
+  if (jobs == nullptr || jobs->empty()) return r.Error("spec.replicatedJobs", "is empty");
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    const std::string field = "spec.replicatedJobs[" + std::to_string(i) + "]";
+    const kube::Json& rj = (*jobs)[i];
+    if (!rj.is_object()) return r.Error(field, "must be an object");
+    KindPodSet set;
+    CHAMBER_ASSIGN_OR_RETURN(set.name, r.String(rj, "name", field + ".name"));
+    if (set.name.empty()) return r.Error(field + ".name", "is missing");
+    CHAMBER_ASSIGN_OR_RETURN(const int32_t replicas,
+                             r.Count(rj, "replicas", field + ".replicas", 1));
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* job_template,
+                             r.Object(rj, "template", field + ".template"));
+    if (job_template == nullptr) return r.Error(field + ".template", "is missing");
+    const std::string job_field = field + ".template.spec";
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* job_spec,
+                             r.Object(*job_template, "spec", job_field));
+    if (job_spec == nullptr) return r.Error(job_field, "is missing");
+    CHAMBER_ASSIGN_OR_RETURN(const int32_t parallelism,
+                             r.Count(*job_spec, "parallelism", job_field + ".parallelism", 1));
+    CHAMBER_ASSIGN_OR_RETURN(
+        const int32_t completions,
+        r.Count(*job_spec, "completions", job_field + ".completions", parallelism));
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* pod_template,
+                             r.Object(*job_spec, "template", job_field + ".template"));
+    if (pod_template == nullptr) return r.Error(job_field + ".template", "is missing");
+    int32_t done = 0;
+    for (const auto& [name, n] : succeeded)
+      if (name == set.name) done = n;
+    const int64_t pods =
+        static_cast<int64_t>(std::max(replicas - done, 0)) * std::min(parallelism, completions);
+    if (pods > std::numeric_limits<int32_t>::max())
+      return r.Error(field, std::to_string(pods) + " pods are too many");
+    set.count = static_cast<int32_t>(pods);
+    set.pod_template = *pod_template;
+    out.pod_sets.push_back(std::move(set));
+  }
+  return out;
+}
+
+}  // namespace
+
+int32_t KindSpec::Pods() const {
+  int64_t n = 0;
+  for (const KindPodSet& s : pod_sets) n += s.count;
+  return static_cast<int32_t>(std::min<int64_t>(n, std::numeric_limits<int32_t>::max()));
+}
+
+kube::Json WorkloadKind::SuspendPatch(bool suspend) const {
+  kube::Json patch = suspend;
+  for (auto it = suspend_path.rbegin(); it != suspend_path.rend(); ++it)
+    patch = kube::Json{{*it, std::move(patch)}};
+  return patch;
+}
+
+std::string WorkloadKind::LowerKind() const {
+  std::string out = type.kind;
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+const std::vector<WorkloadKind>& WorkloadKinds() {
+  static const std::vector<WorkloadKind> kinds = {
+      {.type = {.group = kJobSetGroup,
+                .version = "v1alpha2",
+                .plural = "jobsets",
+                .kind = "JobSet",
+                .namespaced = true},
+       .suspend_path = {"spec", "suspend"},
+       .through_jobs = true,
+       .read = &ReadJobSet},
+  };
+  return kinds;
+}
+
+const WorkloadKind* FindWorkloadKind(std::string_view api_version, std::string_view kind) {
+  const std::string_view group = api_version.substr(0, api_version.find('/'));
+  if (group.size() == api_version.size()) return nullptr;  // a core kind: no group
+  for (const WorkloadKind& k : WorkloadKinds())
+    if (k.type.kind == kind && k.type.group == group) return &k;
+  return nullptr;
+}
+
+}  // namespace chamber::backend

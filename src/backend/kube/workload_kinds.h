@@ -1,0 +1,62 @@
+// Top-level workload kinds beyond batch/v1 Jobs that Chamber gangs, suspends and resumes as one
+// workload (docs/workloads.md): what each kind's spec says about its gang, and where its
+// suspend flag lives. Pure: reads the object as the API server returns it.
+//
+// A kind's pods reach its object through the controller owner chain: a JobSet's through the
+// Jobs it creates (Pod -> Job -> JobSet). The gang comes from the spec, not from counting pods,
+// so that it is known before every pod exists.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "kube/client.h"
+
+namespace chamber::backend {
+
+// One set of identical pods of a top-level object (a JobSet's replicated job).
+struct KindPodSet {
+  std::string name;
+  int32_t count = 0;        // pods still to run
+  kube::Json pod_template;  // a PodTemplateSpec (metadata and spec)
+};
+
+// What a top-level object's spec and status say.
+struct KindSpec {
+  bool suspended = false;
+  bool finished = false;  // completed or failed for good: holds nothing, waits for nothing
+  // Its pods are created one set after the other, each once the last is ready (a JobSet's
+  // startupPolicy InOrder): the gang is the pods that exist, as no later set appears before the
+  // earlier ones run.
+  bool in_order = false;
+  std::vector<KindPodSet> pod_sets;
+  int32_t Pods() const;
+};
+
+struct WorkloadKind {
+  kube::ResourceType type;
+  // The field that suspends it, from the root ({"spec", "suspend"}).
+  std::vector<std::string> suspend_path;
+  // Whether its pods belong to it through Jobs it creates (true) or directly.
+  bool through_jobs = false;
+  // Errors name the object and the field ("jobset ml/x: spec.replicatedJobs[1].replicas: ...").
+  Result<KindSpec> (*read)(const kube::Json& object) = nullptr;
+
+  // {"spec": {"suspend": <suspend>}}, along suspend_path.
+  kube::Json SuspendPatch(bool suspend) const;
+  // "jobset": how problems and logs name it.
+  std::string LowerKind() const;
+};
+
+// Every kind Chamber knows besides batch/v1 Jobs.
+const std::vector<WorkloadKind>& WorkloadKinds();
+// The kind an owner reference or object names ("jobset.x-k8s.io/v1alpha2", "JobSet"), or null.
+// Any version of the kind's group matches: the object is read the same.
+const WorkloadKind* FindWorkloadKind(std::string_view api_version, std::string_view kind);
+
+inline constexpr char kJobSetGroup[] = "jobset.x-k8s.io";
+
+}  // namespace chamber::backend
