@@ -389,6 +389,35 @@ class Builder {
         namespace_queue_[ns->metadata.name] = *q;
     for (const auto& job : objects_.jobs) jobs_by_uid_[job->metadata.uid] = job.get();
     for (const auto& o : objects_.owners) owners_by_uid_[o->metadata.uid] = o.get();
+    for (const auto& o : objects_.owners) top_of_[o.get()] = TopOf(o.get());
+  }
+
+  // The controller reference of `m` to an object of a kind in WorkloadKinds(), if any.
+  static const kube::OwnerReference* KnownController(const kube::ObjectMeta& m) {
+    for (const kube::OwnerReference& o : m.owner_references)
+      if (o.controller && FindWorkloadKind(o.api_version, o.kind) != nullptr) return &o;
+    return nullptr;
+  }
+
+  // The workload an object of a known kind belongs to: itself, or the topmost object of a known
+  // kind up its controller chain (a RayJob's RayCluster belongs to the RayJob); null when a
+  // controller of a known kind is not in this view.
+  const kube::Object* TopOf(const kube::Object* o) const {
+    for (int depth = 0; depth < 8; ++depth) {
+      const kube::OwnerReference* up = KnownController(o->metadata);
+      if (up == nullptr) return o;
+      auto it = owners_by_uid_.find(up->uid);
+      if (it == owners_by_uid_.end()) return nullptr;
+      o = it->second;
+    }
+    return nullptr;  // a cycle of controllers
+  }
+
+  // The workload (a top-level object) of the object with `uid`, controller of a pod or Job;
+  // null when it or one above it is not in this view.
+  const kube::Object* WorkloadOf(const std::string& uid) const {
+    auto it = owners_by_uid_.find(uid);
+    return it == owners_by_uid_.end() ? nullptr : top_of_.at(it->second);
   }
 
   const BuildCache::State::OwnerEntry& OwnerOf(const std::shared_ptr<const kube::Object>& owner) {
@@ -421,17 +450,12 @@ class Builder {
     return e;
   }
 
-  // The top-level object (of a kind in WorkloadKinds()) a Job belongs to: its controller, when
-  // that is of such a kind. `known` says whether the Job has one, in this view or not.
+  // The top-level object (of a kind in WorkloadKinds()) a Job belongs to, when its controller
+  // is of such a kind. `known` says whether it is, whether that object is in this view or not.
   const kube::Object* OwnerOfJob(const kube::Job& job, bool* known) const {
-    *known = false;
-    for (const kube::OwnerReference& o : job.metadata.owner_references) {
-      if (!o.controller || FindWorkloadKind(o.api_version, o.kind) == nullptr) continue;
-      *known = true;
-      auto it = owners_by_uid_.find(o.uid);
-      return it == owners_by_uid_.end() ? nullptr : it->second;
-    }
-    return nullptr;
+    const kube::OwnerReference* up = KnownController(job.metadata);
+    *known = up != nullptr;
+    return up == nullptr ? nullptr : WorkloadOf(up->uid);
   }
 
   const BuildCache::State::JobEntry& JobOf(const std::shared_ptr<const kube::Job>& job) {
@@ -505,8 +529,7 @@ class Builder {
       if (!o.controller) continue;
       if (o.kind == "Job")
         f.job_uid = &o.uid;
-      else if (const WorkloadKind* k = FindWorkloadKind(o.api_version, o.kind);
-               k != nullptr && !k->through_jobs)
+      else if (FindWorkloadKind(o.api_version, o.kind) != nullptr)
         f.owner_uid = &o.uid;
       break;
     }
@@ -825,8 +848,8 @@ class Builder {
         continue;
       }
       if (f.owner_uid != nullptr) {
-        if (auto o = owners_by_uid_.find(*f.owner_uid); o != owners_by_uid_.end())
-          add_to(owner_pods[o->second], e, !node->empty(), deleting);
+        if (const kube::Object* o = WorkloadOf(*f.owner_uid))
+          add_to(owner_pods[o], e, !node->empty(), deleting);
         continue;
       }
       // A pod a Job controls whose Job this view does not hold (not seen yet after a relist, or
@@ -868,9 +891,12 @@ class Builder {
       return x.name < y.name;
     });
     for (const auto* owner : owners) {
+      const BuildCache::State::OwnerEntry& entry = OwnerOf(*owner);  // kept, as Prepare does
+      // A part of another workload (a RayJob's RayCluster), or of one not in this view.
+      if (top_of_.at(owner->get()) != owner->get()) continue;
       auto it = owner_pods.find(owner->get());
       const JobPods& op = it == owner_pods.end() ? kNone : it->second;
-      AddOwner(*owner, OwnerOf(*owner), op.pending, op.bound, op.terminating);
+      AddOwner(*owner, entry, op.pending, op.bound, op.terminating);
     }
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
@@ -935,6 +961,7 @@ class Builder {
     int32_t want = 0;                          // pods its spec asks for now
     // The gang is the pods that exist (their sets are created one after the other).
     bool in_order = false;
+    int32_t min_pods = 0;  // the kind's own minimum (KindSpec::min_pods); 0: all
     // Each pod set's template, pods and name, for a suspended one that has no pods to read.
     struct Template {
       const kube::Pod* pod;
@@ -1018,6 +1045,8 @@ class Builder {
     g.suspend = spec.suspended;
     g.want = spec.Pods();
     g.in_order = spec.in_order;
+    if (g.in_order) g.want = std::max(g.want, static_cast<int32_t>(pending.size()));
+    g.min_pods = spec.min_pods;
     for (size_t i = 0; i < spec.pod_sets.size(); ++i)
       if (spec.pod_sets[i].count > 0)
         g.templates.push_back({&entry.pod_templates[i], spec.pod_sets[i].count,
@@ -1067,6 +1096,8 @@ class Builder {
     }
     if (auto m = IntKey(meta, keys::kMinMember, g.what, key))
       w.min_member = static_cast<int32_t>(*m);
+    else if (g.min_pods > 0 && g.min_pods < g.want)
+      w.min_member = g.min_pods;
 
     if (g.suspend) {
       std::vector<const PodEntry*> holding = bound;
@@ -1332,6 +1363,7 @@ class Builder {
   std::map<std::string, std::string> namespace_queue_;
   std::unordered_map<std::string, const kube::Job*> jobs_by_uid_;
   std::unordered_map<std::string, const kube::Object*> owners_by_uid_;
+  std::unordered_map<const kube::Object*, const kube::Object*> top_of_;  // TopOf each owner
   BuildCache::State& cache_;
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;

@@ -166,6 +166,187 @@ Result<KindSpec> ReadJobSet(const kube::Json& object) {
   return out;
 }
 
+// The replica specs of a Kubeflow training job (kubeflow.org/v1: PyTorchJob, TFJob, MPIJob,
+// XGBoostJob, PaddleJob, JAXJob): `spec.<field>` maps a replica type (Master, Worker, Launcher,
+// ...) to {replicas, template}; `spec.runPolicy.suspend` suspends it; the replicas that
+// succeeded (status.replicaStatuses) need no pods. The gang is every replica, or
+// runPolicy.schedulingPolicy.minAvailable of them.
+Result<KindSpec> ReadTrainingJob(const kube::Json& object, std::string_view kind,
+                                 const char* replica_field) {
+  std::string lower(kind);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const FieldReader r(Where(lower, object));
+  KindSpec out;
+  if (!object.is_object()) return r.Error("(object)", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* run, r.Object(*spec, "runPolicy", "spec.runPolicy"));
+  if (run != nullptr) {
+    CHAMBER_ASSIGN_OR_RETURN(out.suspended, r.Bool(*run, "suspend", "spec.runPolicy.suspend"));
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* policy,
+                             r.Object(*run, "schedulingPolicy", "spec.runPolicy.schedulingPolicy"));
+    if (policy != nullptr) {
+      CHAMBER_ASSIGN_OR_RETURN(
+          out.min_pods,
+          r.Count(*policy, "minAvailable", "spec.runPolicy.schedulingPolicy.minAvailable", 0));
+    }
+  }
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* status, r.Object(object, "status", "status"));
+  const kube::Json* replica_status = nullptr;
+  if (status != nullptr) {
+    CHAMBER_ASSIGN_OR_RETURN(
+        out.finished, r.ConditionTrue(*status, {"Succeeded", "Failed"}, "status.conditions"));
+    CHAMBER_ASSIGN_OR_RETURN(replica_status,
+                             r.Object(*status, "replicaStatuses", "status.replicaStatuses"));
+  }
+  const std::string field = std::string("spec.") + replica_field;
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* replicas, r.Object(*spec, replica_field, field));
+  if (replicas == nullptr || replicas->empty()) return r.Error(field, "is empty");
+  for (const auto& [type, rs] : replicas->items()) {
+    const std::string at = field + "." + type;
+    if (!rs.is_object()) return r.Error(at, "must be an object");
+    KindPodSet set;
+    set.name = type;
+    CHAMBER_ASSIGN_OR_RETURN(const int32_t n, r.Count(rs, "replicas", at + ".replicas", 1));
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* tmpl, r.Object(rs, "template", at + ".template"));
+    if (tmpl == nullptr) return r.Error(at + ".template", "is missing");
+    int32_t done = 0;
+    if (replica_status != nullptr) {
+      if (auto s = replica_status->find(type); s != replica_status->end() && s->is_object()) {
+        CHAMBER_ASSIGN_OR_RETURN(
+            done, r.Count(*s, "succeeded", "status.replicaStatuses." + type + ".succeeded", 0));
+      }
+    }
+    set.count = std::max(n - done, 0);
+    set.pod_template = *tmpl;
+    out.pod_sets.push_back(std::move(set));
+  }
+  return out;
+}
+
+template <const char* kKind, const char* kField>
+Result<KindSpec> ReadTrainingJobOf(const kube::Json& object) {
+  return ReadTrainingJob(object, kKind, kField);
+}
+
+// A RayCluster's spec (a RayCluster's own, or a RayJob's spec.rayClusterSpec at `field`): one
+// head pod and, per worker group, `replicas` x `numOfHosts` pods (replicas held between
+// minReplicas and maxReplicas, as KubeRay does); it starts with the head and each group's
+// minReplicas. A worker group may be suspended on its own.
+Status ReadRayClusterSpec(const FieldReader& r, const kube::Json& spec, const std::string& field,
+                          KindSpec* out) {
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* head,
+                           r.Object(spec, "headGroupSpec", field + ".headGroupSpec"));
+  if (head == nullptr) return r.Error(field + ".headGroupSpec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* head_template,
+                           r.Object(*head, "template", field + ".headGroupSpec.template"));
+  if (head_template == nullptr) return r.Error(field + ".headGroupSpec.template", "is missing");
+  out->pod_sets.push_back({"head", 1, *head_template});
+  int64_t min_pods = 1;
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* groups,
+                           r.Array(spec, "workerGroupSpecs", field + ".workerGroupSpecs"));
+  for (size_t i = 0; groups != nullptr && i < groups->size(); ++i) {
+    const std::string at = field + ".workerGroupSpecs[" + std::to_string(i) + "]";
+    const kube::Json& g = (*groups)[i];
+    if (!g.is_object()) return r.Error(at, "must be an object");
+    KindPodSet set;
+    CHAMBER_ASSIGN_OR_RETURN(set.name, r.String(g, "groupName", at + ".groupName"));
+    if (set.name.empty()) return r.Error(at + ".groupName", "is missing");
+    CHAMBER_ASSIGN_OR_RETURN(const bool suspended, r.Bool(g, "suspend", at + ".suspend"));
+    CHAMBER_ASSIGN_OR_RETURN(const int32_t min, r.Count(g, "minReplicas", at + ".minReplicas", 0));
+    CHAMBER_ASSIGN_OR_RETURN(const int32_t max, r.Count(g, "maxReplicas", at + ".maxReplicas",
+                                                        std::numeric_limits<int32_t>::max()));
+    CHAMBER_ASSIGN_OR_RETURN(const int32_t replicas, r.Count(g, "replicas", at + ".replicas", min));
+    CHAMBER_ASSIGN_OR_RETURN(const int32_t hosts, r.Count(g, "numOfHosts", at + ".numOfHosts", 1));
+    if (min > max)
+      return r.Error(at + ".minReplicas",
+                     std::to_string(min) + " is above maxReplicas " + std::to_string(max));
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* tmpl, r.Object(g, "template", at + ".template"));
+    if (tmpl == nullptr) return r.Error(at + ".template", "is missing");
+    if (suspended) continue;
+    const int64_t pods = static_cast<int64_t>(std::clamp(replicas, min, max)) * hosts;
+    if (pods > std::numeric_limits<int32_t>::max())
+      return r.Error(at, std::to_string(pods) + " pods are too many");
+    min_pods += static_cast<int64_t>(min) * hosts;
+    set.count = static_cast<int32_t>(pods);
+    set.pod_template = *tmpl;
+    out->pod_sets.push_back(std::move(set));
+  }
+  out->min_pods =
+      static_cast<int32_t>(std::min<int64_t>(min_pods, std::numeric_limits<int32_t>::max()));
+  return Status::Ok();
+}
+
+// ray.io/v1 RayCluster: spec.suspend; long-running, it never finishes.
+Result<KindSpec> ReadRayCluster(const kube::Json& object) {
+  const FieldReader r(Where("raycluster", object));
+  KindSpec out;
+  if (!object.is_object()) return r.Error("(object)", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(out.suspended, r.Bool(*spec, "suspend", "spec.suspend"));
+  CHAMBER_RETURN_IF_ERROR(ReadRayClusterSpec(r, *spec, "spec", &out));
+  return out;
+}
+
+// ray.io/v1 RayJob: spec.suspend; its cluster from spec.rayClusterSpec (the RayCluster it
+// creates is part of it), and the submitter pod that comes once the cluster runs; finished when
+// status.jobDeploymentStatus is Complete or Failed. A RayJob that runs on an existing cluster
+// (spec.clusterSelector) has only its submitter: the pods that exist are its gang.
+Result<KindSpec> ReadRayJob(const kube::Json& object) {
+  const FieldReader r(Where("rayjob", object));
+  KindSpec out;
+  if (!object.is_object()) return r.Error("(object)", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(out.suspended, r.Bool(*spec, "suspend", "spec.suspend"));
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* status, r.Object(object, "status", "status"));
+  if (status != nullptr) {
+    CHAMBER_ASSIGN_OR_RETURN(const std::string state, r.String(*status, "jobDeploymentStatus",
+                                                               "status.jobDeploymentStatus"));
+    out.finished = state == "Complete" || state == "Failed";
+  }
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* cluster,
+                           r.Object(*spec, "rayClusterSpec", "spec.rayClusterSpec"));
+  if (cluster == nullptr) {
+    out.in_order = true;
+    return out;
+  }
+  CHAMBER_RETURN_IF_ERROR(ReadRayClusterSpec(r, *cluster, "spec.rayClusterSpec", &out));
+  return out;
+}
+
+inline constexpr char kPyTorchJob[] = "PyTorchJob";
+inline constexpr char kPyTorchPlural[] = "pytorchjobs";
+inline constexpr char kPyTorchField[] = "pytorchReplicaSpecs";
+inline constexpr char kTFJob[] = "TFJob";
+inline constexpr char kTFPlural[] = "tfjobs";
+inline constexpr char kTFField[] = "tfReplicaSpecs";
+inline constexpr char kMPIJob[] = "MPIJob";
+inline constexpr char kMPIPlural[] = "mpijobs";
+inline constexpr char kMPIField[] = "mpiReplicaSpecs";
+inline constexpr char kXGBoostJob[] = "XGBoostJob";
+inline constexpr char kXGBoostPlural[] = "xgboostjobs";
+inline constexpr char kXGBoostField[] = "xgbReplicaSpecs";
+inline constexpr char kPaddleJob[] = "PaddleJob";
+inline constexpr char kPaddlePlural[] = "paddlejobs";
+inline constexpr char kPaddleField[] = "paddleReplicaSpecs";
+inline constexpr char kJAXJob[] = "JAXJob";
+inline constexpr char kJAXPlural[] = "jaxjobs";
+inline constexpr char kJAXField[] = "jaxReplicaSpecs";
+
+// A Kubeflow training operator kind (kubeflow.org/v1), suspended at spec.runPolicy.suspend.
+template <const char* kKind, const char* kPlural, const char* kField>
+WorkloadKind TrainingKind() {
+  return {.type = {.group = kKubeflowGroup,
+                   .version = "v1",
+                   .plural = kPlural,
+                   .kind = kKind,
+                   .namespaced = true},
+          .suspend_path = {"spec", "runPolicy", "suspend"},
+          .read = &ReadTrainingJobOf<kKind, kField>};
+}
+
 }  // namespace
 
 int32_t KindSpec::Pods() const {
@@ -195,8 +376,27 @@ const std::vector<WorkloadKind>& WorkloadKinds() {
                 .kind = "JobSet",
                 .namespaced = true},
        .suspend_path = {"spec", "suspend"},
-       .through_jobs = true,
        .read = &ReadJobSet},
+      TrainingKind<kPyTorchJob, kPyTorchPlural, kPyTorchField>(),
+      TrainingKind<kTFJob, kTFPlural, kTFField>(),
+      TrainingKind<kMPIJob, kMPIPlural, kMPIField>(),
+      TrainingKind<kXGBoostJob, kXGBoostPlural, kXGBoostField>(),
+      TrainingKind<kPaddleJob, kPaddlePlural, kPaddleField>(),
+      TrainingKind<kJAXJob, kJAXPlural, kJAXField>(),
+      {.type = {.group = kRayGroup,
+                .version = "v1",
+                .plural = "rayclusters",
+                .kind = "RayCluster",
+                .namespaced = true},
+       .suspend_path = {"spec", "suspend"},
+       .read = &ReadRayCluster},
+      {.type = {.group = kRayGroup,
+                .version = "v1",
+                .plural = "rayjobs",
+                .kind = "RayJob",
+                .namespaced = true},
+       .suspend_path = {"spec", "suspend"},
+       .read = &ReadRayJob},
   };
   return kinds;
 }

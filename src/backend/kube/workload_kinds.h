@@ -3,8 +3,11 @@
 // suspend flag lives. Pure: reads the object as the API server returns it.
 //
 // A kind's pods reach its object through the controller owner chain: a JobSet's through the
-// Jobs it creates (Pod -> Job -> JobSet). The gang comes from the spec, not from counting pods,
-// so that it is known before every pod exists.
+// Jobs it creates (Pod -> Job -> JobSet), a PyTorchJob's directly (Pod -> PyTorchJob), a
+// RayJob's through the RayCluster it creates (Pod -> RayCluster -> RayJob) and its submitter's
+// Job (Pod -> Job -> RayJob). The topmost object of a known kind is the workload; the objects
+// between are its parts. The gang comes from the top-level object's spec, not from counting
+// pods, so that it is known before every pod exists.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,9 @@ struct KindSpec {
   // earlier ones run.
   bool in_order = false;
   std::vector<KindPodSet> pod_sets;
+  // The fewest pods it starts with (a RayCluster's head and minimum workers, a training job's
+  // schedulingPolicy.minAvailable); 0: all of them. `chamber.io/min-member` overrides it.
+  int32_t min_pods = 0;
   int32_t Pods() const;
 };
 
@@ -40,8 +46,6 @@ struct WorkloadKind {
   kube::ResourceType type;
   // The field that suspends it, from the root ({"spec", "suspend"}).
   std::vector<std::string> suspend_path;
-  // Whether its pods belong to it through Jobs it creates (true) or directly.
-  bool through_jobs = false;
   // Errors name the object and the field ("jobset ml/x: spec.replicatedJobs[1].replicas: ...").
   Result<KindSpec> (*read)(const kube::Json& object) = nullptr;
 
@@ -58,5 +62,7 @@ const std::vector<WorkloadKind>& WorkloadKinds();
 const WorkloadKind* FindWorkloadKind(std::string_view api_version, std::string_view kind);
 
 inline constexpr char kJobSetGroup[] = "jobset.x-k8s.io";
+inline constexpr char kKubeflowGroup[] = "kubeflow.org";
+inline constexpr char kRayGroup[] = "ray.io";
 
 }  // namespace chamber::backend

@@ -769,6 +769,212 @@ TEST(SnapshotBuilderTest, ARunningJobSetIsOneWorkloadAndItsPreemptionHistoryIsRe
   EXPECT_EQ(held, 9) << "1 + 4 + 4 GPUs held";
 }
 
+// --- Kubeflow training jobs and Ray (workload_kinds.h) ---
+
+Json OwnedByKind(const std::string& api_version, const std::string& kind, const std::string& name,
+                 const std::string& uid) {
+  return {{"metadata",
+           {{"ownerReferences",
+             {{{"apiVersion", api_version},
+               {"kind", kind},
+               {"name", name},
+               {"uid", uid},
+               {"controller", true}}}}}}};
+}
+
+std::shared_ptr<const kube::Object> ObjectOf(Json j) {
+  return std::make_shared<const kube::Object>(kube::Object::FromJson(std::move(j)).value());
+}
+
+Json PodTemplate(int gpus) {
+  Json t = PodJson("", "", gpus);
+  t["metadata"] = Json::object();
+  t["spec"].erase("priority");
+  return t;
+}
+
+Json PyTorchJobJson(const std::string& name, int workers, Json extra = {}) {
+  Json j = {{"apiVersion", "kubeflow.org/v1"},
+            {"kind", "PyTorchJob"},
+            {"metadata",
+             {{"name", name},
+              {"namespace", "ml"},
+              {"uid", "uid-ptj-" + name},
+              {"resourceVersion", "4"},
+              {"labels", {{"chamber.io/queue", "team-a"}}},
+              {"creationTimestamp", "2026-11-30T08:00:00Z"}}},
+            {"spec",
+             {{"pytorchReplicaSpecs",
+               {{"Master", {{"replicas", 1}, {"template", PodTemplate(2)}}},
+                {"Worker", {{"replicas", workers}, {"template", PodTemplate(2)}}}}}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return j;
+}
+
+Json RayClusterSpec(int workers, int min_workers) {
+  return {{"headGroupSpec", {{"template", PodTemplate(0)}}},
+          {"workerGroupSpecs",
+           {{{"groupName", "gpu"},
+             {"replicas", workers},
+             {"minReplicas", min_workers},
+             {"maxReplicas", 8},
+             {"template", PodTemplate(4)}}}}};
+}
+
+TEST(WorkloadKindsTest, TrainingJobsAndRayReadTheirGangsFromTheirSpecs) {
+  const WorkloadKind* ptj = FindWorkloadKind("kubeflow.org/v1", "PyTorchJob");
+  ASSERT_NE(ptj, nullptr);
+  EXPECT_EQ(ptj->SuspendPatch(true), (Json{{"spec", {{"runPolicy", {{"suspend", true}}}}}}));
+  for (const char* kind : {"TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"})
+    EXPECT_NE(FindWorkloadKind("kubeflow.org/v1", kind), nullptr) << kind;
+  Result<KindSpec> spec = ptj->read(PyTorchJobJson(
+      "p", 3,
+      {{"spec", {{"runPolicy", {{"suspend", true}, {"schedulingPolicy", {{"minAvailable", 2}}}}}}},
+       {"status", {{"replicaStatuses", {{"Worker", {{"succeeded", 1}}}}}}}}));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->suspended);
+  EXPECT_EQ(spec->Pods(), 3) << "Master 1 and the 2 Workers that have not succeeded";
+  EXPECT_EQ(spec->min_pods, 2);
+  Json bad = PyTorchJobJson("p", 3);
+  bad["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] = -2;
+  EXPECT_EQ(ptj->read(bad).status().message(),
+            "pytorchjob ml/p: spec.pytorchReplicaSpecs.Worker.replicas: -2 is out of range");
+  spec = ptj->read(PyTorchJobJson(
+      "p", 1, {{"status", {{"conditions", {{{"type", "Succeeded"}, {"status", "True"}}}}}}}));
+  EXPECT_TRUE(spec->finished);
+
+  const WorkloadKind* rc = FindWorkloadKind("ray.io/v1", "RayCluster");
+  ASSERT_NE(rc, nullptr);
+  Json cluster = {{"apiVersion", "ray.io/v1"},
+                  {"kind", "RayCluster"},
+                  {"metadata", {{"name", "c"}, {"namespace", "ml"}}},
+                  {"spec", RayClusterSpec(3, 2)}};
+  cluster["spec"]["workerGroupSpecs"][0]["numOfHosts"] = 2;
+  spec = rc->read(cluster);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->Pods(), 7) << "the head and 3 replicas of 2 hosts";
+  EXPECT_EQ(spec->min_pods, 5) << "the head and 2 replicas of 2 hosts";
+  cluster["spec"]["workerGroupSpecs"][0]["replicas"] = 20;
+  EXPECT_EQ(rc->read(cluster)->Pods(), 17) << "replicas are held to maxReplicas";
+  cluster["spec"]["workerGroupSpecs"][0]["minReplicas"] = 9;
+  EXPECT_EQ(rc->read(cluster).status().message(),
+            "raycluster ml/c: spec.workerGroupSpecs[0].minReplicas: 9 is above maxReplicas 8");
+
+  const WorkloadKind* rj = FindWorkloadKind("ray.io/v1", "RayJob");
+  ASSERT_NE(rj, nullptr);
+  Json job = {{"apiVersion", "ray.io/v1"},
+              {"kind", "RayJob"},
+              {"metadata", {{"name", "j"}, {"namespace", "ml"}}},
+              {"spec", {{"rayClusterSpec", RayClusterSpec(2, 2)}}},
+              {"status", {{"jobDeploymentStatus", "Running"}}}};
+  spec = rj->read(job);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->Pods(), 3);
+  EXPECT_FALSE(spec->finished);
+  job["status"]["jobDeploymentStatus"] = "Complete";
+  EXPECT_TRUE(rj->read(job)->finished);
+  job["spec"]["rayClusterSpec"]["headGroupSpec"].erase("template");
+  EXPECT_EQ(rj->read(job).status().message(),
+            "rayjob ml/j: spec.rayClusterSpec.headGroupSpec.template: is missing");
+}
+
+TEST(SnapshotBuilderTest, APyTorchJobIsOneGangOfThePodsItOwns) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.owners = {ObjectOf(PyTorchJobJson("p", 2))};
+  for (const std::string pod : {"p-master-0", "p-worker-0", "p-worker-1"})
+    in.pods.push_back(
+        Pod("ml", pod, 2, OwnedByKind("kubeflow.org/v1", "PyTorchJob", "p", "uid-ptj-p")));
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ml/p");
+  EXPECT_EQ(b.snapshot.workloads[0].queue, "team-a");
+  EXPECT_EQ(b.snapshot.workloads[0].TotalPods(), 3);
+  EXPECT_EQ(b.snapshot.workloads[0].awaited_pods, 0);
+  EXPECT_EQ(b.sources[0].SuspendableType().plural, "pytorchjobs");
+  EXPECT_EQ(b.sources[0].SuspendPatch(false),
+            (Json{{"spec", {{"runPolicy", {{"suspend", false}}}}}}));
+
+  // One Worker short: the others wait for it.
+  in.pods.pop_back();
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].awaited_pods, 1);
+  // Without the PyTorchJob in view, its pods wait.
+  in.owners.clear();
+  EXPECT_TRUE(BuildSnapshot(in, Opts()).snapshot.workloads.empty());
+}
+
+TEST(SnapshotBuilderTest, ARayJobIsOneGangOfItsClusterAndItsSubmitterJoinsIt) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8), GpuNode("n2", 8)};
+  Json rayjob = {{"apiVersion", "ray.io/v1"},
+                 {"kind", "RayJob"},
+                 {"metadata",
+                  {{"name", "rj"},
+                   {"namespace", "ml"},
+                   {"uid", "uid-rj"},
+                   {"resourceVersion", "9"},
+                   {"labels", {{"chamber.io/queue", "team-a"}}},
+                   {"creationTimestamp", "2026-11-30T08:00:00Z"}}},
+                 {"spec", {{"rayClusterSpec", RayClusterSpec(3, 1)}}},
+                 {"status", {{"jobDeploymentStatus", "Initializing"}}}};
+  Json cluster = {{"apiVersion", "ray.io/v1"},
+                  {"kind", "RayCluster"},
+                  {"metadata",
+                   {{"name", "rj-abc"},
+                    {"namespace", "ml"},
+                    {"uid", "uid-rc"},
+                    {"creationTimestamp", "2026-11-30T08:00:01Z"}}},
+                  {"spec", RayClusterSpec(3, 1)}};
+  cluster.merge_patch(OwnedByKind("ray.io/v1", "RayJob", "rj", "uid-rj"));
+  in.owners = {ObjectOf(rayjob), ObjectOf(cluster)};
+  const Json by_cluster = OwnedByKind("ray.io/v1", "RayCluster", "rj-abc", "uid-rc");
+  in.pods = {Pod("ml", "rj-abc-head", 0, by_cluster), Pod("ml", "rj-abc-gpu-0", 4, by_cluster)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u) << "the RayCluster is part of the RayJob";
+  const core::Workload& w = b.snapshot.workloads[0];
+  EXPECT_EQ(w.name, "ml/rj");
+  EXPECT_EQ(w.queue, "team-a");
+  EXPECT_EQ(w.min_member, 2) << "the head and the minimum worker start together";
+  EXPECT_EQ(w.TotalPods(), 2);
+  EXPECT_EQ(w.awaited_pods, 0) << "the head and one worker are the minimum, and exist";
+  EXPECT_EQ(b.sources[0].SuspendableType().plural, "rayjobs");
+
+  // Placed, the cluster runs; the submitter's Job, once its pod exists, joins it.
+  std::vector<std::shared_ptr<const kube::Pod>> placed;
+  for (const auto& p : in.pods) {
+    Json j = p->ToJson();
+    j["spec"]["nodeName"] = "n1";
+    j["status"] = {{"phase", "Running"}, {"startTime", "2026-11-30T11:00:00Z"}};
+    placed.push_back(std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value()));
+  }
+  in.pods = placed;
+  Json submitter_owner = {{"metadata",
+                           {{"ownerReferences",
+                             {{{"apiVersion", "ray.io/v1"},
+                               {"kind", "RayJob"},
+                               {"name", "rj"},
+                               {"uid", "uid-rj"},
+                               {"controller", true}}}}}}};
+  in.jobs = {JobObj("ml", "rj-submit", 1, 0, submitter_owner)};
+  in.pods.push_back(Pod("ml", "rj-submit-x", 0, OwnedBy("rj-submit")));
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ml/rj");
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kRunning);
+  EXPECT_EQ(b.snapshot.workloads[1].name, "ml/rj+pending");
+  EXPECT_EQ(b.snapshot.workloads[1].TotalPods(), 1);
+
+  // The RayJob not in view: its cluster's pods and its submitter wait.
+  in.owners = {ObjectOf(cluster)};
+  b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty()) << "nothing of a RayJob not in view is scheduled";
+  int held = 0;  // its bound pods still hold their GPUs, outside the engine's workloads
+  for (const core::Node& n : b.snapshot.nodes) held += std::popcount(n.external_gpu_mask);
+  EXPECT_EQ(held, 4);
+}
+
 TEST(SnapshotBuilderTest, IndexLists) {
   EXPECT_EQ(ParseIndexList("0, 3,5").value(), (std::vector<int>{0, 3, 5}));
   EXPECT_TRUE(ParseIndexList("").value().empty());
