@@ -482,6 +482,10 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     const bool any_bound = std::any_of(by_decision[d].begin(), by_decision[d].end(),
                                        [](const BindCall* c) { return c->status.ok(); });
     if (src.Suspendable() && any_bound && SuspendForRollback(src)) {
+      std::vector<std::shared_ptr<const kube::Pod>> bound_pods;
+      for (const BindCall* c : by_decision[d])
+        if (c->status.ok()) bound_pods.push_back(c->pod->pod);
+      SuspendPartJobs(src, bound_pods);
       int released = 0;
       for (const BindCall* c : by_decision[d]) {
         if (!c->status.ok()) continue;
@@ -565,6 +569,22 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   stats_.rollbacks += rollbacks;
 }
 
+void KubeBackend::SuspendPartJobs(const WorkloadSource& src,
+                                  const std::vector<std::shared_ptr<const kube::Pod>>& pods) {
+  if (src.kind != WorkloadSource::Kind::kOwner) return;
+  std::set<std::string> jobs;
+  for (const auto& p : pods)
+    for (const kube::OwnerReference& o : p->metadata.owner_references)
+      if (o.controller && o.kind == "Job" && o.api_version == "batch/v1") jobs.insert(o.name);
+  for (const std::string& job : jobs) {
+    Result<Json> r = client_->MergePatch(kube::resources::kJobs, src.namespace_name(), job,
+                                         {{"spec", {{"suspend", true}}}});
+    if (!r.ok() && !kube::IsNotFound(r.status()))
+      CountError(r.status(),
+                 "suspend job " + src.namespace_name() + "/" + job + " of " + WhatToSuspend(src));
+  }
+}
+
 bool KubeBackend::SuspendForRollback(const WorkloadSource& src) {
   Json patch = src.SuspendPatch(true);
   patch["metadata"] = {{"uid", src.suspendable_uid()},
@@ -643,6 +663,7 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
       // The Job controller deletes the pods too (a JobSet's controller suspends its Jobs);
       // deleting them first sets the grace period.
       const std::vector<std::shared_ptr<const kube::Pod>> pods = PodsOf(src);
+      SuspendPartJobs(src, pods);
       ParallelFor(pods.size(), options_.writers, [&](size_t i) {
         kube::DeleteOptions del;
         del.uid = pods[i]->metadata.uid;

@@ -158,8 +158,14 @@ class KubeBackend : public daemon::ClusterBackend {
   KubeBackend(kube::Client* client, KubeBackendOptions options);
   bool WritesAllowed() const { return !options_.writes_allowed || options_.writes_allowed(); }
   void ApplyBinds(const core::CycleResult& result);
-  // Suspends a Job whose gang is rolled back (keys::kRolledBackAt); false when it cannot.
+  // Suspends a Job (or top-level object) whose gang is rolled back (keys::kRolledBackAt); false
+  // when it cannot.
   bool SuspendForRollback(const WorkloadSource& src);
+  // Suspends the Jobs through which a top-level object (a JobSet) owns `pods`, as its controller
+  // will once it sees the object suspended: the Job controller counts a pod deleted under a
+  // running Job as a failure, and a Job out of backoff fails its JobSet.
+  void SuspendPartJobs(const WorkloadSource& src,
+                       const std::vector<std::shared_ptr<const kube::Pod>>& pods);
   // Whether the API server holds the pod (this very object, by uid) bound to `node`.
   bool BoundTo(const PodRef& pod, const std::string& node) const;
   void ApplyPreemptions(const core::CycleResult& result);
