@@ -9,6 +9,7 @@
 #include <system_error>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/time.h"
 #include "kube/client.h"
@@ -137,6 +138,10 @@ struct PodFacts {
   // directly: in the pod.
   const std::string* owner_uid = nullptr;
   const std::string* pod_group = nullptr;  // the label, in the pod
+  // `chamber.io/reserved-replicas` (annotation, then label), in the pod: how many of its
+  // controller's pods run reserved.
+  const std::string* reserved_replicas = nullptr;
+  const std::string* controller_uid = nullptr;  // any controller's, in the pod
   // `chamber.io/queue` (annotation, then label), when the pod sets it: in the pod.
   const std::string* queue = nullptr;
   std::vector<int> gpu_indices;   // the annotation, when it parses
@@ -527,6 +532,7 @@ class Builder {
     f.scheduled_ms = p.scheduled_time.unix_ms();
     for (const kube::OwnerReference& o : p.metadata.owner_references) {
       if (!o.controller) continue;
+      f.controller_uid = &o.uid;
       if (o.kind == "Job")
         f.job_uid = &o.uid;
       else if (FindWorkloadKind(o.api_version, o.kind) != nullptr)
@@ -543,6 +549,7 @@ class Builder {
     }
     const Meta meta{&p.metadata, nullptr, &f.chamber_keys};
     f.queue = meta.Get(keys::kQueue);
+    f.reserved_replicas = meta.Get(keys::kReservedReplicas);
     f.checkpoint_keys = meta.Get(keys::kCheckpointGrace) || meta.Get(keys::kLastCheckpoint);
     f.shape = PodShape(p, meta, options_.gpu_resource);
   }
@@ -900,6 +907,7 @@ class Builder {
     }
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
+    ReserveReplicas(single_bound, single_pending);
     for (const PodEntry* e : single_bound) AddSingle(*e, true);
     for (const PodEntry* e : single_pending) AddSingle(*e, false);
   }
@@ -1189,10 +1197,45 @@ class Builder {
     AddWorkload(std::move(w), std::move(src), members, meta, false, false);
   }
 
+  // Replicas of a serving workload (a Deployment's or StatefulSet's pods, each a workload of its
+  // own) of which `chamber.io/reserved-replicas` run reserved: per controller, that many of its
+  // pods, the bound ones first, then the oldest.
+  void ReserveReplicas(const std::vector<const PodEntry*>& bound,
+                       const std::vector<const PodEntry*>& pending) {
+    std::map<std::string_view, std::vector<const PodEntry*>> by_controller;
+    for (const auto* list : {&bound, &pending})
+      for (const PodEntry* e : *list)
+        if (e->facts.reserved_replicas != nullptr && e->facts.controller_uid != nullptr)
+          by_controller[*e->facts.controller_uid].push_back(e);
+    for (auto& [uid, pods] : by_controller) {
+      const PodEntry& first = *pods.front();
+      Result<int64_t> n = ParseInt(*first.facts.reserved_replicas);
+      if (!n.ok() || *n < 0) {
+        Problem("pod " + first.facts.key + ": " + keys::kReservedReplicas + ": " +
+                (n.ok() ? "\"" + *first.facts.reserved_replicas + "\" must not be negative"
+                        : n.status().message()) +
+                "; no replica is reserved");
+        continue;
+      }
+      // Bound pods came first; within each, the oldest first.
+      std::stable_sort(pods.begin(), pods.end(), [](const PodEntry* a, const PodEntry* b) {
+        const bool ab = !a->object->node_name.empty(), bb = !b->object->node_name.empty();
+        if (ab != bb) return ab;
+        if (a->facts.created_ms != b->facts.created_ms)
+          return a->facts.created_ms < b->facts.created_ms;
+        return KeyLess(a->facts.key, b->facts.key);
+      });
+      for (size_t i = 0; i < pods.size() && static_cast<int64_t>(i) < *n; ++i)
+        reserved_.insert(pods[i]);
+    }
+  }
+
   void AddSingle(const PodEntry& e, bool running) {
+    // A serving replica's workload depends on its siblings: made afresh.
+    const bool replica = e.facts.reserved_replicas != nullptr;
     // Unchanged since the last build: its workload moves over from that build's snapshot. A pod
     // whose bind is only assumed takes `now` as its start, which moves on.
-    if (reuse_singles_ && e.single_generation + 1 == cache_.generation &&
+    if (!replica && reuse_singles_ && e.single_generation + 1 == cache_.generation &&
         e.single_running == running && !(running && StartMs(e) == 0) &&
         e.single_index < options_.recycle->snapshot.workloads.size()) {
       const int id = static_cast<int>(out_.snapshot.workloads.size());
@@ -1209,7 +1252,7 @@ class Builder {
       ++cache_.reused;
       return;
     }
-    if (TakeOverPrevious(e, running)) return;
+    if (!replica && TakeOverPrevious(e, running)) return;
     const size_t problems = out_.problems.size();
     const kube::Pod& p = *e.object;
     const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
@@ -1217,6 +1260,7 @@ class Builder {
     w.name = e.facts.key;
     w.queue = QueueOf(e);
     w.priority = PodPriority(p);
+    if (reserved_.contains(&e)) w.priority = std::max(w.priority, core::kReservedPriority);
     w.submit_time = core::Time(e.facts.created_ms);
     CommonFields(&w, meta, "pod", w.name);
     WorkloadSource src;
@@ -1368,6 +1412,7 @@ class Builder {
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;
   std::set<std::string> running_groups_;
+  std::unordered_set<const PodEntry*> reserved_;  // serving replicas that run reserved
   bool take_over_ = false;      // a changed bare pod may take over its workload (TakeOverPrevious)
   bool reuse_singles_ = false;  // and an unchanged one moves its workload over (AddSingle)
 };

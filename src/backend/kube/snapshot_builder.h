@@ -57,6 +57,10 @@ inline constexpr char kCheckpointGrace[] = "chamber.io/checkpoint-grace-seconds"
 inline constexpr char kLastCheckpoint[] = "chamber.io/last-checkpoint";
 inline constexpr char kGpuModels[] = "chamber.io/gpu-models";  // "H100,A100": allowed models
 inline constexpr char kGpuIndices[] = "chamber.io/gpu-indices";
+// On the pods of a Deployment, StatefulSet or other controller of serving replicas (through its
+// pod template): how many of its replicas run reserved (never preempted; within quota), the
+// bound ones first, then the oldest.
+inline constexpr char kReservedReplicas[] = "chamber.io/reserved-replicas";
 inline constexpr char kPreemptedAt[] = "chamber.io/preempted-at";
 // On a Job Chamber suspended to roll back a gang whose bind failed: its pods are given back
 // without the Job controller counting them as failures, and it is resumed when it fits again.

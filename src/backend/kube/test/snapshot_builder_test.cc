@@ -975,6 +975,52 @@ TEST(SnapshotBuilderTest, ARayJobIsOneGangOfItsClusterAndItsSubmitterJoinsIt) {
   EXPECT_EQ(held, 4);
 }
 
+TEST(SnapshotBuilderTest, ServingReplicasUpToTheirReservedCountRunReserved) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  auto replica = [](const std::string& name, const std::string& created, bool bound,
+                    const std::string& reserved = "2") {
+    Json extra = OwnedByKind("apps/v1", "ReplicaSet", "web-7d9", "uid-rs");
+    extra["metadata"]["creationTimestamp"] = created;
+    extra["metadata"]["annotations"] = {{"chamber.io/reserved-replicas", reserved}};
+    if (bound) {
+      extra["spec"] = {{"nodeName", "n1"}};
+      extra["status"] = {{"phase", "Running"}, {"startTime", created}};
+    }
+    return Pod("ml", name, 1, extra);
+  };
+  // Bound replicas are reserved first, then the oldest: c (bound) and a (oldest pending).
+  in.pods = {replica("web-a", "2026-11-30T10:00:00Z", false),
+             replica("web-b", "2026-11-30T10:05:00Z", false),
+             replica("web-c", "2026-11-30T10:10:00Z", true)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 3u) << "each replica is a workload of its own";
+  std::map<std::string, int32_t> priority;
+  for (const core::Workload& w : b.snapshot.workloads) priority[w.name] = w.priority;
+  EXPECT_EQ(priority["ml/web-c"], core::kReservedPriority);
+  EXPECT_EQ(priority["ml/web-a"], core::kReservedPriority);
+  EXPECT_EQ(priority["ml/web-b"], 10) << "above the reserved count: its own priority";
+
+  // A cached build follows the replicas as they change: web-c gone, web-b is reserved now.
+  BuildCache cache;
+  BuildOptions o = Opts();
+  o.cache = &cache;
+  (void)BuildSnapshot(in, o);
+  in.pods.pop_back();
+  b = BuildSnapshot(in, o);
+  for (const core::Workload& w : b.snapshot.workloads)
+    EXPECT_EQ(w.priority, core::kReservedPriority) << w.name;
+
+  // A bad count reserves none and says so.
+  in.pods = {replica("web-a", "2026-11-30T10:00:00Z", false, "two")};
+  b = BuildSnapshot(in, Opts());
+  EXPECT_EQ(b.snapshot.workloads[0].priority, 10);
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0],
+            "pod ml/web-a: chamber.io/reserved-replicas: \"two\" is not an integer; no replica is "
+            "reserved");
+}
+
 TEST(SnapshotBuilderTest, IndexLists) {
   EXPECT_EQ(ParseIndexList("0, 3,5").value(), (std::vector<int>{0, 3, 5}));
   EXPECT_TRUE(ParseIndexList("").value().empty());

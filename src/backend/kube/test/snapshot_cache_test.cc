@@ -107,7 +107,14 @@ std::shared_ptr<const kube::Pod> MakePod(int id, const PodSpec& s) {
                {"labels", labels},
                {"annotations", annotations}};
   if (s.extra == 3) meta["deletionTimestamp"] = "2026-11-30T11:00:00Z";
-  if (s.job >= 0)
+  if (s.job == 9) {  // a serving replica of ReplicaSet rs0, of which 2 are reserved
+    meta["annotations"]["chamber.io/reserved-replicas"] = "2";
+    meta["ownerReferences"] = {{{"apiVersion", "apps/v1"},
+                                {"kind", "ReplicaSet"},
+                                {"name", "rs0"},
+                                {"uid", "uid-rs0"},
+                                {"controller", true}}};
+  } else if (s.job >= 0)
     meta["ownerReferences"] = {{{"apiVersion", "batch/v1"},
                                 {"kind", "Job"},
                                 {"name", "j" + std::to_string(s.job)},
@@ -242,7 +249,7 @@ PodSpec RandomPodSpec() {
   s.scheduler = *rc::gen::element(0, 0, 0, 1);
   s.phase = *rc::gen::element(0, 1, 1, 2);
   s.group = *rc::gen::element(-1, -1, 0, 1);
-  s.job = *rc::gen::element(-1, -1, 0, 1, 2, 5);
+  s.job = *rc::gen::element(-1, -1, 0, 1, 2, 5, 9, 9);
   s.queue = *rc::gen::element(-1, 0, 1);
   s.min_member = *rc::gen::inRange(0, 3);
   s.indices = *rc::gen::inRange(0, 4);
