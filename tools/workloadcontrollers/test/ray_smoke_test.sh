@@ -11,9 +11,10 @@
 #
 # No webhook runs; KubeRay has no defaulting webhook, and neither object sets anything here for
 # want of one (rayStartParams may be left out). What the RayJob must set anyway:
-#   spec.shutdownAfterJobFinishes: true   KubeRay refuses to suspend a RayJob without it (the
-#                                          reconcile fails, so nothing happens: no status, no
-#                                          cluster, suspended or not)
+#   spec.shutdownAfterJobFinishes: true   KubeRay refuses to suspend a RayJob without it:
+#                                          while spec.suspend is true every reconcile fails, so
+#                                          one created suspended gets no status at all, and one
+#                                          suspended later keeps its RayCluster
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 

@@ -14,7 +14,14 @@
 //
 // Defaults: KubeRay has no defaulting webhook; what the reconcilers need they default
 // themselves. The CRD's own defaults and required fields apply. Nor is the webhook's validation
-// run: a RayCluster the real webhook would reject is accepted here.
+// run: a RayCluster the real webhook would reject is accepted here. The RayJob reconciler
+// validates the spec itself: a RayJob with spec.suspend true must set
+// spec.shutdownAfterJobFinishes true, or every reconcile fails (nothing is created or deleted).
+//
+// Suspension, as the tests see it: a RayCluster's spec.suspend deletes its pods (not its head
+// service) and sets the condition RayClusterSuspended; a RayJob's deletes its RayCluster and
+// moves status.jobDeploymentStatus to Suspended, and resuming it creates a new RayCluster under
+// a new name.
 package main
 
 import (
