@@ -105,12 +105,13 @@ install_npm_packages() {
 }
 
 # The Go toolchain that builds the test control plane (tools/controlplane) and the workload
-# controllers (tools/workloadcontrollers). Debian's golang is too old, so Go comes from the
-# machine (/usr/local/go or PATH); its modules from the Go proxy.
+# controllers (tools/workloadcontrollers, one module per controller). Debian's golang is too
+# old, so Go comes from the machine (/usr/local/go or PATH); its modules from the Go proxy.
 install_go_modules() {
   [[ -x /usr/local/go/bin/go ]] && PATH="${PATH}:/usr/local/go/bin"
   local module want have
-  for module in tools/controlplane tools/workloadcontrollers; do
+  for module in tools/controlplane tools/workloadcontrollers \
+    tools/workloadcontrollers/trainingoperator tools/workloadcontrollers/kuberay; do
     want="$(awk '$1 == "go" { print $2; exit }' "${module}/go.mod")"
     if ! command -v go >/dev/null 2>&1; then
       log "Go modules: 'go' not found; install Go ${want} or newer (as /usr/local/go or on PATH)"

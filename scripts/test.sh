@@ -75,9 +75,9 @@ stage "format check" scripts/format.sh --check || finish
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration and e2e
 # tests' control plane (cached: a no-op unless tools/controlplane changed).
 stage "control plane" scripts/controlplane.sh build --all || true
-# The JobSet controller and its CRD for the integration tests (cached the same way: a no-op
-# unless tools/workloadcontrollers changed).
-stage "jobset controller" scripts/workload-controllers.sh build || true
+# The workload controllers (JobSet, Kubeflow training operator, KubeRay) and their CRDs for the
+# integration tests (cached the same way: a no-op unless tools/workloadcontrollers changed).
+stage "workload controllers" scripts/workload-controllers.sh build || true
 if stage "release build" build release; then
   stage "release tests" run_tests release || true
 fi

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
 # The real workload controllers that integration tests run against the test control plane
-# (scripts/controlplane.sh): today the JobSet controller, built from the Go module in
-# tools/workloadcontrollers, with the CRD of the same release beside it.
+# (scripts/controlplane.sh), each built from its upstream Go module in its own module directory
+# under tools/workloadcontrollers (their k8s.io and controller-runtime versions differ), with
+# the CRDs of the same releases beside them:
+#   jobset-controller   sigs.k8s.io/jobset                          tools/workloadcontrollers
+#   training-operator   github.com/kubeflow/training-operator       .../trainingoperator
+#   kuberay-operator    github.com/ray-project/kuberay/ray-operator .../kuberay
 #
 # Usage:
 #   scripts/workload-controllers.sh build
-#       Build jobset-controller into the cache and copy the JobSet CRD next to it, unless both
-#       are there for this exact module already; print the bin dir.
+#       Build the three controllers into the cache and copy their CRDs next to them, unless all
+#       are there for these exact modules already; print the bin dir.
 #   scripts/workload-controllers.sh bin-dir
-#       Print the bin dir for the pinned module (built or not). It holds:
-#         jobset-controller                      run: jobset-controller --kubeconfig <file>
-#         crds/jobset.x-k8s.io_jobsets.yaml      the CRD to apply before starting it
+#       Print the bin dir for the pinned modules (built or not). It holds:
+#         jobset-controller        run: jobset-controller --kubeconfig <file>
+#         training-operator        run: training-operator --kubeconfig <file> [--enable-scheme <kind>]...
+#         kuberay-operator         run: kuberay-operator --kubeconfig <file>
+#         crds/jobset.x-k8s.io_jobsets.yaml
+#         crds/kubeflow.org_{pytorchjobs,tfjobs,mpijobs,xgboostjobs,paddlejobs,mxjobs}.yaml
+#         crds/ray.io_{rayclusters,rayjobs}.yaml
+#       (the CRDs to apply before starting the controller that reconciles them).
 #
 # Environment:
 #   CHAMBER_WORKLOAD_CONTROLLERS_CACHE  cache root (default:
@@ -21,8 +30,16 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly root
-readonly module_dir="${root}/tools/workloadcontrollers"
-readonly crd_path="config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+readonly modules_dir="${root}/tools/workloadcontrollers"
+
+# One line per controller: binary, module directory (under tools/workloadcontrollers), upstream
+# module path, -ldflags -X of the version ("" for none; @V@ stands for the version), and the
+# CRDs (paths inside the upstream module).
+readonly controllers=(
+  "jobset-controller|.|sigs.k8s.io/jobset|sigs.k8s.io/jobset/pkg/version.GitVersion=@V@|config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml"
+  "training-operator|trainingoperator|github.com/kubeflow/training-operator||manifests/base/crds/kubeflow.org_pytorchjobs.yaml manifests/base/crds/kubeflow.org_tfjobs.yaml manifests/base/crds/kubeflow.org_mpijobs.yaml manifests/base/crds/kubeflow.org_xgboostjobs.yaml manifests/base/crds/kubeflow.org_paddlejobs.yaml manifests/base/crds/kubeflow.org_mxjobs.yaml"
+  "kuberay-operator|kuberay|github.com/ray-project/kuberay/ray-operator||config/crd/bases/ray.io_rayclusters.yaml config/crd/bases/ray.io_rayjobs.yaml"
+)
 
 log() { printf 'workload-controllers: %s\n' "$*" >&2; }
 die() {
@@ -30,17 +47,23 @@ die() {
   exit 1
 }
 
-# The pinned JobSet release, as go.mod requires it (e.g. v0.8.2).
-jobset_version() {
-  awk '($1 == "sigs.k8s.io/jobset" && $2 ~ /^v/) { print $2; exit }
-       ($1 == "require" && $2 == "sigs.k8s.io/jobset") { print $3; exit }' \
-    "${module_dir}/go.mod"
+# The pinned release of <upstream module> as <module dir>/go.mod requires it (e.g. v0.8.2).
+module_version() {
+  awk -v m="$2" '($1 == m && $2 ~ /^v/) { print $2; exit }
+       ($1 == "require" && $2 == m) { print $3; exit }' "${modules_dir}/$1/go.mod"
 }
 
-# The cache key: the release plus a hash of everything that decides the bin dir's content.
+# The cache key: a hash of everything that decides the bin dir's content, over all modules.
 module_hash() {
-  (cd "${module_dir}" && cat go.mod go.sum cmd/*/*.go && declare -f cmd_build) |
-    sha256sum | cut -c1-12
+  local entry binary dir
+  {
+    for entry in "${controllers[@]}"; do
+      IFS='|' read -r binary dir _ <<<"${entry}"
+      (cd "${modules_dir}/${dir}" && cat go.mod go.sum "cmd/${binary}"/*.go)
+    done
+    printf '%s\n' "${controllers[@]}"
+    declare -f cmd_build build_one
+  } | sha256sum | cut -c1-12
 }
 
 bin_dir() {
@@ -50,61 +73,98 @@ bin_dir() {
   fi
   local cache="${XDG_CACHE_HOME:-${HOME}/.cache}/chamber/workload-controllers"
   cache="${CHAMBER_WORKLOAD_CONTROLLERS_CACHE:-${cache}}"
-  printf '%s/jobset-%s-%s/bin\n' "${cache}" "$(jobset_version)" "$(module_hash)"
+  # e.g. jobset-v0.8.2-trainingoperator-v1.8.1-kuberay-v1.4.0-<hash>
+  printf '%s/jobset-%s-trainingoperator-%s-kuberay-%s-%s/bin\n' "${cache}" \
+    "$(module_version . sigs.k8s.io/jobset)" \
+    "$(module_version trainingoperator github.com/kubeflow/training-operator)" \
+    "$(module_version kuberay github.com/ray-project/kuberay/ray-operator)" "$(module_hash)"
 }
 
-# Fails with a clear message unless a Go toolchain at least as new as go.mod's is on PATH.
+# True when every binary and CRD is in <dir>.
+complete() {
+  local entry binary crds crd
+  for entry in "${controllers[@]}"; do
+    IFS='|' read -r binary _ _ _ crds <<<"${entry}"
+    [[ -x "$1/${binary}" ]] || return 1
+    for crd in ${crds}; do
+      [[ -f "$1/crds/${crd##*/}" ]] || return 1
+    done
+  done
+}
+
+# Fails with a clear message unless a Go toolchain at least as new as each go.mod's is on PATH.
 check_go() {
   [[ -x /usr/local/go/bin/go ]] && PATH="${PATH}:/usr/local/go/bin"
   command -v go >/dev/null 2>&1 ||
     die "'go' is not on PATH; install Go (scripts/install-deps.sh checks for it)"
-  local want have
-  want="$(awk '$1 == "go" { print $2; exit }' "${module_dir}/go.mod")"
+  local entry dir want have
   have="$(go env GOVERSION)"
   have="${have#go}"
-  [[ "$(printf '%s\n%s\n' "${want}" "${have}" | sort -V | head -n 1)" == "${want}" ]] ||
-    die "Go ${have} is older than ${want}, which tools/workloadcontrollers/go.mod needs"
+  for entry in "${controllers[@]}"; do
+    IFS='|' read -r _ dir _ <<<"${entry}"
+    want="$(awk '$1 == "go" { print $2; exit }' "${modules_dir}/${dir}/go.mod")"
+    [[ "$(printf '%s\n%s\n' "${want}" "${have}" | sort -V | head -n 1)" == "${want}" ]] ||
+      die "Go ${have} is older than ${want}, which ${modules_dir#"${root}/"}/${dir}/go.mod needs"
+  done
+}
+
+# build_one <entry> <tmp dir>: builds one controller into <tmp dir> and copies its CRDs into
+# <tmp dir>/crds.
+build_one() {
+  local binary dir upstream xflag crds
+  IFS='|' read -r binary dir upstream xflag crds <<<"$1"
+  local module="${modules_dir}/${dir}" version start=${SECONDS}
+  version="$(module_version "${dir}" "${upstream}")"
+  log "building ${binary} (${upstream} ${version})"
+  local ldflags="-s -w"
+  [[ -z "${xflag}" ]] || ldflags+=" -X '${xflag//@V@/${version}}'"
+  # -mod=readonly with the committed go.sum: the same sources on every machine. nice: the C++
+  # build often runs beside it.
+  (cd "${module}" && nice go build -mod=readonly -trimpath -buildvcs=false \
+    -ldflags "${ldflags}" -o "$2/" "./cmd/${binary}") || return 1
+  # The CRDs from the same module version the controller was built from.
+  local src crd
+  src="$(cd "${module}" && go list -mod=readonly -m -f '{{.Dir}}' "${upstream}")" &&
+    [[ -n "${src}" ]] || {
+    log "error: cannot locate ${upstream} in the module cache"
+    return 1
+  }
+  mkdir -p "$2/crds"
+  for crd in ${crds}; do
+    cp "${src}/${crd}" "$2/crds/" && chmod 0644 "$2/crds/${crd##*/}" || return 1
+  done
+  log "built ${binary} in $((SECONDS - start))s"
 }
 
 cmd_build() {
   [[ $# -eq 0 ]] || die "build: takes no options"
   local dir
   dir="$(bin_dir)"
-  if [[ -x "${dir}/jobset-controller" && -f "${dir}/crds/${crd_path##*/}" ]]; then
+  if complete "${dir}"; then
     log "up to date in ${dir}"
     printf '%s\n' "${dir}"
     return 0
   fi
   check_go
-  local version
-  version="$(jobset_version)"
-  log "building jobset-controller (sigs.k8s.io/jobset ${version}) into ${dir}"
+  log "building the workload controllers into ${dir}"
   mkdir -p "${dir}"
-  local tmp start=${SECONDS}
+  local tmp entry binary start=${SECONDS}
   tmp="$(mktemp -d "${dir}/.build.XXXXXX")"
-  # -mod=readonly with the committed go.sum: the same sources on every machine. nice: the C++
-  # build often runs beside it.
-  if ! (cd "${module_dir}" && nice go build -mod=readonly -trimpath -buildvcs=false \
-    -ldflags "-s -w -X 'sigs.k8s.io/jobset/pkg/version.GitVersion=${version}'" \
-    -o "${tmp}/" ./cmd/jobset-controller); then
-    rm -rf "${tmp}"
-    die "go build failed"
-  fi
-  # The CRD from the same module version the controller was built from.
-  local src
-  if ! src="$(cd "${module_dir}" &&
-    go list -mod=readonly -m -f '{{.Dir}}' sigs.k8s.io/jobset)" || [[ -z "${src}" ]]; then
-    rm -rf "${tmp}"
-    die "cannot locate sigs.k8s.io/jobset in the module cache"
-  fi
-  mkdir -p "${tmp}/crds"
-  cp "${src}/${crd_path}" "${tmp}/crds/"
-  chmod 0644 "${tmp}/crds/${crd_path##*/}"
+  for entry in "${controllers[@]}"; do
+    if ! build_one "${entry}" "${tmp}"; then
+      rm -rf "${tmp}"
+      die "building ${entry%%|*} failed"
+    fi
+  done
+  # Only a complete set replaces what is there.
   rm -rf "${dir}/crds"
   mv "${tmp}/crds" "${dir}/crds"
-  mv "${tmp}/jobset-controller" "${dir}/jobset-controller"
+  for entry in "${controllers[@]}"; do
+    binary="${entry%%|*}"
+    mv "${tmp}/${binary}" "${dir}/${binary}"
+  done
   rmdir "${tmp}"
-  log "built jobset-controller in $((SECONDS - start))s"
+  log "built the workload controllers in $((SECONDS - start))s"
   printf '%s\n' "${dir}"
 }
 
