@@ -1063,12 +1063,41 @@ class Builder {
     src.kind = WorkloadSource::Kind::kOwner;
     src.owner = object;
     src.owner_kind = entry.kind;
+    src.owner_suspendable = spec.suspendable;
     AddGang(g, std::move(src), pending, bound, terminating);
   }
 
   // A Job's or top-level object's workloads: suspended (by Chamber), being preempted, running
   // (and its pods added since, one by one), or pending as one gang.
-  void AddGang(const Gang& g, WorkloadSource src, const std::vector<const PodEntry*>& pending,
+  // `pods` in the order of the gang's templates whose requests and node selector they have
+  // (unmatched last): the engine's minimum is the first pods in pod-set order, so a RayCluster's
+  // head comes before its workers and a Master before its Workers. Tolerations are not compared:
+  // the API server adds its default ones to every pod, not to templates.
+  std::vector<const PodEntry*> InTemplateOrder(const Gang& g,
+                                               const std::vector<const PodEntry*>& pods) const {
+    auto key = [](const core::PodSet& s) {
+      std::string k;
+      for (int64_t v : s.request.v) k += std::to_string(v) + ",";
+      for (const auto& [a, b] : s.node_selector) k += a + "=" + b + ";";
+      return k;
+    };
+    std::vector<std::string> shapes;
+    for (const Gang::Template& t : g.templates)
+      shapes.push_back(
+          key(PodShape(*t.pod, Meta{g.meta.first, &t.pod->metadata}, options_.gpu_resource)));
+    std::vector<std::pair<size_t, const PodEntry*>> ranked;
+    for (const PodEntry* e : pods) {
+      const std::string shape = key(e->facts.shape);
+      ranked.emplace_back(std::find(shapes.begin(), shapes.end(), shape) - shapes.begin(), e);
+    }
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<const PodEntry*> out;
+    for (const auto& [rank, e] : ranked) out.push_back(e);
+    return out;
+  }
+
+  void AddGang(const Gang& g, WorkloadSource src, const std::vector<const PodEntry*>& pending_pods,
                const std::vector<const PodEntry*>& bound,
                const std::vector<const PodEntry*>& terminating) {
     const kube::ObjectMeta& object = *g.object;
@@ -1076,6 +1105,8 @@ class Builder {
     const Meta& meta = g.meta;
     // A Job's pods come from one template; a top-level object's sets may differ.
     const bool uniform = g.templates.size() <= 1;
+    const std::vector<const PodEntry*> pending =
+        uniform ? pending_pods : InTemplateOrder(g, pending_pods);
     core::Workload w;
     w.name = key;
     w.queue = QueueOf(meta, object.namespace_name);

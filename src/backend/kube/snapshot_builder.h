@@ -125,6 +125,7 @@ struct WorkloadSource {
   std::shared_ptr<const kube::Job> job;       // kJob
   std::shared_ptr<const kube::Object> owner;  // kOwner
   const WorkloadKind* owner_kind = nullptr;   // kOwner
+  bool owner_suspendable = true;              // kOwner: KindSpec::suspendable
   std::string group;                          // kPodGroup: the group's name
   // The Job or top-level object: the lost work its annotations record (kPreemptionCount,
   // kGpuHoursLost).
@@ -142,7 +143,9 @@ struct WorkloadSource {
   // Whether Chamber preempts it by suspending an object (a Job or a top-level object), and
   // that object's resource, UID and resourceVersion (the preconditions of suspend and resume;
   // "" for neither), and the merge patch that sets its suspend flag.
-  bool Suspendable() const { return kind == Kind::kJob || kind == Kind::kOwner; }
+  bool Suspendable() const {
+    return kind == Kind::kJob || (kind == Kind::kOwner && owner_suspendable);
+  }
   const kube::ResourceType& SuspendableType() const;
   const std::string& suspendable_uid() const;
   const std::string& suspendable_resource_version() const;

@@ -167,7 +167,8 @@ Result<KindSpec> ReadJobSet(const kube::Json& object) {
 }
 
 // The replica specs of a Kubeflow training job (kubeflow.org/v1: PyTorchJob, TFJob, MPIJob,
-// XGBoostJob, PaddleJob, JAXJob): `spec.<field>` maps a replica type (Master, Worker, Launcher,
+// XGBoostJob, PaddleJob, MXJob, JAXJob): `spec.<field>` maps a replica type (Master, Worker,
+// Launcher,
 // ...) to {replicas, template}; `spec.runPolicy.suspend` suspends it; the replicas that
 // succeeded (status.replicaStatuses) need no pods. The gang is every replica, or
 // runPolicy.schedulingPolicy.minAvailable of them.
@@ -292,7 +293,8 @@ Result<KindSpec> ReadRayCluster(const kube::Json& object) {
 // ray.io/v1 RayJob: spec.suspend; its cluster from spec.rayClusterSpec (the RayCluster it
 // creates is part of it), and the submitter pod that comes once the cluster runs; finished when
 // status.jobDeploymentStatus is Complete or Failed. A RayJob that runs on an existing cluster
-// (spec.clusterSelector) has only its submitter: the pods that exist are its gang.
+// (spec.clusterSelector) has only its submitter: the pods that exist are its gang. KubeRay
+// suspends only a RayJob with shutdownAfterJobFinishes; another is preempted by eviction.
 Result<KindSpec> ReadRayJob(const kube::Json& object) {
   const FieldReader r(Where("rayjob", object));
   KindSpec out;
@@ -300,6 +302,8 @@ Result<KindSpec> ReadRayJob(const kube::Json& object) {
   CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
   if (spec == nullptr) return r.Error("spec", "is missing");
   CHAMBER_ASSIGN_OR_RETURN(out.suspended, r.Bool(*spec, "suspend", "spec.suspend"));
+  CHAMBER_ASSIGN_OR_RETURN(
+      out.suspendable, r.Bool(*spec, "shutdownAfterJobFinishes", "spec.shutdownAfterJobFinishes"));
   CHAMBER_ASSIGN_OR_RETURN(const kube::Json* status, r.Object(object, "status", "status"));
   if (status != nullptr) {
     CHAMBER_ASSIGN_OR_RETURN(const std::string state, r.String(*status, "jobDeploymentStatus",
@@ -331,6 +335,9 @@ inline constexpr char kXGBoostField[] = "xgbReplicaSpecs";
 inline constexpr char kPaddleJob[] = "PaddleJob";
 inline constexpr char kPaddlePlural[] = "paddlejobs";
 inline constexpr char kPaddleField[] = "paddleReplicaSpecs";
+inline constexpr char kMXJob[] = "MXJob";
+inline constexpr char kMXPlural[] = "mxjobs";
+inline constexpr char kMXField[] = "mxReplicaSpecs";
 inline constexpr char kJAXJob[] = "JAXJob";
 inline constexpr char kJAXPlural[] = "jaxjobs";
 inline constexpr char kJAXField[] = "jaxReplicaSpecs";
@@ -382,6 +389,7 @@ const std::vector<WorkloadKind>& WorkloadKinds() {
       TrainingKind<kMPIJob, kMPIPlural, kMPIField>(),
       TrainingKind<kXGBoostJob, kXGBoostPlural, kXGBoostField>(),
       TrainingKind<kPaddleJob, kPaddlePlural, kPaddleField>(),
+      TrainingKind<kMXJob, kMXPlural, kMXField>(),
       TrainingKind<kJAXJob, kJAXPlural, kJAXField>(),
       {.type = {.group = kRayGroup,
                 .version = "v1",

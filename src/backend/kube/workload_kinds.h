@@ -39,6 +39,10 @@ struct KindSpec {
   // The fewest pods it starts with (a RayCluster's head and minimum workers, a training job's
   // schedulingPolicy.minAvailable); 0: all of them. `chamber.io/min-member` overrides it.
   int32_t min_pods = 0;
+  // Whether its controller honours the suspend field for this object (KubeRay refuses to
+  // suspend a RayJob without shutdownAfterJobFinishes); if not, it is preempted by evicting its
+  // pods.
+  bool suspendable = true;
   int32_t Pods() const;
 };
 

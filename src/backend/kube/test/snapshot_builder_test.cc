@@ -825,7 +825,7 @@ TEST(WorkloadKindsTest, TrainingJobsAndRayReadTheirGangsFromTheirSpecs) {
   const WorkloadKind* ptj = FindWorkloadKind("kubeflow.org/v1", "PyTorchJob");
   ASSERT_NE(ptj, nullptr);
   EXPECT_EQ(ptj->SuspendPatch(true), (Json{{"spec", {{"runPolicy", {{"suspend", true}}}}}}));
-  for (const char* kind : {"TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"})
+  for (const char* kind : {"TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "MXJob", "JAXJob"})
     EXPECT_NE(FindWorkloadKind("kubeflow.org/v1", kind), nullptr) << kind;
   Result<KindSpec> spec = ptj->read(PyTorchJobJson(
       "p", 3,
@@ -929,7 +929,13 @@ TEST(SnapshotBuilderTest, ARayJobIsOneGangOfItsClusterAndItsSubmitterJoinsIt) {
                   {"spec", RayClusterSpec(3, 1)}};
   cluster.merge_patch(OwnedByKind("ray.io/v1", "RayJob", "rj", "uid-rj"));
   in.owners = {ObjectOf(rayjob), ObjectOf(cluster)};
-  const Json by_cluster = OwnedByKind("ray.io/v1", "RayCluster", "rj-abc", "uid-rc");
+  Json by_cluster = OwnedByKind("ray.io/v1", "RayCluster", "rj-abc", "uid-rc");
+  // The API server's default tolerations, which the templates lack.
+  by_cluster["spec"] = {{"tolerations",
+                         {{{"key", "node.kubernetes.io/not-ready"},
+                           {"operator", "Exists"},
+                           {"effect", "NoExecute"},
+                           {"tolerationSeconds", 300}}}}};
   in.pods = {Pod("ml", "rj-abc-head", 0, by_cluster), Pod("ml", "rj-abc-gpu-0", 4, by_cluster)};
   BuiltSnapshot b = BuildSnapshot(in, Opts());
   ASSERT_EQ(b.snapshot.workloads.size(), 1u) << "the RayCluster is part of the RayJob";
@@ -939,7 +945,16 @@ TEST(SnapshotBuilderTest, ARayJobIsOneGangOfItsClusterAndItsSubmitterJoinsIt) {
   EXPECT_EQ(w.min_member, 2) << "the head and the minimum worker start together";
   EXPECT_EQ(w.TotalPods(), 2);
   EXPECT_EQ(w.awaited_pods, 0) << "the head and one worker are the minimum, and exist";
+  ASSERT_EQ(w.pod_sets.size(), 2u);
+  EXPECT_EQ(w.pod_sets[0].request.gpu(), 0)
+      << "the head's set comes first, as the spec lists it: the engine's minimum is the first pods";
+  EXPECT_EQ(b.sources[0].pods[0][0].name(), "rj-abc-head");
   EXPECT_EQ(b.sources[0].SuspendableType().plural, "rayjobs");
+  EXPECT_FALSE(b.sources[0].Suspendable())
+      << "KubeRay suspends no RayJob without shutdownAfterJobFinishes: evicted instead";
+  rayjob["spec"]["shutdownAfterJobFinishes"] = true;
+  in.owners = {ObjectOf(rayjob), ObjectOf(cluster)};
+  EXPECT_TRUE(BuildSnapshot(in, Opts()).sources[0].Suspendable());
 
   // Placed, the cluster runs; the submitter's Job, once its pod exists, joins it.
   std::vector<std::shared_ptr<const kube::Pod>> placed;

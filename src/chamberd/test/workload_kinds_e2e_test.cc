@@ -1,0 +1,507 @@
+// Top-level workload kinds end to end (docs/workloads.md): chamberd beside the real controllers
+// of each kind (the JobSet controller, the Kubeflow training operator and the KubeRay operator,
+// built from their Go modules by scripts/workload-controllers.sh) and the Job controller of the
+// test control plane, with fake GPU nodes and the pod lifecycle simulator standing in for
+// kubelets. Each kind is one gang, is preempted by suspending it, and resumes.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "backend/kube/queue_resource.h"
+#include "backend/kube/snapshot_builder.h"
+#include "backend/kube/workload_kinds.h"
+#include "chamberd/test/chamberd_fixture.h"
+
+namespace chamber::chamberd {
+namespace {
+
+using namespace std::chrono_literals;
+using e2e::Eventually;
+using kube::Json;
+
+const kube::ResourceType& KindType(const char* api_version, const char* kind) {
+  return backend::FindWorkloadKind(api_version, kind)->type;
+}
+const kube::ResourceType& JobSets() { return KindType("jobset.x-k8s.io/v1alpha2", "JobSet"); }
+const kube::ResourceType& PyTorchJobs() { return KindType("kubeflow.org/v1", "PyTorchJob"); }
+const kube::ResourceType& RayClusters() { return KindType("ray.io/v1", "RayCluster"); }
+const kube::ResourceType& RayJobs() { return KindType("ray.io/v1", "RayJob"); }
+
+// scripts/workload-controllers.sh's bin dir: the controllers and their CRDs.
+std::filesystem::path ControllersDir() {
+  if (const char* dir = std::getenv("CHAMBER_WORKLOAD_CONTROLLERS_BIN")) return dir;
+  const std::string command =
+      std::string(CHAMBER_SOURCE_DIR) + "/scripts/workload-controllers.sh bin-dir";
+  FILE* out = popen(command.c_str(), "r");
+  if (out == nullptr) return {};
+  char line[4096] = {};
+  const bool read = std::fgets(line, sizeof(line), out) != nullptr;
+  pclose(out);
+  std::string dir = read ? line : "";
+  while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r')) dir.pop_back();
+  return dir;
+}
+
+// A kind's controller beside chamberd: its CRDs are applied once per suite, and it runs for each
+// test, its log printed when the test fails.
+class ControllerE2E : public e2e::ChamberdCluster {
+ protected:
+  static void ApplyCrds(const std::vector<std::string>& files) {
+    ChamberdCluster::SetUpTestSuite();
+    if (HasFatalFailure()) return;
+    for (const std::string& file : files) {
+      const std::filesystem::path path = ControllersDir() / "crds" / file;
+      std::ifstream in(path);
+      ASSERT_TRUE(in.good()) << path << " is missing: run scripts/workload-controllers.sh build";
+      std::stringstream text;
+      text << in.rdbuf();
+      auto docs = backend::ManifestToJson(text.str(), path.string());
+      ASSERT_TRUE(docs.ok() && !docs->empty()) << docs.status().ToString();
+      Status applied = backend::ApplyCrd(*client_, docs->front());
+      ASSERT_TRUE(applied.ok()) << applied.ToString();
+    }
+  }
+
+  // A fresh namespace, chamberd's configuration, and the controller `binary` with `args`.
+  void StartController(const std::string& binary, std::vector<std::string> args = {}) {
+    NewNamespace("e2e-", binary + "-");
+    if (HasFailure()) return;
+    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n"
+                                           "preemption:\n"
+                                           "  minRuntime: 0s\n"
+                                           "  checkpointGraceSeconds: 1\n";
+    controller_log_ = dir_ / (binary + ".log");
+    const std::filesystem::path path = ControllersDir() / binary;
+    ASSERT_TRUE(std::filesystem::exists(path))
+        << path << " is missing: run scripts/workload-controllers.sh build";
+    args.insert(args.begin(),
+                {path.string(), "--kubeconfig", std::getenv("CHAMBER_TEST_KUBECONFIG")});
+    controller_pid_ = e2e::SpawnLogged(args, controller_log_.string());
+    ASSERT_GT(controller_pid_, 0);
+  }
+
+  void TearDown() override {
+    BeforeTearDown();
+    if (controller_pid_ > 0) {
+      kill(controller_pid_, SIGKILL);
+      waitpid(controller_pid_, nullptr, 0);
+      if (HasFailure()) {
+        std::ifstream log(controller_log_);
+        std::cerr << "---- " << controller_log_.filename() << " ----\n" << log.rdbuf() << "\n";
+      }
+    }
+    ChamberdCluster::TearDown();
+  }
+  // What a suite deletes while its controller still runs (objects with its finalizers).
+  virtual void BeforeTearDown() {}
+
+  Json Get(const kube::ResourceType& type, const std::string& name) {
+    auto r = client_->Get(type, ns_, name);
+    return r.ok() ? *r : Json::object();
+  }
+
+  bool ConditionTrue(const kube::ResourceType& type, const std::string& name,
+                     const std::string& condition) {
+    for (const Json& c : Get(type, name).value("/status/conditions"_json_pointer, Json::array()))
+      if (c.value("type", "") == condition && c.value("status", "") == "True") return true;
+    return false;
+  }
+
+  // The live pods labelled `selector`: all of them, and those bound.
+  std::pair<int, int> PodsLabelled(const std::string& selector) {
+    kube::ListOptions o;
+    o.label_selector = selector;
+    auto list = client_->List(kube::resources::kPods, ns_, o);
+    int all = 0, bound = 0;
+    if (!list.ok()) return {-1, -1};
+    for (Json& j : list->items) {
+      kube::Pod p = kube::Pod::FromJson(std::move(j)).value();
+      if (!p.metadata.deletion_timestamp.empty() || p.phase == "Failed") continue;
+      ++all;
+      if (!p.node_name.empty()) ++bound;
+    }
+    return {all, bound};
+  }
+
+  // The PodScheduled=False "reason: message" of each pod labelled `selector` ("" for none).
+  std::set<std::string> PendingReasonsOf(const std::string& selector) {
+    kube::ListOptions o;
+    o.label_selector = selector;
+    std::set<std::string> out;
+    auto list = client_->List(kube::resources::kPods, ns_, o);
+    if (!list.ok()) return out;
+    for (const Json& p : list->items) {
+      if (!p.value("/spec/nodeName"_json_pointer, std::string()).empty()) continue;
+      std::string reason;
+      for (const Json& c : p.value("/status/conditions"_json_pointer, Json::array()))
+        if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+          reason = c.value("reason", "") + ": " + c.value("message", "");
+      out.insert(reason);
+    }
+    return out;
+  }
+
+  static Json Annotations(const Json& object) {
+    return object.value("/metadata/annotations"_json_pointer, Json::object());
+  }
+
+  // A container asking for `gpus`, named `name`.
+  static Json Container(const std::string& name, int gpus) {
+    return {{"name", name},
+            {"image", "trainer:latest"},
+            {"resources",
+             {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", gpus}}},
+              {"limits", {{"nvidia.com/gpu", gpus}}}}}};
+  }
+
+  // A pod template Chamber schedules, running `seconds` under the simulator (0: until deleted).
+  static Json Template(Json container, double seconds, const std::string& priority_class = "") {
+    Json pod = {{"schedulerName", "chamber"},
+                {"terminationGracePeriodSeconds", 5},
+                {"containers", Json::array({std::move(container)})}};
+    if (!priority_class.empty()) pod["priorityClassName"] = priority_class;
+    Json annotations = Json::object();
+    if (seconds > 0) annotations["chamber.io/sim-duration-seconds"] = std::to_string(seconds);
+    return {{"metadata", {{"annotations", annotations}}}, {"spec", pod}};
+  }
+
+  Json Metadata(const std::string& name, const std::string& queue) {
+    return {{"name", name},
+            {"namespace", ns_},
+            {"labels", {{"chamber.io/queue", queue}}},
+            {"annotations", {{"chamber.io/checkpoint-grace-seconds", "1"}}}};
+  }
+
+  void Create(const kube::ResourceType& type, const Json& object) {
+    auto r = client_->Create(type, ns_, object);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  std::filesystem::path controller_log_;
+  pid_t controller_pid_ = -1;
+};
+
+class JobSetE2E : public ControllerE2E {
+ protected:
+  static void SetUpTestSuite() { ApplyCrds({"jobset.x-k8s.io_jobsets.yaml"}); }
+  void SetUp() override { StartController("jobset-controller"); }
+
+  struct ReplicatedJob {
+    std::string name;
+    int replicas = 1;
+    int pods = 1;  // per Job
+    int gpus = 1;  // per pod
+  };
+
+  // A JobSet written out in full (the JobSet webhook, which would default it, does not run
+  // here; tools/workloadcontrollers/cmd/jobset-controller/main.go).
+  void JobSet(const std::string& name, const std::string& queue, std::vector<ReplicatedJob> jobs,
+              double seconds, const std::string& priority_class = "") {
+    Json replicated = Json::array();
+    for (const ReplicatedJob& rj : jobs) {
+      Json pod = Template(Container("main", rj.gpus), seconds, priority_class);
+      pod["spec"]["restartPolicy"] = "Never";
+      replicated.push_back({{"name", rj.name},
+                            {"replicas", rj.replicas},
+                            {"template",
+                             {{"spec",
+                               {{"parallelism", rj.pods},
+                                {"completions", rj.pods},
+                                {"completionMode", "Indexed"},
+                                {"backoffLimit", 0},
+                                {"template", pod}}}}}});
+    }
+    Json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+               {"kind", "JobSet"},
+               {"metadata", Metadata(name, queue)},
+               {"spec",
+                {{"replicatedJobs", replicated},
+                 {"successPolicy", {{"operator", "All"}}},
+                 {"startupPolicy", {{"startupPolicyOrder", "AnyOrder"}}},
+                 {"network", {{"enableDNSHostnames", false}}},
+                 {"suspend", false}}}};
+    Create(JobSets(), js);
+  }
+
+  Json GetJobSet(const std::string& name) { return Get(JobSets(), name); }
+  bool Suspended(const std::string& name) {
+    return GetJobSet(name).value("/spec/suspend"_json_pointer, false);
+  }
+  bool Condition(const std::string& name, const std::string& type) {
+    return ConditionTrue(JobSets(), name, type);
+  }
+  std::pair<int, int> Pods(const std::string& jobset) {
+    return PodsLabelled("jobset.sigs.k8s.io/jobset-name=" + jobset);
+  }
+  std::set<std::string> PendingReasons(const std::string& jobset) {
+    return PendingReasonsOf("jobset.sigs.k8s.io/jobset-name=" + jobset);
+  }
+};
+
+TEST_F(JobSetE2E, AJobSetStartsAllOrNothingAcrossItsJobsAndCompletes) {
+  Nodes(2, 8);
+  StartSim();
+  Queue(ns_ + "-team", 24);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // A 1-GPU leader and two Jobs of two 4-GPU workers: 17 GPUs, one more than the two nodes.
+  JobSet("train", ns_ + "-team", {{"leader", 1, 1, 1}, {"workers", 2, 2, 4}}, 3);
+  ASSERT_TRUE(Eventually([&] { return Pods("train").first == 5; }, 60s))
+      << "the JobSet and Job controllers create its 5 pods";
+  // None starts: each waits for room and says so.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto reasons = PendingReasons("train");
+        return reasons.size() == 1 && reasons.begin()->starts_with("Unschedulable: ");
+      },
+      30s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(Pods("train").second, 0) << "no pod of the gang is bound while the rest cannot be";
+
+  // With a third node the whole gang starts at once, and the JobSet completes.
+  Nodes(1, 8, "more");
+  ASSERT_TRUE(Eventually(
+      [&] { return Pods("train").second == 5 || Condition("train", "Completed"); }, 30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Condition("train", "Completed"); }, 60s));
+  EXPECT_FALSE(Suspended("train"));
+}
+
+TEST_F(JobSetE2E, AReservedJobSuspendsAJobSetWhichResumesAndCompletes) {
+  Nodes(1, 8);
+  StartSim();
+  PriorityClass("chamber-e2e-elastic", 10);
+  PriorityClass("chamber-e2e-reserved", 1000);
+  Queue(ns_ + "-team", 8);
+  StartChamberd("solo", {"--no-leader-elect"});
+  JobSet("elastic", ns_ + "-team", {{"workers", 2, 1, 4}}, 15, "chamber-e2e-elastic");
+  ASSERT_TRUE(Eventually([&] { return Pods("elastic").second == 2; }, 60s));
+  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
+
+  // The JobSet is suspended by Chamber, with its lost work recorded; the reserved Job runs.
+  ASSERT_TRUE(Eventually([&] { return Suspended("elastic"); }, 30s));
+  const Json suspended = GetJobSet("elastic");
+  const Json annotations = suspended.value("/metadata/annotations"_json_pointer, Json::object());
+  EXPECT_TRUE(annotations.contains(backend::keys::kPreemptedAt)) << annotations.dump();
+  EXPECT_EQ(annotations.value(backend::keys::kPreemptionCount, ""), "1");
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+
+  // Then the JobSet is resumed, its Jobs' new pods start as one gang, and it completes.
+  ASSERT_TRUE(Eventually([&] { return !Suspended("elastic"); }, 30s));
+  EXPECT_FALSE(GetJobSet("elastic")
+                   .value("/metadata/annotations"_json_pointer, Json::object())
+                   .contains(backend::keys::kPreemptedAt));
+  ASSERT_TRUE(Eventually([&] { return Condition("elastic", "Completed"); }, 90s));
+  const auto reasons = EventReasons("elastic");
+  for (const char* want : {"Preempted", "Resumed"})
+    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+}
+
+// --- Kubeflow training operator ---
+
+class TrainingJobE2E : public ControllerE2E {
+ protected:
+  static void SetUpTestSuite() { ApplyCrds({"kubeflow.org_pytorchjobs.yaml"}); }
+  void SetUp() override { StartController("training-operator", {"--enable-scheme=pytorchjob"}); }
+
+  // A PyTorchJob of a Master and `workers` Workers, each with `gpus` GPUs, running `seconds`.
+  // The container is named `pytorch`, as the operator requires.
+  void PyTorchJob(const std::string& name, const std::string& queue, int workers, int gpus,
+                  double seconds, const std::string& priority_class = "") {
+    const Json tmpl = Template(Container("pytorch", gpus), seconds, priority_class);
+    Json job = {
+        {"apiVersion", "kubeflow.org/v1"},
+        {"kind", "PyTorchJob"},
+        {"metadata", Metadata(name, queue)},
+        {"spec",
+         {{"runPolicy", {{"cleanPodPolicy", "None"}}},
+          {"pytorchReplicaSpecs",
+           {{"Master", {{"replicas", 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}},
+            {"Worker",
+             {{"replicas", workers}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}}}}}}};
+    Create(PyTorchJobs(), job);
+  }
+
+  std::pair<int, int> Pods(const std::string& job) {
+    return PodsLabelled("training.kubeflow.org/job-name=" + job);
+  }
+  bool Suspended(const std::string& job) {
+    return Get(PyTorchJobs(), job).value("/spec/runPolicy/suspend"_json_pointer, false);
+  }
+};
+
+TEST_F(TrainingJobE2E, APyTorchJobStartsAllOrNothingAndSucceeds) {
+  Nodes(1, 8);
+  StartSim();
+  Queue(ns_ + "-team", 16);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // A Master and two Workers of 4 GPUs: 12 GPUs, more than the node's 8.
+  PyTorchJob("ddp", ns_ + "-team", 2, 4, 3);
+  ASSERT_TRUE(Eventually([&] { return Pods("ddp").first == 3; }, 60s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto reasons = PendingReasonsOf("training.kubeflow.org/job-name=ddp");
+        return reasons.size() == 1 && reasons.begin()->starts_with("Unschedulable: ");
+      },
+      30s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(Pods("ddp").second, 0) << "no replica is bound while the others cannot be";
+
+  Nodes(1, 8, "more");
+  ASSERT_TRUE(Eventually(
+      [&] { return Pods("ddp").second == 3 || ConditionTrue(PyTorchJobs(), "ddp", "Succeeded"); },
+      30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return ConditionTrue(PyTorchJobs(), "ddp", "Succeeded"); }, 60s));
+}
+
+TEST_F(TrainingJobE2E, AReservedJobSuspendsAPyTorchJobWhichResumesAndSucceeds) {
+  Nodes(1, 8);
+  StartSim();
+  PriorityClass("chamber-e2e-elastic", 10);
+  PriorityClass("chamber-e2e-reserved", 1000);
+  Queue(ns_ + "-team", 8);
+  StartChamberd("solo", {"--no-leader-elect"});
+  PyTorchJob("elastic", ns_ + "-team", 1, 4, 15, "chamber-e2e-elastic");
+  ASSERT_TRUE(Eventually([&] { return Pods("elastic").second == 2; }, 60s));
+  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
+
+  // Suspended through spec.runPolicy.suspend, with its lost work recorded.
+  ASSERT_TRUE(Eventually([&] { return Suspended("elastic"); }, 30s));
+  const Json annotations = Annotations(Get(PyTorchJobs(), "elastic"));
+  EXPECT_TRUE(annotations.contains(backend::keys::kPreemptedAt)) << annotations.dump();
+  EXPECT_EQ(annotations.value(backend::keys::kPreemptionCount, ""), "1");
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+
+  // Resumed: the operator creates its pods again, they start together, and it succeeds.
+  ASSERT_TRUE(Eventually([&] { return !Suspended("elastic"); }, 30s));
+  ASSERT_TRUE(
+      Eventually([&] { return ConditionTrue(PyTorchJobs(), "elastic", "Succeeded"); }, 90s));
+  const auto reasons = EventReasons("elastic");
+  for (const char* want : {"Preempted", "Resumed"})
+    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+}
+
+// --- KubeRay ---
+
+class RayE2E : public ControllerE2E {
+ protected:
+  static void SetUpTestSuite() { ApplyCrds({"ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml"}); }
+  void SetUp() override { StartController("kuberay-operator"); }
+  // RayJobs carry KubeRay's finalizer: deleted while the operator still runs.
+  void BeforeTearDown() override {
+    (void)client_->Delete(RayJobs(), ns_, "");
+    Eventually(
+        [&] {
+          auto list = client_->List(RayJobs(), ns_);
+          return list.ok() && list->items.empty();
+        },
+        15s);
+  }
+
+  // A RayCluster spec: a head without GPUs and a worker group of `workers` replicas (at least
+  // `min`) with `gpus` GPUs each, running until deleted.
+  static Json ClusterSpec(int workers, int min, int gpus, const std::string& priority_class) {
+    return {{"headGroupSpec",
+             {{"rayStartParams", Json::object()},
+              {"template", Template(Container("ray-head", 0), 0, priority_class)}}},
+            {"workerGroupSpecs",
+             {{{"groupName", "gpu"},
+               {"replicas", workers},
+               {"minReplicas", min},
+               {"maxReplicas", workers},
+               {"rayStartParams", Json::object()},
+               {"template", Template(Container("ray-worker", gpus), 0, priority_class)}}}}};
+  }
+
+  std::pair<int, int> ClusterPods(const std::string& cluster) {
+    return PodsLabelled("ray.io/cluster=" + cluster);
+  }
+};
+
+TEST_F(RayE2E, ARayClusterStartsItsHeadAndMinimumWorkersTogetherThenGrows) {
+  Nodes(1, 8);
+  StartSim();
+  Queue(ns_ + "-team", 16);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // The head and 3 workers of 4 GPUs, at least 2: the head and 2 workers fit the node's 8 GPUs.
+  Create(RayClusters(), {{"apiVersion", "ray.io/v1"},
+                         {"kind", "RayCluster"},
+                         {"metadata", Metadata("tune", ns_ + "-team")},
+                         {"spec", ClusterSpec(3, 2, 4, "")}});
+  ASSERT_TRUE(Eventually([&] { return ClusterPods("tune") == std::make_pair(4, 3); }, 60s))
+      << "the head and the 2 minimum workers start together; the third waits: "
+      << ::testing::PrintToString(PendingReasonsOf("ray.io/cluster=tune"));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto reasons = PendingReasonsOf("ray.io/cluster=tune");
+        return reasons.size() == 1 && reasons.begin()->starts_with("Unschedulable: ");
+      },
+      30s));
+  ExpectNoDoubleBooking(8);
+  // With a second node the third worker joins the running cluster.
+  Nodes(1, 8, "more");
+  ASSERT_TRUE(Eventually([&] { return ClusterPods("tune").second == 4; }, 30s));
+  ExpectNoDoubleBooking(8);
+}
+
+TEST_F(RayE2E, AReservedJobSuspendsARayJobWhoseClusterComesBackWhole) {
+  Nodes(1, 8);
+  StartSim();
+  PriorityClass("chamber-e2e-elastic", 10);
+  PriorityClass("chamber-e2e-reserved", 1000);
+  Queue(ns_ + "-team", 8);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Json rayjob = {{"apiVersion", "ray.io/v1"},
+                 {"kind", "RayJob"},
+                 {"metadata", Metadata("sweep", ns_ + "-team")},
+                 {"spec",
+                  {{"entrypoint", "python /app/tune.py"},
+                   {"shutdownAfterJobFinishes", true},
+                   {"rayClusterSpec", ClusterSpec(2, 2, 4, "chamber-e2e-elastic")}}}};
+  Create(RayJobs(), rayjob);
+  // Its cluster, made by KubeRay and part of the RayJob, starts whole: the head and 2 workers.
+  auto cluster = [&] {
+    return Get(RayJobs(), "sweep").value("/status/rayClusterName"_json_pointer, std::string());
+  };
+  ASSERT_TRUE(Eventually(
+      [&] { return !cluster().empty() && ClusterPods(cluster()) == std::make_pair(3, 3); }, 60s));
+  const std::string first = cluster();
+  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
+
+  // The RayJob is suspended (KubeRay deletes its cluster); the reserved Job runs.
+  ASSERT_TRUE(Eventually(
+      [&] { return Get(RayJobs(), "sweep").value("/spec/suspend"_json_pointer, false); }, 30s));
+  EXPECT_TRUE(Annotations(Get(RayJobs(), "sweep")).contains(backend::keys::kPreemptedAt));
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+
+  // Resumed, it gets a new cluster, whose pods start whole again.
+  ASSERT_TRUE(Eventually(
+      [&] { return !Get(RayJobs(), "sweep").value("/spec/suspend"_json_pointer, true); }, 30s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return !cluster().empty() && cluster() != first &&
+               ClusterPods(cluster()) == std::make_pair(3, 3);
+      },
+      60s));
+  ExpectNoDoubleBooking(8);
+  const auto reasons = EventReasons("sweep");
+  for (const char* want : {"Preempted", "Resumed"})
+    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+}
+
+}  // namespace
+}  // namespace chamber::chamberd
