@@ -70,32 +70,36 @@ class ControllerE2E : public e2e::ChamberdCluster {
     }
   }
 
-  // A fresh namespace, chamberd's configuration, and the controller `binary` with `args`.
+  // A fresh namespace (on the first call) with chamberd's configuration, and the controller
+  // `binary` with `args`.
   void StartController(const std::string& binary, std::vector<std::string> args = {}) {
-    NewNamespace("e2e-", binary + "-");
-    if (HasFailure()) return;
-    std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n"
-                                           "preemption:\n"
-                                           "  minRuntime: 0s\n"
-                                           "  checkpointGraceSeconds: 1\n";
-    controller_log_ = dir_ / (binary + ".log");
+    if (controllers_.empty()) {
+      NewNamespace("e2e-", binary + "-");
+      if (HasFailure()) return;
+      std::ofstream(dir_ / "config.yaml") << "cyclePeriod: 300ms\n"
+                                             "preemption:\n"
+                                             "  minRuntime: 0s\n"
+                                             "  checkpointGraceSeconds: 1\n";
+    }
+    const std::filesystem::path log = dir_ / (binary + ".log");
     const std::filesystem::path path = ControllersDir() / binary;
     ASSERT_TRUE(std::filesystem::exists(path))
         << path << " is missing: run scripts/workload-controllers.sh build";
     args.insert(args.begin(),
                 {path.string(), "--kubeconfig", std::getenv("CHAMBER_TEST_KUBECONFIG")});
-    controller_pid_ = e2e::SpawnLogged(args, controller_log_.string());
-    ASSERT_GT(controller_pid_, 0);
+    const pid_t pid = e2e::SpawnLogged(args, log.string());
+    ASSERT_GT(pid, 0);
+    controllers_.emplace_back(pid, log);
   }
 
   void TearDown() override {
     BeforeTearDown();
-    if (controller_pid_ > 0) {
-      kill(controller_pid_, SIGKILL);
-      waitpid(controller_pid_, nullptr, 0);
+    for (const auto& [pid, log] : controllers_) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
       if (HasFailure()) {
-        std::ifstream log(controller_log_);
-        std::cerr << "---- " << controller_log_.filename() << " ----\n" << log.rdbuf() << "\n";
+        std::ifstream in(log);
+        std::cerr << "---- " << log.filename() << " ----\n" << in.rdbuf() << "\n";
       }
     }
     ChamberdCluster::TearDown();
@@ -185,15 +189,6 @@ class ControllerE2E : public e2e::ChamberdCluster {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
-  std::filesystem::path controller_log_;
-  pid_t controller_pid_ = -1;
-};
-
-class JobSetE2E : public ControllerE2E {
- protected:
-  static void SetUpTestSuite() { ApplyCrds({"jobset.x-k8s.io_jobsets.yaml"}); }
-  void SetUp() override { StartController("jobset-controller"); }
-
   struct ReplicatedJob {
     std::string name;
     int replicas = 1;
@@ -230,6 +225,58 @@ class JobSetE2E : public ControllerE2E {
                  {"suspend", false}}}};
     Create(JobSets(), js);
   }
+
+  // A PyTorchJob of a Master and `workers` Workers, each with `gpus` GPUs, running `seconds`.
+  // The container is named `pytorch`, as the operator requires.
+  void PyTorchJob(const std::string& name, const std::string& queue, int workers, int gpus,
+                  double seconds, const std::string& priority_class = "") {
+    const Json tmpl = Template(Container("pytorch", gpus), seconds, priority_class);
+    Json job = {
+        {"apiVersion", "kubeflow.org/v1"},
+        {"kind", "PyTorchJob"},
+        {"metadata", Metadata(name, queue)},
+        {"spec",
+         {{"runPolicy", {{"cleanPodPolicy", "None"}}},
+          {"pytorchReplicaSpecs",
+           {{"Master", {{"replicas", 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}},
+            {"Worker",
+             {{"replicas", workers}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}}}}}}};
+    Create(PyTorchJobs(), job);
+  }
+
+  // A RayCluster spec: a head without GPUs and a worker group of `workers` replicas (at least
+  // `min`) with `gpus` GPUs each, running until deleted.
+  static Json ClusterSpec(int workers, int min, int gpus, const std::string& priority_class) {
+    return {{"headGroupSpec",
+             {{"rayStartParams", Json::object()},
+              {"template", Template(Container("ray-head", 0), 0, priority_class)}}},
+            {"workerGroupSpecs",
+             {{{"groupName", "gpu"},
+               {"replicas", workers},
+               {"minReplicas", min},
+               {"maxReplicas", workers},
+               {"rayStartParams", Json::object()},
+               {"template", Template(Container("ray-worker", gpus), 0, priority_class)}}}}};
+  }
+
+  // RayJobs carry KubeRay's finalizer: deleted while the operator still runs.
+  void DeleteRayJobs() {
+    (void)client_->Delete(RayJobs(), ns_, "");
+    Eventually(
+        [&] {
+          auto list = client_->List(RayJobs(), ns_);
+          return list.ok() && list->items.empty();
+        },
+        15s);
+  }
+
+  std::vector<std::pair<pid_t, std::filesystem::path>> controllers_;  // and their logs
+};
+
+class JobSetE2E : public ControllerE2E {
+ protected:
+  static void SetUpTestSuite() { ApplyCrds({"jobset.x-k8s.io_jobsets.yaml"}); }
+  void SetUp() override { StartController("jobset-controller"); }
 
   Json GetJobSet(const std::string& name) { return Get(JobSets(), name); }
   bool Suspended(const std::string& name) {
@@ -313,24 +360,6 @@ class TrainingJobE2E : public ControllerE2E {
   static void SetUpTestSuite() { ApplyCrds({"kubeflow.org_pytorchjobs.yaml"}); }
   void SetUp() override { StartController("training-operator", {"--enable-scheme=pytorchjob"}); }
 
-  // A PyTorchJob of a Master and `workers` Workers, each with `gpus` GPUs, running `seconds`.
-  // The container is named `pytorch`, as the operator requires.
-  void PyTorchJob(const std::string& name, const std::string& queue, int workers, int gpus,
-                  double seconds, const std::string& priority_class = "") {
-    const Json tmpl = Template(Container("pytorch", gpus), seconds, priority_class);
-    Json job = {
-        {"apiVersion", "kubeflow.org/v1"},
-        {"kind", "PyTorchJob"},
-        {"metadata", Metadata(name, queue)},
-        {"spec",
-         {{"runPolicy", {{"cleanPodPolicy", "None"}}},
-          {"pytorchReplicaSpecs",
-           {{"Master", {{"replicas", 1}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}},
-            {"Worker",
-             {{"replicas", workers}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}}}}}}};
-    Create(PyTorchJobs(), job);
-  }
-
   std::pair<int, int> Pods(const std::string& job) {
     return PodsLabelled("training.kubeflow.org/job-name=" + job);
   }
@@ -400,31 +429,7 @@ class RayE2E : public ControllerE2E {
   static void SetUpTestSuite() { ApplyCrds({"ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml"}); }
   void SetUp() override { StartController("kuberay-operator"); }
   // RayJobs carry KubeRay's finalizer: deleted while the operator still runs.
-  void BeforeTearDown() override {
-    (void)client_->Delete(RayJobs(), ns_, "");
-    Eventually(
-        [&] {
-          auto list = client_->List(RayJobs(), ns_);
-          return list.ok() && list->items.empty();
-        },
-        15s);
-  }
-
-  // A RayCluster spec: a head without GPUs and a worker group of `workers` replicas (at least
-  // `min`) with `gpus` GPUs each, running until deleted.
-  static Json ClusterSpec(int workers, int min, int gpus, const std::string& priority_class) {
-    return {{"headGroupSpec",
-             {{"rayStartParams", Json::object()},
-              {"template", Template(Container("ray-head", 0), 0, priority_class)}}},
-            {"workerGroupSpecs",
-             {{{"groupName", "gpu"},
-               {"replicas", workers},
-               {"minReplicas", min},
-               {"maxReplicas", workers},
-               {"rayStartParams", Json::object()},
-               {"template", Template(Container("ray-worker", gpus), 0, priority_class)}}}}};
-  }
-
+  void BeforeTearDown() override { DeleteRayJobs(); }
   std::pair<int, int> ClusterPods(const std::string& cluster) {
     return PodsLabelled("ray.io/cluster=" + cluster);
   }
@@ -501,6 +506,100 @@ TEST_F(RayE2E, AReservedJobSuspendsARayJobWhoseClusterComesBackWhole) {
   const auto reasons = EventReasons("sweep");
   for (const char* want : {"Preempted", "Resumed"})
     EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+}
+
+// --- All kinds in one cluster ---
+
+class MixedKindsE2E : public ControllerE2E {
+ protected:
+  static void SetUpTestSuite() {
+    ApplyCrds({"jobset.x-k8s.io_jobsets.yaml", "kubeflow.org_pytorchjobs.yaml",
+               "ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml"});
+  }
+  void SetUp() override {
+    StartController("jobset-controller");
+    StartController("training-operator", {"--enable-scheme=pytorchjob"});
+    StartController("kuberay-operator");
+  }
+  void BeforeTearDown() override { DeleteRayJobs(); }
+
+  int64_t Allocated(const std::string& queue) {
+    auto q = client_->Get(e2e::kQueueType, "", queue);
+    return q.ok() ? StatusGpu(*q, "allocated") : -1;
+  }
+  int64_t Borrowed(const std::string& queue) {
+    auto q = client_->Get(e2e::kQueueType, "", queue);
+    return q.ok() ? StatusGpu(*q, "borrowed") : -1;
+  }
+};
+
+// Three teams of 8 GPUs each on 24: a JobSet, a PyTorchJob and a RayCluster fill their quotas;
+// a Job over team a's quota waits rather than take what the others use; it borrows what team c
+// frees, and team c's RayJob takes it back by preempting that Job alone.
+TEST_F(MixedKindsE2E, EveryKindKeepsToItsQueuesQuotaBorrowsAndIsReclaimed) {
+  Nodes(3, 8);
+  StartSim();
+  const std::string a = ns_ + "-a", b = ns_ + "-b", c = ns_ + "-c";
+  for (const std::string& q : {a, b, c}) Queue(q, 8);
+  StartChamberd("solo", {"--no-leader-elect"});
+  JobSet("train", a, {{"workers", 2, 1, 4}}, 0);
+  PyTorchJob("ddp", b, 1, 4, 0);
+  Create(RayClusters(), {{"apiVersion", "ray.io/v1"},
+                         {"kind", "RayCluster"},
+                         {"metadata", Metadata("tune", c)},
+                         {"spec", ClusterSpec(2, 2, 4, "")}});
+  ASSERT_TRUE(
+      Eventually([&] { return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8; }, 90s))
+      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c);
+  EXPECT_EQ(PodsLabelled("jobset.sigs.k8s.io/jobset-name=train"), std::make_pair(2, 2));
+  EXPECT_EQ(PodsLabelled("training.kubeflow.org/job-name=ddp"), std::make_pair(2, 2));
+  EXPECT_EQ(PodsLabelled("ray.io/cluster=tune"), std::make_pair(3, 3));
+  ExpectNoDoubleBooking(8);
+
+  // Over its quota with the cluster full, team a's Job waits: the others run within theirs.
+  Job("extra", JobSpec(a, 1).Gpus(4));
+  ASSERT_TRUE(Eventually([&] { return JobPods("extra").size() == 1; }, 30s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto reasons = PendingReasonsOf("batch.kubernetes.io/job-name=extra");
+        return reasons.size() == 1 && !reasons.begin()->empty();
+      },
+      30s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(Bound("extra"), 0);
+  EXPECT_EQ(Allocated(b), 8);
+  EXPECT_EQ(Allocated(c), 8);
+
+  // Team c's cluster goes: team a borrows its idle quota.
+  ASSERT_TRUE(client_->Delete(RayClusters(), ns_, "tune").ok());
+  ASSERT_TRUE(Eventually([&] { return Bound("extra") == 1; }, 60s));
+  ASSERT_TRUE(Eventually([&] { return Borrowed(a) == 4; }, 30s)) << Borrowed(a);
+  ExpectNoDoubleBooking(8);
+
+  // Team c wants its quota back for a RayJob: only the borrowed Job is preempted (the JobSet,
+  // within team a's quota, stays), and the RayJob's cluster starts whole.
+  Json rayjob = {{"apiVersion", "ray.io/v1"},
+                 {"kind", "RayJob"},
+                 {"metadata", Metadata("sweep", c)},
+                 {"spec",
+                  {{"entrypoint", "python /app/tune.py"},
+                   {"shutdownAfterJobFinishes", true},
+                   {"rayClusterSpec", ClusterSpec(2, 2, 4, "")}}}};
+  Create(RayJobs(), rayjob);
+  ASSERT_TRUE(Eventually([&] { return GetJob("extra").suspend; }, 60s));
+  auto cluster = [&] {
+    return Get(RayJobs(), "sweep").value("/status/rayClusterName"_json_pointer, std::string());
+  };
+  ASSERT_TRUE(Eventually(
+      [&] { return !cluster().empty() && PodsLabelled("ray.io/cluster=" + cluster()).second == 3; },
+      60s));
+  EXPECT_EQ(PodsLabelled("jobset.sigs.k8s.io/jobset-name=train"), std::make_pair(2, 2));
+  EXPECT_FALSE(Get(JobSets(), "train").value("/spec/suspend"_json_pointer, false));
+  EXPECT_EQ(PodsLabelled("training.kubeflow.org/job-name=ddp").second, 2);
+  ASSERT_TRUE(
+      Eventually([&] { return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8; }, 30s))
+      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c);
+  ExpectNoDoubleBooking(8);
 }
 
 }  // namespace
