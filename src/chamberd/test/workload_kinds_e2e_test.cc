@@ -259,6 +259,24 @@ class ControllerE2E : public e2e::ChamberdCluster {
                {"template", Template(Container("ray-worker", gpus), 0, priority_class)}}}}};
   }
 
+  // A RayJob whose cluster is ClusterSpec(2, 2, 4, priority_class): a head and 2 workers of 4
+  // GPUs, on a Ray that never runs (no submitter comes). It may be suspended: it sets
+  // shutdownAfterJobFinishes.
+  void RayJob(const std::string& name, const std::string& queue,
+              const std::string& priority_class = "") {
+    Create(RayJobs(), {{"apiVersion", "ray.io/v1"},
+                       {"kind", "RayJob"},
+                       {"metadata", Metadata(name, queue)},
+                       {"spec",
+                        {{"entrypoint", "python /app/tune.py"},
+                         {"shutdownAfterJobFinishes", true},
+                         {"rayClusterSpec", ClusterSpec(2, 2, 4, priority_class)}}}});
+  }
+  // The RayCluster KubeRay made for RayJob `name` ("" before it has).
+  std::string RayJobCluster(const std::string& name) {
+    return Get(RayJobs(), name).value("/status/rayClusterName"_json_pointer, std::string());
+  }
+
   // RayJobs carry KubeRay's finalizer: deleted while the operator still runs.
   void DeleteRayJobs() {
     (void)client_->Delete(RayJobs(), ns_, "");
@@ -268,6 +286,53 @@ class ControllerE2E : public e2e::ChamberdCluster {
           return list.ok() && list->items.empty();
         },
         15s);
+  }
+
+  // Once `pods` pods labelled `selector` exist, each says Unschedulable and, a moment later,
+  // none is bound: a gang that does not fit starts no pod.
+  void ExpectGangWaitsWhole(const std::string& selector, int pods) {
+    ASSERT_TRUE(Eventually([&] { return PodsLabelled(selector).first == pods; }, 60s))
+        << "its controllers create its " << pods << " pods";
+    ASSERT_TRUE(Eventually(
+        [&] {
+          const auto reasons = PendingReasonsOf(selector);
+          return reasons.size() == 1 && reasons.begin()->starts_with("Unschedulable: ");
+        },
+        30s))
+        << ::testing::PrintToString(PendingReasonsOf(selector));
+    std::this_thread::sleep_for(2s);
+    EXPECT_EQ(PodsLabelled(selector).second, 0) << "no pod is bound while the rest cannot be";
+  }
+
+  // One 8-GPU node, a queue of 8 (`team()`), an elastic and a reserved PriorityClass, chamberd.
+  void StartPreemptionCluster() {
+    Nodes(1, 8);
+    StartSim();
+    PriorityClass("chamber-e2e-elastic", 10);
+    PriorityClass("chamber-e2e-reserved", 1000);
+    Queue(team(), 8);
+    StartChamberd("solo", {"--no-leader-elect"});
+  }
+  std::string team() const { return ns_ + "-team"; }
+
+  // A reserved 4-GPU Job takes the room of the running elastic workload, which `suspended`
+  // says Chamber suspended, with its lost work on `object()`; the Job runs and completes.
+  void ExpectSuspendedForAReservedJob(const std::function<bool()>& suspended,
+                                      const std::function<Json()>& object) {
+    Job("reserved", JobSpec(team(), 4).Seconds(3).Priority("chamber-e2e-reserved"));
+    ASSERT_TRUE(Eventually(suspended, 30s));
+    const Json annotations = Annotations(object());
+    EXPECT_TRUE(annotations.contains(backend::keys::kPreemptedAt)) << annotations.dump();
+    EXPECT_EQ(annotations.value(backend::keys::kPreemptionCount, ""), "1");
+    ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
+    ExpectNoDoubleBooking(8);
+    ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  }
+
+  void ExpectPreemptedAndResumedEvents(const std::string& name) {
+    const auto reasons = EventReasons(name);
+    for (const char* want : {"Preempted", "Resumed"})
+      EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
   }
 
   std::vector<std::pair<pid_t, std::filesystem::path>> controllers_;  // and their logs
@@ -288,29 +353,16 @@ class JobSetE2E : public ControllerE2E {
   std::pair<int, int> Pods(const std::string& jobset) {
     return PodsLabelled("jobset.sigs.k8s.io/jobset-name=" + jobset);
   }
-  std::set<std::string> PendingReasons(const std::string& jobset) {
-    return PendingReasonsOf("jobset.sigs.k8s.io/jobset-name=" + jobset);
-  }
 };
 
 TEST_F(JobSetE2E, AJobSetStartsAllOrNothingAcrossItsJobsAndCompletes) {
   Nodes(2, 8);
   StartSim();
-  Queue(ns_ + "-team", 24);
+  Queue(team(), 24);
   StartChamberd("solo", {"--no-leader-elect"});
   // A 1-GPU leader and two Jobs of two 4-GPU workers: 17 GPUs, one more than the two nodes.
-  JobSet("train", ns_ + "-team", {{"leader", 1, 1, 1}, {"workers", 2, 2, 4}}, 3);
-  ASSERT_TRUE(Eventually([&] { return Pods("train").first == 5; }, 60s))
-      << "the JobSet and Job controllers create its 5 pods";
-  // None starts: each waits for room and says so.
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const auto reasons = PendingReasons("train");
-        return reasons.size() == 1 && reasons.begin()->starts_with("Unschedulable: ");
-      },
-      30s));
-  std::this_thread::sleep_for(2s);
-  EXPECT_EQ(Pods("train").second, 0) << "no pod of the gang is bound while the rest cannot be";
+  JobSet("train", team(), {{"leader", 1, 1, 1}, {"workers", 2, 2, 4}}, 3);
+  ExpectGangWaitsWhole("jobset.sigs.k8s.io/jobset-name=train", 5);
 
   // With a third node the whole gang starts at once, and the JobSet completes.
   Nodes(1, 8, "more");
@@ -322,35 +374,17 @@ TEST_F(JobSetE2E, AJobSetStartsAllOrNothingAcrossItsJobsAndCompletes) {
 }
 
 TEST_F(JobSetE2E, AReservedJobSuspendsAJobSetWhichResumesAndCompletes) {
-  Nodes(1, 8);
-  StartSim();
-  PriorityClass("chamber-e2e-elastic", 10);
-  PriorityClass("chamber-e2e-reserved", 1000);
-  Queue(ns_ + "-team", 8);
-  StartChamberd("solo", {"--no-leader-elect"});
-  JobSet("elastic", ns_ + "-team", {{"workers", 2, 1, 4}}, 15, "chamber-e2e-elastic");
+  StartPreemptionCluster();
+  JobSet("elastic", team(), {{"workers", 2, 1, 4}}, 15, "chamber-e2e-elastic");
   ASSERT_TRUE(Eventually([&] { return Pods("elastic").second == 2; }, 60s));
-  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
-
-  // The JobSet is suspended by Chamber, with its lost work recorded; the reserved Job runs.
-  ASSERT_TRUE(Eventually([&] { return Suspended("elastic"); }, 30s));
-  const Json suspended = GetJobSet("elastic");
-  const Json annotations = suspended.value("/metadata/annotations"_json_pointer, Json::object());
-  EXPECT_TRUE(annotations.contains(backend::keys::kPreemptedAt)) << annotations.dump();
-  EXPECT_EQ(annotations.value(backend::keys::kPreemptionCount, ""), "1");
-  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
-  ExpectNoDoubleBooking(8);
-  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  ExpectSuspendedForAReservedJob([&] { return Suspended("elastic"); },
+                                 [&] { return GetJobSet("elastic"); });
 
   // Then the JobSet is resumed, its Jobs' new pods start as one gang, and it completes.
   ASSERT_TRUE(Eventually([&] { return !Suspended("elastic"); }, 30s));
-  EXPECT_FALSE(GetJobSet("elastic")
-                   .value("/metadata/annotations"_json_pointer, Json::object())
-                   .contains(backend::keys::kPreemptedAt));
+  EXPECT_FALSE(Annotations(GetJobSet("elastic")).contains(backend::keys::kPreemptedAt));
   ASSERT_TRUE(Eventually([&] { return Condition("elastic", "Completed"); }, 90s));
-  const auto reasons = EventReasons("elastic");
-  for (const char* want : {"Preempted", "Resumed"})
-    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+  ExpectPreemptedAndResumedEvents("elastic");
 }
 
 // --- Kubeflow training operator ---
@@ -371,19 +405,11 @@ class TrainingJobE2E : public ControllerE2E {
 TEST_F(TrainingJobE2E, APyTorchJobStartsAllOrNothingAndSucceeds) {
   Nodes(1, 8);
   StartSim();
-  Queue(ns_ + "-team", 16);
+  Queue(team(), 16);
   StartChamberd("solo", {"--no-leader-elect"});
   // A Master and two Workers of 4 GPUs: 12 GPUs, more than the node's 8.
-  PyTorchJob("ddp", ns_ + "-team", 2, 4, 3);
-  ASSERT_TRUE(Eventually([&] { return Pods("ddp").first == 3; }, 60s));
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const auto reasons = PendingReasonsOf("training.kubeflow.org/job-name=ddp");
-        return reasons.size() == 1 && reasons.begin()->starts_with("Unschedulable: ");
-      },
-      30s));
-  std::this_thread::sleep_for(2s);
-  EXPECT_EQ(Pods("ddp").second, 0) << "no replica is bound while the others cannot be";
+  PyTorchJob("ddp", team(), 2, 4, 3);
+  ExpectGangWaitsWhole("training.kubeflow.org/job-name=ddp", 3);
 
   Nodes(1, 8, "more");
   ASSERT_TRUE(Eventually(
@@ -394,32 +420,18 @@ TEST_F(TrainingJobE2E, APyTorchJobStartsAllOrNothingAndSucceeds) {
 }
 
 TEST_F(TrainingJobE2E, AReservedJobSuspendsAPyTorchJobWhichResumesAndSucceeds) {
-  Nodes(1, 8);
-  StartSim();
-  PriorityClass("chamber-e2e-elastic", 10);
-  PriorityClass("chamber-e2e-reserved", 1000);
-  Queue(ns_ + "-team", 8);
-  StartChamberd("solo", {"--no-leader-elect"});
-  PyTorchJob("elastic", ns_ + "-team", 1, 4, 15, "chamber-e2e-elastic");
+  StartPreemptionCluster();
+  PyTorchJob("elastic", team(), 1, 4, 15, "chamber-e2e-elastic");
   ASSERT_TRUE(Eventually([&] { return Pods("elastic").second == 2; }, 60s));
-  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
-
-  // Suspended through spec.runPolicy.suspend, with its lost work recorded.
-  ASSERT_TRUE(Eventually([&] { return Suspended("elastic"); }, 30s));
-  const Json annotations = Annotations(Get(PyTorchJobs(), "elastic"));
-  EXPECT_TRUE(annotations.contains(backend::keys::kPreemptedAt)) << annotations.dump();
-  EXPECT_EQ(annotations.value(backend::keys::kPreemptionCount, ""), "1");
-  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
-  ExpectNoDoubleBooking(8);
-  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  // Suspended through spec.runPolicy.suspend.
+  ExpectSuspendedForAReservedJob([&] { return Suspended("elastic"); },
+                                 [&] { return Get(PyTorchJobs(), "elastic"); });
 
   // Resumed: the operator creates its pods again, they start together, and it succeeds.
   ASSERT_TRUE(Eventually([&] { return !Suspended("elastic"); }, 30s));
   ASSERT_TRUE(
       Eventually([&] { return ConditionTrue(PyTorchJobs(), "elastic", "Succeeded"); }, 90s));
-  const auto reasons = EventReasons("elastic");
-  for (const char* want : {"Preempted", "Resumed"})
-    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+  ExpectPreemptedAndResumedEvents("elastic");
 }
 
 // --- KubeRay ---
@@ -438,12 +450,12 @@ class RayE2E : public ControllerE2E {
 TEST_F(RayE2E, ARayClusterStartsItsHeadAndMinimumWorkersTogetherThenGrows) {
   Nodes(1, 8);
   StartSim();
-  Queue(ns_ + "-team", 16);
+  Queue(team(), 16);
   StartChamberd("solo", {"--no-leader-elect"});
   // The head and 3 workers of 4 GPUs, at least 2: the head and 2 workers fit the node's 8 GPUs.
   Create(RayClusters(), {{"apiVersion", "ray.io/v1"},
                          {"kind", "RayCluster"},
-                         {"metadata", Metadata("tune", ns_ + "-team")},
+                         {"metadata", Metadata("tune", team())},
                          {"spec", ClusterSpec(3, 2, 4, "")}});
   ASSERT_TRUE(Eventually([&] { return ClusterPods("tune") == std::make_pair(4, 3); }, 60s))
       << "the head and the 2 minimum workers start together; the third waits: "
@@ -462,36 +474,17 @@ TEST_F(RayE2E, ARayClusterStartsItsHeadAndMinimumWorkersTogetherThenGrows) {
 }
 
 TEST_F(RayE2E, AReservedJobSuspendsARayJobWhoseClusterComesBackWhole) {
-  Nodes(1, 8);
-  StartSim();
-  PriorityClass("chamber-e2e-elastic", 10);
-  PriorityClass("chamber-e2e-reserved", 1000);
-  Queue(ns_ + "-team", 8);
-  StartChamberd("solo", {"--no-leader-elect"});
-  Json rayjob = {{"apiVersion", "ray.io/v1"},
-                 {"kind", "RayJob"},
-                 {"metadata", Metadata("sweep", ns_ + "-team")},
-                 {"spec",
-                  {{"entrypoint", "python /app/tune.py"},
-                   {"shutdownAfterJobFinishes", true},
-                   {"rayClusterSpec", ClusterSpec(2, 2, 4, "chamber-e2e-elastic")}}}};
-  Create(RayJobs(), rayjob);
+  StartPreemptionCluster();
+  RayJob("sweep", team(), "chamber-e2e-elastic");
   // Its cluster, made by KubeRay and part of the RayJob, starts whole: the head and 2 workers.
-  auto cluster = [&] {
-    return Get(RayJobs(), "sweep").value("/status/rayClusterName"_json_pointer, std::string());
-  };
+  auto cluster = [&] { return RayJobCluster("sweep"); };
   ASSERT_TRUE(Eventually(
       [&] { return !cluster().empty() && ClusterPods(cluster()) == std::make_pair(3, 3); }, 60s));
   const std::string first = cluster();
-  Job("reserved", JobSpec(ns_ + "-team", 4).Seconds(3).Priority("chamber-e2e-reserved"));
-
-  // The RayJob is suspended (KubeRay deletes its cluster); the reserved Job runs.
-  ASSERT_TRUE(Eventually(
-      [&] { return Get(RayJobs(), "sweep").value("/spec/suspend"_json_pointer, false); }, 30s));
-  EXPECT_TRUE(Annotations(Get(RayJobs(), "sweep")).contains(backend::keys::kPreemptedAt));
-  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
-  ExpectNoDoubleBooking(8);
-  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  // Suspended (KubeRay deletes its cluster) for the reserved Job.
+  ExpectSuspendedForAReservedJob(
+      [&] { return Get(RayJobs(), "sweep").value("/spec/suspend"_json_pointer, false); },
+      [&] { return Get(RayJobs(), "sweep"); });
 
   // Resumed, it gets a new cluster, whose pods start whole again.
   ASSERT_TRUE(Eventually(
@@ -503,9 +496,7 @@ TEST_F(RayE2E, AReservedJobSuspendsARayJobWhoseClusterComesBackWhole) {
       },
       60s));
   ExpectNoDoubleBooking(8);
-  const auto reasons = EventReasons("sweep");
-  for (const char* want : {"Preempted", "Resumed"})
-    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+  ExpectPreemptedAndResumedEvents("sweep");
 }
 
 // --- All kinds in one cluster ---
@@ -578,18 +569,9 @@ TEST_F(MixedKindsE2E, EveryKindKeepsToItsQueuesQuotaBorrowsAndIsReclaimed) {
 
   // Team c wants its quota back for a RayJob: only the borrowed Job is preempted (the JobSet,
   // within team a's quota, stays), and the RayJob's cluster starts whole.
-  Json rayjob = {{"apiVersion", "ray.io/v1"},
-                 {"kind", "RayJob"},
-                 {"metadata", Metadata("sweep", c)},
-                 {"spec",
-                  {{"entrypoint", "python /app/tune.py"},
-                   {"shutdownAfterJobFinishes", true},
-                   {"rayClusterSpec", ClusterSpec(2, 2, 4, "")}}}};
-  Create(RayJobs(), rayjob);
+  RayJob("sweep", c);
   ASSERT_TRUE(Eventually([&] { return GetJob("extra").suspend; }, 60s));
-  auto cluster = [&] {
-    return Get(RayJobs(), "sweep").value("/status/rayClusterName"_json_pointer, std::string());
-  };
+  auto cluster = [&] { return RayJobCluster("sweep"); };
   ASSERT_TRUE(Eventually(
       [&] { return !cluster().empty() && PodsLabelled("ray.io/cluster=" + cluster()).second == 3; },
       60s));
