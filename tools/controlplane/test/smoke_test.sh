@@ -3,28 +3,8 @@
 # sets CHAMBER_TEST_KUBECONFIG and CHAMBER_TEST_CONTROLPLANE_DIR. Uses kubectl from
 # scripts/kube-tools.sh.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-
-: "${CHAMBER_TEST_KUBECONFIG:?set by the controlplane fixture}"
-: "${CHAMBER_TEST_CONTROLPLANE_DIR:?set by the controlplane fixture}"
-tools="$("${root}/scripts/kube-tools.sh" path)" || {
-  echo "kubectl is not installed; run scripts/kube-tools.sh" >&2
-  exit 1
-}
-export KUBECONFIG="${CHAMBER_TEST_KUBECONFIG}"
-kubectl() { "${tools}/kubectl" "$@"; }
-
-failures=0 checks=0
-# expect <what> <want> <got>
-expect() {
-  checks=$((checks + 1))
-  if [[ "$2" == "$3" ]]; then
-    printf 'ok    %s: %s\n' "$1" "$3"
-  else
-    printf 'FAIL  %s: want %q, got %q\n' "$1" "$2" "$3"
-    failures=$((failures + 1))
-  fi
-}
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ns="chamber-smoke-$$-${RANDOM}"
 trap 'kubectl delete namespace "${ns}" --wait=false >/dev/null 2>&1 || true' EXIT
@@ -96,5 +76,4 @@ expect "token user" "system:serviceaccount:${ns}:smoke" \
   "$(as_sa auth whoami -o jsonpath='{.status.userInfo.username}')"
 expect "RBAC denies list pods" "no" "$(as_sa auth can-i list pods -n "${ns}" 2>/dev/null || true)"
 
-printf '%d passed, %d failed\n' $((checks - failures)) "${failures}"
-((failures == 0))
+finish

@@ -12,88 +12,13 @@
 # that the operator configures (MASTER_ADDR, WORLD_SIZE, ..., the port) is the one named
 # "pytorch"; upstream's webhook rejects a job without one, here it would go unconfigured.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-: "${CHAMBER_TEST_KUBECONFIG:?set by the controlplane fixture}"
-: "${CHAMBER_TEST_CONTROLPLANE_DIR:?set by the controlplane fixture}"
-tools="$("${root}/scripts/kube-tools.sh" path)" || {
-  echo "kubectl is not installed; run scripts/kube-tools.sh" >&2
-  exit 1
-}
-bin="$("${root}/scripts/workload-controllers.sh" bin-dir)"
-crd="${bin}/crds/kubeflow.org_pytorchjobs.yaml"
-if [[ ! -x "${bin}/training-operator" || ! -f "${crd}" ]]; then
-  echo "training-operator is not built in ${bin}; run scripts/workload-controllers.sh build" >&2
-  exit 1
-fi
-export KUBECONFIG="${CHAMBER_TEST_KUBECONFIG}"
-kubectl() { "${tools}/kubectl" "$@"; }
-
-failures=0 checks=0
-# expect <what> <want> <got>
-expect() {
-  checks=$((checks + 1))
-  if [[ "$2" == "$3" ]]; then
-    printf 'ok    %s: %s\n' "$1" "$3"
-  else
-    printf 'FAIL  %s: want %q, got %q\n' "$1" "$2" "$3"
-    failures=$((failures + 1))
-  fi
-}
-
-# poll <seconds> <want> <command>...: runs the command until it prints <want>, time is up or
-# training-operator (once started) has exited; prints what it printed last.
-poll() {
-  local deadline=$((SECONDS + $1)) want="$2" got=""
-  shift 2
-  while true; do
-    got="$("$@" 2>/dev/null || true)"
-    [[ "${got}" == "${want}" ]] || ((SECONDS >= deadline)) && break
-    [[ -z "${controller}" ]] || kill -0 "${controller}" 2>/dev/null || break
-    sleep 0.2
-  done
-  printf '%s\n' "${got}"
-}
-
-finish() {
-  printf '%d passed, %d failed\n' $((checks - failures)) "${failures}"
-  ((failures == 0))
-  exit
-}
-
-ns="chamber-pytorchjob-smoke-$$-${RANDOM}"
-log="$(mktemp "${TMPDIR:-/tmp}/training-operator.XXXXXX.log")"
-controller=""
-cleanup() {
-  local rc=$?
-  if [[ -n "${controller}" ]] && kill -0 "${controller}" 2>/dev/null; then
-    kill -TERM "${controller}" 2>/dev/null || true
-    wait "${controller}" 2>/dev/null || true
-  fi
-  kubectl delete namespace "${ns}" --wait=false >/dev/null 2>&1 || true
-  if ((rc != 0 || failures != 0)); then
-    echo "--- training-operator log (${log}), last 100 lines:"
-    tail -n 100 "${log}" || true
-  else
-    rm -f "${log}"
-  fi
-}
-trap cleanup EXIT
-
-# The CRD of the release the operator was built from; server-side apply, so that reapplying it
-# on a control plane shared with other tests changes nothing.
-kubectl apply --server-side --force-conflicts --field-manager chamber-test -f "${crd}" >/dev/null
-# (kubectl wait fails outright while the new CRD has no conditions yet, so poll instead.)
-crd_established() {
-  kubectl get crd pytorchjobs.kubeflow.org \
-    -o jsonpath='{.status.conditions[?(@.type=="Established")].status}'
-}
-expect "CRD established within 60s" "True" "$(poll 60 True crd_established)"
-
+smoke_setup training-operator pytorchjob kubeflow.org_pytorchjobs.yaml
+apply_crds
 # Only the PyTorchJob reconciler: the other kinds' CRDs are not applied.
-"${bin}/training-operator" --kubeconfig "${CHAMBER_TEST_KUBECONFIG}" \
-  --enable-scheme=pytorchjob </dev/null >"${log}" 2>&1 &
-controller=$!
+start_controller --enable-scheme=pytorchjob
 
 kubectl create namespace "${ns}" >/dev/null
 kubectl -n "${ns}" create -f - >/dev/null <<YAML
@@ -168,6 +93,5 @@ uids_after="$(pod_uids)"
 expect "pods are new ones" "yes" "$([[ -n "${uids_after}" && "${uids_after}" != "${uids_before}" ]] &&
   echo yes || echo no)"
 
-expect "training-operator still running" "yes" \
-  "$(kill -0 "${controller}" 2>/dev/null && echo yes || echo no)"
+expect_controller_running
 finish

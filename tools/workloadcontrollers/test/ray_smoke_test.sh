@@ -16,90 +16,17 @@
 #                                          one created suspended gets no status at all, and one
 #                                          suspended later keeps its RayCluster
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-: "${CHAMBER_TEST_KUBECONFIG:?set by the controlplane fixture}"
-: "${CHAMBER_TEST_CONTROLPLANE_DIR:?set by the controlplane fixture}"
-tools="$("${root}/scripts/kube-tools.sh" path)" || {
-  echo "kubectl is not installed; run scripts/kube-tools.sh" >&2
-  exit 1
+smoke_setup kuberay-operator ray ray.io_rayclusters.yaml ray.io_rayjobs.yaml
+# RayJobs carry KubeRay's finalizer: on exit, delete them while the operator still runs to
+# remove it, or the namespace would never go away.
+before_controller_stop() {
+  kubectl -n "${ns}" delete rayjobs --all --wait --timeout 30s >/dev/null 2>&1 || true
 }
-bin="$("${root}/scripts/workload-controllers.sh" bin-dir)"
-crds=("${bin}/crds/ray.io_rayclusters.yaml" "${bin}/crds/ray.io_rayjobs.yaml")
-if [[ ! -x "${bin}/kuberay-operator" || ! -f "${crds[0]}" || ! -f "${crds[1]}" ]]; then
-  echo "kuberay-operator is not built in ${bin}; run scripts/workload-controllers.sh build" >&2
-  exit 1
-fi
-export KUBECONFIG="${CHAMBER_TEST_KUBECONFIG}"
-kubectl() { "${tools}/kubectl" "$@"; }
-
-failures=0 checks=0
-# expect <what> <want> <got>
-expect() {
-  checks=$((checks + 1))
-  if [[ "$2" == "$3" ]]; then
-    printf 'ok    %s: %s\n' "$1" "$3"
-  else
-    printf 'FAIL  %s: want %q, got %q\n' "$1" "$2" "$3"
-    failures=$((failures + 1))
-  fi
-}
-
-# poll <seconds> <want> <command>...: runs the command until it prints <want>, time is up or
-# kuberay-operator (once started) has exited; prints what it printed last.
-poll() {
-  local deadline=$((SECONDS + $1)) want="$2" got=""
-  shift 2
-  while true; do
-    got="$("$@" 2>/dev/null || true)"
-    [[ "${got}" == "${want}" ]] || ((SECONDS >= deadline)) && break
-    [[ -z "${controller}" ]] || kill -0 "${controller}" 2>/dev/null || break
-    sleep 0.2
-  done
-  printf '%s\n' "${got}"
-}
-
-finish() {
-  printf '%d passed, %d failed\n' $((checks - failures)) "${failures}"
-  ((failures == 0))
-  exit
-}
-
-ns="chamber-ray-smoke-$$-${RANDOM}"
-log="$(mktemp "${TMPDIR:-/tmp}/kuberay-operator.XXXXXX.log")"
-controller=""
-cleanup() {
-  local rc=$?
-  if [[ -n "${controller}" ]] && kill -0 "${controller}" 2>/dev/null; then
-    # RayJobs carry KubeRay's finalizer: delete them while the operator still runs to remove
-    # it, or the namespace would never go away.
-    kubectl -n "${ns}" delete rayjobs --all --wait --timeout 30s >/dev/null 2>&1 || true
-    kill -TERM "${controller}" 2>/dev/null || true
-    wait "${controller}" 2>/dev/null || true
-  fi
-  kubectl delete namespace "${ns}" --wait=false >/dev/null 2>&1 || true
-  if ((rc != 0 || failures != 0)); then
-    echo "--- kuberay-operator log (${log}), last 100 lines:"
-    tail -n 100 "${log}" || true
-  else
-    rm -f "${log}"
-  fi
-}
-trap cleanup EXIT
-
-# The CRDs of the release the operator was built from; server-side apply, so that reapplying
-# them on a control plane shared with other tests changes nothing.
-kubectl apply --server-side --force-conflicts --field-manager chamber-test \
-  -f "${crds[0]}" -f "${crds[1]}" >/dev/null
-# (kubectl wait fails outright while a new CRD has no conditions yet, so poll instead.)
-crd_established() {
-  kubectl get crd rayclusters.ray.io rayjobs.ray.io \
-    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Established")].status}{" "}{end}'
-}
-expect "CRDs established within 60s" "True True " "$(poll 60 "True True " crd_established)"
-
-"${bin}/kuberay-operator" --kubeconfig "${CHAMBER_TEST_KUBECONFIG}" </dev/null >"${log}" 2>&1 &
-controller=$!
+apply_crds
+start_controller
 kubectl create namespace "${ns}" >/dev/null
 
 # pods <cluster>: its pods as <node-type>/<group>, sorted.
@@ -237,6 +164,5 @@ kubectl -n "${ns}" patch rayjob job --type merge -p '{"spec":{"suspend":true}}' 
 expect "RayJob Suspended again within 30s" "Suspended" "$(poll 30 Suspended job_status)"
 expect "RayJob's RayCluster gone within 30s" "" "$(poll 30 "" job_clusters)"
 
-expect "kuberay-operator still running" "yes" \
-  "$(kill -0 "${controller}" 2>/dev/null && echo yes || echo no)"
+expect_controller_running
 finish
