@@ -442,7 +442,10 @@ class Builder {
       return e;
     }
     for (size_t i = 0; i < spec->pod_sets.size(); ++i) {
-      Result<kube::Pod> tmpl = kube::Pod::FromJson(spec->pod_sets[i].pod_template);
+      // A template may leave out its metadata (a custom resource's schema keeps it as written).
+      kube::Json& t = spec->pod_sets[i].pod_template;
+      if (t.is_object() && !t.contains("metadata")) t["metadata"] = kube::Json::object();
+      Result<kube::Pod> tmpl = kube::Pod::FromJson(t);
       if (!tmpl.ok()) {
         e.error = e.kind->LowerKind() + " " + owner->metadata.Key() + ": pod set " +
                   spec->pod_sets[i].name + ": template: " + tmpl.status().message();

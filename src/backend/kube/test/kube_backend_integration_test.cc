@@ -9,6 +9,7 @@
 #include "backend/kube/queue_resource.h"
 #include "chamberd/test/e2e_support.h"
 #include "kube/client.h"
+#include "kube/errors.h"
 #include "kubesim/nodes.h"
 
 namespace chamber::backend {
@@ -99,6 +100,104 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   (void)client.Delete(kube::resources::kNamespaces, "", ns);
   (void)client.Delete(kQueues, "", ns);
   (void)kubesim::DeleteFakeNodes(client);
+}
+
+// A workload kind whose CRD is installed after chamberd started is found at the next look (every
+// `kind_discovery_every`) and scheduled as one gang from then on, with no restart.
+TEST(KubeBackendOnTheControlPlane, AWorkloadKindInstalledLaterIsWatchedWithoutARestart) {
+  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  kube::Client& client = **connected;
+  // XGBoostJob: no other test installs it. A CRD of the kind's name that keeps what it is given.
+  const std::string crd_name = "xgboostjobs.kubeflow.org";
+  const Json crd = {
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata", {{"name", crd_name}}},
+      {"spec",
+       {{"group", "kubeflow.org"},
+        {"scope", "Namespaced"},
+        {"names", {{"plural", "xgboostjobs"}, {"singular", "xgboostjob"}, {"kind", "XGBoostJob"}}},
+        {"versions",
+         {{{"name", "v1"},
+           {"served", true},
+           {"storage", true},
+           {"schema",
+            {{"openAPIV3Schema",
+              {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}};
+  (void)client.Delete(kCustomResourceDefinitions, "", crd_name);
+  ASSERT_TRUE(chamberd::e2e::Eventually(
+      [&] {
+        return kube::IsNotFound(client.Get(kCustomResourceDefinitions, "", crd_name).status());
+      },
+      std::chrono::seconds(30)));
+  const std::string ns = "kb-" + std::to_string(std::random_device{}() % 1000000);
+  ASSERT_TRUE(client.Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns}}}}).ok());
+
+  KubeBackendOptions options;
+  options.write_events = false;
+  options.kind_discovery_every = std::chrono::milliseconds(200);
+  auto backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+
+  ASSERT_TRUE(ApplyCrd(client, crd).ok());
+  const Json container = {
+      {"name", "xgboost"},
+      {"image", "trainer:latest"},
+      {"resources",
+       {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}}, {"limits", {{"nvidia.com/gpu", 1}}}}}};
+  const Json tmpl = {{"spec", {{"schedulerName", "chamber"}, {"containers", {container}}}}};
+  const Json job = {{"apiVersion", "kubeflow.org/v1"},
+                    {"kind", "XGBoostJob"},
+                    {"metadata", {{"name", "xgb"}, {"labels", {{"chamber.io/queue", ns}}}}},
+                    {"spec",
+                     {{"xgbReplicaSpecs",
+                       {{"Master", {{"replicas", 1}, {"template", tmpl}}},
+                        {"Worker", {{"replicas", 1}, {"template", tmpl}}}}}}}};
+  const kube::ResourceType& type = FindWorkloadKind("kubeflow.org/v1", "XGBoostJob")->type;
+  Result<Json> created =
+      chamberd::e2e::Eventually([&] { return client.Create(type, ns, job).ok(); },
+                                std::chrono::seconds(10))
+          ? client.Get(type, ns, "xgb")
+          : Result<Json>(Status::Unavailable("not created"));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  // Its pods, as the operator would make them.
+  for (const std::string name : {"xgb-master-0", "xgb-worker-0"}) {
+    Json pod = tmpl;
+    pod["metadata"] = {{"name", name},
+                       {"ownerReferences",
+                        {{{"apiVersion", "kubeflow.org/v1"},
+                          {"kind", "XGBoostJob"},
+                          {"name", "xgb"},
+                          {"uid", (*created)["metadata"]["uid"]},
+                          {"controller", true}}}}};
+    ASSERT_TRUE(client.Create(kube::resources::kPods, ns, pod).ok());
+  }
+  EXPECT_TRUE(chamberd::e2e::Eventually(
+      [&] {
+        if (!(*backend)->Refresh().ok()) return false;
+        const BuiltSnapshot& built = (*backend)->built();
+        for (size_t i = 0; i < built.snapshot.workloads.size(); ++i)
+          if (built.snapshot.workloads[i].name == ns + "/xgb")
+            return built.sources[i].kind == WorkloadSource::Kind::kOwner &&
+                   built.snapshot.workloads[i].TotalPods() == 2;
+        return false;
+      },
+      std::chrono::seconds(20)))
+      << "the XGBoostJob and its 2 pods are one workload once its CRD is served; problems: "
+      << ::testing::PrintToString((*backend)->built().problems) << "; workloads: " << [&] {
+           std::string names;
+           for (const core::Workload& w : (*backend)->built().snapshot.workloads)
+             names += w.name + " ";
+           return names;
+         }();
+
+  backend->reset();
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  (void)client.Delete(kube::resources::kPods, ns, "", now);
+  (void)client.Delete(kube::resources::kNamespaces, "", ns);
+  (void)client.Delete(kCustomResourceDefinitions, "", crd_name);
 }
 
 }  // namespace

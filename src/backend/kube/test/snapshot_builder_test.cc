@@ -881,7 +881,10 @@ TEST(WorkloadKindsTest, TrainingJobsAndRayReadTheirGangsFromTheirSpecs) {
 TEST(SnapshotBuilderTest, APyTorchJobIsOneGangOfThePodsItOwns) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};
-  in.owners = {ObjectOf(PyTorchJobJson("p", 2))};
+  Json job = PyTorchJobJson("p", 2);
+  // A custom resource keeps its templates as written: without metadata, say.
+  job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"].erase("metadata");
+  in.owners = {ObjectOf(job)};
   for (const std::string pod : {"p-master-0", "p-worker-0", "p-worker-1"})
     in.pods.push_back(
         Pod("ml", pod, 2, OwnedByKind("kubeflow.org/v1", "PyTorchJob", "p", "uid-ptj-p")));
@@ -891,6 +894,7 @@ TEST(SnapshotBuilderTest, APyTorchJobIsOneGangOfThePodsItOwns) {
   EXPECT_EQ(b.snapshot.workloads[0].queue, "team-a");
   EXPECT_EQ(b.snapshot.workloads[0].TotalPods(), 3);
   EXPECT_EQ(b.snapshot.workloads[0].awaited_pods, 0);
+  EXPECT_TRUE(b.problems.empty()) << b.problems.front();
   EXPECT_EQ(b.sources[0].SuspendableType().plural, "pytorchjobs");
   EXPECT_EQ(b.sources[0].SuspendPatch(false),
             (Json{{"spec", {{"runPolicy", {{"suspend", false}}}}}}));
