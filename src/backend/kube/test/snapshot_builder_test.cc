@@ -1,9 +1,12 @@
 #include "backend/kube/snapshot_builder.h"
 
 #include <bit>
+#include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "backend/kube/queue_resource.h"
 #include "common/time.h"
 #include "core/engine.h"
 #include "kube/client.h"
@@ -1038,6 +1041,40 @@ TEST(SnapshotBuilderTest, ServingReplicasUpToTheirReservedCountRunReserved) {
   EXPECT_EQ(b.problems[0],
             "pod ml/web-a: chamber.io/reserved-replicas: \"two\" is not an integer; no replica is "
             "reserved");
+}
+
+// The examples under deploy/examples/ read as their comments and docs/workloads/ say.
+TEST(WorkloadKindsTest, TheExamplesReadAsTheirDocsSay) {
+  auto read = [](const std::string& file) {
+    const std::string path = std::string(CHAMBER_EXAMPLES_DIR) + "/" + file;
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    Result<std::vector<Json>> docs = ManifestToJson(text.str(), path);
+    EXPECT_TRUE(docs.ok() && docs->size() == 1u) << path << ": " << docs.status().ToString();
+    return docs.ok() && !docs->empty() ? docs->front() : Json::object();
+  };
+  auto spec_of = [](const Json& object) {
+    const WorkloadKind* kind =
+        FindWorkloadKind(object.value("apiVersion", ""), object.value("kind", ""));
+    EXPECT_NE(kind, nullptr) << object.dump();
+    return kind == nullptr ? Result<KindSpec>(Status::NotFound("no kind")) : kind->read(object);
+  };
+  Result<KindSpec> jobset = spec_of(read("jobset.yaml"));
+  ASSERT_TRUE(jobset.ok()) << jobset.status().ToString();
+  EXPECT_EQ(jobset->Pods(), 9) << "a coordinator and 4 Jobs of 2 workers";
+  Result<KindSpec> pytorch = spec_of(read("pytorchjob.yaml"));
+  ASSERT_TRUE(pytorch.ok()) << pytorch.status().ToString();
+  EXPECT_EQ(pytorch->Pods(), 4);
+  Result<KindSpec> ray = spec_of(read("rayjob.yaml"));
+  ASSERT_TRUE(ray.ok()) << ray.status().ToString();
+  EXPECT_EQ(ray->Pods(), 4) << "the head and 3 workers";
+  EXPECT_EQ(ray->min_pods, 3) << "the head and minReplicas 2";
+  EXPECT_TRUE(ray->suspendable);
+  const Json serving = read("serving-deployment.yaml");
+  EXPECT_EQ(
+      serving["spec"]["template"]["metadata"]["annotations"].value(keys::kReservedReplicas, ""),
+      "2");
 }
 
 TEST(SnapshotBuilderTest, IndexLists) {
