@@ -528,10 +528,10 @@ std::string MetricsPage(const FleetState& s) {
     lost.emplace_back(q.name,
                       it == s.input.preemption_totals.end() ? fleet::LostByReason{} : it->second);
   }
-  for (const auto& [queue, by_reason] : s.input.preemption_totals)
+  for (const auto& total : s.input.preemption_totals)
     if (std::none_of(s.input.queues.begin(), s.input.queues.end(),
-                     [&](const fleet::QueueInput& q) { return q.name == queue; }))
-      lost.emplace_back(queue, by_reason);
+                     [&](const fleet::QueueInput& q) { return q.name == total.first; }))
+      lost.emplace_back(total.first, total.second);
   w.Family("chamber_preemptions_total",
            "Preemptions since the server started, by the workload's queue and the reason.",
            MetricType::kCounter);

@@ -1,0 +1,73 @@
+// Top-level workload objects as the API server returns them (backend/kube/workload_kinds.h):
+// every kind's reader, and the snapshot builder over the object and a pod it owns. Properties:
+// an error names the kind's object ("jobset ns/name: ..."); a spec that reads has no negative
+// counts and a minimum not below 0; the build makes at most one workload of the object and its
+// pod, and every workload it makes has as many pods as its pod sets say.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/kube/snapshot_builder.h"
+#include "backend/kube/workload_kinds.h"
+#include "common/fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  namespace fuzz = chamber::fuzz;
+  namespace backend = chamber::backend;
+  const nlohmann::json object =
+      nlohmann::json::parse(fuzz::Text(data, size), nullptr, /*allow_exceptions=*/false);
+  if (object.is_discarded()) return 0;
+  for (const backend::WorkloadKind& kind : backend::WorkloadKinds()) {
+    chamber::Result<backend::KindSpec> spec = kind.read(object);
+    if (!spec.ok()) {
+      const std::string& m = spec.status().message();
+      fuzz::Check(m.rfind(kind.LowerKind() + " ", 0) == 0, "the error does not name the object", m);
+      continue;
+    }
+    fuzz::Check(spec->min_pods >= 0, "a negative minimum", kind.type.kind);
+    fuzz::Check(spec->Pods() >= 0, "a negative number of pods", kind.type.kind);
+    for (const backend::KindPodSet& s : spec->pod_sets)
+      fuzz::Check(s.count >= 0 && !s.name.empty(), "a pod set without a name or pods",
+                  kind.type.kind);
+  }
+
+  // The builder, over the object (when it has metadata) and a pod it controls.
+  chamber::Result<chamber::kube::Object> owner = chamber::kube::Object::FromJson(object);
+  if (!owner.ok()) return 0;
+  const nlohmann::json pod = {
+      {"metadata",
+       {{"name", "p"},
+        {"namespace",
+         owner->metadata.namespace_name.empty() ? "ns" : owner->metadata.namespace_name},
+        {"uid", "uid-p"},
+        {"ownerReferences",
+         {{{"apiVersion", object.value("apiVersion", "")},
+           {"kind", object.value("kind", "")},
+           {"name", owner->metadata.name},
+           {"uid", owner->metadata.uid},
+           {"controller", true}}}}}},
+      {"spec",
+       {{"schedulerName", "chamber"},
+        {"containers",
+         {{{"name", "main"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}},
+      {"status", {{"phase", "Pending"}}}};
+  chamber::Result<chamber::kube::Pod> p = chamber::kube::Pod::FromJson(pod);
+  if (!p.ok()) return 0;
+  backend::ClusterObjects in;
+  in.owners = {std::make_shared<const chamber::kube::Object>(std::move(*owner))};
+  in.pods = {std::make_shared<const chamber::kube::Pod>(std::move(*p))};
+  backend::BuildOptions options;
+  options.derive_threads = 1;
+  const backend::BuiltSnapshot built = backend::BuildSnapshot(in, options);
+  fuzz::Check(built.snapshot.workloads.size() <= 1, "more than one workload of one object");
+  for (size_t i = 0; i < built.snapshot.workloads.size(); ++i) {
+    int64_t pods = 0;
+    for (const auto& set : built.sources[i].pods) pods += static_cast<int64_t>(set.size());
+    fuzz::Check(pods == built.snapshot.workloads[i].TotalPods(),
+                "a workload whose pod sets and pods differ");
+  }
+  return 0;
+}
