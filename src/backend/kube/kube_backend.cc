@@ -233,14 +233,19 @@ std::vector<const KubeBackend::KindInformer*> KubeBackend::DiscoverKinds() {
     probe.limit = 1;
     Result<kube::ObjectList> r = client_->List(type, "", probe);
     if (!r.ok()) {
-      if (kube::IsForbidden(r.status()))
-        spdlog::warn(
-            "{} are served, but chamberd may not list them (its ClusterRole); {} are "
-            "not scheduled as one workload: {}",
-            what, type.kind, r.status().ToString());
-      else if (!kube::IsNotFound(r.status()))
-        spdlog::warn("could not tell whether the cluster serves {}; looking again later: {}", what,
-                     r.status().ToString());
+      // Said once as a warning, then at every look (each kind_discovery_every) as debug.
+      const auto level = k.warned ? spdlog::level::debug : spdlog::level::warn;
+      if (kube::IsForbidden(r.status())) {
+        spdlog::log(level,
+                    "{} are served, but chamberd may not list them (its ClusterRole); {} are "
+                    "not scheduled as one workload: {}",
+                    what, type.kind, r.status().ToString());
+        k.warned = true;
+      } else if (!kube::IsNotFound(r.status())) {
+        spdlog::log(level, "could not tell whether the cluster serves {}; looking again later: {}",
+                    what, r.status().ToString());
+        k.warned = true;
+      }
       continue;
     }
     k.informer = std::make_unique<kube::Informer<kube::Object>>(client_, Watching(type));

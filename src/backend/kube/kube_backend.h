@@ -187,6 +187,7 @@ class KubeBackend : public daemon::ClusterBackend {
   struct KindInformer {
     const WorkloadKind* kind = nullptr;
     std::unique_ptr<kube::Informer<kube::Object>> informer;
+    bool warned = false;  // a look that failed was logged as a warning (later ones are debug)
   };
   std::vector<KindInformer> kinds_;  // changed under build_mu_ only
   int64_t kinds_checked_ms_ = 0;
