@@ -895,10 +895,12 @@ class Builder {
     std::vector<const std::shared_ptr<const kube::Object>*> owners;
     owners.reserve(objects_.owners.size());
     for (const auto& o : objects_.owners) owners.push_back(&o);
+    // By namespace and name, then UID: objects of two kinds may share a name.
     std::sort(owners.begin(), owners.end(), [](auto* a, auto* b) {
       const kube::ObjectMeta &x = (*a)->metadata, &y = (*b)->metadata;
       if (x.namespace_name != y.namespace_name) return x.namespace_name < y.namespace_name;
-      return x.name < y.name;
+      if (x.name != y.name) return x.name < y.name;
+      return x.uid < y.uid;
     });
     for (const auto* owner : owners) {
       const BuildCache::State::OwnerEntry& entry = OwnerOf(*owner);  // kept, as Prepare does
