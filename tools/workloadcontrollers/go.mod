@@ -1,6 +1,6 @@
 // Builds the real JobSet controller that Chamber's integration tests run against the test
 // control plane from the upstream Go module; the other workload controllers have their own
-// modules (trainingoperator/, kuberay/), since their k8s.io versions differ. See
+// modules (trainingoperator/, kuberay/, lws/), since their k8s.io versions differ. See
 // docs/development.md. scripts/workload-controllers.sh builds them.
 // Bumping JobSet: change its version below and run go mod tidy (without -u); the k8s.io and
 // controller-runtime versions follow from what that JobSet release requires.
