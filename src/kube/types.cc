@@ -1,5 +1,6 @@
 #include "kube/types.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -222,8 +223,14 @@ Result<Pod> Pod::FromJson(Json raw) {
 
 void TrimPod(Pod& pod) {
   pod.raw = Json();
+  // Chamber's own keys, and the labels that place a LeaderWorkerSet's pod in its group.
+  static constexpr std::string_view kKept[] = {"leaderworkerset.sigs.k8s.io/name",
+                                               "leaderworkerset.sigs.k8s.io/group-index"};
   for (auto* map : {&pod.metadata.labels, &pod.metadata.annotations})
-    std::erase_if(*map, [](const auto& kv) { return !kv.first.starts_with("chamber.io/"); });
+    std::erase_if(*map, [](const auto& kv) {
+      return !kv.first.starts_with("chamber.io/") &&
+             std::find(std::begin(kKept), std::end(kKept), kv.first) == std::end(kKept);
+    });
   // One container holding the sum of the requests.
   if (pod.containers.size() != 1 || !pod.containers[0].name.empty() ||
       !pod.containers[0].image.empty() || !pod.containers[0].limits.values.empty()) {

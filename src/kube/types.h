@@ -120,7 +120,9 @@ struct Pod {
 };
 
 // What a cache that only schedules keeps of a Pod: not the raw object (which is most of a pod's
-// memory); of the labels and annotations, only Chamber's own (`chamber.io/`); one container
+// memory); of the labels and annotations, only Chamber's own (`chamber.io/`) and the two that
+// place a LeaderWorkerSet's pod in its group (`leaderworkerset.sigs.k8s.io/name`,
+// `.../group-index`); one container
 // holding the sum of the containers' requests, without name, image or limits; and no conditions
 // for a bound pod (its scheduled_time stays; a pending pod keeps all, in their order, for a JSON
 // patch of one by index). Everything else decoded stays. A trimmed pod cannot be written back whole

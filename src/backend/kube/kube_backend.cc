@@ -248,7 +248,16 @@ std::vector<const KubeBackend::KindInformer*> KubeBackend::DiscoverKinds() {
       }
       continue;
     }
-    k.informer = std::make_unique<kube::Informer<kube::Object>>(client_, Watching(type));
+    // The builder reads an object's kind from the object: each is stamped with the resource's
+    // apiVersion and kind, which a list's items need not carry (those of built-in resources do
+    // not; the API server keeps them on custom resources).
+    k.informer = std::make_unique<kube::Informer<kube::Object>>(
+        client_, Watching(type), kube::Informer<kube::Object>::Handlers{},
+        [&type](kube::Object& o) {
+          if (!o.raw.is_object()) return;
+          o.raw["apiVersion"] = type.ApiVersion();
+          o.raw["kind"] = type.kind;
+        });
     k.informer->Start();
     spdlog::info("the cluster serves {}: chamberd schedules each {} as one workload", what,
                  type.kind);

@@ -142,6 +142,9 @@ struct PodFacts {
   // controller's pods run reserved.
   const std::string* reserved_replicas = nullptr;
   const std::string* controller_uid = nullptr;  // any controller's, in the pod
+  // A LeaderWorkerSet's pod: its name and group index (labels), in the pod.
+  const std::string* lws_name = nullptr;
+  const std::string* lws_group = nullptr;
   // `chamber.io/queue` (annotation, then label), when the pod sets it: in the pod.
   const std::string* queue = nullptr;
   std::vector<int> gpu_indices;   // the annotation, when it parses
@@ -394,7 +397,10 @@ class Builder {
         namespace_queue_[ns->metadata.name] = *q;
     for (const auto& job : objects_.jobs) jobs_by_uid_[job->metadata.uid] = job.get();
     for (const auto& o : objects_.owners) owners_by_uid_[o->metadata.uid] = o.get();
-    for (const auto& o : objects_.owners) top_of_[o.get()] = TopOf(o.get());
+    for (const auto& o : objects_.owners) {
+      top_of_[o.get()] = TopOf(o.get());
+      if (o->raw.value("kind", "") == "LeaderWorkerSet") lws_by_name_[o->metadata.Key()] = o.get();
+    }
   }
 
   // The controller reference of `m` to an object of a kind in WorkloadKinds(), if any.
@@ -543,6 +549,8 @@ class Builder {
       break;
     }
     f.pod_group = Find(p.metadata.labels, keys::kPodGroup);
+    f.lws_name = Find(p.metadata.labels, kLwsNameLabel);
+    f.lws_group = Find(p.metadata.labels, kLwsGroupIndexLabel);
     if (const std::string* a = Find(p.metadata.annotations, keys::kGpuIndices)) {
       Result<std::vector<int>> idx = ParseIndexList(*a);
       if (idx.ok())
@@ -814,6 +822,7 @@ class Builder {
       }
     };
     std::map<std::string, Pods> group_pending, group_bound;
+    std::map<std::string, Pods> lws_pending, lws_bound;  // by "namespace/name-<group>"
     Pods single_pending, single_bound;
     out_.snapshot.workloads.reserve(objects_.pods.size() + objects_.jobs.size());
     out_.sources.reserve(objects_.pods.size() + objects_.jobs.size());
@@ -866,6 +875,13 @@ class Builder {
       // being deleted) waits: the Job decides its gang, queue and priority, and scheduled alone
       // it would be judged without them. So does a top-level object's pod.
       if (f.job_uid != nullptr) continue;
+      if (f.lws_name != nullptr && f.lws_group != nullptr) {
+        // A LeaderWorkerSet's group, found by its pods' labels; its pods wait for the object.
+        const std::string ns_name = p->metadata.namespace_name + "/" + *f.lws_name;
+        if (!deleting && lws_by_name_.contains(ns_name))
+          (node->empty() ? lws_pending : lws_bound)[ns_name + "-" + *f.lws_group].push_back(e);
+        continue;
+      }
       if (deleting) continue;
       if (f.pod_group != nullptr) {
         (node->empty() ? group_pending
@@ -906,10 +922,13 @@ class Builder {
       const BuildCache::State::OwnerEntry& entry = OwnerOf(*owner);  // kept, as Prepare does
       // A part of another workload (a RayJob's RayCluster), or of one not in this view.
       if (top_of_.at(owner->get()) != owner->get()) continue;
+      if (entry.spec && entry.spec->groups > 0) continue;  // a gang per group, below
       auto it = owner_pods.find(owner->get());
       const JobPods& op = it == owner_pods.end() ? kNone : it->second;
       AddOwner(*owner, entry, op.pending, op.bound, op.terminating);
     }
+    for (auto& [key, members] : lws_bound) AddLwsGroup(key, members, true);
+    for (auto& [key, members] : lws_pending) AddLwsGroup(key, members, false);
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
     ReserveReplicas(single_bound, single_pending);
@@ -1191,6 +1210,53 @@ class Builder {
     AddWorkload(std::move(w), std::move(src), pending, meta, false, uniform);
   }
 
+  // A LeaderWorkerSet's group ("namespace/name-<index>", the leader pod's name): a gang of the
+  // leader and its workers, elastic like a serving replica (evicted when preempted, and
+  // reserved when its index is below `chamber.io/reserved-replicas`).
+  void AddLwsGroup(const std::string& key, const std::vector<const PodEntry*>& members,
+                   bool running) {
+    const PodEntry& first = *members.front();
+    const kube::Object& lws =
+        *lws_by_name_.at(first.object->metadata.namespace_name + "/" + *first.facts.lws_name);
+    const BuildCache::State::OwnerEntry& entry = cache_.owners.at(&lws);
+    if (!entry.spec) {
+      Problem(entry.error);
+      return;
+    }
+    const Meta meta{&lws.metadata,
+                    entry.pod_templates.empty() ? nullptr : &entry.pod_templates.front().metadata};
+    core::Workload w;
+    w.name = key;
+    w.queue = QueueOf(meta, lws.metadata.namespace_name);
+    w.priority = PodPriority(*first.object);
+    int64_t index = -1;
+    if (auto i = ParseInt(*first.facts.lws_group); i.ok()) index = *i;
+    if (auto n = IntKey(meta, keys::kReservedReplicas, "leaderworkerset", lws.metadata.Key());
+        n && index >= 0 && index < *n)
+      w.priority = std::max(w.priority, core::kReservedPriority);
+    w.submit_time = core::Time(lws.metadata.creation_timestamp.unix_ms());
+    CommonFields(&w, meta, "leaderworkerset", lws.metadata.Key());
+    WorkloadSource src;
+    src.kind = WorkloadSource::Kind::kPodGroup;
+    src.group = key.substr(key.find('/') + 1);
+    if (running) {
+      w.state = core::WorkloadState::kRunning;
+      w.start_time = EarliestBind(members);
+      running_groups_.insert(key);
+      AddWorkload(std::move(w), std::move(src), members, meta, true, false);
+      return;
+    }
+    const int32_t size = entry.spec->Pods();
+    if (running_groups_.contains(key)) {
+      w.name += "+pending";  // pods replaced while the group runs join it one by one
+      w.min_member = 1;
+    } else if (static_cast<int32_t>(members.size()) < size) {
+      ++out_.incomplete_gangs;  // the members that exist wait, and say so
+      w.awaited_pods = size - static_cast<int32_t>(members.size());
+    }
+    AddWorkload(std::move(w), std::move(src), members, meta, false, false);
+  }
+
   void AddGroup(const std::string& key, const std::vector<const PodEntry*>& members, bool running) {
     const kube::Pod& first = *members.front()->object;
     const Meta meta{&first.metadata, nullptr, &members.front()->facts.chamber_keys};
@@ -1444,6 +1510,7 @@ class Builder {
   std::unordered_map<std::string, const kube::Job*> jobs_by_uid_;
   std::unordered_map<std::string, const kube::Object*> owners_by_uid_;
   std::unordered_map<const kube::Object*, const kube::Object*> top_of_;  // TopOf each owner
+  std::unordered_map<std::string, const kube::Object*> lws_by_name_;     // by "namespace/name"
   BuildCache::State& cache_;
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;

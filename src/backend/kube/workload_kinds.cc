@@ -320,6 +320,37 @@ Result<KindSpec> ReadRayJob(const kube::Json& object) {
   return out;
 }
 
+// leaderworkerset.x-k8s.io/v1 LeaderWorkerSet: `replicas` groups, each a leader and `size` - 1
+// workers (the leader from leaderTemplate, else workerTemplate), each group one gang. Its pods
+// belong to it through StatefulSets (and a worker's through its leader pod), which chamberd does
+// not watch: they are found by their labels. It has no suspend field: a group is preempted by
+// evicting its pods, and the controller recreates the group.
+Result<KindSpec> ReadLeaderWorkerSet(const kube::Json& object) {
+  const FieldReader r(Where("leaderworkerset", object));
+  KindSpec out;
+  out.suspendable = false;
+  if (!object.is_object()) return r.Error("(object)", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(out.groups, r.Count(*spec, "replicas", "spec.replicas", 1));
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* lwt,
+                           r.Object(*spec, "leaderWorkerTemplate", "spec.leaderWorkerTemplate"));
+  if (lwt == nullptr) return r.Error("spec.leaderWorkerTemplate", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(const int32_t size,
+                           r.Count(*lwt, "size", "spec.leaderWorkerTemplate.size", 1));
+  if (size < 1) return r.Error("spec.leaderWorkerTemplate.size", "must be at least 1");
+  CHAMBER_ASSIGN_OR_RETURN(
+      const kube::Json* worker,
+      r.Object(*lwt, "workerTemplate", "spec.leaderWorkerTemplate.workerTemplate"));
+  if (worker == nullptr) return r.Error("spec.leaderWorkerTemplate.workerTemplate", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(
+      const kube::Json* leader,
+      r.Object(*lwt, "leaderTemplate", "spec.leaderWorkerTemplate.leaderTemplate"));
+  out.pod_sets.push_back({"leader", 1, leader != nullptr ? *leader : *worker});
+  if (size > 1) out.pod_sets.push_back({"workers", size - 1, *worker});
+  return out;
+}
+
 inline constexpr char kPyTorchJob[] = "PyTorchJob";
 inline constexpr char kPyTorchPlural[] = "pytorchjobs";
 inline constexpr char kPyTorchField[] = "pytorchReplicaSpecs";
@@ -405,6 +436,13 @@ const std::vector<WorkloadKind>& WorkloadKinds() {
                 .namespaced = true},
        .suspend_path = {"spec", "suspend"},
        .read = &ReadRayJob},
+      {.type = {.group = kLwsGroup,
+                .version = "v1",
+                .plural = "leaderworkersets",
+                .kind = "LeaderWorkerSet",
+                .namespaced = true},
+       .suspend_path = {},
+       .read = &ReadLeaderWorkerSet},
   };
   return kinds;
 }

@@ -39,6 +39,9 @@ struct KindSpec {
   // The fewest pods it starts with (a RayCluster's head and minimum workers, a training job's
   // schedulingPolicy.minAvailable); 0: all of them. `chamber.io/min-member` overrides it.
   int32_t min_pods = 0;
+  // A gang per group rather than per object (a LeaderWorkerSet): `groups` groups of
+  // `pod_sets` each, whose pods carry the group's index (kGroupIndexLabel); 0: one gang.
+  int32_t groups = 0;
   // Whether its controller honours the suspend field for this object (KubeRay refuses to
   // suspend a RayJob without shutdownAfterJobFinishes); if not, it is preempted by evicting its
   // pods.
@@ -68,5 +71,9 @@ const WorkloadKind* FindWorkloadKind(std::string_view api_version, std::string_v
 inline constexpr char kJobSetGroup[] = "jobset.x-k8s.io";
 inline constexpr char kKubeflowGroup[] = "kubeflow.org";
 inline constexpr char kRayGroup[] = "ray.io";
+inline constexpr char kLwsGroup[] = "leaderworkerset.x-k8s.io";
+// On a LeaderWorkerSet's pods (its controller sets them): the object's name and the group's index.
+inline constexpr char kLwsNameLabel[] = "leaderworkerset.sigs.k8s.io/name";
+inline constexpr char kLwsGroupIndexLabel[] = "leaderworkerset.sigs.k8s.io/group-index";
 
 }  // namespace chamber::backend

@@ -499,6 +499,67 @@ TEST_F(RayE2E, AReservedJobSuspendsARayJobWhoseClusterComesBackWhole) {
   ExpectPreemptedAndResumedEvents("sweep");
 }
 
+// --- LeaderWorkerSet ---
+
+class LwsE2E : public ControllerE2E {
+ protected:
+  static void SetUpTestSuite() { ApplyCrds({"leaderworkerset.x-k8s.io_leaderworkersets.yaml"}); }
+  void SetUp() override { StartController("lws-controller"); }
+
+  // `replicas` groups of a leader and size - 1 workers with `gpus` GPUs each, serving until
+  // deleted. The rollout strategy is written out: no webhook defaults it here.
+  void LeaderWorkerSet(const std::string& name, const std::string& queue, int replicas, int size,
+                       int gpus) {
+    Create(KindType("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+           {{"apiVersion", "leaderworkerset.x-k8s.io/v1"},
+            {"kind", "LeaderWorkerSet"},
+            {"metadata", Metadata(name, queue)},
+            {"spec",
+             {{"replicas", replicas},
+              {"rolloutStrategy",
+               {{"type", "RollingUpdate"},
+                {"rollingUpdateConfiguration",
+                 {{"maxUnavailable", 1}, {"maxSurge", 0}, {"partition", 0}}}}},
+              {"leaderWorkerTemplate",
+               {{"size", size}, {"workerTemplate", Template(Container("server", gpus), 0)}}}}}});
+  }
+  // The bound pods of group `group` of `name`.
+  int BoundInGroup(const std::string& name, int group) {
+    return PodsLabelled("leaderworkerset.sigs.k8s.io/name=" + name +
+                        ",leaderworkerset.sigs.k8s.io/group-index=" + std::to_string(group))
+        .second;
+  }
+};
+
+TEST_F(LwsE2E, EachGroupStartsWholeOrNotAtAll) {
+  Nodes(1, 8);
+  StartSim();
+  Queue(team(), 16);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // Two groups of a leader and a worker of 4 GPUs: one group fits the node, both do not.
+  LeaderWorkerSet("llm", team(), 2, 2, 4);
+  const std::string selector = "leaderworkerset.sigs.k8s.io/name=llm";
+  ASSERT_TRUE(Eventually([&] { return PodsLabelled(selector) == std::make_pair(4, 2); }, 60s))
+      << "one group starts whole: " << PodsLabelled(selector).first << " pods, "
+      << PodsLabelled(selector).second << " bound";
+  const int first = BoundInGroup("llm", 0) == 2 ? 0 : 1;
+  EXPECT_EQ(BoundInGroup("llm", first), 2);
+  EXPECT_EQ(BoundInGroup("llm", 1 - first), 0) << "the other group starts no pod";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const auto reasons = PendingReasonsOf(selector);
+        return reasons.size() == 1 && reasons.begin()->starts_with("Unschedulable: ");
+      },
+      30s))
+      << ::testing::PrintToString(PendingReasonsOf(selector));
+  ExpectNoDoubleBooking(8);
+
+  // With a second node the other group starts, whole.
+  Nodes(1, 8, "more");
+  ASSERT_TRUE(Eventually([&] { return PodsLabelled(selector).second == 4; }, 30s));
+  ExpectNoDoubleBooking(8);
+}
+
 // --- All kinds in one cluster ---
 
 class MixedKindsE2E : public ControllerE2E {

@@ -192,6 +192,23 @@ TEST(KubeBackendOnTheControlPlane, AWorkloadKindInstalledLaterIsWatchedWithoutAR
            return names;
          }();
 
+  // A new backend (a restart, a new leader) finds it in its first list.
+  backend->reset();
+  backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  EXPECT_TRUE(chamberd::e2e::Eventually(
+      [&] {
+        if (!(*backend)->Refresh().ok()) return false;
+        const BuiltSnapshot& built = (*backend)->built();
+        for (size_t i = 0; i < built.snapshot.workloads.size(); ++i)
+          if (built.snapshot.workloads[i].name == ns + "/xgb")
+            return built.sources[i].kind == WorkloadSource::Kind::kOwner;
+        return false;
+      },
+      std::chrono::seconds(20)))
+      << "listed at the start, it is one workload too; problems: "
+      << ::testing::PrintToString((*backend)->built().problems);
+
   backend->reset();
   kube::DeleteOptions now;
   now.grace_period_seconds = 0;

@@ -1071,10 +1071,66 @@ TEST(WorkloadKindsTest, TheExamplesReadAsTheirDocsSay) {
   EXPECT_EQ(ray->Pods(), 4) << "the head and 3 workers";
   EXPECT_EQ(ray->min_pods, 3) << "the head and minReplicas 2";
   EXPECT_TRUE(ray->suspendable);
+  Result<KindSpec> lws = spec_of(read("leaderworkerset.yaml"));
+  ASSERT_TRUE(lws.ok()) << lws.status().ToString();
+  EXPECT_EQ(lws->groups, 3);
+  EXPECT_EQ(lws->Pods(), 4) << "per group: a leader and 3 workers";
   const Json serving = read("serving-deployment.yaml");
   EXPECT_EQ(
       serving["spec"]["template"]["metadata"]["annotations"].value(keys::kReservedReplicas, ""),
       "2");
+}
+
+TEST(SnapshotBuilderTest, EachGroupOfALeaderWorkerSetIsAGangOfItsOwn) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  Json lws = {{"apiVersion", "leaderworkerset.x-k8s.io/v1"},
+              {"kind", "LeaderWorkerSet"},
+              {"metadata",
+               {{"name", "llm"},
+                {"namespace", "ml"},
+                {"uid", "uid-lws"},
+                {"labels", {{"chamber.io/queue", "team-a"}}},
+                {"annotations", {{"chamber.io/reserved-replicas", "1"}}},
+                {"creationTimestamp", "2026-11-30T08:00:00Z"}}},
+              {"spec",
+               {{"replicas", 2},
+                {"leaderWorkerTemplate", {{"size", 3}, {"workerTemplate", PodTemplate(2)}}}}}};
+  const WorkloadKind* kind = FindWorkloadKind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet");
+  ASSERT_NE(kind, nullptr);
+  Result<KindSpec> spec = kind->read(lws);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->groups, 2);
+  EXPECT_EQ(spec->Pods(), 3) << "per group: the leader and 2 workers";
+  EXPECT_FALSE(spec->suspendable);
+  in.owners = {ObjectOf(lws)};
+  // Group 0 whole; group 1 short of a worker. Their controllers are StatefulSets (and a
+  // worker's StatefulSet is owned by its leader pod): the labels say which group.
+  auto pod = [](const std::string& name, const std::string& group) {
+    Json extra = OwnedByKind("apps/v1", "StatefulSet", "sts", "uid-sts-" + group);
+    extra["metadata"]["labels"] = {{"leaderworkerset.sigs.k8s.io/name", "llm"},
+                                   {"leaderworkerset.sigs.k8s.io/group-index", group}};
+    return Pod("ml", name, 2, extra);
+  };
+  in.pods = {pod("llm-0", "0"), pod("llm-0-1", "0"), pod("llm-0-2", "0"), pod("llm-1", "1"),
+             pod("llm-1-1", "1")};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u) << "one gang per group, none for the object";
+  const core::Workload& g0 = b.snapshot.workloads[0];
+  const core::Workload& g1 = b.snapshot.workloads[1];
+  EXPECT_EQ(g0.name, "ml/llm-0");
+  EXPECT_EQ(g0.queue, "team-a");
+  EXPECT_EQ(g0.TotalPods(), 3);
+  EXPECT_EQ(g0.awaited_pods, 0);
+  EXPECT_EQ(g0.priority, core::kReservedPriority) << "group 0 is below reserved-replicas 1";
+  EXPECT_EQ(g1.name, "ml/llm-1");
+  EXPECT_EQ(g1.awaited_pods, 1);
+  EXPECT_EQ(g1.priority, 10);
+  EXPECT_FALSE(b.sources[0].Suspendable()) << "a group is evicted, not suspended";
+
+  // Without the LeaderWorkerSet in view, its pods wait.
+  in.owners.clear();
+  EXPECT_TRUE(BuildSnapshot(in, Opts()).snapshot.workloads.empty());
 }
 
 TEST(SnapshotBuilderTest, IndexLists) {
