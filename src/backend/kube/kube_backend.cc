@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -50,9 +49,7 @@ kube::InformerOptions Watching(const kube::ResourceType& type, std::string field
 
 // "job ml/train", "jobset ml/train": the object a suspend or resume writes, for logs.
 std::string WhatToSuspend(const WorkloadSource& src) {
-  std::string kind = src.SuspendableType().kind;
-  for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return kind + " " + src.namespace_name() + "/" + src.name();
+  return LowerKind(src.SuspendableType().kind) + " " + src.namespace_name() + "/" + src.name();
 }
 
 // GPU-hours as Events show them (two decimals), or with more: the kGpuHoursLost annotation

@@ -451,7 +451,7 @@ class Builder {
       // A template may leave out its metadata (a custom resource's schema keeps it as written).
       kube::Json& t = spec->pod_sets[i].pod_template;
       if (t.is_object() && !t.contains("metadata")) t["metadata"] = kube::Json::object();
-      Result<kube::Pod> tmpl = kube::Pod::FromJson(t);
+      Result<kube::Pod> tmpl = kube::Pod::FromJson(std::move(t));  // kept parsed only
       if (!tmpl.ok()) {
         e.error = e.kind->LowerKind() + " " + owner->metadata.Key() + ": pod set " +
                   spec->pod_sets[i].name + ": template: " + tmpl.status().message();
@@ -1236,25 +1236,7 @@ class Builder {
       w.priority = std::max(w.priority, core::kReservedPriority);
     w.submit_time = core::Time(lws.metadata.creation_timestamp.unix_ms());
     CommonFields(&w, meta, "leaderworkerset", lws.metadata.Key());
-    WorkloadSource src;
-    src.kind = WorkloadSource::Kind::kPodGroup;
-    src.group = key.substr(key.find('/') + 1);
-    if (running) {
-      w.state = core::WorkloadState::kRunning;
-      w.start_time = EarliestBind(members);
-      running_groups_.insert(key);
-      AddWorkload(std::move(w), std::move(src), members, meta, true, false);
-      return;
-    }
-    const int32_t size = entry.spec->Pods();
-    if (running_groups_.contains(key)) {
-      w.name += "+pending";  // pods replaced while the group runs join it one by one
-      w.min_member = 1;
-    } else if (static_cast<int32_t>(members.size()) < size) {
-      ++out_.incomplete_gangs;  // the members that exist wait, and say so
-      w.awaited_pods = size - static_cast<int32_t>(members.size());
-    }
-    AddWorkload(std::move(w), std::move(src), members, meta, false, false);
+    AddGroupWorkload(std::move(w), key, members, meta, running, entry.spec->Pods());
   }
 
   void AddGroup(const std::string& key, const std::vector<const PodEntry*>& members, bool running) {
@@ -1275,6 +1257,15 @@ class Builder {
     }
     w.submit_time = core::Time(submit);
     CommonFields(&w, meta, "pod group", key);
+    AddGroupWorkload(std::move(w), key, members, meta, running, min_member);
+  }
+
+  // A group's workload ("namespace/name"): running with its bound members; or pending, all or
+  // nothing above `min_member` (0: every member), its members waiting for the rest when fewer
+  // exist; or, beside a running part of the same group, joining it one by one.
+  void AddGroupWorkload(core::Workload w, const std::string& key,
+                        const std::vector<const PodEntry*>& members, const Meta& meta, bool running,
+                        int64_t min_member) {
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPodGroup;
     src.group = key.substr(key.find('/') + 1);

@@ -174,9 +174,7 @@ Result<KindSpec> ReadJobSet(const kube::Json& object) {
 // runPolicy.schedulingPolicy.minAvailable of them.
 Result<KindSpec> ReadTrainingJob(const kube::Json& object, std::string_view kind,
                                  const char* replica_field) {
-  std::string lower(kind);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const FieldReader r(Where(lower, object));
+  const FieldReader r(Where(LowerKind(kind), object));
   KindSpec out;
   if (!object.is_object()) return r.Error("(object)", "must be an object");
   CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
@@ -400,11 +398,13 @@ kube::Json WorkloadKind::SuspendPatch(bool suspend) const {
   return patch;
 }
 
-std::string WorkloadKind::LowerKind() const {
-  std::string out = type.kind;
+std::string LowerKind(std::string_view kind) {
+  std::string out(kind);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
+
+std::string WorkloadKind::LowerKind() const { return backend::LowerKind(type.kind); }
 
 const std::vector<WorkloadKind>& WorkloadKinds() {
   static const std::vector<WorkloadKind> kinds = {

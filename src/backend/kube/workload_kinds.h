@@ -62,6 +62,9 @@ struct WorkloadKind {
   std::string LowerKind() const;
 };
 
+// "JobSet" -> "jobset": how problems and logs name a kind.
+std::string LowerKind(std::string_view kind);
+
 // Every kind Chamber knows besides batch/v1 Jobs.
 const std::vector<WorkloadKind>& WorkloadKinds();
 // The kind an owner reference or object names ("jobset.x-k8s.io/v1alpha2", "JobSet"), or null.

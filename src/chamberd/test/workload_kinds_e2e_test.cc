@@ -304,14 +304,19 @@ class ControllerE2E : public e2e::ChamberdCluster {
     EXPECT_EQ(PodsLabelled(selector).second, 0) << "no pod is bound while the rest cannot be";
   }
 
+  // `nodes` 8-GPU nodes, the pod simulator, a queue of `quota` GPUs (`team()`), and chamberd.
+  void StartGangCluster(int nodes, int quota) {
+    Nodes(nodes, 8);
+    StartSim();
+    Queue(team(), quota);
+    StartChamberd("solo", {"--no-leader-elect"});
+  }
+
   // One 8-GPU node, a queue of 8 (`team()`), an elastic and a reserved PriorityClass, chamberd.
   void StartPreemptionCluster() {
-    Nodes(1, 8);
-    StartSim();
     PriorityClass("chamber-e2e-elastic", 10);
     PriorityClass("chamber-e2e-reserved", 1000);
-    Queue(team(), 8);
-    StartChamberd("solo", {"--no-leader-elect"});
+    StartGangCluster(1, 8);
   }
   std::string team() const { return ns_ + "-team"; }
 
@@ -356,10 +361,7 @@ class JobSetE2E : public ControllerE2E {
 };
 
 TEST_F(JobSetE2E, AJobSetStartsAllOrNothingAcrossItsJobsAndCompletes) {
-  Nodes(2, 8);
-  StartSim();
-  Queue(team(), 24);
-  StartChamberd("solo", {"--no-leader-elect"});
+  StartGangCluster(2, 24);
   // A 1-GPU leader and two Jobs of two 4-GPU workers: 17 GPUs, one more than the two nodes.
   JobSet("train", team(), {{"leader", 1, 1, 1}, {"workers", 2, 2, 4}}, 3);
   ExpectGangWaitsWhole("jobset.sigs.k8s.io/jobset-name=train", 5);
@@ -403,10 +405,7 @@ class TrainingJobE2E : public ControllerE2E {
 };
 
 TEST_F(TrainingJobE2E, APyTorchJobStartsAllOrNothingAndSucceeds) {
-  Nodes(1, 8);
-  StartSim();
-  Queue(team(), 16);
-  StartChamberd("solo", {"--no-leader-elect"});
+  StartGangCluster(1, 16);
   // A Master and two Workers of 4 GPUs: 12 GPUs, more than the node's 8.
   PyTorchJob("ddp", team(), 2, 4, 3);
   ExpectGangWaitsWhole("training.kubeflow.org/job-name=ddp", 3);
@@ -448,10 +447,7 @@ class RayE2E : public ControllerE2E {
 };
 
 TEST_F(RayE2E, ARayClusterStartsItsHeadAndMinimumWorkersTogetherThenGrows) {
-  Nodes(1, 8);
-  StartSim();
-  Queue(team(), 16);
-  StartChamberd("solo", {"--no-leader-elect"});
+  StartGangCluster(1, 16);
   // The head and 3 workers of 4 GPUs, at least 2: the head and 2 workers fit the node's 8 GPUs.
   Create(RayClusters(), {{"apiVersion", "ray.io/v1"},
                          {"kind", "RayCluster"},
@@ -532,10 +528,7 @@ class LwsE2E : public ControllerE2E {
 };
 
 TEST_F(LwsE2E, EachGroupStartsWholeOrNotAtAll) {
-  Nodes(1, 8);
-  StartSim();
-  Queue(team(), 16);
-  StartChamberd("solo", {"--no-leader-elect"});
+  StartGangCluster(1, 16);
   // Two groups of a leader and a worker of 4 GPUs: one group fits the node, both do not.
   LeaderWorkerSet("llm", team(), 2, 2, 4);
   const std::string selector = "leaderworkerset.sigs.k8s.io/name=llm";

@@ -173,17 +173,17 @@ TEST(KubeBackendOnTheControlPlane, AWorkloadKindInstalledLaterIsWatchedWithoutAR
                           {"controller", true}}}}};
     ASSERT_TRUE(client.Create(kube::resources::kPods, ns, pod).ok());
   }
-  EXPECT_TRUE(chamberd::e2e::Eventually(
-      [&] {
-        if (!(*backend)->Refresh().ok()) return false;
-        const BuiltSnapshot& built = (*backend)->built();
-        for (size_t i = 0; i < built.snapshot.workloads.size(); ++i)
-          if (built.snapshot.workloads[i].name == ns + "/xgb")
-            return built.sources[i].kind == WorkloadSource::Kind::kOwner &&
-                   built.snapshot.workloads[i].TotalPods() == 2;
-        return false;
-      },
-      std::chrono::seconds(20)))
+  // Whether the backend's next build holds the XGBoostJob as one workload of its 2 pods.
+  auto one_workload = [&] {
+    if (!(*backend)->Refresh().ok()) return false;
+    const BuiltSnapshot& built = (*backend)->built();
+    for (size_t i = 0; i < built.snapshot.workloads.size(); ++i)
+      if (built.snapshot.workloads[i].name == ns + "/xgb")
+        return built.sources[i].kind == WorkloadSource::Kind::kOwner &&
+               built.snapshot.workloads[i].TotalPods() == 2;
+    return false;
+  };
+  EXPECT_TRUE(chamberd::e2e::Eventually(one_workload, std::chrono::seconds(20)))
       << "the XGBoostJob and its 2 pods are one workload once its CRD is served; problems: "
       << ::testing::PrintToString((*backend)->built().problems) << "; workloads: " << [&] {
            std::string names;
@@ -196,16 +196,7 @@ TEST(KubeBackendOnTheControlPlane, AWorkloadKindInstalledLaterIsWatchedWithoutAR
   backend->reset();
   backend = KubeBackend::Create(&client, options);
   ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-  EXPECT_TRUE(chamberd::e2e::Eventually(
-      [&] {
-        if (!(*backend)->Refresh().ok()) return false;
-        const BuiltSnapshot& built = (*backend)->built();
-        for (size_t i = 0; i < built.snapshot.workloads.size(); ++i)
-          if (built.snapshot.workloads[i].name == ns + "/xgb")
-            return built.sources[i].kind == WorkloadSource::Kind::kOwner;
-        return false;
-      },
-      std::chrono::seconds(20)))
+  EXPECT_TRUE(chamberd::e2e::Eventually(one_workload, std::chrono::seconds(20)))
       << "listed at the start, it is one workload too; problems: "
       << ::testing::PrintToString((*backend)->built().problems);
 
