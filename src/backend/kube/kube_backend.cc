@@ -194,8 +194,14 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
       std::mutex m;
       std::unique_lock<std::mutex> l(m);
       while (true) {
-        p->prepare_cv_.wait_for(l, stop, p->options_.prepare_every, [] { return false; });
+        // Woken early only to free the snapshot a Refresh() is done with.
+        const bool release = p->prepare_cv_.wait_for(l, stop, p->options_.prepare_every,
+                                                     [p] { return p->release_retired_.load(); });
         if (stop.stop_requested()) return;
+        if (release) {
+          p->ReleaseRetired();
+          continue;
+        }
         const double begin = ThreadCpuMs();
         if (const size_t n = p->Prepare(); n > 0)
           spdlog::debug("prepared {} changed objects in {:.1f}ms", n, ThreadCpuMs() - begin);
@@ -289,9 +295,17 @@ BuildOptions KubeBackend::BuildOptionsAt(int64_t now_ms) {
 }
 
 size_t KubeBackend::Prepare() {
+  BuiltSnapshot retired;  // freed here, between cycles, rather than in the next one
   std::lock_guard<std::mutex> l(build_mu_);
-  retired_ = BuiltSnapshot{};  // freed here, between cycles, rather than in the next one
+  retired = std::move(retired_);
   return build_cache_.Prepare(ListObjects(), BuildOptionsAt(NowMs()));
+}
+
+void KubeBackend::ReleaseRetired() {
+  BuiltSnapshot retired;  // freed on return, after the lock
+  std::lock_guard<std::mutex> l(build_mu_);
+  release_retired_ = false;
+  retired = std::move(retired_);
 }
 
 Result<const core::Snapshot*> KubeBackend::Refresh() {
@@ -325,11 +339,14 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   const int64_t now = NowMs();
   std::erase_if(assumed_, [now](const auto& kv) { return kv.second.expires_ms < now; });
   const double expiry_ms = MsSince(begin) - listed_ms;
-  // The last snapshot lends its memory to the new one, and is freed by Prepare().
+  // The last snapshot lends its memory to the new one, and is freed by the preparer thread
+  // (ReleaseRetired), or by Prepare() or the next Refresh() without one.
   retired_ = std::move(built_);
   BuildOptions bo = BuildOptionsAt(now);
   bo.recycle = &retired_;
   built_ = BuildSnapshot(objects, bo);
+  release_retired_ = true;
+  prepare_cv_.notify_all();
   // What each queue's work held since the last cycle (snapshot times are Unix milliseconds).
   usage_.AdvanceByWorkloads(built_.snapshot.now, built_.snapshot.queues, built_.snapshot.workloads);
   usage_.Fill(built_.snapshot.queues);

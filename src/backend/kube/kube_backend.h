@@ -122,6 +122,10 @@ class KubeBackend : public daemon::ClusterBackend {
   // so that the cycle does not have to, and frees the snapshot before the last. Create() calls
   // it once, and a thread every `prepare_every`. Returns the objects derived.
   size_t Prepare();
+  // Frees the snapshot before the last (lent to the last build), outside the build lock. The
+  // preparer thread calls it as soon as a Refresh() is done, so that the snapshot is gone
+  // before the cycle builds its fleet state (the cycle's peak memory) and not on its path.
+  void ReleaseRetired();
   Status Apply(const core::CycleResult& result) override;
   daemon::Observation Observe() override;
   Status SetSchedulable(std::string_view node, bool schedulable) override;
@@ -231,6 +235,7 @@ class KubeBackend : public daemon::ClusterBackend {
   std::deque<kube::EventSpec> events_;
   std::vector<std::jthread> event_writers_;  // last: they stop first
   std::condition_variable_any prepare_cv_;
+  std::atomic<bool> release_retired_{false};  // a Refresh() lent the retired snapshot
   std::jthread preparer_;
   mutable std::mutex stats_mu_;
   KubeBackendStats stats_;

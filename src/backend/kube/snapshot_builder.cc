@@ -785,8 +785,14 @@ class Builder {
 
   // When a bound pod began to hold its node: its start, else (not started yet) its bind; 0 for
   // neither (a bind only assumed, which counts from `now`).
+  // When a bound pod started: the kubelet's startTime, else when it was bound (PodScheduled),
+  // else, for a pod its creator placed on its node (spec.nodeName set at creation, so no
+  // PodScheduled condition) whose kubelet has not reported yet, its creation. 0 for a pod whose
+  // bind is only assumed (its own nodeName is still empty).
   static int64_t StartMs(const PodEntry& e) {
-    return e.facts.started_ms != 0 ? e.facts.started_ms : e.facts.scheduled_ms;
+    if (e.facts.started_ms != 0) return e.facts.started_ms;
+    if (e.facts.scheduled_ms != 0) return e.facts.scheduled_ms;
+    return e.object->node_name.empty() ? 0 : e.facts.created_ms;
   }
 
   core::Time EarliestBind(const std::vector<const PodEntry*>& pods) const {

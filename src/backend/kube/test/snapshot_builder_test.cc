@@ -473,7 +473,10 @@ TEST(SnapshotBuilderTest, AnAssumptionYieldsToThePodsOwnBind) {
   }
 }
 
-TEST(SnapshotBuilderTest, ABoundPodWithoutAReadableStartTimeStartsNow) {
+// Created on its node (no PodScheduled condition) with no start its kubelet reported, or one
+// that does not read: it holds the node from its creation, not from each cycle's `now`, which
+// would make a long-running pod look new (the cheapest victim) and change it every cycle.
+TEST(SnapshotBuilderTest, ABoundPodWithoutAReadableStartTimeStartsAtItsCreation) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};
   in.pods = {
@@ -484,7 +487,8 @@ TEST(SnapshotBuilderTest, ABoundPodWithoutAReadableStartTimeStartsNow) {
   ASSERT_EQ(b.snapshot.workloads.size(), 2u);
   for (const core::Workload& w : b.snapshot.workloads) {
     EXPECT_EQ(w.state, core::WorkloadState::kRunning) << w.name;
-    EXPECT_EQ(w.start_time, Opts().now) << w.name;
+    EXPECT_EQ(w.start_time, core::Time(1'796'032'800'000)) << w.name;  // 2026-11-30T10:00:00Z
+    EXPECT_NE(w.start_time, Opts().now) << w.name;
   }
 }
 

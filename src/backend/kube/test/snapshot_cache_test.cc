@@ -419,41 +419,42 @@ TEST(SnapshotCacheTest, UnchangedBarePodsKeepTheirWorkloadsAcrossBuilds) {
   ChainedBuilds builds;
   builds.Next(in, assumed);
   EXPECT_EQ(builds.reused(), 0u);
-  // All but p-7, whose start is `now` for want of a start or bind time.
+  // All of them: p-7, created on its node with no start or bind time, holds it from its
+  // creation, not from each build's `now`.
   const std::string second = builds.Next(in, assumed);
-  EXPECT_EQ(builds.reused(), 7u);
-  // p-6 holds its node since its bind (10:20), and p-7 since `now` (0 here).
+  EXPECT_EQ(builds.reused(), 8u);
+  // p-6 holds its node since its bind (10:20), and p-7 since its creation (10:07).
   EXPECT_EQ(FieldIn(second, "ns0/p-6", "start"), "1796034000000");
-  EXPECT_EQ(FieldIn(second, "ns0/p-7", "start"), "0");
+  EXPECT_EQ(FieldIn(second, "ns0/p-7", "start"), "1796033220000");
 
   // A pending pod assumed bound runs (made afresh: its start is `now`), then goes back to
   // pending when the assumption expires (made afresh again: it was running).
   assumed[in.pods[4]->metadata.uid] = {in.pods[4]->metadata.Key(), "n1", {3}, 0};
   EXPECT_EQ(StateIn(builds.Next(in, assumed), "ns0/p-4"), "1");  // kRunning
-  EXPECT_EQ(builds.reused(), 6u);
+  EXPECT_EQ(builds.reused(), 7u);
   assumed.clear();
   EXPECT_EQ(StateIn(builds.Next(in, assumed), "ns0/p-4"), "0");  // kPending
-  EXPECT_EQ(builds.reused(), 6u);
+  EXPECT_EQ(builds.reused(), 7u);
 
   // New namespace objects with the same default queues (another label, a status, a namespace
   // being deleted) leave the workloads as they were.
   in.namespaces = MakeNamespaces(0);
   builds.Next(in, assumed);
-  EXPECT_EQ(builds.reused(), 7u);
+  EXPECT_EQ(builds.reused(), 8u);
   Json other = {{"metadata", {{"name", "ns2"}, {"labels", {{"team", "a"}}}}}};
   in.namespaces.push_back(
       std::make_shared<const kube::Namespace>(kube::Namespace::FromJson(other).value()));
   builds.Next(in, assumed);
-  EXPECT_EQ(builds.reused(), 7u);
+  EXPECT_EQ(builds.reused(), 8u);
   in.namespaces.pop_back();  // and gone again
   builds.Next(in, assumed);
-  EXPECT_EQ(builds.reused(), 7u);
+  EXPECT_EQ(builds.reused(), 8u);
   // A namespace's default queue changed: every workload is made afresh.
   in.namespaces = MakeNamespaces(1);
   builds.Next(in, assumed);
   EXPECT_EQ(builds.reused(), 0u);
   builds.Next(in, assumed);
-  EXPECT_EQ(builds.reused(), 7u);
+  EXPECT_EQ(builds.reused(), 8u);
 }
 
 // A changed pod is a new object. When what its workload takes from it is the same but for the
