@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <array>
+#include <chrono>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -112,11 +114,72 @@ WebhookServer::WebhookServer(WebhookOptions options, ObjectSource* source)
 
 WebhookServer::~WebhookServer() { Stop(); }
 
+namespace {
+
+constexpr std::array<std::string_view, 2> kPaths = {"/mutate/pods", "/mutate/workloads"};
+enum WebhookResult : size_t { kMutated, kUnchanged, kRefused, kBadRequest, kNotFound };
+constexpr std::array<std::string_view, 5> kResultNames = {"mutated", "unchanged", "refused",
+                                                          "bad_request", "not_found"};
+
+size_t PathSlot(std::string_view path) {
+  for (size_t i = 0; i < kPaths.size(); ++i)
+    if (kPaths[i] == path) return i;
+  return kPaths.size();  // any other
+}
+
+}  // namespace
+
+uint64_t WebhookServer::mutated() const {
+  uint64_t n = 0;
+  for (const auto& by_result : requests_) n += by_result[kMutated].load();
+  return n;
+}
+
+uint64_t WebhookServer::refused() const {
+  uint64_t n = 0;
+  for (const auto& by_result : requests_) n += by_result[kRefused].load();
+  return n;
+}
+
+void WebhookServer::WriteMetrics(prometheus::TextWriter& out) const {
+  auto path_name = [](size_t slot) { return slot < kPaths.size() ? kPaths[slot] : "other"; };
+  out.Family("chamber_webhook_requests_total",
+             "Admission requests this replica answered since it started, by path and result.",
+             prometheus::MetricType::kCounter);
+  for (size_t p = 0; p < kPathSlots; ++p)
+    for (size_t r = 0; r < kResults; ++r)
+      out.Sample({{"path", path_name(p)}, {"result", kResultNames[r]}},
+                 static_cast<double>(requests_[p][r].load()));
+  out.Family("chamber_webhook_request_seconds_total",
+             "Time this replica spent answering admission requests, by path.",
+             prometheus::MetricType::kCounter);
+  for (size_t p = 0; p < kPathSlots; ++p)
+    out.Sample({{"path", path_name(p)}}, static_cast<double>(request_ns_[p].load()) / 1e9);
+  out.Family("chamber_webhook_certificate_reloads_total",
+             "Times a renewed serving certificate was taken into service.",
+             prometheus::MetricType::kCounter);
+  out.Sample(certificate_reloads());
+}
+
 std::pair<int, std::string> WebhookServer::Handle(const std::string& path, std::string_view body) {
+  const auto begin = std::chrono::steady_clock::now();
+  const size_t slot = PathSlot(path);
+  auto answered = [&](WebhookResult result, std::pair<int, std::string> answer) {
+    requests_[slot][result].fetch_add(1, std::memory_order_relaxed);
+    request_ns_[slot].fetch_add(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now() - begin)
+                                  .count()),
+        std::memory_order_relaxed);
+    return answer;
+  };
+  if (slot == kPaths.size())
+    return answered(kNotFound,
+                    {404, "no webhook at " + path + " (POST /mutate/pods or /mutate/workloads)\n"});
   Result<AdmissionRequest> request = ParseAdmissionReview(body);
   if (!request.ok()) {
     spdlog::warn("webhook {}: refused a body: {}", path, request.status().message());
-    return {400, request.status().message() + "\n"};
+    return answered(kBadRequest, {400, request.status().message() + "\n"});
   }
   const AdmissionRequest& req = *request;
   const std::string what =
@@ -142,7 +205,7 @@ std::pair<int, std::string> WebhookServer::Handle(const std::string& path, std::
       }
       response.warnings = d->warnings;
     }
-  } else if (path == "/mutate/workloads") {
+  } else {  // /mutate/workloads
     Result<WorkloadDecision> d = DecideWorkload(req, options_.policy);
     if (!d.ok()) {
       response = AdmissionResponse::Refuse(req.uid, 400, "chamber: " + d.status().message());
@@ -151,16 +214,15 @@ std::pair<int, std::string> WebhookServer::Handle(const std::string& path, std::
       spdlog::debug("webhook: {}: queue label \"{}\" into {} pod template(s), the first at {}",
                     what, d->queue, d->template_paths.size(), d->template_paths.front());
     }
-  } else {
-    return {404, "no webhook at " + path + " (POST /mutate/pods or /mutate/workloads)\n"};
   }
+  WebhookResult result = kUnchanged;
   if (!response.allowed) {
-    refused_.fetch_add(1, std::memory_order_relaxed);
+    result = kRefused;
     spdlog::warn("webhook: {}: refused: {}", what, response.message);
   } else if (response.patch.is_array() && !response.patch.empty()) {
-    mutated_.fetch_add(1, std::memory_order_relaxed);
+    result = kMutated;
   }
-  return {200, WriteAdmissionReview(response)};
+  return answered(result, {200, WriteAdmissionReview(response)});
 }
 
 Status WebhookServer::Start() {

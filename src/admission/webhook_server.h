@@ -12,6 +12,7 @@
 // not read (a field of the wrong type) is a refusal with code 400 naming the field.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <unordered_map>
 
 #include "admission/opt_in.h"
+#include "common/prometheus_text.h"
 #include "common/status.h"
 #include "kube/client.h"
 
@@ -97,8 +99,16 @@ class WebhookServer {
 
   // Times a replaced certificate file was taken into service (tls::ServingCertificate).
   int certificate_reloads() const;
-  uint64_t mutated() const { return mutated_.load(); }
-  uint64_t refused() const { return refused_.load(); }
+  uint64_t mutated() const;  // requests answered with a patch, over both paths
+  uint64_t refused() const;  // requests refused (the AdmissionReview's allowed: false)
+
+  // What this replica answered since it started, in the Prometheus text format (served on the
+  // health port's /metrics by every replica, docs/admission.md#metrics):
+  //   chamber_webhook_requests_total{path, result}  result: mutated, unchanged, refused,
+  //                                                 bad_request (no AdmissionReview), not_found
+  //   chamber_webhook_request_seconds_total{path}   time spent answering them
+  //   chamber_webhook_certificate_reloads_total
+  void WriteMetrics(prometheus::TextWriter& out) const;
 
  private:
   struct Impl;
@@ -106,7 +116,10 @@ class WebhookServer {
   WebhookOptions options_;
   ObjectSource* source_;
   int port_ = 0;
-  std::atomic<uint64_t> mutated_{0}, refused_{0};
+  // By path (kPaths, then one for any other) and result (WebhookResult).
+  static constexpr size_t kPathSlots = 3, kResults = 5;
+  std::array<std::array<std::atomic<uint64_t>, kResults>, kPathSlots> requests_{};
+  std::array<std::atomic<uint64_t>, kPathSlots> request_ns_{};
 };
 
 }  // namespace chamber::admission

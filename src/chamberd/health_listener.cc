@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/prometheus_text.h"
+
 namespace chamber::chamberd {
 namespace {
 
@@ -47,6 +49,10 @@ Status HealthListener::Start(const std::string& host, int port) {
     const std::string problem = i.checks.ready ? i.checks.ready() : "";
     Answer(res, problem, 503, problem.empty() && i.checks.role ? i.checks.role() : "");
   });
+  if (i.checks.metrics)
+    i.server.Get("/metrics", [&i](const httplib::Request&, httplib::Response& res) {
+      res.set_content(i.checks.metrics(), std::string(prometheus::kContentType));
+    });
   if (port == 0) {
     port_ = i.server.bind_to_any_port(host);
     if (port_ < 0) return Status::Unavailable("--health-listen: cannot listen on " + host);

@@ -30,6 +30,9 @@ struct HealthChecks {
   std::function<std::string()> ready;
   // What a passing /readyz says after "ok: " (e.g. "leader"); empty or unset: just "ok".
   std::function<std::string()> role;
+  // This replica's own metrics, in the Prometheus text format, served on /metrics; unset: no
+  // /metrics (404).
+  std::function<std::string()> metrics;
 };
 
 class HealthListener {

@@ -13,6 +13,7 @@
 #include "chamberd/lead.h"
 #include "chamberd/leader_label.h"
 #include "chamberd/webhook.h"
+#include "common/prometheus_text.h"
 #include "daemon/history_replication.h"
 
 namespace chamber::chamberd {
@@ -26,7 +27,8 @@ constexpr std::chrono::seconds kHistoryCopyReadyGrace{30};
 // when set, says why a standby is not ready yet for its history ("" once it is).
 Result<std::unique_ptr<HealthListener>> StartHealthListener(
     const Flags& f, const kube::RestConfig& rest, const kube::LeaderElector* elector,
-    const std::atomic<bool>& serving, std::function<std::string()> history_copy = nullptr) {
+    const std::atomic<bool>& serving, const Webhook* webhook,
+    std::function<std::string()> history_copy = nullptr) {
   if (f.health_listen.empty()) return std::unique_ptr<HealthListener>();
   CHAMBER_ASSIGN_OR_RETURN(auto listen, ParseListen(f.health_listen, "--health-listen"));
   using std::chrono::milliseconds;
@@ -58,6 +60,17 @@ Result<std::unique_ptr<HealthListener>> StartHealthListener(
     if (elector == nullptr || elector->IsLeader()) return "leader";
     const std::string leader = elector->leader();
     return leader.empty() ? "standby: no leader yet" : "standby: leader is " + leader;
+  };
+  // Every replica's own: whether it leads, and what its webhook answered (the leader's API
+  // serves the fleet's metrics).
+  checks.metrics = [elector, &serving, webhook]() -> std::string {
+    prometheus::TextWriter w;
+    w.Family("chamber_replica_leader",
+             "1 while this replica leads and serves the API, 0 while it stands by.",
+             prometheus::MetricType::kGauge);
+    w.Sample((elector == nullptr || elector->IsLeader()) && serving.load() ? 1 : 0);
+    if (webhook != nullptr) webhook->WriteMetrics(w);
+    return w.Take();
   };
   auto listener = std::make_unique<HealthListener>(std::move(checks));
   CHAMBER_RETURN_IF_ERROR(listener->Start(listen.first, listen.second));
@@ -100,7 +113,7 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
     if (labeler) labeler->Poke();
   };
   if (!f.leader_elect) {
-    auto health = StartHealthListener(f, rest, nullptr, serving);
+    auto health = StartHealthListener(f, rest, nullptr, serving, webhook->get());
     if (!health.ok()) {
       std::cerr << "chamberd: " << health.status().message() << "\n";
       return 2;
@@ -181,7 +194,7 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
       return "starting: copying the leader's history";
     };
   }
-  auto health = StartHealthListener(f, rest, elector->get(), serving, history_copy);
+  auto health = StartHealthListener(f, rest, elector->get(), serving, webhook->get(), history_copy);
   if (!health.ok()) {
     std::cerr << "chamberd: " << health.status().message() << "\n";
     return 2;

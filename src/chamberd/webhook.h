@@ -26,6 +26,7 @@ class Webhook {
   Webhook(std::unique_ptr<kube::Client> client, admission::WebhookOptions options);
   Status Start() { return server_->Start(); }
   int port() const { return server_->port(); }
+  void WriteMetrics(prometheus::TextWriter& out) const { server_->WriteMetrics(out); }
 
  private:
   std::unique_ptr<kube::Client> client_;

@@ -148,7 +148,7 @@ run_lint() {
   expect_eq "update strategy, pod management, governing Service" '[{"type": "RollingUpdate"}, "Parallel", "chamber-replicas"]' \
     "$(query "${work}/default.yaml" '[find("StatefulSet")["spec"][k] for k in ("updateStrategy", "podManagementPolicy", "serviceName")]')"
   # The governing Service: headless, every replica ready or not.
-  expect_eq "replicas service" '{"clusterIP": "None", "ports": [{"name": "http", "port": 8080, "protocol": "TCP", "targetPort": "http"}], "publishNotReadyAddresses": true, "selector": {"app.kubernetes.io/component": "chamberd", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}' \
+  expect_eq "replicas service" '{"clusterIP": "None", "ports": [{"name": "http", "port": 8080, "protocol": "TCP", "targetPort": "http"}, {"name": "health", "port": 8081, "protocol": "TCP", "targetPort": "health"}], "publishNotReadyAddresses": true, "selector": {"app.kubernetes.io/component": "chamberd", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}' \
     "$(query "${work}/default.yaml" 'find("Service", "chamber-replicas")["spec"]')"
   expect_eq "replicas service selects the StatefulSet's pods" "True" \
     "$(query "${work}/default.yaml" 'str(find("Service", "chamber-replicas")["spec"]["selector"] == find("StatefulSet")["spec"]["selector"]["matchLabels"])')"
@@ -254,6 +254,13 @@ run_lint() {
     "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber")["spec"]["endpoints"][0]')"
   expect_eq "prometheus: agent ServiceMonitor" '{"endpoints": [{"interval": "15s", "path": "/metrics", "port": "metrics", "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]}], "namespaceSelector": {"matchNames": ["chamber-system"]}, "selector": {"matchLabels": {"app.kubernetes.io/component": "agent", "app.kubernetes.io/instance": "chamber", "app.kubernetes.io/name": "chamber"}}}' \
     "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber-agent")["spec"]')"
+  # Each chamberd ServiceMonitor selects one Service, with the port it scrapes: the leader's API
+  # (fleet metrics), and every replica's health port (its own metrics, the webhook's counters).
+  expect_eq "prometheus: chamberd ServiceMonitors select one Service each" \
+    '[["chamber", ["chamber"], "http"], ["chamber-replicas", ["chamber-replicas"], "health"]]' \
+    "$(query "${work}/monitoring-prometheus.yaml" '[[m["metadata"]["name"], [s["metadata"]["name"] for s in docs if s["kind"] == "Service" and m["spec"]["selector"]["matchLabels"].items() <= s["metadata"]["labels"].items() and m["spec"]["endpoints"][0]["port"] in [p["name"] for p in s["spec"]["ports"]]], m["spec"]["endpoints"][0]["port"]] for m in docs if m["kind"] == "ServiceMonitor" and m["metadata"]["name"] != "chamber-agent"]')"
+  expect_eq "prometheus: replicas ServiceMonitor" '{"interval": "15s", "path": "/metrics", "port": "health"}' \
+    "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber-replicas")["spec"]["endpoints"][0]')"
   expect_eq "prometheus: agent ServiceMonitor labels" "prometheus" \
     "$(query "${work}/monitoring-prometheus.yaml" 'find("ServiceMonitor", "chamber-agent")["metadata"]["labels"]["release"]')"
   check_grafana_dashboard "${work}/monitoring-prometheus.yaml"

@@ -135,6 +135,45 @@ TEST_F(WebhookServerTest, ABadBodyGets400NamingTheField) {
   EXPECT_EQ(unknown->status, 404);
 }
 
+// Every answer is counted once, by its path and result, with the time it took: what each
+// replica shows on its health port's /metrics.
+TEST_F(WebhookServerTest, MetricsCountEachAnswerByPathAndResult) {
+  ASSERT_TRUE(Post("/mutate/pods", Review("ml", APod())));     // mutated
+  ASSERT_TRUE(Post("/mutate/pods", Review("plain", APod())));  // unchanged
+  ASSERT_TRUE(Post("/mutate/pods",
+                   Review("plain", APod(Json::array({{{"apiVersion", "batch/v1"},
+                                                      {"kind", "Job"},
+                                                      {"name", "train"},
+                                                      {"uid", "1"},
+                                                      {"controller", true}}})))));  // refused
+  ASSERT_TRUE(Post("/mutate/pods", "{}"));                                          // bad_request
+  EXPECT_EQ(server_->Handle("/mutate/workloads", "[]").first, 400);
+  EXPECT_EQ(server_->Handle("/mutate/nodes", "{}").first, 404);
+  EXPECT_EQ(server_->mutated(), 1u);
+  EXPECT_EQ(server_->refused(), 1u);
+
+  prometheus::TextWriter w;
+  server_->WriteMetrics(w);
+  const std::string text = w.Take();
+  for (const char* line : {
+           "chamber_webhook_requests_total{path=\"/mutate/pods\",result=\"mutated\"} 1\n",
+           "chamber_webhook_requests_total{path=\"/mutate/pods\",result=\"unchanged\"} 1\n",
+           "chamber_webhook_requests_total{path=\"/mutate/pods\",result=\"refused\"} 1\n",
+           "chamber_webhook_requests_total{path=\"/mutate/pods\",result=\"bad_request\"} 1\n",
+           "chamber_webhook_requests_total{path=\"/mutate/pods\",result=\"not_found\"} 0\n",
+           "chamber_webhook_requests_total{path=\"/mutate/workloads\",result=\"bad_request\"} 1\n",
+           "chamber_webhook_requests_total{path=\"/mutate/workloads\",result=\"mutated\"} 0\n",
+           "chamber_webhook_requests_total{path=\"other\",result=\"not_found\"} 1\n",
+           "chamber_webhook_certificate_reloads_total 0\n",
+           "# TYPE chamber_webhook_request_seconds_total counter\n",
+       })
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+  const std::string seconds = "chamber_webhook_request_seconds_total{path=\"/mutate/pods\"} ";
+  const size_t at = text.find(seconds);
+  ASSERT_NE(at, std::string::npos) << text;
+  EXPECT_GT(std::stod(text.substr(at + seconds.size())), 0.0) << text;
+}
+
 // The files replaced as a Secret volume's are on renewal: the next handshake serves the new
 // certificate; a pair that does not match leaves the last good one in service.
 TEST(WebhookServerCertificate, FollowsTheFilesAsTheyAreReplaced) {

@@ -77,6 +77,25 @@ TEST(HealthListenerTest, APassingReadinessNamesTheRole) {
   EXPECT_EQ(r.body, "starting: no Lease attempt yet\n");
 }
 
+TEST(HealthListenerTest, ServesTheReplicasOwnMetricsWhenGiven) {
+  std::atomic<int> calls{0};
+  HealthChecks checks;
+  checks.metrics = [&] {
+    return "# TYPE chamber_replica_leader gauge\nchamber_replica_leader " +
+           std::to_string(calls++) + "\n";
+  };
+  HealthListener listener(checks);
+  ASSERT_TRUE(listener.Start("127.0.0.1", 0).ok());
+  httplib::Client http("127.0.0.1", listener.port());
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "# TYPE chamber_replica_leader gauge\nchamber_replica_leader 0\n");
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(Get(listener.port(), "/metrics").body,
+            "# TYPE chamber_replica_leader gauge\nchamber_replica_leader 1\n");  // read anew
+}
+
 TEST(HealthListenerTest, APortInUseIsAnErrorNamingTheFlag) {
   // A socket without SO_REUSEPORT holds the port (httplib sets that option on its own).
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

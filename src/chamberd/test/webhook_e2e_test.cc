@@ -4,6 +4,7 @@
 // makes the Jobs' and Deployments' pods, and chamberd schedules the pods that opted in onto fake
 // GPU nodes. The configuration selects only this test's namespaces, so that other tests on the
 // same control plane never meet it.
+#include <httplib.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -370,6 +371,31 @@ TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {
   EXPECT_TRUE(Eventually(
       [&] { return !GetPod(ns_, "through-standby")["spec"].value("nodeName", "").empty(); }, 30s))
       << "the leader did not bind the pod the standby admitted";
+
+  // Each replica counts what its own webhook answered, on its health port's /metrics: the pods
+  // mutated through "b" (the registration's probe and this one) are b's, none are a's.
+  auto metrics = [&](const std::string& name) {
+    int port = 0;
+    std::ifstream log(dir_ / (name + ".log"));
+    const std::string marker = "serving /healthz and /readyz on 127.0.0.1:";
+    for (std::string line; std::getline(log, line);)
+      if (size_t at = line.find(marker); at != std::string::npos)
+        port = std::stoi(line.substr(at + marker.size()));
+    httplib::Client http("127.0.0.1", port);
+    auto res = http.Get("/metrics");
+    return res && res->status == 200 ? res->body : std::string("no /metrics on ") + name;
+  };
+  auto sample = [](const std::string& text, const std::string& series) -> double {
+    const size_t at = text.find("\n" + series + " ");
+    return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+  };
+  const std::string mutated =
+      R"(chamber_webhook_requests_total{path="/mutate/pods",result="mutated"})";
+  const std::string b = metrics("b"), a = metrics("a");
+  EXPECT_GE(sample(b, mutated), 2) << b;
+  EXPECT_EQ(sample(a, mutated), 0) << a;
+  EXPECT_EQ(sample(b, "chamber_replica_leader"), 0) << b;
+  EXPECT_EQ(sample(a, "chamber_replica_leader"), 1) << a;
 }
 
 TEST_F(WebhookE2E, WithChamberdDownOnlyOptedInObjectsAreRefused) {
