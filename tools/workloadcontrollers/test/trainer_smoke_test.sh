@@ -144,7 +144,8 @@ kubectl -n "${ns}" patch trainjob smoke --type merge -p '{"spec":{"suspend":fals
 expect "pods back within 30s" "2" "$(poll 30 2 pod_count)"
 
 # The JobSet suspended alone, under the running TrainJob: the Trainer resumes it.
-kubectl -n "${ns}" patch jobset smoke --type merge -p '{"spec":{"suspend":true}}' >/dev/null
+expect "JobSet suspended alone (the patch's answer)" "true" "$(kubectl -n "${ns}" patch jobset \
+  smoke --type merge -p '{"spec":{"suspend":true}}' -o jsonpath='{.spec.suspend}')"
 expect "JobSet suspended alone is resumed by the Trainer within 30s" "false" \
   "$(poll 30 false field jobset/smoke '{.spec.suspend}')"
 
