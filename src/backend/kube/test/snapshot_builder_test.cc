@@ -997,6 +997,34 @@ TEST(SnapshotBuilderTest, ARayJobIsOneGangOfItsClusterAndItsSubmitterJoinsIt) {
   EXPECT_EQ(held, 4);
 }
 
+// A suspended Job has no pods: its pod set is read from its template, whose limits stand for
+// missing requests as the API server makes them stand on its pods (not on templates).
+TEST(SnapshotBuilderTest, ATemplateGivingOnlyLimitsAsksForThem) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  auto suspended_job = [](Json resources) {
+    Json containers = {{{"name", "main"}, {"image", "trainer"}, {"resources", resources}}};
+    return JobObj(
+        "ml", "train", 2, 0,
+        {{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
+         {"spec", {{"suspend", true}, {"template", {{"spec", {{"containers", containers}}}}}}}});
+  };
+  in.jobs = {suspended_job({{"limits", {{"nvidia.com/gpu", "4"}, {"cpu", "3"}}}})};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kSuspended);
+  ASSERT_EQ(b.snapshot.workloads[0].pod_sets.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 4);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.cpu_milli(), 3000);
+  // A request given wins over its limit; a resource with a limit alone still counts.
+  in.jobs = {suspended_job(
+      {{"requests", {{"cpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "2"}, {"cpu", "3"}}}})};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 2);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.cpu_milli(), 1000);
+}
+
 // --- TrainJobs (Kubeflow Trainer v2) ---
 
 // A TrainJob on the ClusterTrainingRuntime torch-distributed, as the API server returns it.
