@@ -122,6 +122,13 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
   return s;
 }
 
+// A string field of an object, "" when absent or not a string (an informer's objects always
+// have a string apiVersion and kind, but a build must not throw on one that does not).
+std::string StringField(const kube::Json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // A pod template read as the pods made from it will read: the API server defaults a container's
 // missing requests to its limits on a Pod, not on a template (a Job's, a JobSet's, a runtime's),
 // so a template asking for `limits: {nvidia.com/gpu: 8}` alone asks for 8 GPUs, as its pods will.
@@ -421,7 +428,8 @@ class Builder {
     for (const auto& o : objects_.owners) owners_by_uid_[o->metadata.uid] = o.get();
     for (const auto& o : objects_.owners) {
       top_of_[o.get()] = TopOf(o.get());
-      if (o->raw.value("kind", "") == "LeaderWorkerSet") lws_by_name_[o->metadata.Key()] = o.get();
+      if (StringField(o->raw, "kind") == "LeaderWorkerSet")
+        lws_by_name_[o->metadata.Key()] = o.get();
       if (const kube::OwnerReference* up = KnownController(o->metadata))
         if (auto it = owners_by_uid_.find(up->uid); it != owners_by_uid_.end())
           parts_[it->second].push_back(&o);
@@ -471,7 +479,7 @@ class Builder {
     BuildCache::State::OwnerEntry& e = *entry;
     if (!derive) return e;
     const kube::Json& raw = owner->raw;
-    const std::string api_version = raw.value("apiVersion", ""), kind = raw.value("kind", "");
+    const std::string api_version = StringField(raw, "apiVersion"), kind = StringField(raw, "kind");
     e.kind = FindWorkloadKind(api_version, kind);
     if (e.kind == nullptr) {
       e.error = "kind " + api_version + " " + kind + " is not one Chamber schedules";

@@ -16,6 +16,16 @@
 #include "backend/kube/workload_kinds.h"
 #include "common/fuzz/fuzz_check.h"
 
+namespace {
+
+// A string field, "" when absent or not a string.
+std::string StringField(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fuzz = chamber::fuzz;
   namespace backend = chamber::backend;
@@ -43,10 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!owner.ok()) return 0;
   // The part, controlled by the object, and the pod's controller in its place.
   std::shared_ptr<const chamber::kube::Object> part;
-  if (auto it = object.find("part"); it != object.end() && it->is_object()) {
+  if (auto it = object.find("part");
+      it != object.end() && it->is_object() &&
+      (!it->contains("metadata") || it->at("metadata").is_object())) {
     nlohmann::json j = *it;
-    j["metadata"]["ownerReferences"] = {{{"apiVersion", object.value("apiVersion", "")},
-                                         {"kind", object.value("kind", "")},
+    j["metadata"]["ownerReferences"] = {{{"apiVersion", StringField(object, "apiVersion")},
+                                         {"kind", StringField(object, "kind")},
                                          {"name", owner->metadata.name},
                                          {"uid", owner->metadata.uid},
                                          {"controller", true}}};
@@ -63,8 +75,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
          owner->metadata.namespace_name.empty() ? "ns" : owner->metadata.namespace_name},
         {"uid", "uid-p"},
         {"ownerReferences",
-         {{{"apiVersion", controller.value("apiVersion", "")},
-           {"kind", controller.value("kind", "")},
+         {{{"apiVersion", StringField(controller, "apiVersion")},
+           {"kind", StringField(controller, "kind")},
            {"name", controller_meta.name},
            {"uid", controller_meta.uid},
            {"controller", true}}}}}},
