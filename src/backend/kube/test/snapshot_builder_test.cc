@@ -1062,6 +1062,23 @@ std::shared_ptr<const kube::Object> TrainJobSet(const std::string& name, int wor
   return ObjectOf(js);
 }
 
+// An object whose kind is not a string (no API server returns one, but the build must not
+// throw on it): it names no kind Chamber schedules, and its pods wait.
+TEST(SnapshotBuilderTest, AnObjectWhoseKindIsNoStringIsNoKindWeSchedule) {
+  Json object = TrainJobJson("llm");
+  object["kind"] = {{"runPolicy", Json::object()}};
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.owners = {ObjectOf(object)};
+  in.pods = {
+      Pod("ml", "p", 1,
+          OwnedByKind("trainer.kubeflow.org/v1alpha1", "TrainJob", "llm", "uid-trainjob-llm"))};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0], "kind trainer.kubeflow.org/v1alpha1  is not one Chamber schedules");
+}
+
 TEST(WorkloadKindsTest, ATrainJobIsSuspendedThroughItsSpecAndItsGangIsItsJobSets) {
   const WorkloadKind* k = FindWorkloadKind("trainer.kubeflow.org/v1alpha1", "TrainJob");
   ASSERT_NE(k, nullptr);
