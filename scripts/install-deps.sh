@@ -112,7 +112,7 @@ install_go_modules() {
   local module want have
   for module in tools/controlplane tools/workloadcontrollers \
     tools/workloadcontrollers/trainingoperator tools/workloadcontrollers/kuberay \
-    tools/workloadcontrollers/lws; do
+    tools/workloadcontrollers/lws tools/workloadcontrollers/trainer; do
     want="$(awk '$1 == "go" { print $2; exit }' "${module}/go.mod")"
     if ! command -v go >/dev/null 2>&1; then
       log "Go modules: 'go' not found; install Go ${want} or newer (as /usr/local/go or on PATH)"

@@ -7,10 +7,11 @@
 #   training-operator   github.com/kubeflow/training-operator       .../trainingoperator
 #   kuberay-operator    github.com/ray-project/kuberay/ray-operator .../kuberay
 #   lws-controller      sigs.k8s.io/lws                             .../lws
+#   trainer-controller  github.com/kubeflow/trainer/v2              .../trainer
 #
 # Usage:
 #   scripts/workload-controllers.sh build
-#       Build the four controllers into the cache and copy their CRDs next to them, unless all
+#       Build the five controllers into the cache and copy their CRDs next to them, unless all
 #       are there for these exact modules already; print the bin dir.
 #   scripts/workload-controllers.sh bin-dir
 #       Print the bin dir for the pinned modules (built or not). It holds:
@@ -18,10 +19,13 @@
 #         training-operator        run: training-operator --kubeconfig <file> [--enable-scheme <kind>]...
 #         kuberay-operator         run: kuberay-operator --kubeconfig <file>
 #         lws-controller           run: lws-controller --kubeconfig <file>
+#         trainer-controller       run: trainer-controller --kubeconfig <file> (needs the JobSet
+#                                  CRD, and jobset-controller running to make the Jobs)
 #         crds/jobset.x-k8s.io_jobsets.yaml
 #         crds/kubeflow.org_{pytorchjobs,tfjobs,mpijobs,xgboostjobs,paddlejobs,mxjobs}.yaml
 #         crds/ray.io_{rayclusters,rayjobs}.yaml
 #         crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml
+#         crds/trainer.kubeflow.org_{trainjobs,trainingruntimes,clustertrainingruntimes}.yaml
 #       (the CRDs to apply before starting the controller that reconciles them).
 #
 # Environment:
@@ -43,6 +47,7 @@ readonly controllers=(
   "training-operator|trainingoperator|github.com/kubeflow/training-operator||manifests/base/crds/kubeflow.org_pytorchjobs.yaml manifests/base/crds/kubeflow.org_tfjobs.yaml manifests/base/crds/kubeflow.org_mpijobs.yaml manifests/base/crds/kubeflow.org_xgboostjobs.yaml manifests/base/crds/kubeflow.org_paddlejobs.yaml manifests/base/crds/kubeflow.org_mxjobs.yaml"
   "kuberay-operator|kuberay|github.com/ray-project/kuberay/ray-operator||config/crd/bases/ray.io_rayclusters.yaml config/crd/bases/ray.io_rayjobs.yaml"
   "lws-controller|lws|sigs.k8s.io/lws|sigs.k8s.io/lws/pkg/version.GitVersion=@V@|config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+  "trainer-controller|trainer|github.com/kubeflow/trainer/v2||manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml"
 )
 
 log() { printf 'workload-controllers: %s\n' "$*" >&2; }
@@ -77,12 +82,13 @@ bin_dir() {
   fi
   local cache="${XDG_CACHE_HOME:-${HOME}/.cache}/chamber/workload-controllers"
   cache="${CHAMBER_WORKLOAD_CONTROLLERS_CACHE:-${cache}}"
-  # e.g. jobset-v0.8.2-trainingoperator-v1.8.1-kuberay-v1.4.0-lws-v0.7.0-<hash>
-  printf '%s/jobset-%s-trainingoperator-%s-kuberay-%s-lws-%s-%s/bin\n' "${cache}" \
+  # e.g. jobset-v0.8.2-trainingoperator-v1.8.1-kuberay-v1.4.0-lws-v0.7.0-trainer-v2.0.0-<hash>
+  printf '%s/jobset-%s-trainingoperator-%s-kuberay-%s-lws-%s-trainer-%s-%s/bin\n' "${cache}" \
     "$(module_version . sigs.k8s.io/jobset)" \
     "$(module_version trainingoperator github.com/kubeflow/training-operator)" \
     "$(module_version kuberay github.com/ray-project/kuberay/ray-operator)" \
-    "$(module_version lws sigs.k8s.io/lws)" "$(module_hash)"
+    "$(module_version lws sigs.k8s.io/lws)" \
+    "$(module_version trainer github.com/kubeflow/trainer/v2)" "$(module_hash)"
 }
 
 # True when every binary and CRD is in <dir>.

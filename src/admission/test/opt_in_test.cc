@@ -159,6 +159,25 @@ TEST(DecidePod, TheWalkGoesUpToTheTopLevelOwner) {
                                {"value", {{"chamber.io/queue", "serving"}}}}));
 }
 
+TEST(DecidePod, ATrainJobsQueueReachesItsPodsThroughItsJobSetAndJob) {
+  // Kubeflow Trainer v2: Pod -> Job -> JobSet -> TrainJob, the queue on the TrainJob only (its
+  // pods come from the runtime's templates, which the webhook never sees).
+  MapSource src;
+  src.AddOwner("Job", "llm-node-0", {}, "JobSet", "llm");
+  src.AddOwner("JobSet", "llm", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}},
+               "TrainJob", "llm");
+  src.AddOwner("TrainJob", "llm", {{"chamber.io/queue", "team-a"}});
+  src.AddNamespace("ml", {});
+  auto d = DecidePod(PodCreate(Pod({{"name", "llm-node-0-0-x"},
+                                    {"ownerReferences", OwnedBy("Job", "llm-node-0")}})),
+                     OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->outcome, PodOutcome::kMutate);
+  EXPECT_EQ(d->queue, "team-a");
+  EXPECT_EQ(d->source, "TrainJob ml/llm");
+  EXPECT_EQ(d->patch[0], kSetScheduler);
+}
+
 TEST(DecidePod, OnlyControllerReferencesAreWalkedAndTheDepthIsBounded) {
   MapSource src;
   src.AddOwner("Job", "train", {{"chamber.io/queue", "team-a"}});
@@ -395,6 +414,18 @@ TEST(DecideWorkload, LeavesAloneWhatItShould) {
   // A kind with no spec.template at all.
   Json none = {{"metadata", labelled}, {"spec", {{"replicatedJobs", Json::array()}}}};
   EXPECT_FALSE(DecideWorkload(Create("jobset.x-k8s.io", "JobSet", none), OptInPolicy{})->mutate);
+  // A TrainJob names a runtime, whose templates hold its pods: none of its own (its
+  // podSpecOverrides list containers, but are no pod templates).
+  Json train = {
+      {"metadata", labelled},
+      {"spec",
+       {{"runtimeRef", {{"name", "torch-distributed"}}},
+        {"trainer", {{"numNodes", 2}, {"image", "x"}}},
+        {"podSpecOverrides", Json::array({{{"targetJobs", Json::array({{{"name", "node"}}})},
+                                           {"containers", Json::array({{{"name", "node"}}})}}})}}}};
+  auto tj = DecideWorkload(Create("trainer.kubeflow.org", "TrainJob", train), OptInPolicy{});
+  ASSERT_TRUE(tj.ok()) << tj.status().ToString();
+  EXPECT_FALSE(tj->mutate);
 }
 
 TEST(DecideWorkload, AMalformedTemplateIsAnErrorNamingTheField) {
@@ -411,6 +442,7 @@ TEST(GuessPlural, FollowsKubernetesGuess) {
   EXPECT_EQ(GuessPlural("ReplicaSet"), "replicasets");
   EXPECT_EQ(GuessPlural("LeaderWorkerSet"), "leaderworkersets");
   EXPECT_EQ(GuessPlural("RayCluster"), "rayclusters");
+  EXPECT_EQ(GuessPlural("TrainJob"), "trainjobs");
   EXPECT_EQ(GuessPlural("Ingress"), "ingresses");
   EXPECT_EQ(GuessPlural("NetworkPolicy"), "networkpolicies");
 }

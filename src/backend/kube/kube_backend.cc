@@ -600,6 +600,17 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
 void KubeBackend::SuspendPartJobs(const WorkloadSource& src,
                                   const std::vector<std::shared_ptr<const kube::Pod>>& pods) {
   if (src.kind != WorkloadSource::Kind::kOwner) return;
+  // A TrainJob's JobSet first, as the Trainer will a moment later: its controller would resume
+  // Jobs suspended under a JobSet that is not.
+  if (src.part != nullptr && src.part_kind != nullptr && !src.part_kind->suspend_path.empty()) {
+    Json patch = src.part_kind->SuspendPatch(true);
+    patch["metadata"] = {{"uid", src.part->metadata.uid}};
+    Result<Json> r = client_->MergePatch(src.part_kind->type, src.namespace_name(),
+                                         src.part->metadata.name, patch);
+    if (!r.ok() && !kube::IsNotFound(r.status()) && !kube::IsConflict(r.status()))
+      CountError(r.status(), "suspend " + src.part_kind->LowerKind() + " " + src.namespace_name() +
+                                 "/" + src.part->metadata.name + " of " + WhatToSuspend(src));
+  }
   std::set<std::string> jobs;
   for (const auto& p : pods)
     for (const kube::OwnerReference& o : p->metadata.owner_references)

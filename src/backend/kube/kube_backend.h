@@ -167,7 +167,8 @@ class KubeBackend : public daemon::ClusterBackend {
   bool SuspendForRollback(const WorkloadSource& src);
   // Suspends the Jobs through which a top-level object (a JobSet) owns `pods`, as its controller
   // will once it sees the object suspended: the Job controller counts a pod deleted under a
-  // running Job as a failure, and a Job out of backoff fails its JobSet.
+  // running Job as a failure, and a Job out of backoff fails its JobSet. A TrainJob's JobSet
+  // (WorkloadSource::part) is suspended before its Jobs, as the Trainer will.
   void SuspendPartJobs(const WorkloadSource& src,
                        const std::vector<std::shared_ptr<const kube::Pod>>& pods);
   // Whether the API server holds the pod (this very object, by uid) bound to `node`.

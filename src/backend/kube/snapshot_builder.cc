@@ -122,6 +122,35 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
   return s;
 }
 
+// A string field of an object, "" when absent or not a string (an informer's objects always
+// have a string apiVersion and kind, but a build must not throw on one that does not).
+std::string StringField(const kube::Json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A pod template read as the pods made from it will read: the API server defaults a container's
+// missing requests to its limits on a Pod, not on a template (a Job's, a JobSet's, a runtime's),
+// so a template asking for `limits: {nvidia.com/gpu: 8}` alone asks for 8 GPUs, as its pods will.
+Result<kube::Pod> TemplatePod(kube::Json t) {
+  if (auto spec = t.find("spec"); spec != t.end() && spec->is_object())
+    if (auto cs = spec->find("containers"); cs != spec->end() && cs->is_array())
+      for (kube::Json& c : *cs) {
+        if (!c.is_object()) continue;
+        auto res = c.find("resources");
+        if (res == c.end() || !res->is_object()) continue;
+        auto limits = res->find("limits");
+        if (limits == res->end() || !limits->is_object()) continue;
+        const kube::Json given = *limits;
+        kube::Json& requests = (*res)["requests"];
+        if (requests.is_null()) requests = kube::Json::object();
+        if (!requests.is_object()) continue;  // the parse below names the field
+        for (const auto& [name, v] : given.items())
+          if (!requests.contains(name)) requests[name] = v;
+      }
+  return kube::Pod::FromJson(std::move(t));
+}
+
 }  // namespace
 
 // What a pod says on its own, whatever else the cluster holds. Pointers and views point into
@@ -399,8 +428,22 @@ class Builder {
     for (const auto& o : objects_.owners) owners_by_uid_[o->metadata.uid] = o.get();
     for (const auto& o : objects_.owners) {
       top_of_[o.get()] = TopOf(o.get());
-      if (o->raw.value("kind", "") == "LeaderWorkerSet") lws_by_name_[o->metadata.Key()] = o.get();
+      if (StringField(o->raw, "kind") == "LeaderWorkerSet")
+        lws_by_name_[o->metadata.Key()] = o.get();
+      if (const kube::OwnerReference* up = KnownController(o->metadata))
+        if (auto it = owners_by_uid_.find(up->uid); it != owners_by_uid_.end())
+          parts_[it->second].push_back(&o);
     }
+  }
+
+  // The part whose gang is that of `object` (KindSpec::gang_from_part: a TrainJob's JobSet):
+  // the object of a known kind it controls, the one of its own name first; null for none.
+  const std::shared_ptr<const kube::Object>* GangPart(const kube::Object* object) const {
+    auto it = parts_.find(object);
+    if (it == parts_.end()) return nullptr;
+    for (const auto* part : it->second)
+      if ((*part)->metadata.name == object->metadata.name) return part;
+    return it->second.front();
   }
 
   // The controller reference of `m` to an object of a kind in WorkloadKinds(), if any.
@@ -436,7 +479,7 @@ class Builder {
     BuildCache::State::OwnerEntry& e = *entry;
     if (!derive) return e;
     const kube::Json& raw = owner->raw;
-    const std::string api_version = raw.value("apiVersion", ""), kind = raw.value("kind", "");
+    const std::string api_version = StringField(raw, "apiVersion"), kind = StringField(raw, "kind");
     e.kind = FindWorkloadKind(api_version, kind);
     if (e.kind == nullptr) {
       e.error = "kind " + api_version + " " + kind + " is not one Chamber schedules";
@@ -451,7 +494,7 @@ class Builder {
       // A template may leave out its metadata (a custom resource's schema keeps it as written).
       kube::Json& t = spec->pod_sets[i].pod_template;
       if (t.is_object() && !t.contains("metadata")) t["metadata"] = kube::Json::object();
-      Result<kube::Pod> tmpl = kube::Pod::FromJson(std::move(t));  // kept parsed only
+      Result<kube::Pod> tmpl = TemplatePod(std::move(t));  // kept parsed only
       if (!tmpl.ok()) {
         e.error = e.kind->LowerKind() + " " + owner->metadata.Key() + ": pod set " +
                   spec->pod_sets[i].name + ": template: " + tmpl.status().message();
@@ -476,7 +519,7 @@ class Builder {
     auto [entry, derive] = cache_.Lookup(cache_.jobs, job);
     BuildCache::State::JobEntry& e = *entry;
     if (!derive) return e;
-    Result<kube::Pod> tmpl = kube::Pod::FromJson(job->template_spec);
+    Result<kube::Pod> tmpl = TemplatePod(job->template_spec);
     if (tmpl.ok())
       e.pod_template = std::move(*tmpl);
     else
@@ -931,7 +974,13 @@ class Builder {
       if (entry.spec && entry.spec->groups > 0) continue;  // a gang per group, below
       auto it = owner_pods.find(owner->get());
       const JobPods& op = it == owner_pods.end() ? kNone : it->second;
-      AddOwner(*owner, entry, op.pending, op.bound, op.terminating);
+      if (entry.spec && entry.spec->gang_from_part) {
+        const auto* part = GangPart(owner->get());
+        AddOwner(*owner, entry, part != nullptr ? &OwnerOf(*part) : nullptr, op.pending, op.bound,
+                 op.terminating);
+        continue;
+      }
+      AddOwner(*owner, entry, nullptr, op.pending, op.bound, op.terminating);
     }
     for (auto& [key, members] : lws_bound) AddLwsGroup(key, members, true);
     for (auto& [key, members] : lws_pending) AddLwsGroup(key, members, false);
@@ -1056,8 +1105,13 @@ class Builder {
     AddGang(g, std::move(src), pending, bound, terminating);
   }
 
+  // A top-level object's workload. `part`: for a kind whose gang is that of a part
+  // (KindSpec::gang_from_part, a TrainJob), that part's entry (its JobSet's), null while it does
+  // not exist: the pod sets, the order and the minimum are the part's, while suspended and
+  // finished are the object's own (the part's controller follows the object).
   void AddOwner(const std::shared_ptr<const kube::Object>& object,
                 const BuildCache::State::OwnerEntry& entry,
+                const BuildCache::State::OwnerEntry* part,
                 const std::vector<const PodEntry*>& pending,
                 const std::vector<const PodEntry*>& bound,
                 const std::vector<const PodEntry*>& terminating) {
@@ -1066,34 +1120,56 @@ class Builder {
       if (!pending.empty() || !bound.empty()) Problem(entry.error);
       return;
     }
-    const KindSpec& spec = *entry.spec;
-    if (spec.finished) return;
+    const KindSpec& own = *entry.spec;
+    if (own.finished) return;
     const bool suspended_by_us = SuspendedByUs(object->metadata);
+    const std::string what = entry.kind->LowerKind() + " " + object->metadata.Key();
+    const BuildCache::State::OwnerEntry& gang = part != nullptr ? *part : entry;
+    if (own.gang_from_part) {
+      // Until its controller has made the part, it has no pods and holds nothing, as a Job
+      // before its pods; one that is Chamber's (suspended by it, or queued) says what it waits
+      // for.
+      if (part == nullptr) {
+        if (suspended_by_us || Meta{&object->metadata}.Get(keys::kQueue) != nullptr)
+          Problem(what + ": waits for " + own.part_of + "; it has no pods yet");
+        return;
+      }
+      if (!part->spec) {
+        if (!pending.empty() || !bound.empty()) Problem(what + ": " + part->error);
+        return;
+      }
+      if (part->spec->finished) return;
+    }
+    const KindSpec& spec = *gang.spec;
     bool ours = suspended_by_us || !pending.empty() || !bound.empty() || !terminating.empty();
-    for (const kube::Pod& t : entry.pod_templates)
+    for (const kube::Pod& t : gang.pod_templates)
       ours = ours || t.scheduler_name == options_.scheduler_name;
     if (!ours) return;
-    if (spec.suspended && !suspended_by_us) return;  // paused by its owner
+    if (own.suspended && !suspended_by_us) return;  // paused by its owner
 
     Gang g;
     g.object = &object->metadata;
     g.what = entry.kind->LowerKind();
     g.meta = Meta{&object->metadata,
-                  entry.pod_templates.empty() ? nullptr : &entry.pod_templates.front().metadata};
-    g.suspend = spec.suspended;
+                  gang.pod_templates.empty() ? nullptr : &gang.pod_templates.front().metadata};
+    g.suspend = own.suspended;
     g.want = spec.Pods();
     g.in_order = spec.in_order;
     if (g.in_order) g.want = std::max(g.want, static_cast<int32_t>(pending.size()));
     g.min_pods = spec.min_pods;
     for (size_t i = 0; i < spec.pod_sets.size(); ++i)
       if (spec.pod_sets[i].count > 0)
-        g.templates.push_back({&entry.pod_templates[i], spec.pod_sets[i].count,
+        g.templates.push_back({&gang.pod_templates[i], spec.pod_sets[i].count,
                                object->metadata.name + "/" + spec.pod_sets[i].name});
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kOwner;
     src.owner = object;
     src.owner_kind = entry.kind;
-    src.owner_suspendable = spec.suspendable;
+    src.owner_suspendable = own.suspendable;
+    if (part != nullptr) {
+      src.part = part->owner.lock();
+      src.part_kind = part->kind;
+    }
     AddGang(g, std::move(src), pending, bound, terminating);
   }
 
@@ -1508,6 +1584,9 @@ class Builder {
   std::unordered_map<std::string, const kube::Object*> owners_by_uid_;
   std::unordered_map<const kube::Object*, const kube::Object*> top_of_;  // TopOf each owner
   std::unordered_map<std::string, const kube::Object*> lws_by_name_;     // by "namespace/name"
+  // The objects of known kinds each one controls (a TrainJob's JobSet, a RayJob's RayCluster).
+  std::unordered_map<const kube::Object*, std::vector<const std::shared_ptr<const kube::Object>*>>
+      parts_;
   BuildCache::State& cache_;
   std::unordered_map<std::string, int32_t> node_index_;
   std::vector<BoundPod> bound_;

@@ -126,7 +126,11 @@ struct WorkloadSource {
   std::shared_ptr<const kube::Object> owner;  // kOwner
   const WorkloadKind* owner_kind = nullptr;   // kOwner
   bool owner_suspendable = true;              // kOwner: KindSpec::suspendable
-  std::string group;                          // kPodGroup: the group's name
+  // kOwner of a kind whose gang is a part's (KindSpec::gang_from_part): that part (a TrainJob's
+  // JobSet), suspended with the object so that its controller stops its Jobs at once.
+  std::shared_ptr<const kube::Object> part;
+  const WorkloadKind* part_kind = nullptr;
+  std::string group;  // kPodGroup: the group's name
   // The Job or top-level object: the lost work its annotations record (kPreemptionCount,
   // kGpuHoursLost).
   int64_t stored_preemptions = 0;

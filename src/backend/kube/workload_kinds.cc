@@ -349,6 +349,41 @@ Result<KindSpec> ReadLeaderWorkerSet(const kube::Json& object) {
   return out;
 }
 
+// trainer.kubeflow.org/v1alpha1 TrainJob (Kubeflow Trainer v2): spec.suspend; finished when its
+// Complete or Failed condition is True (the Trainer copies them from its JobSet). Its pods come
+// from a runtime (spec.runtimeRef: a TrainingRuntime or ClusterTrainingRuntime whose JobSet
+// template spec.trainer overrides), which the Trainer turns into a JobSet of the TrainJob's
+// name, owned by it, even while it is suspended: the gang is that JobSet's (gang_from_part).
+// spec.trainer.numNodes is read to check it, but the JobSet's spec, with it applied, decides.
+Result<KindSpec> ReadTrainJob(const kube::Json& object) {
+  const FieldReader r(Where("trainjob", object));
+  KindSpec out;
+  out.gang_from_part = true;
+  if (!object.is_object()) return r.Error("(object)", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(out.suspended, r.Bool(*spec, "suspend", "spec.suspend"));
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* ref, r.Object(*spec, "runtimeRef", "spec.runtimeRef"));
+  if (ref == nullptr) return r.Error("spec.runtimeRef", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(const std::string runtime,
+                           r.String(*ref, "name", "spec.runtimeRef.name"));
+  if (runtime.empty()) return r.Error("spec.runtimeRef.name", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(std::string runtime_kind,
+                           r.String(*ref, "kind", "spec.runtimeRef.kind"));
+  if (runtime_kind.empty()) runtime_kind = "ClusterTrainingRuntime";  // the CRD's default
+  out.part_of = "its JobSet, which the Trainer makes from " + runtime_kind + " " + runtime;
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* trainer, r.Object(*spec, "trainer", "spec.trainer"));
+  if (trainer != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(r.Count(*trainer, "numNodes", "spec.trainer.numNodes", 1).status());
+  }
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* status, r.Object(object, "status", "status"));
+  if (status != nullptr) {
+    CHAMBER_ASSIGN_OR_RETURN(out.finished,
+                             r.ConditionTrue(*status, {"Complete", "Failed"}, "status.conditions"));
+  }
+  return out;
+}
+
 inline constexpr char kPyTorchJob[] = "PyTorchJob";
 inline constexpr char kPyTorchPlural[] = "pytorchjobs";
 inline constexpr char kPyTorchField[] = "pytorchReplicaSpecs";
@@ -443,6 +478,13 @@ const std::vector<WorkloadKind>& WorkloadKinds() {
                 .namespaced = true},
        .suspend_path = {},
        .read = &ReadLeaderWorkerSet},
+      {.type = {.group = kTrainerGroup,
+                .version = "v1alpha1",
+                .plural = "trainjobs",
+                .kind = "TrainJob",
+                .namespaced = true},
+       .suspend_path = {"spec", "suspend"},
+       .read = &ReadTrainJob},
   };
   return kinds;
 }

@@ -5,9 +5,11 @@
 // A kind's pods reach its object through the controller owner chain: a JobSet's through the
 // Jobs it creates (Pod -> Job -> JobSet), a PyTorchJob's directly (Pod -> PyTorchJob), a
 // RayJob's through the RayCluster it creates (Pod -> RayCluster -> RayJob) and its submitter's
-// Job (Pod -> Job -> RayJob). The topmost object of a known kind is the workload; the objects
+// Job (Pod -> Job -> RayJob), a TrainJob's through the JobSet the Trainer makes for it (Pod ->
+// Job -> JobSet -> TrainJob). The topmost object of a known kind is the workload; the objects
 // between are its parts. The gang comes from the top-level object's spec, not from counting
-// pods, so that it is known before every pod exists.
+// pods, so that it is known before every pod exists; a TrainJob's from the spec of its JobSet,
+// which the Trainer builds from the runtime before any pod exists.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +48,12 @@ struct KindSpec {
   // suspend a RayJob without shutdownAfterJobFinishes); if not, it is preempted by evicting its
   // pods.
   bool suspendable = true;
+  // Its gang is that of the object of a known kind it controls (a TrainJob's JobSet, which its
+  // controller builds from a runtime the TrainJob only names): `pod_sets` is empty, and the
+  // object waits until that part exists. `part_of` names what it waits for, for messages
+  // ("its JobSet, from ClusterTrainingRuntime torch-distributed").
+  bool gang_from_part = false;
+  std::string part_of;
   int32_t Pods() const;
 };
 
@@ -75,6 +83,7 @@ inline constexpr char kJobSetGroup[] = "jobset.x-k8s.io";
 inline constexpr char kKubeflowGroup[] = "kubeflow.org";
 inline constexpr char kRayGroup[] = "ray.io";
 inline constexpr char kLwsGroup[] = "leaderworkerset.x-k8s.io";
+inline constexpr char kTrainerGroup[] = "trainer.kubeflow.org";
 // On a LeaderWorkerSet's pods (its controller sets them): the object's name and the group's index.
 inline constexpr char kLwsNameLabel[] = "leaderworkerset.sigs.k8s.io/name";
 inline constexpr char kLwsGroupIndexLabel[] = "leaderworkerset.sigs.k8s.io/group-index";

@@ -2,7 +2,9 @@
 // of each kind (the JobSet controller, the Kubeflow training operator and the KubeRay operator,
 // built from their Go modules by scripts/workload-controllers.sh) and the Job controller of the
 // test control plane, with fake GPU nodes and the pod lifecycle simulator standing in for
-// kubelets. Each kind is one gang, is preempted by suspending it, and resumes.
+// kubelets. Each kind is one gang, is preempted by suspending it, and resumes. A TrainJob runs
+// beside the Kubeflow Trainer v2 controller and the JobSet controller, which make its JobSet
+// and Jobs.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -34,6 +36,14 @@ const kube::ResourceType& JobSets() { return KindType("jobset.x-k8s.io/v1alpha2"
 const kube::ResourceType& PyTorchJobs() { return KindType("kubeflow.org/v1", "PyTorchJob"); }
 const kube::ResourceType& RayClusters() { return KindType("ray.io/v1", "RayCluster"); }
 const kube::ResourceType& RayJobs() { return KindType("ray.io/v1", "RayJob"); }
+const kube::ResourceType& TrainJobs() {
+  return KindType("trainer.kubeflow.org/v1alpha1", "TrainJob");
+}
+const kube::ResourceType kClusterTrainingRuntimes{.group = "trainer.kubeflow.org",
+                                                  .version = "v1alpha1",
+                                                  .plural = "clustertrainingruntimes",
+                                                  .kind = "ClusterTrainingRuntime",
+                                                  .namespaced = false};
 
 // scripts/workload-controllers.sh's bin dir: the controllers and their CRDs.
 std::filesystem::path ControllersDir() {
@@ -551,6 +561,137 @@ TEST_F(LwsE2E, EachGroupStartsWholeOrNotAtAll) {
   Nodes(1, 8, "more");
   ASSERT_TRUE(Eventually([&] { return PodsLabelled(selector).second == 4; }, 30s));
   ExpectNoDoubleBooking(8);
+}
+
+// --- Kubeflow Trainer v2 ---
+
+class TrainJobE2E : public ControllerE2E {
+ protected:
+  static void SetUpTestSuite() {
+    ApplyCrds({"jobset.x-k8s.io_jobsets.yaml", "trainer.kubeflow.org_trainjobs.yaml",
+               "trainer.kubeflow.org_trainingruntimes.yaml",
+               "trainer.kubeflow.org_clustertrainingruntimes.yaml"});
+  }
+  void SetUp() override {
+    StartController("jobset-controller");
+    StartController("trainer-controller");
+  }
+  void BeforeTearDown() override {
+    if (!runtime_.empty()) (void)client_->Delete(kClusterTrainingRuntimes, "", runtime_);
+  }
+
+  // A ClusterTrainingRuntime of this test (cluster-scoped: named after the namespace) whose
+  // JobSet has a 1-GPU `leader` step unless `leader` is false, and the trainer step `node`
+  // (one Job of spec.trainer.numNodes pods, their GPUs from spec.trainer.resourcesPerNode),
+  // every pod running `seconds` under the simulator. backoffLimit 0: a pod deleted under a
+  // running Job would fail the JobSet, and so the TrainJob. The template is written out as the
+  // JobSet webhook, which does not run here, would default it.
+  void Runtime(bool leader, double seconds, const std::string& priority_class) {
+    runtime_ = ns_ + "-runtime";
+    auto step = [&](const std::string& name, Json metadata) {
+      Json pod = Template(Container(name, 1), seconds, priority_class);
+      pod["spec"]["restartPolicy"] = "Never";
+      return Json{{"name", name},
+                  {"replicas", 1},
+                  {"template",
+                   {{"metadata", std::move(metadata)},
+                    {"spec",
+                     {{"parallelism", 1},
+                      {"completions", 1},
+                      {"completionMode", "Indexed"},
+                      {"backoffLimit", 0},
+                      {"template", pod}}}}}};
+    };
+    Json steps = Json::array();
+    if (leader) steps.push_back(step("leader", Json::object()));
+    steps.push_back(
+        step("node", {{"labels", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}}}}));
+    auto r = client_->Create(kClusterTrainingRuntimes, "",
+                             {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+                              {"kind", "ClusterTrainingRuntime"},
+                              {"metadata", {{"name", runtime_}}},
+                              {"spec",
+                               {{"mlPolicy", {{"numNodes", 1}}},
+                                {"template",
+                                 {{"spec",
+                                   {{"replicatedJobs", steps},
+                                    {"successPolicy", {{"operator", "All"}}},
+                                    {"startupPolicy", {{"startupPolicyOrder", "AnyOrder"}}},
+                                    {"network", {{"enableDNSHostnames", false}}}}}}}}}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+
+  // A TrainJob on this test's runtime: `nodes` trainer pods of `gpus` GPUs each.
+  void TrainJob(const std::string& name, const std::string& queue, int nodes, int gpus) {
+    Create(TrainJobs(), {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+                         {"kind", "TrainJob"},
+                         {"metadata", Metadata(name, queue)},
+                         {"spec",
+                          {{"runtimeRef", {{"name", runtime_}}},
+                           {"trainer",
+                            {{"numNodes", nodes},
+                             {"resourcesPerNode", {{"limits", {{"nvidia.com/gpu", gpus}}}}}}}}}});
+  }
+
+  Json GetTrainJob(const std::string& name) { return Get(TrainJobs(), name); }
+  bool Suspended(const std::string& name) {
+    return GetTrainJob(name).value("/spec/suspend"_json_pointer, false);
+  }
+  bool Condition(const std::string& name, const std::string& type) {
+    return ConditionTrue(TrainJobs(), name, type);
+  }
+  // Its JobSet (of its name).
+  bool JobSetSuspended(const std::string& name) {
+    return Get(JobSets(), name).value("/spec/suspend"_json_pointer, false);
+  }
+  std::pair<int, int> Pods(const std::string& name) {
+    return PodsLabelled("jobset.sigs.k8s.io/jobset-name=" + name);
+  }
+
+  std::string runtime_;
+};
+
+TEST_F(TrainJobE2E, ATrainJobStartsAllOrNothingAcrossItsJobSetAndCompletes) {
+  StartGangCluster(2, 24);
+  // A 1-GPU leader and 2 trainer nodes of 8 GPUs: 17 GPUs, one more than the two nodes.
+  Runtime(/*leader=*/true, 3, "");
+  TrainJob("train", team(), 2, 8);
+  // Its pods exist, each says why it waits, and none starts.
+  ExpectGangWaitsWhole("jobset.sigs.k8s.io/jobset-name=train", 3);
+  EXPECT_EQ(Get(JobSets(), "train").value("/metadata/ownerReferences/0/kind"_json_pointer, ""),
+            "TrainJob");
+
+  // With a third node the whole gang starts at once, and the TrainJob completes.
+  Nodes(1, 8, "more");
+  ASSERT_TRUE(
+      Eventually([&] { return Pods("train").second == 3 || Condition("train", "Complete"); }, 30s));
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Condition("train", "Complete"); }, 60s));
+  EXPECT_FALSE(Suspended("train"));
+  EXPECT_FALSE(Condition("train", "Failed"));
+}
+
+TEST_F(TrainJobE2E, AReservedJobSuspendsATrainJobWhichResumesAndCompletes) {
+  StartPreemptionCluster();
+  Runtime(/*leader=*/false, 15, "chamber-e2e-elastic");
+  TrainJob("elastic", team(), 2, 4);
+  ASSERT_TRUE(Eventually([&] { return Pods("elastic").second == 2; }, 60s));
+  // Suspended through the TrainJob, which holds the preemption's annotations; its JobSet and
+  // Job are suspended too, so no deleted pod counts as a failure (backoffLimit 0).
+  ExpectSuspendedForAReservedJob([&] { return Suspended("elastic"); },
+                                 [&] { return GetTrainJob("elastic"); });
+  EXPECT_FALSE(Annotations(Get(JobSets(), "elastic")).contains(backend::keys::kPreemptedAt))
+      << "the annotations are the TrainJob's";
+
+  // Then the TrainJob is resumed (the Trainer resumes its JobSet, the JobSet controller its
+  // Job), its new pods start as one gang, and it completes.
+  ASSERT_TRUE(Eventually([&] { return !Suspended("elastic"); }, 30s));
+  EXPECT_FALSE(Annotations(GetTrainJob("elastic")).contains(backend::keys::kPreemptedAt));
+  ASSERT_TRUE(Eventually([&] { return !JobSetSuspended("elastic"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Condition("elastic", "Complete"); }, 90s))
+      << "Failed: " << Condition("elastic", "Failed");
+  EXPECT_FALSE(Condition("elastic", "Failed"));
+  ExpectPreemptedAndResumedEvents("elastic");
 }
 
 // --- All kinds in one cluster ---

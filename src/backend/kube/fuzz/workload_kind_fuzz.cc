@@ -1,8 +1,10 @@
 // Top-level workload objects as the API server returns them (backend/kube/workload_kinds.h):
 // every kind's reader, and the snapshot builder over the object and a pod it owns. Properties:
 // an error names the kind's object ("jobset ns/name: ..."); a spec that reads has no negative
-// counts and a minimum not below 0; the build makes at most one workload of the object and its
-// pod, and every workload it makes has as many pods as its pod sets say.
+// counts and a minimum not below 0, and one whose gang is a part's (a TrainJob) no pod sets of
+// its own; the build makes at most one workload of the object and its pod, and every workload it
+// makes has as many pods as its pod sets say. An input's "part" (a JobSet, say) is added as an
+// object the top one controls, and the pod is then the part's: a TrainJob with its JobSet.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -13,6 +15,16 @@
 #include "backend/kube/snapshot_builder.h"
 #include "backend/kube/workload_kinds.h"
 #include "common/fuzz/fuzz_check.h"
+
+namespace {
+
+// A string field, "" when absent or not a string.
+std::string StringField(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fuzz = chamber::fuzz;
@@ -27,6 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Check(m.rfind(kind.LowerKind() + " ", 0) == 0, "the error does not name the object", m);
       continue;
     }
+    fuzz::Check(!spec->gang_from_part || spec->pod_sets.empty(),
+                "pod sets of its own besides a part's gang", kind.type.kind);
     fuzz::Check(spec->min_pods >= 0, "a negative minimum", kind.type.kind);
     fuzz::Check(spec->Pods() >= 0, "a negative number of pods", kind.type.kind);
     for (const backend::KindPodSet& s : spec->pod_sets)
@@ -37,6 +51,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The builder, over the object (when it has metadata) and a pod it controls.
   chamber::Result<chamber::kube::Object> owner = chamber::kube::Object::FromJson(object);
   if (!owner.ok()) return 0;
+  // The part, controlled by the object, and the pod's controller in its place.
+  std::shared_ptr<const chamber::kube::Object> part;
+  if (auto it = object.find("part");
+      it != object.end() && it->is_object() &&
+      (!it->contains("metadata") || it->at("metadata").is_object())) {
+    nlohmann::json j = *it;
+    j["metadata"]["ownerReferences"] = {{{"apiVersion", StringField(object, "apiVersion")},
+                                         {"kind", StringField(object, "kind")},
+                                         {"name", owner->metadata.name},
+                                         {"uid", owner->metadata.uid},
+                                         {"controller", true}}};
+    if (chamber::Result<chamber::kube::Object> o = chamber::kube::Object::FromJson(j); o.ok())
+      part = std::make_shared<const chamber::kube::Object>(std::move(*o));
+  }
+  const nlohmann::json& controller = part != nullptr ? part->raw : object;
+  const chamber::kube::ObjectMeta& controller_meta =
+      part != nullptr ? part->metadata : owner->metadata;
   const nlohmann::json pod = {
       {"metadata",
        {{"name", "p"},
@@ -44,10 +75,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
          owner->metadata.namespace_name.empty() ? "ns" : owner->metadata.namespace_name},
         {"uid", "uid-p"},
         {"ownerReferences",
-         {{{"apiVersion", object.value("apiVersion", "")},
-           {"kind", object.value("kind", "")},
-           {"name", owner->metadata.name},
-           {"uid", owner->metadata.uid},
+         {{{"apiVersion", StringField(controller, "apiVersion")},
+           {"kind", StringField(controller, "kind")},
+           {"name", controller_meta.name},
+           {"uid", controller_meta.uid},
            {"controller", true}}}}}},
       {"spec",
        {{"schedulerName", "chamber"},
@@ -58,6 +89,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!p.ok()) return 0;
   backend::ClusterObjects in;
   in.owners = {std::make_shared<const chamber::kube::Object>(std::move(*owner))};
+  if (part != nullptr) in.owners.push_back(part);
   in.pods = {std::make_shared<const chamber::kube::Pod>(std::move(*p))};
   backend::BuildOptions options;
   options.derive_threads = 1;

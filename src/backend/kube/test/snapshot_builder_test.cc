@@ -1001,6 +1001,274 @@ TEST(SnapshotBuilderTest, ARayJobIsOneGangOfItsClusterAndItsSubmitterJoinsIt) {
   EXPECT_EQ(held, 4);
 }
 
+// A suspended Job has no pods: its pod set is read from its template, whose limits stand for
+// missing requests as the API server makes them stand on its pods (not on templates).
+TEST(SnapshotBuilderTest, ATemplateGivingOnlyLimitsAsksForThem) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  auto suspended_job = [](Json resources) {
+    Json containers = {{{"name", "main"}, {"image", "trainer"}, {"resources", resources}}};
+    return JobObj(
+        "ml", "train", 2, 0,
+        {{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
+         {"spec", {{"suspend", true}, {"template", {{"spec", {{"containers", containers}}}}}}}});
+  };
+  in.jobs = {suspended_job({{"limits", {{"nvidia.com/gpu", "4"}, {"cpu", "3"}}}})};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kSuspended);
+  ASSERT_EQ(b.snapshot.workloads[0].pod_sets.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 4);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.cpu_milli(), 3000);
+  // A request given wins over its limit; a resource with a limit alone still counts.
+  in.jobs = {suspended_job(
+      {{"requests", {{"cpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "2"}, {"cpu", "3"}}}})};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 2);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.cpu_milli(), 1000);
+}
+
+// --- TrainJobs (Kubeflow Trainer v2) ---
+
+// A TrainJob on the ClusterTrainingRuntime torch-distributed, as the API server returns it.
+Json TrainJobJson(const std::string& name, Json extra = {}) {
+  Json j = {{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+            {"kind", "TrainJob"},
+            {"metadata",
+             {{"name", name},
+              {"namespace", "ml"},
+              {"uid", "uid-trainjob-" + name},
+              {"resourceVersion", "7"},
+              {"labels", {{"chamber.io/queue", "team-a"}}},
+              {"creationTimestamp", "2026-11-30T07:00:00Z"}}},
+            {"spec",
+             {{"runtimeRef",
+               {{"apiGroup", "trainer.kubeflow.org"},
+                {"kind", "ClusterTrainingRuntime"},
+                {"name", "torch-distributed"}}},
+              {"trainer", {{"numNodes", 2}}},
+              {"suspend", false}}},
+            {"status", Json::object()}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return j;
+}
+
+// The JobSet the Trainer makes for TrainJob `name`: of its name, owned by it, labelled as the
+// TrainJob's spec.labels say (none here), with `workers` Jobs of 2 workers and a leader.
+std::shared_ptr<const kube::Object> TrainJobSet(const std::string& name, int workers,
+                                                Json extra = {}) {
+  Json js = JobSetJson(
+      "ml", name, workers,
+      OwnedByKind("trainer.kubeflow.org/v1alpha1", "TrainJob", name, "uid-trainjob-" + name));
+  js["metadata"].erase("labels");
+  if (!extra.is_null()) js.merge_patch(extra);
+  return ObjectOf(js);
+}
+
+// An object whose kind is not a string (no API server returns one, but the build must not
+// throw on it): it names no kind Chamber schedules, and its pods wait.
+TEST(SnapshotBuilderTest, AnObjectWhoseKindIsNoStringIsNoKindWeSchedule) {
+  Json object = TrainJobJson("llm");
+  object["kind"] = {{"runPolicy", Json::object()}};
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.owners = {ObjectOf(object)};
+  in.pods = {
+      Pod("ml", "p", 1,
+          OwnedByKind("trainer.kubeflow.org/v1alpha1", "TrainJob", "llm", "uid-trainjob-llm"))};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0], "kind trainer.kubeflow.org/v1alpha1  is not one Chamber schedules");
+}
+
+TEST(WorkloadKindsTest, ATrainJobIsSuspendedThroughItsSpecAndItsGangIsItsJobSets) {
+  const WorkloadKind* k = FindWorkloadKind("trainer.kubeflow.org/v1alpha1", "TrainJob");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->type.plural, "trainjobs");
+  EXPECT_EQ(k->SuspendPatch(true), (Json{{"spec", {{"suspend", true}}}}));
+  EXPECT_EQ(k->LowerKind(), "trainjob");
+
+  Result<KindSpec> spec = k->read(TrainJobJson("llm"));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_FALSE(spec->suspended);
+  EXPECT_FALSE(spec->finished);
+  EXPECT_TRUE(spec->suspendable);
+  EXPECT_TRUE(spec->gang_from_part);
+  EXPECT_TRUE(spec->pod_sets.empty()) << "its pods come from the runtime, through its JobSet";
+  EXPECT_EQ(spec->part_of,
+            "its JobSet, which the Trainer makes from ClusterTrainingRuntime torch-distributed");
+
+  spec = k->read(TrainJobJson("llm", {{"spec", {{"suspend", true}}}}));
+  EXPECT_TRUE(spec->suspended);
+  for (const char* type : {"Complete", "Failed"}) {
+    spec = k->read(TrainJobJson(
+        "llm", {{"status", {{"conditions", {{{"type", type}, {"status", "True"}}}}}}}));
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_TRUE(spec->finished) << type;
+  }
+  spec = k->read(TrainJobJson(
+      "llm", {{"status", {{"conditions", {{{"type", "Suspended"}, {"status", "True"}}}}}}}));
+  EXPECT_FALSE(spec->finished);
+  // A namespaced runtime; no kind: the CRD's default.
+  spec = k->read(TrainJobJson(
+      "llm", {{"spec", {{"runtimeRef", {{"kind", "TrainingRuntime"}, {"name", "mine"}}}}}}));
+  EXPECT_EQ(spec->part_of, "its JobSet, which the Trainer makes from TrainingRuntime mine");
+  spec = k->read(TrainJobJson("llm", {{"spec", {{"runtimeRef", {{"kind", nullptr}}}}}}));
+  EXPECT_EQ(spec->part_of,
+            "its JobSet, which the Trainer makes from ClusterTrainingRuntime torch-distributed");
+
+  // Errors name the object and the field.
+  auto error = [&](Json extra) { return k->read(TrainJobJson("llm", extra)).status().message(); };
+  EXPECT_EQ(error({{"spec", {{"suspend", "yes"}}}}),
+            "trainjob ml/llm: spec.suspend: must be true or false");
+  EXPECT_EQ(error({{"spec", {{"runtimeRef", nullptr}}}}),
+            "trainjob ml/llm: spec.runtimeRef: is missing");
+  EXPECT_EQ(error({{"spec", {{"runtimeRef", {{"name", 5}}}}}}),
+            "trainjob ml/llm: spec.runtimeRef.name: must be a string");
+  EXPECT_EQ(error({{"spec", {{"trainer", {{"numNodes", "two"}}}}}}),
+            "trainjob ml/llm: spec.trainer.numNodes: must be an integer");
+  EXPECT_EQ(error({{"spec", {{"trainer", {{"numNodes", -1}}}}}}),
+            "trainjob ml/llm: spec.trainer.numNodes: -1 is out of range");
+  EXPECT_EQ(error({{"status", {{"conditions", "done"}}}}),
+            "trainjob ml/llm: status.conditions: must be a list");
+  EXPECT_EQ(k->read(Json::array()).status().message(), "trainjob /: (object): must be an object");
+}
+
+TEST(SnapshotBuilderTest, ATrainJobIsOneGangOfItsJobSetsPods) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8), GpuNode("n2", 8)};
+  in.priority_classes = {std::make_shared<const kube::PriorityClass>(
+      kube::PriorityClass::FromJson({{"metadata", {{"name", "high"}}}, {"value", 100}}).value())};
+  in.owners = {ObjectOf(TrainJobJson("llm")), TrainJobSet("llm", 2)};
+  AddChildren(&in, "ml", "llm", 2);  // Pod -> Job -> JobSet -> TrainJob
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u) << "its JobSet and Jobs are parts of it";
+  const core::Workload& w = b.snapshot.workloads[0];
+  EXPECT_EQ(w.name, "ml/llm");
+  EXPECT_EQ(w.queue, "team-a") << "the TrainJob's label";
+  EXPECT_EQ(w.state, core::WorkloadState::kPending);
+  EXPECT_EQ(w.awaited_pods, 0);
+  EXPECT_EQ(w.TotalPods(), 5);
+  EXPECT_EQ(w.priority, 10) << "the pods' priority";
+  EXPECT_EQ(w.submit_time.count(), UnixMs("2026-11-30T07:00:00Z")) << "the TrainJob's";
+  const WorkloadSource& src = b.sources[0];
+  EXPECT_EQ(src.kind, WorkloadSource::Kind::kOwner);
+  EXPECT_TRUE(src.Suspendable());
+  EXPECT_EQ(src.SuspendableType().plural, "trainjobs");
+  EXPECT_EQ(src.suspendable_uid(), "uid-trainjob-llm");
+  EXPECT_EQ(src.suspendable_resource_version(), "7");
+  EXPECT_EQ(
+      src.Involved(),
+      (Json{{"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+            {"kind", "TrainJob"},
+            {"metadata", {{"name", "llm"}, {"namespace", "ml"}, {"uid", "uid-trainjob-llm"}}}}));
+  ASSERT_NE(src.part, nullptr) << "the JobSet, suspended with it";
+  EXPECT_EQ(src.part->metadata.uid, "uid-jobset-llm");
+  ASSERT_NE(src.part_kind, nullptr);
+  EXPECT_EQ(src.part_kind->type.plural, "jobsets");
+  EXPECT_EQ(src.PodKeys().size(), 5u);
+
+  // All or nothing: its 17 GPUs do not fit two nodes' 16.
+  core::Snapshot s = b.snapshot;
+  s.queues = {QueueNamed("team-a", 24)};
+  core::CycleResult r = core::Engine().Schedule(s);
+  EXPECT_TRUE(r.binds.empty());
+  ASSERT_EQ(r.pending.size(), 1u);
+
+  // Short of pods, it waits for them: the JobSet's spec says how many.
+  ClusterObjects short_of = in;
+  short_of.pods.pop_back();
+  b = BuildSnapshot(short_of, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].awaited_pods, 1);
+
+  // Before the Trainer has made the JobSet it has no pods and holds nothing; being queued, it
+  // says what it waits for.
+  ClusterObjects alone;
+  alone.nodes = in.nodes;
+  alone.owners = {ObjectOf(TrainJobJson("llm"))};
+  b = BuildSnapshot(alone, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0],
+            "trainjob ml/llm: waits for its JobSet, which the Trainer makes from "
+            "ClusterTrainingRuntime torch-distributed; it has no pods yet");
+  Json unqueued = TrainJobJson("llm");
+  unqueued["metadata"].erase("labels");
+  alone.owners = {ObjectOf(unqueued)};
+  EXPECT_TRUE(BuildSnapshot(alone, Opts()).problems.empty()) << "not Chamber's: not its concern";
+
+  // The TrainJob not in view: its JobSet's pods wait, the JobSet is not a workload alone.
+  ClusterObjects orphan = in;
+  orphan.owners = {TrainJobSet("llm", 2)};
+  EXPECT_TRUE(BuildSnapshot(orphan, Opts()).snapshot.workloads.empty());
+
+  // Suspended by Chamber (the Trainer suspends the JobSet, the JobSet controller its Jobs), it
+  // has no pods: its sets and priority come from the JobSet's templates.
+  ClusterObjects suspended = in;
+  suspended.pods.clear();
+  suspended.owners = {
+      ObjectOf(TrainJobJson(
+          "llm",
+          {{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
+           {"spec", {{"suspend", true}}}})),
+      TrainJobSet("llm", 2, {{"spec", {{"suspend", true}}}})};
+  b = BuildSnapshot(suspended, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  const core::Workload& sw = b.snapshot.workloads[0];
+  EXPECT_EQ(sw.state, core::WorkloadState::kSuspended);
+  EXPECT_EQ(sw.priority, 100) << "the templates' PriorityClass";
+  ASSERT_EQ(sw.pod_sets.size(), 2u);
+  EXPECT_EQ(sw.pod_sets[0].name, "llm/leader");
+  EXPECT_EQ(sw.pod_sets[0].count, 1);
+  EXPECT_EQ(sw.pod_sets[1].name, "llm/workers");
+  EXPECT_EQ(sw.pod_sets[1].count, 4);
+  EXPECT_EQ(sw.pod_sets[1].request.gpu(), 4);
+  // Resumed by Chamber, the JobSet still suspended a moment: the TrainJob's flag decides.
+  suspended.owners[0] = ObjectOf(TrainJobJson("llm"));
+  suspended.pods = in.pods;
+  b = BuildSnapshot(suspended, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kPending);
+
+  // Paused by its owner, or finished (the TrainJob's condition, or its JobSet's before the
+  // Trainer copies it): not Chamber's to run.
+  ClusterObjects other = in;
+  other.owners = {ObjectOf(TrainJobJson("llm", {{"spec", {{"suspend", true}}}})),
+                  TrainJobSet("llm", 2, {{"spec", {{"suspend", true}}}})};
+  EXPECT_TRUE(BuildSnapshot(other, Opts()).snapshot.workloads.empty());
+  other.owners = {
+      ObjectOf(TrainJobJson(
+          "llm", {{"status", {{"conditions", {{{"type", "Complete"}, {"status", "True"}}}}}}})),
+      TrainJobSet("llm", 2)};
+  EXPECT_TRUE(BuildSnapshot(other, Opts()).snapshot.workloads.empty());
+  other.owners = {
+      ObjectOf(TrainJobJson("llm")),
+      TrainJobSet("llm", 2,
+                  {{"status", {{"conditions", {{{"type", "Completed"}, {"status", "True"}}}}}}})};
+  EXPECT_TRUE(BuildSnapshot(other, Opts()).snapshot.workloads.empty());
+
+  // A JobSet or TrainJob that does not read: its pods wait, and the problem names the field.
+  Json bad = JobSetJson(
+      "ml", "llm", 2,
+      OwnedByKind("trainer.kubeflow.org/v1alpha1", "TrainJob", "llm", "uid-trainjob-llm"));
+  bad["spec"]["replicatedJobs"][1]["replicas"] = "two";
+  other.owners = {ObjectOf(TrainJobJson("llm")), ObjectOf(bad)};
+  b = BuildSnapshot(other, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0],
+            "trainjob ml/llm: jobset ml/llm: spec.replicatedJobs[1].replicas: must be an integer");
+  other.owners = {ObjectOf(TrainJobJson("llm", {{"spec", {{"trainer", {{"numNodes", "two"}}}}}})),
+                  TrainJobSet("llm", 2)};
+  b = BuildSnapshot(other, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0], "trainjob ml/llm: spec.trainer.numNodes: must be an integer");
+}
+
 TEST(SnapshotBuilderTest, ServingReplicasUpToTheirReservedCountRunReserved) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};
@@ -1049,14 +1317,19 @@ TEST(SnapshotBuilderTest, ServingReplicasUpToTheirReservedCountRunReserved) {
 
 // The examples under deploy/examples/ read as their comments and docs/workloads/ say.
 TEST(WorkloadKindsTest, TheExamplesReadAsTheirDocsSay) {
-  auto read = [](const std::string& file) {
+  auto read_all = [](const std::string& file) {
     const std::string path = std::string(CHAMBER_EXAMPLES_DIR) + "/" + file;
     std::ifstream in(path);
     std::stringstream text;
     text << in.rdbuf();
     Result<std::vector<Json>> docs = ManifestToJson(text.str(), path);
-    EXPECT_TRUE(docs.ok() && docs->size() == 1u) << path << ": " << docs.status().ToString();
-    return docs.ok() && !docs->empty() ? docs->front() : Json::object();
+    EXPECT_TRUE(docs.ok()) << path << ": " << docs.status().ToString();
+    return docs.ok() ? *docs : std::vector<Json>{};
+  };
+  auto read = [&](const std::string& file) {
+    const std::vector<Json> docs = read_all(file);
+    EXPECT_EQ(docs.size(), 1u) << file;
+    return !docs.empty() ? docs.front() : Json::object();
   };
   auto spec_of = [](const Json& object) {
     const WorkloadKind* kind =
@@ -1079,6 +1352,52 @@ TEST(WorkloadKindsTest, TheExamplesReadAsTheirDocsSay) {
   ASSERT_TRUE(lws.ok()) << lws.status().ToString();
   EXPECT_EQ(lws->groups, 3);
   EXPECT_EQ(lws->Pods(), 4) << "per group: a leader and 3 workers";
+  // A TrainJob and its runtime: the gang is the JobSet the Trainer builds from the runtime's
+  // template, the trainer step (by its ancestor label) with numNodes pods of resourcesPerNode.
+  const std::vector<Json> train = read_all("trainjob.yaml");
+  ASSERT_EQ(train.size(), 2u);
+  EXPECT_EQ(train[0].value("kind", ""), "ClusterTrainingRuntime");
+  Result<KindSpec> trainjob = spec_of(train[1]);
+  ASSERT_TRUE(trainjob.ok()) << trainjob.status().ToString();
+  EXPECT_TRUE(trainjob->gang_from_part);
+  EXPECT_EQ(trainjob->part_of,
+            "its JobSet, which the Trainer makes from ClusterTrainingRuntime torch-chamber");
+  EXPECT_EQ(train[1]["spec"]["runtimeRef"]["name"], train[0]["metadata"]["name"]);
+  Json made = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+               {"kind", "JobSet"},
+               {"metadata", {{"name", "llama-finetune"}, {"namespace", "ml"}}},
+               {"spec", train[0]["spec"]["template"]["spec"]}};
+  const Json& trainer = train[1]["spec"]["trainer"];
+  for (Json& rj : made["spec"]["replicatedJobs"]) {
+    if (rj.value("/template/metadata/labels"_json_pointer, Json::object())
+            .value("trainer.kubeflow.org/trainjob-ancestor-step", "") != "trainer")
+      continue;
+    rj["replicas"] = 1;
+    rj["template"]["spec"]["parallelism"] = trainer["numNodes"];
+    rj["template"]["spec"]["completions"] = trainer["numNodes"];
+    for (Json& c : rj["template"]["spec"]["template"]["spec"]["containers"])
+      if (c["name"] == "node") c["resources"] = trainer["resourcesPerNode"];
+  }
+  Result<KindSpec> made_spec = spec_of(made);
+  ASSERT_TRUE(made_spec.ok()) << made_spec.status().ToString();
+  EXPECT_EQ(made_spec->Pods(), 4) << "numNodes 4";
+  // Suspended by Chamber, its pod sets are the JobSet's templates: 4 pods of 8 GPUs.
+  Json preempted = train[1];
+  preempted["metadata"]["uid"] = "uid-trainjob";
+  preempted["spec"]["suspend"] = true;
+  preempted["metadata"]["annotations"][keys::kPreemptedAt] = "2026-11-30T10:00:00Z";
+  made["metadata"]["uid"] = "uid-jobset";
+  made.merge_patch(
+      OwnedByKind("trainer.kubeflow.org/v1alpha1", "TrainJob", "llama-finetune", "uid-trainjob"));
+  ClusterObjects objects;
+  objects.owners = {ObjectOf(preempted), ObjectOf(made)};
+  const BuiltSnapshot built = BuildSnapshot(objects, Opts());
+  ASSERT_EQ(built.snapshot.workloads.size(), 1u) << ::testing::PrintToString(built.problems);
+  ASSERT_EQ(built.snapshot.workloads[0].pod_sets.size(), 1u);
+  EXPECT_EQ(built.snapshot.workloads[0].pod_sets[0].count, 4);
+  EXPECT_EQ(built.snapshot.workloads[0].pod_sets[0].request.gpu(), 8);
+  EXPECT_EQ(built.snapshot.workloads[0].queue, "team-a");
+  EXPECT_EQ(built.snapshot.workloads[0].checkpoint_grace_seconds, 120);
   const Json serving = read("serving-deployment.yaml");
   EXPECT_EQ(
       serving["spec"]["template"]["metadata"]["annotations"].value(keys::kReservedReplicas, ""),
