@@ -306,6 +306,11 @@ cmd_start() {
   wait_ready "${dir}" etcd "http://127.0.0.1:${etcd_port}/readyz"
   t0="$(date +%s.%N)"
 
+  # GenericWorkload (beta, off by default) serves the upstream gang API, Workloads and PodGroups
+  # in scheduling.k8s.io/v1beta1, which Chamber honours (docs/workloads/podgroup.md).
+  local gates=(--feature-gates GenericWorkload=true)
+  # No endpoint reconciler: the API server listens on loopback, which it will not publish as
+  # the `kubernetes` Service's endpoint (no pod runs here to call it).
   # ServiceAccount admission is off: pods need no "default" ServiceAccount to exist in a
   # namespace just created (no kubelet mounts tokens here). TaintNodesByCondition is off: it
   # taints every new node not-ready, and without kubelets and the node lifecycle controller
@@ -322,7 +327,8 @@ cmd_start() {
     --service-account-signing-key-file "${pki}/sa.key" \
     --service-cluster-ip-range 10.0.0.0/24 \
     --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
-    --allow-privileged=true --profiling=false --v=1
+    --allow-privileged=true --profiling=false --v=1 --endpoint-reconciler-type none \
+    "${gates[@]}" --runtime-config scheduling.k8s.io/v1beta1=true
   local tls=(--cacert "${pki}/ca.crt" --cert "${pki}/admin.crt" --key "${pki}/admin.key")
   wait_ready "${dir}" kube-apiserver "${server}/readyz" "${tls[@]}"
   local api_ready
@@ -341,14 +347,14 @@ cmd_start() {
       --service-account-private-key-file "${pki}/sa.key" --root-ca-file "${pki}/ca.crt" \
       --service-cluster-ip-range 10.0.0.0/24 \
       --controllers '*,-node-lifecycle-controller,-taint-eviction-controller,-ttl-controller' \
-      --leader-elect=false --profiling=false --v=1
+      --leader-elect=false --profiling=false --v=1 "${gates[@]}"
   fi
   if ((with_sched)); then
     write_kubeconfig "${dir}/scheduler.kubeconfig" "${server}" "${pki}" scheduler
     launch "${dir}" kube-scheduler "${bin}/kube-scheduler" \
       --kubeconfig "${dir}/scheduler.kubeconfig" \
       --bind-address 127.0.0.1 --secure-port "${sched_port}" --cert-dir "${pki}/scheduler" \
-      --leader-elect=false --profiling=false --v=1
+      --leader-elect=false --profiling=false --v=1 "${gates[@]}"
   fi
   ((with_cm)) && wait_ready "${dir}" kube-controller-manager \
     "https://127.0.0.1:${cm_port}/healthz" -k

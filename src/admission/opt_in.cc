@@ -118,10 +118,40 @@ Result<PodDecision> DecidePod(const AdmissionRequest& request, const OptInPolicy
   }
 
   bool label_pod = false;  // the queue came from an owner: the pod gets it as a label
+  // The upstream PodGroup the pod names (spec.schedulingGroup.podGroupName), read before its
+  // owners: in the newest version first (Kubernetes 1.37, then 1.36).
+  std::string pod_group;
+  const Json* group = nullptr;
+  CHAMBER_RETURN_IF_ERROR(r.Object(*spec, "schedulingGroup", "spec", &group));
+  if (group != nullptr)
+    CHAMBER_RETURN_IF_ERROR(r.String(*group, "podGroupName", "spec.schedulingGroup", &pod_group));
   if (const std::string* q = QueueOf(meta, policy.queue_key)) {
     d.queue = *q;
     d.source = "the pod";
-  } else {
+  }
+  if (d.source.empty() && !pod_group.empty()) {
+    for (const char* version : {"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2"}) {
+      const kube::OwnerReference ref{version, "PodGroup", pod_group, "", false};
+      Result<kube::ObjectMeta> read = source.Owner(ns, ref);
+      if (!read.ok()) {
+        if (kube::IsNotFound(read.status())) continue;
+        if (kube::IsForbidden(read.status())) {
+          d.warnings.push_back("chamber: may not read " + Named("PodGroup", ns, pod_group) +
+                               ", the pod's group, so its queue label is not seen");
+          break;
+        }
+        return Status::Unavailable("reading " + Named("PodGroup", ns, pod_group) +
+                                   ", the group of " + where + ": " + read.status().message());
+      }
+      if (const std::string* q = QueueOf(*read, policy.queue_key)) {
+        d.queue = *q;
+        d.source = Named("PodGroup", ns, pod_group);
+        label_pod = true;
+      }
+      break;
+    }
+  }
+  if (d.source.empty()) {
     const kube::ObjectMeta* at = &meta;
     kube::ObjectMeta owner;
     for (int depth = 0; depth < policy.max_owner_depth; ++depth) {

@@ -158,6 +158,11 @@ Result<Pod> Pod::FromJson(Json raw) {
     CHAMBER_RETURN_IF_ERROR(r.String(*spec, "nodeName", "spec", &pod.node_name));
     CHAMBER_RETURN_IF_ERROR(r.String(*spec, "priorityClassName", "spec", &pod.priority_class_name));
     CHAMBER_RETURN_IF_ERROR(r.Integer(*spec, "priority", "spec", &pod.priority));
+    const Json* group = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Object(*spec, "schedulingGroup", "spec", &group));
+    if (group != nullptr)
+      CHAMBER_RETURN_IF_ERROR(
+          r.String(*group, "podGroupName", "spec.schedulingGroup", &pod.pod_group_name));
     CHAMBER_RETURN_IF_ERROR(r.StringMap(*spec, "nodeSelector", "spec", &pod.node_selector));
     const Json* containers = nullptr;
     CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "containers", "spec", &containers));

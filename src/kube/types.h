@@ -94,6 +94,9 @@ struct Container {
 struct Pod {
   ObjectMeta metadata;
   std::string scheduler_name, node_name, priority_class_name;
+  // spec.schedulingGroup.podGroupName: the upstream PodGroup (scheduling.k8s.io, Kubernetes
+  // 1.36 and later) the pod belongs to; empty when it names none.
+  std::string pod_group_name;
   std::optional<int32_t> priority;
   // Shared with every pod of the same containers, and of the same tolerations (Interned).
   Interned<std::vector<Container>> containers;

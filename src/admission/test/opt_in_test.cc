@@ -178,6 +178,55 @@ TEST(DecidePod, ATrainJobsQueueReachesItsPodsThroughItsJobSetAndJob) {
   EXPECT_EQ(d->patch[0], kSetScheduler);
 }
 
+// A pod of an upstream PodGroup (spec.schedulingGroup) takes the PodGroup's queue before its
+// owners'; a PodGroup without one leaves the walk to the owners; one chamberd may not read is a
+// warning.
+TEST(DecidePod, AnUpstreamPodGroupsQueueReachesItsPods) {
+  MapSource src;
+  src.AddOwner("PodGroup", "allreduce", {{"chamber.io/queue", "team-a"}});
+  src.AddOwner("PodGroup", "plain", {});
+  src.AddOwner("Job", "train", {{"chamber.io/queue", "team-b"}});
+  src.AddNamespace("ml", {});
+  auto pod = [](const std::string& group, Json metadata) {
+    Json p = Pod(std::move(metadata));
+    p["spec"]["schedulingGroup"] = {{"podGroupName", group}};
+    return p;
+  };
+  auto d = DecidePod(
+      PodCreate(pod("allreduce", {{"name", "w-0"}, {"ownerReferences", OwnedBy("Job", "train")}})),
+      OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->outcome, PodOutcome::kMutate);
+  EXPECT_EQ(d->queue, "team-a") << "the PodGroup's, before the Job's";
+  EXPECT_EQ(d->source, "PodGroup ml/allreduce");
+  EXPECT_EQ(d->patch[1], (Json{{"op", "add"},
+                               {"path", "/metadata/labels"},
+                               {"value", {{"chamber.io/queue", "team-a"}}}}));
+
+  d = DecidePod(
+      PodCreate(pod("plain", {{"name", "w-1"}, {"ownerReferences", OwnedBy("Job", "train")}})),
+      OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->source, "Job ml/train");
+
+  d = DecidePod(PodCreate(pod("absent", {{"name", "w-2"}})), OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->outcome, PodOutcome::kNotOptedIn) << "a missing group is no queue";
+
+  src.failing["PodGroup ml/allreduce"] = 403;
+  d = DecidePod(PodCreate(pod("allreduce", {{"name", "w-3"}})), OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->outcome, PodOutcome::kNotOptedIn);
+  ASSERT_EQ(d->warnings.size(), 1u);
+  EXPECT_EQ(d->warnings[0],
+            "chamber: may not read PodGroup ml/allreduce, the pod's group, so its queue label is "
+            "not seen");
+
+  src.failing["PodGroup ml/allreduce"] = 503;
+  EXPECT_FALSE(DecidePod(PodCreate(pod("allreduce", {{"name", "w-4"}})), OptInPolicy{}, src).ok())
+      << "an unreadable group refuses the pod rather than guess";
+}
+
 TEST(DecidePod, OnlyControllerReferencesAreWalkedAndTheDepthIsBounded) {
   MapSource src;
   src.AddOwner("Job", "train", {{"chamber.io/queue", "team-a"}});

@@ -172,9 +172,12 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
       return Status::Unavailable(std::string("could not list and watch ") + what + " within " +
                                  std::to_string(sync_timeout.count() / 1000) +
                                  " s; see the log for the API server's answers");
-  for (const WorkloadKind& kind : WorkloadKinds()) b->kinds_.push_back({&kind, nullptr});
+  for (const WorkloadKind& kind : WorkloadKinds())
+    b->kinds_.push_back({&kind.type, &kind, nullptr});
+  for (const kube::ResourceType& type : PodGroupTypes())
+    b->kinds_.push_back({&type, nullptr, nullptr});
   for (const KindInformer* k : b->DiscoverKinds()) {
-    const std::string what = k->kind->type.plural + "." + k->kind->type.group;
+    const std::string what = k->type->plural + "." + k->type->group;
     if (!k->informer->WaitForSync(left()))
       return Status::Unavailable("could not list and watch " + what + " within " +
                                  std::to_string(sync_timeout.count() / 1000) +
@@ -228,7 +231,12 @@ std::vector<const KubeBackend::KindInformer*> KubeBackend::DiscoverKinds() {
   std::vector<const KindInformer*> started;
   for (KindInformer& k : kinds_) {
     if (k.informer) continue;
-    const kube::ResourceType& type = k.kind->type;
+    const kube::ResourceType& type = *k.type;
+    // Another version of the same resource is watched already.
+    if (std::any_of(kinds_.begin(), kinds_.end(), [&](const KindInformer& o) {
+          return o.informer && o.type->group == type.group && o.type->plural == type.plural;
+        }))
+      continue;
     const std::string what = type.plural + "." + type.group + "/" + type.version;
     // A list that matches nothing: whether the API server serves the resource, at no cost.
     kube::ListOptions probe;
@@ -240,9 +248,10 @@ std::vector<const KubeBackend::KindInformer*> KubeBackend::DiscoverKinds() {
       const auto level = k.warned ? spdlog::level::debug : spdlog::level::warn;
       if (kube::IsForbidden(r.status())) {
         spdlog::log(level,
-                    "{} are served, but chamberd may not list them (its ClusterRole); {} are "
-                    "not scheduled as one workload: {}",
-                    what, type.kind, r.status().ToString());
+                    "{} are served, but chamberd may not list them (its ClusterRole); {}: {}", what,
+                    k.kind != nullptr ? type.kind + "s are not scheduled as one workload"
+                                      : "pods that name a " + type.kind + " wait",
+                    r.status().ToString());
         k.warned = true;
       } else if (!kube::IsNotFound(r.status())) {
         spdlog::log(level, "could not tell whether the cluster serves {}; looking again later: {}",
@@ -262,8 +271,12 @@ std::vector<const KubeBackend::KindInformer*> KubeBackend::DiscoverKinds() {
           o.raw["kind"] = type.kind;
         });
     k.informer->Start();
-    spdlog::info("the cluster serves {}: chamberd schedules each {} as one workload", what,
-                 type.kind);
+    if (k.kind != nullptr)
+      spdlog::info("the cluster serves {}: chamberd schedules each {} as one workload", what,
+                   type.kind);
+    else
+      spdlog::info("the cluster serves {}: chamberd schedules the pods of each {} as it says", what,
+                   type.kind);
     started.push_back(&k);
   }
   return started;
@@ -277,7 +290,8 @@ ClusterObjects KubeBackend::ListObjects() const {
   for (const KindInformer& k : kinds_)
     if (k.informer) {
       auto listed = k.informer->List();
-      objects.owners.insert(objects.owners.end(), listed.begin(), listed.end());
+      auto& into = k.kind != nullptr ? objects.owners : objects.pod_groups;
+      into.insert(into.end(), listed.begin(), listed.end());
     }
   objects.priority_classes = priority_classes_->List();
   objects.namespaces = namespaces_->List();
@@ -488,6 +502,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
                         "Bound " + std::to_string(by_decision[d].size()) + " pod(s) to " + where +
                             (result.binds[d].borrowing ? ", borrowing idle quota" : ""),
                         false});
+      WritePodGroupCondition(src, true, "Scheduled", events.back().message);
       continue;
     }
     ++failures;
@@ -803,6 +818,7 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     const WorkloadSource& src = built_.sources[d.workload.index()];
     const std::string reason = ConditionReason(d.reason);
     const std::string message = std::string(core::PendingReasonName(d.reason)) + ": " + d.message();
+    WritePodGroupCondition(src, false, reason, message);
     for (const auto& set : src.pods)
       for (const PodRef& ref : set) {
         live.insert(ref.uid());
@@ -826,9 +842,16 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
         writes.push_back({std::move(pod), reason, message, std::move(node)});
       }
   }
-  // Forget pods that are no longer pending.
+  // Forget pods that are no longer pending, and PodGroups that are gone.
   for (auto it = conditions_written_.begin(); it != conditions_written_.end();)
     it = live.count(it->first) ? std::next(it) : conditions_written_.erase(it);
+  if (!pod_group_conditions_.empty()) {
+    std::set<std::string_view> groups;
+    for (const WorkloadSource& src : built_.sources)
+      if (src.pod_group) groups.insert(src.pod_group->metadata.uid);
+    for (auto it = pod_group_conditions_.begin(); it != pod_group_conditions_.end();)
+      it = groups.count(it->first) ? std::next(it) : pod_group_conditions_.erase(it);
+  }
 
   std::atomic<int64_t> done{0};
   ParallelFor(writes.size(), options_.writers, [&](size_t i) {
@@ -875,6 +898,71 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     conditions_written_[w.pod->metadata.uid] = {w.reason, w.message, now};
   std::lock_guard<std::mutex> l(stats_mu_);
   stats_.condition_writes += done;
+}
+
+void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, bool scheduled,
+                                         const std::string& reason, const std::string& message) {
+  if (!src.pod_group || !WritesAllowed()) return;
+  static constexpr char kType[] = "PodGroupInitiallyScheduled";
+  const kube::Object& group = *src.pod_group;
+  const std::string written = scheduled ? "True" : "False:" + reason;
+  std::string& last = pod_group_conditions_[group.metadata.uid];
+  if (last == written || last == "True") return;
+  // The condition as the informer holds it: True is final; the same False reason is not
+  // written again (the pods carry each cycle's message).
+  const Json* status = nullptr;
+  const Json* conditions = nullptr;
+  int index = -1;
+  if (auto st = group.raw.find("status"); st != group.raw.end() && st->is_object()) {
+    status = &*st;
+    if (auto cs = st->find("conditions"); cs != st->end() && cs->is_array()) {
+      conditions = &*cs;
+      for (size_t i = 0; i < cs->size(); ++i)
+        if ((*cs)[i].is_object() && (*cs)[i].value("type", "") == kType)
+          index = static_cast<int>(i);
+    }
+  }
+  std::string transition = NowText();
+  if (index >= 0) {
+    const Json& current = (*conditions)[index];
+    const std::string was = current.value("status", "");
+    if (was == "True" || (was + ":" + current.value("reason", "")) == written) {
+      last = was == "True" ? "True" : written;
+      return;
+    }
+    if (was == (scheduled ? "True" : "False")) transition = current.value("lastTransitionTime", "");
+  }
+  Json cond = {{"type", kType},
+               {"status", scheduled ? "True" : "False"},
+               {"reason", reason},
+               {"message", message},
+               {"lastTransitionTime", transition}};
+  if (group.metadata.generation > 0) cond["observedGeneration"] = group.metadata.generation;
+  Json ops =
+      Json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", group.metadata.uid}}});
+  if (index >= 0) {
+    const std::string path = "/status/conditions/" + std::to_string(index);
+    ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", kType}});
+    ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
+  } else if (conditions != nullptr) {
+    ops.push_back({{"op", "add"}, {"path", "/status/conditions/-"}, {"value", cond}});
+  } else if (status != nullptr) {
+    ops.push_back({{"op", "add"}, {"path", "/status/conditions"}, {"value", Json::array({cond})}});
+  } else {
+    ops.push_back(
+        {{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", Json::array({cond})}}}});
+  }
+  const std::string api_version = group.raw.value("apiVersion", "");
+  const kube::ResourceType* type = &PodGroupTypes().front();
+  for (const kube::ResourceType& t : PodGroupTypes())
+    if (t.ApiVersion() == api_version) type = &t;
+  Result<Json> r =
+      client_->JsonPatch(*type, group.metadata.namespace_name, group.metadata.name, ops, "status");
+  if (r.ok())
+    last = written;
+  else if (!kube::IsNotFound(r.status()) && !kube::IsInvalid(r.status()) &&
+           !kube::IsConflict(r.status()))
+    CountError(r.status(), "condition of podgroup " + group.metadata.Key());
 }
 
 void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {

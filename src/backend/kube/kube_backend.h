@@ -176,6 +176,11 @@ class KubeBackend : public daemon::ClusterBackend {
   void ApplyPreemptions(const core::CycleResult& result);
   void ApplyResumes(const core::CycleResult& result);
   void ApplyPending(const core::CycleResult& result);
+  // An upstream PodGroup's `PodGroupInitiallyScheduled` condition, as kube-scheduler writes it:
+  // True once its gang is bound (and then never False again), else False with the pods'
+  // pending reason. Written when it changes; a no-op for any other source.
+  void WritePodGroupCondition(const WorkloadSource& src, bool scheduled, const std::string& reason,
+                              const std::string& message);
   void ApplyQueueStatus(const core::CycleResult& result);
   void Event(const WorkloadSource& about, const std::string& reason, const std::string& message,
              bool warning = false);
@@ -188,9 +193,11 @@ class KubeBackend : public daemon::ClusterBackend {
   std::unique_ptr<kube::Informer<kube::Node>> nodes_;
   std::unique_ptr<kube::Informer<kube::Pod>> pods_;
   std::unique_ptr<kube::Informer<kube::Job>> jobs_;
-  // One per kind of WorkloadKinds(); the informer is started once the cluster serves the kind.
+  // One per kind of WorkloadKinds() and per version of PodGroupTypes(); the informer is started
+  // once the cluster serves the kind (of PodGroups, only the newest version served).
   struct KindInformer {
-    const WorkloadKind* kind = nullptr;
+    const kube::ResourceType* type = nullptr;
+    const WorkloadKind* kind = nullptr;  // null: PodGroups
     std::unique_ptr<kube::Informer<kube::Object>> informer;
     bool warned = false;  // a look that failed was logged as a warning (later ones are debug)
   };
@@ -220,6 +227,8 @@ class KubeBackend : public daemon::ClusterBackend {
     int64_t at_ms = 0;
   };
   std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
+  // PodGroups' condition as last written ("True", or "False:<reason>"), by PodGroup UID.
+  std::map<std::string, std::string> pod_group_conditions_;
   std::vector<std::vector<daemon::GpuSample>> samples_;
   // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).
   std::vector<fleet::PoolInput> pools_;

@@ -375,6 +375,12 @@ class Builder {
   }
 
  private:
+  // An upstream PodGroup that reads.
+  struct UpstreamGroup {
+    std::shared_ptr<const kube::Object> object;
+    UpstreamPodGroup group;
+  };
+
   using PodEntry = BuildCache::State::PodEntry;
 
   // Entries derived for another GPU resource name are of no use.
@@ -426,6 +432,13 @@ class Builder {
         namespace_queue_[ns->metadata.name] = *q;
     for (const auto& job : objects_.jobs) jobs_by_uid_[job->metadata.uid] = job.get();
     for (const auto& o : objects_.owners) owners_by_uid_[o->metadata.uid] = o.get();
+    for (const auto& g : objects_.pod_groups) {
+      Result<UpstreamPodGroup> read = ReadPodGroup(g->raw);
+      if (read.ok())
+        pod_groups_.emplace(g->metadata.Key(), UpstreamGroup{g, std::move(*read)});
+      else
+        Problem(read.status().message() + "; its pods wait");
+    }
     for (const auto& o : objects_.owners) {
       top_of_[o.get()] = TopOf(o.get());
       if (StringField(o->raw, "kind") == "LeaderWorkerSet")
@@ -871,6 +884,9 @@ class Builder {
       }
     };
     std::map<std::string, Pods> group_pending, group_bound;
+    std::map<std::string, Pods> upstream_pending, upstream_bound;  // by PodGroup
+    // Pods of basic PodGroups, each a workload of its own, with their group.
+    std::vector<std::pair<const PodEntry*, const UpstreamGroup*>> basic_pending, basic_bound;
     std::map<std::string, Pods> lws_pending, lws_bound;  // by "namespace/name-<group>"
     Pods single_pending, single_bound;
     out_.snapshot.workloads.reserve(objects_.pods.size() + objects_.jobs.size());
@@ -932,6 +948,23 @@ class Builder {
         continue;
       }
       if (deleting) continue;
+      if (!p->pod_group_name.empty()) {
+        // A pod that names an upstream PodGroup waits for it, as kube-scheduler's pods do; a
+        // gang's pods are one workload; a basic group's are each their own.
+        const std::string key = p->metadata.namespace_name + "/" + p->pod_group_name;
+        auto g = pod_groups_.find(key);
+        if (g == pod_groups_.end()) {
+          if (node->empty())
+            Problem("pod " + f.key + ": spec.schedulingGroup.podGroupName: PodGroup " + key +
+                    " does not exist, or does not read; the pod waits for it");
+          continue;
+        }
+        if (g->second.group.gang)
+          (node->empty() ? upstream_pending : upstream_bound)[key].push_back(e);
+        else
+          (node->empty() ? basic_pending : basic_bound).emplace_back(e, &g->second);
+        continue;
+      }
       if (f.pod_group != nullptr) {
         (node->empty() ? group_pending
                        : group_bound)[p->metadata.namespace_name + "/" + *f.pod_group]
@@ -986,9 +1019,13 @@ class Builder {
     for (auto& [key, members] : lws_pending) AddLwsGroup(key, members, false);
     for (auto& [key, members] : group_bound) AddGroup(key, members, true);
     for (auto& [key, members] : group_pending) AddGroup(key, members, false);
+    for (auto& [key, members] : upstream_bound) AddUpstreamGroup(key, members, true);
+    for (auto& [key, members] : upstream_pending) AddUpstreamGroup(key, members, false);
     ReserveReplicas(single_bound, single_pending);
     for (const PodEntry* e : single_bound) AddSingle(*e, true);
     for (const PodEntry* e : single_pending) AddSingle(*e, false);
+    for (const auto& [e, group] : basic_bound) AddSingle(*e, true, group);
+    for (const auto& [e, group] : basic_pending) AddSingle(*e, false, group);
   }
 
   // Every pod, by namespace and name: the last build's order less the pods gone, merged with
@@ -1099,6 +1136,11 @@ class Builder {
     g.want = job.parallelism.value_or(1);
     if (job.completions) g.want = std::min(g.want, *job.completions - job.succeeded);
     g.templates.push_back({tmpl, std::max(g.want, 1), job.metadata.name});
+    // Its pods name an upstream PodGroup with a gang policy: the gang's minimum is its minCount.
+    if (!tmpl->pod_group_name.empty())
+      if (auto it = pod_groups_.find(job.metadata.namespace_name + "/" + tmpl->pod_group_name);
+          it != pod_groups_.end() && it->second.group.gang)
+        g.min_pods = it->second.group.min_count;
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kJob;
     src.job = job_object;
@@ -1342,15 +1384,45 @@ class Builder {
     AddGroupWorkload(std::move(w), key, members, meta, running, min_member);
   }
 
+  // An upstream PodGroup with a gang policy ("namespace/name"): all or nothing above its
+  // minCount; its queue and Chamber's keys from the PodGroup, then its first pod; its priority
+  // the PodGroup's when it names a PriorityClass, else its first pod's.
+  void AddUpstreamGroup(const std::string& key, const std::vector<const PodEntry*>& members,
+                        bool running) {
+    const UpstreamGroup& g = pod_groups_.at(key);
+    const kube::Pod& first = *members.front()->object;
+    const Meta meta{&g.object->metadata, &first.metadata};
+    core::Workload w;
+    w.name = key;
+    w.queue = QueueOf(meta, first.metadata.namespace_name);
+    // The API server sets spec.priority on every PodGroup (0 without a class): it is the
+    // group's own only when it names a PriorityClass.
+    w.priority = g.group.priority_class_name.empty() ? PodPriority(first)
+                 : g.group.priority                  ? *g.group.priority
+                                                     : PriorityOfClass(g.group.priority_class_name);
+    int64_t submit = g.object->metadata.creation_timestamp.unix_ms();
+    for (const PodEntry* e : members)
+      if (submit == 0 || (e->facts.created_ms != 0 && e->facts.created_ms < submit))
+        submit = e->facts.created_ms;
+    w.submit_time = core::Time(submit);
+    CommonFields(&w, meta, "podgroup", key);
+    int64_t min_member = g.group.min_count;
+    if (auto m = IntKey(meta, keys::kMinMember, "podgroup", key)) min_member = *m;
+    AddGroupWorkload(std::move(w), key, members, meta, running, min_member, g.object);
+  }
+
   // A group's workload ("namespace/name"): running with its bound members; or pending, all or
   // nothing above `min_member` (0: every member), its members waiting for the rest when fewer
-  // exist; or, beside a running part of the same group, joining it one by one.
+  // exist; or, beside a running part of the same group, joining it one by one. `pod_group`: the
+  // upstream PodGroup it is, if any.
   void AddGroupWorkload(core::Workload w, const std::string& key,
                         const std::vector<const PodEntry*>& members, const Meta& meta, bool running,
-                        int64_t min_member) {
+                        int64_t min_member,
+                        std::shared_ptr<const kube::Object> pod_group = nullptr) {
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPodGroup;
     src.group = key.substr(key.find('/') + 1);
+    src.pod_group = std::move(pod_group);
     if (running) {
       w.state = core::WorkloadState::kRunning;
       w.start_time = EarliestBind(members);
@@ -1405,9 +1477,12 @@ class Builder {
     }
   }
 
-  void AddSingle(const PodEntry& e, bool running) {
+  // A pod that is a workload of its own. `group`: the basic PodGroup it names, whose queue it
+  // takes when it names none itself; such a pod's workload reads the PodGroup, and is made
+  // afresh.
+  void AddSingle(const PodEntry& e, bool running, const UpstreamGroup* group = nullptr) {
     // A serving replica's workload depends on its siblings: made afresh.
-    const bool replica = e.facts.reserved_replicas != nullptr;
+    const bool replica = e.facts.reserved_replicas != nullptr || group != nullptr;
     // Unchanged since the last build: its workload moves over from that build's snapshot. A pod
     // whose bind is only assumed takes `now` as its start, which moves on.
     if (!replica && reuse_singles_ && e.single_generation + 1 == cache_.generation &&
@@ -1433,7 +1508,9 @@ class Builder {
     const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};
     core::Workload w;
     w.name = e.facts.key;
-    w.queue = QueueOf(e);
+    w.queue = e.facts.queue == nullptr && group != nullptr
+                  ? QueueOf(Meta{&group->object->metadata}, p.metadata.namespace_name)
+                  : QueueOf(e);
     w.priority = PodPriority(p);
     if (reserved_.contains(&e)) w.priority = std::max(w.priority, core::kReservedPriority);
     w.submit_time = core::Time(e.facts.created_ms);
@@ -1584,6 +1661,8 @@ class Builder {
   std::unordered_map<std::string, const kube::Object*> owners_by_uid_;
   std::unordered_map<const kube::Object*, const kube::Object*> top_of_;  // TopOf each owner
   std::unordered_map<std::string, const kube::Object*> lws_by_name_;     // by "namespace/name"
+  // The upstream PodGroups that read, by "namespace/name".
+  std::unordered_map<std::string, UpstreamGroup> pod_groups_;
   // The objects of known kinds each one controls (a TrainJob's JobSet, a RayJob's RayCluster).
   std::unordered_map<const kube::Object*, std::vector<const std::shared_ptr<const kube::Object>*>>
       parts_;

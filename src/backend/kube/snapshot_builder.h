@@ -11,8 +11,11 @@
 //     to go); a top-level object of a kind in WorkloadKinds() (a JobSet) is one gang of every
 //     pod its spec asks for, its Jobs' pods included, queued and suspended as one; bare pods with
 //     label `chamber.io/pod-group` form one gang per namespace and group, all-or-nothing above
-//     `chamber.io/min-member` (label or annotation; default all members); any other pod is a gang
-//     of one. A Job may also set `chamber.io/min-member`.
+//     `chamber.io/min-member` (label or annotation; default all members); bare pods naming an
+//     upstream PodGroup (spec.schedulingGroup.podGroupName) with a gang policy form one gang at
+//     its minCount, with its queue and priority, and wait while it does not exist; any other pod
+//     is a gang of one. A Job may also set `chamber.io/min-member`, or name a gang PodGroup in
+//     its template, whose minCount is then its minimum.
 //   - Priority: the pod's `spec.priority` (filled from its PriorityClass by the API server); for
 //     a Job without pods, its template's PriorityClass (or the global default).
 //   - `chamber.io/checkpoint-grace-seconds` and `chamber.io/last-checkpoint` (RFC 3339) on the
@@ -88,6 +91,8 @@ struct ClusterObjects {
   std::vector<std::shared_ptr<const kube::Job>> jobs;
   // Top-level objects of the kinds in WorkloadKinds() (JobSets, ...).
   std::vector<std::shared_ptr<const kube::Object>> owners;
+  // Upstream PodGroups (scheduling.k8s.io), where the cluster serves them.
+  std::vector<std::shared_ptr<const kube::Object>> pod_groups;
   std::vector<std::shared_ptr<const kube::PriorityClass>> priority_classes;
   std::vector<std::shared_ptr<const kube::Namespace>> namespaces;
   std::vector<core::Queue> queues;
@@ -131,6 +136,9 @@ struct WorkloadSource {
   std::shared_ptr<const kube::Object> part;
   const WorkloadKind* part_kind = nullptr;
   std::string group;  // kPodGroup: the group's name
+  // kPodGroup of an upstream PodGroup (scheduling.k8s.io): that object, whose status conditions
+  // chamberd writes as kube-scheduler does.
+  std::shared_ptr<const kube::Object> pod_group;
   // The Job or top-level object: the lost work its annotations record (kPreemptionCount,
   // kGpuHoursLost).
   int64_t stored_preemptions = 0;

@@ -489,6 +489,49 @@ const std::vector<WorkloadKind>& WorkloadKinds() {
   return kinds;
 }
 
+Result<UpstreamPodGroup> ReadPodGroup(const kube::Json& object) {
+  const FieldReader r(Where("podgroup", object));
+  if (!object.is_object()) return r.Error("", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  UpstreamPodGroup g;
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* policy,
+                           r.Object(*spec, "schedulingPolicy", "spec.schedulingPolicy"));
+  if (policy == nullptr) return r.Error("spec.schedulingPolicy", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* basic,
+                           r.Object(*policy, "basic", "spec.schedulingPolicy.basic"));
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* gang,
+                           r.Object(*policy, "gang", "spec.schedulingPolicy.gang"));
+  if ((basic == nullptr) == (gang == nullptr))
+    return r.Error("spec.schedulingPolicy", "must set exactly one of basic and gang");
+  if (gang != nullptr) {
+    g.gang = true;
+    CHAMBER_ASSIGN_OR_RETURN(g.min_count,
+                             r.Count(*gang, "minCount", "spec.schedulingPolicy.gang.minCount", 0));
+    if (g.min_count < 1)
+      return r.Error("spec.schedulingPolicy.gang.minCount", "must be at least 1");
+  }
+  auto priority = spec->find("priority");
+  if (priority != spec->end() && !priority->is_null()) {
+    if (!priority->is_number_integer()) return r.Error("spec.priority", "must be an integer");
+    const int64_t v = priority->get<int64_t>();
+    if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+      return r.Error("spec.priority", std::to_string(v) + " is out of range");
+    g.priority = static_cast<int32_t>(v);
+  }
+  CHAMBER_ASSIGN_OR_RETURN(g.priority_class_name,
+                           r.String(*spec, "priorityClassName", "spec.priorityClassName"));
+  return g;
+}
+
+const std::vector<kube::ResourceType>& PodGroupTypes() {
+  static const std::vector<kube::ResourceType> types = {
+      {.group = kSchedulingGroup, .version = "v1beta1", .plural = "podgroups", .kind = "PodGroup"},
+      {.group = kSchedulingGroup, .version = "v1alpha2", .plural = "podgroups", .kind = "PodGroup"},
+  };
+  return types;
+}
+
 const WorkloadKind* FindWorkloadKind(std::string_view api_version, std::string_view kind) {
   const std::string_view group = api_version.substr(0, api_version.find('/'));
   if (group.size() == api_version.size()) return nullptr;  // a core kind: no group

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,11 +80,27 @@ const std::vector<WorkloadKind>& WorkloadKinds();
 // Any version of the kind's group matches: the object is read the same.
 const WorkloadKind* FindWorkloadKind(std::string_view api_version, std::string_view kind);
 
+// The upstream gang API (scheduling.k8s.io PodGroup: Kubernetes 1.36 as v1alpha2, 1.37 as
+// v1beta1, behind the GenericWorkload feature gate). A pod names its group in
+// `spec.schedulingGroup.podGroupName`; the group says how its pods are scheduled.
+struct UpstreamPodGroup {
+  bool gang = false;                // spec.schedulingPolicy.gang; false: basic, each pod on its own
+  int32_t min_count = 0;            // gang.minCount: the fewest pods that start together
+  std::optional<int32_t> priority;  // spec.priority, filled from priorityClassName when admitted
+  std::string priority_class_name;
+};
+// Errors name the object and the field ("podgroup ml/x: spec.schedulingPolicy: ...").
+Result<UpstreamPodGroup> ReadPodGroup(const kube::Json& object);
+// The PodGroup resource in the versions Chamber reads, newest first; the first one the API
+// server serves is watched.
+const std::vector<kube::ResourceType>& PodGroupTypes();
+
 inline constexpr char kJobSetGroup[] = "jobset.x-k8s.io";
 inline constexpr char kKubeflowGroup[] = "kubeflow.org";
 inline constexpr char kRayGroup[] = "ray.io";
 inline constexpr char kLwsGroup[] = "leaderworkerset.x-k8s.io";
 inline constexpr char kTrainerGroup[] = "trainer.kubeflow.org";
+inline constexpr char kSchedulingGroup[] = "scheduling.k8s.io";
 // On a LeaderWorkerSet's pods (its controller sets them): the object's name and the group's index.
 inline constexpr char kLwsNameLabel[] = "leaderworkerset.sigs.k8s.io/name";
 inline constexpr char kLwsGroupIndexLabel[] = "leaderworkerset.sigs.k8s.io/group-index";

@@ -25,6 +25,7 @@
 
 #include "backend/kube/queue_resource.h"
 #include "backend/kube/snapshot_builder.h"
+#include "backend/kube/workload_kinds.h"
 #include "chamberd/test/chamberd_fixture.h"
 #include "chamberd/test/cluster_fixture.h"
 #include "chamberd/test/e2e_support.h"
@@ -175,6 +176,104 @@ TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
   ASSERT_TRUE(Eventually([&] { return Complete("gang"); }, 30s));
   const auto reasons = EventReasons("gang");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Scheduled"), reasons.end());
+}
+
+// The upstream gang API (scheduling.k8s.io/v1beta1 PodGroup, served by the test control plane
+// with the GenericWorkload gate on): pods naming a gang PodGroup start all or nothing at its
+// minCount and say why while they wait; a basic group's pods start each on their own; a pod
+// naming a PodGroup that does not exist waits for it, then starts once it is created.
+TEST_F(ChamberdE2E, PodsOfAnUpstreamPodGroupStartAsItsPolicySays) {
+  const kube::ResourceType& podgroups = backend::PodGroupTypes().front();
+  auto group = [&](const std::string& name, Json policy) {
+    Json g = {{"apiVersion", podgroups.ApiVersion()},
+              {"kind", "PodGroup"},
+              {"metadata", {{"name", name}, {"labels", {{"chamber.io/queue", ns_ + "-team"}}}}},
+              {"spec", {{"schedulingPolicy", std::move(policy)}}}};
+    auto made = client_->Create(podgroups, ns_, g);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+  };
+  auto pod = [&](const std::string& name, const std::string& in_group, int gpus) {
+    Json requests = {{"cpu", "1"}};
+    if (gpus > 0) requests["nvidia.com/gpu"] = gpus;
+    Json p = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns_}}},
+              {"spec",
+               {{"schedulerName", "chamber"},
+                {"schedulingGroup", {{"podGroupName", in_group}}},
+                {"containers", Json::array({{{"name", "main"},
+                                             {"image", "trainer:latest"},
+                                             {"resources", {{"requests", requests}}}}})}}}};
+    if (gpus > 0) p["spec"]["containers"][0]["resources"]["limits"] = {{"nvidia.com/gpu", gpus}};
+    auto made = client_->Create(kube::resources::kPods, ns_, p);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    ASSERT_TRUE((*made)["spec"].contains("schedulingGroup"))
+        << "the API server dropped spec.schedulingGroup: is GenericWorkload on?";
+  };
+  auto get = [&](const std::string& name) {
+    return kube::Pod::FromJson(client_->Get(kube::resources::kPods, ns_, name).value()).value();
+  };
+  auto bound = [&](std::initializer_list<const char*> names) {
+    int n = 0;
+    for (const char* name : names) n += get(name).node_name.empty() ? 0 : 1;
+    return n;
+  };
+
+  Nodes(1, 4);
+  StartSim();
+  Queue(ns_ + "-team", 16);
+  group("trainers", {{"gang", {{"minCount", 3}}}});
+  for (const char* name : {"trainer-0", "trainer-1", "trainer-2"}) pod(name, "trainers", 2);
+  pod("orphan", "later", 0);
+  StartChamberd("solo", {"--no-leader-elect"});
+
+  // 6 GPUs asked, 4 there: no member starts, and each says the gang does not fit.
+  std::string seen;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const char* name : {"trainer-0", "trainer-1", "trainer-2"}) {
+          bool explained = false;
+          for (const kube::Condition& c : get(name).conditions) {
+            if (c.type == "PodScheduled") seen = c.status + " " + c.reason + ": " + c.message;
+            explained |= c.type == "PodScheduled" && c.status == "False" &&
+                         c.reason == "Unschedulable" && c.message.rfind("NoNodeFits: ", 0) == 0;
+          }
+          if (!explained) return false;
+        }
+        return true;
+      },
+      20s))
+      << seen;
+  EXPECT_EQ(bound({"trainer-0", "trainer-1", "trainer-2"}), 0);
+  // The PodGroup says so too, as kube-scheduler would.
+  auto condition = [&] {
+    Result<Json> g = client_->Get(podgroups, ns_, "trainers");
+    if (g.ok())
+      for (const Json& c : g->value("/status/conditions"_json_pointer, Json::array()))
+        if (c.value("type", "") == "PodGroupInitiallyScheduled")
+          return c.value("status", "") + " " + c.value("reason", "");
+    return std::string();
+  };
+  EXPECT_TRUE(Eventually([&] { return condition() == "False Unschedulable"; }, 10s)) << condition();
+
+  // A second node: the whole gang starts.
+  Nodes(1, 4, "gpu-b");
+  ASSERT_TRUE(Eventually([&] { return bound({"trainer-0", "trainer-1", "trainer-2"}) == 3; }, 30s));
+  ExpectNoDoubleBooking(4);
+  EXPECT_TRUE(Eventually([&] { return condition() == "True Scheduled"; }, 10s)) << condition();
+
+  // A basic group's pods are each their own: two single GPUs left, each taken.
+  group("notebooks", {{"basic", Json::object()}});
+  pod("notebook-0", "notebooks", 1);
+  pod("notebook-1", "notebooks", 1);
+  ASSERT_TRUE(Eventually([&] { return bound({"notebook-0", "notebook-1"}) == 2; }, 30s));
+  ExpectNoDoubleBooking(4);
+
+  // The pod whose PodGroup did not exist waited all along (it needs no GPU, so only its group
+  // held it back), and starts once the group is there.
+  EXPECT_EQ(bound({"orphan"}), 0);
+  group("later", {{"gang", {{"minCount", 1}}}});
+  EXPECT_TRUE(Eventually([&] { return bound({"orphan"}) == 1; }, 30s));
 }
 
 // A team beyond its quota waits behind another team's guaranteed work. That wait is a rule's,

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/kube/workload_kinds.h"
 #include "chamberd/test/chamberd_fixture.h"
 #include "common/testing/test_pki.h"
 #include "kube/client.h"
@@ -328,6 +329,39 @@ TEST_F(WebhookE2E, AnOwnersQueueIsFoundUpTheControllerChain) {
       },
       30s))
       << "chamberd did not bind the Deployment's pods";
+}
+
+// Pods of an upstream PodGroup (scheduling.k8s.io/v1beta1) opt in through the PodGroup's label:
+// the webhook reads the group each pod names, sets the scheduler and the queue label, and
+// chamberd starts the gang.
+TEST_F(WebhookE2E, AnUpstreamPodGroupsQueueOptsItsPodsIn) {
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port);
+  if (HasFailure()) return;
+  const kube::ResourceType& podgroups = backend::PodGroupTypes().front();
+  Json group = {{"apiVersion", podgroups.ApiVersion()},
+                {"kind", "PodGroup"},
+                {"metadata", {{"name", "allreduce"}, {"labels", {{"chamber.io/queue", queue_}}}}},
+                {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 2}}}}}}}};
+  auto made = client_->Create(podgroups, ns_, group);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  for (const char* name : {"allreduce-0", "allreduce-1"}) {
+    Json pod = BarePod(name);
+    pod["spec"]["schedulingGroup"] = {{"podGroupName", "allreduce"}};
+    auto created = client_->Create(kube::resources::kPods, ns_, pod);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    EXPECT_EQ((*created)["spec"].value("schedulerName", ""), "chamber") << name;
+    EXPECT_EQ((*created)["metadata"]["labels"].value("chamber.io/queue", ""), queue_) << name;
+  }
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (const char* name : {"allreduce-0", "allreduce-1"})
+          if (GetPod(ns_, name)["spec"].value("nodeName", "").empty()) return false;
+        return true;
+      },
+      30s))
+      << "chamberd did not start the PodGroup's gang";
 }
 
 // A Job opted in by label is Chamber's through preemption: suspended (its pods deleted) it

@@ -16,6 +16,10 @@ want_version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' 
 expect "/version gitVersion" "${want_version}" \
   "$(kubectl get --raw /version | python3 -c \
     'import json, sys; print(json.load(sys.stdin)["gitVersion"])')"
+# The upstream gang API is served (GenericWorkload on, scheduling.k8s.io/v1beta1 enabled).
+expect "podgroups served" "podgroups" \
+  "$(kubectl get --raw /apis/scheduling.k8s.io/v1beta1 | python3 -c \
+    'import json, sys; print(" ".join(r["name"] for r in json.load(sys.stdin)["resources"] if r["name"] == "podgroups"))')"
 expect "authenticated as" "chamber-admin" \
   "$(kubectl auth whoami -o jsonpath='{.status.userInfo.username}')"
 

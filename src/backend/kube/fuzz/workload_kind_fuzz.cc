@@ -2,9 +2,11 @@
 // every kind's reader, and the snapshot builder over the object and a pod it owns. Properties:
 // an error names the kind's object ("jobset ns/name: ..."); a spec that reads has no negative
 // counts and a minimum not below 0, and one whose gang is a part's (a TrainJob) no pod sets of
-// its own; the build makes at most one workload of the object and its pod, and every workload it
-// makes has as many pods as its pod sets say. An input's "part" (a JobSet, say) is added as an
-// object the top one controls, and the pod is then the part's: a TrainJob with its JobSet.
+// its own; an upstream PodGroup (scheduling.k8s.io) reads as a gang with a minimum of 1 or more,
+// or as basic, and its pod names it; the build makes at most one workload of the object and its
+// pod, and every workload it makes has as many pods as its pod sets say. An input's "part" (a
+// JobSet, say) is added as an object the top one controls, and the pod is then the part's: a
+// TrainJob with its JobSet.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,6 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                   kind.type.kind);
   }
 
+  // The upstream PodGroup's reader: an error names the object; a gang has a minimum of 1 or more,
+  // a basic group none.
+  chamber::Result<backend::UpstreamPodGroup> group = backend::ReadPodGroup(object);
+  if (!group.ok())
+    fuzz::Check(group.status().message().rfind("podgroup ", 0) == 0,
+                "the error does not name the object", group.status().message());
+  else
+    fuzz::Check(group->gang ? group->min_count >= 1 : group->min_count == 0,
+                "a gang without a minimum, or a basic group with one", object.dump());
+
   // The builder, over the object (when it has metadata) and a pod it controls.
   chamber::Result<chamber::kube::Object> owner = chamber::kube::Object::FromJson(object);
   if (!owner.ok()) return 0;
@@ -85,9 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         {"containers",
          {{{"name", "main"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}},
       {"status", {{"phase", "Pending"}}}};
-  chamber::Result<chamber::kube::Pod> p = chamber::kube::Pod::FromJson(pod);
+  // A PodGroup's pod names it, and the object is offered as an upstream PodGroup too.
+  nlohmann::json member = pod;
+  if (StringField(object, "kind") == "PodGroup")
+    member["spec"]["schedulingGroup"] = {{"podGroupName", owner->metadata.name}};
+  chamber::Result<chamber::kube::Pod> p = chamber::kube::Pod::FromJson(member);
   if (!p.ok()) return 0;
   backend::ClusterObjects in;
+  in.pod_groups = {std::make_shared<const chamber::kube::Object>(*owner)};
   in.owners = {std::make_shared<const chamber::kube::Object>(std::move(*owner))};
   if (part != nullptr) in.owners.push_back(part);
   in.pods = {std::make_shared<const chamber::kube::Pod>(std::move(*p))};

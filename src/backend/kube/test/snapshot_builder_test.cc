@@ -321,6 +321,153 @@ TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   EXPECT_TRUE(solo.reserved());
 }
 
+std::shared_ptr<const kube::Object> PodGroupObject(const std::string& ns, const std::string& name,
+                                                   Json policy, Json extra = {}) {
+  Json j = {{"apiVersion", "scheduling.k8s.io/v1beta1"},
+            {"kind", "PodGroup"},
+            {"metadata",
+             {{"name", name},
+              {"namespace", ns},
+              {"uid", "uid-pg-" + name},
+              {"creationTimestamp", "2026-11-30T09:30:00Z"}}},
+            {"spec", {{"schedulingPolicy", std::move(policy)}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return std::make_shared<const kube::Object>(kube::Object::FromJson(j).value());
+}
+
+Json InGroup(const std::string& group) {
+  return {{"spec", {{"schedulingGroup", {{"podGroupName", group}}}}}};
+}
+
+// Pods that name an upstream PodGroup (spec.schedulingGroup) with a gang policy are one
+// workload, all or nothing above its minCount, with the PodGroup's queue and priority; a basic
+// group's pods are each their own; pods whose PodGroup does not exist wait for it and say so.
+TEST(SnapshotBuilderTest, PodsOfAnUpstreamPodGroupFollowItsPolicy) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pod_groups = {
+      PodGroupObject("ml", "trainers", {{"gang", {{"minCount", 3}}}},
+                     {{"metadata", {{"labels", {{"chamber.io/queue", "research"}}}}},
+                      {"spec", {{"priorityClassName", "train"}, {"priority", 70}}}}),
+      PodGroupObject("ml", "notebooks", {{"basic", Json::object()}},
+                     {{"metadata", {{"labels", {{"chamber.io/queue", "interactive"}}}}}}),
+      // No class: the API server's priority 0 is not the group's own.
+      PodGroupObject("ml", "classless", {{"gang", {{"minCount", 1}}}},
+                     {{"spec", {{"priority", 0}}}})};
+  in.pods = {Pod("ml", "t-0", 2, InGroup("trainers")),
+             Pod("ml", "t-1", 2, InGroup("trainers")),
+             Pod("ml", "t-2", 2, InGroup("trainers")),
+             Pod("ml", "t-3", 2, InGroup("trainers")),
+             Pod("ml", "nb-0", 1, InGroup("notebooks")),
+             Pod("ml", "nb-1", 1,
+                 {{"metadata", {{"labels", {{"chamber.io/queue", "own"}}}}},
+                  {"spec", {{"schedulingGroup", {{"podGroupName", "notebooks"}}}}}}),
+             Pod("ml", "lost-0", 1, InGroup("absent")),
+             Pod("ml", "solo-0", 1, InGroup("classless"))};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  // Groups by name, then single pods.
+  ASSERT_EQ(b.snapshot.workloads.size(), 4u);
+  const core::Workload& classless = b.snapshot.workloads[0];
+  EXPECT_EQ(classless.name, "ml/classless");
+  EXPECT_EQ(classless.priority, 10) << "its pod's";
+  const core::Workload& gang = b.snapshot.workloads[1];
+  EXPECT_EQ(gang.name, "ml/trainers");
+  EXPECT_EQ(gang.TotalPods(), 4);
+  EXPECT_EQ(gang.min_member, 3) << "the PodGroup's gang minCount";
+  EXPECT_EQ(gang.queue, "research") << "the PodGroup's label";
+  EXPECT_EQ(gang.priority, 70) << "its PriorityClass's, not its pods' 10";
+  EXPECT_EQ(gang.submit_time, core::Time(UnixMs("2026-11-30T09:30:00Z"))) << "the PodGroup's";
+  EXPECT_EQ(b.sources[1].kind, WorkloadSource::Kind::kPodGroup);
+  EXPECT_EQ(b.sources[1].name(), "trainers");
+  EXPECT_EQ(b.sources[1].pod_group, in.pod_groups[0]);
+  EXPECT_EQ(b.snapshot.workloads[2].name, "ml/nb-0") << "a basic group's pods are their own";
+  EXPECT_EQ(b.snapshot.workloads[3].name, "ml/nb-1");
+  EXPECT_EQ(b.snapshot.workloads[2].min_member, 0);
+  EXPECT_EQ(b.snapshot.workloads[2].queue, "interactive") << "the basic PodGroup's queue";
+  EXPECT_EQ(b.snapshot.workloads[3].queue, "own") << "a pod's own queue comes first";
+  EXPECT_EQ(b.sources[2].kind, WorkloadSource::Kind::kPod);
+  EXPECT_EQ(b.sources[2].pod_group, nullptr);
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0],
+            "pod ml/lost-0: spec.schedulingGroup.podGroupName: PodGroup ml/absent does not exist, "
+            "or does not read; the pod waits for it");
+}
+
+// A gang with fewer pods than its minCount waits for the rest and holds nothing; once bound,
+// its pods run as one workload, and a pod added later joins it.
+TEST(SnapshotBuilderTest, AnUpstreamGangShortOfPodsWaitsAndARunningOneIsJoined) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pod_groups = {PodGroupObject("ml", "g", {{"gang", {{"minCount", 3}}}})};
+  in.pods = {Pod("ml", "g-0", 1, InGroup("g")), Pod("ml", "g-1", 1, InGroup("g"))};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].awaited_pods, 1);
+  EXPECT_EQ(b.incomplete_gangs, 1);
+
+  Json bound = InGroup("g");
+  bound["spec"]["nodeName"] = "n1";
+  bound["status"] = {{"phase", "Running"}, {"startTime", "2026-11-30T10:05:00Z"}};
+  in.pods = {Pod("ml", "g-0", 1, bound), Pod("ml", "g-1", 1, bound), Pod("ml", "g-2", 1, bound),
+             Pod("ml", "g-3", 1, InGroup("g"))};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ml/g");
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kRunning);
+  EXPECT_EQ(b.snapshot.workloads[0].TotalPods(), 3);
+  EXPECT_EQ(b.snapshot.workloads[1].name, "ml/g+pending");
+  EXPECT_EQ(b.snapshot.workloads[1].min_member, 1) << "joins the running gang pod by pod";
+}
+
+// A Job whose pods name an upstream gang PodGroup starts with its minCount rather than all of
+// its parallelism; chamber.io/min-member still overrides both.
+TEST(SnapshotBuilderTest, AJobsUpstreamPodGroupSetsItsMinimum) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pod_groups = {PodGroupObject("ml", "train-pg", {{"gang", {{"minCount", 2}}}})};
+  in.jobs = {JobObj("ml", "train", 4, 1, {{"spec", {{"template", InGroup("train-pg")}}}})};
+  for (int i = 0; i < 4; ++i) {
+    Json pod = OwnedBy("train");
+    pod.merge_patch(InGroup("train-pg"));
+    in.pods.push_back(Pod("ml", "train-" + std::to_string(i), 1, pod));
+  }
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ml/train");
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 2);
+  EXPECT_EQ(b.sources[0].kind, WorkloadSource::Kind::kJob);
+
+  in.jobs = {JobObj("ml", "train", 4, 1,
+                    {{"metadata", {{"annotations", {{"chamber.io/min-member", "3"}}}}},
+                     {"spec", {{"template", InGroup("train-pg")}}}})};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 3);
+}
+
+// A PodGroup that does not read is a problem naming the object and the field; its pods wait.
+TEST(SnapshotBuilderTest, AnUpstreamPodGroupThatDoesNotReadIsAProblem) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pod_groups = {
+      PodGroupObject("ml", "both", {{"gang", {{"minCount", 2}}}, {"basic", Json::object()}}),
+      PodGroupObject("ml", "zero", {{"gang", {{"minCount", 0}}}}),
+      PodGroupObject("ml", "text", {{"gang", {{"minCount", "2"}}}})};
+  in.pods = {Pod("ml", "a", 1, InGroup("both"))};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.problems.size(), 4u);
+  EXPECT_EQ(b.problems[0],
+            "podgroup ml/both: spec.schedulingPolicy: must set exactly one of basic and gang; its "
+            "pods wait");
+  EXPECT_EQ(b.problems[1],
+            "podgroup ml/zero: spec.schedulingPolicy.gang.minCount: must be at least 1; its pods "
+            "wait");
+  EXPECT_EQ(b.problems[2],
+            "podgroup ml/text: spec.schedulingPolicy.gang.minCount: must be an integer; its pods "
+            "wait");
+}
+
 // A Job's pods whose Job is not (yet) in the view are not scheduled as pods of their own: they
 // wait for the Job, which carries the queue and the gang. Pods bound already still hold their
 // GPUs.
@@ -1352,6 +1499,17 @@ TEST(WorkloadKindsTest, TheExamplesReadAsTheirDocsSay) {
   ASSERT_TRUE(lws.ok()) << lws.status().ToString();
   EXPECT_EQ(lws->groups, 3);
   EXPECT_EQ(lws->Pods(), 4) << "per group: a leader and 3 workers";
+  // The upstream PodGroup: a gang of at least 4, in team-a; its pod names it.
+  const std::vector<Json> podgroup = read_all("podgroup.yaml");
+  ASSERT_EQ(podgroup.size(), 2u);
+  Result<UpstreamPodGroup> pg = ReadPodGroup(podgroup[0]);
+  ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+  EXPECT_TRUE(pg->gang);
+  EXPECT_EQ(pg->min_count, 4);
+  EXPECT_EQ(podgroup[0]["metadata"]["labels"]["chamber.io/queue"], "team-a");
+  Result<kube::Pod> member = kube::Pod::FromJson(podgroup[1]);
+  ASSERT_TRUE(member.ok()) << member.status().ToString();
+  EXPECT_EQ(member->pod_group_name, podgroup[0]["metadata"]["name"]);
   // A TrainJob and its runtime: the gang is the JobSet the Trainer builds from the runtime's
   // template, the trainer step (by its ancestor label) with numNodes pods of resourcesPerNode.
   const std::vector<Json> train = read_all("trainjob.yaml");
