@@ -350,6 +350,31 @@ class ControllerE2E : public e2e::ChamberdCluster {
       EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
   }
 
+  // `replicas` groups of a leader and size - 1 workers with `gpus` GPUs each, serving until
+  // deleted. The rollout strategy is written out: no webhook defaults it here.
+  void LeaderWorkerSet(const std::string& name, const std::string& queue, int replicas, int size,
+                       int gpus, const std::string& priority_class = "") {
+    Create(KindType("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+           {{"apiVersion", "leaderworkerset.x-k8s.io/v1"},
+            {"kind", "LeaderWorkerSet"},
+            {"metadata", Metadata(name, queue)},
+            {"spec",
+             {{"replicas", replicas},
+              {"rolloutStrategy",
+               {{"type", "RollingUpdate"},
+                {"rollingUpdateConfiguration",
+                 {{"maxUnavailable", 1}, {"maxSurge", 0}, {"partition", 0}}}}},
+              {"leaderWorkerTemplate",
+               {{"size", size},
+                {"workerTemplate", Template(Container("server", gpus), 0, priority_class)}}}}}});
+  }
+  // The bound pods of group `group` of `name`.
+  int BoundInGroup(const std::string& name, int group) {
+    return PodsLabelled("leaderworkerset.sigs.k8s.io/name=" + name +
+                        ",leaderworkerset.sigs.k8s.io/group-index=" + std::to_string(group))
+        .second;
+  }
+
   std::vector<std::pair<pid_t, std::filesystem::path>> controllers_;  // and their logs
 };
 
@@ -511,30 +536,6 @@ class LwsE2E : public ControllerE2E {
  protected:
   static void SetUpTestSuite() { ApplyCrds({"leaderworkerset.x-k8s.io_leaderworkersets.yaml"}); }
   void SetUp() override { StartController("lws-controller"); }
-
-  // `replicas` groups of a leader and size - 1 workers with `gpus` GPUs each, serving until
-  // deleted. The rollout strategy is written out: no webhook defaults it here.
-  void LeaderWorkerSet(const std::string& name, const std::string& queue, int replicas, int size,
-                       int gpus) {
-    Create(KindType("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
-           {{"apiVersion", "leaderworkerset.x-k8s.io/v1"},
-            {"kind", "LeaderWorkerSet"},
-            {"metadata", Metadata(name, queue)},
-            {"spec",
-             {{"replicas", replicas},
-              {"rolloutStrategy",
-               {{"type", "RollingUpdate"},
-                {"rollingUpdateConfiguration",
-                 {{"maxUnavailable", 1}, {"maxSurge", 0}, {"partition", 0}}}}},
-              {"leaderWorkerTemplate",
-               {{"size", size}, {"workerTemplate", Template(Container("server", gpus), 0)}}}}}});
-  }
-  // The bound pods of group `group` of `name`.
-  int BoundInGroup(const std::string& name, int group) {
-    return PodsLabelled("leaderworkerset.sigs.k8s.io/name=" + name +
-                        ",leaderworkerset.sigs.k8s.io/group-index=" + std::to_string(group))
-        .second;
-  }
 };
 
 TEST_F(LwsE2E, EachGroupStartsWholeOrNotAtAll) {
@@ -561,6 +562,46 @@ TEST_F(LwsE2E, EachGroupStartsWholeOrNotAtAll) {
   Nodes(1, 8, "more");
   ASSERT_TRUE(Eventually([&] { return PodsLabelled(selector).second == 4; }, 30s));
   ExpectNoDoubleBooking(8);
+}
+
+// A running group is evicted, whole, for a reserved Job (a LeaderWorkerSet has no suspend
+// field); the LWS controller recreates it, and the new group waits, then starts whole once the
+// Job is done.
+TEST_F(LwsE2E, AReservedJobEvictsAGroupWhichComesBackWhole) {
+  StartPreemptionCluster();
+  // One group of a leader and a worker of 4 GPUs: the whole 8-GPU node.
+  LeaderWorkerSet("llm", team(), 1, 2, 4, "chamber-e2e-elastic");
+  const std::string selector = "leaderworkerset.sigs.k8s.io/name=llm";
+  ASSERT_TRUE(Eventually([&] { return BoundInGroup("llm", 0) == 2; }, 60s));
+  auto uids = [&] {
+    std::set<std::string> out;
+    kube::ListOptions o;
+    o.label_selector = selector;
+    if (auto list = client_->List(kube::resources::kPods, ns_, o); list.ok())
+      for (const Json& p : list->items)
+        if (!p.value("/spec/nodeName"_json_pointer, std::string()).empty())
+          out.insert(p.value("/metadata/uid"_json_pointer, std::string()));
+    return out;
+  };
+  const std::set<std::string> first = uids();
+  ASSERT_EQ(first.size(), 2u);
+
+  // The reserved Job needs half the node: the group goes, whole (no member keeps running).
+  Job("reserved", JobSpec(team(), 4).Seconds(3).Priority("chamber-e2e-reserved"));
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 4; }, 30s));
+  for (const std::string& uid : uids())
+    EXPECT_FALSE(first.contains(uid)) << "a member of the evicted group still runs: " << uid;
+  EXPECT_LE(BoundInGroup("llm", 0), 1) << "part of the recreated group started beside the Job";
+  ExpectNoDoubleBooking(8);
+
+  // The Job done, the recreated group starts whole, as new pods.
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return BoundInGroup("llm", 0) == 2; }, 60s));
+  for (const std::string& uid : uids()) EXPECT_FALSE(first.contains(uid));
+  ExpectNoDoubleBooking(8);
+  const auto reasons = EventReasons("llm-0");
+  EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Preempted"), reasons.end())
+      << ::testing::PrintToString(reasons);
 }
 
 // --- Kubeflow Trainer v2 ---
@@ -700,12 +741,14 @@ class MixedKindsE2E : public ControllerE2E {
  protected:
   static void SetUpTestSuite() {
     ApplyCrds({"jobset.x-k8s.io_jobsets.yaml", "kubeflow.org_pytorchjobs.yaml",
-               "ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml"});
+               "ray.io_rayclusters.yaml", "ray.io_rayjobs.yaml",
+               "leaderworkerset.x-k8s.io_leaderworkersets.yaml"});
   }
   void SetUp() override {
     StartController("jobset-controller");
     StartController("training-operator", {"--enable-scheme=pytorchjob"});
     StartController("kuberay-operator");
+    StartController("lws-controller");
   }
   void BeforeTearDown() override { DeleteRayJobs(); }
 
@@ -719,14 +762,14 @@ class MixedKindsE2E : public ControllerE2E {
   }
 };
 
-// Three teams of 8 GPUs each on 24: a JobSet, a PyTorchJob and a RayCluster fill their quotas;
-// a Job over team a's quota waits rather than take what the others use; it borrows what team c
-// frees, and team c's RayJob takes it back by preempting that Job alone.
+// Four teams of 8 GPUs each on 32: a JobSet, a PyTorchJob, a RayCluster and a LeaderWorkerSet's
+// group fill their quotas; a Job over team a's quota waits rather than take what the others use;
+// it borrows what team c frees, and team c's RayJob takes it back by preempting that Job alone.
 TEST_F(MixedKindsE2E, EveryKindKeepsToItsQueuesQuotaBorrowsAndIsReclaimed) {
-  Nodes(3, 8);
+  Nodes(4, 8);
   StartSim();
-  const std::string a = ns_ + "-a", b = ns_ + "-b", c = ns_ + "-c";
-  for (const std::string& q : {a, b, c}) Queue(q, 8);
+  const std::string a = ns_ + "-a", b = ns_ + "-b", c = ns_ + "-c", d = ns_ + "-d";
+  for (const std::string& q : {a, b, c, d}) Queue(q, 8);
   StartChamberd("solo", {"--no-leader-elect"});
   JobSet("train", a, {{"workers", 2, 1, 4}}, 0);
   PyTorchJob("ddp", b, 1, 4, 0);
@@ -734,12 +777,18 @@ TEST_F(MixedKindsE2E, EveryKindKeepsToItsQueuesQuotaBorrowsAndIsReclaimed) {
                          {"kind", "RayCluster"},
                          {"metadata", Metadata("tune", c)},
                          {"spec", ClusterSpec(2, 2, 4, "")}});
-  ASSERT_TRUE(
-      Eventually([&] { return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8; }, 90s))
-      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c);
+  LeaderWorkerSet("serve", d, 1, 2, 4);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8 && Allocated(d) == 8;
+      },
+      90s))
+      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c)
+      << ", d " << Allocated(d);
   EXPECT_EQ(PodsLabelled("jobset.sigs.k8s.io/jobset-name=train"), std::make_pair(2, 2));
   EXPECT_EQ(PodsLabelled("training.kubeflow.org/job-name=ddp"), std::make_pair(2, 2));
   EXPECT_EQ(PodsLabelled("ray.io/cluster=tune"), std::make_pair(3, 3));
+  EXPECT_EQ(BoundInGroup("serve", 0), 2);
   ExpectNoDoubleBooking(8);
 
   // Over its quota with the cluster full, team a's Job waits: the others run within theirs.
@@ -773,9 +822,14 @@ TEST_F(MixedKindsE2E, EveryKindKeepsToItsQueuesQuotaBorrowsAndIsReclaimed) {
   EXPECT_EQ(PodsLabelled("jobset.sigs.k8s.io/jobset-name=train"), std::make_pair(2, 2));
   EXPECT_FALSE(Get(JobSets(), "train").value("/spec/suspend"_json_pointer, false));
   EXPECT_EQ(PodsLabelled("training.kubeflow.org/job-name=ddp").second, 2);
-  ASSERT_TRUE(
-      Eventually([&] { return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8; }, 30s))
-      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c);
+  EXPECT_EQ(BoundInGroup("serve", 0), 2) << "team d's group is never touched";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8 && Allocated(d) == 8;
+      },
+      30s))
+      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c)
+      << ", d " << Allocated(d);
   ExpectNoDoubleBooking(8);
 }
 
