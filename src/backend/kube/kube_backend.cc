@@ -35,6 +35,10 @@ std::string NowText() { return FormatRfc3339(std::chrono::system_clock::now()); 
 
 // The reason written on PodScheduled: the cluster autoscaler acts on `Unschedulable`, which
 // says more nodes would help; the others (quota, limits, queue order) say they would not.
+// An upstream PodGroup's conditions, as kube-scheduler writes them (scheduling.k8s.io).
+constexpr char kInitiallyScheduled[] = "PodGroupInitiallyScheduled";
+constexpr char kDisruptionTarget[] = "DisruptionTarget";
+
 std::string ConditionReason(core::PendingReason r) {
   if (r == core::PendingReason::kNoNodeFits) return "Unschedulable";
   return std::string(core::PendingReasonName(r));
@@ -502,7 +506,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
                         "Bound " + std::to_string(by_decision[d].size()) + " pod(s) to " + where +
                             (result.binds[d].borrowing ? ", borrowing idle quota" : ""),
                         false});
-      WritePodGroupCondition(src, true, "Scheduled", events.back().message);
+      WritePodGroupCondition(src, kInitiallyScheduled, true, "Scheduled", events.back().message);
       continue;
     }
     ++failures;
@@ -760,10 +764,12 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
             std::to_string(blocked.load()) +
                 " pod(s) not evicted: a PodDisruptionBudget allows no disruption now. " + why,
             true);
-    if (evicted > 0)
-      Event(src, "Preempted",
-            "Evicted " + std::to_string(evicted.load()) + " pod(s) with " +
-                std::to_string(p.grace_seconds) + " s to checkpoint. " + why);
+    if (evicted > 0) {
+      const std::string message = "Evicted " + std::to_string(evicted.load()) + " pod(s) with " +
+                                  std::to_string(p.grace_seconds) + " s to checkpoint. " + why;
+      Event(src, "Preempted", message);
+      WritePodGroupCondition(src, kDisruptionTarget, true, "PreemptionByScheduler", message);
+    }
   }
 }
 
@@ -818,7 +824,7 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     const WorkloadSource& src = built_.sources[d.workload.index()];
     const std::string reason = ConditionReason(d.reason);
     const std::string message = std::string(core::PendingReasonName(d.reason)) + ": " + d.message();
-    WritePodGroupCondition(src, false, reason, message);
+    WritePodGroupCondition(src, kInitiallyScheduled, false, reason, message);
     for (const auto& set : src.pods)
       for (const PodRef& ref : set) {
         live.insert(ref.uid());
@@ -850,7 +856,9 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     for (const WorkloadSource& src : built_.sources)
       if (src.pod_group) groups.insert(src.pod_group->metadata.uid);
     for (auto it = pod_group_conditions_.begin(); it != pod_group_conditions_.end();)
-      it = groups.count(it->first) ? std::next(it) : pod_group_conditions_.erase(it);
+      it = groups.count(std::string_view(it->first).substr(0, it->first.find('/')))
+               ? std::next(it)
+               : pod_group_conditions_.erase(it);
   }
 
   std::atomic<int64_t> done{0};
@@ -900,13 +908,15 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
   stats_.condition_writes += done;
 }
 
-void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, bool scheduled,
-                                         const std::string& reason, const std::string& message) {
+void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, const char* condition_type,
+                                         bool value, const std::string& reason,
+                                         const std::string& message) {
   if (!src.pod_group || !WritesAllowed()) return;
-  static constexpr char kType[] = "PodGroupInitiallyScheduled";
+  const std::string kind = condition_type;
+  const std::string truth = value ? "True" : "False";
   const kube::Object& group = *src.pod_group;
-  const std::string written = scheduled ? "True" : "False:" + reason;
-  std::string& last = pod_group_conditions_[group.metadata.uid];
+  const std::string written = value ? truth : truth + ":" + reason;
+  std::string& last = pod_group_conditions_[group.metadata.uid + "/" + kind];
   if (last == written || last == "True") return;
   // The condition as the informer holds it: True is final; the same False reason is not
   // written again (the pods carry each cycle's message).
@@ -918,8 +928,7 @@ void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, bool schedul
     if (auto cs = st->find("conditions"); cs != st->end() && cs->is_array()) {
       conditions = &*cs;
       for (size_t i = 0; i < cs->size(); ++i)
-        if ((*cs)[i].is_object() && (*cs)[i].value("type", "") == kType)
-          index = static_cast<int>(i);
+        if ((*cs)[i].is_object() && (*cs)[i].value("type", "") == kind) index = static_cast<int>(i);
     }
   }
   std::string transition = NowText();
@@ -930,10 +939,10 @@ void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, bool schedul
       last = was == "True" ? "True" : written;
       return;
     }
-    if (was == (scheduled ? "True" : "False")) transition = current.value("lastTransitionTime", "");
+    if (was == truth) transition = current.value("lastTransitionTime", "");
   }
-  Json cond = {{"type", kType},
-               {"status", scheduled ? "True" : "False"},
+  Json cond = {{"type", kind},
+               {"status", truth},
                {"reason", reason},
                {"message", message},
                {"lastTransitionTime", transition}};
@@ -942,7 +951,7 @@ void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, bool schedul
       Json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", group.metadata.uid}}});
   if (index >= 0) {
     const std::string path = "/status/conditions/" + std::to_string(index);
-    ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", kType}});
+    ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", kind}});
     ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
   } else if (conditions != nullptr) {
     ops.push_back({{"op", "add"}, {"path", "/status/conditions/-"}, {"value", cond}});

@@ -176,11 +176,12 @@ class KubeBackend : public daemon::ClusterBackend {
   void ApplyPreemptions(const core::CycleResult& result);
   void ApplyResumes(const core::CycleResult& result);
   void ApplyPending(const core::CycleResult& result);
-  // An upstream PodGroup's `PodGroupInitiallyScheduled` condition, as kube-scheduler writes it:
-  // True once its gang is bound (and then never False again), else False with the pods'
-  // pending reason. Written when it changes; a no-op for any other source.
-  void WritePodGroupCondition(const WorkloadSource& src, bool scheduled, const std::string& reason,
-                              const std::string& message);
+  // An upstream PodGroup's condition `type`, as kube-scheduler writes it:
+  // `PodGroupInitiallyScheduled` True once its gang is bound, else False with the pods' pending
+  // reason; `DisruptionTarget` True when its pods are evicted by a preemption. True is never
+  // made False again. Written when it changes; a no-op for any other source.
+  void WritePodGroupCondition(const WorkloadSource& src, const char* condition_type, bool value,
+                              const std::string& reason, const std::string& message);
   void ApplyQueueStatus(const core::CycleResult& result);
   void Event(const WorkloadSource& about, const std::string& reason, const std::string& message,
              bool warning = false);
@@ -227,7 +228,7 @@ class KubeBackend : public daemon::ClusterBackend {
     int64_t at_ms = 0;
   };
   std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
-  // PodGroups' condition as last written ("True", or "False:<reason>"), by PodGroup UID.
+  // PodGroups' conditions as last written ("True", or "False:<reason>"), by "<uid>/<type>".
   std::map<std::string, std::string> pod_group_conditions_;
   std::vector<std::vector<daemon::GpuSample>> samples_;
   // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).

@@ -246,12 +246,11 @@ TEST_F(ChamberdE2E, PodsOfAnUpstreamPodGroupStartAsItsPolicySays) {
       << seen;
   EXPECT_EQ(bound({"trainer-0", "trainer-1", "trainer-2"}), 0);
   // The PodGroup says so too, as kube-scheduler would.
-  auto condition = [&] {
+  auto condition = [&](const std::string& type = "PodGroupInitiallyScheduled") {
     Result<Json> g = client_->Get(podgroups, ns_, "trainers");
     if (g.ok())
       for (const Json& c : g->value("/status/conditions"_json_pointer, Json::array()))
-        if (c.value("type", "") == "PodGroupInitiallyScheduled")
-          return c.value("status", "") + " " + c.value("reason", "");
+        if (c.value("type", "") == type) return c.value("status", "") + " " + c.value("reason", "");
     return std::string();
   };
   EXPECT_TRUE(Eventually([&] { return condition() == "False Unschedulable"; }, 10s)) << condition();
@@ -274,6 +273,29 @@ TEST_F(ChamberdE2E, PodsOfAnUpstreamPodGroupStartAsItsPolicySays) {
   EXPECT_EQ(bound({"orphan"}), 0);
   group("later", {{"gang", {{"minCount", 1}}}});
   EXPECT_TRUE(Eventually([&] { return bound({"orphan"}) == 1; }, 30s));
+
+  // A reserved pod needs a whole node: the gang, one victim, is evicted, and its PodGroup says
+  // so (DisruptionTarget); PodGroupInitiallyScheduled stays True.
+  PriorityClass(ns_ + "-reserved", 1000);
+  Json urgent = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "urgent"}, {"labels", {{"chamber.io/queue", ns_ + "-team"}}}}},
+      {"spec",
+       {{"schedulerName", "chamber"},
+        {"priorityClassName", ns_ + "-reserved"},
+        {"containers", Json::array({{{"name", "main"},
+                                     {"image", "trainer:latest"},
+                                     {"resources",
+                                      {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 4}}},
+                                       {"limits", {{"nvidia.com/gpu", 4}}}}}}})}}}};
+  ASSERT_TRUE(client_->Create(kube::resources::kPods, ns_, urgent).ok());
+  EXPECT_TRUE(Eventually(
+      [&] { return condition("DisruptionTarget") == "True PreemptionByScheduler"; }, 30s))
+      << condition("DisruptionTarget");
+  EXPECT_TRUE(Eventually([&] { return bound({"urgent"}) == 1; }, 30s));
+  EXPECT_EQ(condition(), "True Scheduled");
+  ExpectNoDoubleBooking(4);
 }
 
 // A team beyond its quota waits behind another team's guaranteed work. That wait is a rule's,
