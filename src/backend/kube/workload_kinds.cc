@@ -220,6 +220,25 @@ Result<KindSpec> ReadTrainingJob(const kube::Json& object, std::string_view kind
     set.pod_template = *tmpl;
     out.pod_sets.push_back(std::move(set));
   }
+  // An elastic PyTorchJob (spec.elasticPolicy) starts once minReplicas of its Workers can, with
+  // its other replicas (a Master); schedulingPolicy.minAvailable, when set, decides instead.
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* elastic,
+                           r.Object(*spec, "elasticPolicy", "spec.elasticPolicy"));
+  if (kind == "PyTorchJob" && elastic != nullptr) {
+    CHAMBER_ASSIGN_OR_RETURN(
+        const int32_t min, r.Count(*elastic, "minReplicas", "spec.elasticPolicy.minReplicas", -1));
+    CHAMBER_ASSIGN_OR_RETURN(
+        const int32_t max, r.Count(*elastic, "maxReplicas", "spec.elasticPolicy.maxReplicas", -1));
+    if (min >= 0 && max >= 0 && min > max)
+      return r.Error("spec.elasticPolicy.minReplicas",
+                     std::to_string(min) + " is more than maxReplicas " + std::to_string(max));
+    if (min > 0 && out.min_pods == 0) {
+      int64_t others = 0, workers = 0;
+      for (const KindPodSet& set : out.pod_sets)
+        (set.name == "Worker" ? workers : others) += set.count;
+      if (min < workers) out.min_pods = static_cast<int32_t>(others + min);
+    }
+  }
   return out;
 }
 

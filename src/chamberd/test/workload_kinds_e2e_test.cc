@@ -453,6 +453,34 @@ TEST_F(TrainingJobE2E, APyTorchJobStartsAllOrNothingAndSucceeds) {
   ASSERT_TRUE(Eventually([&] { return ConditionTrue(PyTorchJobs(), "ddp", "Succeeded"); }, 60s));
 }
 
+// An elastic PyTorchJob (spec.elasticPolicy, Workers only) starts with minReplicas Workers
+// together when not all fit, and the rest join as room frees.
+TEST_F(TrainingJobE2E, AnElasticPyTorchJobStartsAtItsMinimumAndGrows) {
+  StartGangCluster(1, 16);
+  const Json tmpl = Template(Container("pytorch", 4), 0);
+  Create(
+      PyTorchJobs(),
+      {{"apiVersion", "kubeflow.org/v1"},
+       {"kind", "PyTorchJob"},
+       {"metadata", Metadata("elastic", team())},
+       {"spec",
+        {{"runPolicy", {{"cleanPodPolicy", "None"}}},
+         {"elasticPolicy", {{"minReplicas", 2}, {"maxReplicas", 3}, {"rdzvBackend", "c10d"}}},
+         {"pytorchReplicaSpecs",
+          {{"Worker", {{"replicas", 3}, {"restartPolicy", "OnFailure"}, {"template", tmpl}}}}}}}});
+  // Three Workers of 4 GPUs on one 8-GPU node: two start together, the third waits.
+  ASSERT_TRUE(Eventually([&] { return Pods("elastic") == std::make_pair(3, 2); }, 60s))
+      << Pods("elastic").first << " pods, " << Pods("elastic").second << " bound";
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(Pods("elastic").second, 2);
+  ExpectNoDoubleBooking(8);
+
+  // With a second node the third joins.
+  Nodes(1, 8, "more");
+  ASSERT_TRUE(Eventually([&] { return Pods("elastic").second == 3; }, 30s));
+  ExpectNoDoubleBooking(8);
+}
+
 TEST_F(TrainingJobE2E, AReservedJobSuspendsAPyTorchJobWhichResumesAndSucceeds) {
   StartPreemptionCluster();
   PyTorchJob("elastic", team(), 1, 4, 15, "chamber-e2e-elastic");

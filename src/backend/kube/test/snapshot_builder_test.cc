@@ -996,6 +996,25 @@ TEST(WorkloadKindsTest, TrainingJobsAndRayReadTheirGangsFromTheirSpecs) {
   spec = ptj->read(PyTorchJobJson(
       "p", 1, {{"status", {{"conditions", {{{"type", "Succeeded"}, {"status", "True"}}}}}}}));
   EXPECT_TRUE(spec->finished);
+  // Elastic: it starts with its Master and minReplicas Workers; minAvailable, when set, decides.
+  const Json elastic = {{"spec", {{"elasticPolicy", {{"minReplicas", 2}, {"maxReplicas", 6}}}}}};
+  spec = ptj->read(PyTorchJobJson("p", 4, elastic));
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->Pods(), 5);
+  EXPECT_EQ(spec->min_pods, 3) << "the Master and 2 of the 4 Workers";
+  Json given = PyTorchJobJson("p", 4, elastic);
+  given["spec"]["runPolicy"] = {{"schedulingPolicy", {{"minAvailable", 5}}}};
+  EXPECT_EQ(ptj->read(given)->min_pods, 5);
+  EXPECT_EQ(ptj->read(PyTorchJobJson("p", 2, elastic))->min_pods, 0)
+      << "minReplicas at its Workers: all of them";
+  Json inverted = PyTorchJobJson("p", 4, elastic);
+  inverted["spec"]["elasticPolicy"]["maxReplicas"] = 1;
+  EXPECT_EQ(ptj->read(inverted).status().message(),
+            "pytorchjob ml/p: spec.elasticPolicy.minReplicas: 2 is more than maxReplicas 1");
+  Json text = PyTorchJobJson("p", 4, elastic);
+  text["spec"]["elasticPolicy"]["minReplicas"] = "2";
+  EXPECT_EQ(ptj->read(text).status().message(),
+            "pytorchjob ml/p: spec.elasticPolicy.minReplicas: must be an integer");
 
   const WorkloadKind* rc = FindWorkloadKind("ray.io/v1", "RayCluster");
   ASSERT_NE(rc, nullptr);
