@@ -178,6 +178,116 @@ TEST_F(ChamberdE2E, A16PodGangStartsAllOrNothing) {
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Scheduled"), reasons.end());
 }
 
+// Serving replicas beside kube-controller-manager's Deployment controller: each replica is a
+// workload of its own, so a reserved Job shrinks the Deployment rather than stopping it; the
+// replicas `chamber.io/reserved-replicas: "3"` keeps (the oldest bound ones) are never evicted,
+// even for reserved work; the controller's replacement waits and says why, and starts once the
+// Job is done.
+TEST_F(ChamberdE2E, ADeploymentShrinksForAReservedJobKeepsItsReservedReplicasAndGrowsBack) {
+  const kube::ResourceType deployments{.group = "apps",
+                                       .version = "v1",
+                                       .plural = "deployments",
+                                       .kind = "Deployment",
+                                       .namespaced = true};
+  Nodes(1, 8);
+  StartSim();
+  Queue(ns_ + "-team", 8);
+  PriorityClass(ns_ + "-serving", 10);
+  PriorityClass(ns_ + "-reserved", 1000);
+  Json container = {
+      {"name", "server"},
+      {"image", "server:latest"},
+      {"resources",
+       {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 2}}}, {"limits", {{"nvidia.com/gpu", 2}}}}}};
+  Json deployment = {{"apiVersion", "apps/v1"},
+                     {"kind", "Deployment"},
+                     {"metadata", {{"name", "serve"}}},
+                     {"spec",
+                      {{"replicas", 4},
+                       {"selector", {{"matchLabels", {{"app", "serve"}}}}},
+                       {"template",
+                        {{"metadata",
+                          {{"labels", {{"app", "serve"}, {"chamber.io/queue", ns_ + "-team"}}},
+                           {"annotations",
+                            {{"chamber.io/reserved-replicas", "3"},
+                             {"chamber.io/checkpoint-grace-seconds", "1"}}}}},
+                         {"spec",
+                          {{"schedulerName", "chamber"},
+                           {"priorityClassName", ns_ + "-serving"},
+                           {"terminationGracePeriodSeconds", 1},
+                           {"containers", Json::array({container})}}}}}}}};
+  ASSERT_TRUE(client_->Create(deployments, ns_, deployment).ok());
+  StartChamberd("solo", {"--no-leader-elect"});
+  auto replicas = [&] {
+    kube::ListOptions o;
+    o.label_selector = "app=serve";
+    std::vector<kube::Pod> out;
+    if (auto list = client_->List(kube::resources::kPods, ns_, o); list.ok())
+      for (Json& j : list->items) {
+        kube::Pod p = kube::Pod::FromJson(std::move(j)).value();
+        if (p.metadata.deletion_timestamp.empty()) out.push_back(std::move(p));
+      }
+    return out;
+  };
+  auto bound = [&] {
+    std::set<std::string> uids;
+    for (const kube::Pod& p : replicas())
+      if (!p.node_name.empty()) uids.insert(p.metadata.uid);
+    return uids;
+  };
+  ASSERT_TRUE(Eventually([&] { return bound().size() == 4; }, 30s)) << bound().size();
+  // The reserved three: the oldest bound replicas (by creation, then name).
+  std::vector<kube::Pod> before = replicas();
+  std::sort(before.begin(), before.end(), [](const kube::Pod& a, const kube::Pod& b) {
+    const int64_t x = a.metadata.creation_timestamp.unix_ms(),
+                  y = b.metadata.creation_timestamp.unix_ms();
+    return x != y ? x < y : a.metadata.Key() < b.metadata.Key();
+  });
+  ASSERT_EQ(before.size(), 4u);
+  std::set<std::string> reserved;
+  for (size_t i = 0; i < 3; ++i) reserved.insert(before[i].metadata.uid);
+
+  // A reserved Job of 4 GPUs could only run by evicting a reserved replica: it waits, and the
+  // Deployment keeps all four.
+  Job("big", JobSpec(ns_ + "-team", 1).Gpus(4).Priority(ns_ + "-reserved"));
+  ASSERT_TRUE(Eventually([&] { return JobPods("big").size() == 1; }, 30s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::vector<kube::Pod> pods = JobPods("big");
+        for (const kube::Condition& c : pods.front().conditions)
+          if (c.type == "PodScheduled" && c.status == "False" && !c.reason.empty()) return true;
+        return false;
+      },
+      30s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(Bound("big"), 0);
+  EXPECT_EQ(bound().size(), 4u) << "a reserved replica was evicted";
+  ASSERT_TRUE(client_->Delete(kube::resources::kJobs, ns_, "big").ok());
+
+  // One of 2 GPUs: the one replica not reserved goes, the Deployment shrinks by one.
+  Job("urgent", JobSpec(ns_ + "-team", 1).Gpus(2).Seconds(3).Priority(ns_ + "-reserved"));
+  ASSERT_TRUE(Eventually([&] { return Bound("urgent") == 1; }, 30s));
+  EXPECT_EQ(bound(), reserved) << "the Deployment shrinks to its reserved replicas, no further";
+  ExpectNoDoubleBooking(8);
+  // The Deployment controller's replacement waits, and says why.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        int explained = 0;
+        for (const kube::Pod& p : replicas())
+          for (const kube::Condition& c : p.conditions)
+            explained += p.node_name.empty() && c.type == "PodScheduled" && c.status == "False" &&
+                         !c.reason.empty() && !c.message.empty();
+        return explained == 1;
+      },
+      30s));
+
+  // The Job done, the Deployment is whole again, its reserved replicas untouched throughout.
+  ASSERT_TRUE(Eventually([&] { return Complete("urgent"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return bound().size() == 4; }, 30s)) << bound().size();
+  for (const std::string& uid : reserved) EXPECT_TRUE(bound().contains(uid));
+  ExpectNoDoubleBooking(8);
+}
+
 // The upstream gang API (scheduling.k8s.io/v1beta1 PodGroup, served by the test control plane
 // with the GenericWorkload gate on): pods naming a gang PodGroup start all or nothing at its
 // minCount and say why while they wait; a basic group's pods start each on their own; a pod
