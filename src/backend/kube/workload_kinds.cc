@@ -222,9 +222,11 @@ Result<KindSpec> ReadTrainingJob(const kube::Json& object, std::string_view kind
   }
   // An elastic PyTorchJob (spec.elasticPolicy) starts once minReplicas of its Workers can, with
   // its other replicas (a Master); schedulingPolicy.minAvailable, when set, decides instead.
-  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* elastic,
-                           r.Object(*spec, "elasticPolicy", "spec.elasticPolicy"));
-  if (kind == "PyTorchJob" && elastic != nullptr) {
+  const kube::Json* elastic = nullptr;
+  if (kind == "PyTorchJob") {
+    CHAMBER_ASSIGN_OR_RETURN(elastic, r.Object(*spec, "elasticPolicy", "spec.elasticPolicy"));
+  }
+  if (elastic != nullptr) {
     CHAMBER_ASSIGN_OR_RETURN(
         const int32_t min, r.Count(*elastic, "minReplicas", "spec.elasticPolicy.minReplicas", -1));
     CHAMBER_ASSIGN_OR_RETURN(
