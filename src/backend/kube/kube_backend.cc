@@ -536,14 +536,16 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       int released = 0;
       for (const BindCall* c : by_decision[d]) {
         if (!c->status.ok()) continue;
-        assumed_.erase(c->pod->uid());
         ++rollbacks;
         kube::DeleteOptions del;
         del.uid = c->pod->uid();
         del.grace_period_seconds = 0;
         Status s =
             client_->Delete(kube::resources::kPods, c->pod->namespace_name(), c->pod->name(), del);
+        // The bind stands until the delete does: a pod whose delete failed still holds its GPUs,
+        // so its assumed bind stays until the informer shows it bound (or gone).
         if (s.ok() || kube::IsNotFound(s)) {
+          assumed_.erase(c->pod->uid());
           ++released;
         } else {
           CountError(s, "rollback of " + c->pod->Key());
@@ -561,7 +563,6 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     std::string lost;
     for (const BindCall* c : by_decision[d]) {
       if (!c->status.ok()) continue;
-      assumed_.erase(c->pod->uid());
       ++rollbacks;
       const std::shared_ptr<const kube::Pod> cached = pods_->Get(c->pod->Key());
       const bool bare = cached && cached->metadata.uid == c->pod->uid() && !HasController(*cached);
@@ -583,10 +584,12 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       del.grace_period_seconds = 0;
       Status s =
           client_->Delete(kube::resources::kPods, c->pod->namespace_name(), c->pod->name(), del);
-      if (!s.ok()) {
-        if (!kube::IsNotFound(s)) CountError(s, "rollback of " + c->pod->Key());
-        continue;
+      if (!s.ok() && !kube::IsNotFound(s)) {
+        CountError(s, "rollback of " + c->pod->Key());
+        continue;  // still bound: its assumed bind stays
       }
+      assumed_.erase(c->pod->uid());
+      if (!s.ok()) continue;
       if (!bare) continue;
       const Json copy = PendingCopy(*current);
       Result<Json> made = Json();
