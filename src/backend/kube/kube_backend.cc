@@ -92,6 +92,27 @@ bool HasController(const kube::Pod& pod) {
                      [](const kube::OwnerReference& o) { return o.controller; });
 }
 
+// A JSON patch of a status subresource that sets condition `cond` on the object with uid `uid`
+// (the patch tests it, so a recreated object is not written): in place of the condition at
+// `index` (tested to be of the same type), else after the conditions there are, else as the
+// first; an object with no status at all gets one, holding `status_fields` too.
+Json ConditionPatch(const std::string& uid, const Json& cond, int index, bool has_conditions,
+                    bool has_status, Json status_fields) {
+  Json ops = Json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", uid}}});
+  if (index >= 0) {
+    const std::string path = "/status/conditions/" + std::to_string(index);
+    ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", cond.at("type")}});
+    ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
+  } else if (has_conditions) {
+    ops.push_back({{"op", "add"}, {"path", "/status/conditions/-"}, {"value", cond}});
+  } else if (has_status) {
+    ops.push_back({{"op", "add"}, {"path", "/status/conditions"}, {"value", Json::array({cond})}});
+  } else {
+    status_fields["conditions"] = Json::array({cond});
+    ops.push_back({{"op", "add"}, {"path", "/status"}, {"value", std::move(status_fields)}});
+  }
+  return ops;
+}
 }  // namespace
 
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
@@ -619,6 +640,13 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   stats_.rollbacks += rollbacks;
 }
 
+std::vector<std::string> KubeBackend::AssumedPods() const {
+  std::vector<std::string> keys;
+  for (const auto& [uid, bind] : assumed_) keys.push_back(bind.pod);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
 void KubeBackend::SuspendPartJobs(const WorkloadSource& src,
                                   const std::vector<std::shared_ptr<const kube::Pod>>& pods) {
   if (src.kind != WorkloadSource::Kind::kOwner) return;
@@ -851,10 +879,12 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
         writes.push_back({std::move(pod), reason, message, std::move(node)});
       }
   }
-  // Forget pods that are no longer pending, and PodGroups that are gone.
+  // Forget pods that are no longer pending, and PodGroups that are gone. A gone PodGroup's uid
+  // never comes back, so its entry is only memory: the walk over every source that finds them
+  // waits until the map has grown by half since the last one.
   for (auto it = conditions_written_.begin(); it != conditions_written_.end();)
     it = live.count(it->first) ? std::next(it) : conditions_written_.erase(it);
-  if (!pod_group_conditions_.empty()) {
+  if (pod_group_conditions_.size() > pod_group_conditions_kept_ * 3 / 2 + 64) {
     std::set<std::string_view> groups;
     for (const WorkloadSource& src : built_.sources)
       if (src.pod_group) groups.insert(src.pod_group->metadata.uid);
@@ -862,6 +892,7 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
       it = groups.count(std::string_view(it->first).substr(0, it->first.find('/')))
                ? std::next(it)
                : pod_group_conditions_.erase(it);
+    pod_group_conditions_kept_ = pod_group_conditions_.size();
   }
 
   std::atomic<int64_t> done{0};
@@ -871,27 +902,15 @@ void KubeBackend::ApplyPending(const core::CycleResult& result) {
     Json cond = {{"type", "PodScheduled"},   {"status", "False"},
                  {"reason", w.reason},       {"message", w.message},
                  {"lastProbeTime", nullptr}, {"lastTransitionTime", NowText()}};
-    Json ops =
-        Json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", w.pod->metadata.uid}}});
     int index = -1;
     for (size_t c = 0; c < w.pod->conditions.size(); ++c)
       if (w.pod->conditions[c].type == "PodScheduled") index = static_cast<int>(c);
-    if (index >= 0) {
-      const std::string path = "/status/conditions/" + std::to_string(index);
-      if (w.pod->conditions[index].status == "False")
-        cond["lastTransitionTime"] = w.pod->conditions[index].last_transition_time.Text();
-      ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", "PodScheduled"}});
-      ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
-    } else if (!w.pod->conditions.empty()) {
-      ops.push_back({{"op", "add"}, {"path", "/status/conditions/-"}, {"value", cond}});
-    } else if (w.pod->has_status) {
-      ops.push_back(
-          {{"op", "add"}, {"path", "/status/conditions"}, {"value", Json::array({cond})}});
-    } else {
-      Json fresh = {{"conditions", Json::array({cond})}};
-      if (!w.nominated.empty()) fresh["nominatedNodeName"] = w.nominated;
-      ops.push_back({{"op", "add"}, {"path", "/status"}, {"value", std::move(fresh)}});
-    }
+    if (index >= 0 && w.pod->conditions[index].status == "False")
+      cond["lastTransitionTime"] = w.pod->conditions[index].last_transition_time.Text();
+    Json fresh = Json::object();
+    if (!w.nominated.empty()) fresh["nominatedNodeName"] = w.nominated;
+    Json ops = ConditionPatch(w.pod->metadata.uid, cond, index, !w.pod->conditions.empty(),
+                              w.pod->has_status, std::move(fresh));
     const bool whole_status = ops.back().at("path") == "/status";
     if (!whole_status && !w.nominated.empty()) {
       ops.push_back({{"op", "add"}, {"path", "/status/nominatedNodeName"}, {"value", w.nominated}});
@@ -950,20 +969,8 @@ void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, const char* 
                {"message", message},
                {"lastTransitionTime", transition}};
   if (group.metadata.generation > 0) cond["observedGeneration"] = group.metadata.generation;
-  Json ops =
-      Json::array({{{"op", "test"}, {"path", "/metadata/uid"}, {"value", group.metadata.uid}}});
-  if (index >= 0) {
-    const std::string path = "/status/conditions/" + std::to_string(index);
-    ops.push_back({{"op", "test"}, {"path", path + "/type"}, {"value", kind}});
-    ops.push_back({{"op", "replace"}, {"path", path}, {"value", cond}});
-  } else if (conditions != nullptr) {
-    ops.push_back({{"op", "add"}, {"path", "/status/conditions/-"}, {"value", cond}});
-  } else if (status != nullptr) {
-    ops.push_back({{"op", "add"}, {"path", "/status/conditions"}, {"value", Json::array({cond})}});
-  } else {
-    ops.push_back(
-        {{"op", "add"}, {"path", "/status"}, {"value", {{"conditions", Json::array({cond})}}}});
-  }
+  const Json ops = ConditionPatch(group.metadata.uid, cond, index, conditions != nullptr,
+                                  status != nullptr, Json::object());
   const std::string api_version = group.raw.value("apiVersion", "");
   const kube::ResourceType* type = &PodGroupTypes().front();
   for (const kube::ResourceType& t : PodGroupTypes())

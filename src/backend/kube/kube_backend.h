@@ -127,6 +127,10 @@ class KubeBackend : public daemon::ClusterBackend {
   // before the cycle builds its fleet state (the cycle's peak memory) and not on its path.
   void ReleaseRetired();
   Status Apply(const core::CycleResult& result) override;
+  // The pods whose bind the API server accepted and the pod informer has not shown yet, as
+  // "namespace/name", sorted: they hold their GPUs in the next build whatever the informer says.
+  // Between cycles only (the cycle thread changes them).
+  std::vector<std::string> AssumedPods() const;
   daemon::Observation Observe() override;
   Status SetSchedulable(std::string_view node, bool schedulable) override;
   // Where Observe() reads the GPUs' utilization and memory use; without one (or for a GPU its
@@ -230,6 +234,7 @@ class KubeBackend : public daemon::ClusterBackend {
   std::map<std::string, ConditionWritten> conditions_written_;  // by pod UID
   // PodGroups' conditions as last written ("True", or "False:<reason>"), by "<uid>/<type>".
   std::map<std::string, std::string> pod_group_conditions_;
+  size_t pod_group_conditions_kept_ = 0;  // entries after the last pruning
   std::vector<std::vector<daemon::GpuSample>> samples_;
   // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).
   std::vector<fleet::PoolInput> pools_;

@@ -1481,11 +1481,13 @@ class Builder {
   // takes when it names none itself; such a pod's workload reads the PodGroup, and is made
   // afresh.
   void AddSingle(const PodEntry& e, bool running, const UpstreamGroup* group = nullptr) {
-    // A serving replica's workload depends on its siblings: made afresh.
-    const bool replica = e.facts.reserved_replicas != nullptr || group != nullptr;
+    // A workload that depends on more than its own pod is made afresh: a serving replica's (its
+    // siblings decide whether it is reserved) and a basic PodGroup member's (its PodGroup may
+    // name the queue).
+    const bool afresh = e.facts.reserved_replicas != nullptr || group != nullptr;
     // Unchanged since the last build: its workload moves over from that build's snapshot. A pod
     // whose bind is only assumed takes `now` as its start, which moves on.
-    if (!replica && reuse_singles_ && e.single_generation + 1 == cache_.generation &&
+    if (!afresh && reuse_singles_ && e.single_generation + 1 == cache_.generation &&
         e.single_running == running && !(running && StartMs(e) == 0) &&
         e.single_index < options_.recycle->snapshot.workloads.size()) {
       const int id = static_cast<int>(out_.snapshot.workloads.size());
@@ -1502,7 +1504,7 @@ class Builder {
       ++cache_.reused;
       return;
     }
-    if (!replica && TakeOverPrevious(e, running)) return;
+    if (!afresh && TakeOverPrevious(e, running)) return;
     const size_t problems = out_.problems.size();
     const kube::Pod& p = *e.object;
     const Meta meta{&p.metadata, nullptr, &e.facts.chamber_keys};

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -788,6 +789,21 @@ class MixedKindsE2E : public ControllerE2E {
     auto q = client_->Get(e2e::kQueueType, "", queue);
     return q.ok() ? StatusGpu(*q, "borrowed") : -1;
   }
+  // Whether every queue of `queues` comes to have `gpus` GPUs allocated within `within`; the
+  // message names each queue's allocation when not.
+  ::testing::AssertionResult EveryQueueAt(int64_t gpus, const std::vector<std::string>& queues,
+                                          std::chrono::seconds within) {
+    const bool all = Eventually(
+        [&] {
+          return std::all_of(queues.begin(), queues.end(),
+                             [&](const std::string& q) { return Allocated(q) == gpus; });
+        },
+        within);
+    if (all) return ::testing::AssertionSuccess();
+    auto failure = ::testing::AssertionFailure() << "allocated:";
+    for (const std::string& q : queues) failure << " " << q << " " << Allocated(q) << ";";
+    return failure;
+  }
 };
 
 // Four teams of 8 GPUs each on 32: a JobSet, a PyTorchJob, a RayCluster and a LeaderWorkerSet's
@@ -806,13 +822,7 @@ TEST_F(MixedKindsE2E, EveryKindKeepsToItsQueuesQuotaBorrowsAndIsReclaimed) {
                          {"metadata", Metadata("tune", c)},
                          {"spec", ClusterSpec(2, 2, 4, "")}});
   LeaderWorkerSet("serve", d, 1, 2, 4);
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8 && Allocated(d) == 8;
-      },
-      90s))
-      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c)
-      << ", d " << Allocated(d);
+  ASSERT_TRUE(EveryQueueAt(8, {a, b, c, d}, 90s));
   EXPECT_EQ(PodsLabelled("jobset.sigs.k8s.io/jobset-name=train"), std::make_pair(2, 2));
   EXPECT_EQ(PodsLabelled("training.kubeflow.org/job-name=ddp"), std::make_pair(2, 2));
   EXPECT_EQ(PodsLabelled("ray.io/cluster=tune"), std::make_pair(3, 3));
@@ -851,13 +861,7 @@ TEST_F(MixedKindsE2E, EveryKindKeepsToItsQueuesQuotaBorrowsAndIsReclaimed) {
   EXPECT_FALSE(Get(JobSets(), "train").value("/spec/suspend"_json_pointer, false));
   EXPECT_EQ(PodsLabelled("training.kubeflow.org/job-name=ddp").second, 2);
   EXPECT_EQ(BoundInGroup("serve", 0), 2) << "team d's group is never touched";
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return Allocated(a) == 8 && Allocated(b) == 8 && Allocated(c) == 8 && Allocated(d) == 8;
-      },
-      30s))
-      << "allocated: a " << Allocated(a) << ", b " << Allocated(b) << ", c " << Allocated(c)
-      << ", d " << Allocated(d);
+  ASSERT_TRUE(EveryQueueAt(8, {a, b, c, d}, 30s));
   ExpectNoDoubleBooking(8);
 }
 

@@ -1,5 +1,6 @@
 // KubeBackend against the test control plane (the ctest fixture's CHAMBER_TEST_KUBECONFIG).
 #include <chrono>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -100,6 +101,178 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   (void)client.Delete(kube::resources::kNamespaces, "", ns);
   (void)client.Delete(kQueues, "", ns);
   (void)kubesim::DeleteFakeNodes(client);
+}
+
+// A gang whose bind fails half-way is rolled back by deleting the members already bound. A
+// delete that fails (here an admission policy refuses it; in the 1,000-fault run, an API
+// server outage) leaves the pod bound: it keeps its GPUs in chamberd's books, as an assumed
+// bind, until the informer shows it bound or gone, so that the next cycle, with an informer
+// that has not seen the bind yet, does not give its GPUs to another pod. Both ways of rolling
+// back: a Job (suspended first) and a gang of bare pods.
+TEST(KubeBackendOnTheControlPlane, ARolledBackPodWhoseDeleteFailedKeepsItsGpus) {
+  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  kube::Client& client = **connected;
+  const std::string ns = "kb-" + std::to_string(std::random_device{}() % 1000000);
+  ASSERT_TRUE(client.Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns}}}}).ok());
+  kubesim::NodePoolSpec nodes;
+  nodes.prefix = ns;
+  nodes.gpus = 8;
+  ASSERT_TRUE(kubesim::CreateFakeNodes(client, nodes).ok());
+  const Json queue = {{"apiVersion", "chamber.io/v1alpha1"},
+                      {"kind", "Queue"},
+                      {"metadata", {{"name", ns}}},
+                      {"spec", {{"resources", {{"gpu", {{"quota", 8}}}}}}}};
+  ASSERT_TRUE(client.Create(kQueues, "", queue).ok());
+
+  // Bound pods of this namespace labelled `keep` cannot be deleted.
+  const kube::ResourceType policies{"admissionregistration.k8s.io", "v1",
+                                    "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
+                                    false};
+  const kube::ResourceType bindings{"admissionregistration.k8s.io", "v1",
+                                    "validatingadmissionpolicybindings",
+                                    "ValidatingAdmissionPolicyBinding", false};
+  const Json policy = {
+      {"metadata", {{"name", ns}}},
+      {"spec",
+       {{"failurePolicy", "Fail"},
+        {"matchConstraints",
+         {{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns}}}}},
+          {"resourceRules",
+           {{{"apiGroups", {""}},
+             {"apiVersions", {"v1"}},
+             {"operations", {"DELETE"}},
+             {"resources", {"pods"}}}}}}},
+        {"validations",
+         {{{"expression",
+            "!has(oldObject.spec.nodeName) || !has(oldObject.metadata.labels) || "
+            "!('keep' in oldObject.metadata.labels)"},
+           {"message", "this test keeps its bound pods"}}}}}}};
+  ASSERT_TRUE(client.Create(policies, "", policy).ok());
+  const Json binding = {{"metadata", {{"name", ns}}},
+                        {"spec", {{"policyName", ns}, {"validationActions", {"Deny"}}}}};
+  ASSERT_TRUE(client.Create(bindings, "", binding).ok());
+  // Whatever the outcome, the policy goes first: it would keep the namespace's pods forever.
+  struct Cleanup {
+    std::function<void()> run;
+    ~Cleanup() { run(); }
+  } cleanup{[&] {
+    (void)client.Delete(bindings, "", ns);
+    (void)client.Delete(policies, "", ns);
+    kube::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    (void)client.Delete(kube::resources::kPods, ns, "", now);
+    (void)client.Delete(kube::resources::kNamespaces, "", ns);
+    (void)client.Delete(kQueues, "", ns);
+    (void)kubesim::DeleteFakeNodes(client);
+  }};
+  const Json container = {
+      {"name", "main"},
+      {"image", "trainer:latest"},
+      {"resources",
+       {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}}, {"limits", {{"nvidia.com/gpu", 1}}}}}};
+  // The policy is in force once a bound probe pod cannot be deleted. Each try is a new pod: a
+  // delete allowed before takes it at once (no grace), and a second delete of a pod on its way
+  // out would not be judged again.
+  int probes = 0;
+  ASSERT_TRUE(chamberd::e2e::Eventually(
+      [&] {
+        const std::string name = "probe-" + std::to_string(probes++);
+        const Json probe = {{"metadata", {{"name", name}, {"labels", {{"keep", "yes"}}}}},
+                            {"spec",
+                             {{"schedulerName", "nobody"},
+                              {"nodeName", ns + "-0"},
+                              {"containers", {{{"name", "main"}, {"image", "trainer:latest"}}}}}}};
+        if (!client.Create(kube::resources::kPods, ns, probe).ok()) return false;
+        kube::DeleteOptions now;
+        now.grace_period_seconds = 0;
+        return !client.Delete(kube::resources::kPods, ns, name, now).ok();
+      },
+      std::chrono::seconds(20)))
+      << "the admission policy never refused a delete";
+
+  for (const std::string name : {"a", "b"}) {
+    const Json pod = {
+        {"metadata",
+         {{"name", name},
+          {"labels", {{"chamber.io/pod-group", "g"}, {"chamber.io/queue", ns}, {"keep", "yes"}}},
+          {"annotations", {{"chamber.io/min-member", "2"}}}}},
+        {"spec", {{"schedulerName", "chamber"}, {"containers", Json::array({container})}}}};
+    ASSERT_TRUE(client.Create(kube::resources::kPods, ns, pod).ok());
+  }
+  const Json job = {{"metadata", {{"name", "j"}, {"labels", {{"chamber.io/queue", ns}}}}},
+                    {"spec",
+                     {{"parallelism", 2},
+                      {"completions", 2},
+                      {"backoffLimit", 0},
+                      {"template",
+                       {{"metadata", {{"labels", {{"keep", "yes"}}}}},
+                        {"spec",
+                         {{"schedulerName", "chamber"},
+                          {"restartPolicy", "Never"},
+                          {"containers", Json::array({container})}}}}}}}};
+  ASSERT_TRUE(client.Create(kube::resources::kJobs, ns, job).ok());
+
+  KubeBackendOptions options;
+  options.writers = 1;
+  options.write_events = false;
+  auto backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  // Both gangs whole in one build.
+  auto find = [&](const std::string& name) {
+    const BuiltSnapshot& built = (*backend)->built();
+    for (size_t i = 0; i < built.snapshot.workloads.size(); ++i)
+      if (built.snapshot.workloads[i].name == name && built.snapshot.workloads[i].TotalPods() == 2)
+        return static_cast<int32_t>(i);
+    return -1;
+  };
+  ASSERT_TRUE(chamberd::e2e::Eventually(
+      [&] { return (*backend)->Refresh().ok() && find(ns + "/g") >= 0 && find(ns + "/j") >= 0; },
+      std::chrono::seconds(30)));
+  const BuiltSnapshot& built = (*backend)->built();
+  core::NodeId node;
+  for (size_t i = 0; i < built.snapshot.nodes.size(); ++i)
+    if (built.snapshot.nodes[i].name == ns + "-0") node.value = static_cast<int32_t>(i);
+  ASSERT_TRUE(node.valid());
+  // Each gang's second pod is deleted before its bind (the first member's delete is refused
+  // once it is bound): the bind of the first goes through, the second's fails.
+  core::CycleResult result;
+  std::vector<std::string> first;
+  int gpu = 0;
+  for (const std::string& name : {ns + "/g", ns + "/j"}) {
+    core::BindDecision bind;
+    bind.workload.value = find(name);
+    for (int r = 0; r < 2; ++r) bind.pods.push_back({0, r, {node, uint64_t{1} << gpu++}});
+    const WorkloadSource& src = built.sources[bind.workload.index()];
+    first.push_back(src.pods[0][0].Key());
+    ASSERT_TRUE(client.Delete(kube::resources::kPods, ns, src.pods[0][1].name()).ok());
+    result.binds.push_back(bind);
+  }
+  ASSERT_TRUE((*backend)->Apply(result).ok());
+
+  EXPECT_EQ((*backend)->stats().bind_failures, 2);
+  EXPECT_EQ((*backend)->stats().rollbacks, 2);
+  EXPECT_GE((*backend)->stats().write_errors, 2) << "the refused deletes are counted";
+  for (const std::string& key : first) {
+    auto pod = client.Get(kube::resources::kPods, ns, key.substr(key.find('/') + 1));
+    ASSERT_TRUE(pod.ok()) << key << ": " << pod.status().ToString();
+    EXPECT_EQ((*pod)["spec"].value("nodeName", ""), ns + "-0") << key << " is still bound";
+  }
+  EXPECT_EQ((*backend)->AssumedPods(), first)
+      << "a bound pod whose delete failed lost its assumed bind, so its GPUs looked free";
+  auto job_now = client.Get(kube::resources::kJobs, ns, "j");
+  ASSERT_TRUE(job_now.ok());
+  EXPECT_TRUE((*job_now)["spec"].value("suspend", false)) << "the Job was suspended first";
+
+  // The next build, whatever the informer has seen by then, holds their GPUs (0 and 2).
+  ASSERT_TRUE((*backend)->Refresh().ok());
+  uint64_t held = 0;
+  for (const core::Workload& w : (*backend)->built().snapshot.workloads)
+    for (const core::PodPlacement& p : w.placements)
+      if (p.node == node) held |= p.gpu_mask;
+  EXPECT_EQ(held, uint64_t{0b101});
+
+  backend->reset();
 }
 
 // A workload kind whose CRD is installed after chamberd started is found at the next look (every
