@@ -88,10 +88,13 @@ void PrintTables(const Snapshot& s, const CycleResult& r, std::ostream& out) {
       out << fmt::format("{:<12} invalid: {}\n", label, q.error);
       continue;
     }
-    out << fmt::format("{:<12} {:>9} {:>10.1f} {:>6} {:>6} {:>8} {:>5} {:>7} {:>7}\n", label,
-                       q.allocated.gpu(), q.fair_share[0], gpu.quota,
-                       gpu.limit == core::kUnlimited ? std::string("-") : std::to_string(gpu.limit),
-                       q.borrowed.gpu(), q.lent.gpu(), q.running_workloads, q.pending_workloads);
+    out << fmt::format(
+        "{:<12} {:>9} {:>10.1f} {:>6} {:>6} {:>8} {:>5} {:>7} {:>7}\n", label,
+        core::FormatGpus(q.allocated.gpu_milli()), q.fair_share[0] / core::kMilliPerGpu,
+        core::FormatGpus(gpu.quota),
+        gpu.limit == core::kUnlimited ? std::string("-") : core::FormatGpus(gpu.limit),
+        core::FormatGpus(q.borrowed.gpu_milli()), core::FormatGpus(q.lent.gpu_milli()),
+        q.running_workloads, q.pending_workloads);
   }
   if (!r.issues.empty()) {
     out << "\nSnapshot issues:\n";

@@ -171,7 +171,7 @@ Status RunSim(const SimCommandOptions& o) {
       for (int32_t t = 0; t < spec.teams; ++t) {
         core::Queue q;
         q.name = "team-" + std::to_string(t);
-        q.res(core::Resource::kGpu).quota = each;
+        q.res(core::Resource::kGpu).quota = core::Gpus(each);
         options.queues.push_back(q);
       }
     }

@@ -192,7 +192,7 @@ void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remov
   for (int level = 0; level < kNumDomainLevels; ++level) {
     if (facts.domain[level] >= 0) domain_free_[level][facts.domain[level]] += after - before;
   }
-  total_free_[Resource::kGpu] += after - before;
+  total_free_[Resource::kGpu] += Gpus(after - before);
   total_free_[Resource::kCpu] += cpu_milli;
   total_free_[Resource::kMemory] += memory_bytes;
 }
@@ -211,11 +211,11 @@ Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& reque
   if ((held_mask_[i] & p.gpu_mask) != 0) {
     return Status::FailedPrecondition("GPU already held on node " + node(p.node).name);
   }
-  if (Popcount(p.gpu_mask) != request.gpu()) {
+  if (Gpus(Popcount(p.gpu_mask)) != request.gpu_milli()) {
     return Status::InvalidArgument("placement on node " + node(p.node).name + " holds " +
                                    std::to_string(Popcount(p.gpu_mask)) +
                                    " GPUs for a pod that requests " +
-                                   std::to_string(request.gpu()));
+                                   FormatGpus(request.gpu_milli()));
   }
   Claim(p, request);
   return Status::Ok();

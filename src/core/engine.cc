@@ -82,8 +82,11 @@ std::string ValidateWorkload(const Workload& w) {
     if (ps.count <= 0) return where() + "count must be positive, got " + std::to_string(ps.count);
     if (ps.request.AnyNegative())
       return where() + "negative request (" + FormatResources(ps.request) + ")";
-    if (ps.request.gpu() > kMaxGpusPerNode)
-      return where() + "requests " + std::to_string(ps.request.gpu()) +
+    if (ps.request.gpu_milli() % kMilliPerGpu != 0)
+      return where() + "requests " + FormatGpus(ps.request.gpu_milli()) +
+             " GPUs per pod; a pod asks for whole GPUs";
+    if (ps.request.whole_gpus() > kMaxGpusPerNode)
+      return where() + "requests " + std::to_string(ps.request.whole_gpus()) +
              " GPUs per pod; a node has at most " + std::to_string(kMaxGpusPerNode);
     total += ps.count;
   }

@@ -205,11 +205,11 @@ const PendingWhy& Explainer::PolicyWait(WorkloadId w, int32_t shape, int32_t pod
     if (within.valid()) {
       quota_cause = true;
       cause([&] {
-        return std::string("queue " + tree_.queue(within).name + " holds " +
-                           FormatQuantity(Resource::kGpu, queues_.usage(within).gpu()) +
-                           ", quota " +
-                           FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu()) +
-                           " (reclaim never takes a queue below its quota)");
+        return std::string(
+            "queue " + tree_.queue(within).name + " holds " +
+            FormatQuantity(Resource::kGpu, queues_.usage(within).gpu_milli()) + ", quota " +
+            FormatQuantity(Resource::kGpu, tree_.effective_quota(within).gpu_milli()) +
+            " (reclaim never takes a queue below its quota)");
       });
     } else if (planner_.BorrowingPreempts(q) && (pass == 2 || !queues_.WithinQuota(mine, req))) {
       quota_cause = true;

@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "common/status.h"
+#include "core/resources.h"
 
 namespace chamber::core {
 
-inline constexpr int32_t kMilliPerGpu = 1000;
 inline constexpr int kMaxSharedGpusPerNode = 64;
 
 // ---- MIG ----------------------------------------------------------------------------------------

@@ -268,7 +268,7 @@ void LoadedWork::ShapeKey(const Workload& w, int32_t pods) {
     pods -= n;
     int32_t id = 0;
     feas_.For(ps, &id);
-    const std::array<int64_t, 5> fields = {id, n, ps.request.gpu(), ps.request.cpu_milli(),
+    const std::array<int64_t, 5> fields = {id, n, ps.request.gpu_milli(), ps.request.cpu_milli(),
                                            ps.request.memory_bytes()};
     key.append(reinterpret_cast<const char*>(fields.data()), sizeof fields);
   }
@@ -310,7 +310,7 @@ int32_t LoadedWork::InternShape(const Workload& w, int32_t pods) {
   if (pods <= first.count) {
     int32_t constraints = 0;
     feas_.For(first, &constraints);
-    return InternOneSet({constraints, pods, first.request.gpu(), first.request.cpu_milli(),
+    return InternOneSet({constraints, pods, first.request.gpu_milli(), first.request.cpu_milli(),
                          first.request.memory_bytes()});
   }
   ShapeKey(w, pods);

@@ -44,7 +44,7 @@ bool SelectorMatches(const Node& node,
 }
 
 std::string Signature(const PodSet& ps) {
-  std::string sig = ps.request.gpu() > 0 ? "g" : "c";
+  std::string sig = ps.request.whole_gpus() > 0 ? "g" : "c";
   for (const auto& [k, v] : ps.node_selector) sig += "\x1fs" + k + "=" + v;
   for (const Toleration& t : ps.tolerations) {
     sig += "\x1ft" + t.key + (t.op == Toleration::Operator::kExists ? "?" : "=") + t.value;
@@ -95,8 +95,8 @@ class Attempt {
 
   void Take(int32_t n, const PodRef& p) {
     const NodeCapacity c = Effective(n);
-    const uint64_t mask =
-        PickGpus(c.gpu_mask, state_.islands(NodeId{n}), static_cast<int>(p.ps->request.gpu()));
+    const uint64_t mask = PickGpus(c.gpu_mask, state_.islands(NodeId{n}),
+                                   static_cast<int>(p.ps->request.whole_gpus()));
     consumed_[n].Add(NodeCapacity::OfPod(mask, p.ps->request));
     plan_.pods.push_back({p.set, p.replica, PodPlacement{NodeId{n}, mask}});
   }
@@ -126,7 +126,7 @@ class Attempt {
 
 const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) const {
   constexpr size_t kMaxKnown = 8;
-  const bool gpu = ps.request.gpu() > 0;
+  const bool gpu = ps.request.whole_gpus() > 0;
   for (const Known& k : known_) {
     if (k.gpu == gpu && k.node_selector == ps.node_selector && k.tolerations == ps.tolerations &&
         k.gpu_models == ps.gpu_models) {
@@ -148,7 +148,7 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
       allowed_model[mid] = 1;
       ++model_count;
     }
-    const bool check_model = !ps.gpu_models.empty() && ps.request.gpu() > 0;
+    const bool check_model = !ps.gpu_models.empty() && ps.request.whole_gpus() > 0;
     std::vector<NodeFilter> f(state_->num_nodes(), NodeFilter::kOk);
     for (size_t i = 0; i < f.size(); ++i) {
       const NodeId n{static_cast<int32_t>(i)};
@@ -192,7 +192,7 @@ void CapacityOverlay::Take(int32_t node, const NodeCapacity& taken) {
 }
 
 bool NodeCapacity::Fits(const Resources& request) const {
-  return std::popcount(gpu_mask) >= request.gpu() && cpu_milli >= request.cpu_milli() &&
+  return std::popcount(gpu_mask) >= request.whole_gpus() && cpu_milli >= request.cpu_milli() &&
          memory_bytes >= request.memory_bytes() && pods >= 1;
 }
 
@@ -228,7 +228,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   std::vector<PodRef> refs = ExpandPods(w, pods);
   if (refs.empty()) return PlacementPlan{};
   std::stable_sort(refs.begin(), refs.end(), [](const PodRef& a, const PodRef& b) {
-    return a.ps->request.gpu() > b.ps->request.gpu();
+    return a.ps->request.whole_gpus() > b.ps->request.whole_gpus();
   });
   std::vector<const std::vector<NodeFilter>*> filters(w.pod_sets.size());
   for (size_t s = 0; s < w.pod_sets.size(); ++s) filters[s] = &feasibility.For(w.pod_sets[s]);
@@ -240,7 +240,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   // Fast path: one pod, best fit straight from the free-GPU buckets.
   if (refs.size() == 1 && overlay == nullptr) {
     const PodRef& p = refs.front();
-    for (int k = static_cast<int>(p.ps->request.gpu()); k <= max_k; ++k) {
+    for (int k = static_cast<int>(p.ps->request.whole_gpus()); k <= max_k; ++k) {
       for (int32_t n = state.NextWithFreeGpus(k, 0); n >= 0; n = state.NextWithFreeGpus(k, n + 1)) {
         if (ok(n, p) && a.Fits(n, *p.ps)) {
           a.Take(n, p);
@@ -252,7 +252,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   }
 
   int64_t total_gpu = 0;
-  for (const PodRef& p : refs) total_gpu += p.ps->request.gpu();
+  for (const PodRef& p : refs) total_gpu += p.ps->request.whole_gpus();
 
   // Where the next pod of each pod set may go, kept through one try. Within a try capacity only
   // shrinks, and a node's capacity changes only once the gang uses it, so:
@@ -405,7 +405,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
     // The buckets from where the set's last pod found room: the nodes before it had none then,
     // and have none now.
     SetCursor& c = cursors[p.set];
-    if (c.bucket < 0) c.bucket = static_cast<int>(p.ps->request.gpu());
+    if (c.bucket < 0) c.bucket = static_cast<int>(p.ps->request.whole_gpus());
     for (; chosen < 0 && c.bucket <= max_k; ++c.bucket, c.in_bucket = 0) {
       for (int32_t n = state.NextWithFreeGpus(c.bucket, c.in_bucket); n >= 0;
            n = state.NextWithFreeGpus(c.bucket, n + 1)) {
@@ -459,7 +459,7 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
       const NodeId n{static_cast<int32_t>(i)};
       const NodeFacts& facts = state.facts(n);
       const NodeCapacity& c = state.free(n);
-      const int64_t g = ps.request.gpu();
+      const int64_t g = ps.request.whole_gpus();
       switch (f[i]) {
         case NodeFilter::kUnschedulable:
           ++causes[kUnschedulable];
@@ -531,7 +531,7 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
                           std::to_string(count) + " pods");
   }
   int64_t total_gpu = 0;
-  for (const PodRef& p : refs) total_gpu += p.ps->request.gpu();
+  for (const PodRef& p : refs) total_gpu += p.ps->request.gpu_milli();
   out.message = "gang of " + std::to_string(refs.size()) + " pods (" +
                 FormatQuantity(Resource::kGpu, total_gpu) + ") does not fit at once: ";
   // Each pod set may find room for all its pods alone and the gang still not fit: the sets

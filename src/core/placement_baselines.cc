@@ -29,7 +29,7 @@ std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state,
       const int32_t n = choose(fits, effective, ps);
       if (n < 0) return std::nullopt;
       const uint64_t mask = PickGpus(effective(n).gpu_mask, state.islands(NodeId{n}),
-                                     static_cast<int>(ps.request.gpu()));
+                                     static_cast<int>(ps.request.whole_gpus()));
       consumed[n].Add(NodeCapacity::OfPod(mask, ps.request));
       plan.pods.push_back({static_cast<int32_t>(s), r, PodPlacement{NodeId{n}, mask}});
     }

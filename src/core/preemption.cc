@@ -34,7 +34,7 @@ class PodFitBound {
               int32_t pods, const CapacityOverlay& overlay)
       : state_(state), pods_(pods) {
     if (w.pod_sets.empty() || pods > w.pod_sets.front().count) return;
-    gpus_ = w.pod_sets.front().request.gpu();
+    gpus_ = w.pod_sets.front().request.whole_gpus();
     if (gpus_ <= 0) return;
     filter_ = &feasibility.For(w.pod_sets.front());
     for (size_t n = 0; n < state.num_nodes(); ++n) {
@@ -367,7 +367,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectAmong(
     int32_t left = pods;
     for (const PodSet& ps : preemptor.pod_sets) {
       const int32_t n = std::min(left, ps.count);
-      needed_gpu += ps.request.gpu() * n;
+      needed_gpu += ps.request.whole_gpus() * n;
       left -= n;
     }
   }
@@ -394,7 +394,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectAmong(
       o.Add(state, w.placements[i], w.PlacementRequest(i));
       if (bound) bound->Grow(node, before_mask, o.Find(node)->gpu_mask);
     }
-    if (state.total_free().gpu() + o.gpus() < needed_gpu) continue;
+    if (state.total_free().whole_gpus() + o.gpus() < needed_gpu) continue;
     if (bound && !bound->Reached()) continue;
     if (!RulesFindEnough(rules, chosen)) continue;
     plan = placement.Place(state, feasibility, preemptor, pods, &o);

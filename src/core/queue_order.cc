@@ -51,7 +51,7 @@ void FairShareSorter::BeginCycle() {
   cache_.Reset(tree_.size());
   decayed_.assign(tree_.size(), 0);
   if (cfg_.usage_half_life.count() <= 0) return;
-  const double gpus = static_cast<double>(state_.capacity().gpu());
+  const double gpus = GpusOf(state_.capacity().gpu_milli());
   for (size_t q = 0; q < tree_.size(); ++q) {
     const QueueId id{static_cast<int32_t>(q)};
     if (!tree_.valid(id) || !tree_.leaf(id)) continue;

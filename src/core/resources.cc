@@ -1,6 +1,7 @@
 #include "core/resources.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace chamber::core {
 
@@ -31,7 +32,7 @@ Resources Max(const Resources& a, const Resources& b) {
 std::string FormatQuantity(Resource r, int64_t q) {
   switch (r) {
     case Resource::kGpu:
-      return std::to_string(q) + " gpu";
+      return FormatGpus(q) + " gpu";
     case Resource::kCpu:
       if (q % 1000 == 0) return std::to_string(q / 1000) + " cpu";
       return std::to_string(q) + "m cpu";
@@ -46,6 +47,19 @@ std::string FormatQuantity(Resource r, int64_t q) {
     }
   }
   return std::to_string(q);
+}
+
+std::string FormatGpus(int64_t milli) {
+  const bool negative = milli < 0;
+  const uint64_t m = negative ? 0 - static_cast<uint64_t>(milli) : static_cast<uint64_t>(milli);
+  const auto per_gpu = static_cast<uint64_t>(kMilliPerGpu);
+  std::string out = (negative ? "-" : "") + std::to_string(m / per_gpu);
+  const uint64_t frac = m % per_gpu;
+  if (frac == 0) return out;
+  std::string digits = std::to_string(frac);
+  digits.insert(0, 3 - digits.size(), '0');
+  while (digits.back() == '0') digits.pop_back();
+  return out + "." + digits;
 }
 
 std::string FormatResources(const Resources& r) {

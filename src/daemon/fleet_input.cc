@@ -64,16 +64,16 @@ std::vector<fleet::QueueInput> FleetQueues(const core::Snapshot& s,
     qi.name = q.name;
     qi.parent = q.parent;
     const core::QueueResource& r = q.res(core::Resource::kGpu);
-    qi.quota = static_cast<double>(r.quota);
-    if (r.limit != core::kUnlimited) qi.limit = static_cast<double>(r.limit);
+    qi.quota = core::GpusOf(r.quota);
+    if (r.limit != core::kUnlimited) qi.limit = core::GpusOf(r.limit);
     qi.weight = r.over_quota_weight;
     qi.decayed_gpu_hours = q.decayed_usage;
     for (const core::QueueStatus& st : status) {
       if (st.name != q.name) continue;
-      qi.allocated = static_cast<double>(st.allocated.gpu());
-      qi.fair_share = st.fair_share[static_cast<int>(core::Resource::kGpu)];
-      qi.borrowed = static_cast<double>(st.borrowed.gpu());
-      qi.lent = static_cast<double>(st.lent.gpu());
+      qi.allocated = core::GpusOf(st.allocated.gpu_milli());
+      qi.fair_share = st.fair_share[static_cast<int>(core::Resource::kGpu)] / core::kMilliPerGpu;
+      qi.borrowed = core::GpusOf(st.borrowed.gpu_milli());
+      qi.lent = core::GpusOf(st.lent.gpu_milli());
       qi.error = st.error;
     }
     queues.push_back(std::move(qi));

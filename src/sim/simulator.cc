@@ -756,7 +756,7 @@ SimMetrics Sim::Finalize(Time end) {
   for (size_t q = 0; q < queue_names_.size(); ++q)
     for (const core::Queue& spec : options_.queues)
       if (spec.name == queue_names_[q])
-        quota[q] = static_cast<double>(spec.res(core::Resource::kGpu).quota);
+        quota[q] = core::GpusOf(spec.res(core::Resource::kGpu).quota);
   for (double v : quota) total_quota += v;
   double sum = 0, sum_sq = 0;
   for (size_t q = 0; q < queue_names_.size(); ++q) {

@@ -9,6 +9,7 @@
 #include "common/time.h"
 #include "common/yaml_reader.h"
 #include "core/io/queue_yaml.h"
+#include "core/io/result_json.h"
 #include "kube/errors.h"
 
 namespace chamber::backend {
@@ -118,7 +119,7 @@ Result<json> YamlToJson(const YAML::Node& node, const YamlReader& y, const std::
 }
 
 json Amounts(const core::Resources& r) {
-  return {{"gpu", r.gpu()},
+  return {{"gpu", core::io::GpuAmountJson(r.gpu_milli())},
           {"cpu", CpuQuantity(r.cpu_milli())},
           {"memory", MemoryQuantity(r.memory_bytes())}};
 }
@@ -170,7 +171,7 @@ std::string MemoryQuantity(int64_t bytes) {
 
 json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation) {
   const auto share = [&](core::Resource r) { return s.fair_share[static_cast<int>(r)]; };
-  const double gpu_share = share(core::Resource::kGpu);
+  const double gpu_share = share(core::Resource::kGpu) / core::kMilliPerGpu;
   json valid = {{"type", "Valid"}, {"observedGeneration", observed_generation}};
   if (s.error.empty()) {
     valid["status"] = "True";

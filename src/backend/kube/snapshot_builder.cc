@@ -1604,7 +1604,7 @@ class Builder {
       std::vector<size_t> unplaced;
       for (size_t i : by_node[n]) {
         BoundPod& b = bound_[i];
-        const int64_t want = b.request.gpu();
+        const int64_t want = b.request.whole_gpus();
         uint64_t mask = 0;
         bool ok = static_cast<int64_t>(b.annotated->size()) == want;
         for (int g : *b.annotated) {
@@ -1624,7 +1624,7 @@ class Builder {
       }
       for (size_t i : unplaced) {
         BoundPod& b = bound_[i];
-        int64_t want = b.request.gpu();
+        int64_t want = b.request.whole_gpus();
         for (int g = 0; g < gpu_count && want > 0; ++g)
           if (!(taken >> g & 1)) {
             b.mask |= uint64_t{1} << g;

@@ -44,7 +44,7 @@ SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
     core::Queue queue;
     queue.name = names[q];
     core::QueueResource& gpu = queue.res(core::Resource::kGpu);
-    gpu.quota = scaled(quotas[q]);
+    gpu.quota = core::Gpus(scaled(quotas[q]));
     gpu.over_quota_weight = weights[q];
     b.queues.push_back(queue);
   }

@@ -245,7 +245,7 @@ Snapshot MakeSyntheticCluster(const SyntheticSpec& spec) {
   for (int32_t d = 0; d < departments; ++d) {
     Queue dept;
     dept.name = Numbered("dept-", d, 2);
-    dept.res(Resource::kGpu).quota = dept_quota[d];
+    dept.res(Resource::kGpu).quota = Gpus(dept_quota[d]);
     snap.queues.push_back(dept);
     const int32_t first = d * spec.teams_per_department;
     const int32_t last = std::min(spec.queues, first + spec.teams_per_department);
@@ -257,11 +257,11 @@ Snapshot MakeSyntheticCluster(const SyntheticSpec& spec) {
       q.name = Numbered("team-", t, 3);
       q.parent = dept.name;
       QueueResource& gpu = q.res(Resource::kGpu);
-      gpu.quota = team_quota[t - first];
+      gpu.quota = Gpus(team_quota[t - first]);
       const bool lender = t % 2 == 0;
       if (t % 3 == 0 && gpu.quota > 0 && !(spec.churn && !lender)) gpu.limit = 2 * gpu.quota;
       snap.queues.push_back(q);
-      teams.push_back({q.name, gpu.quota, 0, lender});
+      teams.push_back({q.name, team_quota[t - first], 0, lender});
     }
   }
 

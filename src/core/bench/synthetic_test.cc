@@ -80,7 +80,7 @@ TEST(SyntheticCluster, ShapeFollowsTheSpec) {
 // Quotas split the capacity exactly; each department's quota is its teams' sum.
 TEST(SyntheticCluster, QuotasSumToCapacity) {
   const Snapshot s = MakeSyntheticCluster(Small());
-  EXPECT_EQ(LeafQuotaSum(s), 200 * 8);
+  EXPECT_EQ(LeafQuotaSum(s), Gpus(200 * 8));
   std::map<std::string, int64_t> children;
   for (const Queue& q : s.queues) {
     const QueueResource& gpu = q.res(Resource::kGpu);
@@ -107,12 +107,12 @@ TEST(SyntheticCluster, RunningWorkIsPlacedConsistently) {
       ASSERT_EQ(w.placements.size(), static_cast<size_t>(w.TotalPods())) << w.name;
       for (size_t i = 0; i < w.placements.size(); ++i) {
         ASSERT_TRUE(state.ClaimExisting(w.placements[i], w.PlacementRequest(i)).ok()) << w.name;
-        running_gpus += w.PlacementRequest(i).gpu();
+        running_gpus += w.PlacementRequest(i).gpu_milli();
       }
       EXPECT_LE(w.start_time, s.now);
     }
     EXPECT_GT(running_gpus, 0);
-    EXPECT_LE(running_gpus, 200 * 8);
+    EXPECT_LE(running_gpus, Gpus(200 * 8));
     EXPECT_TRUE(state.CheckInvariants().ok());
     EXPECT_TRUE(Engine().Schedule(s).issues.empty());
   }
@@ -125,7 +125,7 @@ TEST(SyntheticCluster, SteadyLoadStaysWithinQuota) {
   std::map<std::string, int64_t> running;
   for (const Workload& w : s.workloads) {
     if (w.state == WorkloadState::kRunning) {
-      running[w.queue] += w.TotalRequest().gpu();
+      running[w.queue] += w.TotalRequest().gpu_milli();
       EXPECT_GE(w.priority, 50);
     } else {
       EXPECT_LE(w.priority, 50);
@@ -150,7 +150,7 @@ TEST(SyntheticCluster, ChurnMakesTheCycleReclaim) {
     if (w.state == WorkloadState::kPending) {
       EXPECT_EQ(team % 2, 0) << w.name;
     }
-    if (w.state == WorkloadState::kRunning) running[w.queue] += w.TotalRequest().gpu();
+    if (w.state == WorkloadState::kRunning) running[w.queue] += w.TotalRequest().gpu_milli();
   }
   int64_t borrowed = 0;
   for (const Queue& q : s.queues)
@@ -169,8 +169,8 @@ TEST(SyntheticCluster, RunningWorkNeverExceedsTheCluster) {
   const Snapshot s = MakeSyntheticCluster(spec);
   int64_t gpus = 0;
   for (const Workload& w : s.workloads)
-    if (w.state == WorkloadState::kRunning) gpus += w.TotalRequest().gpu();
-  EXPECT_LE(gpus, 200 * 8);
+    if (w.state == WorkloadState::kRunning) gpus += w.TotalRequest().gpu_milli();
+  EXPECT_LE(gpus, Gpus(200 * 8));
   EXPECT_EQ(s.workloads.size(), 5000U);
 }
 

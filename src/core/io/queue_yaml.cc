@@ -8,6 +8,9 @@
 namespace chamber::core::io {
 namespace {
 
+// A bound that keeps GPU amounts in thousandths far from overflowing.
+constexpr int64_t kMaxQueueGpus = 1'000'000'000;
+
 Status ParseQueueResource(const YamlReader& y, const YAML::Node& node, const std::string& path,
                           Resource r, QueueResource* out) {
   CHAMBER_RETURN_IF_ERROR(
@@ -22,6 +25,12 @@ Status ParseQueueResource(const YamlReader& y, const YAML::Node& node, const std
     if (v.ok() && *v < 0)
       return y.Error(n, p,
                      allow_unlimited ? "must be -1 (none) or at least 0" : "must not be negative");
+    // Whole GPUs, kept in thousandths (Resource::kGpu).
+    if (v.ok() && r == Resource::kGpu) {
+      if (*v > kMaxQueueGpus)
+        return y.Error(n, p, "must be at most " + std::to_string(kMaxQueueGpus) + " GPUs");
+      return Gpus(*v);
+    }
     return v;
   };
   if (node["quota"]) {

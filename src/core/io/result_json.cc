@@ -8,7 +8,9 @@ namespace {
 using nlohmann::json;
 
 json ResourcesJson(const Resources& r) {
-  return json{{"gpu", r.gpu()}, {"cpuMilli", r.cpu_milli()}, {"memoryBytes", r.memory_bytes()}};
+  return json{{"gpu", GpuAmountJson(r.gpu_milli())},
+              {"cpuMilli", r.cpu_milli()},
+              {"memoryBytes", r.memory_bytes()}};
 }
 
 json PodsJson(const Snapshot& s, const Workload& w, const std::vector<PodAssignment>& pods) {
@@ -26,6 +28,11 @@ json PodsJson(const Snapshot& s, const Workload& w, const std::vector<PodAssignm
 }
 
 }  // namespace
+
+json GpuAmountJson(int64_t milli) {
+  if (milli % kMilliPerGpu == 0) return milli / kMilliPerGpu;
+  return GpusOf(milli);
+}
 
 json CycleResultToJson(const Snapshot& s, const CycleResult& r) {
   auto name = [&](WorkloadId w) { return s.workloads[w.index()].name; };
@@ -60,8 +67,9 @@ json CycleResultToJson(const Snapshot& s, const CycleResult& r) {
                        {"queuePosition", p.queue_position}});
   json queues = json::array();
   for (const QueueStatus& q : r.queues) {
-    json fair = {
-        {"gpu", q.fair_share[0]}, {"cpuMilli", q.fair_share[1]}, {"memoryBytes", q.fair_share[2]}};
+    json fair = {{"gpu", q.fair_share[0] / kMilliPerGpu},
+                 {"cpuMilli", q.fair_share[1]},
+                 {"memoryBytes", q.fair_share[2]}};
     json entry = {{"name", q.name},
                   {"allocated", ResourcesJson(q.allocated)},
                   {"fairShare", std::move(fair)},

@@ -10,4 +10,8 @@ namespace chamber::core::io {
 
 nlohmann::json CycleResultToJson(const Snapshot& snapshot, const CycleResult& result);
 
+// An amount of GPUs in thousandths (Resource::kGpu) as JSON: an integer when whole ("8"), else
+// a number of GPUs ("0.5").
+nlohmann::json GpuAmountJson(int64_t milli);
+
 }  // namespace chamber::core::io

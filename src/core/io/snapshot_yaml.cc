@@ -203,8 +203,10 @@ class SnapshotParser {
       ps->count = static_cast<int32_t>(c);
     }
     if (e["gpu"]) {
-      CHAMBER_ASSIGN_OR_RETURN(ps->request[Resource::kGpu], y_.Int(e["gpu"], path + ".gpu"));
-      if (ps->request.gpu() < 0) return y_.Error(e["gpu"], path + ".gpu", "must not be negative");
+      CHAMBER_ASSIGN_OR_RETURN(const int64_t gpus, y_.Int(e["gpu"], path + ".gpu"));
+      if (gpus < 0) return y_.Error(e["gpu"], path + ".gpu", "must not be negative");
+      if (gpus > 1000000) return y_.Error(e["gpu"], path + ".gpu", "must be at most 1000000");
+      ps->request[Resource::kGpu] = Gpus(gpus);
     }
     if (e["cpu"]) {
       CHAMBER_ASSIGN_OR_RETURN(ps->request[Resource::kCpu], y_.CpuMilli(e["cpu"], path + ".cpu"));

@@ -91,7 +91,7 @@ TEST(ClusterStateTest, ClaimAndReleaseKeepIndexesInStep) {
   EXPECT_EQ(s.domain_free_gpus(DomainLevel::kBlock, 0), 13);
   EXPECT_EQ(s.domain_free_gpus(DomainLevel::kBlock, 1), 4);
   EXPECT_EQ(s.domain_free_gpus(DomainLevel::kZone, 0), 17);
-  EXPECT_EQ(s.total_free().gpu(), 17);
+  EXPECT_EQ(s.total_free().whole_gpus(), 17);
   EXPECT_EQ(s.total_free().cpu_milli(), 3 * 128000 - 1000);
   EXPECT_TRUE(s.CheckInvariants().ok());
 
@@ -146,7 +146,7 @@ TEST(ClusterStateTest, UnhealthyGpusAreNeverFree) {
   ClusterState s(b.snapshot());
   EXPECT_EQ(s.facts(NodeId{0}).healthy_mask, Mask(0, 8) & ~(Mask(2, 1) | Mask(5, 1)));
   EXPECT_EQ(s.free_gpus(NodeId{0}), 6);
-  EXPECT_EQ(s.capacity().gpu(), 6);
+  EXPECT_EQ(s.capacity().whole_gpus(), 6);
   EXPECT_EQ(s.domain_free_gpus(DomainLevel::kBlock, 0), 6);
   // Running work may hold a GPU that failed under it; releasing it does not make it free.
   const PodPlacement p{NodeId{0}, Mask(0, 4)};  // GPUs 0-3, including failed GPU 2
@@ -164,7 +164,7 @@ TEST(ClusterStateTest, CordonedNodeIsNotCapacity) {
   b.Node("n1", 4).Block("b");
   const ClusterState s(b.snapshot());
   EXPECT_FALSE(s.facts(NodeId{0}).schedulable);
-  EXPECT_EQ(s.capacity().gpu(), 4);
+  EXPECT_EQ(s.capacity().whole_gpus(), 4);
   EXPECT_TRUE(s.nodes_with_free_gpus(8).empty());
   EXPECT_EQ(s.domain_free_gpus(DomainLevel::kBlock, 0), 4);
   EXPECT_TRUE(s.CheckInvariants().ok());
@@ -180,7 +180,7 @@ TEST(ClusterStateTest, NodeWithTooManyGpusIsRejected) {
   EXPECT_THAT(s.issues()[0].message, HasSubstr("has 65 GPUs; at most 64"));
   EXPECT_FALSE(s.facts(NodeId{0}).schedulable);
   EXPECT_TRUE(s.facts(NodeId{1}).schedulable);
-  EXPECT_EQ(s.capacity().gpu(), 64);
+  EXPECT_EQ(s.capacity().whole_gpus(), 64);
   EXPECT_EQ(s.free(NodeId{1}).gpu_mask, ~uint64_t{0});
   EXPECT_EQ(s.max_gpus_per_node(), 64);
   // A placement on the rejected node cannot be recorded.

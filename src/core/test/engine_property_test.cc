@@ -83,7 +83,7 @@ std::string CheckNoDoubleBooking(const Snapshot& s, const CycleResult& r) {
       if ((p.placement.gpu_mask & ~HealthyMask(node)) != 0)
         return who + ": unhealthy or missing GPU on " + node.name;
       if ((p.placement.gpu_mask & held[n]) != 0) return who + ": GPU already held on " + node.name;
-      if (std::popcount(p.placement.gpu_mask) != ps.request.gpu())
+      if (std::popcount(p.placement.gpu_mask) != ps.request.whole_gpus())
         return who + ": GPU count differs from its request";
       held[n] |= p.placement.gpu_mask;
       used[n] += ps.request;
@@ -347,7 +347,7 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
       const PodSet& ps = w.pod_sets.front();
       for (size_t n = 0; n < s.nodes.size(); ++n) {
         if (!Accepts(s.nodes[n], ps)) continue;
-        if (std::popcount(free[n].gpus | back[n].gpus) >= ps.request.gpu() &&
+        if (std::popcount(free[n].gpus | back[n].gpus) >= ps.request.whole_gpus() &&
             free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
             free[n].memory + back[n].memory >= ps.request.memory_bytes() &&
             free[n].pods + back[n].pods >= 1)
@@ -406,7 +406,8 @@ std::string CheckPreemptorKeepsItsRoom(const Snapshot& s, const CycleResult& r) 
       const uint64_t gpus = p.placement.gpu_mask;
       if (!Accepts(node, ps)) return who + ": nominated to " + node.name + ", which refuses it";
       if ((gpus & ~HealthyMask(node)) != 0) return who + ": nominated to a failed GPU";
-      if (std::popcount(gpus) != ps.request.gpu()) return who + ": nominated GPUs != its request";
+      if (std::popcount(gpus) != ps.request.whole_gpus())
+        return who + ": nominated GPUs != its request";
       if ((gpus & staying[n]) != 0)
         return who + ": nominated to a GPU of " + node.name + " held by work that stays";
       if ((gpus & taken[n]) != 0)
@@ -588,7 +589,7 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
       const QueueId o = tree.Find(v.queue);
       if (!o.valid() || o == q || !tree.valid(o) || !tree.leaf(o)) continue;
       const Resources held = v.RequestOfFirst(static_cast<int32_t>(v.placements.size()));
-      if (held.gpu() == 0) continue;
+      if (held.whole_gpus() == 0) continue;
       // Its queue keeps its quota of what W asks for, from its leaf up to its side.
       const QueueId side = tree.Sides(q, o).second;
       bool keeps_quota = side.valid();
@@ -605,7 +606,8 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
       for (size_t p = 0; p < v.placements.size(); ++p) {
         const size_t n = v.placements[p].node.index();
         Resources rel = v.PlacementRequest(p);
-        rel[Resource::kGpu] = std::popcount(v.placements[p].gpu_mask & HealthyMask(s.nodes[n]));
+        rel[Resource::kGpu] =
+            Gpus(std::popcount(v.placements[p].gpu_mask & HealthyMask(s.nodes[n])));
         releasable[n] += rel;
         ++releasable_pods[n];
       }
@@ -1018,7 +1020,7 @@ void ChangeThroughSession(EngineSession& session, const CycleResult& r, int* ser
     std::vector<Queue>& queues = session.MutableQueues();
     queues[static_cast<size_t>(Pick(0, static_cast<int>(queues.size()) - 1))]
         .res(Resource::kGpu)
-        .quota = Pick(0, 16);
+        .quota = Gpus(Pick(0, 16));
   }
   session.SetNow(now + Sec(OneOf<int>({0, 30, 60, 600})));
 }

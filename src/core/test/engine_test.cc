@@ -101,7 +101,7 @@ TEST_F(EngineTest, BindsWhatFits) {
   ASSERT_EQ(b.pods.size(), 2u);
   EXPECT_EQ(b.pods[0].placement.gpu_mask | b.pods[1].placement.gpu_mask, Mask(4, 4));
   EXPECT_EQ(b.pods[1].replica, 1);
-  EXPECT_EQ(Status("team-a").allocated.gpu(), 8);
+  EXPECT_EQ(Status("team-a").allocated.whole_gpus(), 8);
   EXPECT_EQ(Status("team-a").running_workloads, 2);
   EXPECT_EQ(result_.stats.workloads_considered, 2);
 }
@@ -113,7 +113,7 @@ TEST_F(EngineTest, BindBeyondQuotaIsBorrowing) {
   Run();
   ASSERT_NE(Bind("ml/a"), nullptr);
   EXPECT_TRUE(Bind("ml/a")->borrowing);
-  EXPECT_EQ(Status("team-a").borrowed.gpu(), 2);
+  EXPECT_EQ(Status("team-a").borrowed.whole_gpus(), 2);
 }
 
 TEST_F(EngineTest, GangIsAllOrNothing) {
@@ -145,7 +145,7 @@ TEST_F(EngineTest, MinMemberBindsPartialGang) {
     EXPECT_EQ(d->pods[i].pod_set, 0);
     EXPECT_EQ(d->pods[i].replica, i);
   }
-  EXPECT_EQ(Status("team-a").allocated.gpu(), 12);
+  EXPECT_EQ(Status("team-a").allocated.whole_gpus(), 12);
 }
 
 TEST_F(EngineTest, MinMemberAboveRoomBindsNothing) {
@@ -174,10 +174,10 @@ TEST_F(EngineTest, BorrowThenReclaim) {
   ASSERT_THAT(Bound(), ElementsAre("team-b/w1", "team-b/w2"));
   EXPECT_TRUE(Bind("team-b/w1")->borrowing);
   EXPECT_TRUE(Bind("team-b/w2")->borrowing);
-  EXPECT_EQ(Status("team-b").borrowed.gpu(), 8);
-  EXPECT_EQ(Status("team-b").fair_share[kGpu], 8);
-  EXPECT_EQ(Status("team-a").lent.gpu(), 8);
-  EXPECT_EQ(Status("team-a").fair_share[kGpu], 0);
+  EXPECT_EQ(Status("team-b").borrowed.whole_gpus(), 8);
+  EXPECT_EQ(Status("team-b").fair_share[kGpu] / kMilliPerGpu, 8);
+  EXPECT_EQ(Status("team-a").lent.whole_gpus(), 8);
+  EXPECT_EQ(Status("team-a").fair_share[kGpu] / kMilliPerGpu, 0);
   MakeRunning("team-b/w1", Sec(0));
   MakeRunning("team-b/w2", Sec(0));
 
@@ -199,7 +199,7 @@ TEST_F(EngineTest, BorrowThenReclaim) {
   EXPECT_EQ(p->message(), "preempting 2 workloads to make room");
   EXPECT_THAT(p->details(),
               ElementsAre("victim team-b/w1 (Reclaim)", "victim team-b/w2 (Reclaim)"));
-  EXPECT_EQ(Status("team-b").allocated.gpu(), 0);  // victims no longer count
+  EXPECT_EQ(Status("team-b").allocated.whole_gpus(), 0);  // victims no longer count
   EXPECT_EQ(Status("team-b").running_workloads, 0);
 
   // Cycle 2: the victims are in their grace period. Nothing new is preempted.
@@ -277,7 +277,7 @@ TEST_F(EngineTest, PreemptorWaitsForItsVictimInsteadOfPreemptingMore) {
   b_.Workload("b/huge", "team-b").Pods(1, 16);
   Run();
   // Shares: 12 each; team-a holds 8 and a/high would take it to 16, so it is served in pass 2.
-  ASSERT_DOUBLE_EQ(Status("team-a").fair_share[kGpu], 12);
+  ASSERT_DOUBLE_EQ(Status("team-a").fair_share[kGpu] / kMilliPerGpu, 12);
   EXPECT_THAT(result_.preemptions, IsEmpty());
   ASSERT_NE(Pending("a/high"), nullptr);
   EXPECT_EQ(Pending("a/high")->reason, PendingReason::kWaitingForPreemption);
@@ -526,7 +526,7 @@ TEST_F(EngineTest, LendingLimit) {
   EXPECT_EQ(Pending("team-b/big")->message(),
             "borrowing 4 gpu would use quota its owners do not lend: queue team-a keeps 6 gpu "
             "(lendingLimit 2 gpu of 8 gpu unused)");
-  EXPECT_EQ(Status("team-a").lent.gpu(), 2);
+  EXPECT_EQ(Status("team-a").lent.whole_gpus(), 2);
 }
 
 TEST_F(EngineTest, HardwareFaultPreemptsEvenReservedWork) {
@@ -556,7 +556,7 @@ TEST_F(EngineTest, HardwareFaultPreemptsEvenReservedWork) {
   EXPECT_THAT(Bound(), ElementsAre("team-a/four"));
   EXPECT_EQ(Bind("team-a/four")->pods[0].placement, (PodPlacement{NodeId{0}, Mask(4, 4)}));
   EXPECT_EQ(Pending("team-a/five")->reason, PendingReason::kWaitingForPreemption);
-  EXPECT_EQ(Status("team-a").allocated.gpu(), 2 + 4);
+  EXPECT_EQ(Status("team-a").allocated.whole_gpus(), 2 + 4);
   EXPECT_EQ(Status("team-a").running_workloads, 2);
 }
 
@@ -568,7 +568,7 @@ TEST_F(EngineTest, HardwareFaultPreemptsWorkWhoseQueueIsGone) {
   Run();
   ASSERT_THAT(Preempted(), ElementsAre("orphan"));
   EXPECT_EQ(Preempt("orphan")->reason, PreemptReason::kHardwareFault);
-  EXPECT_EQ(Status("team-a").allocated.gpu(), 0);
+  EXPECT_EQ(Status("team-a").allocated.whole_gpus(), 0);
 }
 
 TEST_F(EngineTest, HardwareFaultPreemptionCanBeTurnedOff) {
@@ -579,7 +579,7 @@ TEST_F(EngineTest, HardwareFaultPreemptionCanBeTurnedOff) {
   cfg.preempt_on_unhealthy_gpu = false;
   Run(cfg);
   EXPECT_THAT(result_.preemptions, IsEmpty());
-  EXPECT_EQ(Status("team-a").allocated.gpu(), 4);
+  EXPECT_EQ(Status("team-a").allocated.whole_gpus(), 4);
 }
 
 TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
@@ -600,6 +600,7 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
   b_.Workload("no-pods", "good");
   b_.Workload("zero-count", "good").Pods(0, 1);
   b_.Workload("too-many-gpus", "good").Pods(1, 65);
+  b_.Workload("part-of-a-gpu", "good").Pods(1, 1).get().pod_sets[0].request[Resource::kGpu] = 1500;
   b_.Workload("leaf-ok", "team").Pods(1, 1);
   Run();
   EXPECT_THAT(Bound(), UnorderedElementsAre("ok", "leaf-ok"));
@@ -623,6 +624,8 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
       {"zero-count", PendingReason::kInvalidWorkload, "pod set ps0: count must be positive, got 0"},
       {"too-many-gpus", PendingReason::kInvalidWorkload,
        "pod set ps0: requests 65 GPUs per pod; a node has at most 64"},
+      {"part-of-a-gpu", PendingReason::kInvalidWorkload,
+       "pod set ps0: requests 1.5 GPUs per pod; a pod asks for whole GPUs"},
   };
   for (const Want& want : wants) {
     const PendingDecision* p = Pending(want.workload);
@@ -673,7 +676,7 @@ TEST_F(EngineTest, SuspendedWorkloadIsResumed) {
   ASSERT_EQ(r->pods.size(), 1u);
   EXPECT_EQ(r->pods[0].placement, (PodPlacement{NodeId{0}, Mask(0, 4)}));
   EXPECT_EQ(Pending("team-a/too-big")->reason, PendingReason::kNoNodeFits);
-  EXPECT_EQ(Status("team-a").allocated.gpu(), 4);
+  EXPECT_EQ(Status("team-a").allocated.whole_gpus(), 4);
 }
 
 TEST_F(EngineTest, QueueStatusValues) {
@@ -702,17 +705,17 @@ TEST_F(EngineTest, QueueStatusValues) {
   EXPECT_EQ(eng.allocated, Resources::Of(12, 0, 0));
   // Capacity 16. Roots: eng gets its quota 12, team-c the 4 left. Within eng: quotas {2 (its
   // demand), 4}, then team-b takes the rest up to its demand of 10.
-  EXPECT_DOUBLE_EQ(eng.fair_share[kGpu], 12);
-  EXPECT_DOUBLE_EQ(c.fair_share[kGpu], 4);
-  EXPECT_DOUBLE_EQ(a.fair_share[kGpu], 2);
-  EXPECT_DOUBLE_EQ(b.fair_share[kGpu], 10);
-  EXPECT_EQ(b.borrowed.gpu(), 6);
-  EXPECT_EQ(a.borrowed.gpu(), 0);
-  EXPECT_EQ(eng.borrowed.gpu(), 0);
+  EXPECT_DOUBLE_EQ(eng.fair_share[kGpu] / kMilliPerGpu, 12);
+  EXPECT_DOUBLE_EQ(c.fair_share[kGpu] / kMilliPerGpu, 4);
+  EXPECT_DOUBLE_EQ(a.fair_share[kGpu] / kMilliPerGpu, 2);
+  EXPECT_DOUBLE_EQ(b.fair_share[kGpu] / kMilliPerGpu, 10);
+  EXPECT_EQ(b.borrowed.whole_gpus(), 6);
+  EXPECT_EQ(a.borrowed.whole_gpus(), 0);
+  EXPECT_EQ(eng.borrowed.whole_gpus(), 0);
   // team-b borrows 6: 4 from capacity no queue is guaranteed (16 - 12), 2 from team-a.
-  EXPECT_EQ(a.lent.gpu(), 2);
-  EXPECT_EQ(b.lent.gpu(), 0);
-  EXPECT_EQ(eng.lent.gpu(), 2);
+  EXPECT_EQ(a.lent.whole_gpus(), 2);
+  EXPECT_EQ(b.lent.whole_gpus(), 0);
+  EXPECT_EQ(eng.lent.whole_gpus(), 2);
   EXPECT_EQ(a.running_workloads, 1);
   EXPECT_EQ(b.running_workloads, 2);
   EXPECT_EQ(eng.running_workloads, 3);
@@ -804,8 +807,8 @@ TEST_F(EngineTest, QueueFurthestBelowFairShareGoesFirst) {
   EXPECT_THAT(Bound(), ElementsAre("b/first"));
   // Within quota: the cluster owes it room it does not have.
   EXPECT_EQ(Pending("a/more")->reason, PendingReason::kNoNodeFits);
-  EXPECT_NEAR(Status("a-busy").fair_share[kGpu], 4.8, 1e-9);
-  EXPECT_NEAR(Status("b-idle").fair_share[kGpu], 3.2, 1e-9);
+  EXPECT_NEAR(Status("a-busy").fair_share[kGpu] / kMilliPerGpu, 4.8, 1e-9);
+  EXPECT_NEAR(Status("b-idle").fair_share[kGpu] / kMilliPerGpu, 3.2, 1e-9);
 }
 
 TEST_F(EngineTest, ScheduleIsDeterministic) {
@@ -850,7 +853,7 @@ TEST_F(EngineTest, SessionFindsAMovedWorkloadInItsNewQueue) {
   ASSERT_NE(Pending("to-b"), nullptr);
   EXPECT_EQ(Pending("to-b")->reason, PendingReason::kOverQueueLimit);
   EXPECT_THAT(Pending("to-b")->message(), ::testing::HasSubstr("queue b:"));
-  EXPECT_EQ(Status("a").allocated.gpu(), 1);
+  EXPECT_EQ(Status("a").allocated.whole_gpus(), 1);
 }
 
 }  // namespace

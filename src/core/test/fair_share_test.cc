@@ -72,11 +72,11 @@ TEST(WaterFillingFairShareTest, TwoLevelTree) {
   ASSERT_EQ(share.size(), 4u);
   const int g = static_cast<int>(Resource::kGpu);
   // Roots: quotas {8, 2 (demand)}, the 2 left all go to eng (research is satisfied).
-  EXPECT_NEAR(share[0][g], 10, kTol);
-  EXPECT_NEAR(share[3][g], 2, kTol);
+  EXPECT_NEAR(share[0][g] / kMilliPerGpu, 10, kTol);
+  EXPECT_NEAR(share[3][g] / kMilliPerGpu, 2, kTol);
   // eng's 10: quotas {2, 2}, the 6 left split 1:3.
-  EXPECT_NEAR(share[1][g], 3.5, kTol);
-  EXPECT_NEAR(share[2][g], 6.5, kTol);
+  EXPECT_NEAR(share[1][g] / kMilliPerGpu, 3.5, kTol);
+  EXPECT_NEAR(share[2][g] / kMilliPerGpu, 6.5, kTol);
   // Unmanaged resources: no demand, no share.
   EXPECT_EQ(share[1][static_cast<int>(Resource::kCpu)], 0);
 }
@@ -89,8 +89,8 @@ TEST(WaterFillingFairShareTest, LimitCapsShare) {
   const auto share = WaterFillingFairShare().Compute(
       tree, {Resources::Of(10, 0, 0), Resources::Of(10, 0, 0)}, Resources::Of(10, 0, 0));
   const int g = static_cast<int>(Resource::kGpu);
-  EXPECT_NEAR(share[0][g], 3, kTol);
-  EXPECT_NEAR(share[1][g], 7, kTol);
+  EXPECT_NEAR(share[0][g] / kMilliPerGpu, 3, kTol);
+  EXPECT_NEAR(share[1][g] / kMilliPerGpu, 7, kTol);
 }
 
 TEST(WaterFillingFairShareTest, InvalidQueuesGetNothing) {
@@ -102,7 +102,7 @@ TEST(WaterFillingFairShareTest, InvalidQueuesGetNothing) {
       tree, {Resources::Of(10, 0, 0), Resources::Of(4, 0, 0)}, Resources::Of(10, 0, 0));
   const int g = static_cast<int>(Resource::kGpu);
   EXPECT_EQ(share[0][g], 0);
-  EXPECT_NEAR(share[1][g], 4, kTol);
+  EXPECT_NEAR(share[1][g] / kMilliPerGpu, 4, kTol);
 }
 
 TEST(DecayUsageTest, HalfLifeHalves) {

@@ -72,13 +72,13 @@ Snapshot GenFairnessSnapshot() {
     const std::string dept = "dept" + std::to_string(d);
     auto q = b.Queue(dept);
     if (Chance(50)) q.Quota(Pick(0, 24));
-    if (Chance(15)) q.Limit(q.get().res(Resource::kGpu).quota + Pick(0, 12));
+    if (Chance(15)) q.Limit(q.get().res(Resource::kGpu).quota / kMilliPerGpu + Pick(0, 12));
     q.Weight(OneOf<double>({1, 1, 2, 0.5}));
     for (int t = Pick(1, 3); t > 0; --t) {
       const std::string team = dept + "-team" + std::to_string(t);
       auto tq = b.Queue(team, dept);
       tq.Quota(quota()).Weight(OneOf<double>({1, 1, 2, 0.5}));
-      if (Chance(15)) tq.Limit(tq.get().res(Resource::kGpu).quota + Pick(0, 8));
+      if (Chance(15)) tq.Limit(tq.get().res(Resource::kGpu).quota / kMilliPerGpu + Pick(0, 8));
       leaves.push_back(team);
     }
   }
@@ -86,7 +86,7 @@ Snapshot GenFairnessSnapshot() {
     const std::string team = "team" + std::to_string(t);
     auto q = b.Queue(team);
     q.Quota(quota()).Weight(OneOf<double>({1, 1, 2, 0.5}));
-    if (Chance(15)) q.Limit(q.get().res(Resource::kGpu).quota + Pick(0, 8));
+    if (Chance(15)) q.Limit(q.get().res(Resource::kGpu).quota / kMilliPerGpu + Pick(0, 8));
     if (Chance(10)) q.Res(Resource::kCpu, Pick(0, 32) * 1000);
     leaves.push_back(team);
   }
@@ -105,7 +105,7 @@ Snapshot GenFairnessSnapshot() {
     int64_t used = 0;
     for (const Workload& w : b.snapshot().workloads)
       if (w.state == WorkloadState::kRunning && w.queue == queue)
-        used += w.RequestOfFirst(static_cast<int32_t>(w.placements.size())).gpu();
+        used += w.RequestOfFirst(static_cast<int32_t>(w.placements.size())).gpu_milli();
     Queue& q = b.snapshot().queues[tree.Find(queue).index()];
     q.res(Resource::kGpu).quota = std::min<int64_t>(q.res(Resource::kGpu).quota, used);
     q.res(Resource::kGpu).limit = used;
@@ -404,7 +404,8 @@ bool FreesRoomAlone(const Snapshot& s, const Workload& victim, const PodSet& ps)
   for (size_t p = 0; p < victim.placements.size(); ++p) {
     const size_t n = victim.placements[p].node.index();
     Resources rel = victim.PlacementRequest(p);
-    rel[Resource::kGpu] = std::popcount(victim.placements[p].gpu_mask & HealthyMask(s.nodes[n]));
+    rel[Resource::kGpu] =
+        Gpus(std::popcount(victim.placements[p].gpu_mask & HealthyMask(s.nodes[n])));
     on[n].first += rel;
     ++on[n].second;
   }
@@ -482,7 +483,7 @@ std::string CheckFairShareReclaimHappens(const Snapshot& s, const CycleResult& r
   const auto& [id, wp, p, psp, req] = *waiter;
   const Workload& w = *wp;
   const PodSet& ps = *psp;
-  if (req.gpu() == 0 || w.reserved() || !WithinLimits(v, p, req)) return {};
+  if (req.whole_gpus() == 0 || w.reserved() || !WithinLimits(v, p, req)) return {};
   // Within its fair share, so served in the deserved pass.
   for (Resource res : kAllResources) {
     if (!v.tree.managed(res) || req[res] == 0) continue;
@@ -495,7 +496,7 @@ std::string CheckFairShareReclaimHappens(const Snapshot& s, const CycleResult& r
     const QueueId other = v.tree.Find(victim.queue);
     if (victim.state != WorkloadState::kRunning || !other.valid() || other == p ||
         !v.tree.valid(other) || !v.tree.leaf(other) || v.Protected(victim) ||
-        v.faulted.contains(static_cast<int32_t>(i)) || View::Held(victim).gpu() == 0 ||
+        v.faulted.contains(static_cast<int32_t>(i)) || View::Held(victim).whole_gpus() == 0 ||
         !FreesRoomAlone(s, victim, ps))
       continue;
     const std::vector<WorkloadId> set = {WorkloadId{static_cast<int32_t>(i)}};
@@ -618,7 +619,8 @@ bool FitsSomewhere(const Snapshot& s, const Room& room, const PodSet& ps,
         ++pods;
       }
     }
-    if (std::popcount(gpus) >= ps.request.gpu() && other.cpu_milli() >= ps.request.cpu_milli() &&
+    if (std::popcount(gpus) >= ps.request.whole_gpus() &&
+        other.cpu_milli() >= ps.request.cpu_milli() &&
         other.memory_bytes() >= ps.request.memory_bytes() && pods >= 1)
       return true;
   }

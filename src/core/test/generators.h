@@ -160,10 +160,10 @@ inline bool PlaceRunning(const Snapshot& s, std::vector<NodeRoom>& room, Workloa
       const size_t n = static_cast<size_t>((start + k) % nodes);
       NodeRoom& r = trial[n];
       const uint64_t usable = r.gpus & (on_failed ? ~uint64_t{0} : HealthyMask(s.nodes[n]));
-      if (std::popcount(usable) < req.gpu() || r.cpu < req.cpu_milli() ||
+      if (std::popcount(usable) < req.whole_gpus() || r.cpu < req.cpu_milli() ||
           r.memory < req.memory_bytes() || r.pods < 1)
         continue;
-      const uint64_t mask = LowestBits(usable, static_cast<int>(req.gpu()));
+      const uint64_t mask = LowestBits(usable, static_cast<int>(req.whole_gpus()));
       r.gpus &= ~mask;
       r.cpu -= req.cpu_milli();
       r.memory -= req.memory_bytes();

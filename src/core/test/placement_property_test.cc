@@ -56,7 +56,7 @@ class RefAttempt {
   bool Fits(int32_t n, const PodSet& ps) const { return Effective(n).Fits(ps.request); }
   void Take(int32_t n, const RefPod& p) {
     const uint64_t mask = PickGpus(Effective(n).gpu_mask, state_.islands(NodeId{n}),
-                                   static_cast<int>(p.ps->request.gpu()));
+                                   static_cast<int>(p.ps->request.whole_gpus()));
     consumed_[n].Add(NodeCapacity::OfPod(mask, p.ps->request));
     plan_.pods.push_back({p.set, p.replica, PodPlacement{NodeId{n}, mask}});
   }
@@ -88,7 +88,7 @@ std::optional<PlacementPlan> ReferencePlace(const ClusterState& state, const Fea
       refs.push_back({static_cast<int32_t>(s), r, &w.pod_sets[s]});
   if (refs.empty()) return PlacementPlan{};
   std::stable_sort(refs.begin(), refs.end(), [](const RefPod& a, const RefPod& b) {
-    return a.ps->request.gpu() > b.ps->request.gpu();
+    return a.ps->request.whole_gpus() > b.ps->request.whole_gpus();
   });
   auto ok = [&](int32_t n, const RefPod& p) {
     return feas.For(w.pod_sets[p.set])[n] == NodeFilter::kOk;
@@ -115,7 +115,7 @@ std::optional<PlacementPlan> ReferencePlace(const ClusterState& state, const Fea
     return chosen;
   };
   int64_t total_gpu = 0;
-  for (const RefPod& p : refs) total_gpu += p.ps->request.gpu();
+  for (const RefPod& p : refs) total_gpu += p.ps->request.whole_gpus();
 
   if (refs.size() > 1) {
     auto try_node = [&](int32_t n) {
@@ -178,7 +178,7 @@ std::optional<PlacementPlan> ReferencePlace(const ClusterState& state, const Fea
   for (const RefPod& p : refs) {
     int32_t chosen = gang_node(p);
     if (chosen < 0 && overlay != nullptr) chosen = fullest(overlay->nodes(), p);
-    for (int k = static_cast<int>(p.ps->request.gpu()); chosen < 0 && k <= max_k; ++k) {
+    for (int k = static_cast<int>(p.ps->request.whole_gpus()); chosen < 0 && k <= max_k; ++k) {
       for (int32_t n : state.nodes_with_free_gpus(k)) {
         if (ok(n, p) && a.Fits(n, *p.ps)) {
           chosen = n;
@@ -298,7 +298,7 @@ std::optional<PlacementPlan> ReferenceFirstFit(const ClusterState& state,
       if (chosen < 0) return std::nullopt;
       const uint64_t mask =
           PickGpus(EffectiveCapacity(state, chosen, overlay, consumed.Find(chosen)).gpu_mask,
-                   state.islands(NodeId{chosen}), static_cast<int>(ps.request.gpu()));
+                   state.islands(NodeId{chosen}), static_cast<int>(ps.request.whole_gpus()));
       consumed[chosen].Add(NodeCapacity::OfPod(mask, ps.request));
       plan.pods.push_back({static_cast<int32_t>(s), r, PodPlacement{NodeId{chosen}, mask}});
     }

@@ -9,14 +9,20 @@ constexpr int64_t kGi = int64_t{1} << 30;
 
 TEST(ResourcesTest, OfAndAccessors) {
   const Resources r = Resources::Of(8, 4000, 16 * kGi);
-  EXPECT_EQ(r.gpu(), 8);
+  EXPECT_EQ(r.whole_gpus(), 8);
   EXPECT_EQ(r.cpu_milli(), 4000);
   EXPECT_EQ(r.memory_bytes(), 16 * kGi);
-  EXPECT_EQ(r[Resource::kGpu], 8);
+  EXPECT_EQ(r.gpu_milli(), 8000) << "GPUs are kept in thousandths";
+  EXPECT_EQ(r[Resource::kGpu], Gpus(8));
   EXPECT_EQ(r[Resource::kCpu], 4000);
   EXPECT_EQ(r[Resource::kMemory], 16 * kGi);
   EXPECT_TRUE(Resources().IsZero());
   EXPECT_FALSE(r.IsZero());
+  const Resources half = Resources::OfMilli(500, 0, 0);
+  EXPECT_EQ(half.gpu_milli(), 500);
+  EXPECT_EQ(half.whole_gpus(), 0);
+  EXPECT_EQ(Resources::OfMilli(2500, 0, 0).whole_gpus(), 2);
+  EXPECT_DOUBLE_EQ(GpusOf(2500), 2.5);
 }
 
 TEST(ResourcesTest, Arithmetic) {
@@ -63,8 +69,9 @@ TEST(ResourcesTest, ResourceNames) {
 }
 
 TEST(ResourcesTest, FormatQuantity) {
-  EXPECT_EQ(FormatQuantity(Resource::kGpu, 8), "8 gpu");
+  EXPECT_EQ(FormatQuantity(Resource::kGpu, Gpus(8)), "8 gpu");
   EXPECT_EQ(FormatQuantity(Resource::kGpu, 0), "0 gpu");
+  EXPECT_EQ(FormatQuantity(Resource::kGpu, 500), "0.5 gpu");
   EXPECT_EQ(FormatQuantity(Resource::kCpu, 500), "500m cpu");
   EXPECT_EQ(FormatQuantity(Resource::kCpu, 4000), "4 cpu");
   EXPECT_EQ(FormatQuantity(Resource::kCpu, 1500), "1500m cpu");
@@ -75,6 +82,20 @@ TEST(ResourcesTest, FormatQuantity) {
   EXPECT_EQ(FormatQuantity(Resource::kMemory, 1536), "1536 memory");
   EXPECT_EQ(FormatQuantity(Resource::kMemory, 1000), "1000 memory");
   EXPECT_EQ(FormatQuantity(Resource::kMemory, 0), "0 memory");
+}
+
+// Thousandths of a GPU print exactly, without trailing zeros, negative ones too (a borrowed
+// amount can be).
+TEST(ResourcesTest, FormatGpus) {
+  EXPECT_EQ(FormatGpus(0), "0");
+  EXPECT_EQ(FormatGpus(8000), "8");
+  EXPECT_EQ(FormatGpus(500), "0.5");
+  EXPECT_EQ(FormatGpus(2125), "2.125");
+  EXPECT_EQ(FormatGpus(1), "0.001");
+  EXPECT_EQ(FormatGpus(1050), "1.05");
+  EXPECT_EQ(FormatGpus(-1250), "-1.25");
+  EXPECT_EQ(FormatGpus(-3000), "-3");
+  EXPECT_EQ(FormatGpus(INT64_MIN), "-9223372036854775.808");
 }
 
 TEST(ResourcesTest, FormatResourcesSkipsZeros) {

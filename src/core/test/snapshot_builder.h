@@ -78,10 +78,10 @@ class SnapshotBuilder {
     QueueRef(Snapshot* s, size_t i) : s_(s), i_(i) {}
     Queue& get() const { return s_->queues[i_]; }
     QueueResource& gpu() const { return get().res(Resource::kGpu); }
-    QueueRef& Quota(int64_t gpus) { return gpu().quota = gpus, *this; }
-    QueueRef& Limit(int64_t gpus) { return gpu().limit = gpus, *this; }
+    QueueRef& Quota(int64_t gpus) { return gpu().quota = InMilli(gpus), *this; }
+    QueueRef& Limit(int64_t gpus) { return gpu().limit = InMilli(gpus), *this; }
     QueueRef& Weight(double w) { return gpu().over_quota_weight = w, *this; }
-    QueueRef& Lending(int64_t gpus) { return gpu().lending_limit = gpus, *this; }
+    QueueRef& Lending(int64_t gpus) { return gpu().lending_limit = InMilli(gpus), *this; }
     QueueRef& Res(Resource r, int64_t quota, int64_t limit = kUnlimited) {
       get().res(r).quota = quota;
       get().res(r).limit = limit;
@@ -93,6 +93,8 @@ class SnapshotBuilder {
     QueueRef& DecayedUsage(double u) { return get().decayed_usage = u, *this; }
 
    private:
+    // Whole GPUs (or kUnlimited) in the unit of Resource::kGpu.
+    static int64_t InMilli(int64_t gpus) { return gpus == kUnlimited ? gpus : Gpus(gpus); }
     Snapshot* s_;
     size_t i_;
   };
@@ -109,7 +111,7 @@ class SnapshotBuilder {
       PodSet ps;
       ps.name = "ps" + std::to_string(get().pod_sets.size());
       ps.count = count;
-      ps.request[Resource::kGpu] = gpus;
+      ps.request[Resource::kGpu] = Gpus(gpus);
       get().pod_sets.push_back(std::move(ps));
       return *this;
     }

@@ -536,7 +536,7 @@ class FixedBackend : public ClusterBackend {
     snapshot_.nodes.push_back(node);
     core::Queue queue;
     queue.name = "ml";
-    queue.res(core::Resource::kGpu).quota = 8;
+    queue.res(core::Resource::kGpu).quota = core::Gpus(8);
     snapshot_.queues.push_back(queue);
     core::Workload running;
     running.name = "ml/train-1";
@@ -675,7 +675,7 @@ class ScriptedBackend : public ClusterBackend {
     core::Queue a, b;
     a.name = "team-a";
     b.name = "team-b";
-    b.res(core::Resource::kGpu).quota = 16;
+    b.res(core::Resource::kGpu).quota = core::Gpus(16);
     snapshot_.queues = {a, b};
   }
   void Add(std::string name, std::string queue, int64_t gpus, std::string model,

@@ -93,8 +93,8 @@ TEST(DemoClusterTest, ScaleGrowsPoolsQuotasAndWorkInProportion) {
   EXPECT_EQ(Gpus(big), 10004);
   int64_t quotas = 0;
   for (const core::Queue& q : big.queues) quotas += q.res(core::Resource::kGpu).quota;
-  EXPECT_EQ(big.queues[0].res(core::Resource::kGpu).quota, 4242);  // 112 x 37.88
-  EXPECT_EQ(quotas, 9999);
+  EXPECT_EQ(big.queues[0].res(core::Resource::kGpu).quota, core::Gpus(4242));  // 112 x 37.88
+  EXPECT_EQ(quotas, core::Gpus(9999));
   EXPECT_EQ(big.trace.jobs.size(), 45454u);  // 12,000 x 37.88 x 0.1
   // Every team still gets work.
   std::map<std::string, int> per_queue;

@@ -77,7 +77,7 @@ TEST(Simulator, ReclaimPreemptsTheBorrowerAndAccountsLostWork) {
   // work left plus 60s restart overhead, and finishes at 11h11m30s.
   std::vector<core::Queue> queues(2);
   queues[0].name = "a";
-  queues[0].res(core::Resource::kGpu).quota = 8;
+  queues[0].res(core::Resource::kGpu).quota = core::Gpus(8);
   queues[1].name = "b";
   Trace trace;
   trace.jobs.push_back(Job("b-job", Time(0), hours(10), 1, 8, "b"));
@@ -170,7 +170,7 @@ TEST(Simulator, QueueSharesAndJainIndexByHand) {
   const int64_t quotas[] = {4, 2, 2, 0};
   for (size_t i = 0; i < 4; ++i) {
     queues[i].name = names[i];
-    queues[i].res(core::Resource::kGpu).quota = quotas[i];
+    queues[i].res(core::Resource::kGpu).quota = core::Gpus(quotas[i]);
   }
   Trace trace;
   trace.jobs.push_back(Job("a1", Time(0), hours(2), 1, 4, "a"));
@@ -274,9 +274,9 @@ TEST(Simulator, EveryPolicyRunsAndFinishesAFeasibleTrace) {
                              i % 9 == 0 ? 150 : 10));
   std::vector<core::Queue> queues(2);
   queues[0].name = "a";
-  queues[0].res(core::Resource::kGpu).quota = 8;
+  queues[0].res(core::Resource::kGpu).quota = core::Gpus(8);
   queues[1].name = "b";
-  queues[1].res(core::Resource::kGpu).quota = 8;
+  queues[1].res(core::Resource::kGpu).quota = core::Gpus(8);
   SimOptions options;
   options.queues = queues;
   for (std::string_view name : PolicyNames()) {
@@ -307,7 +307,7 @@ TEST(Simulator, KeptStateDecidesAsFreshCycles) {
   std::vector<core::Queue> queues(3);
   for (int t = 0; t < 3; ++t) {
     queues[t].name = "team-" + std::to_string(t);
-    queues[t].res(core::Resource::kGpu).quota = 8;
+    queues[t].res(core::Resource::kGpu).quota = core::Gpus(8);
   }
   queues[2].queueing = core::QueueingStrategy::kStrictFifo;
   int64_t preemptions = 0;

@@ -177,7 +177,7 @@ int Main(int argc, char** argv) {
   for (int q = 0; q < 20; ++q) {
     core::Queue queue;
     queue.name = "team-" + std::to_string(q);
-    queue.res(core::Resource::kGpu).quota = int64_t{nodes} * gpus / 20;
+    queue.res(core::Resource::kGpu).quota = core::Gpus(int64_t{nodes} * gpus / 20);
     in.queues.push_back(queue);
   }
 

@@ -75,7 +75,7 @@ ClusterObjects Fleet(int nodes, int pods, int bound) {
             .value()));
   core::Queue q;
   q.name = "bench";
-  q.res(core::Resource::kGpu).quota = int64_t{nodes} * 8;
+  q.res(core::Resource::kGpu).quota = core::Gpus(int64_t{nodes} * 8);
   in.queues.push_back(q);
   return in;
 }

@@ -175,8 +175,8 @@ TEST_F(QueueCrdTest, ExampleQueuesRoundTrip) {
   ASSERT_TRUE(nlp.ok());
   Result<core::Queue> q = QueueFromResource(*nlp);
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(q->res(Resource::kGpu).quota, 40);
-  EXPECT_EQ(q->res(Resource::kGpu).limit, 56);
+  EXPECT_EQ(q->res(Resource::kGpu).quota, core::Gpus(40));
+  EXPECT_EQ(q->res(Resource::kGpu).limit, core::Gpus(56));
   EXPECT_EQ(q->res(Resource::kCpu).quota, 320'000);
   EXPECT_EQ(q->queueing, core::QueueingStrategy::kStrictFifo);
   EXPECT_EQ(q->preemption.reclaim, core::ReclaimPreemption::kLowerPriority);
@@ -291,7 +291,7 @@ TEST_F(QueueCrdTest, BadSpecsAreRefusedNamingTheField) {
 core::QueueStatus SampleStatus() {
   core::QueueStatus s;
   s.allocated = core::Resources::Of(12, 48'500, int64_t{96} << 30);
-  s.fair_share = {10.456, 40'000, 1.5 * (int64_t{1} << 30)};
+  s.fair_share = {10'456, 40'000, 1.5 * (int64_t{1} << 30)};
   s.borrowed = core::Resources::Of(2, 0, 0);
   s.lent = core::Resources::Of(0, 1500, 0);
   s.pending_workloads = 7;

@@ -50,10 +50,10 @@ TEST(QueueFromResource, DecodesEveryField) {
   EXPECT_EQ(q->parent, "research");
   EXPECT_EQ(q->priority, -5);
   EXPECT_EQ(q->queueing, core::QueueingStrategy::kStrictFifo);
-  EXPECT_EQ(q->res(Resource::kGpu).quota, 16);
-  EXPECT_EQ(q->res(Resource::kGpu).limit, 24);
+  EXPECT_EQ(q->res(Resource::kGpu).quota, core::Gpus(16));
+  EXPECT_EQ(q->res(Resource::kGpu).limit, core::Gpus(24));
   EXPECT_DOUBLE_EQ(q->res(Resource::kGpu).over_quota_weight, 2.5);
-  EXPECT_EQ(q->res(Resource::kGpu).lending_limit, 4);
+  EXPECT_EQ(q->res(Resource::kGpu).lending_limit, core::Gpus(4));
   EXPECT_EQ(q->res(Resource::kCpu).quota, 1500);
   EXPECT_EQ(q->res(Resource::kCpu).limit, core::kUnlimited);
   EXPECT_EQ(q->res(Resource::kCpu).lending_limit, 8000);
@@ -196,7 +196,7 @@ core::QueueStatus SampleStatus() {
   core::QueueStatus s;
   s.name = "nlp";
   s.allocated = core::Resources::Of(12, 48'500, int64_t{96} << 30);
-  s.fair_share = {10.456, 40'000.4, 1.5 * (int64_t{1} << 30)};
+  s.fair_share = {10'456, 40'000.4, 1.5 * (int64_t{1} << 30)};
   s.borrowed = core::Resources::Of(2, 0, 0);
   s.lent = core::Resources::Of(0, 1500, 1000);
   s.pending_workloads = 7;
@@ -240,7 +240,7 @@ TEST(QueueStatusJson, ValuesRoundTrip) {
     const core::Resources& want = std::string(field) == "allocated"  ? s.allocated
                                   : std::string(field) == "borrowed" ? s.borrowed
                                                                      : s.lent;
-    EXPECT_EQ(j[field]["gpu"].get<int64_t>(), want.gpu()) << field;
+    EXPECT_EQ(j[field]["gpu"].get<int64_t>(), want.whole_gpus()) << field;
     EXPECT_EQ(*ParseCpuMilli(j[field]["cpu"].get<std::string>()), want.cpu_milli()) << field;
     EXPECT_EQ(*ParseBytes(j[field]["memory"].get<std::string>()), want.memory_bytes()) << field;
   }
@@ -297,8 +297,8 @@ TEST(Examples, QueuesYamlDecodesBothWays) {
   }
   EXPECT_EQ(queues[1].name, "nlp");
   EXPECT_EQ(queues[1].parent, "research");
-  EXPECT_EQ(queues[1].res(Resource::kGpu).limit, 56);
-  EXPECT_EQ(queues[1].res(Resource::kGpu).lending_limit, 8);
+  EXPECT_EQ(queues[1].res(Resource::kGpu).limit, core::Gpus(56));
+  EXPECT_EQ(queues[1].res(Resource::kGpu).lending_limit, core::Gpus(8));
   EXPECT_EQ(queues[1].res(Resource::kCpu).quota, 320'000);
   EXPECT_EQ(queues[2].res(Resource::kCpu).quota, 1500);
   EXPECT_EQ(queues[2].res(Resource::kMemory).limit, int64_t{1536} << 30);

@@ -95,7 +95,7 @@ std::shared_ptr<const kube::Job> JobObj(const std::string& ns, const std::string
 core::Queue QueueNamed(const std::string& name, int64_t gpus) {
   core::Queue q;
   q.name = name;
-  q.res(core::Resource::kGpu).quota = gpus;
+  q.res(core::Resource::kGpu).quota = core::Gpus(gpus);
   return q;
 }
 
@@ -867,7 +867,7 @@ TEST(SnapshotBuilderTest, AJobSetShortOfPodsWaitsForThemAndItsPriorityComesFromI
   EXPECT_EQ(w.pod_sets[0].count, 1);
   EXPECT_EQ(w.pod_sets[1].name, "js/workers");
   EXPECT_EQ(w.pod_sets[1].count, 6);
-  EXPECT_EQ(w.pod_sets[1].request.gpu(), 4);
+  EXPECT_EQ(w.pod_sets[1].request.whole_gpus(), 4);
 
   // Paused by its owner, or finished: not Chamber's to run.
   in.owners = {JobSetObj("ml", "js", 3, {{"spec", {{"suspend", true}}}})};
@@ -1123,7 +1123,7 @@ TEST(SnapshotBuilderTest, ARayJobIsOneGangOfItsClusterAndItsSubmitterJoinsIt) {
   EXPECT_EQ(w.TotalPods(), 2);
   EXPECT_EQ(w.awaited_pods, 0) << "the head and one worker are the minimum, and exist";
   ASSERT_EQ(w.pod_sets.size(), 2u);
-  EXPECT_EQ(w.pod_sets[0].request.gpu(), 0)
+  EXPECT_EQ(w.pod_sets[0].request.whole_gpus(), 0)
       << "the head's set comes first, as the spec lists it: the engine's minimum is the first pods";
   EXPECT_EQ(b.sources[0].pods[0][0].name(), "rj-abc-head");
   EXPECT_EQ(b.sources[0].SuspendableType().plural, "rayjobs");
@@ -1184,14 +1184,14 @@ TEST(SnapshotBuilderTest, ATemplateGivingOnlyLimitsAsksForThem) {
   ASSERT_EQ(b.snapshot.workloads.size(), 1u);
   EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kSuspended);
   ASSERT_EQ(b.snapshot.workloads[0].pod_sets.size(), 1u);
-  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 4);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.whole_gpus(), 4);
   EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.cpu_milli(), 3000);
   // A request given wins over its limit; a resource with a limit alone still counts.
   in.jobs = {suspended_job(
       {{"requests", {{"cpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "2"}, {"cpu", "3"}}}})};
   b = BuildSnapshot(in, Opts());
   ASSERT_EQ(b.snapshot.workloads.size(), 1u);
-  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 2);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.whole_gpus(), 2);
   EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.cpu_milli(), 1000);
 }
 
@@ -1391,7 +1391,7 @@ TEST(SnapshotBuilderTest, ATrainJobIsOneGangOfItsJobSetsPods) {
   EXPECT_EQ(sw.pod_sets[0].count, 1);
   EXPECT_EQ(sw.pod_sets[1].name, "llm/workers");
   EXPECT_EQ(sw.pod_sets[1].count, 4);
-  EXPECT_EQ(sw.pod_sets[1].request.gpu(), 4);
+  EXPECT_EQ(sw.pod_sets[1].request.whole_gpus(), 4);
   // Resumed by Chamber, the JobSet still suspended a moment: the TrainJob's flag decides.
   suspended.owners[0] = ObjectOf(TrainJobJson("llm"));
   suspended.pods = in.pods;
@@ -1572,7 +1572,7 @@ TEST(WorkloadKindsTest, TheExamplesReadAsTheirDocsSay) {
   ASSERT_EQ(built.snapshot.workloads.size(), 1u) << ::testing::PrintToString(built.problems);
   ASSERT_EQ(built.snapshot.workloads[0].pod_sets.size(), 1u);
   EXPECT_EQ(built.snapshot.workloads[0].pod_sets[0].count, 4);
-  EXPECT_EQ(built.snapshot.workloads[0].pod_sets[0].request.gpu(), 8);
+  EXPECT_EQ(built.snapshot.workloads[0].pod_sets[0].request.whole_gpus(), 8);
   EXPECT_EQ(built.snapshot.workloads[0].queue, "team-a");
   EXPECT_EQ(built.snapshot.workloads[0].checkpoint_grace_seconds, 120);
   const Json serving = read("serving-deployment.yaml");

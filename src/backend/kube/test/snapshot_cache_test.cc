@@ -640,7 +640,7 @@ TEST(SnapshotCacheTest, ANewObjectAtAFreedObjectsAddressIsDerivedAgain) {
   EXPECT_EQ(cache.last_derived(), 1u) << "same address: " << (second.get() == address);
   ASSERT_EQ(b.snapshot.workloads.size(), 1u);
   EXPECT_EQ(b.snapshot.workloads[0].name, "ns0/p-2");
-  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.gpu(), 3);
+  EXPECT_EQ(b.snapshot.workloads[0].pod_sets[0].request.whole_gpus(), 3);
 }
 
 // An entry of the last build's order is derived again, ahead of the next build, for a new

@@ -34,10 +34,10 @@ spec:
   EXPECT_EQ(nlp.parent, "research");
   EXPECT_EQ(nlp.priority, 5);
   EXPECT_EQ(nlp.queueing, QueueingStrategy::kStrictFifo);
-  EXPECT_EQ(nlp.res(Resource::kGpu).quota, 16);
-  EXPECT_EQ(nlp.res(Resource::kGpu).limit, 24);
+  EXPECT_EQ(nlp.res(Resource::kGpu).quota, Gpus(16));
+  EXPECT_EQ(nlp.res(Resource::kGpu).limit, Gpus(24));
   EXPECT_DOUBLE_EQ(nlp.res(Resource::kGpu).over_quota_weight, 2.0);
-  EXPECT_EQ(nlp.res(Resource::kGpu).lending_limit, 4);
+  EXPECT_EQ(nlp.res(Resource::kGpu).lending_limit, Gpus(4));
   EXPECT_EQ(nlp.res(Resource::kCpu).quota, 200'000);
   EXPECT_EQ(nlp.res(Resource::kCpu).limit, kUnlimited);
   EXPECT_EQ(nlp.res(Resource::kMemory).quota, int64_t{2} << 40);
@@ -48,7 +48,7 @@ TEST(QueueYaml, ReadsPlainListAndKubernetesList) {
       ParseQueues("queues:\n  - name: a\n    resources: {gpu: {quota: 4}}\n  - name: b\n", "q");
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   ASSERT_EQ(plain->size(), 2u);
-  EXPECT_EQ((*plain)[0].res(Resource::kGpu).quota, 4);
+  EXPECT_EQ((*plain)[0].res(Resource::kGpu).quota, Gpus(4));
 
   Result<std::vector<Queue>> list = ParseQueues(
       "kind: List\nitems:\n  - {kind: Queue, metadata: {name: x}, spec: {priority: 3}}\n", "q");
