@@ -15,7 +15,7 @@
 
 #include "backend/kube/workload_kinds.h"
 #include "chamberd/test/chamberd_fixture.h"
-#include "common/testing/test_pki.h"
+#include "chamberd/test/webhook_fixture.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/errors.h"
@@ -25,20 +25,16 @@ namespace {
 
 using namespace std::chrono_literals;
 using e2e::Eventually;
+using e2e::kWebhookConfigs;
 using kube::Json;
 
-const kube::ResourceType kWebhookConfigs{.group = "admissionregistration.k8s.io",
-                                         .version = "v1",
-                                         .plural = "mutatingwebhookconfigurations",
-                                         .kind = "MutatingWebhookConfiguration",
-                                         .namespaced = false};
 const kube::ResourceType kDeployments{.group = "apps",
                                       .version = "v1",
                                       .plural = "deployments",
                                       .kind = "Deployment",
                                       .namespaced = true};
 
-class WebhookE2E : public e2e::ChamberdCluster {
+class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
  protected:
   void SetUp() override {
     const std::string n = NewNamespace("wh-", "chamberd-webhook-");
@@ -53,11 +49,8 @@ class WebhookE2E : public e2e::ChamberdCluster {
     // The plain namespace and one whose default queue is queue_, both selected by this test's
     // webhook configuration through the label chamber-test/webhook.
     default_ns_ = ns_ + "-dq";
-    Json plain_labels = {{"chamber-test/webhook", ns_}};
-    ASSERT_TRUE(client_
-                    ->MergePatch(kube::resources::kNamespaces, "", ns_,
-                                 {{"metadata", {{"labels", plain_labels}}}})
-                    .ok());
+    SelectNamespace(ns_);
+    if (HasFailure()) return;
     ASSERT_TRUE(
         client_
             ->Create(
@@ -71,108 +64,11 @@ class WebhookE2E : public e2e::ChamberdCluster {
   }
 
   void TearDown() override {
-    (void)client_->Delete(kWebhookConfigs, "", config_name());
     kube::DeleteOptions now;
     now.grace_period_seconds = 0;
     (void)client_->Delete(kube::resources::kPods, default_ns_, "", now);
     (void)client_->Delete(kube::resources::kNamespaces, "", default_ns_);
-    e2e::ChamberdCluster::TearDown();
-  }
-
-  std::string config_name() const { return "chamber-test-" + ns_; }
-
-  // Starts chamberd with the webhook on a free port; returns that port (0 when its log does not
-  // name one within 30 s).
-  int StartWithWebhook(const std::string& name) {
-    StartChamberd(name, {"--webhook-listen", "127.0.0.1:0", "--webhook-tls-cert-file",
-                         pki_("server.crt"), "--webhook-tls-key-file", pki_("server.key")});
-    int port = 0;
-    Eventually(
-        [&] {
-          std::ifstream log(dir_ / (name + ".log"));
-          std::string line;
-          while (std::getline(log, line)) {
-            const std::string tag = "serving the admission webhook on https://127.0.0.1:";
-            if (size_t at = line.find(tag); at != std::string::npos)
-              port = std::stoi(line.substr(at + tag.size()));
-          }
-          return port > 0;
-        },
-        30s);
-    return port;
-  }
-
-  // The chart's webhook entries (deploy/helm/chamber/templates/webhook.yaml), pointed at
-  // 127.0.0.1:`port` and limited to this test's namespaces.
-  void RegisterWebhook(int port) {
-    std::ifstream ca_file(pki_("ca.crt"));
-    const std::string ca((std::istreambuf_iterator<char>(ca_file)),
-                         std::istreambuf_iterator<char>());
-    const std::string base = "https://127.0.0.1:" + std::to_string(port);
-    auto entry = [&](const std::string& name, const std::string& path, Json rules,
-                     const std::string& failure, Json object_selector, Json ns_expressions) {
-      ns_expressions.push_back(
-          {{"key", "chamber-test/webhook"}, {"operator", "In"}, {"values", {ns_}}});
-      return Json{{"name", name},
-                  {"admissionReviewVersions", {"v1"}},
-                  {"sideEffects", "None"},
-                  {"timeoutSeconds", 10},
-                  {"failurePolicy", failure},
-                  {"matchPolicy", "Equivalent"},
-                  {"reinvocationPolicy", "IfNeeded"},
-                  {"clientConfig", {{"url", base + path}, {"caBundle", kube::Base64Encode(ca)}}},
-                  {"rules", rules},
-                  {"objectSelector", object_selector},
-                  {"namespaceSelector", {{"matchExpressions", ns_expressions}}}};
-    };
-    const Json pods = Json::array({{{"apiGroups", {""}},
-                                    {"apiVersions", {"v1"}},
-                                    {"operations", {"CREATE"}},
-                                    {"resources", {"pods"}},
-                                    {"scope", "Namespaced"}}});
-    const Json workloads =
-        Json::array({{{"apiGroups", {"batch"}},
-                      {"apiVersions", {"v1"}},
-                      {"operations", {"CREATE"}},
-                      {"resources", {"jobs", "cronjobs"}},
-                      {"scope", "Namespaced"}},
-                     {{"apiGroups", {"apps"}},
-                      {"apiVersions", {"v1"}},
-                      {"operations", {"CREATE"}},
-                      {"resources", {"deployments", "statefulsets", "replicasets"}},
-                      {"scope", "Namespaced"}}});
-    const Json labelled = {
-        {"matchExpressions", {{{"key", "chamber.io/queue"}, {"operator", "Exists"}}}}};
-    const Json unlabelled = {
-        {"matchExpressions", {{{"key", "chamber.io/queue"}, {"operator", "DoesNotExist"}}}}};
-    const Json config = {
-        {"apiVersion", "admissionregistration.k8s.io/v1"},
-        {"kind", "MutatingWebhookConfiguration"},
-        {"metadata", {{"name", config_name()}}},
-        {"webhooks",
-         {entry("pods-opted-in.chamber.io", "/mutate/pods", pods, "Fail", labelled, Json::array()),
-          entry("pods-namespace-queue.chamber.io", "/mutate/pods", pods, "Fail", unlabelled,
-                Json::array({{{"key", "chamber.io/queue"}, {"operator", "Exists"}}})),
-          entry("pods.chamber.io", "/mutate/pods", pods, "Ignore", unlabelled,
-                Json::array({{{"key", "chamber.io/queue"}, {"operator", "DoesNotExist"}}})),
-          entry("workloads.chamber.io", "/mutate/workloads", workloads, "Fail", labelled,
-                Json::array())}}};
-    auto r = client_->Create(kWebhookConfigs, "", config);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    // The API server picks the configuration up within a second or so: wait until a labelled
-    // probe pod comes back mutated.
-    int probes = 0;
-    ASSERT_TRUE(Eventually(
-        [&] {
-          const std::string name = "probe-" + std::to_string(probes++);
-          auto p = client_->Create(kube::resources::kPods, ns_,
-                                   BarePod(name, {{"chamber.io/queue", queue_}}));
-          if (!p.ok()) return false;
-          (void)client_->Delete(kube::resources::kPods, ns_, name);
-          return (*p)["spec"].value("schedulerName", "") == "chamber";
-        },
-        30s, 300ms))
-        << "the API server never called the webhook";
+    WithWebhook::TearDown();
   }
 
   // A pod asking for one GPU; `scheduler` empty: none named (the API server fills in
@@ -226,14 +122,13 @@ class WebhookE2E : public e2e::ChamberdCluster {
     return p.ok() ? *p : Json();
   }
 
-  testing::TestPki pki_;
   std::string queue_, default_ns_;
 };
 
 TEST_F(WebhookE2E, OptedInPodsGetChamberAndAreScheduledOthersAreUntouched) {
   const int port = StartWithWebhook("a");
   ASSERT_GT(port, 0);
-  RegisterWebhook(port);
+  RegisterWebhook(port, queue_);
   if (HasFailure()) return;
 
   // (a) A Job labelled with the queue, its template naming no scheduler.
@@ -283,7 +178,7 @@ TEST_F(WebhookE2E, OptedInPodsGetChamberAndAreScheduledOthersAreUntouched) {
 TEST_F(WebhookE2E, AnOwnersQueueIsFoundUpTheControllerChain) {
   const int port = StartWithWebhook("a");
   ASSERT_GT(port, 0);
-  RegisterWebhook(port);
+  RegisterWebhook(port, queue_);
   if (HasFailure()) return;
   // The queue as an annotation: the workloads entry (selecting labels) does not see the
   // Deployment, and neither does the pods' fail-closed entry. The pods entry walks up from the
@@ -337,7 +232,7 @@ TEST_F(WebhookE2E, AnOwnersQueueIsFoundUpTheControllerChain) {
 TEST_F(WebhookE2E, AnUpstreamPodGroupsQueueOptsItsPodsIn) {
   const int port = StartWithWebhook("a");
   ASSERT_GT(port, 0);
-  RegisterWebhook(port);
+  RegisterWebhook(port, queue_);
   if (HasFailure()) return;
   const kube::ResourceType& podgroups = backend::PodGroupTypes().front();
   Json group = {{"apiVersion", podgroups.ApiVersion()},
@@ -371,7 +266,7 @@ TEST_F(WebhookE2E, ALabelledJobIsPreemptedResumesAndCompletes) {
   PriorityClass("chamber-wh-reserved", 1000);
   const int port = StartWithWebhook("a");
   ASSERT_GT(port, 0);
-  RegisterWebhook(port);
+  RegisterWebhook(port, queue_);
   if (HasFailure()) return;
   // The queue's quota is the cluster's 16 GPUs; the elastic Job takes them all.
   LabelledJob("elastic", 8, 2, 15, "chamber-wh-elastic");
@@ -394,7 +289,7 @@ TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {
   ASSERT_GT(ApiPort("a"), 0);  // "a" leads and serves
   const int standby = StartWithWebhook("b");
   ASSERT_GT(standby, 0);
-  RegisterWebhook(standby);  // waits for a pod mutated through "b"
+  RegisterWebhook(standby, queue_);  // waits for a pod mutated through "b"
   if (HasFailure()) return;
   EXPECT_EQ(LeaseHolder(), "a");
   ASSERT_TRUE(client_
@@ -435,7 +330,7 @@ TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {
 TEST_F(WebhookE2E, WithChamberdDownOnlyOptedInObjectsAreRefused) {
   const int port = StartWithWebhook("a");
   ASSERT_GT(port, 0);
-  RegisterWebhook(port);
+  RegisterWebhook(port, queue_);
   if (HasFailure()) return;
   const auto stopping = std::chrono::steady_clock::now();
   Stop(chamberd_["a"], SIGTERM);

@@ -22,6 +22,7 @@
 #include "backend/kube/snapshot_builder.h"
 #include "backend/kube/workload_kinds.h"
 #include "chamberd/test/chamberd_fixture.h"
+#include "chamberd/test/webhook_fixture.h"
 
 namespace chamber::chamberd {
 namespace {
@@ -661,6 +662,7 @@ class TrainJobE2E : public ControllerE2E {
     auto step = [&](const std::string& name, Json metadata) {
       Json pod = Template(Container(name, 1), seconds, priority_class);
       pod["spec"]["restartPolicy"] = "Never";
+      if (!name_scheduler_) pod["spec"].erase("schedulerName");
       return Json{{"name", name},
                   {"replicas", 1},
                   {"template",
@@ -719,6 +721,7 @@ class TrainJobE2E : public ControllerE2E {
   }
 
   std::string runtime_;
+  bool name_scheduler_ = true;  // the runtime's pod templates name chamber as their scheduler
 };
 
 TEST_F(TrainJobE2E, ATrainJobStartsAllOrNothingAcrossItsJobSetAndCompletes) {
@@ -738,6 +741,55 @@ TEST_F(TrainJobE2E, ATrainJobStartsAllOrNothingAcrossItsJobSetAndCompletes) {
   ExpectNoDoubleBooking(8);
   ASSERT_TRUE(Eventually([&] { return Condition("train", "Complete"); }, 60s));
   EXPECT_FALSE(Suspended("train"));
+  EXPECT_FALSE(Condition("train", "Failed"));
+}
+
+// With chamberd's admission webhook, a TrainJob opts in by its own label alone: neither its
+// runtime's pod templates nor its JobSet, Jobs and pods name chamber or carry the label, so each
+// pod finds its queue up the controller chain Pod, Job, JobSet, TrainJob. Chamber then starts the
+// gang whole, and the TrainJob completes.
+class TrainJobWebhookE2E : public e2e::WithWebhook<TrainJobE2E> {};
+
+TEST_F(TrainJobWebhookE2E, ALabelledTrainJobsPodsOptInUpTheChainAndStartWhole) {
+  ASSERT_TRUE(pki_.ok());
+  SelectNamespace(ns_);
+  Nodes(2, 8);
+  StartSim();
+  Queue(team(), 16);
+  const int port = StartWithWebhook("solo");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, team());
+  if (HasFailure()) return;
+  name_scheduler_ = false;
+  Runtime(/*leader=*/false, 3, "");
+  TrainJob("train", team(), 2, 8);
+  ASSERT_TRUE(
+      Eventually([&] { return Pods("train").second == 2 || Condition("train", "Complete"); }, 60s))
+      << "pods (all, bound): " << ::testing::PrintToString(Pods("train"));
+  kube::ListOptions o;
+  o.label_selector = "jobset.sigs.k8s.io/jobset-name=train";
+  auto pods = client_->List(kube::resources::kPods, ns_, o);
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  ASSERT_EQ(pods->items.size(), 2u);
+  for (const Json& p : pods->items) {
+    EXPECT_EQ(p["spec"].value("schedulerName", ""), "chamber") << p["metadata"]["name"];
+    EXPECT_EQ(p["metadata"]["labels"].value("chamber.io/queue", ""), team())
+        << p["metadata"]["name"];
+  }
+  EXPECT_FALSE(
+      Get(JobSets(), "train")
+          .value("/spec/template/spec/replicatedJobs/0/template/spec/template/spec"_json_pointer,
+                 Json::object())
+          .contains("schedulerName"))
+      << "the JobSet names no scheduler: the pods opted in by the webhook alone";
+  auto jobs = client_->List(kube::resources::kJobs, ns_, o);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_FALSE(jobs->items.empty());
+  for (const Json& j : jobs->items)
+    EXPECT_FALSE(j["metadata"].value("labels", Json::object()).contains("chamber.io/queue"))
+        << "Job " << j["metadata"]["name"] << " carries the queue itself";
+  ExpectNoDoubleBooking(8);
+  ASSERT_TRUE(Eventually([&] { return Condition("train", "Complete"); }, 60s));
   EXPECT_FALSE(Condition("train", "Failed"));
 }
 
