@@ -1,5 +1,6 @@
 #include "common/quantity.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -62,6 +63,41 @@ Result<int64_t> ParseCpuMilli(std::string_view text) {
   if (suffix == "k") return ToInt64(v * 1e6, text);
   return Status::InvalidArgument("\"" + std::string(text) + "\": unknown CPU unit \"" +
                                  std::string(suffix) + "\"");
+}
+
+Result<int64_t> ParseGpuMilli(std::string_view text, int64_t max_gpus) {
+  const auto fail = [&](const std::string& why) {
+    return Status::InvalidArgument("\"" + std::string(text) + "\" " + why);
+  };
+  const bool milli = !text.empty() && text.back() == 'm';
+  const std::string_view number = milli ? text.substr(0, text.size() - 1) : text;
+  const size_t dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+  const auto digits = [](std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (whole.empty() || !digits(whole) || !digits(fraction) ||
+      (dot != std::string_view::npos && (fraction.empty() || milli)))
+    return fail("is not an amount of GPUs (use forms like 8, 2.5, 500m)");
+  if (fraction.size() > 3) return fail("has more than 3 decimals: GPUs are counted in thousandths");
+  const int64_t per_gpu = 1000;
+  const int64_t max_milli = max_gpus * per_gpu;
+  int64_t value = 0;
+  for (char c : whole) {
+    value = value * 10 + (c - '0');
+    if (value > max_milli) return fail("is more than " + std::to_string(max_gpus) + " GPUs");
+  }
+  if (!milli) {
+    int64_t part = 0;
+    for (size_t i = 0; i < 3; ++i) part = part * 10 + (i < fraction.size() ? fraction[i] - '0' : 0);
+    if (value > max_milli / per_gpu)
+      return fail("is more than " + std::to_string(max_gpus) + " GPUs");
+    value = value * per_gpu + part;
+  }
+  if (value > max_milli) return fail("is more than " + std::to_string(max_gpus) + " GPUs");
+  return value;
 }
 
 Result<int64_t> ParseBytes(std::string_view text) {

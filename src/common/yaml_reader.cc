@@ -174,6 +174,14 @@ Result<int64_t> YamlReader::CpuMilli(const YAML::Node& node, std::string_view pa
   return *v;
 }
 
+Result<int64_t> YamlReader::GpuMilli(const YAML::Node& node, std::string_view path,
+                                     int64_t max_gpus) const {
+  if (!node.IsScalar()) return Error(node, path, "expected an amount of GPUs");
+  auto v = ParseGpuMilli(node.Scalar(), max_gpus);
+  if (!v.ok()) return Error(node, path, v.status().message());
+  return *v;
+}
+
 Result<int64_t> YamlReader::Bytes(const YAML::Node& node, std::string_view path) const {
   if (!node.IsScalar()) return Error(node, path, "expected a memory quantity");
   auto v = ParseBytes(node.Scalar());

@@ -41,6 +41,7 @@ class YamlReader {
   Result<std::chrono::milliseconds> Dur(const YAML::Node& node, std::string_view path) const;
   Result<int64_t> CpuMilli(const YAML::Node& node, std::string_view path) const;
   Result<int64_t> Bytes(const YAML::Node& node, std::string_view path) const;
+  Result<int64_t> GpuMilli(const YAML::Node& node, std::string_view path, int64_t max_gpus) const;
   Result<std::vector<std::pair<std::string, std::string>>> StringMap(const YAML::Node& node,
                                                                      std::string_view path) const;
 

@@ -75,5 +75,24 @@ RC_GTEST_PROP(CommonParserFuzz, QuantitiesNeverCrash, ()) {
   if (!bytes.ok()) RC_ASSERT(bytes.status().message().find(text) != std::string::npos);
 }
 
+// Any text is an amount of GPUs within the bound, which prints back to itself in thousandths,
+// or an error naming it.
+RC_GTEST_PROP(CommonParserFuzz, GpuAmountsParseExactlyOrNameTheText, ()) {
+  const std::string text = Mutate(
+      *rc::gen::element<std::string_view>("8", "2.5", "0.125", "500m", "1000000000", "1.000"));
+  Result<int64_t> milli = ParseGpuMilli(text, 1'000'000'000);
+  if (!milli.ok()) {
+    RC_ASSERT(milli.status().message().find(text) != std::string::npos);
+    return;
+  }
+  RC_ASSERT(*milli >= 0);
+  RC_ASSERT(*milli <= int64_t{1'000'000'000} * 1000);
+  const bool in_milli = text.back() == 'm';
+  RC_ASSERT(*ParseGpuMilli(in_milli ? std::to_string(*milli) + "m"
+                                    : std::to_string(*milli / 1000) + "." +
+                                          std::to_string(1000 + *milli % 1000).substr(1),
+                           1'000'000'000) == *milli);
+}
+
 }  // namespace
 }  // namespace chamber

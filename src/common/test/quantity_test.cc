@@ -1,5 +1,7 @@
 #include "common/quantity.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace chamber {
@@ -19,6 +21,24 @@ TEST(QuantityTest, CpuMillicores) {
   EXPECT_EQ(bad.status().message(), "\"lots\" is not a CPU quantity (use forms like 4, 500m, 1.5)");
   EXPECT_FALSE(ParseCpuMilli("").ok());
   EXPECT_FALSE(ParseCpuMilli(".").ok());
+}
+
+TEST(QuantityTest, GpuThousandths) {
+  EXPECT_EQ(*ParseGpuMilli("8", 64), 8000);
+  EXPECT_EQ(*ParseGpuMilli("2.5", 64), 2500);
+  EXPECT_EQ(*ParseGpuMilli("0.125", 64), 125);
+  EXPECT_EQ(*ParseGpuMilli("1.000", 64), 1000);
+  EXPECT_EQ(*ParseGpuMilli("500m", 64), 500);
+  EXPECT_EQ(*ParseGpuMilli("0", 64), 0);
+  EXPECT_EQ(*ParseGpuMilli("64", 64), 64000);
+  EXPECT_EQ(ParseGpuMilli("64.001", 64).status().message(), "\"64.001\" is more than 64 GPUs");
+  EXPECT_EQ(ParseGpuMilli("64001m", 64).status().message(), "\"64001m\" is more than 64 GPUs");
+  EXPECT_EQ(ParseGpuMilli("0.0001", 64).status().message(),
+            "\"0.0001\" has more than 3 decimals: GPUs are counted in thousandths");
+  for (const char* bad : {"", ".", "m", ".5", "5.", "+1", "-1", "1e3", "1.5m", "1,5", "0x10", " 1"})
+    EXPECT_EQ(ParseGpuMilli(bad, 64).status().message(),
+              "\"" + std::string(bad) + "\" is not an amount of GPUs (use forms like 8, 2.5, 500m)")
+        << bad;
 }
 
 TEST(QuantityTest, Bytes) {

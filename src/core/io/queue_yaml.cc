@@ -18,19 +18,18 @@ Status ParseQueueResource(const YamlReader& y, const YAML::Node& node, const std
   // GPUs are whole numbers, CPU and memory Kubernetes quantities; -1 means "none" for limits.
   auto quantity = [&](const YAML::Node& n, const std::string& p,
                       bool allow_unlimited) -> Result<int64_t> {
-    if (allow_unlimited && n.IsScalar() && n.Scalar() == "-1") return kUnlimited;
-    Result<int64_t> v = r == Resource::kGpu   ? y.Int(n, p)
+    if (allow_unlimited && n.IsScalar() && (n.Scalar() == "-1" || n.Scalar() == "-1.0"))
+      return kUnlimited;
+    // An amount of GPUs has no sign: a negative one is named as such, not as malformed.
+    if (r == Resource::kGpu && n.IsScalar() && n.Scalar().starts_with('-'))
+      return y.Error(n, p,
+                     allow_unlimited ? "must be -1 (none) or at least 0" : "must not be negative");
+    Result<int64_t> v = r == Resource::kGpu   ? y.GpuMilli(n, p, kMaxQueueGpus)
                         : r == Resource::kCpu ? y.CpuMilli(n, p)
                                               : y.Bytes(n, p);
     if (v.ok() && *v < 0)
       return y.Error(n, p,
                      allow_unlimited ? "must be -1 (none) or at least 0" : "must not be negative");
-    // Whole GPUs, kept in thousandths (Resource::kGpu).
-    if (v.ok() && r == Resource::kGpu) {
-      if (*v > kMaxQueueGpus)
-        return y.Error(n, p, "must be at most " + std::to_string(kMaxQueueGpus) + " GPUs");
-      return Gpus(*v);
-    }
     return v;
   };
   if (node["quota"]) {

@@ -237,10 +237,14 @@ TEST_F(QueueCrdTest, BadSpecsAreRefusedNamingTheField) {
        {{"resources", {{"memory", {{"quota", "lots"}}}}}},
        "spec.resources.memory.quota",
        "should match"},
-      {"fractional GPUs",
-       {{"resources", {{"gpu", {{"quota", 1.5}}}}}},
-       "spec.resources.gpu.quota",
-       "integer"},
+      {"GPU limit between -1 and 0",
+       {{"resources", {{"gpu", {{"limit", -0.5}}}}}},
+       "spec.resources.gpu.limit",
+       "must be -1 (none) or at least 0"},
+      {"GPU lending limit between -1 and 0",
+       {{"resources", {{"gpu", {{"lendingLimit", -0.25}}}}}},
+       "spec.resources.gpu.lendingLimit",
+       "must be -1 (none) or at least 0"},
       {"bad queueing", {{"queueing", "Fast"}}, "spec.queueing", "Unsupported value: \"Fast\""},
       {"priority out of range",
        {{"priority", 2'000'000'000}},
@@ -286,6 +290,18 @@ TEST_F(QueueCrdTest, BadSpecsAreRefusedNamingTheField) {
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ(q->res(Resource::kCpu).quota, 1'000'000);
   EXPECT_EQ(q->res(Resource::kMemory).limit, 1024);
+
+  // GPUs in GPU-equivalents, to a thousandth: the schema keeps the numbers as they are given and
+  // the reader takes them exactly.
+  ok = Create(
+      Queue("shares",
+            {{"resources", {{"gpu", {{"quota", 2.5}, {"limit", 4.125}, {"lendingLimit", 0.5}}}}}}));
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  q = QueueFromResource(*ok);
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->res(Resource::kGpu).quota, 2500);
+  EXPECT_EQ(q->res(Resource::kGpu).limit, 4125);
+  EXPECT_EQ(q->res(Resource::kGpu).lending_limit, 500);
 }
 
 core::QueueStatus SampleStatus() {

@@ -98,8 +98,12 @@ TEST(QueueFromResource, BadFieldsNameQueueAndField) {
             "queue team-a: field spec.resources.cpu.lendingLimit: must be -1 (none) or at least 0");
   EXPECT_EQ(ErrorOf({{"resources", {{"gpu", {{"overQuotaWeight", -0.5}}}}}}),
             "queue team-a: field spec.resources.gpu.overQuotaWeight: must not be negative");
-  EXPECT_EQ(ErrorOf({{"resources", {{"gpu", {{"quota", 1.5}}}}}}),
-            "queue team-a: field spec.resources.gpu.quota: expected an integer, got \"1.5\"");
+  EXPECT_EQ(ErrorOf({{"resources", {{"gpu", {{"quota", 1.5}}}}}}), "(accepted)");
+  EXPECT_EQ(ErrorOf({{"resources", {{"gpu", {{"quota", 1.0005}}}}}}),
+            "queue team-a: field spec.resources.gpu.quota: \"1.0005\" has more than 3 decimals: "
+            "GPUs are counted in thousandths");
+  EXPECT_EQ(ErrorOf({{"resources", {{"gpu", {{"limit", -0.5}}}}}}),
+            "queue team-a: field spec.resources.gpu.limit: must be -1 (none) or at least 0");
   EXPECT_EQ(ErrorOf({{"resources", {{"cpu", {{"quota", "2x"}}}}}}),
             "queue team-a: field spec.resources.cpu.quota: \"2x\": unknown CPU unit \"x\"");
   EXPECT_EQ(ErrorOf({{"resources", {{"memory", {{"quota", "lots"}}}}}}),

@@ -97,6 +97,46 @@ TEST(QueueYaml, ReadsThePreemptionPolicy) {
       << q.status().message();
 }
 
+// GPU amounts are GPU-equivalents, exact to a thousandth: "2.5" and "2500m" are 2,500
+// thousandths, an integer whole GPUs; anything finer, signed or malformed is refused, naming
+// the field and the line.
+TEST(QueueYaml, GpuAmountsAreExactToAThousandth) {
+  Result<std::vector<Queue>> q = ParseQueues(
+      "queues:\n"
+      "  - name: a\n"
+      "    resources: {gpu: {quota: 2.5, limit: 2500m, lendingLimit: 0.125}}\n"
+      "  - name: b\n"
+      "    resources: {gpu: {quota: 8, limit: -1}}\n",
+      "queues.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ((*q)[0].res(Resource::kGpu).quota, 2500);
+  EXPECT_EQ((*q)[0].res(Resource::kGpu).limit, 2500);
+  EXPECT_EQ((*q)[0].res(Resource::kGpu).lending_limit, 125);
+  EXPECT_EQ((*q)[1].res(Resource::kGpu).quota, Gpus(8));
+  EXPECT_EQ((*q)[1].res(Resource::kGpu).limit, kUnlimited);
+  const std::pair<const char*, const char*> bad[] = {
+      {"0.0005", "\"0.0005\" has more than 3 decimals: GPUs are counted in thousandths"},
+      {"1e3", "\"1e3\" is not an amount of GPUs (use forms like 8, 2.5, 500m)"},
+      {"2.", "\"2.\" is not an amount of GPUs (use forms like 8, 2.5, 500m)"},
+      {"1.5m", "\"1.5m\" is not an amount of GPUs (use forms like 8, 2.5, 500m)"},
+      {"-0.5", "must not be negative"},
+      {"2000000000", "\"2000000000\" is more than 1000000000 GPUs"},
+      {"99999999999999999999", "is more than 1000000000 GPUs"},
+  };
+  for (const auto& [text, message] : bad) {
+    SCOPED_TRACE(text);
+    q = ParseQueues(
+        "queues:\n  - name: a\n    resources: {gpu: {quota: " + std::string(text) + "}}\n",
+        "queues.yaml");
+    ASSERT_FALSE(q.ok());
+    EXPECT_NE(q.status().message().find("queues.yaml:3:"), std::string::npos)
+        << q.status().message();
+    EXPECT_NE(q.status().message().find("queues[0].resources.gpu.quota: "), std::string::npos)
+        << q.status().message();
+    EXPECT_NE(q.status().message().find(message), std::string::npos) << q.status().message();
+  }
+}
+
 TEST(QueueYaml, ErrorsNameFieldAndLine) {
   Result<std::vector<Queue>> q = ParseQueues(
       "queues:\n  - name: a\n    resources:\n      gpu: {quota: 8, limit: 4}\n", "queues.yaml");
