@@ -416,12 +416,8 @@ TEST_F(ChamberdE2E, PodsOfAnUpstreamPodGroupStartAsItsPolicySays) {
 // members already bound are deleted and recreated, pending, under their own names. Once the
 // refusal is lifted the whole gang starts.
 TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
-  const kube::ResourceType policies{"admissionregistration.k8s.io", "v1",
-                                    "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
-                                    false};
-  const kube::ResourceType bindings{"admissionregistration.k8s.io", "v1",
-                                    "validatingadmissionpolicybindings",
-                                    "ValidatingAdmissionPolicyBinding", false};
+  const kube::ResourceType& policies = e2e::kValidatingAdmissionPolicies;
+  const kube::ResourceType& bindings = e2e::kValidatingAdmissionPolicyBindings;
   const std::string policy = ns_ + "-refuse-bind";
   Json vap = {{"apiVersion", "admissionregistration.k8s.io/v1"},
               {"kind", "ValidatingAdmissionPolicy"},

@@ -23,6 +23,14 @@ extern char** environ;
 
 namespace chamber::chamberd::e2e {
 
+// The admission policies tests use to make the API server refuse a write (a binding, a delete).
+inline const kube::ResourceType kValidatingAdmissionPolicies{"admissionregistration.k8s.io", "v1",
+                                                             "validatingadmissionpolicies",
+                                                             "ValidatingAdmissionPolicy", false};
+inline const kube::ResourceType kValidatingAdmissionPolicyBindings{
+    "admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+    "ValidatingAdmissionPolicyBinding", false};
+
 // Polls `f` until it returns true or `timeout` passes; returns its last answer.
 template <typename F>
 bool Eventually(F f, std::chrono::milliseconds timeout,

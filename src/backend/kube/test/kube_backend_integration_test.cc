@@ -18,6 +18,25 @@ namespace {
 
 using kube::Json;
 
+// A fresh namespace "kb-<n>" with one fake 8-GPU node "<ns>-0" and a Queue of its name with a
+// quota of 8 GPUs; returns the namespace, or "" (after reporting why) when one could not be made.
+std::string NamespaceWithANodeAndAQueue(kube::Client& client) {
+  const std::string ns = "kb-" + std::to_string(std::random_device{}() % 1000000);
+  Status made =
+      client.Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns}}}}).status();
+  kubesim::NodePoolSpec nodes;
+  nodes.prefix = ns;
+  nodes.gpus = 8;
+  if (made.ok()) made = kubesim::CreateFakeNodes(client, nodes).status();
+  const Json queue = {{"apiVersion", "chamber.io/v1alpha1"},
+                      {"kind", "Queue"},
+                      {"metadata", {{"name", ns}}},
+                      {"spec", {{"resources", {{"gpu", {{"quota", 8}}}}}}}};
+  if (made.ok()) made = client.Create(kQueues, "", queue).status();
+  EXPECT_TRUE(made.ok()) << made.ToString();
+  return made.ok() ? ns : "";
+}
+
 // A leader deposed half-way through a gang's binds writes nothing more: the pod it bound stays
 // bound (as after a crash, for the next leader to complete the gang) rather than being deleted,
 // which for a Job's pods the Job controller would count as failures.
@@ -25,17 +44,8 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
   ASSERT_TRUE(connected.ok()) << connected.status().ToString();
   kube::Client& client = **connected;
-  const std::string ns = "kb-" + std::to_string(std::random_device{}() % 1000000);
-  ASSERT_TRUE(client.Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns}}}}).ok());
-  kubesim::NodePoolSpec nodes;
-  nodes.prefix = ns;
-  nodes.gpus = 8;
-  ASSERT_TRUE(kubesim::CreateFakeNodes(client, nodes).ok());
-  const Json queue = {{"apiVersion", "chamber.io/v1alpha1"},
-                      {"kind", "Queue"},
-                      {"metadata", {{"name", ns}}},
-                      {"spec", {{"resources", {{"gpu", {{"quota", 8}}}}}}}};
-  ASSERT_TRUE(client.Create(kQueues, "", queue).ok());
+  const std::string ns = NamespaceWithANodeAndAQueue(client);
+  ASSERT_FALSE(ns.empty());
   for (const std::string name : {"a", "b"}) {
     const Json container = {{"name", "main"},
                             {"image", "trainer:latest"},
@@ -113,25 +123,12 @@ TEST(KubeBackendOnTheControlPlane, ARolledBackPodWhoseDeleteFailedKeepsItsGpus) 
   auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
   ASSERT_TRUE(connected.ok()) << connected.status().ToString();
   kube::Client& client = **connected;
-  const std::string ns = "kb-" + std::to_string(std::random_device{}() % 1000000);
-  ASSERT_TRUE(client.Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", ns}}}}).ok());
-  kubesim::NodePoolSpec nodes;
-  nodes.prefix = ns;
-  nodes.gpus = 8;
-  ASSERT_TRUE(kubesim::CreateFakeNodes(client, nodes).ok());
-  const Json queue = {{"apiVersion", "chamber.io/v1alpha1"},
-                      {"kind", "Queue"},
-                      {"metadata", {{"name", ns}}},
-                      {"spec", {{"resources", {{"gpu", {{"quota", 8}}}}}}}};
-  ASSERT_TRUE(client.Create(kQueues, "", queue).ok());
+  const std::string ns = NamespaceWithANodeAndAQueue(client);
+  ASSERT_FALSE(ns.empty());
 
   // Bound pods of this namespace labelled `keep` cannot be deleted.
-  const kube::ResourceType policies{"admissionregistration.k8s.io", "v1",
-                                    "validatingadmissionpolicies", "ValidatingAdmissionPolicy",
-                                    false};
-  const kube::ResourceType bindings{"admissionregistration.k8s.io", "v1",
-                                    "validatingadmissionpolicybindings",
-                                    "ValidatingAdmissionPolicyBinding", false};
+  const kube::ResourceType& policies = chamberd::e2e::kValidatingAdmissionPolicies;
+  const kube::ResourceType& bindings = chamberd::e2e::kValidatingAdmissionPolicyBindings;
   const Json policy = {
       {"metadata", {{"name", ns}}},
       {"spec",
