@@ -15,7 +15,7 @@ Result<int64_t> ParseCpuMilli(std::string_view text);
 Result<int64_t> ParseBytes(std::string_view text);
 // GPUs in thousandths, exactly: "8" -> 8000, "2.5" -> 2500, "0.125" -> 125, "500m" -> 500. No
 // sign, no exponent, at most 3 decimals (a thousandth of a GPU is the finest amount), at most
-// `max_gpus` GPUs.
+// `max_gpus` GPUs (at most 9 * 10^15, so that its thousandths fit).
 Result<int64_t> ParseGpuMilli(std::string_view text, int64_t max_gpus);
 
 }  // namespace chamber

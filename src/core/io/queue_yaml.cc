@@ -15,7 +15,8 @@ Status ParseQueueResource(const YamlReader& y, const YAML::Node& node, const std
                           Resource r, QueueResource* out) {
   CHAMBER_RETURN_IF_ERROR(
       y.CheckKeys(node, path, {"quota", "limit", "overQuotaWeight", "lendingLimit"}));
-  // GPUs are whole numbers, CPU and memory Kubernetes quantities; -1 means "none" for limits.
+  // GPUs are amounts exact to a thousandth (kept in thousandths), CPU and memory Kubernetes
+  // quantities; -1 means "none" for limits.
   auto quantity = [&](const YAML::Node& n, const std::string& p,
                       bool allow_unlimited) -> Result<int64_t> {
     if (allow_unlimited && n.IsScalar() && (n.Scalar() == "-1" || n.Scalar() == "-1.0"))
