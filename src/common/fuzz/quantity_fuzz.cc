@@ -1,6 +1,6 @@
-// Kubernetes quantities (common/quantity.h), as pods, nodes, Queues, snapshots and traces write
-// them. Properties: an error quotes the text; a value read back from its plain decimal form is
-// the same value.
+// Kubernetes quantities and amounts of GPUs (common/quantity.h), as pods, nodes, Queues,
+// snapshots and traces write them. Properties: an error quotes the text; a value read back from
+// its plain decimal form is the same value.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -29,6 +29,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 std::to_string(*cpu) + "m");
   } else {
     fuzz::CheckError(cpu.status(), text);
+  }
+
+  // GPUs in thousandths, exactly: within the bound, and read back from both of its forms.
+  constexpr int64_t kMaxGpus = 1'000'000'000;
+  Result<int64_t> gpu = chamber::ParseGpuMilli(text, kMaxGpus);
+  if (gpu.ok()) {
+    fuzz::Check(*gpu >= 0 && *gpu <= kMaxGpus * 1000, "ParseGpuMilli is out of its bound",
+                std::to_string(*gpu));
+    const std::string milli = std::to_string(*gpu) + "m";
+    const std::string decimal =
+        std::to_string(*gpu / 1000) + "." + std::to_string(1000 + *gpu % 1000).substr(1);
+    for (const std::string& form : {milli, decimal}) {
+      Result<int64_t> back = chamber::ParseGpuMilli(form, kMaxGpus);
+      fuzz::Check(back.ok() && *back == *gpu, "ParseGpuMilli does not read its value back", form);
+    }
+  } else {
+    fuzz::CheckError(gpu.status(), text);
   }
   return 0;
 }

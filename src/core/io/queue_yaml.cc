@@ -171,6 +171,8 @@ Result<std::vector<Queue>> ParseQueues(std::string_view text, std::string_view s
     if (!meta || !meta.IsMap() || !meta["name"])
       return y.Error(obj, path + ".metadata.name", "a Queue needs a name");
     CHAMBER_ASSIGN_OR_RETURN(q.name, y.String(meta["name"], path + ".metadata.name"));
+    if (q.name.empty())
+      return y.Error(meta["name"], path + ".metadata.name", "a Queue needs a name");
     if (const YAML::Node spec = obj["spec"])
       CHAMBER_RETURN_IF_ERROR(ParseQueueSpec(y, spec, path + ".spec", &q));
     out.push_back(std::move(q));
@@ -191,6 +193,7 @@ Result<std::vector<Queue>> ParseQueues(std::string_view text, std::string_view s
         CHAMBER_RETURN_IF_ERROR(y.ExpectMap(e, path));
         if (!e["name"]) return y.Error(e, path + ".name", "a queue needs a name");
         CHAMBER_ASSIGN_OR_RETURN(q.name, y.String(e["name"], path + ".name"));
+        if (q.name.empty()) return y.Error(e["name"], path + ".name", "a queue needs a name");
         CHAMBER_RETURN_IF_ERROR(ParseQueueSpec(y, e, path, &q, "name"));
         out.push_back(std::move(q));
       }

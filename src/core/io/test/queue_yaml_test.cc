@@ -155,6 +155,16 @@ TEST(QueueYaml, ErrorsNameFieldAndLine) {
   EXPECT_NE(q.status().message().find("spec.resources.gpus: unknown field"), std::string::npos)
       << q.status().message();
 
+  // An empty name, however it is written (found by the queues fuzz harness: a YAML tag with no
+  // value, `name: !research`, is an empty string).
+  for (const char* text : {"queues:\n  - name: !research\n", "queues:\n  - name: \"\"\n",
+                           "kind: Queue\nmetadata: {name: !a}\n"}) {
+    q = ParseQueues(text, "queues.yaml");
+    ASSERT_FALSE(q.ok()) << text;
+    EXPECT_NE(q.status().message().find("needs a name"), std::string::npos) << q.status().message();
+    EXPECT_NE(q.status().message().find("queues.yaml:"), std::string::npos) << q.status().message();
+  }
+
   q = ParseQueues("kind: Queue\napiVersion: chamber.io/v2\nmetadata: {name: a}\n", "queues.yaml");
   ASSERT_FALSE(q.ok());
   EXPECT_NE(q.status().message().find("expected chamber.io/v1alpha1"), std::string::npos);
