@@ -30,6 +30,7 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
     const Node& node = nodes[i];
     NodeFacts& f = facts_[i];
     f.schedulable = !node.unschedulable;
+    f.first_gpu = static_cast<uint32_t>(num_gpus_);
     if (node.gpus.size() > static_cast<size_t>(kMaxGpusPerNode)) {
       issues_.push_back({"node " + node.name,
                          "has " + std::to_string(node.gpus.size()) + " GPUs; at most " +
@@ -44,6 +45,7 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
       continue;
     }
     f.gpu_count = static_cast<int32_t>(node.gpus.size());
+    num_gpus_ += node.gpus.size();
     // Islands in order of their ids: a node has few, so a sorted small vector, not a map. All
     // nodes' islands lie side by side in island_masks_, so building them allocates nothing
     // per node.
@@ -134,6 +136,10 @@ ClusterState::ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const
       free_(index_->free_),
       releasing_(index_->facts_.size()),
       held_mask_(index_->facts_.size(), 0),
+      shared_mask_(index_->facts_.size(), 0),
+      share_milli_(index_->num_gpus_, 0),
+      share_memory_(index_->num_gpus_, 0),
+      share_room_bits_((index_->facts_.size() + 63) / 64, 0),
       bucket_words_((index_->facts_.size() + 63) / 64),
       bucket_bits_(index_->bucket_bits_),
       bucket_size_(index_->bucket_size_),
@@ -197,7 +203,8 @@ void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remov
   total_free_[Resource::kMemory] += memory_bytes;
 }
 
-Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& request) {
+Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& request,
+                                   int64_t memory_mib) {
   if (!p.node.valid() || p.node.index() >= index_->facts_.size()) {
     return Status::InvalidArgument("placement names node index " + std::to_string(p.node.value) +
                                    ", which does not exist");
@@ -208,7 +215,33 @@ Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& reque
     return Status::InvalidArgument("placement on node " + node(p.node).name +
                                    " names a GPU index the node does not have");
   }
-  if ((held_mask_[i] & p.gpu_mask) != 0) {
+  if (request.gpu_share()) {
+    if (Popcount(p.gpu_mask) != 1) {
+      return Status::InvalidArgument("placement on node " + node(p.node).name + " holds " +
+                                     std::to_string(Popcount(p.gpu_mask)) +
+                                     " GPUs for a pod that asks for a share of one (" +
+                                     FormatGpus(request.gpu_milli()) + " GPU)");
+    }
+    const int g = std::countr_zero(p.gpu_mask);
+    const std::string gpu = "GPU " + std::to_string(g) + " of node " + node(p.node).name;
+    if ((held_mask_[i] & p.gpu_mask) != 0)
+      return Status::FailedPrecondition(gpu + " is held whole; a share cannot sit beside it");
+    const size_t slot = GpuSlot(p.node, g);
+    if (share_milli_[slot] + request.gpu_milli() > kMilliPerGpu) {
+      return Status::FailedPrecondition(gpu + ": shares would hold " +
+                                        FormatGpus(share_milli_[slot] + request.gpu_milli()) +
+                                        " of its compute, more than all of it");
+    }
+    const int64_t memory = gpu_memory_mib(p.node, g);
+    if (memory_mib > 0 && memory > 0 && share_memory_[slot] + memory_mib > memory) {
+      return Status::FailedPrecondition(gpu + ": shares would hold " +
+                                        std::to_string(share_memory_[slot] + memory_mib) +
+                                        " MiB of its " + std::to_string(memory) + " MiB of memory");
+    }
+    Claim(p, request, memory_mib);
+    return Status::Ok();
+  }
+  if (((held_mask_[i] | shared_mask_[i]) & p.gpu_mask) != 0) {
     return Status::FailedPrecondition("GPU already held on node " + node(p.node).name);
   }
   if (Gpus(Popcount(p.gpu_mask)) != request.gpu_milli()) {
@@ -221,41 +254,140 @@ Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& reque
   return Status::Ok();
 }
 
-void ClusterState::Claim(const PodPlacement& p, const Resources& request) {
+void ClusterState::Claim(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib) {
   const int32_t i = p.node.value;
   Journal(i);
-  held_mask_[i] |= p.gpu_mask;
   free_[i].pods -= 1;
+  if (request.gpu_share()) {
+    ClaimShare(i, p.gpu_mask, request, gpu_memory_mib);
+    return;
+  }
+  held_mask_[i] |= p.gpu_mask;
   AdjustFree(i, 0, p.gpu_mask, -request.cpu_milli(), -request.memory_bytes());
 }
 
-NodeCapacity ClusterState::Hold(const PodPlacement& p, const Resources& request) {
+NodeCapacity ClusterState::Hold(const PodPlacement& p, const Resources& request,
+                                int64_t gpu_memory_mib) {
+  if (request.gpu_share()) {
+    Claim(p, request, gpu_memory_mib);
+    return NodeCapacity::OfPod(p.gpu_mask, request);
+  }
   const int32_t i = p.node.value;
   const NodeCapacity& f = free_[i];
   const NodeCapacity held{
       p.gpu_mask & f.gpu_mask, std::clamp<int64_t>(f.cpu_milli, 0, request.cpu_milli()),
       std::clamp<int64_t>(f.memory_bytes, 0, request.memory_bytes()), f.pods > 0 ? 1 : 0};
   Journal(i);
+  if (const uint64_t closing = p.gpu_mask & shared_mask_[i]; closing != 0) {
+    JournalShares(i);  // the node's share room changes: RollBack recounts it
+    const int64_t room_before = ShareRoomMilli(i);
+    held_mask_[i] |= closing;
+    if (index_->facts_[i].schedulable)
+      total_free_[Resource::kGpu] += ShareRoomMilli(i) - room_before;
+    UpdateShareRoom(i);
+  }
   held_mask_[i] |= held.gpu_mask;
   free_[i].pods -= held.pods;
   AdjustFree(i, 0, held.gpu_mask, -held.cpu_milli, -held.memory_bytes);
   return held;
 }
 
-void ClusterState::Release(const PodPlacement& p, const Resources& request) {
+void ClusterState::Release(const PodPlacement& p, const Resources& request,
+                           int64_t gpu_memory_mib) {
   const int32_t i = p.node.value;
   Journal(i);
-  held_mask_[i] &= ~p.gpu_mask;
   free_[i].pods += 1;
+  if (request.gpu_share()) {
+    ReleaseShare(i, p.gpu_mask, request, gpu_memory_mib);
+    return;
+  }
+  held_mask_[i] &= ~p.gpu_mask;
   // Only healthy GPUs return to the free pool.
   const uint64_t back = p.gpu_mask & index_->facts_[i].healthy_mask;
   AdjustFree(i, back, 0, request.cpu_milli(), request.memory_bytes());
 }
 
+void ClusterState::JournalShares(int32_t node) {
+  if (!journaling_ || (journaled_[node] & kJournaledShares) != 0) return;
+  journaled_[node] |= kJournaledShares;
+  const NodeFacts& f = index_->facts_[node];
+  for (int g = 0; g < f.gpu_count; ++g) {
+    const uint32_t slot = f.first_gpu + static_cast<uint32_t>(g);
+    share_journal_.push_back({node, slot, share_milli_[slot], share_memory_[slot]});
+  }
+}
+
+// A share is taken on a healthy GPU that is free or already shared (the caller checked that it
+// fits), or recorded on whatever GPU it already holds (ClaimExisting: a GPU may have failed).
+void ClusterState::ClaimShare(int32_t node, uint64_t gpu, const Resources& request,
+                              int64_t gpu_memory_mib) {
+  JournalShares(node);
+  const int64_t room_before = ShareRoomMilli(node);
+  const size_t slot = GpuSlot(NodeId{node}, std::countr_zero(gpu));
+  share_milli_[slot] += static_cast<int32_t>(request.gpu_milli());
+  share_memory_[slot] += gpu_memory_mib;
+  shared_mask_[node] |= gpu;
+  AdjustFree(node, 0, gpu, -request.cpu_milli(), -request.memory_bytes());
+  if (index_->facts_[node].schedulable)
+    total_free_[Resource::kGpu] += ShareRoomMilli(node) - room_before;
+  UpdateShareRoom(node);
+}
+
+void ClusterState::ReleaseShare(int32_t node, uint64_t gpu, const Resources& request,
+                                int64_t gpu_memory_mib) {
+  JournalShares(node);
+  const int64_t room_before = ShareRoomMilli(node);
+  const size_t slot = GpuSlot(NodeId{node}, std::countr_zero(gpu));
+  share_milli_[slot] -= static_cast<int32_t>(request.gpu_milli());
+  share_memory_[slot] -= gpu_memory_mib;
+  uint64_t back = 0;
+  if (share_milli_[slot] == 0) {  // the last share left: a healthy GPU is free again
+    shared_mask_[node] &= ~gpu;
+    back = gpu & index_->facts_[node].healthy_mask & ~held_mask_[node];
+  }
+  AdjustFree(node, back, 0, request.cpu_milli(), request.memory_bytes());
+  if (index_->facts_[node].schedulable)
+    total_free_[Resource::kGpu] += ShareRoomMilli(node) - room_before;
+  UpdateShareRoom(node);
+}
+
+int64_t ClusterState::ShareRoomMilli(int32_t node) const {
+  const NodeFacts& f = index_->facts_[node];
+  if (!f.schedulable) return 0;
+  int64_t room = 0;
+  for (uint64_t m = share_open_mask(NodeId{node}); m != 0; m &= m - 1)
+    room += kMilliPerGpu - share_milli_[f.first_gpu + static_cast<uint32_t>(std::countr_zero(m))];
+  return room;
+}
+
+void ClusterState::UpdateShareRoom(int32_t node) {
+  const NodeFacts& f = index_->facts_[node];
+  bool room = false;
+  if (f.schedulable) {
+    for (uint64_t m = share_open_mask(NodeId{node}); m != 0 && !room; m &= m - 1)
+      room = share_milli_[f.first_gpu + static_cast<uint32_t>(std::countr_zero(m))] < kMilliPerGpu;
+  }
+  const uint64_t bit = uint64_t{1} << (node % 64);
+  uint64_t& word = share_room_bits_[static_cast<size_t>(node) / 64];
+  word = room ? word | bit : word & ~bit;
+}
+
+int32_t ClusterState::NextWithShareRoom(int32_t from) const {
+  const size_t words = share_room_bits_.size();
+  size_t word = static_cast<size_t>(from) >> 6;
+  if (from < 0 || word >= words) return -1;
+  uint64_t w = share_room_bits_[word] & (~uint64_t{0} << (from & 63));
+  while (w == 0) {
+    if (++word == words) return -1;
+    w = share_room_bits_[word];
+  }
+  return static_cast<int32_t>(word * 64 + static_cast<size_t>(std::countr_zero(w)));
+}
+
 void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request) {
   Journal(p.node.value);
   NodeCapacity& r = releasing_[p.node.index()];
-  r.gpu_mask |= p.gpu_mask & index_->facts_[p.node.index()].healthy_mask;
+  if (!request.gpu_share()) r.gpu_mask |= p.gpu_mask & index_->facts_[p.node.index()].healthy_mask;
   r.cpu_milli += request.cpu_milli();
   r.memory_bytes += request.memory_bytes();
   r.pods += 1;
@@ -264,13 +396,26 @@ void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request
 void ClusterState::UnmarkReleasing(const PodPlacement& p, const Resources& request) {
   Journal(p.node.value);
   NodeCapacity& r = releasing_[p.node.index()];
-  r.gpu_mask &= ~p.gpu_mask;  // held pods' GPUs do not overlap
+  if (!request.gpu_share()) r.gpu_mask &= ~p.gpu_mask;  // held pods' GPUs do not overlap
   r.cpu_milli -= request.cpu_milli();
   r.memory_bytes -= request.memory_bytes();
   r.pods -= 1;
 }
 
 void ClusterState::RollBack() {
+  // A node's share tables were journaled together, after the node itself (Claim and Release
+  // journal the node first). Its share room leaves the free total as it is now and comes back
+  // as it was, once the node's masks are restored too.
+  auto each_share_node = [&](auto&& fn) {
+    for (size_t k = 0; k < share_journal_.size(); ++k)
+      if (k == 0 || share_journal_[k].node != share_journal_[k - 1].node)
+        fn(share_journal_[k].node);
+  };
+  each_share_node([&](int32_t n) { total_free_[Resource::kGpu] -= ShareRoomMilli(n); });
+  for (const SavedShare& saved : share_journal_) {
+    share_milli_[saved.slot] = saved.milli;
+    share_memory_[saved.slot] = saved.memory_mib;
+  }
   for (auto it = journal_.rbegin(); it != journal_.rend(); ++it) {
     const int32_t n = it->node;
     const NodeCapacity& now = free_[n];
@@ -279,8 +424,14 @@ void ClusterState::RollBack() {
     free_[n].pods = it->free.pods;
     releasing_[n] = it->releasing;
     held_mask_[n] = it->held;
+    shared_mask_[n] = it->shared;
     journaled_[n] = 0;
   }
+  each_share_node([&](int32_t n) {
+    total_free_[Resource::kGpu] += ShareRoomMilli(n);
+    UpdateShareRoom(n);
+  });
+  share_journal_.clear();
   journal_.clear();
   journaling_ = false;
 }
@@ -294,20 +445,37 @@ Status ClusterState::CheckInvariants() const {
   for (size_t i = 0; i < index_->facts_.size(); ++i) {
     const NodeFacts& f = index_->facts_[i];
     const NodeCapacity& fr = free_[i];
-    if ((fr.gpu_mask & held_mask_[i]) != 0)
-      return Status::Internal("node " + (*nodes_)[i].name + ": a GPU is both free and held");
+    const std::string& name = (*nodes_)[i].name;
+    if ((fr.gpu_mask & (held_mask_[i] | shared_mask_[i])) != 0)
+      return Status::Internal("node " + name + ": a GPU is both free and held");
+    for (int g = 0; g < f.gpu_count; ++g) {
+      const size_t slot = f.first_gpu + static_cast<size_t>(g);
+      const int64_t memory = (*nodes_)[i].gpus[g].memory_mib;
+      if (share_milli_[slot] < 0 || share_milli_[slot] > kMilliPerGpu || share_memory_[slot] < 0 ||
+          (memory > 0 && share_memory_[slot] > memory))
+        return Status::Internal("node " + name + ": GPU " + std::to_string(g) +
+                                " holds shares beyond its compute or memory");
+      if ((share_milli_[slot] > 0) != ((shared_mask_[i] >> g & 1) != 0))
+        return Status::Internal("node " + name + ": shared-GPU mask out of step");
+    }
+    bool room = false;
+    for (int g = 0; g < f.gpu_count; ++g)
+      room |= f.schedulable && share_open_mask(NodeId{static_cast<int32_t>(i)}) >> g & 1 &&
+              share_milli_[f.first_gpu + static_cast<size_t>(g)] < kMilliPerGpu;
+    if (room != ((share_room_bits_[i / 64] >> (i % 64) & 1) != 0))
+      return Status::Internal("node " + name + ": share-room index out of step");
     if ((fr.gpu_mask & ~f.healthy_mask) != 0)
-      return Status::Internal("node " + (*nodes_)[i].name + ": an unhealthy GPU is free");
+      return Status::Internal("node " + name + ": an unhealthy GPU is free");
     const int k = f.schedulable ? Popcount(fr.gpu_mask) : -1;  // -1: in no bucket
     for (int b = 0; b <= max_gpus_per_node(); ++b) {
       const bool in =
           (bucket_bits_[static_cast<size_t>(b) * bucket_words_ + i / 64] >> (i % 64) & 1) != 0;
-      if (in != (b == k))
-        return Status::Internal("node " + (*nodes_)[i].name + ": free-GPU bucket out of step");
+      if (in != (b == k)) return Status::Internal("node " + name + ": free-GPU bucket out of step");
       bucket_sum[b] += in ? 1 : 0;
     }
     if (!f.schedulable) continue;
-    free_sum += Resources::Of(k, fr.cpu_milli, fr.memory_bytes);
+    free_sum += Resources::OfMilli(Gpus(k) + ShareRoomMilli(static_cast<int32_t>(i)), fr.cpu_milli,
+                                   fr.memory_bytes);
     for (int level = 0; level < kNumDomainLevels; ++level)
       if (f.domain[level] >= 0) domain_sum[level][f.domain[level]] += k;
   }

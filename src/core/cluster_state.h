@@ -10,7 +10,10 @@
 //   - free GPUs per topology domain (multi-node NVLink domain, block, zone), so gang placement
 //     can pick the tightest domain that can hold the gang;
 //   - capacity being released by preemption victims in their grace period, which a preemptor may
-//     count on but no one else takes.
+//     count on but no one else takes;
+//   - shares: the compute (thousandths) and memory (MiB) that pods asking for a share of one GPU
+//     hold on each GPU, and the nodes with a shared GPU that has room for more. A GPU holding a
+//     share is not free for whole pods, and a GPU held whole takes no share.
 #pragma once
 
 #include <array>
@@ -40,6 +43,7 @@ struct NodeFacts {
   std::array<int32_t, kNumDomainLevels> domain{-1, -1, -1};  // interned domain ids (-1: none)
   uint32_t first_island = 0;  // its NVLink islands: ClusterState::islands()
   uint32_t num_islands = 0;
+  uint32_t first_gpu = 0;   // its GPUs' entries in the per-GPU share tables
   bool schedulable = true;  // not cordoned and not rejected as malformed
 };
 
@@ -87,6 +91,7 @@ class NodeIndex {
   friend class ClusterState;
   std::vector<NodeFacts> facts_;
   std::vector<uint64_t> island_masks_;  // every node's islands, side by side
+  size_t num_gpus_ = 0;                 // every node's GPUs, side by side
   std::array<std::vector<std::vector<int32_t>>, kNumDomainLevels> domain_nodes_;
   std::vector<std::string> models_;
   std::unordered_map<std::string, int32_t> model_ids_;
@@ -147,27 +152,63 @@ class ClusterState {
   int32_t model_id(std::string_view model) const;
   const std::string& model_name(int32_t id) const { return index_->models_[id]; }
 
-  // Healthy GPUs, CPU and memory of schedulable nodes; and what of it is free now.
+  // Healthy GPUs, CPU and memory of schedulable nodes; and what of it is free now, GPUs in
+  // GPU-equivalents: free GPUs count 1,000 each, and the compute left beside the shares on a
+  // healthy shared GPU counts too.
   const Resources& capacity() const { return index_->capacity_; }
   const Resources& total_free() const { return total_free_; }
+
+  // --- Shares of GPUs ---
+
+  // GPUs of the node that hold shares (bit i = GPU i); none of them is in free().gpu_mask.
+  uint64_t shared_mask(NodeId n) const { return shared_mask_[n.index()]; }
+  // Those of them a share may still go beside: healthy, and not held for a preemptor that takes
+  // the GPU whole once its shares are gone (Hold).
+  uint64_t share_open_mask(NodeId n) const {
+    const size_t i = n.index();
+    return shared_mask_[i] & index_->facts_[i].healthy_mask & ~held_mask_[i];
+  }
+  // Compute (thousandths) and memory (MiB) that shares hold on GPU `g` of node `n`.
+  int32_t share_milli(NodeId n, int g) const { return share_milli_[GpuSlot(n, g)]; }
+  int64_t share_memory_mib(NodeId n, int g) const { return share_memory_[GpuSlot(n, g)]; }
+  // GPU `g`'s memory, MiB (0: unknown, so no share that asks for memory fits there).
+  int64_t gpu_memory_mib(NodeId n, int g) const { return node(n).gpus[g].memory_mib; }
+  // Whether a share of `milli` thousandths and `memory_mib` MiB fits beside the shares already
+  // on GPU `g` (which must be in share_open_mask()).
+  bool ShareFits(NodeId n, int g, int64_t milli, int64_t memory_mib) const {
+    const size_t slot = GpuSlot(n, g);
+    return share_milli_[slot] + milli <= kMilliPerGpu &&
+           (memory_mib == 0 || share_memory_[slot] + memory_mib <= gpu_memory_mib(n, g));
+  }
+  // Schedulable nodes with a healthy shared GPU that has compute left, in index order: the first
+  // at or after node `from`, or -1.
+  int32_t NextWithShareRoom(int32_t from) const;
 
   const std::vector<SnapshotIssue>& issues() const { return index_->issues_; }
 
   // --- Mutations: the only way holdings change. ---
 
+  // A pod of `request` asking for a share of one GPU (request.gpu_share()) holds that share of
+  // the one GPU its placement names, and `gpu_memory_mib` of that GPU's memory; any other pod
+  // holds its placement's GPUs whole.
+  //
   // Records a pod the snapshot says is already placed. Unhealthy GPUs may be held (a GPU can fail
-  // under running work). Fails, changing nothing, when a GPU is already held by someone else,
-  // the node id is out of range, or a GPU index does not exist.
-  Status ClaimExisting(const PodPlacement& p, const Resources& request);
+  // under running work). Fails, changing nothing, when a GPU is already held by someone else (a
+  // share beside a pod holding it whole, or beyond the GPU's compute or known memory), the node
+  // id is out of range, or a GPU index does not exist.
+  Status ClaimExisting(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
   // Claims free capacity for a pod the engine places; the caller has checked that it fits.
-  void Claim(const PodPlacement& p, const Resources& request);
+  void Claim(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
   // Holds for a preemptor what of a planned pod's room is free now: its free GPUs among the
   // placement's, and up to the request's CPU and memory. The rest of the room is its victims',
   // on its way back. Held room is no one else's for the rest of the cycle. Returns what it held.
-  NodeCapacity Hold(const PodPlacement& p, const Resources& request);
+  // A GPU of the placement that holds shares (all of them leaving) takes no more shares.
+  // A share is planned on room free now (no preemptor counts on a victim's share): it is claimed.
+  NodeCapacity Hold(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
   // Returns a pod's holdings to the free pool (a pod never marked releasing).
-  void Release(const PodPlacement& p, const Resources& request);
-  // Marks a held pod's capacity as being released by a preemption victim.
+  void Release(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
+  // Marks a held pod's capacity as being released by a preemption victim. A share's GPU is not
+  // marked: it comes back only once the pod is gone.
   void MarkReleasing(const PodPlacement& p, const Resources& request);
   // Takes back what MarkReleasing recorded for the pod.
   void UnmarkReleasing(const PodPlacement& p, const Resources& request);
@@ -183,12 +224,23 @@ class ClusterState {
 
  private:
   ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const NodeIndex> index);
+  size_t GpuSlot(NodeId n, int g) const {
+    return index_->facts_[n.index()].first_gpu + static_cast<size_t>(g);
+  }
   void MoveBucket(int32_t node, int from, int to);
   void Journal(int32_t node) {
-    if (!journaling_ || journaled_[node]) return;
-    journaled_[node] = 1;
-    journal_.push_back({node, free_[node], releasing_[node], held_mask_[node]});
+    if (!journaling_ || (journaled_[node] & kJournaledNode) != 0) return;
+    journaled_[node] |= kJournaledNode;
+    journal_.push_back({node, free_[node], releasing_[node], held_mask_[node], shared_mask_[node]});
   }
+  // Before a node's shares first change under the journal: its GPUs' share tables.
+  void JournalShares(int32_t node);
+  void ClaimShare(int32_t node, uint64_t gpu, const Resources& request, int64_t gpu_memory_mib);
+  void ReleaseShare(int32_t node, uint64_t gpu, const Resources& request, int64_t gpu_memory_mib);
+  // The compute left beside the shares on the node's healthy shared GPUs (0 when unschedulable),
+  // and the node's bit among those with share room, brought in step with the share tables.
+  int64_t ShareRoomMilli(int32_t node) const;
+  void UpdateShareRoom(int32_t node);
   // Scalars rather than a Resources, so that a claim builds none on the stack
   // (docs/benchmarks.md, "Reasons kept out of the code").
   void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, int64_t cpu_milli,
@@ -198,7 +250,13 @@ class ClusterState {
   std::shared_ptr<const NodeIndex> index_;
   std::vector<NodeCapacity> free_;
   std::vector<NodeCapacity> releasing_;
-  std::vector<uint64_t> held_mask_;  // GPUs held, healthy or not
+  // GPUs held whole, healthy or not; a GPU also in shared_mask_ is held for a preemptor and
+  // comes to it once its shares are gone.
+  std::vector<uint64_t> held_mask_;
+  std::vector<uint64_t> shared_mask_;      // GPUs holding shares, healthy or not
+  std::vector<int32_t> share_milli_;       // per GPU (NodeFacts::first_gpu): compute shares hold
+  std::vector<int64_t> share_memory_;      // per GPU: memory shares hold, MiB
+  std::vector<uint64_t> share_room_bits_;  // bit n: schedulable node n has room on a shared GPU
   // Per free-GPU count k, bucket_words_ words from k * bucket_words_: bit n set when schedulable
   // node n has exactly k free GPUs. Unschedulable nodes are in none.
   size_t bucket_words_ = 0;
@@ -211,10 +269,20 @@ class ClusterState {
     NodeCapacity free;
     NodeCapacity releasing;
     uint64_t held;
+    uint64_t shared;
   };
+  struct SavedShare {
+    int32_t node;
+    uint32_t slot;
+    int32_t milli;
+    int64_t memory_mib;
+  };
+  static constexpr uint8_t kJournaledNode = 1;
+  static constexpr uint8_t kJournaledShares = 2;
   bool journaling_ = false;
   std::vector<Saved> journal_;
-  std::vector<uint8_t> journaled_;  // per node: in journal_
+  std::vector<SavedShare> share_journal_;
+  std::vector<uint8_t> journaled_;  // per node: kJournaledNode, kJournaledShares
 };
 
 }  // namespace chamber::core

@@ -236,11 +236,14 @@ void Cycle::PreemptFor(WorkloadId w, int32_t pods, const std::vector<VictimCandi
 void Cycle::HoldFor(WorkloadId w, PlacementPlan plan) {
   const Workload& work = wl(w);
   for (const PodAssignment& a : plan.pods) {
-    const Resources& req = work.pod_sets[a.pod_set].request;
+    const PodSet& ps = work.pod_sets[a.pod_set];
+    const Resources& req = ps.request;
     // What is not free now comes from capacity on its way back: its victims', or what other
     // leaving work releases, which no one else counts on then.
     NodeCapacity rest = NodeCapacity::OfPod(a.placement.gpu_mask, req);
-    rest.Remove(state_.Hold(a.placement, req));
+    rest.Remove(state_.Hold(a.placement, req, ps.gpu_memory_mib));
+    // A share now stays on its GPU: the GPU is not coming back whole.
+    if (req.gpu_share()) rest.gpu_mask = a.placement.gpu_mask;
     if (!releasing_.empty()) releasing_.Take(a.placement.node.value, rest);
   }
   out_.nominations.push_back({w, std::move(plan.pods)});
@@ -250,8 +253,12 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
   const Workload& work = wl(w);
   Resources total;
   for (const PodAssignment& a : plan.pods) {
-    const Resources& req = work.pod_sets[a.pod_set].request;
-    state_.Claim(a.placement, req);
+    const PodSet& ps = work.pod_sets[a.pod_set];
+    const Resources& req = ps.request;
+    state_.Claim(a.placement, req, ps.gpu_memory_mib);
+    // A share bound beside leaving shares keeps their GPU from coming back whole.
+    if (req.gpu_share() && !releasing_.empty())
+      releasing_.Take(a.placement.node.value, NodeCapacity{a.placement.gpu_mask, 0, 0, 0});
     total += req;
   }
   queues_.AddRunning(work_.queue_of(w), total, work.reserved());

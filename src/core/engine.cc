@@ -82,9 +82,16 @@ std::string ValidateWorkload(const Workload& w) {
     if (ps.count <= 0) return where() + "count must be positive, got " + std::to_string(ps.count);
     if (ps.request.AnyNegative())
       return where() + "negative request (" + FormatResources(ps.request) + ")";
-    if (ps.request.gpu_milli() % kMilliPerGpu != 0)
+    if (ps.request.gpu_milli() % kMilliPerGpu != 0 && !ps.request.gpu_share())
       return where() + "requests " + FormatGpus(ps.request.gpu_milli()) +
-             " GPUs per pod; a pod asks for whole GPUs";
+             " GPUs per pod; a pod asks for whole GPUs or a share of one (less than 1)";
+    if (ps.gpu_memory_mib < 0)
+      return where() + "GPU memory " + std::to_string(ps.gpu_memory_mib) +
+             " MiB per pod must not be negative";
+    if (ps.gpu_memory_mib > 0 && !ps.request.gpu_share())
+      return where() + "asks for " + std::to_string(ps.gpu_memory_mib) +
+             " MiB of GPU memory with " + FormatGpus(ps.request.gpu_milli()) +
+             " GPUs; GPU memory is asked for with a share of one GPU";
     if (ps.request.whole_gpus() > kMaxGpusPerNode)
       return where() + "requests " + std::to_string(ps.request.whole_gpus()) +
              " GPUs per pod; a node has at most " + std::to_string(kMaxGpusPerNode);

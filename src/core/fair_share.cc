@@ -133,7 +133,8 @@ void DecayedUsage::AdvanceByWorkloads(Time now, const std::vector<Queue>& queues
     if (w.state != WorkloadState::kRunning && w.state != WorkloadState::kPreempting) continue;
     auto it = index.find(w.queue);
     if (it == index.end()) continue;
-    for (const PodPlacement& p : w.placements) held[it->second] += std::popcount(p.gpu_mask);
+    for (size_t i = 0; i < w.placements.size(); ++i)
+      held[it->second] += GpusOf(HeldGpuMilli(w.placements[i], w.PlacementRequest(i)));
   }
   Advance(now, queues, held);
 }

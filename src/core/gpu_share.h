@@ -6,7 +6,8 @@
 // ask for the node's CPU and memory, which can leave a node's GPUs unusable.
 // docs/sharing.md describes the model and what each policy promises.
 //
-// This is a self-contained component: the engine's whole-GPU placement does not call it yet.
+// A self-contained component: the engine places shares itself (placement.h, best fit over
+// GPUs) and does not call these policies yet.
 #pragma once
 
 #include <cstdint>

@@ -112,10 +112,13 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
     bool on_failed_gpu = false;
     bool clean = true;
     int32_t claimed = 0;
+    bool shares = false;
     for (size_t p = 0; p < w.placements.size(); ++p) {
       const PodPlacement& pl = w.placements[p];
-      const Resources req = w.PlacementRequest(p);
-      Status st = state_.ClaimExisting(pl, req);
+      const PodSet* ps = w.PlacementPodSet(p);
+      const Resources req = ps != nullptr ? ps->request : Resources{};
+      shares |= req.gpu_share();
+      Status st = state_.ClaimExisting(pl, req, ps != nullptr ? ps->gpu_memory_mib : 0);
       if (!st.ok()) {
         Issue(id, st.message());
         clean = false;
@@ -125,6 +128,7 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
       if ((pl.gpu_mask & ~state_.facts(pl.node).healthy_mask) != 0) on_failed_gpu = true;
       if (w.state == WorkloadState::kPreempting) state_.MarkReleasing(pl, req);
     }
+    if (shares) ++holders_with_shares_;
     if (w.placements.size() > static_cast<size_t>(w.TotalPods())) {
       Issue(id, "holds more placements than it has pods");
       clean = false;
@@ -207,6 +211,7 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
     a.shape_all = InternShape(w, a.total);
     a.shape_least = a.minimum == a.total ? a.shape_all : InternShape(w, a.minimum);
     a.priority = w.priority;
+    a.shares = w.AsksForShares();
     waiting_demand_[q.index()] += a.all;
   }
   return true;
@@ -218,11 +223,15 @@ void LoadedWork::Unload(WorkloadId id) {
   const QueueId q = queue_of_[i];
   if (w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting) {
     const bool releasing = w.state == WorkloadState::kPreempting;
+    bool shares = false;
     for (size_t p = 0; p < w.placements.size(); ++p) {
-      const Resources req = w.PlacementRequest(p);
+      const PodSet* ps = w.PlacementPodSet(p);
+      const Resources req = ps != nullptr ? ps->request : Resources{};
+      shares |= req.gpu_share();
       if (releasing) state_.UnmarkReleasing(w.placements[p], req);
-      state_.Release(w.placements[p], req);
+      state_.Release(w.placements[p], req, ps != nullptr ? ps->gpu_memory_mib : 0);
     }
+    if (shares) --holders_with_shares_;
     if (releasing) {
       EraseInOrder(releasing_ids_, id);
       return;

@@ -44,6 +44,7 @@ struct Ask {
   int32_t shape_all = -1;    // interned shape of `total` pods
   int32_t shape_least = -1;  // and of `minimum` pods
   int32_t priority = 0;
+  bool shares = false;  // Workload::AsksForShares
   bool reserved() const { return priority >= kReservedPriority; }
 };
 
@@ -118,6 +119,9 @@ class LoadedWork {
   // Running work that could be a victim, in index order, and how many per leaf queue.
   const std::vector<WorkloadId>& running() const { return running_ids_; }
   int32_t running_in(QueueId q) const { return running_in_[q.index()]; }
+  // Whether any running or preempting workload holds a share of a GPU: when none does, a pass
+  // over the running work need not read each one's pod sets to find out.
+  bool any_shares_held() const { return holders_with_shares_ > 0; }
   // The lowest priority of the queue's running work (valid after RecountLowestPriority).
   int32_t lowest_running_priority(QueueId q) const { return running_min_priority_[q.index()]; }
   // What a running workload holds, counted against its queue.
@@ -170,6 +174,7 @@ class LoadedWork {
   std::vector<WorkloadId> faulted_;
   std::vector<WorkloadId> running_ids_;        // in index order
   std::vector<int32_t> running_in_;            // per queue: its entries in running_ids_
+  int32_t holders_with_shares_ = 0;            // running or preempting, holding shares
   std::vector<int32_t> running_min_priority_;  // per leaf queue: lowest priority in running_ids_
   std::vector<int32_t> running_at_min_;        // per leaf queue: entries of that priority
   std::vector<uint8_t> min_stale_;             // per leaf queue: the lowest left, recount

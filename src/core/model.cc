@@ -22,11 +22,22 @@ Resources Workload::RequestOfFirst(int32_t pods) const {
 }
 
 Resources Workload::PlacementRequest(size_t i) const {
+  const PodSet* ps = PlacementPodSet(i);
+  return ps != nullptr ? ps->request : Resources{};
+}
+
+const PodSet* Workload::PlacementPodSet(size_t i) const {
   for (const PodSet& ps : pod_sets) {
-    if (i < static_cast<size_t>(ps.count)) return ps.request;
+    if (i < static_cast<size_t>(ps.count)) return &ps;
     i -= static_cast<size_t>(ps.count);
   }
-  return {};
+  return nullptr;
+}
+
+bool Workload::AsksForShares() const {
+  for (const PodSet& ps : pod_sets)
+    if (ps.request.gpu_share()) return true;
+  return false;
 }
 
 }  // namespace chamber::core

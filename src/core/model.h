@@ -98,11 +98,15 @@ struct Node {
 struct PodSet {
   std::string name;
   int32_t count = 1;
-  Resources request;  // per pod
+  // Per pod. GPUs: whole GPUs (a multiple of 1,000 thousandths), or a share of one GPU's compute
+  // (1 to 999 thousandths) that other pods' shares may sit beside.
+  Resources request;
   std::vector<std::pair<std::string, std::string>> node_selector;
   // One list shared by every pod set with the same tolerations (most pods carry the same ones).
   Interned<std::vector<Toleration>> tolerations;
   std::vector<std::string> gpu_models;  // allowed GPU models; empty: any
+  // With a share: the GPU memory the pod holds on its GPU, in MiB (0: none asked).
+  int64_t gpu_memory_mib = 0;
 };
 
 enum class WorkloadState {
@@ -144,6 +148,10 @@ struct Workload {
   Resources RequestOfFirst(int32_t pods) const;  // over the first `pods` pods, in pod-set order
   // The request of the pod holding placements[i] (placements follow pod-set order).
   Resources PlacementRequest(size_t i) const;
+  // The pod set of the pod holding placements[i]; nullptr past the last pod.
+  const PodSet* PlacementPodSet(size_t i) const;
+  // Whether any of its pods asks for a share of a GPU rather than whole GPUs.
+  bool AsksForShares() const;
   bool reserved() const { return priority >= kReservedPriority; }
 };
 
@@ -207,6 +215,12 @@ struct Snapshot {
   std::vector<Queue> queues;
   std::vector<Workload> workloads;
 };
+
+// GPU-equivalents (thousandths) a placed pod of `request` holds: its share of one GPU, or 1,000
+// for each GPU of its placement.
+inline int64_t HeldGpuMilli(const PodPlacement& p, const Resources& request) {
+  return request.gpu_share() ? request.gpu_milli() : Gpus(std::popcount(p.gpu_mask));
+}
 
 // Calls fn(node, gpu) for each GPU that workload `w` of `s` holds and the node has, in placement
 // order: what a caller needs to tell which GPUs a preemption freed.

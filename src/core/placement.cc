@@ -44,7 +44,7 @@ bool SelectorMatches(const Node& node,
 }
 
 std::string Signature(const PodSet& ps) {
-  std::string sig = ps.request.whole_gpus() > 0 ? "g" : "c";
+  std::string sig = ps.request.gpu_milli() > 0 ? "g" : "c";
   for (const auto& [k, v] : ps.node_selector) sig += "\x1fs" + k + "=" + v;
   for (const Toleration& t : ps.tolerations) {
     sig += "\x1ft" + t.key + (t.op == Toleration::Operator::kExists ? "?" : "=") + t.value;
@@ -80,53 +80,31 @@ uint64_t LowestBits(uint64_t mask, int count) {
   return out;
 }
 
-// One placement try: tracks what the pods placed so far consume, on top of the cluster's free
-// capacity and the overlay.
-class Attempt {
- public:
-  Attempt(const ClusterState& state, const CapacityOverlay* overlay)
-      : state_(state), overlay_(overlay) {}
-
-  NodeCapacity Effective(int32_t n) const {
-    return EffectiveCapacity(state_, n, overlay_, consumed_.Find(n));
+// How many shares of `ps` the node's GPUs have room for: beside the shares already on its healthy
+// shared GPUs, and on its free GPUs.
+int64_t ShareSlots(const ClusterState& state, NodeId n, const PodSet& ps) {
+  const int64_t milli = ps.request.gpu_milli();
+  const int64_t memory = ps.gpu_memory_mib;
+  auto slots = [&](int g, int64_t used, int64_t used_memory) {
+    const int64_t by_memory =
+        memory > 0 ? (state.gpu_memory_mib(n, g) - used_memory) / memory : kMilliPerGpu;
+    return std::max<int64_t>(0, std::min((kMilliPerGpu - used) / milli, by_memory));
+  };
+  int64_t out = 0;
+  for (uint64_t m = state.share_open_mask(n); m != 0; m &= m - 1) {
+    const int g = std::countr_zero(m);
+    out += slots(g, state.share_milli(n, g), state.share_memory_mib(n, g));
   }
-
-  bool Fits(int32_t n, const PodSet& ps) const { return Effective(n).Fits(ps.request); }
-
-  void Take(int32_t n, const PodRef& p) {
-    const NodeCapacity c = Effective(n);
-    const uint64_t mask = PickGpus(c.gpu_mask, state_.islands(NodeId{n}),
-                                   static_cast<int>(p.ps->request.whole_gpus()));
-    consumed_[n].Add(NodeCapacity::OfPod(mask, p.ps->request));
-    plan_.pods.push_back({p.set, p.replica, PodPlacement{NodeId{n}, mask}});
-  }
-
-  void Reset() {
-    consumed_.clear();
-    plan_.pods.clear();
-  }
-
-  const std::vector<int32_t>& used() const { return consumed_.nodes(); }
-  bool Uses(int32_t n) const { return consumed_.Find(n) != nullptr; }
-  PlacementPlan TakePlan() {
-    std::sort(plan_.pods.begin(), plan_.pods.end(), [](const auto& a, const auto& b) {
-      return std::pair(a.pod_set, a.replica) < std::pair(b.pod_set, b.replica);
-    });
-    return std::move(plan_);
-  }
-
- private:
-  const ClusterState& state_;
-  const CapacityOverlay* overlay_;
-  NodeCapacityMap consumed_;  // per node the gang uses, in order of first use
-  PlacementPlan plan_;
-};
+  for (uint64_t m = state.free(n).gpu_mask; m != 0; m &= m - 1)
+    out += slots(std::countr_zero(m), 0, 0);
+  return out;
+}
 
 }  // namespace
 
 const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) const {
   constexpr size_t kMaxKnown = 8;
-  const bool gpu = ps.request.whole_gpus() > 0;
+  const bool gpu = ps.request.gpu_milli() > 0;
   for (const Known& k : known_) {
     if (k.gpu == gpu && k.node_selector == ps.node_selector && k.tolerations == ps.tolerations &&
         k.gpu_models == ps.gpu_models) {
@@ -148,7 +126,7 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
       allowed_model[mid] = 1;
       ++model_count;
     }
-    const bool check_model = !ps.gpu_models.empty() && ps.request.whole_gpus() > 0;
+    const bool check_model = !ps.gpu_models.empty() && gpu;
     std::vector<NodeFilter> f(state_->num_nodes(), NodeFilter::kOk);
     for (size_t i = 0; i < f.size(); ++i) {
       const NodeId n{static_cast<int32_t>(i)};
@@ -176,7 +154,17 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
 void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
                           const Resources& request) {
   NodeCapacity& extra = extra_[p.node.value];
-  const uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~extra.gpu_mask;
+  uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~extra.gpu_mask;
+  if (request.gpu_share() && usable != 0) {
+    // A shared GPU comes back with its last share: once every share on it is in the overlay.
+    const int g = std::countr_zero(p.gpu_mask);
+    auto it = std::find_if(shares_.begin(), shares_.end(), [&](const ShareReleased& r) {
+      return r.node == p.node.value && r.gpu == g;
+    });
+    if (it == shares_.end()) it = shares_.insert(shares_.end(), {p.node.value, g, 0});
+    it->milli += request.gpu_milli();
+    if (it->milli < state.share_milli(p.node, g)) usable = 0;
+  }
   extra.Add(NodeCapacity::OfPod(usable, request));
   gpus_ += std::popcount(usable);
 }
@@ -204,6 +192,73 @@ NodeCapacity EffectiveCapacity(const ClusterState& state, int32_t node,
   }
   if (consumed != nullptr) c.Remove(*consumed);
   return c;
+}
+
+int GangAttempt::ShareGpu(int32_t n, const PodSet& ps) const {
+  const NodeId node{n};
+  const int64_t milli = ps.request.gpu_milli();
+  const int64_t memory = ps.gpu_memory_mib;
+  const NodeCapacity* consumed = consumed_.Find(n);
+  // GPUs holding shares: the cluster's healthy ones that this try has not taken whole (from the
+  // overlay, when all their shares are leaving), and those this try's shares are on. The GPUs
+  // the try uses, whole or for shares, are no longer free.
+  const uint64_t taken = consumed != nullptr ? consumed->gpu_mask : 0;
+  uint64_t opened = 0;
+  for (const ShareTaken& t : shares_)
+    if (t.node == n) opened |= uint64_t{1} << t.gpu;
+  int best = -1;
+  int64_t best_left = kMilliPerGpu;
+  for (uint64_t m = (state_.share_open_mask(node) & ~taken) | opened; m != 0; m &= m - 1) {
+    const int g = std::countr_zero(m);
+    int64_t used = state_.share_milli(node, g);
+    int64_t used_memory = state_.share_memory_mib(node, g);
+    for (const ShareTaken& t : shares_) {
+      if (t.node == n && t.gpu == g) {
+        used += t.milli;
+        used_memory += t.memory_mib;
+      }
+    }
+    if (used + milli > kMilliPerGpu) continue;
+    if (memory > 0 && used_memory + memory > state_.gpu_memory_mib(node, g)) continue;
+    const int64_t left = kMilliPerGpu - used - milli;
+    if (best < 0 || left < best_left) {
+      best = g;
+      best_left = left;
+    }
+  }
+  if (best >= 0) return best;
+  uint64_t free = state_.free(node).gpu_mask & ~taken;
+  if (memory > 0) {
+    for (uint64_t m = free; m != 0; m &= m - 1) {
+      const int g = std::countr_zero(m);
+      if (state_.gpu_memory_mib(node, g) < memory) free &= ~(uint64_t{1} << g);
+    }
+  }
+  if (free == 0) return -1;
+  return std::countr_zero(PickGpus(free, state_.islands(node), 1));
+}
+
+void GangAttempt::Take(int32_t n, int32_t set, int32_t replica, const PodSet& ps) {
+  uint64_t mask = 0;
+  if (ps.request.gpu_share()) {
+    const int g = ShareGpu(n, ps);
+    mask = uint64_t{1} << g;
+    // No later pod of the try takes the GPU whole, from the free GPUs or the overlay.
+    consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request));
+    shares_.push_back({n, g, ps.request.gpu_milli(), ps.gpu_memory_mib});
+  } else {
+    mask = PickGpus(Effective(n).gpu_mask, state_.islands(NodeId{n}),
+                    static_cast<int>(ps.request.whole_gpus()));
+    consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request));
+  }
+  plan_.pods.push_back({set, replica, PodPlacement{NodeId{n}, mask}});
+}
+
+PlacementPlan GangAttempt::TakePlan() {
+  std::sort(plan_.pods.begin(), plan_.pods.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.pod_set, a.replica) < std::pair(b.pod_set, b.replica);
+  });
+  return std::move(plan_);
 }
 
 uint64_t PickGpus(uint64_t free_mask, std::span<const uint64_t> islands, int count) {
@@ -235,15 +290,41 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   auto ok = [&](int32_t n, const PodRef& p) { return (*filters[p.set])[n] == NodeFilter::kOk; };
   if (overlay != nullptr && overlay->empty()) overlay = nullptr;
   const int max_k = state.max_gpus_per_node();
-  Attempt a(state, overlay);
+  GangAttempt a(state, overlay);
 
-  // Fast path: one pod, best fit straight from the free-GPU buckets.
+  // Fast path: one pod, best fit straight from the free-GPU buckets; a share first looks for
+  // the fullest shared GPU it fits beside, in node and then GPU order on ties.
   if (refs.size() == 1 && overlay == nullptr) {
     const PodRef& p = refs.front();
-    for (int k = static_cast<int>(p.ps->request.whole_gpus()); k <= max_k; ++k) {
+    if (p.ps->request.gpu_share()) {
+      int32_t best = -1;
+      int64_t best_left = kMilliPerGpu;
+      for (int32_t n = state.NextWithShareRoom(0); n >= 0 && best_left > 0;
+           n = state.NextWithShareRoom(n + 1)) {
+        const NodeId node{n};
+        if (!ok(n, p) || !state.free(node).Fits(p.ps->request)) continue;
+        for (uint64_t m = state.share_open_mask(node); m != 0; m &= m - 1) {
+          const int g = std::countr_zero(m);
+          if (!state.ShareFits(node, g, p.ps->request.gpu_milli(), p.ps->gpu_memory_mib)) continue;
+          const int64_t left =
+              kMilliPerGpu - state.share_milli(node, g) - p.ps->request.gpu_milli();
+          if (best < 0 || left < best_left) {
+            best = n;
+            best_left = left;
+          }
+        }
+      }
+      if (best >= 0) {
+        a.Take(best, p.set, p.replica, *p.ps);
+        return a.TakePlan();
+      }
+    }
+    // A share that found no GPU to sit beside takes a free one.
+    const int first = p.ps->request.gpu_share() ? 1 : static_cast<int>(p.ps->request.whole_gpus());
+    for (int k = first; k <= max_k; ++k) {
       for (int32_t n = state.NextWithFreeGpus(k, 0); n >= 0; n = state.NextWithFreeGpus(k, n + 1)) {
         if (ok(n, p) && a.Fits(n, *p.ps)) {
-          a.Take(n, p);
+          a.Take(n, p.set, p.replica, *p.ps);
           return a.TakePlan();
         }
       }
@@ -319,7 +400,8 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
           for (int32_t n : candidates) {
             if (!ok(n, p) || a.Uses(n)) continue;
             const NodeCapacity e = a.Effective(n);
-            if (!e.Fits(p.ps->request)) continue;
+            if (!e.Fits(p.ps->request) || (p.ps->request.gpu_share() && !a.Fits(n, *p.ps)))
+              continue;
             const int f = std::popcount(e.gpu_mask);
             fitting.emplace_back(f, n);
             ++by_free[f + 1];
@@ -332,7 +414,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
         if (c.next < c.order.size()) chosen = c.order[c.next];
       }
       if (chosen < 0) return false;
-      a.Take(chosen, p);
+      a.Take(chosen, p.set, p.replica, *p.ps);
     }
     return true;
   };
@@ -343,7 +425,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
       a.Reset();
       for (const PodRef& p : refs) {
         if (!ok(n, p) || !a.Fits(n, *p.ps)) return false;
-        a.Take(n, p);
+        a.Take(n, p.set, p.replica, *p.ps);
       }
       return true;
     };
@@ -418,7 +500,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
       if (chosen >= 0) break;
     }
     if (chosen < 0) return std::nullopt;
-    a.Take(chosen, p);
+    a.Take(chosen, p.set, p.replica, *p.ps);
   }
   return a.TakePlan();
 }
@@ -433,15 +515,18 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
     kTooFewGpus,
     kUnhealthy,
     kTooFewFree,
+    kNoShareRoom,
     kCpu,
     kMemory,
     kPods,
     kNumCauses
   };
   static constexpr std::array<const char*, kNumCauses> kCauseText = {
-      "cordoned",          "node selector mismatch", "untolerated taint",
-      "wrong GPU model",   "too few GPUs",           "unhealthy GPUs",
-      "too few free GPUs", "insufficient cpu",       "insufficient memory",
+      "cordoned",          "node selector mismatch",
+      "untolerated taint", "wrong GPU model",
+      "too few GPUs",      "unhealthy GPUs",
+      "too few free GPUs", "no GPU with room for the share",
+      "insufficient cpu",  "insufficient memory",
       "pod limit reached"};
   const std::vector<PodRef> refs = ExpandPods(w, pods);
   std::map<int32_t, int32_t> wanted;  // pod set -> pods of it in the gang
@@ -459,7 +544,8 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
       const NodeId n{static_cast<int32_t>(i)};
       const NodeFacts& facts = state.facts(n);
       const NodeCapacity& c = state.free(n);
-      const int64_t g = ps.request.whole_gpus();
+      const bool share = ps.request.gpu_share();
+      const int64_t g = share ? 1 : ps.request.whole_gpus();
       switch (f[i]) {
         case NodeFilter::kUnschedulable:
           ++causes[kUnschedulable];
@@ -480,8 +566,10 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
         ++causes[kTooFewGpus];
       } else if (std::popcount(facts.healthy_mask) < g) {
         ++causes[kUnhealthy];
-      } else if (std::popcount(c.gpu_mask) < g) {
+      } else if (!share && std::popcount(c.gpu_mask) < g) {
         ++causes[kTooFewFree];
+      } else if (share && ShareSlots(state, n, ps) == 0) {
+        ++causes[kNoShareRoom];
       } else if (c.cpu_milli < ps.request.cpu_milli()) {
         ++causes[kCpu];
       } else if (c.memory_bytes < ps.request.memory_bytes()) {
@@ -490,7 +578,11 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
         ++causes[kPods];
       } else {
         int64_t fit = c.pods;
-        if (g > 0) fit = std::min<int64_t>(fit, std::popcount(c.gpu_mask) / g);
+        if (share) {
+          fit = std::min(fit, ShareSlots(state, n, ps));
+        } else if (g > 0) {
+          fit = std::min<int64_t>(fit, std::popcount(c.gpu_mask) / g);
+        }
         if (ps.request.cpu_milli() > 0) fit = std::min(fit, c.cpu_milli / ps.request.cpu_milli());
         if (ps.request.memory_bytes() > 0)
           fit = std::min(fit, c.memory_bytes / ps.request.memory_bytes());

@@ -47,7 +47,8 @@ class FeasibilityCache {
   mutable std::deque<std::vector<NodeFilter>> filters_;
 };
 
-// Capacity a placement may use beyond what is free: what preemption victims will release.
+// Capacity a placement may use beyond what is free: what preemption victims will release. A GPU
+// holding shares comes back only when every share on it is in the overlay.
 class CapacityOverlay {
  public:
   void Add(const ClusterState& state, const PodPlacement& p, const Resources& request);
@@ -63,6 +64,12 @@ class CapacityOverlay {
  private:
   NodeCapacityMap extra_;
   int64_t gpus_ = 0;
+  struct ShareReleased {
+    int32_t node;
+    int32_t gpu;
+    int64_t milli;
+  };
+  std::vector<ShareReleased> shares_;  // per shared GPU with a share in the overlay
 };
 
 // A node's free capacity, plus what `overlay` adds there, minus `consumed` (either may be null).
@@ -71,6 +78,55 @@ NodeCapacity EffectiveCapacity(const ClusterState& state, int32_t node,
 
 struct PlacementPlan {
   std::vector<PodAssignment> pods;
+};
+
+// One try at placing a gang: what the pods placed so far take, on top of the cluster's free
+// capacity and an overlay (either may be absent). A pod of whole GPUs takes free GPUs, the
+// overlay's among them. A pod asking for a share of a GPU takes room on one GPU free now, never
+// on an overlay's GPU: beside other shares where it fits, on the GPU left with the least compute
+// after it (ties: the lowest index), else on a free GPU with enough memory from the NVLink island
+// with the fewest free GPUs.
+class GangAttempt {
+ public:
+  GangAttempt(const ClusterState& state, const CapacityOverlay* overlay)
+      : state_(state), overlay_(overlay) {}
+
+  NodeCapacity Effective(int32_t n) const {
+    return EffectiveCapacity(state_, n, overlay_, consumed_.Find(n));
+  }
+  bool Fits(int32_t n, const PodSet& ps) const {
+    if (!Effective(n).Fits(ps.request)) return false;
+    return !ps.request.gpu_share() || ShareGpu(n, ps) >= 0;
+  }
+  // Places pod `replica` of pod set `set` on node `n`, which fits it.
+  void Take(int32_t n, int32_t set, int32_t replica, const PodSet& ps);
+  void Reset() {
+    consumed_.clear();
+    shares_.clear();
+    plan_.pods.clear();
+  }
+
+  // The nodes the try uses, in order of first use.
+  const std::vector<int32_t>& used() const { return consumed_.nodes(); }
+  bool Uses(int32_t n) const { return consumed_.Find(n) != nullptr; }
+  // The plan, in pod-set and replica order.
+  PlacementPlan TakePlan();
+
+ private:
+  // The GPU a share of `ps` would take on node `n`, or -1.
+  int ShareGpu(int32_t n, const PodSet& ps) const;
+
+  const ClusterState& state_;
+  const CapacityOverlay* overlay_;
+  NodeCapacityMap consumed_;  // per node the gang uses, in order of first use
+  struct ShareTaken {
+    int32_t node;
+    int32_t gpu;
+    int64_t milli;
+    int64_t memory_mib;
+  };
+  std::vector<ShareTaken> shares_;  // the try's shares, one entry per pod
+  PlacementPlan plan_;
 };
 
 class PlacementPolicy {

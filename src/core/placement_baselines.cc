@@ -2,8 +2,6 @@
 
 #include <bit>
 
-#include "core/node_capacity_map.h"
-
 namespace chamber::core {
 namespace {
 
@@ -13,28 +11,20 @@ std::optional<PlacementPlan> PlaceGreedy(const ClusterState& state,
                                          const FeasibilityCache& feasibility, const Workload& w,
                                          int32_t pods, const CapacityOverlay* overlay,
                                          Choose choose) {
-  NodeCapacityMap consumed;
-  auto effective = [&](int32_t n) {
-    return EffectiveCapacity(state, n, overlay, consumed.Find(n));
-  };
-  PlacementPlan plan;
+  GangAttempt attempt(state, overlay);
+  auto effective = [&](int32_t n) { return attempt.Effective(n); };
   int32_t placed = 0;
   for (size_t s = 0; s < w.pod_sets.size() && placed < pods; ++s) {
     const PodSet& ps = w.pod_sets[s];
     const std::vector<NodeFilter>& filter = feasibility.For(ps);
-    auto fits = [&](int32_t n) {
-      return filter[n] == NodeFilter::kOk && effective(n).Fits(ps.request);
-    };
+    auto fits = [&](int32_t n) { return filter[n] == NodeFilter::kOk && attempt.Fits(n, ps); };
     for (int32_t r = 0; r < ps.count && placed < pods; ++r, ++placed) {
       const int32_t n = choose(fits, effective, ps);
       if (n < 0) return std::nullopt;
-      const uint64_t mask = PickGpus(effective(n).gpu_mask, state.islands(NodeId{n}),
-                                     static_cast<int>(ps.request.whole_gpus()));
-      consumed[n].Add(NodeCapacity::OfPod(mask, ps.request));
-      plan.pods.push_back({static_cast<int32_t>(s), r, PodPlacement{NodeId{n}, mask}});
+      attempt.Take(n, static_cast<int32_t>(s), r, ps);
     }
   }
-  return plan;
+  return attempt.TakePlan();
 }
 
 }  // namespace

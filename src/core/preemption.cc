@@ -116,8 +116,10 @@ std::optional<NodeScore> ScoreNode(const ClusterState& state, const Snapshot& sn
     const Workload& w = snapshot.workloads[c.workload.index()];
     for (size_t i = 0; i < w.placements.size(); ++i) {
       const PodPlacement& p = w.placements[i];
-      if (p.node.value == node)
-        f.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, w.PlacementRequest(i)));
+      if (p.node.value != node) continue;
+      const Resources request = w.PlacementRequest(i);
+      // A share's GPU frees only with its last share (shares are not candidates yet).
+      f.Add(NodeCapacity::OfPod(request.gpu_share() ? 0 : p.gpu_mask & healthy, request));
     }
     return f;
   };

@@ -71,6 +71,10 @@ void PreemptionPlanner::LoadRunning() {
 // here that changes during a cycle must be checked in Candidates instead.
 bool PreemptionPlanner::Shielded(const Workload& w) const {
   if (w.reserved()) return true;
+  // Shares are not preempted by policy yet: the victim search counts what a victim frees in
+  // whole GPUs, and a share frees its GPU only with the last share on it (docs/sharing.md, "In
+  // the engine").
+  if (w.AsksForShares()) return true;
   if (s_.now - w.start_time < cfg_.min_runtime) return true;
   int32_t recent = 0;
   for (Time t : w.recent_preemptions)
@@ -82,15 +86,17 @@ double GpuHoursLost(const Workload& w, Time now) {
   Time since = w.start_time;
   if (w.last_checkpoint_time && *w.last_checkpoint_time > since) since = *w.last_checkpoint_time;
   if (now <= since) return 0;
-  int64_t gpus = 0;
-  for (const PodPlacement& p : w.placements) gpus += std::popcount(p.gpu_mask);
-  return static_cast<double>(gpus) * Hours(now - since);
+  int64_t milli = 0;
+  for (size_t i = 0; i < w.placements.size(); ++i)
+    milli += HeldGpuMilli(w.placements[i], w.PlacementRequest(i));
+  return GpusOf(milli) * Hours(now - since);
 }
 
 bool PreemptionPlanner::MayPreemptWithin(WorkloadId w) const {
   const QueueId q = work_.queue_of(w);
   const WithinQueuePreemption policy = tree_.queue(q).preemption.within_queue;
   if (!cfg_.priority_preemption_enabled || policy == WithinQueuePreemption::kNever) return false;
+  if (work_.ask(w).shares) return false;  // as in Gather
   // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
   const int32_t least = work_.lowest_running_priority(q);
   return policy == WithinQueuePreemption::kLowerOrNewerEqualPriority
@@ -354,8 +360,11 @@ PreemptionPlanner::Search PreemptionPlanner::Gather(WorkloadId w, int pass, bool
   const QueueId q = work_.queue_of(w);
   const int32_t total = work_.ask(w).total;
   const QueuePreemption& policy = tree_.queue(q).preemption;
-  const bool may_preempt = DelayPassed(w);
   Search search;
+  // Work asking for shares preempts nothing yet: the victim search does not count room beside
+  // shares.
+  if (work_.ask(w).shares) return search;
+  const bool may_preempt = DelayPassed(w);
   search.reclaim = may_preempt && (pass == 1 || BorrowingPreempts(q)) && !at_limit &&
                    policy.reclaim != ReclaimPreemption::kNever;
   search.indexed = may_preempt && total == 1 && index_ &&

@@ -43,6 +43,8 @@ struct Resources {
   int64_t gpu_milli() const { return (*this)[Resource::kGpu]; }
   // Whole GPUs, rounded down: what a request of whole GPUs asks for.
   int64_t whole_gpus() const { return gpu_milli() / kMilliPerGpu; }
+  // A request for a share of one GPU: less than one GPU's compute, more than none.
+  bool gpu_share() const { return gpu_milli() > 0 && gpu_milli() < kMilliPerGpu; }
   int64_t cpu_milli() const { return (*this)[Resource::kCpu]; }
   int64_t memory_bytes() const { return (*this)[Resource::kMemory]; }
 

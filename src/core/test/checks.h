@@ -108,8 +108,9 @@ inline std::string Dump(const Snapshot& s) {
   for (const Node& n : s.nodes) {
     o << "node " << n.name << " gpus " << n.gpus.size() << " healthy 0x" << std::hex
       << HealthyMask(n) << std::dec << " cpu " << n.allocatable.cpu_milli() << " pods "
-      << n.max_pods << " block " << n.topology.block << (n.unschedulable ? " cordoned" : "")
-      << (n.taints.empty() ? "" : " tainted") << "\n";
+      << n.max_pods << " block " << n.topology.block
+      << (n.gpus.empty() ? "" : " gpu-mem " + std::to_string(n.gpus[0].memory_mib))
+      << (n.unschedulable ? " cordoned" : "") << (n.taints.empty() ? "" : " tainted") << "\n";
   }
   for (const Queue& q : s.queues) {
     const QueueResource& g = q.res(Resource::kGpu);
@@ -123,7 +124,10 @@ inline std::string Dump(const Snapshot& s) {
     o << "workload #" << i << " " << w.name << " queue " << w.queue << " prio " << w.priority << " "
       << kStateNames[static_cast<int>(w.state)] << " min " << w.min_member << " start "
       << w.start_time.count() / 1000 << " pods";
-    for (const PodSet& ps : w.pod_sets) o << " " << ps.count << "x" << FormatResources(ps.request);
+    for (const PodSet& ps : w.pod_sets) {
+      o << " " << ps.count << "x" << FormatResources(ps.request);
+      if (ps.gpu_memory_mib > 0) o << "+" << ps.gpu_memory_mib << "MiB";
+    }
     for (const PodPlacement& p : w.placements)
       o << " @" << p.node.value << ":0x" << std::hex << p.gpu_mask << std::dec;
     o << "\n";

@@ -289,5 +289,186 @@ TEST(ClusterStateTest, BucketsDependOnTheHoldingsNotTheirOrder) {
   }
 }
 
+// --- Shares of a GPU ---
+
+Resources Share(int64_t milli, int64_t cpu = 0) { return Resources::OfMilli(milli, cpu, 0); }
+
+// Shares sit beside each other on one GPU up to all of its compute; the GPU leaves the free GPUs
+// with its first share and comes back with its last, and the free total counts what is left
+// beside the shares.
+TEST(ClusterStateTest, SharesFillOneGpuAndFreeItWithTheLast) {
+  SnapshotBuilder b;
+  b.Node("n0", 8);
+  ClusterState s(b.snapshot());
+  const PodPlacement on2{NodeId{0}, Mask(2, 1)};
+  s.Claim(on2, Share(300, 100), 1024);
+  EXPECT_EQ(s.free_gpus(NodeId{0}), 7);
+  EXPECT_EQ(s.shared_mask(NodeId{0}), Mask(2, 1));
+  EXPECT_EQ(s.share_milli(NodeId{0}, 2), 300);
+  EXPECT_EQ(s.share_memory_mib(NodeId{0}, 2), 1024);
+  EXPECT_EQ(s.total_free().gpu_milli(), 7700);
+  EXPECT_EQ(s.total_free().cpu_milli(), 128000 - 100);
+  EXPECT_EQ(s.NextWithShareRoom(0), 0);
+  EXPECT_TRUE(s.ShareFits(NodeId{0}, 2, 700, 0));
+  EXPECT_FALSE(s.ShareFits(NodeId{0}, 2, 701, 0));
+  EXPECT_TRUE(s.ShareFits(NodeId{0}, 2, 100, 81920 - 1024));
+  EXPECT_FALSE(s.ShareFits(NodeId{0}, 2, 100, 81920 - 1023));
+  ASSERT_TRUE(s.CheckInvariants().ok());
+
+  ASSERT_TRUE(s.ClaimExisting(on2, Share(700)).ok());
+  EXPECT_EQ(s.NextWithShareRoom(0), -1);  // full: no room for another share
+  EXPECT_EQ(s.total_free().gpu_milli(), 7000);
+  ASSERT_TRUE(s.CheckInvariants().ok());
+
+  s.Release(on2, Share(300, 100), 1024);
+  EXPECT_EQ(s.NextWithShareRoom(0), 0);
+  EXPECT_EQ(s.free_gpus(NodeId{0}), 7);
+  EXPECT_EQ(s.total_free().gpu_milli(), 7300);
+  s.Release(on2, Share(700));
+  EXPECT_EQ(s.free_gpus(NodeId{0}), 8);
+  EXPECT_EQ(s.shared_mask(NodeId{0}), 0u);
+  EXPECT_EQ(s.NextWithShareRoom(0), -1);
+  EXPECT_EQ(s.total_free(), s.capacity());
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+// No existing holding over-commits a GPU: a share beside a pod holding it whole, a whole pod on a
+// shared GPU, shares beyond its compute or known memory, and a share naming two GPUs are refused,
+// and the state is left as it was.
+TEST(ClusterStateTest, ClaimExistingRefusesOverCommittedGpus) {
+  SnapshotBuilder b;
+  b.Node("n0", 4).GpuMemory(40960);
+  ClusterState s(b.snapshot());
+  ASSERT_TRUE(s.ClaimExisting({NodeId{0}, Mask(0, 1)}, Gpus(1)).ok());
+  ASSERT_TRUE(s.ClaimExisting({NodeId{0}, Mask(1, 1)}, Share(600), 30000).ok());
+  const Resources before = s.total_free();
+
+  Status st = s.ClaimExisting({NodeId{0}, Mask(0, 1)}, Share(100));
+  EXPECT_THAT(st.message(), HasSubstr("GPU 0 of node n0 is held whole"));
+  st = s.ClaimExisting({NodeId{0}, Mask(1, 1)}, Gpus(1));
+  EXPECT_THAT(st.message(), HasSubstr("already held"));
+  st = s.ClaimExisting({NodeId{0}, Mask(1, 2)}, Gpus(2));
+  EXPECT_THAT(st.message(), HasSubstr("already held"));
+  st = s.ClaimExisting({NodeId{0}, Mask(1, 1)}, Share(401));
+  EXPECT_THAT(st.message(), HasSubstr("GPU 1 of node n0: shares would hold 1.001 of its compute"));
+  st = s.ClaimExisting({NodeId{0}, Mask(1, 1)}, Share(100), 10961);
+  EXPECT_THAT(st.message(), HasSubstr("shares would hold 40961 MiB of its 40960 MiB"));
+  st = s.ClaimExisting({NodeId{0}, Mask(2, 2)}, Share(500));
+  EXPECT_THAT(st.message(), HasSubstr("holds 2 GPUs for a pod that asks for a share of one"));
+  EXPECT_EQ(s.total_free(), before);
+  EXPECT_EQ(s.share_milli(NodeId{0}, 1), 600);
+  EXPECT_EQ(s.share_memory_mib(NodeId{0}, 1), 30000);
+  ASSERT_TRUE(s.CheckInvariants().ok());
+  // Exactly the rest fits.
+  EXPECT_TRUE(s.ClaimExisting({NodeId{0}, Mask(1, 1)}, Share(400), 10960).ok());
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+// A GPU that failed under its shares stays held; its room is no one's, and when the last share
+// leaves it does not return to the free GPUs. A share being released is not marked releasing as
+// a GPU: its GPU is free only once every share on it is gone.
+TEST(ClusterStateTest, SharesOnAFailedGpuAndSharesReleasing) {
+  SnapshotBuilder b;
+  b.Node("n0", 2).Unhealthy({0});
+  ClusterState s(b.snapshot());
+  const PodPlacement on0{NodeId{0}, Mask(0, 1)};
+  ASSERT_TRUE(s.ClaimExisting(on0, Share(500)).ok());
+  EXPECT_EQ(s.NextWithShareRoom(0), -1);
+  EXPECT_EQ(s.total_free().gpu_milli(), 1000);
+  s.Release(on0, Share(500));
+  EXPECT_EQ(s.free(NodeId{0}).gpu_mask, Mask(1, 1));
+  ASSERT_TRUE(s.CheckInvariants().ok());
+
+  const PodPlacement on1{NodeId{0}, Mask(1, 1)};
+  ASSERT_TRUE(s.ClaimExisting(on1, Share(500, 200)).ok());
+  s.MarkReleasing(on1, Share(500, 200));
+  EXPECT_EQ(s.releasing(NodeId{0}).gpu_mask, 0u);
+  EXPECT_EQ(s.releasing(NodeId{0}).cpu_milli, 200);
+  EXPECT_EQ(s.releasing(NodeId{0}).pods, 1);
+  s.UnmarkReleasing(on1, Share(500, 200));
+  EXPECT_EQ(s.releasing(NodeId{0}).pods, 0);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+// Random claims and releases of whole GPUs and shares, some of them inside a journal that is then
+// rolled back: the indexes stay in step throughout, and a rollback restores exactly what was held
+// before the journal began.
+TEST(ClusterStateTest, SharesKeepIndexesInStepAndRollBack) {
+  SnapshotBuilder b;
+  for (int i = 0; i < 70; ++i) {
+    auto n = b.Node("n" + std::to_string(i), i % 7 == 0 ? 0 : 1 + i % 8).GpuMemory(1000 * (i % 3));
+    n.Block("b" + std::to_string(i % 4));
+    if (i == 11) n.Unhealthy({0});
+    if (i == 13) n.Cordon();
+  }
+  ClusterState s(b.snapshot());
+  std::mt19937 rng(20261205);
+  struct Held {
+    PodPlacement p;
+    Resources r;
+    int64_t memory;
+  };
+  std::vector<Held> held;
+  auto snapshot_of = [&] {
+    std::vector<int64_t> out{s.total_free().gpu_milli(), s.total_free().cpu_milli()};
+    for (size_t n = 0; n < s.num_nodes(); ++n) {
+      const NodeId id{static_cast<int32_t>(n)};
+      out.push_back(static_cast<int64_t>(s.free(id).gpu_mask));
+      out.push_back(static_cast<int64_t>(s.shared_mask(id)));
+      for (int g = 0; g < s.facts(id).gpu_count; ++g) {
+        out.push_back(s.share_milli(id, g));
+        out.push_back(s.share_memory_mib(id, g));
+      }
+    }
+    for (int32_t n = s.NextWithShareRoom(0); n >= 0; n = s.NextWithShareRoom(n + 1))
+      out.push_back(-n);
+    return out;
+  };
+  auto step = [&] {
+    if (!held.empty() && rng() % 3 == 0) {
+      const size_t k = rng() % held.size();
+      s.Release(held[k].p, held[k].r, held[k].memory);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(k));
+      return;
+    }
+    const NodeId n{static_cast<int32_t>(rng() % s.num_nodes())};
+    if (s.facts(n).gpu_count == 0 || s.free(n).pods < 1) return;
+    const int g = static_cast<int>(rng() % static_cast<uint32_t>(s.facts(n).gpu_count));
+    if (rng() % 2 == 0) {
+      const uint64_t pick = s.free(n).gpu_mask & rng();
+      s.Claim({n, pick}, Gpus(std::popcount(pick)));
+      held.push_back({{n, pick}, Gpus(std::popcount(pick)), 0});
+      return;
+    }
+    const int64_t milli = 1 + rng() % 999;
+    const int64_t memory = rng() % 2 == 0 ? 0 : static_cast<int64_t>(rng() % 600);
+    const bool shared = (s.shared_mask(n) >> g & 1) != 0;
+    const bool free = (s.free(n).gpu_mask >> g & 1) != 0;
+    const bool fits =
+        (shared && (s.facts(n).healthy_mask >> g & 1) != 0 && s.ShareFits(n, g, milli, memory)) ||
+        (free && (memory == 0 || memory <= s.gpu_memory_mib(n, g)));
+    if (!fits) return;
+    s.Claim({n, uint64_t{1} << g}, Share(milli), memory);
+    held.push_back({{n, uint64_t{1} << g}, Share(milli), memory});
+  };
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < 50; ++i) step();
+    ASSERT_TRUE(s.CheckInvariants().ok())
+        << "round " << round << ": " << s.CheckInvariants().message();
+    const std::vector<int64_t> before = snapshot_of();
+    const std::vector<Held> held_before = held;
+    s.BeginJournal();
+    for (int i = 0; i < 30; ++i) step();
+    ASSERT_TRUE(s.CheckInvariants().ok()) << s.CheckInvariants().message();
+    s.RollBack();
+    held = held_before;
+    ASSERT_TRUE(s.CheckInvariants().ok()) << s.CheckInvariants().message();
+    ASSERT_EQ(snapshot_of(), before) << "round " << round;
+  }
+  for (const Held& h : held) s.Release(h.p, h.r, h.memory);
+  EXPECT_EQ(s.total_free(), s.capacity());
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace chamber::core

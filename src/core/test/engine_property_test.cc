@@ -54,17 +54,33 @@ using namespace ::chamber::core::testing;  // NOLINT(google-build-using-namespac
 // --- Generators and helpers for the checks: generators.h and checks.h. ---
 
 // --- a. No GPU is double-booked; binds use healthy GPUs on schedulable nodes, within capacity.
+// With shares (docs/sharing.md, "In the engine", promise 1): a GPU held whole holds nothing
+// else; the shares on one GPU hold at most all of its compute and, where they ask for memory, at
+// most its memory, never memory of a GPU whose memory is unknown; a share holds exactly one GPU.
 
 std::string CheckNoDoubleBooking(const Snapshot& s, const CycleResult& r) {
-  std::vector<uint64_t> held(s.nodes.size(), 0);
+  std::vector<uint64_t> held(s.nodes.size(), 0);                         // held whole
+  std::vector<uint64_t> shared(s.nodes.size(), 0);                       // holding shares
+  std::map<std::pair<size_t, int>, std::pair<int64_t, int64_t>> shares;  // compute, memory
   std::vector<Resources> used(s.nodes.size());
   std::vector<int32_t> pods(s.nodes.size(), 0);
+  auto take_share = [&](size_t n, uint64_t mask, const PodSet& ps) {
+    auto& [milli, memory] = shares[{n, std::countr_zero(mask)}];
+    milli += ps.request.gpu_milli();
+    memory += ps.gpu_memory_mib;
+    shared[n] |= mask;
+  };
   for (const Workload& w : s.workloads) {
     if (!Holds(w)) continue;
     for (size_t i = 0; i < w.placements.size(); ++i) {
       const size_t n = w.placements[i].node.index();
-      held[n] |= w.placements[i].gpu_mask;
-      used[n] += w.PlacementRequest(i);
+      const PodSet& ps = *w.PlacementPodSet(i);
+      if (ps.request.gpu_share()) {
+        take_share(n, w.placements[i].gpu_mask, ps);
+      } else {
+        held[n] |= w.placements[i].gpu_mask;
+      }
+      used[n] += ps.request;
       ++pods[n];
     }
   }
@@ -78,14 +94,31 @@ std::string CheckNoDoubleBooking(const Snapshot& s, const CycleResult& r) {
       const size_t n = p.placement.node.index();
       const Node& node = s.nodes[n];
       const PodSet& ps = w.pod_sets.at(static_cast<size_t>(p.pod_set));
+      const uint64_t mask = p.placement.gpu_mask;
       if (!Schedulable(node)) return who + ": on unschedulable node " + node.name;
       if (!Accepts(node, ps)) return who + ": node " + node.name + " fails its constraints";
-      if ((p.placement.gpu_mask & ~HealthyMask(node)) != 0)
+      if ((mask & ~HealthyMask(node)) != 0)
         return who + ": unhealthy or missing GPU on " + node.name;
-      if ((p.placement.gpu_mask & held[n]) != 0) return who + ": GPU already held on " + node.name;
-      if (std::popcount(p.placement.gpu_mask) != ps.request.whole_gpus())
-        return who + ": GPU count differs from its request";
-      held[n] |= p.placement.gpu_mask;
+      if ((mask & held[n]) != 0) return who + ": GPU already held on " + node.name;
+      if (ps.request.gpu_share()) {
+        if (std::popcount(mask) != 1) return who + ": a share holds other than one GPU";
+        take_share(n, mask, ps);
+        const int g = std::countr_zero(mask);
+        const auto& [milli, memory] = shares[{n, g}];
+        if (milli > kMilliPerGpu)
+          return who + ": shares hold " + FormatGpus(milli) + " of GPU " + std::to_string(g) +
+                 " on " + node.name;
+        const int64_t capacity = node.gpus[static_cast<size_t>(g)].memory_mib;
+        if (ps.gpu_memory_mib > 0 && memory > capacity)
+          return who + ": shares hold " + std::to_string(memory) + " MiB of GPU " +
+                 std::to_string(g) + " on " + node.name + ", which has " + std::to_string(capacity);
+      } else {
+        if ((mask & shared[n]) != 0)
+          return who + ": GPU holding shares taken whole on " + node.name;
+        if (std::popcount(mask) != ps.request.whole_gpus())
+          return who + ": GPU count differs from its request";
+        held[n] |= mask;
+      }
       used[n] += ps.request;
       ++pods[n];
       if (used[n].cpu_milli() > node.allocatable.cpu_milli()) return who + ": cpu overcommitted";
@@ -293,6 +326,8 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
     room.pods += 1;
   };
   const std::set<int32_t> faulted = HardwareFaulted(r);
+  // A GPU holding shares comes back only when every share on it does.
+  std::map<std::pair<size_t, uint64_t>, int> shares_staying;
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     if (!Holds(w)) continue;
@@ -300,10 +335,14 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
         w.state == WorkloadState::kPreempting || faulted.contains(static_cast<int32_t>(i));
     for (size_t k = 0; k < w.placements.size(); ++k) {
       const PodPlacement& p = w.placements[k];
-      take(free[p.node.index()], p, w.PlacementRequest(k));
-      if (returning) give(back[p.node.index()], p, w.PlacementRequest(k));
+      const Resources request = w.PlacementRequest(k);
+      take(free[p.node.index()], p, request);
+      if (request.gpu_share()) shares_staying[{p.node.index(), p.gpu_mask}] += returning ? 0 : 1;
+      if (returning) give(back[p.node.index()], p, request);
     }
   }
+  for (const auto& [gpu, staying] : shares_staying)
+    if (staying > 0) back[gpu.first].gpus &= ~gpu.second;
   for (const Admission& a : Admissions(r)) {
     const Workload& w = s.workloads[a.workload.index()];
     for (const PodAssignment& p : *a.pods)
@@ -371,22 +410,48 @@ RC_GTEST_PROP(EngineProperty, NoNeedlessPreemption, ()) {
 // workload that preempts is nominated: pods on healthy GPUs of nodes that accept them, as many
 // GPUs as each asks, each GPU free when the cycle began or held by work that is leaving (victims
 // in their grace period, this cycle's victims). No GPU of a nomination goes to anything bound or
-// resumed in the same cycle, or to another nomination.
+// resumed in the same cycle, or to another nomination. A nominated share (of a gang that mixes
+// them with whole GPUs) is taken from room free now, on one GPU that no one holds whole, and the
+// shares of every GPU, held, admitted and nominated, add up to at most all of it; a GPU
+// nominated whole holds no share of work that stays.
 
 std::string CheckPreemptorKeepsItsRoom(const Snapshot& s, const CycleResult& r) {
   std::set<int32_t> leaving;  // this cycle's victims and work in its grace period
   for (const PreemptDecision& p : r.preemptions) leaving.insert(p.workload.value);
-  std::vector<uint64_t> staying(s.nodes.size(), 0);  // GPUs held by work that is not leaving
+  std::vector<uint64_t> staying(s.nodes.size(), 0);       // GPUs held by work that is not leaving
+  std::vector<uint64_t> shared(s.nodes.size(), 0);        // GPUs with shares of work that stays
+  std::map<std::pair<size_t, int>, int64_t> share_milli;  // of every share, leaving or not
+  auto add_share = [&](size_t n, uint64_t gpus, const Resources& request, bool stays) {
+    if (stays) shared[n] |= gpus;
+    share_milli[{n, std::countr_zero(gpus)}] += request.gpu_milli();
+  };
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
-    if (!Holds(w) || w.state == WorkloadState::kPreempting ||
-        leaving.contains(static_cast<int32_t>(i)))
-      continue;
-    for (const PodPlacement& p : w.placements) staying[p.node.index()] |= p.gpu_mask;
+    if (!Holds(w)) continue;
+    for (size_t k = 0; k < w.placements.size(); ++k) {
+      const PodPlacement& p = w.placements[k];
+      const Resources request = w.PlacementRequest(k);
+      const bool stays =
+          w.state != WorkloadState::kPreempting && !leaving.contains(static_cast<int32_t>(i));
+      if (request.gpu_share()) {
+        add_share(p.node.index(), p.gpu_mask, request, stays);
+      } else if (stays) {
+        staying[p.node.index()] |= p.gpu_mask;
+      }
+    }
   }
-  std::vector<uint64_t> taken(s.nodes.size(), 0);  // GPUs admitted this cycle
-  for (const Admission& a : Admissions(r))
-    for (const PodAssignment& p : *a.pods) taken[p.placement.node.index()] |= p.placement.gpu_mask;
+  std::vector<uint64_t> taken(s.nodes.size(), 0);  // GPUs admitted whole this cycle
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    for (const PodAssignment& p : *a.pods) {
+      const Resources& request = w.pod_sets[static_cast<size_t>(p.pod_set)].request;
+      if (request.gpu_share()) {
+        add_share(p.placement.node.index(), p.placement.gpu_mask, request, true);
+      } else {
+        taken[p.placement.node.index()] |= p.placement.gpu_mask;
+      }
+    }
+  }
   std::set<int32_t> nominated;
   std::vector<uint64_t> held(s.nodes.size(), 0);  // GPUs of nominations so far
   for (const NominationDecision& d : r.nominations) {
@@ -406,6 +471,17 @@ std::string CheckPreemptorKeepsItsRoom(const Snapshot& s, const CycleResult& r) 
       const uint64_t gpus = p.placement.gpu_mask;
       if (!Accepts(node, ps)) return who + ": nominated to " + node.name + ", which refuses it";
       if ((gpus & ~HealthyMask(node)) != 0) return who + ": nominated to a failed GPU";
+      if ((gpus & (staying[n] | taken[n] | held[n])) != 0 && ps.request.gpu_share())
+        return who + ": a share nominated to a GPU of " + node.name + " held whole";
+      if (ps.request.gpu_share()) {
+        if (std::popcount(gpus) != 1) return who + ": a nominated share holds other than one GPU";
+        add_share(n, gpus, ps.request, true);
+        if (share_milli[{n, std::countr_zero(gpus)}] > kMilliPerGpu)
+          return who + ": shares over-commit a GPU of " + node.name + " with its nomination";
+        continue;
+      }
+      if ((gpus & shared[n]) != 0)
+        return who + ": nominated whole to a GPU of " + node.name + " that holds shares";
       if (std::popcount(gpus) != ps.request.whole_gpus())
         return who + ": nominated GPUs != its request";
       if ((gpus & staying[n]) != 0)
@@ -835,6 +911,73 @@ RC_GTEST_PROP(EngineProperty, PreemptorKeepsItsRoom, ()) {
   CheckCycles(GenSnapshot, {CheckPreemptorKeepsItsRoom});
 }
 
+// --- Shares of GPUs (docs/sharing.md, "In the engine"), on snapshots that mix them with whole
+// GPUs: no GPU over-committed (a), gangs of shares whole (b), limits charged in GPU-equivalents
+// (c), and every other check that applies to them, one cycle and several in a row. Shares are
+// neither preempted by policy nor preemptors yet: only a failed GPU preempts them.
+
+std::string CheckSharesNotPreemptedByPolicy(const Snapshot& s, const CycleResult& r) {
+  for (const PreemptDecision& p : r.preemptions) {
+    const Workload& w = s.workloads[p.workload.index()];
+    if (w.AsksForShares() && p.reason != PreemptReason::kHardwareFault)
+      return w.name + ": a workload holding shares preempted for " +
+             std::string(PreemptReasonName(p.reason));
+    if (p.preemptor.valid() && s.workloads[p.preemptor.index()].AsksForShares())
+      return s.workloads[p.preemptor.index()].name + ": a workload asking for shares preempted " +
+             w.name;
+  }
+  return {};
+}
+
+// CheckCycles on share snapshots, classifying the cases by whether shares were bound beside
+// other shares, so that a run shows the properties met that case.
+void CheckShareCycles(std::initializer_list<Check> checks) {
+  const int rounds = Pick(1, 12);
+  bool beside = false;
+  for (int i = 0; i < rounds; ++i) {
+    const Snapshot s = GenShareSnapshot();
+    const CycleResult r = Engine().Schedule(s);
+    for (Check check : checks) {
+      const std::string error = check(s, r);
+      if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    }
+    std::map<std::pair<int32_t, uint64_t>, int> shares;
+    for (const Admission& a : Admissions(r))
+      for (const PodAssignment& p : *a.pods)
+        if (s.workloads[a.workload.index()].pod_sets[p.pod_set].request.gpu_share())
+          beside |= ++shares[{p.placement.node.value, p.placement.gpu_mask}] > 1;
+  }
+  RC_CLASSIFY(beside, "shares bound beside each other");
+}
+
+RC_GTEST_PROP(EngineProperty, SharesNeverOverCommitAGpu, ()) {
+  CheckShareCycles({CheckNoDoubleBooking});
+}
+
+RC_GTEST_PROP(EngineProperty, GangsOfSharesStayWholeAndLimitsHold, ()) {
+  CheckShareCycles({CheckGangs, CheckLimits, CheckSharesNotPreemptedByPolicy});
+}
+
+RC_GTEST_PROP(EngineProperty, SharesInSeveralCyclesInARow, ()) {
+  Snapshot s = GenShareSnapshot();
+  const int cycles = Pick(2, 6);
+  int shares_bound = 0;
+  for (int c = 0; c < cycles; ++c) {
+    const CycleResult r = Engine().Schedule(s);
+    for (const BindDecision& b : r.binds)
+      shares_bound += s.workloads[b.workload.index()].AsksForShares() ? 1 : 0;
+    for (Check check : kAllChecks) {
+      const std::string error = check(s, r);
+      if (!error.empty())
+        RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, r));
+    }
+    const std::string error = CheckSharesNotPreemptedByPolicy(s, r);
+    if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    s = NextSnapshot(s, r);
+  }
+  RC_CLASSIFY(shares_bound > 0, "shares bound");
+}
+
 // --- The victim index is a way of computing, not of deciding: with it or without, one cycle
 // decides the same.
 
@@ -1026,7 +1169,11 @@ void ChangeThroughSession(EngineSession& session, const CycleResult& r, int* ser
 }
 
 RC_GTEST_PROP(EngineSessionProperty, DecidesAsAFreshCycle, ()) {
-  const Snapshot first = *rc::gen::inRange(0, 2) == 0 ? GenSnapshot() : GenReclaimSnapshot();
+  // Snapshots with shares run the share tables of a kept ClusterState through its journal.
+  const int kind = *rc::gen::inRange(0, 3);
+  const Snapshot first = kind == 0   ? GenSnapshot()
+                         : kind == 1 ? GenReclaimSnapshot()
+                                     : GenShareSnapshot();
   EngineConfig cfg;
   if (Chance(30)) cfg.default_queueing = QueueingStrategy::kStrictFifo;
   if (Chance(20))

@@ -601,6 +601,8 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
   b_.Workload("zero-count", "good").Pods(0, 1);
   b_.Workload("too-many-gpus", "good").Pods(1, 65);
   b_.Workload("part-of-a-gpu", "good").Pods(1, 1).get().pod_sets[0].request[Resource::kGpu] = 1500;
+  b_.Workload("memory-whole", "good").Pods(1, 1).get().pod_sets[0].gpu_memory_mib = 1024;
+  b_.Workload("memory-negative", "good").Shares(1, 500, -1);
   b_.Workload("leaf-ok", "team").Pods(1, 1);
   Run();
   EXPECT_THAT(Bound(), UnorderedElementsAre("ok", "leaf-ok"));
@@ -625,7 +627,13 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
       {"too-many-gpus", PendingReason::kInvalidWorkload,
        "pod set ps0: requests 65 GPUs per pod; a node has at most 64"},
       {"part-of-a-gpu", PendingReason::kInvalidWorkload,
-       "pod set ps0: requests 1.5 GPUs per pod; a pod asks for whole GPUs"},
+       "pod set ps0: requests 1.5 GPUs per pod; a pod asks for whole GPUs or a share of one (less "
+       "than 1)"},
+      {"memory-whole", PendingReason::kInvalidWorkload,
+       "pod set ps0: asks for 1024 MiB of GPU memory with 1 GPUs; GPU memory is asked for with a "
+       "share of one GPU"},
+      {"memory-negative", PendingReason::kInvalidWorkload,
+       "pod set ps0: GPU memory -1 MiB per pod must not be negative"},
   };
   for (const Want& want : wants) {
     const PendingDecision* p = Pending(want.workload);
@@ -645,6 +653,73 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
   EXPECT_THAT(objects, ElementsAre("queue cyc-a", "queue cyc-b", "queue bad-spec"));
   EXPECT_EQ(Status("bad-spec").error, "resources.gpu.limit 2 gpu is below quota 4 gpu");
   EXPECT_EQ(Status("good").error, "");
+}
+
+// --- Shares of a GPU (docs/sharing.md, "In the engine") ---
+
+// Shares are charged as the GPU-equivalents they hold: two 0.5 pods and one 0.25 pod use 1.25 of
+// a queue's quota, and a limit of 1.5 GPUs admits shares up to it and no further.
+TEST_F(EngineTest, SharesAreChargedTheirFractionAndStopAtTheLimit) {
+  b_.Node("n0", 2);
+  b_.Queue("q").Quota(1).Limit(kUnlimited);
+  b_.snapshot().queues.back().res(Resource::kGpu).limit = 1500;
+  b_.Workload("half-a", "q").Shares(1, 500);
+  b_.Workload("half-b", "q").Shares(1, 500).Submit(Sec(1));
+  b_.Workload("quarter", "q").Shares(1, 250).Submit(Sec(2));
+  b_.Workload("half-c", "q").Shares(1, 500).Submit(Sec(3));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("half-a", "half-b", "quarter"));
+  ASSERT_NE(Pending("half-c"), nullptr);
+  EXPECT_EQ(Pending("half-c")->reason, PendingReason::kOverQueueLimit);
+  EXPECT_EQ(Pending("half-c")->message(),
+            "queue q: needs 0.5 gpu; quota 1 gpu, in use 1.25 gpu, limit 1.5 gpu");
+  EXPECT_EQ(Status("q").allocated.gpu_milli(), 1250);
+  // The two halves share one GPU; the quarter sits on the other.
+  EXPECT_EQ(Bind("half-a")->pods[0].placement.gpu_mask, Bind("half-b")->pods[0].placement.gpu_mask);
+  EXPECT_NE(Bind("quarter")->pods[0].placement.gpu_mask,
+            Bind("half-a")->pods[0].placement.gpu_mask);
+}
+
+// Running shares hold their GPU: a whole-GPU pod waits for a GPU no share is on, and shares
+// neither preempt nor are preempted by policy yet: a higher-priority share waits, and so does a
+// higher-priority whole-GPU pod, each with a reason that says so.
+TEST_F(EngineTest, SharesHoldTheirGpuAndAreNotPreemptedYet) {
+  b_.Node("n0", 1);
+  b_.Queue("q").Quota(1);
+  b_.Workload("low-share", "q").Shares(1, 600).Running("n0", Mask(0, 1)).Priority(0);
+  b_.Workload("high-whole", "q").Pods(1, 1).Priority(50);
+  b_.Workload("high-share", "q").Shares(1, 500).Priority(50);
+  b_.Workload("small-share", "q").Shares(1, 400).Priority(0).Submit(Sec(5));
+  Run();
+  EXPECT_THAT(Preempted(), IsEmpty());
+  // 0.4 fits beside 0.6; 0.5 does not, and the whole GPU is not free.
+  EXPECT_THAT(Bound(), ElementsAre("small-share"));
+  EXPECT_EQ(Bind("small-share")->pods[0].placement.gpu_mask, Mask(0, 1));
+  // Both would fit were the elastic share gone: they wait on a rule, which their reasons name.
+  ASSERT_NE(Pending("high-share"), nullptr);
+  EXPECT_EQ(Pending("high-share")->reason, PendingReason::kPreemptionNotAllowed);
+  EXPECT_EQ(Pending("high-share")->message(),
+            "the room is held by work it may not preempt: work asking for a share of a GPU "
+            "preempts none yet");
+  ASSERT_NE(Pending("high-whole"), nullptr);
+  EXPECT_EQ(Pending("high-whole")->reason, PendingReason::kPreemptionNotAllowed);
+  EXPECT_EQ(Pending("high-whole")->message(),
+            "the room is held by work it may not preempt: queue q's running shares of GPUs are "
+            "not preempted yet");
+}
+
+// A share on a GPU that fails is preempted like any work on a failed GPU; the GPU stays out of
+// use.
+TEST_F(EngineTest, ShareOnAFailedGpuIsPreempted) {
+  b_.Node("n0", 2).Unhealthy({0});
+  b_.Queue("q").Quota(2);
+  b_.Workload("on-failed", "q").Shares(1, 500).Running("n0", Mask(0, 1));
+  b_.Workload("waiting", "q").Shares(1, 500).Submit(Sec(1));
+  Run();
+  EXPECT_THAT(Preempted(), ElementsAre("on-failed"));
+  EXPECT_EQ(Preempt("on-failed")->reason, PreemptReason::kHardwareFault);
+  ASSERT_NE(Bind("waiting"), nullptr);
+  EXPECT_EQ(Bind("waiting")->pods[0].placement.gpu_mask, Mask(1, 1));
 }
 
 TEST_F(EngineTest, MalformedRunningPlacementIsReportedAndIgnored) {

@@ -4,6 +4,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <set>
@@ -109,22 +110,44 @@ inline std::string PickQueue(const Snapshot& s) {
 
 inline int32_t PickPriority() { return OneOf<int32_t>({0, 0, 10, 50, 99, 100, 150}); }
 
-// What is still unheld on each node while running work is placed: GPUs (healthy or not),
-// cpu, memory and pod slots.
+// What is still unheld on each node while running work is placed: GPUs neither held whole nor
+// shared (healthy or not), cpu, memory and pod slots; and per GPU what shares hold of it.
 struct NodeRoom {
   uint64_t gpus = 0;
   int64_t cpu = 0;
   int64_t memory = 0;
   int32_t pods = 0;
+  std::vector<int64_t> share_milli;
+  std::vector<int64_t> share_memory;
 };
 
 inline std::vector<NodeRoom> InitialRoom(const Snapshot& s) {
   std::vector<NodeRoom> room;
   for (const Node& n : s.nodes) {
     const uint64_t all = testing::Mask(0, static_cast<int>(n.gpus.size()));
-    room.push_back({all, n.allocatable.cpu_milli(), n.allocatable.memory_bytes(), n.max_pods});
+    room.push_back({all, n.allocatable.cpu_milli(), n.allocatable.memory_bytes(), n.max_pods,
+                    std::vector<int64_t>(n.gpus.size(), 0),
+                    std::vector<int64_t>(n.gpus.size(), 0)});
   }
   return room;
+}
+
+// A share of a GPU, as users ask for them: mostly a quarter to a half, sometimes with memory.
+inline int64_t PickShareMilli() { return OneOf<int64_t>({100, 250, 300, 500, 500, 700, 999}); }
+inline int64_t PickShareMemory() { return OneOf<int64_t>({0, 0, 0, 4096, 20480, 40960}); }
+
+// The GPU of node `n` a share of `ps` may take beside the shares in `r` (or on a GPU of `r` no
+// one holds), or -1.
+inline int ShareGpuFor(const Node& node, const NodeRoom& r, const PodSet& ps, bool on_failed) {
+  for (size_t g = 0; g < node.gpus.size(); ++g) {
+    if (!on_failed && !node.gpus[g].healthy) continue;
+    if (r.share_milli[g] == 0 && (r.gpus >> g & 1) == 0) continue;
+    if (r.share_milli[g] + ps.request.gpu_milli() > kMilliPerGpu) continue;
+    if (ps.gpu_memory_mib > 0 && r.share_memory[g] + ps.gpu_memory_mib > node.gpus[g].memory_mib)
+      continue;
+    return static_cast<int>(g);
+  }
+  return -1;
 }
 
 inline uint64_t HealthyMask(const Node& n) {
@@ -153,17 +176,26 @@ inline bool PlaceRunning(const Snapshot& s, std::vector<NodeRoom>& room, Workloa
   w.placements.clear();
   const int nodes = static_cast<int>(s.nodes.size());
   for (size_t i = 0; i < static_cast<size_t>(pods); ++i) {
-    const Resources req = w.PlacementRequest(i);
+    const PodSet& ps = *w.PlacementPodSet(i);
+    const Resources& req = ps.request;
     const int start = Pick(0, nodes - 1);
     bool placed = false;
     for (int k = 0; k < nodes && !placed; ++k) {
       const size_t n = static_cast<size_t>((start + k) % nodes);
       NodeRoom& r = trial[n];
       const uint64_t usable = r.gpus & (on_failed ? ~uint64_t{0} : HealthyMask(s.nodes[n]));
-      if (std::popcount(usable) < req.whole_gpus() || r.cpu < req.cpu_milli() ||
-          r.memory < req.memory_bytes() || r.pods < 1)
+      const int share_gpu = req.gpu_share() ? ShareGpuFor(s.nodes[n], r, ps, on_failed) : -1;
+      if ((req.gpu_share() ? share_gpu < 0 : std::popcount(usable) < req.whole_gpus()) ||
+          r.cpu < req.cpu_milli() || r.memory < req.memory_bytes() || r.pods < 1)
         continue;
-      const uint64_t mask = LowestBits(usable, static_cast<int>(req.whole_gpus()));
+      uint64_t mask = 0;
+      if (req.gpu_share()) {
+        mask = uint64_t{1} << share_gpu;
+        r.share_milli[static_cast<size_t>(share_gpu)] += req.gpu_milli();
+        r.share_memory[static_cast<size_t>(share_gpu)] += ps.gpu_memory_mib;
+      } else {
+        mask = LowestBits(usable, static_cast<int>(req.whole_gpus()));
+      }
       r.gpus &= ~mask;
       r.cpu -= req.cpu_milli();
       r.memory -= req.memory_bytes();
@@ -180,8 +212,10 @@ inline bool PlaceRunning(const Snapshot& s, std::vector<NodeRoom>& room, Workloa
   return true;
 }
 
+// With `shares`, about half the workloads ask for shares of GPUs instead of whole ones.
 inline void GenRunning(SnapshotBuilder& b, std::vector<NodeRoom>& room, int min_running,
-                       int max_running, const std::vector<std::string>* queues = nullptr) {
+                       int max_running, const std::vector<std::string>* queues = nullptr,
+                       bool shares = false) {
   const int n = Pick(min_running, max_running);
   for (int i = 0; i < n; ++i) {
     const std::string queue =
@@ -189,7 +223,12 @@ inline void GenRunning(SnapshotBuilder& b, std::vector<NodeRoom>& room, int min_
             ? (*queues)[static_cast<size_t>(Pick(0, static_cast<int>(queues->size()) - 1))]
             : PickQueue(b.snapshot());
     auto w = b.Workload("run-" + std::to_string(i), queue);
-    w.Priority(PickPriority()).Pods(Pick(1, 4), OneOf<int64_t>({0, 1, 1, 2, 4, 8}));
+    w.Priority(PickPriority());
+    if (shares && Chance(50)) {
+      w.Shares(Pick(1, 4), PickShareMilli(), PickShareMemory());
+    } else {
+      w.Pods(Pick(1, 4), OneOf<int64_t>({0, 1, 1, 2, 4, 8}));
+    }
     w.Cpu(Pick(0, 8) * 500).Memory(Pick(0, 16) * kGi);
     if (Chance(10)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
     // An elastic gang may run with fewer pods than it has, but at least min-member.
@@ -211,15 +250,20 @@ inline void GenRunning(SnapshotBuilder& b, std::vector<NodeRoom>& room, int min_
   }
 }
 
-inline void GenWaiting(SnapshotBuilder& b, int max_waiting) {
+// With `shares`, about half the workloads ask for shares of GPUs, some beside whole-GPU pods.
+inline void GenWaiting(SnapshotBuilder& b, int max_waiting, bool shares = false) {
   const int n = Pick(0, max_waiting);
   for (int i = 0; i < n; ++i) {
     auto w = b.Workload("wait-" + std::to_string(i), PickQueue(b.snapshot()));
     const int count = Chance(50) ? 1 : Pick(2, 8);
     w.Priority(PickPriority()).Submit(Sec(Pick(0, 3600)));
-    w.Pods(count, OneOf<int64_t>({0, 1, 1, 2, 4, 8}))
-        .Cpu(Pick(0, 8) * 500)
-        .Memory(Pick(0, 16) * kGi);
+    if (shares && Chance(50)) {
+      w.Shares(count, PickShareMilli(), PickShareMemory());
+      if (Chance(20)) w.Pods(Pick(1, 2), OneOf<int64_t>({1, 2}));
+    } else {
+      w.Pods(count, OneOf<int64_t>({0, 1, 1, 2, 4, 8}));
+    }
+    w.Cpu(Pick(0, 8) * 500).Memory(Pick(0, 16) * kGi);
     if (Chance(10)) w.Selector("pool", "a");
     if (Chance(10)) w.Tolerate("dedicated");
     if (Chance(10)) w.Models({Chance(50) ? "H100" : "A100"});
@@ -244,6 +288,31 @@ inline Snapshot GenSnapshot() {
   std::vector<NodeRoom> room = InitialRoom(b.snapshot());
   GenRunning(b, room, 0, 30);
   GenWaiting(b, 30);
+  return b.snapshot();
+}
+
+// Small clusters whose GPUs have 24 GiB, 80 GiB or unknown memory, queues whose quotas and
+// limits may fall on a fraction of a GPU, running whole-GPU pods and shares placed without
+// over-committing any GPU, and waiting work mixing shares (with and without memory), gangs of
+// shares and whole-GPU pods.
+inline Snapshot GenShareSnapshot() {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  GenNodes(b, 1, 12);
+  for (Node& n : b.snapshot().nodes) {
+    const int64_t memory = OneOf<int64_t>({0, 24576, 81920, 81920});
+    for (Gpu& g : n.gpus) g.memory_mib = memory;
+    if (Chance(60)) n.max_pods = std::max(n.max_pods, 32);  // room for many small pods
+  }
+  GenQueues(b);
+  for (Queue& q : b.snapshot().queues) {
+    QueueResource& gpu = q.res(Resource::kGpu);
+    if (Chance(30) && gpu.quota >= 0) gpu.quota += OneOf<int64_t>({250, 500});
+    if (Chance(30) && gpu.limit != kUnlimited) gpu.limit += OneOf<int64_t>({250, 500});
+  }
+  std::vector<NodeRoom> room = InitialRoom(b.snapshot());
+  GenRunning(b, room, 0, 20, nullptr, /*shares=*/true);
+  GenWaiting(b, 20, /*shares=*/true);
   return b.snapshot();
 }
 

@@ -1,5 +1,6 @@
 #include "core/placement.h"
 
+#include <bit>
 #include <map>
 #include <optional>
 #include <set>
@@ -27,8 +28,10 @@ class PlacementTest : public ::testing::Test {
     feas_.emplace(*state_);
     for (const Workload& w : b_.snapshot().workloads) {
       if (w.state != WorkloadState::kRunning) continue;
-      for (size_t i = 0; i < w.placements.size(); ++i)
-        ASSERT_TRUE(state_->ClaimExisting(w.placements[i], w.PlacementRequest(i)).ok());
+      for (size_t i = 0; i < w.placements.size(); ++i) {
+        const PodSet& ps = *w.PlacementPodSet(i);
+        ASSERT_TRUE(state_->ClaimExisting(w.placements[i], ps.request, ps.gpu_memory_mib).ok());
+      }
     }
   }
   std::optional<PlacementPlan> Place(const std::string& workload, int32_t pods = -1,
@@ -229,6 +232,101 @@ TEST_F(PlacementTest, CordonedAndUnhealthyAreAvoided) {
   EXPECT_THAT(Nodes(*p), ElementsAre("sick"));
   EXPECT_EQ(p->pods[0].placement.gpu_mask, Mask(3, 5));
   EXPECT_FALSE(Place("six"));
+}
+
+// --- Shares of a GPU ---
+
+// Two halves share one GPU; a whole-GPU pod never lands on a GPU holding a share, so an 8-GPU pod
+// goes to the node without one; a share goes beside the shares of the GPU it leaves least room on.
+TEST_F(PlacementTest, SharesPackOntoTheFullestSharedGpu) {
+  b_.Node("a", 8);
+  b_.Node("b", 8);
+  b_.Workload("half", "q").Shares(1, 500).Running("a", Mask(3, 1));
+  b_.Workload("seventy", "q").Shares(1, 700).Running("a", Mask(5, 1));
+  b_.Workload("twenty", "q").Shares(1, 200).Running("b", Mask(1, 1));
+  b_.Workload("whole8", "q").Pods(1, 8);
+  b_.Workload("share3", "q").Shares(1, 300);
+  b_.Workload("share5", "q").Shares(1, 500);
+  b_.Workload("share9", "q").Shares(1, 900);
+  Build();
+  // Node a holds shares on GPUs 3 and 5, node b on GPU 1: neither has 8 free GPUs.
+  EXPECT_FALSE(Place("whole8"));
+  // 0.3 fits beside 0.7 exactly (GPU 5 of a), beside 0.5 and 0.2 with more left.
+  auto p = Place("share3");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(NodeOf(p->pods[0]), "a");
+  EXPECT_EQ(p->pods[0].placement.gpu_mask, Mask(5, 1));
+  p = Place("share5");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(NodeOf(p->pods[0]), "a");
+  EXPECT_EQ(p->pods[0].placement.gpu_mask, Mask(3, 1));
+  // 0.9 fits beside no share: a free GPU of the fullest node (a has 6 free, b 7).
+  p = Place("share9");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(NodeOf(p->pods[0]), "a");
+  EXPECT_EQ(std::popcount(p->pods[0].placement.gpu_mask), 1);
+  EXPECT_EQ(p->pods[0].placement.gpu_mask & (Mask(3, 1) | Mask(5, 1)), 0u);
+}
+
+// A share that asks for GPU memory fits only where that much is left beside the other shares, and
+// a free GPU only when it has that much; a GPU whose memory is unknown takes no such share.
+TEST_F(PlacementTest, SharesAskingForMemoryFitWhereTheMemoryIs) {
+  b_.Node("small", 2).GpuMemory(24576);
+  b_.Node("unknown", 2).GpuMemory(0);
+  b_.Node("big", 2).GpuMemory(81920);
+  b_.Workload("held", "q").Shares(1, 200, 60000).Running("big", Mask(0, 1));
+  b_.Workload("mem30g", "q").Shares(1, 100, 30720);
+  b_.Workload("mem20g", "q").Shares(1, 100, 20480);
+  b_.Workload("compute", "q").Shares(1, 100);
+  Build();
+  // 30 GiB: not beside the 60,000 MiB on big's GPU 0, not on small's 24 GiB GPUs, not on GPUs of
+  // unknown memory: big's free GPU 1.
+  auto p = Place("mem30g");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(NodeOf(p->pods[0]), "big");
+  EXPECT_EQ(p->pods[0].placement.gpu_mask, Mask(1, 1));
+  // 20 GiB fits beside the 60,000 MiB (81,920 in all).
+  p = Place("mem20g");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->pods[0].placement.gpu_mask, Mask(0, 1));
+  EXPECT_EQ(NodeOf(p->pods[0]), "big");
+  // Without memory, the shared GPU is the fullest that fits.
+  p = Place("compute");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(NodeOf(p->pods[0]), "big");
+  EXPECT_EQ(p->pods[0].placement.gpu_mask, Mask(0, 1));
+}
+
+// A gang of shares counts what its own pods take: two GPUs hold four 0.4 shares, not five. The
+// gang is placed whole or not at all.
+TEST_F(PlacementTest, GangOfSharesIsPlacedWholeOrNotAtAll) {
+  b_.Node("a", 2);
+  b_.Workload("gang", "q").Shares(5, 400);
+  b_.Workload("gang4", "q").Shares(4, 400);
+  b_.Workload("mixed", "q").Pods(1, 1).Shares(3, 500);
+  Build();
+  EXPECT_FALSE(Place("gang"));  // two GPUs hold four 0.4 shares, not five
+  auto p = Place("gang4");
+  ASSERT_TRUE(p);
+  std::map<uint64_t, int> per_gpu;
+  for (const PodAssignment& a : p->pods) ++per_gpu[a.placement.gpu_mask];
+  EXPECT_EQ(per_gpu, (std::map<uint64_t, int>{{Mask(0, 1), 2}, {Mask(1, 1), 2}}));
+  // A whole GPU and three halves: one GPU whole, the other holds two halves, the third finds no
+  // room.
+  EXPECT_FALSE(Place("mixed"));
+  EXPECT_TRUE(Place("mixed", 3));
+}
+
+TEST_F(PlacementTest, ExplainNoFitForAShareNamesGpusWithoutRoom) {
+  b_.Node("a", 1);
+  b_.Node("b", 0);
+  b_.Workload("big-share", "q").Shares(1, 800).Running("a", Mask(0, 1));
+  b_.Workload("share", "q").Shares(1, 300);
+  Build();
+  EXPECT_FALSE(Place("share"));
+  EXPECT_EQ(Explain("share").message,
+            "no node fits a pod of 0.3 gpu: 1 node too few GPUs, 1 node no GPU with room for "
+            "the share");
 }
 
 TEST(PickGpusTest, PrefersTightestIsland) {

@@ -45,6 +45,11 @@ class SnapshotBuilder {
       for (int32_t island : island_per_gpu) get().gpus.at(g++).nvlink_island = island;
       return *this;
     }
+    // Every GPU of the node has `mib` MiB of memory (81,920 unless set).
+    NodeRef& GpuMemory(int64_t mib) {
+      for (Gpu& g : get().gpus) g.memory_mib = mib;
+      return *this;
+    }
     NodeRef& Cpu(int64_t milli) { return Set(Resource::kCpu, milli); }
     NodeRef& Memory(int64_t bytes) { return Set(Resource::kMemory, bytes); }
     NodeRef& MaxPods(int32_t n) { return get().max_pods = n, *this; }
@@ -113,6 +118,14 @@ class SnapshotBuilder {
       ps.count = count;
       ps.request[Resource::kGpu] = Gpus(gpus);
       get().pod_sets.push_back(std::move(ps));
+      return *this;
+    }
+    // Adds a pod set of `count` pods asking each for `gpu_milli` thousandths of one GPU (1 to
+    // 999) and `memory_mib` of its memory.
+    WorkloadRef& Shares(int32_t count, int64_t gpu_milli, int64_t memory_mib = 0) {
+      Pods(count, 0);
+      last().request[Resource::kGpu] = gpu_milli;
+      last().gpu_memory_mib = memory_mib;
       return *this;
     }
     WorkloadRef& Cpu(int64_t milli) { return last().request[Resource::kCpu] = milli, *this; }
