@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <initializer_list>
 #include <set>
 #include <sstream>
@@ -164,8 +165,11 @@ using Check = std::string (*)(const Snapshot&, const CycleResult&);
 
 // Runs one cycle on a few generated snapshots (a count that shrinks to one, so the default 100
 // cases cover several hundred snapshots) and applies `checks` to each result. A failing check
-// fails the case with its message, the snapshot and the decisions.
-inline void CheckCycles(Snapshot (*generate)(), std::initializer_list<Check> checks) {
+// fails the case with its message, the snapshot and the decisions. `seen`, when given, is shown
+// each snapshot and result that passed (to classify the cases).
+inline void CheckCycles(
+    Snapshot (*generate)(), std::initializer_list<Check> checks,
+    const std::function<void(const Snapshot&, const CycleResult&)>& seen = nullptr) {
   const int rounds = Pick(1, 12);
   for (int i = 0; i < rounds; ++i) {
     const Snapshot s = generate();
@@ -174,6 +178,7 @@ inline void CheckCycles(Snapshot (*generate)(), std::initializer_list<Check> che
       const std::string error = check(s, r);
       if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
     }
+    if (seen) seen(s, r);
   }
 }
 

@@ -932,21 +932,14 @@ std::string CheckSharesNotPreemptedByPolicy(const Snapshot& s, const CycleResult
 // CheckCycles on share snapshots, classifying the cases by whether shares were bound beside
 // other shares, so that a run shows the properties met that case.
 void CheckShareCycles(std::initializer_list<Check> checks) {
-  const int rounds = Pick(1, 12);
   bool beside = false;
-  for (int i = 0; i < rounds; ++i) {
-    const Snapshot s = GenShareSnapshot();
-    const CycleResult r = Engine().Schedule(s);
-    for (Check check : checks) {
-      const std::string error = check(s, r);
-      if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
-    }
+  CheckCycles(GenShareSnapshot, checks, [&](const Snapshot& s, const CycleResult& r) {
     std::map<std::pair<int32_t, uint64_t>, int> shares;
     for (const Admission& a : Admissions(r))
       for (const PodAssignment& p : *a.pods)
         if (s.workloads[a.workload.index()].pod_sets[p.pod_set].request.gpu_share())
           beside |= ++shares[{p.placement.node.value, p.placement.gpu_mask}] > 1;
-  }
+  });
   RC_CLASSIFY(beside, "shares bound beside each other");
 }
 
