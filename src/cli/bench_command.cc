@@ -119,6 +119,7 @@ Status RunBenchEngine(const BenchEngineOptions& o) {
           {"queues", o.spec.queues},
           {"running_fraction", o.spec.running_fraction},
           {"churn", o.spec.churn},
+          {"shares", o.spec.shares},
           {"seed", o.spec.seed}}},
         {"running_pods", running_pods},
         {"waiting_pods", waiting_pods},
@@ -151,9 +152,10 @@ Status RunBenchEngine(const BenchEngineOptions& o) {
   const core::SyntheticSpec& s = o.spec;
   std::cout << fmt::format(
       "{} nodes x {} GPUs, {} queues; {} pods ({} running, {} waiting) in workloads of {} x {} "
-      "GPU; {}; seed {}\n\n",
+      "GPU{}; {}; seed {}\n\n",
       s.nodes, s.gpus_per_node, s.queues, running_pods + waiting_pods, running_pods, waiting_pods,
-      s.gang_size, s.gpus_per_pod, s.churn ? "churn (lenders reclaim)" : "steady", s.seed);
+      s.gang_size, s.gpus_per_pod, s.shares ? " (waiting: shares of one GPU)" : "",
+      s.churn ? "churn (lenders reclaim)" : "steady", s.seed);
   auto row = [](const std::string& label, const std::string& value) {
     std::cout << fmt::format("{:<34} {}\n", label, value);
   };
@@ -201,6 +203,8 @@ void RegisterBenchCommand(CommandRegistry& registry) {
       ->capture_default_str();
   cmd->add_flag("--churn", o->spec.churn,
                 "Queues below quota wait while others borrow, so the cycle must reclaim");
+  cmd->add_flag("--shares", o->spec.shares,
+                "Waiting pods ask for a share of one GPU (0.1 to 0.7) instead of whole GPUs");
   cmd->add_option("--nvlink-domain-nodes", o->spec.nvlink_domain_nodes,
                   "Nodes per multi-node NVLink domain (0: none)")
       ->capture_default_str();

@@ -139,7 +139,9 @@ ClusterState::ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const
       shared_mask_(index_->facts_.size(), 0),
       share_milli_(index_->num_gpus_, 0),
       share_memory_(index_->num_gpus_, 0),
-      share_room_bits_((index_->facts_.size() + 63) / 64, 0),
+      share_bucket_bits_(static_cast<size_t>(kShareBuckets) * ((index_->facts_.size() + 63) / 64),
+                         0),
+      node_share_buckets_(index_->facts_.size(), 0),
       bucket_words_((index_->facts_.size() + 63) / 64),
       bucket_bits_(index_->bucket_bits_),
       bucket_size_(index_->bucket_size_),
@@ -362,26 +364,40 @@ int64_t ClusterState::ShareRoomMilli(int32_t node) const {
 
 void ClusterState::UpdateShareRoom(int32_t node) {
   const NodeFacts& f = index_->facts_[node];
-  bool room = false;
+  uint64_t buckets = 0;
   if (f.schedulable) {
-    for (uint64_t m = share_open_mask(NodeId{node}); m != 0 && !room; m &= m - 1)
-      room = share_milli_[f.first_gpu + static_cast<uint32_t>(std::countr_zero(m))] < kMilliPerGpu;
+    for (uint64_t m = share_open_mask(NodeId{node}); m != 0; m &= m - 1) {
+      const int64_t free =
+          kMilliPerGpu - share_milli_[f.first_gpu + static_cast<uint32_t>(std::countr_zero(m))];
+      if (free > 0) buckets |= uint64_t{1} << ShareBucket(free);
+    }
   }
+  const uint64_t changed = buckets ^ node_share_buckets_[node];
+  if (changed == 0) return;
+  node_share_buckets_[node] = buckets;
+  const size_t word = static_cast<size_t>(node) / 64;
   const uint64_t bit = uint64_t{1} << (node % 64);
-  uint64_t& word = share_room_bits_[static_cast<size_t>(node) / 64];
-  word = room ? word | bit : word & ~bit;
+  for (uint64_t m = changed; m != 0; m &= m - 1)
+    share_bucket_bits_[static_cast<size_t>(std::countr_zero(m)) * bucket_words_ + word] ^= bit;
+}
+
+int32_t ClusterState::NextWithShareRoom(int bucket, int32_t from) const {
+  const size_t words = bucket_words_;
+  size_t word = static_cast<size_t>(from) >> 6;
+  if (from < 0 || word >= words) return -1;
+  const uint64_t* bits = share_bucket_bits_.data() + static_cast<size_t>(bucket) * words;
+  uint64_t w = bits[word] & (~uint64_t{0} << (from & 63));
+  while (w == 0) {
+    if (++word == words) return -1;
+    w = bits[word];
+  }
+  return static_cast<int32_t>(word * 64 + static_cast<size_t>(std::countr_zero(w)));
 }
 
 int32_t ClusterState::NextWithShareRoom(int32_t from) const {
-  const size_t words = share_room_bits_.size();
-  size_t word = static_cast<size_t>(from) >> 6;
-  if (from < 0 || word >= words) return -1;
-  uint64_t w = share_room_bits_[word] & (~uint64_t{0} << (from & 63));
-  while (w == 0) {
-    if (++word == words) return -1;
-    w = share_room_bits_[word];
-  }
-  return static_cast<int32_t>(word * 64 + static_cast<size_t>(std::countr_zero(w)));
+  for (size_t n = static_cast<size_t>(std::max(from, 0)); n < node_share_buckets_.size(); ++n)
+    if (node_share_buckets_[n] != 0) return static_cast<int32_t>(n);
+  return -1;
 }
 
 void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request) {
@@ -458,12 +474,18 @@ Status ClusterState::CheckInvariants() const {
       if ((share_milli_[slot] > 0) != ((shared_mask_[i] >> g & 1) != 0))
         return Status::Internal("node " + name + ": shared-GPU mask out of step");
     }
-    bool room = false;
-    for (int g = 0; g < f.gpu_count; ++g)
-      room |= f.schedulable && share_open_mask(NodeId{static_cast<int32_t>(i)}) >> g & 1 &&
-              share_milli_[f.first_gpu + static_cast<size_t>(g)] < kMilliPerGpu;
-    if (room != ((share_room_bits_[i / 64] >> (i % 64) & 1) != 0))
-      return Status::Internal("node " + name + ": share-room index out of step");
+    uint64_t buckets = 0;
+    for (int g = 0; g < f.gpu_count; ++g) {
+      const int64_t free = kMilliPerGpu - share_milli_[f.first_gpu + static_cast<size_t>(g)];
+      if (f.schedulable && (share_open_mask(NodeId{static_cast<int32_t>(i)}) >> g & 1) != 0 &&
+          free > 0)
+        buckets |= uint64_t{1} << ShareBucket(free);
+    }
+    bool in_step = buckets == node_share_buckets_[i];
+    for (int b = 0; b < kShareBuckets; ++b)
+      in_step &= ((share_bucket_bits_[static_cast<size_t>(b) * bucket_words_ + i / 64] >> (i % 64) &
+                   1) != 0) == ((buckets >> b & 1) != 0);
+    if (!in_step) return Status::Internal("node " + name + ": share-room index out of step");
     if ((fr.gpu_mask & ~f.healthy_mask) != 0)
       return Status::Internal("node " + name + ": an unhealthy GPU is free");
     const int k = f.schedulable ? Popcount(fr.gpu_mask) : -1;  // -1: in no bucket

@@ -180,8 +180,18 @@ class ClusterState {
     return share_milli_[slot] + milli <= kMilliPerGpu &&
            (memory_mib == 0 || share_memory_[slot] + memory_mib <= gpu_memory_mib(n, g));
   }
-  // Schedulable nodes with a healthy shared GPU that has compute left, in index order: the first
-  // at or after node `from`, or -1.
+  // Shared GPUs are indexed by the compute left beside their shares, in buckets of
+  // kShareBucketWidth thousandths: bucket b holds free compute [b * width, (b + 1) * width).
+  static constexpr int64_t kShareBucketWidth = 16;
+  static constexpr int kShareBuckets = static_cast<int>((kMilliPerGpu - 1) / kShareBucketWidth) + 1;
+  static int ShareBucket(int64_t free_milli) {
+    return static_cast<int>(free_milli / kShareBucketWidth);
+  }
+  // Schedulable nodes with a GPU in share_open_mask() whose free compute is in `bucket`, in index
+  // order: the first at or after node `from`, or -1. A best fit for a share reads the buckets
+  // from the share's own up, and stops in the first that holds a GPU it fits on.
+  int32_t NextWithShareRoom(int bucket, int32_t from) const;
+  // The same over every bucket: any open shared GPU with compute left.
   int32_t NextWithShareRoom(int32_t from) const;
 
   const std::vector<SnapshotIssue>& issues() const { return index_->issues_; }
@@ -237,8 +247,8 @@ class ClusterState {
   void JournalShares(int32_t node);
   void ClaimShare(int32_t node, uint64_t gpu, const Resources& request, int64_t gpu_memory_mib);
   void ReleaseShare(int32_t node, uint64_t gpu, const Resources& request, int64_t gpu_memory_mib);
-  // The compute left beside the shares on the node's healthy shared GPUs (0 when unschedulable),
-  // and the node's bit among those with share room, brought in step with the share tables.
+  // The compute left beside the shares on the node's open shared GPUs (0 when unschedulable),
+  // and the node's bits in the share buckets, brought in step with the share tables.
   int64_t ShareRoomMilli(int32_t node) const;
   void UpdateShareRoom(int32_t node);
   // Scalars rather than a Resources, so that a claim builds none on the stack
@@ -253,10 +263,13 @@ class ClusterState {
   // GPUs held whole, healthy or not; a GPU also in shared_mask_ is held for a preemptor and
   // comes to it once its shares are gone.
   std::vector<uint64_t> held_mask_;
-  std::vector<uint64_t> shared_mask_;      // GPUs holding shares, healthy or not
-  std::vector<int32_t> share_milli_;       // per GPU (NodeFacts::first_gpu): compute shares hold
-  std::vector<int64_t> share_memory_;      // per GPU: memory shares hold, MiB
-  std::vector<uint64_t> share_room_bits_;  // bit n: schedulable node n has room on a shared GPU
+  std::vector<uint64_t> shared_mask_;  // GPUs holding shares, healthy or not
+  std::vector<int32_t> share_milli_;   // per GPU (NodeFacts::first_gpu): compute shares hold
+  std::vector<int64_t> share_memory_;  // per GPU: memory shares hold, MiB
+  // Per share bucket b, bucket_words_ words from b * bucket_words_: bit n set when schedulable
+  // node n has an open shared GPU whose free compute is in bucket b; and per node its buckets.
+  std::vector<uint64_t> share_bucket_bits_;
+  std::vector<uint64_t> node_share_buckets_;
   // Per free-GPU count k, bucket_words_ words from k * bucket_words_: bit n set when schedulable
   // node n has exactly k free GPUs. Unschedulable nodes are in none.
   size_t bucket_words_ = 0;

@@ -297,20 +297,27 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   if (refs.size() == 1 && overlay == nullptr) {
     const PodRef& p = refs.front();
     if (p.ps->request.gpu_share()) {
+      // Buckets of free compute from the share's own up: the first that holds a GPU the share
+      // fits on holds the best fit, since every later bucket's GPUs have more room left.
+      const int64_t milli = p.ps->request.gpu_milli();
       int32_t best = -1;
       int64_t best_left = kMilliPerGpu;
-      for (int32_t n = state.NextWithShareRoom(0); n >= 0 && best_left > 0;
-           n = state.NextWithShareRoom(n + 1)) {
-        const NodeId node{n};
-        if (!ok(n, p) || !state.free(node).Fits(p.ps->request)) continue;
-        for (uint64_t m = state.share_open_mask(node); m != 0; m &= m - 1) {
-          const int g = std::countr_zero(m);
-          if (!state.ShareFits(node, g, p.ps->request.gpu_milli(), p.ps->gpu_memory_mib)) continue;
-          const int64_t left =
-              kMilliPerGpu - state.share_milli(node, g) - p.ps->request.gpu_milli();
-          if (best < 0 || left < best_left) {
-            best = n;
-            best_left = left;
+      for (int b = ClusterState::ShareBucket(milli); b < ClusterState::kShareBuckets && best < 0;
+           ++b) {
+        for (int32_t n = state.NextWithShareRoom(b, 0); n >= 0 && best_left > 0;
+             n = state.NextWithShareRoom(b, n + 1)) {
+          const NodeId node{n};
+          if (!ok(n, p) || !state.free(node).Fits(p.ps->request)) continue;
+          for (uint64_t m = state.share_open_mask(node); m != 0; m &= m - 1) {
+            const int g = std::countr_zero(m);
+            const int64_t free = kMilliPerGpu - state.share_milli(node, g);
+            if (ClusterState::ShareBucket(free) != b || free < milli ||
+                !state.ShareFits(node, g, milli, p.ps->gpu_memory_mib))
+              continue;
+            if (best < 0 || free - milli < best_left) {
+              best = n;
+              best_left = free - milli;
+            }
           }
         }
       }

@@ -1,4 +1,5 @@
-// Full scheduling cycles over synthetic fleets (see synthetic.h for their shape).
+// Full scheduling cycles over synthetic fleets (see synthetic.h for their shape), of whole-GPU
+// pods and, in BM_ScheduleShares, of waiting pods that ask for shares of one GPU.
 //
 // Arguments: nodes (8 GPUs each), pods (running plus waiting), gang size (pods of 1 GPU per
 // workload), churn (0: steady load, 1: lenders reclaim from borrowers). Steady cases run half the
@@ -21,27 +22,29 @@
 namespace chamber::core {
 namespace {
 
-SyntheticSpec SpecFor(const benchmark::State& state) {
+SyntheticSpec SpecFor(const benchmark::State& state, bool shares) {
   SyntheticSpec spec;
   spec.nodes = static_cast<int32_t>(state.range(0));
   spec.pods = static_cast<int32_t>(state.range(1));
   spec.gang_size = static_cast<int32_t>(state.range(2));
   spec.churn = state.range(3) != 0;
-  spec.running_fraction = spec.churn ? 0.8 : 0.5;
+  spec.shares = shares;
+  spec.running_fraction = spec.churn ? 0.8 : spec.shares ? 0.1 : 0.5;
   return spec;
 }
 
 // Snapshots outlive one run of a case: repetitions and the iteration-count probe call the
 // benchmark function again, and building 150k workloads takes longer than a cycle.
 const Snapshot& CachedSnapshot(const SyntheticSpec& spec) {
-  static std::map<std::tuple<int32_t, int32_t, int32_t, bool>, std::unique_ptr<Snapshot>> cache;
-  auto& slot = cache[{spec.nodes, spec.pods, spec.gang_size, spec.churn}];
+  static std::map<std::tuple<int32_t, int32_t, int32_t, bool, bool>, std::unique_ptr<Snapshot>>
+      cache;
+  auto& slot = cache[{spec.nodes, spec.pods, spec.gang_size, spec.churn, spec.shares}];
   if (!slot) slot = std::make_unique<Snapshot>(MakeSyntheticCluster(spec));
   return *slot;
 }
 
-void BM_Schedule(benchmark::State& state) {
-  const Snapshot& snapshot = CachedSnapshot(SpecFor(state));
+void Schedule(benchmark::State& state, bool shares) {
+  const Snapshot& snapshot = CachedSnapshot(SpecFor(state, shares));
   const Engine engine;
   int64_t binds = 0;
   int64_t preemptions = 0;
@@ -63,6 +66,11 @@ void BM_Schedule(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(binds) * iterations, benchmark::Counter::kIsRate);
 }
 
+void BM_Schedule(benchmark::State& state) { Schedule(state, false); }
+// Waiting pods ask for shares of one GPU (SyntheticSpec::shares); a tenth of the pods run, on
+// whole GPUs. placements/s is the rate of shares placed (docs/sharing.md, "In the engine").
+void BM_ScheduleShares(benchmark::State& state) { Schedule(state, true); }
+
 // {nodes, pods, gang size, churn}. MinTime keeps the largest cases to a few iterations, so the
 // default run of the binary stays within a few minutes on one core; the churn cases at 10,000
 // nodes are the slowest, the reclaim-heaviest (every waiting lender reclaims: about half a
@@ -83,6 +91,14 @@ BENCHMARK(BM_Schedule)
     ->Args({1000, 10000, 8, 1})
     ->Args({5000, 50000, 8, 1})
     ->Args({10000, 100000, 8, 1});
+
+BENCHMARK(BM_ScheduleShares)
+    ->ArgNames({"nodes", "pods", "gang", "churn"})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5)
+    ->Args({1000, 20000, 1, 0})
+    ->Args({5000, 100000, 1, 0})
+    ->Args({5000, 100000, 4, 0});
 
 }  // namespace
 }  // namespace chamber::core

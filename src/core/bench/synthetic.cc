@@ -345,6 +345,12 @@ Snapshot MakeSyntheticCluster(const SyntheticSpec& spec) {
     }
     w.submit_time = snap.now - Duration{static_cast<int64_t>(rng.Below(kHour))};
     pin_some(w, static_cast<int>(rng.Below(static_cast<uint64_t>(spec.gpu_models))));
+    if (spec.shares) {
+      static constexpr std::array<int64_t, 8> kShareMilli = {100, 200, 250, 250,
+                                                             300, 500, 500, 700};
+      w.pod_sets[0].request =
+          Resources::OfMilli(kShareMilli[rng.Below(kShareMilli.size())], 1000, 8 * kGi);
+    }
     snap.workloads.push_back(std::move(w));
   }
 

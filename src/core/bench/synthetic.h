@@ -58,6 +58,10 @@ struct SyntheticSpec {
   double running_fraction = 0.5;
   double pinned_model_fraction = 0.2;
   bool churn = false;
+  // Waiting pods ask for a share of one GPU instead (a tenth to seven tenths, most below a half,
+  // as the fragmentation literature's production traces have them), with an eighth of a one-GPU
+  // pod's CPU and memory. Running work stays whole GPUs.
+  bool shares = false;
 
   uint64_t seed = 1;
 };

@@ -345,9 +345,12 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
     if (staying > 0) back[gpu.first].gpus &= ~gpu.second;
   for (const Admission& a : Admissions(r)) {
     const Workload& w = s.workloads[a.workload.index()];
-    for (const PodAssignment& p : *a.pods)
-      take(free[p.placement.node.index()], p.placement,
-           w.pod_sets[static_cast<size_t>(p.pod_set)].request);
+    for (const PodAssignment& p : *a.pods) {
+      const Resources& request = w.pod_sets[static_cast<size_t>(p.pod_set)].request;
+      take(free[p.placement.node.index()], p.placement, request);
+      // A share bound beside leaving shares keeps their GPU.
+      if (request.gpu_share()) back[p.placement.node.index()].gpus &= ~p.placement.gpu_mask;
+    }
   }
   // A preemptor whose queue is at a limit may need victims to get under it, room or not
   // (docs/fairness.md, promise 2). Usage never exceeds what runs at the start plus what the cycle

@@ -310,5 +310,82 @@ RC_GTEST_PROP(PlacementProperty, FirstFitScansEachPodSetsNodesOnce, ()) {
   PlacementCase().Compare(FirstFitPlacement(), ReferenceFirstFit);
 }
 
+// --- Shares: the bucketed best fit chooses as scanning every GPU. ---
+//
+// One pod asking for a share of a GPU, on a random cluster holding random shares and whole-GPU
+// pods: TopologyBinPacking reads the share buckets from the share's size up and stops in the
+// first with a GPU it fits on. The reference scans every node and GPU for the least compute left
+// after the share (ties in node, then GPU order), and only when none has room takes a free GPU
+// with the memory on the fullest node that fits, as a one-GPU pod would.
+
+std::optional<PodPlacement> ReferenceShare(const ClusterState& state,
+                                           const std::vector<NodeFilter>& filter,
+                                           const PodSet& ps) {
+  const int64_t milli = ps.request.gpu_milli();
+  std::optional<PodPlacement> best;
+  int64_t best_left = 0;
+  for (size_t i = 0; i < state.num_nodes(); ++i) {
+    const NodeId n{static_cast<int32_t>(i)};
+    if (filter[i] != NodeFilter::kOk || !state.free(n).Fits(ps.request)) continue;
+    for (int g = 0; g < state.facts(n).gpu_count; ++g) {
+      if ((state.share_open_mask(n) >> g & 1) == 0) continue;
+      if (!state.ShareFits(n, g, milli, ps.gpu_memory_mib)) continue;
+      const int64_t left = kMilliPerGpu - state.share_milli(n, g) - milli;
+      if (!best || left < best_left) {
+        best = PodPlacement{n, uint64_t{1} << g};
+        best_left = left;
+      }
+    }
+  }
+  if (best) return best;
+  for (int k = 1; k <= state.max_gpus_per_node(); ++k) {
+    for (int32_t i : state.nodes_with_free_gpus(k)) {
+      const NodeId n{i};
+      if (filter[static_cast<size_t>(i)] != NodeFilter::kOk || !state.free(n).Fits(ps.request))
+        continue;
+      uint64_t free = state.free(n).gpu_mask;
+      for (int g = 0; g < state.facts(n).gpu_count; ++g)
+        if (ps.gpu_memory_mib > state.gpu_memory_mib(n, g)) free &= ~(uint64_t{1} << g);
+      if (free != 0) return PodPlacement{n, PickGpus(free, state.islands(n), 1)};
+    }
+  }
+  return std::nullopt;
+}
+
+RC_GTEST_PROP(PlacementProperty, ABucketedShareChoosesAsScanningEveryGpu, ()) {
+  SnapshotBuilder b;
+  GenNodes(b, 1, 40);
+  for (Node& node : b.snapshot().nodes)
+    for (Gpu& g : node.gpus) g.memory_mib = OneOf<int64_t>({0, 24576, 81920});
+  auto w = b.Workload("share", "q").Shares(1, Pick(1, 999), OneOf<int64_t>({0, 0, 1024, 30000}));
+  w.Cpu(Pick(0, 8) * 1000);
+  if (Chance(15)) w.Selector("pool", Chance(50) ? "a" : "b");
+  if (Chance(15)) w.Models({"A100"});
+  ClusterState state(b.snapshot());
+  std::vector<std::pair<PodPlacement, Resources>> held;
+  HoldSome(b.snapshot(), state, &held);
+  for (size_t i = 0; i < state.num_nodes(); ++i) {  // shares beside shares, on any GPU left
+    const NodeId n{static_cast<int32_t>(i)};
+    for (int k = Pick(0, 12); k > 0 && state.facts(n).gpu_count > 0; --k) {
+      const int g = Pick(0, state.facts(n).gpu_count - 1);
+      const Resources req = Resources::OfMilli(Pick(1, 999), 0, 0);
+      const bool open =
+          (state.share_open_mask(n) >> g & 1) != 0 && state.ShareFits(n, g, req.gpu_milli(), 0);
+      if ((open || (state.free(n).gpu_mask >> g & 1) != 0) && state.free(n).pods >= 1)
+        state.Claim({n, uint64_t{1} << g}, req);
+    }
+  }
+  RC_ASSERT(state.CheckInvariants().ok());
+  const Workload& share = b.snapshot().workloads.front();
+  FeasibilityCache f1(state), f2(state);
+  const auto got = TopologyBinPacking().Place(state, f1, share, 1, nullptr);
+  const auto want = ReferenceShare(state, f2.For(share.pod_sets.front()), share.pod_sets.front());
+  RC_TAG(!want                                                   ? "none"
+         : (state.shared_mask(want->node) & want->gpu_mask) != 0 ? "beside shares"
+                                                                 : "a free GPU");
+  RC_ASSERT(got.has_value() == want.has_value());
+  if (got) RC_ASSERT(got->pods.front().placement == *want);
+}
+
 }  // namespace
 }  // namespace chamber::core
