@@ -660,7 +660,10 @@ std::string CheckEveryVictimNeeded(const Snapshot& s, const CycleResult& r) {
     // from their queue, or, for its own queue's work, nothing else depends on it) but the limit.
     std::set<std::string> queues;
     for (WorkloadId id : victims) queues.insert(s.workloads[id.index()].queue);
-    if (queues.size() != 1) continue;
+    if (queues.size() != 1) {  // not checked, but its room is still not later preemptors'
+      take_room();
+      continue;
+    }
     for (size_t i = 0; i < victims.size(); ++i) {
       const Workload& spared = s.workloads[victims[i].index()];
       std::vector<WorkloadId> rest = victims;
