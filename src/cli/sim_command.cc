@@ -214,7 +214,7 @@ Status RunSim(const SimCommandOptions& o) {
     };
     CHAMBER_ASSIGN_OR_RETURN(sim::SimMetrics m,
                              sim::Simulate(nodes, trace, policy, options, sink, progress));
-    info.fractional_jobs = m.fractional_jobs_rounded_up;
+    info.fractional_jobs = m.fractional_jobs;
     runs.push_back(std::move(m));
   }
   if (runs.empty()) return Status::InvalidArgument("--policies names no policy");

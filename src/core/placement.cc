@@ -340,7 +340,14 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   }
 
   int64_t total_gpu = 0;
-  for (const PodRef& p : refs) total_gpu += p.ps->request.whole_gpus();
+  bool all_shares = true;
+  int64_t smallest_share = kMilliPerGpu;
+  for (const PodRef& p : refs) {
+    total_gpu += p.ps->request.whole_gpus();
+    all_shares &= p.ps->request.gpu_share();
+    if (p.ps->request.gpu_share())
+      smallest_share = std::min(smallest_share, p.ps->request.gpu_milli());
+  }
 
   // Where the next pod of each pod set may go, kept through one try. Within a try capacity only
   // shrinks, and a node's capacity changes only once the gang uses it, so:
@@ -441,6 +448,18 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
         if (try_node(n)) return a.TakePlan();
     }
     int tries = 0;
+    // A gang of shares tries first the nodes whose shared GPUs have room for its smallest share.
+    if (all_shares) {
+      for (int b = ClusterState::ShareBucket(smallest_share);
+           b < ClusterState::kShareBuckets && tries < kMaxSingleNodeTries; ++b) {
+        for (int32_t n = state.NextWithShareRoom(b, 0); n >= 0 && tries < kMaxSingleNodeTries;
+             n = state.NextWithShareRoom(b, n + 1)) {
+          if (!ok(n, refs.front())) continue;
+          if (try_node(n)) return a.TakePlan();
+          ++tries;
+        }
+      }
+    }
     for (int k = static_cast<int>(std::min<int64_t>(total_gpu, max_k + 1)); k <= max_k; ++k) {
       for (int32_t n = state.NextWithFreeGpus(k, 0); n >= 0; n = state.NextWithFreeGpus(k, n + 1)) {
         if (!ok(n, refs.front())) continue;
@@ -450,8 +469,9 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
       if (tries >= kMaxSingleNodeTries) break;
     }
 
-    // The tightest topology domain that can hold the gang, finest level first.
-    for (int level = 0; level < kNumDomainLevels; ++level) {
+    // The tightest topology domain that can hold the gang, finest level first. Domains count
+    // free whole GPUs, which say little of room beside shares: a gang of shares goes anywhere.
+    for (int level = 0; level < kNumDomainLevels && !all_shares; ++level) {
       const auto lvl = static_cast<DomainLevel>(level);
       const int count = state.num_domains(lvl);
       if (count == 0) continue;
@@ -491,10 +511,23 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
         }
       }
     }
+    // A share: beside other shares, in the buckets from its size up.
+    const bool share = p.ps->request.gpu_share();
+    for (int b = share ? ClusterState::ShareBucket(p.ps->request.gpu_milli())
+                       : ClusterState::kShareBuckets;
+         chosen < 0 && b < ClusterState::kShareBuckets; ++b) {
+      for (int32_t n = state.NextWithShareRoom(b, 0); n >= 0;
+           n = state.NextWithShareRoom(b, n + 1)) {
+        if (ok(n, p) && a.Fits(n, *p.ps)) {
+          chosen = n;
+          break;
+        }
+      }
+    }
     // The buckets from where the set's last pod found room: the nodes before it had none then,
-    // and have none now.
+    // and have none now. A share looks on nodes with a free GPU.
     SetCursor& c = cursors[p.set];
-    if (c.bucket < 0) c.bucket = static_cast<int>(p.ps->request.whole_gpus());
+    if (c.bucket < 0) c.bucket = share ? 1 : static_cast<int>(p.ps->request.whole_gpus());
     for (; chosen < 0 && c.bucket <= max_k; ++c.bucket, c.in_bucket = 0) {
       for (int32_t n = state.NextWithFreeGpus(c.bucket, c.in_bucket); n >= 0;
            n = state.NextWithFreeGpus(c.bucket, n + 1)) {

@@ -487,8 +487,8 @@ std::string ReportHtml(const RunInfo& info, const std::vector<SimMetrics>& runs)
   }
   item("skipped lines", fmt::format("{}", info.skipped_lines));
   item("fractional GPUs", info.fractional_jobs > 0
-                              ? fmt::format("{} jobs asked for a fraction of a GPU: rounded up to "
-                                            "whole GPUs",
+                              ? fmt::format("{} jobs asked for a fraction of a GPU: placed as "
+                                            "shares of one GPU",
                                             info.fractional_jobs)
                               : "none");
   out += "</dl>\n";

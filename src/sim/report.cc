@@ -69,7 +69,7 @@ json ReportToJson(const RunInfo& info, const std::vector<SimMetrics>& runs) {
               {"skippedLines", info.skipped_lines},
               {"fractionalGpus",
                {{"jobs", info.fractional_jobs},
-                {"handling", info.fractional_jobs > 0 ? "rounded up to whole GPUs" : "none"}}},
+                {"handling", info.fractional_jobs > 0 ? "placed as shares of one GPU" : "none"}}},
               {"policies", std::move(policies)}};
 }
 
@@ -82,7 +82,7 @@ std::string ReportTable(const RunInfo& info, const std::vector<SimMetrics>& runs
   if (info.skipped_lines > 0)
     out += fmt::format("Skipped {} malformed lines\n", info.skipped_lines);
   if (info.fractional_jobs > 0)
-    out += fmt::format("{} jobs asked for a fraction of a GPU: rounded up to whole GPUs\n",
+    out += fmt::format("{} jobs asked for a fraction of a GPU: placed as shares of one GPU\n",
                        info.fractional_jobs);
   out += "\n";
   auto row = [&](const std::string& label, auto value) {

@@ -56,10 +56,12 @@ constexpr const char* kOneQueue = "all";
 
 double Hours(Duration d) { return static_cast<double>(d.count()) / 3.6e6; }
 
-std::string GangBucket(int64_t gpus) {
-  if (gpus <= 1) return "1 gpu";
-  if (gpus <= 8) return "2-8 gpu";
-  if (gpus <= 64) return "9-64 gpu";
+// A job's bucket by the GPU-equivalents (thousandths) it asks for; shares of one GPU are in the
+// first.
+std::string GangBucket(int64_t milli) {
+  if (milli <= core::Gpus(1)) return "1 gpu";
+  if (milli <= core::Gpus(8)) return "2-8 gpu";
+  if (milli <= core::Gpus(64)) return "9-64 gpu";
   return "65+ gpu";
 }
 
@@ -67,7 +69,7 @@ enum class Phase { kFuture, kWaiting, kRunning, kStopping, kDone };
 
 struct JobRun {
   const TraceJob* job = nullptr;
-  int32_t gpus_per_pod = 0;
+  int64_t gpu_milli_per_pod = 0;  // whole GPUs (x 1,000) or a share of one GPU
   int32_t first_unit = 0;
   int32_t units = 0;
   int32_t units_running = 0;
@@ -85,8 +87,8 @@ struct JobRun {
 struct Unit {
   int32_t job = 0;
   int32_t pods = 0;
-  int32_t wl = -1;  // index in the snapshot's workloads, -1 when not there
-  int64_t gpus_held = 0;
+  int32_t wl = -1;             // index in the snapshot's workloads, -1 when not there
+  int64_t gpu_milli_held = 0;  // GPU-equivalents, thousandths
 };
 
 enum class Ev { kSubmit, kFinish, kGraceEnd, kGpuFail, kGpuRepair, kCycle };
@@ -152,7 +154,7 @@ class Sim {
   void ApplyCycle(const core::CycleResult& result) { ApplyCycle(now_, result); }
   const core::Snapshot& snapshot() const { return session_.snapshot(); }
   const TraceJob& JobOf(size_t w) const { return *jobs_[units_[wl_unit_[w]].job].job; }
-  int64_t GpusHeld(size_t w) const { return units_[wl_unit_[w]].gpus_held; }
+  int64_t GpuMilliHeld(size_t w) const { return units_[wl_unit_[w]].gpu_milli_held; }
   bool FailGpu(size_t node, size_t gpu, Duration repair_after);
   void SetUnschedulable(size_t node, bool unschedulable) {
     NodeToChange(node).unschedulable = unschedulable;
@@ -225,13 +227,13 @@ class Sim {
   // Metrics.
   int64_t capacity_ = 0;
   Time last_{0};
-  int64_t allocated_ = 0;
+  int64_t allocated_ = 0;  // GPU-equivalents held, thousandths
   int64_t waiting_jobs_ = 0;
   double alloc_gpu_ms_ = 0;
   double waiting_ms_ = 0;
   double alloc_while_waiting_gpu_ms_ = 0;
   double idle_while_queued_gpu_ms_ = 0;
-  std::vector<int64_t> queue_alloc_;
+  std::vector<int64_t> queue_alloc_;  // per queue, thousandths
   std::vector<double> engine_alloc_;  // GPUs held, per snapshot queue (for decayed usage)
   std::vector<double> queue_gpu_ms_;
   std::vector<double> jct_, wait_;
@@ -298,11 +300,12 @@ Status Sim::Setup() {
                                      "\", which has child queues; jobs go to leaf queues");
     r.queue = queue_of(queue);
     r.engine_queue = policy_.one_queue ? 0 : engine_queue.at(queue);
-    r.gpus_per_pod = t.gpus_per_pod;
+    // A trace job asks for whole GPUs per pod or for a share of one GPU (the readers allow no
+    // other shape); the engine places shares beside each other.
+    r.gpu_milli_per_pod = core::Gpus(t.gpus_per_pod);
     if (t.gpu_milli_per_pod > 0) {
-      // The engine allocates whole GPUs: a fraction is rounded up and the report says so.
-      r.gpus_per_pod = std::max<int32_t>(r.gpus_per_pod, 1);
-      ++m_.fractional_jobs_rounded_up;
+      r.gpu_milli_per_pod = t.gpu_milli_per_pod;
+      ++m_.fractional_jobs;
     }
     r.remaining = t.duration;
     r.first_unit = static_cast<int32_t>(units_.size());
@@ -341,18 +344,18 @@ void Sim::Advance(Time t) {
   while (last_ < t) {
     const Time until = std::min(t, series_next_);
     const auto dt = static_cast<double>((until - last_).count());
-    alloc_gpu_ms_ += static_cast<double>(allocated_) * dt;
-    series_alloc_ms_ += static_cast<double>(allocated_) * dt;
+    alloc_gpu_ms_ += core::GpusOf(allocated_) * dt;
+    series_alloc_ms_ += core::GpusOf(allocated_) * dt;
     series_wait_ms_ += static_cast<double>(waiting_jobs_) * dt;
     if (waiting_jobs_ > 0) {
       waiting_ms_ += dt;
-      alloc_while_waiting_gpu_ms_ += static_cast<double>(allocated_) * dt;
+      alloc_while_waiting_gpu_ms_ += core::GpusOf(allocated_) * dt;
       idle_while_queued_gpu_ms_ +=
-          static_cast<double>(std::max<int64_t>(0, capacity_ - allocated_)) * dt;
+          core::GpusOf(std::max<int64_t>(0, core::Gpus(capacity_) - allocated_)) * dt;
     }
     for (size_t q = 0; q < queue_alloc_.size(); ++q) {
-      queue_gpu_ms_[q] += static_cast<double>(queue_alloc_[q]) * dt;
-      series_queue_ms_[q] += static_cast<double>(queue_alloc_[q]) * dt;
+      queue_gpu_ms_[q] += core::GpusOf(queue_alloc_[q]) * dt;
+      series_queue_ms_[q] += core::GpusOf(queue_alloc_[q]) * dt;
     }
     last_ = until;
     if (last_ == series_next_) {
@@ -399,7 +402,8 @@ void Sim::AddWorkload(int32_t u, core::WorkloadState state) {
   w.recent_preemptions = r.preemptions;
   core::PodSet ps;
   ps.count = unit.pods;
-  ps.request = core::Resources::Of(r.gpus_per_pod, t.cpu_milli_per_pod, t.memory_bytes_per_pod);
+  ps.request =
+      core::Resources::OfMilli(r.gpu_milli_per_pod, t.cpu_milli_per_pod, t.memory_bytes_per_pod);
   ps.gpu_models = t.gpu_models;
   w.pod_sets.push_back(std::move(ps));
   unit.wl = session_.AddWorkload(std::move(w)).value;
@@ -430,10 +434,10 @@ void Sim::Submit(int32_t j) {
 
 void Sim::Release(int32_t u) {
   Unit& unit = units_[u];
-  allocated_ -= unit.gpus_held;
-  queue_alloc_[jobs_[unit.job].queue] -= unit.gpus_held;
-  engine_alloc_[jobs_[unit.job].engine_queue] -= static_cast<double>(unit.gpus_held);
-  unit.gpus_held = 0;
+  allocated_ -= unit.gpu_milli_held;
+  queue_alloc_[jobs_[unit.job].queue] -= unit.gpu_milli_held;
+  engine_alloc_[jobs_[unit.job].engine_queue] -= core::GpusOf(unit.gpu_milli_held);
+  unit.gpu_milli_held = 0;
 }
 
 // A running job stops (preempted or hit by a failure): progress since the last checkpoint is lost.
@@ -449,7 +453,7 @@ void Sim::StopJob(int32_t j, Time t, bool failure) {
     saved = Duration(0);
   }
   if (progress >= r.remaining) saved = r.remaining;  // it was finishing anyway
-  const double gpus = static_cast<double>(r.gpus_per_pod) * r.job->pods;
+  const double gpus = core::GpusOf(r.gpu_milli_per_pod) * r.job->pods;
   const double lost = gpus * Hours(progress - saved);
   (failure ? m_.gpu_hours_lost_failures : m_.gpu_hours_lost_preemption) += lost;
   r.attained_gpu_hours += gpus * Hours(progress);
@@ -503,7 +507,7 @@ void Sim::PrepareCycle(Time t) {
       const JobRun& r = jobs_[units_[wl_unit_[i]].job];
       double attained = r.attained_gpu_hours;
       if (r.phase == Phase::kRunning)
-        attained += static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(t - r.run_start);
+        attained += core::GpusOf(r.gpu_milli_per_pod) * r.job->pods * Hours(t - r.run_start);
       const int32_t priority = AttainedServicePriority(attained);
       if (workloads()[i].priority != priority)
         WorkloadToChange(static_cast<int32_t>(i)).priority = priority;
@@ -544,15 +548,15 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     w.start_time = t;
     w.last_checkpoint_time.reset();
     w.placements.clear();
-    int64_t gpus = 0;
+    int64_t milli = 0;
     for (const core::PodAssignment& a : pods) {
       w.placements.push_back(a.placement);
-      gpus += std::popcount(a.placement.gpu_mask);
+      milli += core::HeldGpuMilli(a.placement, w.pod_sets[a.pod_set].request);
     }
-    unit.gpus_held = gpus;
-    allocated_ += gpus;
-    queue_alloc_[r.queue] += gpus;
-    engine_alloc_[r.engine_queue] += static_cast<double>(gpus);
+    unit.gpu_milli_held = milli;
+    allocated_ += milli;
+    queue_alloc_[r.queue] += milli;
+    engine_alloc_[r.engine_queue] += core::GpusOf(milli);
     if (++r.units_running < r.units) return;  // a gang starts when all its pods run
     const bool first = !r.started;
     r.started = true;
@@ -566,7 +570,7 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
       wait_.push_back(wait);
       wait_by_prio_[r.job->priority >= core::kReservedPriority ? "reserved" : "elastic"].push_back(
           wait);
-      wait_by_gang_[GangBucket(static_cast<int64_t>(r.gpus_per_pod) * r.job->pods)].push_back(wait);
+      wait_by_gang_[GangBucket(r.gpu_milli_per_pod * r.job->pods)].push_back(wait);
     }
     std::vector<core::PodPlacement> all;
     for (int32_t v = r.first_unit; v < r.first_unit + r.units; ++v)
@@ -610,7 +614,7 @@ void Sim::Process(const Event& e) {
       r.phase = Phase::kDone;
       --running_;
       r.attained_gpu_hours +=
-          static_cast<double>(r.gpus_per_pod) * r.job->pods * Hours(e.time - r.run_start);
+          core::GpusOf(r.gpu_milli_per_pod) * r.job->pods * Hours(e.time - r.run_start);
       for (int32_t u = r.first_unit; u < r.first_unit + r.units; ++u) {
         Release(u);
         RemoveWorkload(u);
@@ -619,7 +623,7 @@ void Sim::Process(const Event& e) {
       jct_.push_back(jct);
       jct_by_prio_[r.job->priority >= core::kReservedPriority ? "reserved" : "elastic"].push_back(
           jct);
-      jct_by_gang_[GangBucket(static_cast<int64_t>(r.gpus_per_pod) * r.job->pods)].push_back(jct);
+      jct_by_gang_[GangBucket(r.gpu_milli_per_pod * r.job->pods)].push_back(jct);
       ++done_;
       Emit(e.time, e.a, EventKind::kFinish);
       MarkDirty(e.time);
@@ -801,7 +805,7 @@ const core::Snapshot& SimCluster::PrepareCycle() { return sim_->PrepareCycle(); 
 void SimCluster::ApplyCycle(const core::CycleResult& result) { sim_->ApplyCycle(result); }
 const core::Snapshot& SimCluster::snapshot() const { return sim_->snapshot(); }
 const TraceJob& SimCluster::JobOf(size_t workload) const { return sim_->JobOf(workload); }
-int64_t SimCluster::GpusHeld(size_t workload) const { return sim_->GpusHeld(workload); }
+int64_t SimCluster::GpuMilliHeld(size_t workload) const { return sim_->GpuMilliHeld(workload); }
 bool SimCluster::FailGpu(size_t node, size_t gpu, Duration repair_after) {
   return sim_->FailGpu(node, gpu, repair_after);
 }

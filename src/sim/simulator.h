@@ -97,7 +97,7 @@ struct SimMetrics {
   int64_t cycles = 0;
   Summary cycle_ms;  // scheduler CPU time per cycle
   double run_seconds = 0;
-  int64_t fractional_jobs_rounded_up = 0;
+  int64_t fractional_jobs = 0;  // jobs whose pods ask for a share of one GPU
   std::vector<SeriesPoint> series;
 };
 
@@ -135,8 +135,9 @@ class SimCluster {
   // The current state. Workload i of the snapshot belongs to JobOf(i).
   const core::Snapshot& snapshot() const;
   const TraceJob& JobOf(size_t workload) const;
-  // GPUs the workload holds now (0 unless running or preempting).
-  int64_t GpusHeld(size_t workload) const;
+  // GPU-equivalents the workload holds now, in thousandths (0 unless running or preempting): a
+  // share of one GPU counts its thousandths, a whole GPU 1,000.
+  int64_t GpuMilliHeld(size_t workload) const;
 
   // Marks a GPU unhealthy now; it is repaired after `repair_after`. False if it already is.
   bool FailGpu(size_t node, size_t gpu, Duration repair_after);

@@ -330,17 +330,18 @@ TEST(SimCommand, SyntheticTeamsGetEqualQuotas) {
 //
 //   pod    queue        GPUs               submit  run  node                runs         wait
 //   pod-1  latency      8 V100M32          0       2h   node-a              0-2h         0
-//   pod-2  best-effort  0.5, rounded to 1  10m     1h   node-b (a is full)  10m-1h10m    0
+//   pod-2  best-effort  0.5 of one GPU     10m     1h   node-b (a is full)  10m-1h10m    0
 //   pod-3  best-effort  2 T4               30m     1h   node-b              1h10m-2h10m  40m
 //   pod-4  latency      1 V100M32          1h      1h   node-a              2h-3h        1h
 //
-// pod-4 never ran in the trace, so its run time is deletion - creation. GPU-hours: latency
-// 16 + 1 = 17, best-effort 1 + 2 = 3; capacity 10 GPUs x 3h: allocation 20/30 = 66.7%. Jobs
-// wait from 30m to 2h: 9 GPUs busy until 1h10m, then 10, so (9 x 40m + 10 x 50m) / (10 x 90m)
-// = 86/90 while jobs wait, and 1 GPU idle for 40m = 2/3 GPU-hour while work is queued.
+// pod-2's share holds GPU 0 of node-b, which pod-3 cannot take whole beside it. pod-4 never ran
+// in the trace, so its run time is deletion - creation. GPU-hours: latency 16 + 1 = 17,
+// best-effort 0.5 + 2 = 2.5; capacity 10 GPUs x 3h: allocation 19.5/30 = 65%. Jobs wait from
+// 30m to 2h: 8.5 GPUs busy until 1h10m, then 10, so (8.5 x 40m + 10 x 50m) / (10 x 90m) = 14/15
+// while jobs wait, and 1.5 GPUs idle for 40m = 1 GPU-hour while work is queued.
 // JCT 2, 1, 5/3, 2: mean 5/3 h; waits 0, 0, 2/3, 1: mean 5/12 h.
-// Shares 85% and 15% against 80% and 20%: x = 17/16 and 3/4, Jain's index
-// (29/16)^2 / (2 (289/256 + 144/256)) = 841/866.
+// Shares 34/39 and 5/39 against 80% and 20%: x = 85/78 and 50/78, Jain's index
+// (135/78)^2 / (2 (7225/78^2 + 2500/78^2)) = 729/778.
 TEST(SimCommand, OpenbTraceOnItsNodeList) {
   TestFiles files;
   const std::string nodes = files.Write("openb-nodes.csv",
@@ -368,15 +369,15 @@ TEST(SimCommand, OpenbTraceOnItsNodeList) {
   ASSERT_EQ(o.code, kExitOk) << o.err;
   const json report = json::parse(o.out);
   EXPECT_EQ(report.at("fractionalGpus"),
-            json({{"jobs", 1}, {"handling", "rounded up to whole GPUs"}}));
+            json({{"jobs", 1}, {"handling", "placed as shares of one GPU"}}));
   const json& p = report.at("policies").at(0);
   EXPECT_EQ(p.at("capacityGpus"), 10);
   EXPECT_EQ(p.at("jobs"), 4);
   EXPECT_EQ(p.at("finished"), 4);
   EXPECT_NEAR(p.at("makespanHours").get<double>(), 3.0, 1e-12);
-  EXPECT_NEAR(p.at("allocation").get<double>(), 20.0 / 30, 1e-12);
-  EXPECT_NEAR(p.at("allocationWhileWaiting").get<double>(), 86.0 / 90, 1e-12);
-  EXPECT_NEAR(p.at("idleGpuHoursWhileQueued").get<double>(), 2.0 / 3, 1e-12);
+  EXPECT_NEAR(p.at("allocation").get<double>(), 19.5 / 30, 1e-12);
+  EXPECT_NEAR(p.at("allocationWhileWaiting").get<double>(), 14.0 / 15, 1e-12);
+  EXPECT_NEAR(p.at("idleGpuHoursWhileQueued").get<double>(), 1.0, 1e-12);
   EXPECT_NEAR(p.at("jctHours").at("mean").get<double>(), 5.0 / 3, 1e-12);
   EXPECT_NEAR(p.at("waitHours").at("mean").get<double>(), 5.0 / 12, 1e-12);
   EXPECT_NEAR(p.at("waitHours").at("p99").get<double>(), 1.0, 1e-12);
@@ -384,13 +385,13 @@ TEST(SimCommand, OpenbTraceOnItsNodeList) {
   ASSERT_EQ(q.size(), 2u);
   EXPECT_EQ(q[0].at("name"), "latency");
   EXPECT_NEAR(q[0].at("gpuHours").get<double>(), 17.0, 1e-9);
-  EXPECT_NEAR(q[0].at("share").get<double>(), 0.85, 1e-12);
+  EXPECT_NEAR(q[0].at("share").get<double>(), 34.0 / 39, 1e-12);
   EXPECT_NEAR(q[0].at("entitlement").get<double>(), 0.8, 1e-12);
   EXPECT_EQ(q[1].at("name"), "best-effort");
-  EXPECT_NEAR(q[1].at("gpuHours").get<double>(), 3.0, 1e-9);
-  EXPECT_NEAR(q[1].at("share").get<double>(), 0.15, 1e-12);
+  EXPECT_NEAR(q[1].at("gpuHours").get<double>(), 2.5, 1e-9);
+  EXPECT_NEAR(q[1].at("share").get<double>(), 5.0 / 39, 1e-12);
   EXPECT_NEAR(q[1].at("entitlement").get<double>(), 0.2, 1e-12);
-  EXPECT_NEAR(p.at("jainIndex").get<double>(), 841.0 / 866, 1e-12);
+  EXPECT_NEAR(p.at("jainIndex").get<double>(), 729.0 / 778, 1e-12);
 
   // Starts name the node list's nodes; the models the pods ask for decide where they go.
   std::vector<std::string> starts;

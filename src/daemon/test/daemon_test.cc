@@ -129,7 +129,8 @@ TEST(DaemonTest, FleetAgreesWithTheSimulatedCluster) {
   EXPECT_EQ(s->time_ms, kStart + 239 * 30'000);
   const core::Snapshot& snap = f.backend->cluster().snapshot();
   int64_t held = 0;
-  for (size_t w = 0; w < snap.workloads.size(); ++w) held += f.backend->cluster().GpusHeld(w);
+  for (size_t w = 0; w < snap.workloads.size(); ++w) held += f.backend->cluster().GpuMilliHeld(w);
+  held /= core::kMilliPerGpu;  // the demo's pods ask for whole GPUs
   EXPECT_GT(held, 0);
   EXPECT_EQ(s->view.gpus.allocated, static_cast<double>(held));
   double queue_allocated = 0;

@@ -64,7 +64,7 @@ TEST(HtmlReport, SelfContainedPageWithOneSvgPerPlot) {
   // Two policies on each of the two time plots.
   EXPECT_EQ(Count(html, "<polyline"), 4u);
   for (const char* s : {"chamber", "fifo", "team-a", "trace.csv", "cluster.yaml", "16 GPUs",
-                        "rounded up to whole GPUs", "2-8 gpu", "reserved", "elastic"})
+                        "placed as shares of one GPU", "2-8 gpu", "reserved", "elastic"})
     EXPECT_NE(html.find(s), std::string::npos) << s;
   // Nothing to fetch: no scripts, no external sources, no links at all.
   EXPECT_EQ(html.find("<script"), std::string::npos);

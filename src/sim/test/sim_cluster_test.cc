@@ -40,7 +40,7 @@ TEST(SimCluster, InternalSteppingMatchesSimulate) {
     if (sim.snapshot().workloads[w].state == core::WorkloadState::kRunning) {
       ++running;
       EXPECT_EQ(sim.JobOf(w).id, "a");
-      EXPECT_EQ(sim.GpusHeld(w), 8);
+      EXPECT_EQ(sim.GpuMilliHeld(w), 8000);
     }
   }
   EXPECT_EQ(running, 1);

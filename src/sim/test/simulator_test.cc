@@ -53,6 +53,41 @@ TEST(Simulator, FifoQueuesTheSecondFullNodeJob) {
   EXPECT_DOUBLE_EQ(m->idle_gpu_hours_while_queued, 0.0);
 }
 
+TEST(Simulator, SharesOfOneGpuRunSideBySide) {
+  // One 2-GPU node. Two half-GPU jobs share GPU 0 from t=0 for 1h, beside each other (the GPU
+  // left with the least room). A 2-GPU job of lower priority at t=0 waits: GPU 0 holds shares.
+  // A 0.3 job at 30m finds no room on GPU 0 and takes GPU 1, 30m-1h30m; only then is the node
+  // whole again: the 2-GPU job runs 1h30m-2h30m. GPU-hours 0.5 + 0.5 + 0.3 + 2 = 3.3 of
+  // 2 x 2.5h: allocation 0.66.
+  auto share = [](std::string id, Time submit, int32_t milli) {
+    TraceJob j = Job(std::move(id), submit, hours(1), 1, 0);
+    j.gpu_milli_per_pod = milli;
+    return j;
+  };
+  Trace trace;
+  trace.jobs.push_back(share("half-a", Time(0), 500));
+  trace.jobs.push_back(share("half-b", Time(0), 500));
+  trace.jobs.push_back(Job("whole", Time(0), hours(1), 1, 2, "default", 0));
+  trace.jobs.push_back(share("third", Time(minutes(30)), 300));
+  std::vector<std::pair<std::string, core::PodPlacement>> starts;
+  const EventSink sink = [&](const SimEvent& e) {
+    if (e.kind == EventKind::kStart) starts.emplace_back(e.job->id, e.placements.at(0));
+  };
+  Result<SimMetrics> m = Simulate(Cluster(1, 2), trace, Policy("chamber"), SimOptions{}, sink);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 4);
+  EXPECT_EQ(m->fractional_jobs, 3);
+  EXPECT_DOUBLE_EQ(m->makespan_hours, 2.5);
+  EXPECT_NEAR(m->allocation, 3.3 / 5, 1e-12);
+  const core::NodeId n0{0};
+  EXPECT_EQ(starts, (std::vector<std::pair<std::string, core::PodPlacement>>{
+                        {"half-a", {n0, 0b01}},
+                        {"half-b", {n0, 0b01}},
+                        {"third", {n0, 0b10}},
+                        {"whole", {n0, 0b11}},
+                    }));
+}
+
 TEST(Simulator, KubeDefaultDeadlocksGangsThatChamberRunsInTurn) {
   // Two 2-pod x 4-GPU jobs on two 4-GPU nodes. Pod by pod, a/0 and b/0 take one node each and
   // both jobs wait forever for their second pod; as gangs, a runs and then b.
