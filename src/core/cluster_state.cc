@@ -381,19 +381,6 @@ void ClusterState::UpdateShareRoom(int32_t node) {
     share_bucket_bits_[static_cast<size_t>(std::countr_zero(m)) * bucket_words_ + word] ^= bit;
 }
 
-int32_t ClusterState::NextWithShareRoom(int bucket, int32_t from) const {
-  const size_t words = bucket_words_;
-  size_t word = static_cast<size_t>(from) >> 6;
-  if (from < 0 || word >= words) return -1;
-  const uint64_t* bits = share_bucket_bits_.data() + static_cast<size_t>(bucket) * words;
-  uint64_t w = bits[word] & (~uint64_t{0} << (from & 63));
-  while (w == 0) {
-    if (++word == words) return -1;
-    w = bits[word];
-  }
-  return static_cast<int32_t>(word * 64 + static_cast<size_t>(std::countr_zero(w)));
-}
-
 int32_t ClusterState::NextWithShareRoom(int32_t from) const {
   for (size_t n = static_cast<size_t>(std::max(from, 0)); n < node_share_buckets_.size(); ++n)
     if (node_share_buckets_[n] != 0) return static_cast<int32_t>(n);

@@ -130,16 +130,7 @@ class ClusterState {
   // order: the first at or after node `from`, or -1 when there is none.
   int32_t NextWithFreeGpus(int k, int32_t from) const {
     if (bucket_size_[k] == 0) return -1;
-    const size_t words = bucket_words_;
-    size_t word = static_cast<size_t>(from) >> 6;
-    if (word >= words) return -1;
-    const uint64_t* bits = bucket_bits_.data() + static_cast<size_t>(k) * words;
-    uint64_t w = bits[word] & (~uint64_t{0} << (from & 63));
-    while (w == 0) {
-      if (++word == words) return -1;
-      w = bits[word];
-    }
-    return static_cast<int32_t>(word * 64 + static_cast<size_t>(std::countr_zero(w)));
+    return NextBit(bucket_bits_.data() + static_cast<size_t>(k) * bucket_words_, from);
   }
   // The same, all of them: for tests and explanations.
   std::vector<int32_t> nodes_with_free_gpus(int k) const;
@@ -190,7 +181,9 @@ class ClusterState {
   // Schedulable nodes with a GPU in share_open_mask() whose free compute is in `bucket`, in index
   // order: the first at or after node `from`, or -1. A best fit for a share reads the buckets
   // from the share's own up, and stops in the first that holds a GPU it fits on.
-  int32_t NextWithShareRoom(int bucket, int32_t from) const;
+  int32_t NextWithShareRoom(int bucket, int32_t from) const {
+    return NextBit(share_bucket_bits_.data() + static_cast<size_t>(bucket) * bucket_words_, from);
+  }
   // The same over every bucket: any open shared GPU with compute left.
   int32_t NextWithShareRoom(int32_t from) const;
 
@@ -234,6 +227,19 @@ class ClusterState {
 
  private:
   ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const NodeIndex> index);
+  // The first bit set at or after `from` among the bucket_words_ words from `bits` (a bitset
+  // over node indices), or -1.
+  int32_t NextBit(const uint64_t* bits, int32_t from) const {
+    const size_t words = bucket_words_;
+    size_t word = static_cast<size_t>(from) >> 6;
+    if (from < 0 || word >= words) return -1;
+    uint64_t w = bits[word] & (~uint64_t{0} << (from & 63));
+    while (w == 0) {
+      if (++word == words) return -1;
+      w = bits[word];
+    }
+    return static_cast<int32_t>(word * 64 + static_cast<size_t>(std::countr_zero(w)));
+  }
   size_t GpuSlot(NodeId n, int g) const {
     return index_->facts_[n.index()].first_gpu + static_cast<size_t>(g);
   }
