@@ -577,7 +577,8 @@ RC_GTEST_PROP(EngineProperty, ReservedWorkStaysWithinQuota, ()) {
 //
 // For a waiting workload W in leaf queue Q, the engine must act (bind W, preempt someone, or
 // make W wait for preemption) when all of these hold at the start of the cycle:
-//   1. W is valid, has exactly one pod, and is pending or suspended; Q is a valid leaf queue.
+//   1. W is valid, has exactly one pod (none still to be created), and is pending or
+//      suspended; Q is a valid leaf queue.
 //   2. W asks for some managed resource, and fits Q's quota and limit, and every ancestor's:
 //      usage + W's request <= quota (every managed resource) and <= limit (every resource with a
 //      limit). Then W is served in the deserved pass, within quota, so it may reclaim; and it is
@@ -630,8 +631,9 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     const WorkloadId id{static_cast<int32_t>(i)};
-    // 1.
-    if (!Waits(w) || !ValidateWorkload(w).empty() || w.TotalPods() != 1) continue;
+    // 1. (A gang still waiting for its pods to exist is not placed, so it reclaims nothing.)
+    if (!Waits(w) || !ValidateWorkload(w).empty() || w.TotalPods() != 1 || w.awaited_pods > 0)
+      continue;
     const QueueId q = tree.Find(w.queue);
     if (!q.valid() || !tree.valid(q) || !tree.leaf(q)) continue;
     const PodSet& ps = w.pod_sets.front();
