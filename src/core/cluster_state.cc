@@ -362,16 +362,20 @@ int64_t ClusterState::ShareRoomMilli(int32_t node) const {
   return room;
 }
 
-void ClusterState::UpdateShareRoom(int32_t node) {
+uint64_t ClusterState::ShareBucketsOf(int32_t node) const {
   const NodeFacts& f = index_->facts_[node];
   uint64_t buckets = 0;
-  if (f.schedulable) {
-    for (uint64_t m = share_open_mask(NodeId{node}); m != 0; m &= m - 1) {
-      const int64_t free =
-          kMilliPerGpu - share_milli_[f.first_gpu + static_cast<uint32_t>(std::countr_zero(m))];
-      if (free > 0) buckets |= uint64_t{1} << ShareBucket(free);
-    }
+  if (!f.schedulable) return 0;
+  for (uint64_t m = share_open_mask(NodeId{node}); m != 0; m &= m - 1) {
+    const int64_t free =
+        kMilliPerGpu - share_milli_[f.first_gpu + static_cast<uint32_t>(std::countr_zero(m))];
+    if (free > 0) buckets |= uint64_t{1} << ShareBucket(free);
   }
+  return buckets;
+}
+
+void ClusterState::UpdateShareRoom(int32_t node) {
+  const uint64_t buckets = ShareBucketsOf(node);
   const uint64_t changed = buckets ^ node_share_buckets_[node];
   if (changed == 0) return;
   node_share_buckets_[node] = buckets;
@@ -461,13 +465,7 @@ Status ClusterState::CheckInvariants() const {
       if ((share_milli_[slot] > 0) != ((shared_mask_[i] >> g & 1) != 0))
         return Status::Internal("node " + name + ": shared-GPU mask out of step");
     }
-    uint64_t buckets = 0;
-    for (int g = 0; g < f.gpu_count; ++g) {
-      const int64_t free = kMilliPerGpu - share_milli_[f.first_gpu + static_cast<size_t>(g)];
-      if (f.schedulable && (share_open_mask(NodeId{static_cast<int32_t>(i)}) >> g & 1) != 0 &&
-          free > 0)
-        buckets |= uint64_t{1} << ShareBucket(free);
-    }
+    const uint64_t buckets = ShareBucketsOf(static_cast<int32_t>(i));
     bool in_step = buckets == node_share_buckets_[i];
     for (int b = 0; b < kShareBuckets; ++b)
       in_step &= ((share_bucket_bits_[static_cast<size_t>(b) * bucket_words_ + i / 64] >> (i % 64) &

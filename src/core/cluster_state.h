@@ -256,6 +256,8 @@ class ClusterState {
   // The compute left beside the shares on the node's open shared GPUs (0 when unschedulable),
   // and the node's bits in the share buckets, brought in step with the share tables.
   int64_t ShareRoomMilli(int32_t node) const;
+  // The share buckets the node belongs in, as its share tables stand (bit b = bucket b).
+  uint64_t ShareBucketsOf(int32_t node) const;
   void UpdateShareRoom(int32_t node);
   // Scalars rather than a Resources, so that a claim builds none on the stack
   // (docs/benchmarks.md, "Reasons kept out of the code").
