@@ -179,6 +179,8 @@ void CheckRelistAfterGone(bool as_error_event) {
   // And it keeps watching from the new list.
   s.Upsert(kPods, PodJson("later", "n1"));
   ASSERT_TRUE(Eventually([&] { return inf.Get("ml/later") != nullptr; }));
+  // The cache holds it before the handler has run: wait for the handler too.
+  ASSERT_TRUE(Eventually([&] { return rec.Count("add later") == 1; }));
   EXPECT_EQ(rec.Take(), (std::vector<std::string>{"add later"}));
   inf.Stop();
 }
