@@ -270,12 +270,21 @@ void ClusterState::Claim(const PodPlacement& p, const Resources& request, int64_
 
 NodeCapacity ClusterState::Hold(const PodPlacement& p, const Resources& request,
                                 int64_t gpu_memory_mib) {
-  if (request.gpu_share()) {
-    Claim(p, request, gpu_memory_mib);
-    return NodeCapacity::OfPod(p.gpu_mask, request);
-  }
   const int32_t i = p.node.value;
   const NodeCapacity& f = free_[i];
+  if (request.gpu_share()) {
+    // A share on room free now is claimed. One that counts on room its victims release holds
+    // what is free of it as a whole pod does, and closes its GPU to other shares.
+    const int g = std::countr_zero(p.gpu_mask);
+    const bool room = (f.gpu_mask & p.gpu_mask) != 0
+                          ? gpu_memory_mib <= node(p.node).gpus[g].memory_mib
+                          : (share_open_mask(p.node) & p.gpu_mask) != 0 &&
+                                ShareFits(p.node, g, request.gpu_milli(), gpu_memory_mib);
+    if (room && f.Fits(request)) {
+      Claim(p, request, gpu_memory_mib);
+      return NodeCapacity::OfPod(p.gpu_mask, request);
+    }
+  }
   const NodeCapacity held{
       p.gpu_mask & f.gpu_mask, std::clamp<int64_t>(f.cpu_milli, 0, request.cpu_milli()),
       std::clamp<int64_t>(f.memory_bytes, 0, request.memory_bytes()), f.pods > 0 ? 1 : 0};

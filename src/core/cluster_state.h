@@ -205,8 +205,9 @@ class ClusterState {
   // Holds for a preemptor what of a planned pod's room is free now: its free GPUs among the
   // placement's, and up to the request's CPU and memory. The rest of the room is its victims',
   // on its way back. Held room is no one else's for the rest of the cycle. Returns what it held.
-  // A GPU of the placement that holds shares (all of them leaving) takes no more shares.
-  // A share is planned on room free now (no preemptor counts on a victim's share): it is claimed.
+  // A GPU of the placement that holds shares (all of them leaving) takes no more shares. A share
+  // planned on room free now is claimed; one that counts on room its victims' shares release
+  // holds its node's free CPU and memory as a whole pod does, and its GPU takes no more shares.
   NodeCapacity Hold(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
   // Returns a pod's holdings to the free pool (a pod never marked releasing).
   void Release(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
@@ -268,8 +269,9 @@ class ClusterState {
   std::shared_ptr<const NodeIndex> index_;
   std::vector<NodeCapacity> free_;
   std::vector<NodeCapacity> releasing_;
-  // GPUs held whole, healthy or not; a GPU also in shared_mask_ is held for a preemptor and
-  // comes to it once its shares are gone.
+  // GPUs held whole, healthy or not; a GPU also in shared_mask_ is held for a preemptor (one
+  // taking it whole once its shares are gone, or a share counting on room its leaving shares
+  // release) and takes no other share.
   std::vector<uint64_t> held_mask_;
   std::vector<uint64_t> shared_mask_;  // GPUs holding shares, healthy or not
   std::vector<int32_t> share_milli_;   // per GPU (NodeFacts::first_gpu): compute shares hold

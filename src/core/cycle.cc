@@ -278,7 +278,7 @@ void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, st
     state_.MarkReleasing(work.placements[i], req);
     // Room freed by a policy preemption belongs to its preemptor; a failed GPU's workload
     // frees room for whoever comes first.
-    if (reason == PreemptReason::kHardwareFault) releasing_.Add(state_, work.placements[i], req);
+    if (reason == PreemptReason::kHardwareFault) releasing_.AddPod(state_, work, i);
     total += req;
   }
   // A workload on its way out no longer counts against its queue.
@@ -337,8 +337,7 @@ void Cycle::BeginRun() {
     if (faulted == faulted_ids.end() ||
         (releasing != releasing_ids.end() && *releasing < *faulted)) {
       const Workload& w = wl(*releasing++);
-      for (size_t p = 0; p < w.placements.size(); ++p)
-        releasing_.Add(state_, w.placements[p], w.PlacementRequest(p));
+      for (size_t p = 0; p < w.placements.size(); ++p) releasing_.AddPod(state_, w, p);
     } else {
       Preempt(*faulted++, PreemptReason::kHardwareFault, WorkloadId{},
               "holds a GPU that failed its health checks");

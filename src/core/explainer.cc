@@ -82,8 +82,6 @@ void Explainer::SettlePolicyWaits(CycleResult* out) {
   // holds none.
   without_elastic_.emplace(state_.WithNothingHeld());
   elastic_in_.assign(s_.queues.size(), 0);
-  shares_in_.assign(s_.queues.size(), 0);
-  const bool shares_held = work_.any_shares_held();
   auto hold = [&](const Workload& r) {
     for (size_t p = 0; p < r.placements.size(); ++p) {
       const PodSet* ps = r.PlacementPodSet(p);
@@ -97,7 +95,6 @@ void Explainer::SettlePolicyWaits(CycleResult* out) {
       hold(r);
     } else {
       ++elastic_in_[work_.queue_of(id).index()];
-      if (shares_held && r.AsksForShares()) ++shares_in_[work_.queue_of(id).index()];
     }
   }
   for (WorkloadId id : work_.unqueued()) hold(wl(id));
@@ -105,7 +102,6 @@ void Explainer::SettlePolicyWaits(CycleResult* out) {
     const Workload& r = wl(id);
     if (!r.reserved()) {
       ++elastic_in_[work_.queue_of(id).index()];
-      if (work_.ask(id).shares) ++shares_in_[work_.queue_of(id).index()];
       return;
     }
     for (const PodAssignment& a : pods) {
@@ -176,23 +172,9 @@ const PendingWhy& Explainer::PolicyWait(WorkloadId w, int32_t shape, int32_t pod
                          std::to_string((left.count() + 999) / 1000) + "s from now");
     });
   }
-  // Shares of GPUs neither preempt nor are preempted by policy yet (docs/sharing.md).
-  const bool asks_for_shares = work_.ask(w).shares;
-  if (asks_for_shares) {
-    quota_cause = true;
-    cause([] { return std::string("work asking for a share of a GPU preempts none yet"); });
-  }
   for (QueueId other : tree_.top_down()) {
-    if (asks_for_shares) break;
     if (!tree_.leaf(other) || elastic_in_[other.index()] == 0) continue;
     const std::string& name = tree_.queue(other).name;
-    if (shares_in_[other.index()] > 0) {
-      quota_cause = true;
-      cause([&] {
-        return std::string("queue " + name + "'s running shares of GPUs are not preempted yet");
-      });
-      if (shares_in_[other.index()] == elastic_in_[other.index()]) continue;
-    }
     if (other == q) {
       if (!cfg_.priority_preemption_enabled) {
         cause([&] { return std::string("priority preemption is turned off"); });

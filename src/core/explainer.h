@@ -81,7 +81,6 @@ class Explainer {
   // The cluster with only reserved work holding room, while SettlePolicyWaits runs.
   std::optional<ClusterState> without_elastic_;
   std::vector<int32_t> elastic_in_;  // per queue: its elastic running workloads
-  std::vector<int32_t> shares_in_;   // per queue: those of them holding shares of GPUs
   // NoNodeFits decisions of work beyond its quota: the decision, and the pods and pass it was
   // tried with.
   struct Unsettled {

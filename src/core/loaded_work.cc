@@ -112,12 +112,10 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
     bool on_failed_gpu = false;
     bool clean = true;
     int32_t claimed = 0;
-    bool shares = false;
     for (size_t p = 0; p < w.placements.size(); ++p) {
       const PodPlacement& pl = w.placements[p];
       const PodSet* ps = w.PlacementPodSet(p);
       const Resources req = ps != nullptr ? ps->request : Resources{};
-      shares |= req.gpu_share();
       Status st = state_.ClaimExisting(pl, req, ps != nullptr ? ps->gpu_memory_mib : 0);
       if (!st.ok()) {
         Issue(id, st.message());
@@ -128,7 +126,6 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
       if ((pl.gpu_mask & ~state_.facts(pl.node).healthy_mask) != 0) on_failed_gpu = true;
       if (w.state == WorkloadState::kPreempting) state_.MarkReleasing(pl, req);
     }
-    if (shares) ++holders_with_shares_;
     if (w.placements.size() > static_cast<size_t>(w.TotalPods())) {
       Issue(id, "holds more placements than it has pods");
       clean = false;
@@ -211,7 +208,6 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
     a.shape_all = InternShape(w, a.total);
     a.shape_least = a.minimum == a.total ? a.shape_all : InternShape(w, a.minimum);
     a.priority = w.priority;
-    a.shares = w.AsksForShares();
     waiting_demand_[q.index()] += a.all;
   }
   return true;
@@ -223,15 +219,12 @@ void LoadedWork::Unload(WorkloadId id) {
   const QueueId q = queue_of_[i];
   if (w.state == WorkloadState::kRunning || w.state == WorkloadState::kPreempting) {
     const bool releasing = w.state == WorkloadState::kPreempting;
-    bool shares = false;
     for (size_t p = 0; p < w.placements.size(); ++p) {
       const PodSet* ps = w.PlacementPodSet(p);
       const Resources req = ps != nullptr ? ps->request : Resources{};
-      shares |= req.gpu_share();
       if (releasing) state_.UnmarkReleasing(w.placements[p], req);
       state_.Release(w.placements[p], req, ps != nullptr ? ps->gpu_memory_mib : 0);
     }
-    if (shares) --holders_with_shares_;
     if (releasing) {
       EraseInOrder(releasing_ids_, id);
       return;
@@ -277,14 +270,18 @@ void LoadedWork::ShapeKey(const Workload& w, int32_t pods) {
     pods -= n;
     int32_t id = 0;
     feas_.For(ps, &id);
-    const std::array<int64_t, 5> fields = {id, n, ps.request.gpu_milli(), ps.request.cpu_milli(),
-                                           ps.request.memory_bytes()};
+    const std::array<int64_t, 6> fields = {id,
+                                           n,
+                                           ps.request.gpu_milli(),
+                                           ps.request.cpu_milli(),
+                                           ps.request.memory_bytes(),
+                                           ps.gpu_memory_mib};
     key.append(reinterpret_cast<const char*>(fields.data()), sizeof fields);
   }
 }
 
-int32_t LoadedWork::InternOneSet(const std::array<int64_t, 5>& fields) {
-  auto slot_of = [](const std::array<int64_t, 5>& f, size_t mask) {
+int32_t LoadedWork::InternOneSet(const std::array<int64_t, 6>& fields) {
+  auto slot_of = [](const std::array<int64_t, 6>& f, size_t mask) {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int64_t x : f) {
       h ^= static_cast<uint64_t>(x) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -320,7 +317,7 @@ int32_t LoadedWork::InternShape(const Workload& w, int32_t pods) {
     int32_t constraints = 0;
     feas_.For(first, &constraints);
     return InternOneSet({constraints, pods, first.request.gpu_milli(), first.request.cpu_milli(),
-                         first.request.memory_bytes()});
+                         first.request.memory_bytes(), first.gpu_memory_mib});
   }
   ShapeKey(w, pods);
   if (auto it = shape_ids_.find(std::string_view(shape_key_)); it != shape_ids_.end())

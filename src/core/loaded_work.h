@@ -44,7 +44,6 @@ struct Ask {
   int32_t shape_all = -1;    // interned shape of `total` pods
   int32_t shape_least = -1;  // and of `minimum` pods
   int32_t priority = 0;
-  bool shares = false;  // Workload::AsksForShares
   bool reserved() const { return priority >= kReservedPriority; }
 };
 
@@ -119,9 +118,6 @@ class LoadedWork {
   // Running work that could be a victim, in index order, and how many per leaf queue.
   const std::vector<WorkloadId>& running() const { return running_ids_; }
   int32_t running_in(QueueId q) const { return running_in_[q.index()]; }
-  // Whether any running or preempting workload holds a share of a GPU: when none does, a pass
-  // over the running work need not read each one's pod sets to find out.
-  bool any_shares_held() const { return holders_with_shares_ > 0; }
   // The lowest priority of the queue's running work (valid after RecountLowestPriority).
   int32_t lowest_running_priority(QueueId q) const { return running_min_priority_[q.index()]; }
   // What a running workload holds, counted against its queue.
@@ -147,7 +143,7 @@ class LoadedWork {
   // Writes the key into shape_key_, reused so that interning allocates nothing.
   void ShapeKey(const Workload& w, int32_t pods);
   int32_t InternShape(const Workload& w, int32_t pods);
-  int32_t InternOneSet(const std::array<int64_t, 5>& fields);
+  int32_t InternOneSet(const std::array<int64_t, 6>& fields);
 
   const Snapshot& s_;
   const EngineConfig& cfg_;
@@ -174,27 +170,26 @@ class LoadedWork {
   std::vector<WorkloadId> faulted_;
   std::vector<WorkloadId> running_ids_;        // in index order
   std::vector<int32_t> running_in_;            // per queue: its entries in running_ids_
-  int32_t holders_with_shares_ = 0;            // running or preempting, holding shares
   std::vector<int32_t> running_min_priority_;  // per leaf queue: lowest priority in running_ids_
   std::vector<int32_t> running_at_min_;        // per leaf queue: entries of that priority
   std::vector<uint8_t> min_stale_;             // per leaf queue: the lowest left, recount
   std::vector<Resources> held_;                // per workload: what running work holds
   std::vector<WorkloadId> unqueued_ids_;
 
-  // Shapes (constraint set, pods and request per pod set) interned to ids, so that per-shape
-  // caches cost an index per workload rather than a string key.
+  // Shapes (constraint set, pods, request and GPU memory per pod set) interned to ids, so that
+  // per-shape caches cost an index per workload rather than a string key.
   struct KeyHash {
     using is_transparent = void;
     size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
   };
   std::unordered_map<std::string, int32_t, KeyHash, std::equal_to<>> shape_ids_;
   std::string shape_key_;
-  // Shapes whose pods all come from the first pod set (nearly every workload's) by their five
+  // Shapes whose pods all come from the first pod set (nearly every workload's) by their six
   // fields, without building a key: open addressing over a power-of-two table at most half
   // full. Both tables draw ids from one sequence, and a key of the other table always has more
   // than one pod set, so a shape has one id whichever way it was interned.
   struct OneSetShape {
-    std::array<int64_t, 5> fields{};
+    std::array<int64_t, 6> fields{};
     int32_t id = -1;  // -1: empty slot
   };
   std::vector<OneSetShape> one_set_shapes_ = std::vector<OneSetShape>(64);

@@ -151,8 +151,17 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
   return filters_[it->second];
 }
 
+void CapacityOverlay::AddPod(const ClusterState& state, const Workload& w, size_t i) {
+  const PodSet* ps = w.PlacementPodSet(i);
+  if (ps == nullptr) {
+    Add(state, w.placements[i], Resources{});
+  } else {
+    Add(state, w.placements[i], ps->request, ps->gpu_memory_mib);
+  }
+}
+
 void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
-                          const Resources& request) {
+                          const Resources& request, int64_t gpu_memory_mib) {
   NodeCapacity& extra = extra_[p.node.value];
   uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~extra.gpu_mask;
   if (request.gpu_share() && usable != 0) {
@@ -161,9 +170,13 @@ void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
     auto it = std::find_if(shares_.begin(), shares_.end(), [&](const ShareReleased& r) {
       return r.node == p.node.value && r.gpu == g;
     });
-    if (it == shares_.end()) it = shares_.insert(shares_.end(), {p.node.value, g, 0});
+    if (it == shares_.end()) it = shares_.insert(shares_.end(), {p.node.value, g, 0, 0});
     it->milli += request.gpu_milli();
-    if (it->milli < state.share_milli(p.node, g)) usable = 0;
+    it->memory_mib += gpu_memory_mib;
+    // A GPU held for a preemptor (closed to shares) stays its own.
+    if (it->milli < state.share_milli(p.node, g) ||
+        (state.share_open_mask(p.node) & p.gpu_mask) == 0)
+      usable = 0;
   }
   extra.Add(NodeCapacity::OfPod(usable, request));
   gpus_ += std::popcount(usable);
@@ -206,12 +219,18 @@ int GangAttempt::ShareGpu(int32_t n, const PodSet& ps) const {
   uint64_t opened = 0;
   for (const ShareTaken& t : shares_)
     if (t.node == n) opened |= uint64_t{1} << t.gpu;
+  const bool released = overlay_ != nullptr && overlay_->ReleasesShares(n);
   int best = -1;
   int64_t best_left = kMilliPerGpu;
   for (uint64_t m = (state_.share_open_mask(node) & ~taken) | opened; m != 0; m &= m - 1) {
     const int g = std::countr_zero(m);
     int64_t used = state_.share_milli(node, g);
     int64_t used_memory = state_.share_memory_mib(node, g);
+    if (released) {
+      const CapacityOverlay::ShareRoom back = overlay_->SharesReleased(n, g);
+      used -= back.milli;
+      used_memory -= back.memory_mib;
+    }
     for (const ShareTaken& t : shares_) {
       if (t.node == n && t.gpu == g) {
         used += t.milli;
@@ -227,7 +246,7 @@ int GangAttempt::ShareGpu(int32_t n, const PodSet& ps) const {
     }
   }
   if (best >= 0) return best;
-  uint64_t free = state_.free(node).gpu_mask & ~taken;
+  uint64_t free = Effective(n).gpu_mask;
   if (memory > 0) {
     for (uint64_t m = free; m != 0; m &= m - 1) {
       const int g = std::countr_zero(m);

@@ -48,11 +48,19 @@ class FeasibilityCache {
 };
 
 // Capacity a placement may use beyond what is free: what preemption victims will release. A GPU
-// holding shares comes back only when every share on it is in the overlay.
+// holding shares comes back whole only when every share on it is in the overlay; before that,
+// the compute and memory of its shares in the overlay are room for another share beside those
+// that stay.
 class CapacityOverlay {
  public:
-  void Add(const ClusterState& state, const PodPlacement& p, const Resources& request);
-  // Takes what one waiting workload counts on out of the overlay: no one else counts on it.
+  // Pod `i` of workload `w`, which holds placements[i], releases what it holds.
+  void AddPod(const ClusterState& state, const Workload& w, size_t i);
+  // A pod of `request` (holding `gpu_memory_mib` of its GPU's memory, for a share) at `p`.
+  void Add(const ClusterState& state, const PodPlacement& p, const Resources& request,
+           int64_t gpu_memory_mib = 0);
+  // Takes what one waiting workload counts on out of the overlay: no one else counts on it. A
+  // share counting on room leaving shares release closes their GPU to other shares in the
+  // ClusterState (Hold), which the overlay honours.
   void Take(int32_t node, const NodeCapacity& taken);
   bool empty() const { return extra_.empty(); }
   const NodeCapacity* Find(int32_t node) const { return extra_.Find(node); }
@@ -61,6 +69,24 @@ class CapacityOverlay {
   }  // in order of first addition
   int64_t gpus() const { return gpus_; }
 
+  // The compute (thousandths) and memory (MiB) of GPU `gpu`'s shares in the overlay: room beside
+  // the shares that stay.
+  struct ShareRoom {
+    int64_t milli = 0;
+    int64_t memory_mib = 0;
+  };
+  ShareRoom SharesReleased(int32_t node, int gpu) const {
+    for (const ShareReleased& r : shares_)
+      if (r.node == node && r.gpu == gpu) return {r.milli, r.memory_mib};
+    return {};
+  }
+  // Whether any share is in the overlay on `node`.
+  bool ReleasesShares(int32_t node) const {
+    for (const ShareReleased& r : shares_)
+      if (r.node == node) return true;
+    return false;
+  }
+
  private:
   NodeCapacityMap extra_;
   int64_t gpus_ = 0;
@@ -68,6 +94,7 @@ class CapacityOverlay {
     int32_t node;
     int32_t gpu;
     int64_t milli;
+    int64_t memory_mib;
   };
   std::vector<ShareReleased> shares_;  // per shared GPU with a share in the overlay
 };
@@ -82,10 +109,10 @@ struct PlacementPlan {
 
 // One try at placing a gang: what the pods placed so far take, on top of the cluster's free
 // capacity and an overlay (either may be absent). A pod of whole GPUs takes free GPUs, the
-// overlay's among them. A pod asking for a share of a GPU takes room on one GPU free now, never
-// on an overlay's GPU: beside other shares where it fits, on the GPU left with the least compute
-// after it (ties: the lowest index), else on a free GPU with enough memory from the NVLink island
-// with the fewest free GPUs.
+// overlay's among them. A pod asking for a share of a GPU takes room on one GPU: beside other
+// shares where it fits, counting the room the overlay's shares release there, on the GPU left
+// with the least compute after it (ties: the lowest index); else on a free GPU, the overlay's
+// among them, with enough memory, from the NVLink island with the fewest free GPUs.
 class GangAttempt {
  public:
   GangAttempt(const ClusterState& state, const CapacityOverlay* overlay)

@@ -16,8 +16,7 @@ CapacityOverlay OverlayWith(const ClusterState& state, const Snapshot& snapshot,
   CapacityOverlay o = releasing;
   for (const VictimCandidate& v : victims) {
     const Workload& w = snapshot.workloads[v.workload.index()];
-    for (size_t i = 0; i < w.placements.size(); ++i)
-      o.Add(state, w.placements[i], w.PlacementRequest(i));
+    for (size_t i = 0; i < w.placements.size(); ++i) o.AddPod(state, w, i);
   }
   return o;
 }
@@ -98,71 +97,198 @@ bool RulesFindEnough(const VictimRules* rules, std::span<const VictimCandidate> 
   return rules == nullptr || rules->Enough(victims);
 }
 
-// The node's candidates `ordered` come in preference order, each once. The first that makes
-// room alone, with the rules' consent, is the best set the node offers. Otherwise candidates are
-// taken in order (passing over those the rules refuse) until one pod of `request` fits and the
-// rules find the set enough, and then every victim whose release proves unnecessary is spared,
-// the least preferred first. Returns the score, with the victims in `chosen`, or nothing when no
-// such set is found.
-std::optional<NodeScore> ScoreNode(const ClusterState& state, const Snapshot& snapshot,
-                                   const CapacityOverlay& releasing, const Resources& request,
-                                   int32_t node, std::span<const VictimCandidate* const> ordered,
-                                   const VictimRules* rules, std::vector<VictimCandidate>* chosen) {
-  chosen->clear();
-  const NodeCapacity base = EffectiveCapacity(state, node, &releasing, nullptr);
-  const uint64_t healthy = state.facts(NodeId{node}).healthy_mask;
-  auto freed_by = [&](const VictimCandidate& c) {
-    NodeCapacity f;
-    const Workload& w = snapshot.workloads[c.workload.index()];
-    for (size_t i = 0; i < w.placements.size(); ++i) {
-      const PodPlacement& p = w.placements[i];
-      if (p.node.value != node) continue;
-      const Resources request = w.PlacementRequest(i);
-      // A share's GPU frees only with its last share (shares are not candidates yet).
-      f.Add(NodeCapacity::OfPod(request.gpu_share() ? 0 : p.gpu_mask & healthy, request));
-    }
-    return f;
+// What one victim releases on a node: GPUs it holds whole (the healthy ones), CPU, memory, pod
+// slots, and the compute and memory of the shares it holds there.
+struct Freed {
+  NodeCapacity whole;
+  struct Share {
+    int gpu;
+    int64_t milli;
+    int64_t memory_mib;
   };
-  // Room the node has without victims is not preempted for.
-  if (base.Fits(request) && RulesFindEnough(rules, {})) return std::nullopt;
-  for (const VictimCandidate* c : ordered) {
-    NodeCapacity cap = base;
-    cap.Add(freed_by(*c));
-    if (!cap.Fits(request)) continue;
-    const std::span<const VictimCandidate> one(c, 1);
-    if (RulesAllow(rules, one) && RulesFindEnough(rules, one)) {
-      chosen->push_back(*c);
-      return ScoreOf(*chosen, node);
+  std::vector<Share> shares;
+};
+
+Freed FreedBy(const ClusterState& state, const Snapshot& snapshot, int32_t node,
+              const VictimCandidate& c) {
+  Freed f;
+  const uint64_t healthy = state.facts(NodeId{node}).healthy_mask;
+  const Workload& w = snapshot.workloads[c.workload.index()];
+  for (size_t i = 0; i < w.placements.size(); ++i) {
+    const PodPlacement& p = w.placements[i];
+    if (p.node.value != node) continue;
+    const PodSet* ps = w.PlacementPodSet(i);
+    const Resources request = ps != nullptr ? ps->request : Resources{};
+    if (request.gpu_share()) {
+      f.whole.Add(NodeCapacity::OfPod(0, request));
+      f.shares.push_back({std::countr_zero(p.gpu_mask), request.gpu_milli(), ps->gpu_memory_mib});
+    } else {
+      f.whole.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, request));
     }
   }
-  NodeCapacity cap = base;
-  std::vector<NodeCapacity> freed;  // per chosen victim, what it frees on the node
-  for (const VictimCandidate* c : ordered) {
-    if (cap.Fits(request) && RulesFindEnough(rules, *chosen)) break;
-    chosen->push_back(*c);
+  return f;
+}
+
+// A node's room as victims leave it: what is free, what `releasing` returns, and what the
+// victims added release. The node's open shared GPUs keep the compute and memory their staying
+// shares hold; one whose shares all leave is free whole. Placement reads the same room through
+// the overlay of `releasing` and the victims (GangAttempt), so a set found to fit here places.
+class NodeRoom {
+ public:
+  NodeRoom(const ClusterState& state, const CapacityOverlay& releasing, int32_t node)
+      : state_(&state), node_(node), cap_(EffectiveCapacity(state, node, &releasing, nullptr)) {
+    const bool released = releasing.ReleasesShares(node);
+    for (uint64_t m = state.share_open_mask(NodeId{node}); m != 0; m &= m - 1) {
+      const int g = std::countr_zero(m);
+      Shared sh{g, state.share_milli(NodeId{node}, g), state.share_memory_mib(NodeId{node}, g)};
+      if (released) {
+        const CapacityOverlay::ShareRoom back = releasing.SharesReleased(node, g);
+        sh.milli -= back.milli;
+        sh.memory_mib -= back.memory_mib;
+      }
+      shared_.push_back(sh);
+    }
+  }
+
+  void Add(const Freed& f) {
+    cap_.Add(f.whole);
+    for (const Freed::Share& x : f.shares) {
+      for (Shared& sh : shared_) {
+        if (sh.gpu != x.gpu) continue;
+        sh.milli -= x.milli;
+        sh.memory_mib -= x.memory_mib;
+      }
+    }
+  }
+
+  // Whether one more pod of `ps` fits.
+  bool Fits(const PodSet& ps) const {
+    const Resources& request = ps.request;
+    if (!request.gpu_share()) {
+      if (shared_.empty()) return cap_.Fits(request);
+      NodeCapacity c = cap_;
+      for (const Shared& sh : shared_)
+        if (sh.milli <= 0) c.gpu_mask |= uint64_t{1} << sh.gpu;
+      return c.Fits(request);
+    }
+    if (!cap_.Fits(request)) return false;
+    const int64_t memory = ps.gpu_memory_mib;
+    auto memory_fits = [&](int g, int64_t used) {
+      return memory == 0 || used + memory <= state_->gpu_memory_mib(NodeId{node_}, g);
+    };
+    for (uint64_t m = cap_.gpu_mask; m != 0; m &= m - 1)
+      if (memory_fits(std::countr_zero(m), 0)) return true;
+    for (const Shared& sh : shared_)
+      if (sh.milli + request.gpu_milli() <= kMilliPerGpu && memory_fits(sh.gpu, sh.memory_mib))
+        return true;
+    return false;
+  }
+
+ private:
+  struct Shared {
+    int gpu;
+    int64_t milli;  // compute its staying shares hold
+    int64_t memory_mib;
+  };
+  const ClusterState* state_;
+  int32_t node_;
+  NodeCapacity cap_;
+  std::vector<Shared> shared_;  // the node's open shared GPUs
+};
+
+// Candidates taken in order (passing over those the rules refuse) until one pod of `ps` fits
+// and the rules find the set enough; then every victim whose release proves unnecessary is
+// spared, the least preferred first. The victims go to `chosen`; false when no set is found.
+bool TakeThenSpare(const NodeRoom& base, const PodSet& ps,
+                   std::span<const VictimCandidate* const> ordered, std::span<const Freed> frees,
+                   const VictimRules* rules, std::vector<VictimCandidate>* chosen) {
+  chosen->clear();
+  NodeRoom room = base;
+  std::vector<const Freed*> freed;  // per chosen victim, what it frees on the node
+  for (size_t k = 0; k < ordered.size(); ++k) {
+    if (room.Fits(ps) && RulesFindEnough(rules, *chosen)) break;
+    chosen->push_back(*ordered[k]);
     if (!RulesAllow(rules, *chosen)) {
       chosen->pop_back();
       continue;
     }
-    const NodeCapacity f = freed_by(*c);
-    cap.Add(f);
-    freed.push_back(f);
+    room.Add(frees[k]);
+    freed.push_back(&frees[k]);
   }
-  if (chosen->empty() || !cap.Fits(request) || !RulesFindEnough(rules, *chosen))
-    return std::nullopt;
+  if (chosen->empty() || !room.Fits(ps) || !RulesFindEnough(rules, *chosen)) return false;
   std::vector<VictimCandidate> trial;
   for (size_t i = chosen->size(); i-- > 0 && chosen->size() > 1;) {
-    NodeCapacity without = base;
+    NodeRoom without = base;
     for (size_t j = 0; j < freed.size(); ++j)
-      if (j != i) without.Add(freed[j]);
-    if (!without.Fits(request)) continue;
+      if (j != i) without.Add(*freed[j]);
+    if (!without.Fits(ps)) continue;
     trial = *chosen;
     trial.erase(trial.begin() + static_cast<std::ptrdiff_t>(i));
     if (!RulesAllow(rules, trial) || !RulesFindEnough(rules, trial)) continue;
     chosen->swap(trial);
     freed.erase(freed.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  return ScoreOf(*chosen, node);
+  return true;
+}
+
+// The node's candidates `ordered` come in preference order, each once. The first that makes
+// room alone, with the rules' consent, is the best set the node offers. Otherwise TakeThenSpare
+// over them; for a pod asking for a share, also over each GPU's own candidates (those holding a
+// share of it, or it whole), and the set of fewest victims wins, then the better score: a share's
+// victims come from the one GPU it goes on wherever that suffices. Returns the score, with the
+// victims in `chosen`, or nothing when no such set is found.
+std::optional<NodeScore> ScoreNode(const ClusterState& state, const Snapshot& snapshot,
+                                   const CapacityOverlay& releasing, const PodSet& ps, int32_t node,
+                                   std::span<const VictimCandidate* const> ordered,
+                                   const VictimRules* rules, std::vector<VictimCandidate>* chosen) {
+  chosen->clear();
+  const NodeRoom base(state, releasing, node);
+  // Room the node has without victims is not preempted for.
+  if (base.Fits(ps) && RulesFindEnough(rules, {})) return std::nullopt;
+  std::vector<Freed> frees;
+  frees.reserve(ordered.size());
+  for (size_t k = 0; k < ordered.size(); ++k) {
+    frees.push_back(FreedBy(state, snapshot, node, *ordered[k]));
+    NodeRoom room = base;
+    room.Add(frees[k]);
+    if (!room.Fits(ps)) continue;
+    const std::span<const VictimCandidate> one(ordered[k], 1);
+    if (RulesAllow(rules, one) && RulesFindEnough(rules, one)) {
+      chosen->push_back(*ordered[k]);
+      return ScoreOf(*chosen, node);
+    }
+  }
+  std::optional<NodeScore> best;
+  if (TakeThenSpare(base, ps, ordered, frees, rules, chosen)) best = ScoreOf(*chosen, node);
+  if (!ps.request.gpu_share()) return best;
+  uint64_t gpus = 0;
+  for (const Freed& f : frees) {
+    gpus |= f.whole.gpu_mask;
+    for (const Freed::Share& x : f.shares) gpus |= uint64_t{1} << x.gpu;
+  }
+  std::vector<const VictimCandidate*> on_gpu;
+  std::vector<Freed> on_gpu_frees;
+  std::vector<VictimCandidate> trial;
+  for (; gpus != 0; gpus &= gpus - 1) {
+    const int g = std::countr_zero(gpus);
+    on_gpu.clear();
+    on_gpu_frees.clear();
+    for (size_t k = 0; k < ordered.size(); ++k) {
+      bool touches = ((frees[k].whole.gpu_mask >> g) & 1) != 0;
+      for (const Freed::Share& x : frees[k].shares) touches |= x.gpu == g;
+      if (!touches) continue;
+      on_gpu.push_back(ordered[k]);
+      on_gpu_frees.push_back(frees[k]);
+    }
+    if (on_gpu.size() == ordered.size()) continue;  // the set above
+    if (!TakeThenSpare(base, ps, on_gpu, on_gpu_frees, rules, &trial)) continue;
+    const NodeScore score = ScoreOf(trial, node);
+    if (!best || score < *best) {
+      best = score;
+      chosen->swap(trial);
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -350,7 +476,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectAmong(
       ordered.clear();
       for (auto it = begin; it != end; ++it) ordered.push_back(&candidates[*it]);
       const std::optional<Score> score =
-          ScoreNode(state, snapshot, releasing, ps.request, node, ordered, rules, &chosen);
+          ScoreNode(state, snapshot, releasing, ps, node, ordered, rules, &chosen);
       if (score && (!best || *score < *best)) {
         best = score;
         std::swap(best_victims, chosen);
@@ -393,7 +519,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectAmong(
       const int32_t node = w.placements[i].node.value;
       const NodeCapacity* extra = bound ? o.Find(node) : nullptr;
       const uint64_t before_mask = extra != nullptr ? extra->gpu_mask : 0;
-      o.Add(state, w.placements[i], w.PlacementRequest(i));
+      o.AddPod(state, w, i);
       if (bound) bound->Grow(node, before_mask, o.Find(node)->gpu_mask);
     }
     if (state.total_free().whole_gpus() + o.gpus() < needed_gpu) continue;
@@ -578,7 +704,7 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
     ordered.clear();
     for (const VictimCandidate& c : on_node) ordered.push_back(&c);
     const std::optional<NodeScore> score =
-        ScoreNode(state, snapshot, releasing, ps.request, key.node, ordered, rules, &chosen);
+        ScoreNode(state, snapshot, releasing, ps, key.node, ordered, rules, &chosen);
     if (score && (!best || *score < *best)) {
       best = score;
       std::swap(best_victims, chosen);

@@ -71,10 +71,6 @@ void PreemptionPlanner::LoadRunning() {
 // here that changes during a cycle must be checked in Candidates instead.
 bool PreemptionPlanner::Shielded(const Workload& w) const {
   if (w.reserved()) return true;
-  // Shares are not preempted by policy yet: the victim search counts what a victim frees in
-  // whole GPUs, and a share frees its GPU only with the last share on it (docs/sharing.md, "In
-  // the engine").
-  if (w.AsksForShares()) return true;
   if (s_.now - w.start_time < cfg_.min_runtime) return true;
   int32_t recent = 0;
   for (Time t : w.recent_preemptions)
@@ -96,7 +92,6 @@ bool PreemptionPlanner::MayPreemptWithin(WorkloadId w) const {
   const QueueId q = work_.queue_of(w);
   const WithinQueuePreemption policy = tree_.queue(q).preemption.within_queue;
   if (!cfg_.priority_preemption_enabled || policy == WithinQueuePreemption::kNever) return false;
-  if (work_.ask(w).shares) return false;  // as in Gather
   // running_ never gains entries during a cycle, so its lowest priority bounds every victim's.
   const int32_t least = work_.lowest_running_priority(q);
   return policy == WithinQueuePreemption::kLowerOrNewerEqualPriority
@@ -361,9 +356,6 @@ PreemptionPlanner::Search PreemptionPlanner::Gather(WorkloadId w, int pass, bool
   const int32_t total = work_.ask(w).total;
   const QueuePreemption& policy = tree_.queue(q).preemption;
   Search search;
-  // Work asking for shares preempts nothing yet: the victim search does not count room beside
-  // shares.
-  if (work_.ask(w).shares) return search;
   const bool may_preempt = DelayPassed(w);
   search.reclaim = may_preempt && (pass == 1 || BorrowingPreempts(q)) && !at_limit &&
                    policy.reclaim != ReclaimPreemption::kNever;

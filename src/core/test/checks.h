@@ -73,7 +73,7 @@ inline bool Accepts(const Node& n, const PodSet& ps) {
   }
   for (const Taint& t : n.taints)
     if (!Tolerated(t, *ps.tolerations)) return false;
-  if (!ps.gpu_models.empty() && ps.request.whole_gpus() > 0) {
+  if (!ps.gpu_models.empty() && ps.request.gpu_milli() > 0) {
     if (n.gpus.empty()) return false;
     if (std::find(ps.gpu_models.begin(), ps.gpu_models.end(), n.gpus.front().model) ==
         ps.gpu_models.end())

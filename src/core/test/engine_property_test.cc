@@ -310,6 +310,42 @@ RC_GTEST_PROP(EngineProperty, VictimsAreEligible, ()) {
 // Room an earlier preemptor of the cycle holds (its nomination, promise 10) is not room for later
 // ones: the checks go in the order of the nominations, each taking its room after its check.
 
+// A preemptor whose queue is at a limit may need victims to get under it, room or not
+// (docs/fairness.md, promise 2). Usage never exceeds what runs at the start plus what the cycle
+// admits and its preemptors ask, so a preemptor within its limits on that count needed its
+// victims for room.
+class LimitBound {
+ public:
+  LimitBound(const Snapshot& s, const CycleResult& r) : tree_(s.queues), most_(s.queues.size()) {
+    for (const Workload& w : s.workloads)
+      if (w.state == WorkloadState::kRunning)
+        Add(w, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())));
+    for (const Admission& a : Admissions(r))
+      Add(s.workloads[a.workload.index()], AdmittedRequest(s.workloads[a.workload.index()], a));
+    std::set<int32_t> nominated;  // a preemptor's request counts from its preemption on
+    for (const PreemptDecision& p : r.preemptions)
+      if (p.reason != PreemptReason::kHardwareFault && nominated.insert(p.preemptor.value).second)
+        Add(s.workloads[p.preemptor.index()], s.workloads[p.preemptor.index()].TotalRequest());
+  }
+  bool MayBeAtLimit(const Workload& w) const {
+    const Resources req = w.TotalRequest();
+    for (QueueId a = tree_.Find(w.queue); a.valid(); a = tree_.parent(a))
+      for (Resource res : kAllResources) {
+        const int64_t limit = tree_.queue(a).res(res).limit;
+        if (limit != kUnlimited && req[res] > 0 && most_[a.index()][res] + req[res] > limit)
+          return true;
+      }
+    return false;
+  }
+
+ private:
+  void Add(const Workload& w, const Resources& req) {
+    for (QueueId a = tree_.Find(w.queue); a.valid(); a = tree_.parent(a)) most_[a.index()] += req;
+  }
+  QueueTree tree_;
+  std::vector<Resources> most_;
+};
+
 std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
   std::vector<NodeRoom> free = InitialRoom(s), back(s.nodes.size());
   for (size_t n = 0; n < s.nodes.size(); ++n) free[n].gpus &= HealthyMask(s.nodes[n]);
@@ -326,8 +362,22 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
     room.pods += 1;
   };
   const std::set<int32_t> faulted = HardwareFaulted(r);
-  // A GPU holding shares comes back only when every share on it does.
-  std::map<std::pair<size_t, uint64_t>, int> shares_staying;
+  // A GPU holding shares comes back only when every share on it does; until then, the room of
+  // its leaving shares is room beside those that stay. A GPU a nomination uses is its own.
+  struct GpuShares {
+    int64_t milli = 0;  // of the shares that stay and those admitted
+    int64_t memory_mib = 0;
+    int staying = 0;
+    bool nominated = false;
+  };
+  std::map<std::pair<size_t, int>, GpuShares> shares;
+  auto add_share = [&](size_t n, uint64_t gpus, const PodSet& ps, bool returning) {
+    GpuShares& g = shares[{n, std::countr_zero(gpus)}];
+    if (returning) return;
+    ++g.staying;
+    g.milli += ps.request.gpu_milli();
+    g.memory_mib += ps.gpu_memory_mib;
+  };
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     if (!Holds(w)) continue;
@@ -337,49 +387,44 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
       const PodPlacement& p = w.placements[k];
       const Resources request = w.PlacementRequest(k);
       take(free[p.node.index()], p, request);
-      if (request.gpu_share()) shares_staying[{p.node.index(), p.gpu_mask}] += returning ? 0 : 1;
+      if (request.gpu_share())
+        add_share(p.node.index(), p.gpu_mask, *w.PlacementPodSet(k), returning);
       if (returning) give(back[p.node.index()], p, request);
     }
   }
-  for (const auto& [gpu, staying] : shares_staying)
-    if (staying > 0) back[gpu.first].gpus &= ~gpu.second;
+  for (const auto& [gpu, g] : shares)
+    if (g.staying > 0) back[gpu.first].gpus &= ~(uint64_t{1} << gpu.second);
   for (const Admission& a : Admissions(r)) {
     const Workload& w = s.workloads[a.workload.index()];
     for (const PodAssignment& p : *a.pods) {
-      const Resources& request = w.pod_sets[static_cast<size_t>(p.pod_set)].request;
-      take(free[p.placement.node.index()], p.placement, request);
+      const PodSet& ps = w.pod_sets[static_cast<size_t>(p.pod_set)];
+      take(free[p.placement.node.index()], p.placement, ps.request);
       // A share bound beside leaving shares keeps their GPU.
-      if (request.gpu_share()) back[p.placement.node.index()].gpus &= ~p.placement.gpu_mask;
+      if (ps.request.gpu_share()) {
+        back[p.placement.node.index()].gpus &= ~p.placement.gpu_mask;
+        add_share(p.placement.node.index(), p.placement.gpu_mask, ps, false);
+      }
     }
   }
-  // A preemptor whose queue is at a limit may need victims to get under it, room or not
-  // (docs/fairness.md, promise 2). Usage never exceeds what runs at the start plus what the cycle
-  // admits and its preemptors ask, so a preemptor within its limits on that count needed its
-  // victims for room.
-  const QueueTree tree(s.queues);
-  std::vector<Resources> most(s.queues.size());
-  auto add = [&](const Workload& w, const Resources& req) {
-    for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a)) most[a.index()] += req;
-  };
-  for (const Workload& w : s.workloads)
-    if (w.state == WorkloadState::kRunning)
-      add(w, w.RequestOfFirst(static_cast<int32_t>(w.placements.size())));
-  for (const Admission& a : Admissions(r))
-    add(s.workloads[a.workload.index()], AdmittedRequest(s.workloads[a.workload.index()], a));
-  std::set<int32_t> nominated;  // a preemptor's request counts from its preemption on
-  for (const PreemptDecision& p : r.preemptions)
-    if (p.reason != PreemptReason::kHardwareFault && nominated.insert(p.preemptor.value).second)
-      add(s.workloads[p.preemptor.index()], s.workloads[p.preemptor.index()].TotalRequest());
-  auto may_be_at_limit = [&](const Workload& w) {
-    const Resources req = w.TotalRequest();
-    for (QueueId a = tree.Find(w.queue); a.valid(); a = tree.parent(a))
-      for (Resource res : kAllResources) {
-        const int64_t limit = tree.queue(a).res(res).limit;
-        if (limit != kUnlimited && req[res] > 0 && most[a.index()][res] + req[res] > limit)
-          return true;
-      }
+  // Whether a share of `ps` fits on node n's GPUs: on a free or returning GPU, or beside shares.
+  auto share_fits = [&](size_t n, const PodSet& ps) {
+    const Node& node = s.nodes[n];
+    auto memory_fits = [&](int g, int64_t used) {
+      return ps.gpu_memory_mib == 0 ||
+             used + ps.gpu_memory_mib <= node.gpus[static_cast<size_t>(g)].memory_mib;
+    };
+    for (uint64_t m = free[n].gpus | back[n].gpus; m != 0; m &= m - 1)
+      if (memory_fits(std::countr_zero(m), 0)) return true;
+    for (const auto& [gpu, g] : shares) {
+      if (gpu.first != n || g.nominated || g.staying == 0) continue;
+      if (((HealthyMask(node) >> gpu.second) & 1) == 0) continue;
+      if (g.milli + ps.request.gpu_milli() <= kMilliPerGpu && memory_fits(gpu.second, g.memory_mib))
+        return true;
+    }
     return false;
   };
+  const LimitBound limits(s, r);
+  auto may_be_at_limit = [&](const Workload& w) { return limits.MayBeAtLimit(w); };
   std::set<int32_t> preemptors;
   for (const PreemptDecision& p : r.preemptions)
     if (p.reason != PreemptReason::kHardwareFault) preemptors.insert(p.preemptor.value);
@@ -389,8 +434,10 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
       const PodSet& ps = w.pod_sets.front();
       for (size_t n = 0; n < s.nodes.size(); ++n) {
         if (!Accepts(s.nodes[n], ps)) continue;
-        if (std::popcount(free[n].gpus | back[n].gpus) >= ps.request.whole_gpus() &&
-            free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
+        const bool gpus_fit = ps.request.gpu_share() ? share_fits(n, ps)
+                                                     : std::popcount(free[n].gpus | back[n].gpus) >=
+                                                           ps.request.whole_gpus();
+        if (gpus_fit && free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
             free[n].memory + back[n].memory >= ps.request.memory_bytes() &&
             free[n].pods + back[n].pods >= 1)
           return w.name + " preempted although node " + s.nodes[n].name + " had room for it";
@@ -400,6 +447,8 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
       const size_t n = a.placement.node.index();
       back[n].gpus &= ~a.placement.gpu_mask;
       take(free[n], a.placement, w.pod_sets[static_cast<size_t>(a.pod_set)].request);
+      for (uint64_t m = a.placement.gpu_mask; m != 0; m &= m - 1)
+        shares[{n, std::countr_zero(m)}].nominated = true;
     }
   }
   return {};
@@ -413,31 +462,36 @@ RC_GTEST_PROP(EngineProperty, NoNeedlessPreemption, ()) {
 // workload that preempts is nominated: pods on healthy GPUs of nodes that accept them, as many
 // GPUs as each asks, each GPU free when the cycle began or held by work that is leaving (victims
 // in their grace period, this cycle's victims). No GPU of a nomination goes to anything bound or
-// resumed in the same cycle, or to another nomination. A nominated share (of a gang that mixes
-// them with whole GPUs) is taken from room free now, on one GPU that no one holds whole, and the
-// shares of every GPU, held, admitted and nominated, add up to at most all of it; a GPU
+// resumed in the same cycle, or to another nomination. A nominated share is on one healthy GPU
+// that nothing staying, admitted or nominated holds whole (a leaving pod may hold it whole), and
+// the shares that stay, those admitted and those nominated on a GPU add up to at most its
+// compute and memory: two preemptors never count on the same leaving share's room. A GPU
 // nominated whole holds no share of work that stays.
 
 std::string CheckPreemptorKeepsItsRoom(const Snapshot& s, const CycleResult& r) {
   std::set<int32_t> leaving;  // this cycle's victims and work in its grace period
   for (const PreemptDecision& p : r.preemptions) leaving.insert(p.workload.value);
-  std::vector<uint64_t> staying(s.nodes.size(), 0);       // GPUs held by work that is not leaving
-  std::vector<uint64_t> shared(s.nodes.size(), 0);        // GPUs with shares of work that stays
-  std::map<std::pair<size_t, int>, int64_t> share_milli;  // of every share, leaving or not
-  auto add_share = [&](size_t n, uint64_t gpus, const Resources& request, bool stays) {
-    if (stays) shared[n] |= gpus;
-    share_milli[{n, std::countr_zero(gpus)}] += request.gpu_milli();
+  std::vector<uint64_t> staying(s.nodes.size(), 0);  // GPUs held by work that is not leaving
+  std::vector<uint64_t> shared(s.nodes.size(), 0);   // GPUs with shares of work that stays
+  // Compute and memory of the shares that stay, are admitted or are nominated, per GPU.
+  std::map<std::pair<size_t, int>, std::pair<int64_t, int64_t>> share_held;
+  auto add_share = [&](size_t n, uint64_t gpus, const PodSet& ps, bool stays) {
+    if (!stays) return;
+    shared[n] |= gpus;
+    auto& [milli, memory] = share_held[{n, std::countr_zero(gpus)}];
+    milli += ps.request.gpu_milli();
+    memory += ps.gpu_memory_mib;
   };
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     if (!Holds(w)) continue;
     for (size_t k = 0; k < w.placements.size(); ++k) {
       const PodPlacement& p = w.placements[k];
-      const Resources request = w.PlacementRequest(k);
+      const PodSet* ps = w.PlacementPodSet(k);
       const bool stays =
           w.state != WorkloadState::kPreempting && !leaving.contains(static_cast<int32_t>(i));
-      if (request.gpu_share()) {
-        add_share(p.node.index(), p.gpu_mask, request, stays);
+      if (ps != nullptr && ps->request.gpu_share()) {
+        add_share(p.node.index(), p.gpu_mask, *ps, stays);
       } else if (stays) {
         staying[p.node.index()] |= p.gpu_mask;
       }
@@ -447,9 +501,9 @@ std::string CheckPreemptorKeepsItsRoom(const Snapshot& s, const CycleResult& r) 
   for (const Admission& a : Admissions(r)) {
     const Workload& w = s.workloads[a.workload.index()];
     for (const PodAssignment& p : *a.pods) {
-      const Resources& request = w.pod_sets[static_cast<size_t>(p.pod_set)].request;
-      if (request.gpu_share()) {
-        add_share(p.placement.node.index(), p.placement.gpu_mask, request, true);
+      const PodSet& ps = w.pod_sets[static_cast<size_t>(p.pod_set)];
+      if (ps.request.gpu_share()) {
+        add_share(p.placement.node.index(), p.placement.gpu_mask, ps, true);
       } else {
         taken[p.placement.node.index()] |= p.placement.gpu_mask;
       }
@@ -478,9 +532,15 @@ std::string CheckPreemptorKeepsItsRoom(const Snapshot& s, const CycleResult& r) 
         return who + ": a share nominated to a GPU of " + node.name + " held whole";
       if (ps.request.gpu_share()) {
         if (std::popcount(gpus) != 1) return who + ": a nominated share holds other than one GPU";
-        add_share(n, gpus, ps.request, true);
-        if (share_milli[{n, std::countr_zero(gpus)}] > kMilliPerGpu)
-          return who + ": shares over-commit a GPU of " + node.name + " with its nomination";
+        const int g = std::countr_zero(gpus);
+        add_share(n, gpus, ps, true);
+        const auto& [milli, memory] = share_held[{n, g}];
+        if (milli > kMilliPerGpu)
+          return who + ": shares over-commit the compute of a GPU of " + node.name +
+                 " with its nomination";
+        if (ps.gpu_memory_mib > 0 && memory > node.gpus[static_cast<size_t>(g)].memory_mib)
+          return who + ": shares over-commit the memory of a GPU of " + node.name +
+                 " with its nomination";
         continue;
       }
       if ((gpus & shared[n]) != 0)
@@ -620,6 +680,14 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
     while (tree.parent(q).valid()) q = tree.parent(q);
     return q;
   };
+  // Whether a share on GPU `gpu` of node n is leaving when the cycle begins.
+  std::set<std::pair<size_t, uint64_t>> leaving_shares;
+  for (const Workload& w : s.workloads)
+    if (w.state == WorkloadState::kPreempting)
+      for (size_t p = 0; p < w.placements.size(); ++p)
+        if (w.PlacementRequest(p).gpu_share())
+          leaving_shares.insert({w.placements[p].node.index(), w.placements[p].gpu_mask});
+  auto leaving_share = [&](size_t n, uint64_t gpu) { return leaving_shares.contains({n, gpu}); };
   auto is_protected = [&](const Workload& v) {
     if (v.reserved() || s.now - v.start_time < cfg.min_runtime) return true;
     int32_t recent = 0;
@@ -670,7 +738,7 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
       const QueueId o = tree.Find(v.queue);
       if (!o.valid() || o == q || !tree.valid(o) || !tree.leaf(o)) continue;
       const Resources held = v.RequestOfFirst(static_cast<int32_t>(v.placements.size()));
-      if (held.whole_gpus() == 0) continue;
+      if (held.gpu_milli() == 0) continue;
       // Its queue keeps its quota of what W asks for, from its leaf up to its side.
       const QueueId side = tree.Sides(q, o).second;
       bool keeps_quota = side.valid();
@@ -682,18 +750,38 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
         if (b == side) break;
       }
       if (!keeps_quota) continue;
+      // What V releases per node: whole healthy GPUs, and its shares' room on GPUs none of
+      // whose shares is leaving already (a leaving share's room may be another's). A share fits
+      // in a whole GPU with the memory it asks, or in V's share of one GPU alone.
       std::vector<Resources> releasable(s.nodes.size());
       std::vector<int32_t> releasable_pods(s.nodes.size(), 0);
+      std::vector<uint8_t> share_room(s.nodes.size(), 0);
       for (size_t p = 0; p < v.placements.size(); ++p) {
-        const size_t n = v.placements[p].node.index();
+        const PodPlacement& vp = v.placements[p];
+        const size_t n = vp.node.index();
+        const PodSet* vps = v.PlacementPodSet(p);
         Resources rel = v.PlacementRequest(p);
-        rel[Resource::kGpu] =
-            Gpus(std::popcount(v.placements[p].gpu_mask & HealthyMask(s.nodes[n])));
+        const uint64_t healthy = vp.gpu_mask & HealthyMask(s.nodes[n]);
+        if (rel.gpu_share()) {
+          rel[Resource::kGpu] = 0;
+          if (healthy != 0 && req.gpu_share() && vps->request.gpu_milli() >= req.gpu_milli() &&
+              vps->gpu_memory_mib >= ps.gpu_memory_mib && !leaving_share(n, healthy))
+            share_room[n] = 1;
+        } else {
+          rel[Resource::kGpu] = Gpus(std::popcount(healthy));
+          for (uint64_t m = healthy; m != 0 && req.gpu_share(); m &= m - 1)
+            if (ps.gpu_memory_mib <= s.nodes[n].gpus[std::countr_zero(m)].memory_mib)
+              share_room[n] = 1;
+        }
         releasable[n] += rel;
         ++releasable_pods[n];
       }
-      for (size_t n = 0; n < s.nodes.size() && !room; ++n)
-        room = releasable_pods[n] > 0 && Accepts(s.nodes[n], ps) && req.FitsIn(releasable[n]);
+      for (size_t n = 0; n < s.nodes.size() && !room; ++n) {
+        if (releasable_pods[n] == 0 || !Accepts(s.nodes[n], ps)) continue;
+        Resources need = req;
+        if (req.gpu_share()) need[Resource::kGpu] = 0;
+        room = need.FitsIn(releasable[n]) && (!req.gpu_share() || share_room[n]);
+      }
     }
     if (!room) continue;
 
@@ -727,7 +815,8 @@ RC_GTEST_PROP(EngineProperty, ReclaimWithinOneCycle, ()) {
 
 // A generator aimed at property e: a few queues, borrowers holding most of the cluster, one
 // queue below its quota with a single-pod workload waiting, and other work waiting elsewhere.
-Snapshot GenReclaimSnapshot() {
+// With `shares`, running work and the waiting pod may hold or ask for shares of GPUs.
+Snapshot GenReclaimSnapshot(bool shares) {
   SnapshotBuilder b;
   b.Now(kNow);
   const int nodes = Pick(1, 6);
@@ -746,9 +835,17 @@ Snapshot GenReclaimSnapshot() {
   std::vector<NodeRoom> room = InitialRoom(b.snapshot());
   const std::vector<std::string> holders = {"borrower-1", "borrower-2", "borrower-1", "owner",
                                             "other"};
-  GenRunning(b, room, 4, 16, &holders);
+  if (shares)
+    for (Node& n : b.snapshot().nodes)
+      for (Gpu& g : n.gpus) g.memory_mib = 81920;
+  GenRunning(b, room, 4, 16, &holders, shares);
   auto w = b.Workload("want", "owner");
-  w.Priority(OneOf<int32_t>({0, 10, 50, 100})).Pods(1, OneOf<int64_t>({1, 1, 2, 4, 8}));
+  w.Priority(OneOf<int32_t>({0, 10, 50, 100}));
+  if (shares && Chance(60)) {
+    w.Shares(1, PickShareMilli(), PickShareMemory());
+  } else {
+    w.Pods(1, OneOf<int64_t>({1, 1, 2, 4, 8}));
+  }
   if (Chance(20)) w.Cpu(Pick(1, 4) * 500);
   if (Chance(15)) w.Tolerate("dedicated");
   if (Chance(15)) w.Suspended();
@@ -758,10 +855,21 @@ Snapshot GenReclaimSnapshot() {
         .Priority(PickPriority());
   return b.snapshot();
 }
+Snapshot GenReclaimSnapshot() { return GenReclaimSnapshot(false); }
+Snapshot GenShareReclaimSnapshot() { return GenReclaimSnapshot(true); }
 
 RC_GTEST_PROP(EngineProperty, ReclaimWithinOneCycleTargeted, ()) {
   reclaim_applicable = 0;
   CheckCycles(GenReclaimSnapshot, {CheckReclaimDefault});
+  RC_TAG(reclaim_applicable > 0 ? "reclaim applies" : "reclaim does not apply");
+}
+
+// Property e where shares reclaim and are reclaimed: a share fits in a whole GPU or in a
+// victim's share of one GPU at least as large.
+RC_GTEST_PROP(EngineProperty, SharesReclaimWithinOneCycle, ()) {
+  reclaim_applicable = 0;
+  CheckCycles(GenShareReclaimSnapshot, {CheckReclaimDefault});
+  CheckCycles(GenShareSnapshot, {CheckReclaimDefault});
   RC_TAG(reclaim_applicable > 0 ? "reclaim applies" : "reclaim does not apply");
 }
 
@@ -918,18 +1026,136 @@ RC_GTEST_PROP(EngineProperty, PreemptorKeepsItsRoom, ()) {
 
 // --- Shares of GPUs (docs/sharing.md, "In the engine"), on snapshots that mix them with whole
 // GPUs: no GPU over-committed (a), gangs of shares whole (b), limits charged in GPU-equivalents
-// (c), and every other check that applies to them, one cycle and several in a row. Shares are
-// neither preempted by policy nor preemptors yet: only a failed GPU preempts them.
+// (c), a share's victims where it goes (d), and every other check that applies to them, one
+// cycle and several in a row.
+//
+// (d) A preemptor of one pod asking for a share, within its limits, whose victims come from one
+// queue, takes them only where it is nominated: each holds a pod on that node, and when the
+// preemptor asks for no CPU or memory and the node never ran short of pod slots, a share of its
+// GPU or that GPU whole. And none of them can be spared: with the victim's shares on that GPU
+// staying, the shares that stay there (those admitted and nominated in the cycle included, and
+// those of other preemptors' victims, whose room is their preemptor's) leave it no room.
 
-std::string CheckSharesNotPreemptedByPolicy(const Snapshot& s, const CycleResult& r) {
-  for (const PreemptDecision& p : r.preemptions) {
-    const Workload& w = s.workloads[p.workload.index()];
-    if (w.AsksForShares() && p.reason != PreemptReason::kHardwareFault)
-      return w.name + ": a workload holding shares preempted for " +
-             std::string(PreemptReasonName(p.reason));
-    if (p.preemptor.valid() && s.workloads[p.preemptor.index()].AsksForShares())
-      return s.workloads[p.preemptor.index()].name + ": a workload asking for shares preempted " +
-             w.name;
+std::string CheckShareVictimsWhereItGoes(const Snapshot& s, const CycleResult& r) {
+  const LimitBound limits(s, r);
+  // Room any preemptor may count on: work in its grace period and work on failed GPUs. The room
+  // of a policy preemption's victims is their preemptor's alone.
+  std::set<int32_t> leaving = HardwareFaulted(r);
+  for (size_t i = 0; i < s.workloads.size(); ++i)
+    if (s.workloads[i].state == WorkloadState::kPreempting) leaving.insert(static_cast<int32_t>(i));
+  using Gpu = std::pair<size_t, int>;
+  struct Held {
+    int64_t milli = 0;
+    int64_t memory_mib = 0;
+  };
+  std::map<Gpu, Held> staying;  // shares that stay, per GPU
+  auto add = [&](size_t n, uint64_t gpu, const PodSet& ps, bool stays) {
+    if (!stays) return;
+    Held& h = staying[{n, std::countr_zero(gpu)}];
+    h.milli += ps.request.gpu_milli();
+    h.memory_mib += ps.gpu_memory_mib;
+  };
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    if (!Holds(w)) continue;
+    for (size_t k = 0; k < w.placements.size(); ++k)
+      if (const PodSet* ps = w.PlacementPodSet(k); ps != nullptr && ps->request.gpu_share())
+        add(w.placements[k].node.index(), w.placements[k].gpu_mask, *ps,
+            !leaving.contains(static_cast<int32_t>(i)));
+  }
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    for (const PodAssignment& p : *a.pods) {
+      const PodSet& ps = w.pod_sets[static_cast<size_t>(p.pod_set)];
+      if (!ps.request.gpu_share()) continue;
+      add(p.placement.node.index(), p.placement.gpu_mask, ps, true);
+    }
+  }
+  for (const NominationDecision& d : r.nominations) {
+    const Workload& w = s.workloads[d.workload.index()];
+    for (const PodAssignment& p : d.pods)
+      if (const PodSet& ps = w.pod_sets[static_cast<size_t>(p.pod_set)]; ps.request.gpu_share())
+        add(p.placement.node.index(), p.placement.gpu_mask, ps, true);
+  }
+  // Pod slots a node's pods take at most during the cycle: of every holder, leaving or not, and
+  // of every admission and nomination. Within its limit, slots never made a victim needed.
+  std::vector<int64_t> pods_at_most(s.nodes.size(), 0);
+  for (const Workload& w : s.workloads)
+    if (Holds(w))
+      for (const PodPlacement& p : w.placements) ++pods_at_most[p.node.index()];
+  for (const Admission& a : Admissions(r))
+    for (const PodAssignment& p : *a.pods) ++pods_at_most[p.placement.node.index()];
+  for (const NominationDecision& d : r.nominations)
+    for (const PodAssignment& p : d.pods) ++pods_at_most[p.placement.node.index()];
+  for (const NominationDecision& held : r.nominations) {
+    const Workload& w = s.workloads[held.workload.index()];
+    if (w.TotalPods() != 1 || !w.AsksForShares() || held.pods.size() != 1 || limits.MayBeAtLimit(w))
+      continue;
+    const PodPlacement& at = held.pods.front().placement;
+    const Resources& req = w.pod_sets.front().request;
+    const bool gpu_only = req.cpu_milli() == 0 && req.memory_bytes() == 0 &&
+                          pods_at_most[at.node.index()] <= s.nodes[at.node.index()].max_pods;
+    // Victims of one queue: sparing one keeps every fairness rule the set kept. Victims of
+    // several may be needed for a rule rather than for room (one from the preemptor's own side
+    // of the tree lowers that side's share, so that taking another flips nothing).
+    std::vector<const Workload*> victims;
+    std::set<std::string> queues;
+    for (const PreemptDecision& p : r.preemptions) {
+      if (p.preemptor != held.workload || p.reason == PreemptReason::kHardwareFault) continue;
+      victims.push_back(&s.workloads[p.workload.index()]);
+      queues.insert(victims.back()->queue);
+    }
+    if (queues.size() != 1) continue;
+    for (const Workload* v : victims) {
+      bool there = false;
+      for (const PodPlacement& vp : v->placements)
+        there |= vp.node == at.node && (!gpu_only || (vp.gpu_mask & at.gpu_mask) != 0);
+      if (!there)
+        return w.name + ": victim " + v->name + " holds nothing " +
+               (gpu_only ? "on the GPU" : "on the node") + " its share is nominated to";
+    }
+    // Sparing a victim.
+    const Gpu gpu{at.node.index(), std::countr_zero(at.gpu_mask)};
+    const Held& h = staying[gpu];
+    if (victims.size() < 2 || !gpu_only) continue;
+    const PodSet& ps = w.pod_sets.front();
+    const int64_t gpu_memory = s.nodes[gpu.first].gpus[static_cast<size_t>(gpu.second)].memory_mib;
+    // What a victim holds of the GPU: its shares' compute and memory, or the GPU whole.
+    struct OnGpu {
+      int64_t milli = 0;
+      int64_t memory_mib = 0;
+      bool whole = false;
+    };
+    auto on_gpu = [&](const Workload& v) {
+      OnGpu o;
+      for (size_t k = 0; k < v.placements.size(); ++k) {
+        const PodPlacement& vp = v.placements[k];
+        if (vp.node.index() != gpu.first || ((vp.gpu_mask >> gpu.second) & 1) == 0) continue;
+        const PodSet* vps = v.PlacementPodSet(k);
+        if (vps == nullptr || !vps->request.gpu_share()) {
+          o.whole = true;
+          continue;
+        }
+        o.milli += vps->request.gpu_milli();
+        o.memory_mib += vps->gpu_memory_mib;
+      }
+      return o;
+    };
+    // The shares that stay once every victim is gone, the preemptor's own included.
+    int64_t base_milli = h.milli, base_memory = h.memory_mib;
+    for (const Workload* v : victims) {
+      const OnGpu o = on_gpu(*v);
+      base_milli -= o.milli;
+      base_memory -= o.memory_mib;
+    }
+    for (const Workload* v : victims) {
+      const OnGpu o = on_gpu(*v);
+      const bool whole = o.whole;
+      const int64_t milli = base_milli + o.milli, memory = base_memory + o.memory_mib;
+      if (!whole && milli <= kMilliPerGpu && (ps.gpu_memory_mib == 0 || memory <= gpu_memory))
+        return w.name + ": victim " + v->name + " was not needed: its GPU has room for the " +
+               "share beside it";
+    }
   }
   return {};
 }
@@ -937,15 +1163,22 @@ std::string CheckSharesNotPreemptedByPolicy(const Snapshot& s, const CycleResult
 // CheckCycles on share snapshots, classifying the cases by whether shares were bound beside
 // other shares, so that a run shows the properties met that case.
 void CheckShareCycles(std::initializer_list<Check> checks) {
-  bool beside = false;
+  bool beside = false, share_preempts = false, share_preempted = false;
   CheckCycles(GenShareSnapshot, checks, [&](const Snapshot& s, const CycleResult& r) {
     std::map<std::pair<int32_t, uint64_t>, int> shares;
     for (const Admission& a : Admissions(r))
       for (const PodAssignment& p : *a.pods)
         if (s.workloads[a.workload.index()].pod_sets[p.pod_set].request.gpu_share())
           beside |= ++shares[{p.placement.node.value, p.placement.gpu_mask}] > 1;
+    for (const PreemptDecision& p : r.preemptions) {
+      if (p.reason == PreemptReason::kHardwareFault) continue;
+      share_preempted |= s.workloads[p.workload.index()].AsksForShares();
+      share_preempts |= s.workloads[p.preemptor.index()].AsksForShares();
+    }
   });
   RC_CLASSIFY(beside, "shares bound beside each other");
+  RC_CLASSIFY(share_preempts, "a share preempts");
+  RC_CLASSIFY(share_preempted, "a share is preempted");
 }
 
 RC_GTEST_PROP(EngineProperty, SharesNeverOverCommitAGpu, ()) {
@@ -953,7 +1186,96 @@ RC_GTEST_PROP(EngineProperty, SharesNeverOverCommitAGpu, ()) {
 }
 
 RC_GTEST_PROP(EngineProperty, GangsOfSharesStayWholeAndLimitsHold, ()) {
-  CheckShareCycles({CheckGangs, CheckLimits, CheckSharesNotPreemptedByPolicy});
+  CheckShareCycles({CheckGangs, CheckLimits});
+}
+
+// A generator aimed at preemption of and by shares: a few small nodes crowded with running shares
+// and whole GPUs, often short of CPU or pod slots, and several waiting pods of high priority,
+// most asking for shares, some with CPU: preemptors meet on the same GPUs, count on the same
+// leaving room, and close GPUs to each other.
+Snapshot GenSharePreemptionSnapshot() {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  const int nodes = Pick(1, 3);
+  for (int i = 0; i < nodes; ++i) {
+    auto n = b.Node("n" + std::to_string(i), OneOf<int>({1, 2, 4}));
+    const int64_t memory = OneOf<int64_t>({24576, 81920, 81920});
+    for (Gpu& g : n.get().gpus) g.memory_mib = memory;
+    n.get().max_pods = OneOf<int>({4, 8, 32});
+    if (Chance(40)) n.Cpu(Pick(2, 8) * 1000);
+  }
+  GenQueues(b);
+  // Some GPUs filled with small shares of random queues and priorities, some in their grace
+  // period; then running work of every kind on what is left.
+  int small = 0;
+  for (size_t n = 0; n < b.snapshot().nodes.size(); ++n) {
+    const Node& node = b.snapshot().nodes[n];
+    for (size_t g = 0; g < node.gpus.size(); ++g) {
+      if (!Chance(50)) continue;
+      int64_t used = 0;
+      for (int64_t milli = OneOf<int64_t>({100, 200, 250, 300}); used + milli <= kMilliPerGpu;
+           milli = OneOf<int64_t>({100, 200, 250, 300})) {
+        auto w = b.Workload("small-" + std::to_string(small++), PickQueue(b.snapshot()));
+        w.Shares(1, milli).Running(node.name, uint64_t{1} << g).Priority(PickPriority());
+        w.Start(kNow - Sec(Pick(0, 7200)));
+        if (Chance(10)) w.Preempting();
+        used += milli;
+        if (Chance(25)) break;
+      }
+    }
+  }
+  std::vector<NodeRoom> room = InitialRoom(b.snapshot());
+  for (const Workload& w : b.snapshot().workloads) {
+    const PodPlacement& p = w.placements.front();
+    NodeRoom& r = room[p.node.index()];
+    r.gpus &= ~p.gpu_mask;
+    r.share_milli[static_cast<size_t>(std::countr_zero(p.gpu_mask))] +=
+        w.TotalRequest().gpu_milli();
+    r.pods -= 1;
+  }
+  GenRunning(b, room, 0, 12, nullptr, /*shares=*/true);
+  for (int i = Pick(1, 6); i > 0; --i) {
+    auto w = b.Workload("want-" + std::to_string(i), PickQueue(b.snapshot()));
+    w.Priority(OneOf<int32_t>({10, 50, 100, 150}));
+    // Large shares, which often need several small ones to leave.
+    if (Chance(70)) {
+      w.Shares(1, OneOf<int64_t>({500, 700, 900, 999}), PickShareMemory());
+    } else {
+      w.Pods(1, OneOf<int64_t>({1, 1, 2}));
+    }
+    if (Chance(30)) w.Cpu(Pick(1, 4) * 500);
+  }
+  return b.snapshot();
+}
+
+RC_GTEST_PROP(EngineProperty, SharePreemptionsKeepEveryPromise, ()) {
+  bool share_preempts = false, several = false;
+  const int rounds = Pick(1, 12);
+  for (int i = 0; i < rounds; ++i) {
+    const Snapshot s = GenSharePreemptionSnapshot();
+    const CycleResult r = Engine().Schedule(s);
+    for (Check check : kAllChecks)
+      if (const std::string error = check(s, r); !error.empty())
+        RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    if (const std::string error = CheckShareVictimsWhereItGoes(s, r); !error.empty())
+      RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    std::map<int32_t, int> victims;
+    for (const PreemptDecision& p : r.preemptions)
+      if (p.reason != PreemptReason::kHardwareFault &&
+          s.workloads[p.preemptor.index()].AsksForShares()) {
+        share_preempts = true;
+        several |= ++victims[p.preemptor.value] > 1;
+      }
+  }
+  RC_CLASSIFY(share_preempts, "a share preempts");
+  RC_CLASSIFY(several, "a share takes several victims");
+}
+
+RC_GTEST_PROP(EngineProperty, ASharesVictimsAreWhereItGoes, ()) {
+  CheckShareCycles({CheckShareVictimsWhereItGoes, CheckNoNeedlessPreemption,
+                    CheckPreemptorKeepsItsRoom, CheckVictimsEligible});
+  CheckCycles(GenShareReclaimSnapshot, {CheckShareVictimsWhereItGoes, CheckNoNeedlessPreemption,
+                                        CheckPreemptorKeepsItsRoom});
 }
 
 RC_GTEST_PROP(EngineProperty, SharesInSeveralCyclesInARow, ()) {
@@ -969,8 +1291,8 @@ RC_GTEST_PROP(EngineProperty, SharesInSeveralCyclesInARow, ()) {
       if (!error.empty())
         RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, r));
     }
-    const std::string error = CheckSharesNotPreemptedByPolicy(s, r);
-    if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    if (const std::string error = CheckShareVictimsWhereItGoes(s, r); !error.empty())
+      RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, r));
     s = NextSnapshot(s, r);
   }
   RC_CLASSIFY(shares_bound > 0, "shares bound");

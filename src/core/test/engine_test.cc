@@ -79,6 +79,11 @@ class EngineTest : public ::testing::Test {
     for (const PodAssignment& a : d->pods) work.placements.push_back(a.placement);
   }
   Workload& W(const std::string& w) { return b_.snapshot().workloads[b_.id(w).index()]; }
+  const NominationDecision* Nomination(const std::string& w) const {
+    for (const NominationDecision& d : result_.nominations)
+      if (d.workload == b_.id(w)) return &d;
+    return nullptr;
+  }
 
   SnapshotBuilder b_;
   CycleResult result_;
@@ -680,32 +685,149 @@ TEST_F(EngineTest, SharesAreChargedTheirFractionAndStopAtTheLimit) {
             Bind("half-a")->pods[0].placement.gpu_mask);
 }
 
-// Running shares hold their GPU: a whole-GPU pod waits for a GPU no share is on, and shares
-// neither preempt nor are preempted by policy yet: a higher-priority share waits, and so does a
-// higher-priority whole-GPU pod, each with a reason that says so.
-TEST_F(EngineTest, SharesHoldTheirGpuAndAreNotPreemptedYet) {
+// Running shares hold their GPU: a whole-GPU pod waits for a GPU no share is on, and a share
+// that fits beside them is bound there rather than preempt.
+TEST_F(EngineTest, SharesHoldTheirGpuAndFitBesideEachOther) {
   b_.Node("n0", 1);
   b_.Queue("q").Quota(1);
   b_.Workload("low-share", "q").Shares(1, 600).Running("n0", Mask(0, 1)).Priority(0);
-  b_.Workload("high-whole", "q").Pods(1, 1).Priority(50);
-  b_.Workload("high-share", "q").Shares(1, 500).Priority(50);
   b_.Workload("small-share", "q").Shares(1, 400).Priority(0).Submit(Sec(5));
+  b_.Workload("same-whole", "q").Pods(1, 1).Priority(0);
   Run();
   EXPECT_THAT(Preempted(), IsEmpty());
-  // 0.4 fits beside 0.6; 0.5 does not, and the whole GPU is not free.
   EXPECT_THAT(Bound(), ElementsAre("small-share"));
   EXPECT_EQ(Bind("small-share")->pods[0].placement.gpu_mask, Mask(0, 1));
-  // Both would fit were the elastic share gone: they wait on a rule, which their reasons name.
-  ASSERT_NE(Pending("high-share"), nullptr);
-  EXPECT_EQ(Pending("high-share")->reason, PendingReason::kPreemptionNotAllowed);
-  EXPECT_EQ(Pending("high-share")->message(),
-            "the room is held by work it may not preempt: work asking for a share of a GPU "
-            "preempts none yet");
-  ASSERT_NE(Pending("high-whole"), nullptr);
-  EXPECT_EQ(Pending("high-whole")->reason, PendingReason::kPreemptionNotAllowed);
-  EXPECT_EQ(Pending("high-whole")->message(),
-            "the room is held by work it may not preempt: queue q's running shares of GPUs are "
-            "not preempted yet");
+  ASSERT_NE(Pending("same-whole"), nullptr);
+  EXPECT_NE(Pending("same-whole")->reason, PendingReason::kWaitingForPreemption);
+}
+
+// A share that asks for more GPU memory than any GPU has does not stop one asking the same
+// compute without memory: the two are different shapes to place.
+TEST_F(EngineTest, AShareAskingForMemoryIsNotTheSameShapeAsOneAskingNone) {
+  b_.Node("n0", 1).get().gpus[0].memory_mib = 24576;
+  b_.Queue("q").Quota(1);
+  b_.Workload("too-much-memory", "q").Shares(1, 100, 40960);
+  b_.Workload("no-memory", "q").Shares(1, 100).Submit(Sec(1));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("no-memory"));
+}
+
+// Shares are preempted by priority as whole-GPU work is. A whole-GPU preemptor counts a shared
+// GPU only once every share on it leaves, and takes the GPU whose shares are fewest: here the
+// one share on GPU 1, not the three on GPU 0, although those are of lower priority.
+TEST_F(EngineTest, AWholePreemptorTakesTheSharedGpuOfFewestShares) {
+  b_.Node("n0", 2);
+  b_.Queue("q").Quota(2);
+  b_.Workload("s0", "q").Shares(1, 300).Running("n0", Mask(0, 1)).Priority(0);
+  b_.Workload("s1", "q").Shares(1, 300).Running("n0", Mask(0, 1)).Priority(0);
+  b_.Workload("s2", "q").Shares(1, 300).Running("n0", Mask(0, 1)).Priority(0);
+  b_.Workload("lone", "q").Shares(1, 800).Running("n0", Mask(1, 1)).Priority(10);
+  b_.Workload("high-whole", "q").Pods(1, 1).Priority(50);
+  Run();
+  EXPECT_THAT(Preempted(), ElementsAre("lone"));
+  EXPECT_EQ(Preempt("lone")->reason, PreemptReason::kPriority);
+  ASSERT_NE(Nomination("high-whole"), nullptr);
+  EXPECT_EQ(Nomination("high-whole")->pods[0].placement.gpu_mask, Mask(1, 1));
+}
+
+// A share preemptor's victims come from the GPU it goes on, fewest first: one 700 share on GPU 1
+// rather than two 300 shares on GPU 0. Were that one not a candidate (priority above the
+// preemptor's), two of GPU 0's would go, the lowest in preference first, and no more.
+TEST_F(EngineTest, ASharePreemptorTakesTheFewestSharesOnOneGpu) {
+  for (const int32_t lone_priority : {10, 60}) {
+    SCOPED_TRACE(lone_priority);
+    b_ = SnapshotBuilder();
+    b_.Node("n0", 2);
+    b_.Queue("q").Quota(2);
+    b_.Workload("a", "q").Shares(1, 300).Running("n0", Mask(0, 1)).Priority(0);
+    b_.Workload("b", "q").Shares(1, 300).Running("n0", Mask(0, 1)).Priority(0);
+    b_.Workload("c", "q").Shares(1, 400).Running("n0", Mask(0, 1)).Priority(0);
+    b_.Workload("lone", "q").Shares(1, 700).Running("n0", Mask(1, 1)).Priority(lone_priority);
+    b_.Workload("want", "q").Shares(1, 600).Priority(50);
+    Run();
+    ASSERT_NE(Nomination("want"), nullptr);
+    if (lone_priority < 50) {
+      EXPECT_THAT(Preempted(), ElementsAre("lone"));
+      EXPECT_EQ(Nomination("want")->pods[0].placement.gpu_mask, Mask(1, 1));
+    } else {
+      // a and b hold the least: each 0.3 GPU of the hours since they started.
+      EXPECT_THAT(Preempted(), UnorderedElementsAre("a", "b"));
+      EXPECT_EQ(Nomination("want")->pods[0].placement.gpu_mask, Mask(0, 1));
+    }
+    EXPECT_EQ(Pending("want")->reason, PendingReason::kWaitingForPreemption);
+  }
+}
+
+// Fewest victims come before their priority: three quarters of GPU 0 would make room for 0.75,
+// but two halves of GPU 1, of higher priority, are fewer.
+TEST_F(EngineTest, ASharePreemptorTakesFewerVictimsOverLowerPriorityOnes) {
+  b_.Node("n0", 2);
+  b_.Queue("q").Quota(2);
+  for (const char* name : {"a", "b", "c", "d"})
+    b_.Workload(name, "q").Shares(1, 250).Running("n0", Mask(0, 1)).Priority(0);
+  b_.Workload("x", "q").Shares(1, 500).Running("n0", Mask(1, 1)).Priority(10);
+  b_.Workload("y", "q").Shares(1, 500).Running("n0", Mask(1, 1)).Priority(10);
+  b_.Workload("want", "q").Shares(1, 750).Priority(50);
+  Run();
+  EXPECT_THAT(Preempted(), UnorderedElementsAre("x", "y"));
+  ASSERT_NE(Nomination("want"), nullptr);
+  EXPECT_EQ(Nomination("want")->pods[0].placement.gpu_mask, Mask(1, 1));
+}
+
+// Victims taken in preference order until the share fits are spared again where not needed:
+// the smallest share goes first, but once the two larger ones are gone it is not needed.
+TEST_F(EngineTest, ASharePreemptorSparesTheVictimsItDoesNotNeed) {
+  b_.Node("n0", 1);
+  b_.Queue("q").Quota(1);
+  b_.Workload("small", "q").Shares(1, 100).Running("n0", Mask(0, 1)).Priority(0);
+  b_.Workload("mid", "q").Shares(1, 400).Running("n0", Mask(0, 1)).Priority(5);
+  b_.Workload("big", "q").Shares(1, 500).Running("n0", Mask(0, 1)).Priority(5);
+  b_.Workload("want", "q").Shares(1, 900).Priority(50);
+  Run();
+  EXPECT_THAT(Preempted(), UnorderedElementsAre("mid", "big"));
+  ASSERT_NE(Nomination("want"), nullptr);
+}
+
+// Reclaim takes back only as many shares as the owner needs: a borrower's four quarters fill the
+// GPU, the owner asks for half of it, and two quarters go.
+TEST_F(EngineTest, ReclaimTakesOnlyAsManySharesAsNeeded) {
+  b_.Node("n0", 1);
+  b_.Queue("owner").Quota(1);
+  b_.Queue("borrower");
+  for (int i = 0; i < 4; ++i)
+    b_.Workload("q" + std::to_string(i), "borrower").Shares(1, 250).Running("n0", Mask(0, 1));
+  b_.Workload("half", "owner").Shares(1, 500);
+  Run();
+  ASSERT_EQ(result_.preemptions.size(), 2u);
+  for (const PreemptDecision& p : result_.preemptions) EXPECT_EQ(p.reason, PreemptReason::kReclaim);
+  EXPECT_EQ(Pending("half")->message(), "preempting 2 workloads to make room");
+  ASSERT_NE(Nomination("half"), nullptr);
+  EXPECT_EQ(Nomination("half")->pods[0].placement.gpu_mask, Mask(0, 1));
+}
+
+// The cycles after: a share waits for the room its victims' shares release and preempts no
+// more; the room is its own, so a share of the same queue that would fit in it waits too
+// rather than take it. Once the victims are gone the preemptor is bound there.
+TEST_F(EngineTest, ASharePreemptorWaitsForItsVictimsAndKeepsTheirRoom) {
+  b_.Node("n0", 1);
+  b_.Queue("q").Quota(1);
+  b_.Workload("leaving", "q").Shares(1, 500).Running("n0", Mask(0, 1)).Preempting();
+  b_.Workload("staying", "q").Shares(1, 500).Running("n0", Mask(0, 1)).Priority(40);
+  b_.Workload("want", "q").Shares(1, 500).Priority(50);
+  b_.Workload("later", "q").Shares(1, 500).Priority(0).Submit(Sec(5));
+  Run();
+  EXPECT_THAT(result_.preemptions, IsEmpty());
+  EXPECT_THAT(Bound(), IsEmpty());
+  EXPECT_EQ(Pending("want")->reason, PendingReason::kWaitingForPreemption);
+  EXPECT_EQ(Pending("want")->message(),
+            "waiting for capacity that preempted workloads are releasing");
+  ASSERT_NE(Nomination("want"), nullptr);
+  EXPECT_EQ(Nomination("later"), nullptr);
+  // The victim is gone: the preemptor binds on its room, beside the share that stays.
+  auto& ws = b_.snapshot().workloads;
+  ws.erase(ws.begin() + b_.id("leaving").index());
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("want"));
 }
 
 // A share on a GPU that fails is preempted like any work on a failed GPU; the GPU stays out of
