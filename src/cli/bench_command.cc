@@ -154,7 +154,11 @@ Status RunBenchEngine(const BenchEngineOptions& o) {
       "{} nodes x {} GPUs, {} queues; {} pods ({} running, {} waiting) in workloads of {} x {} "
       "GPU{}; {}; seed {}\n\n",
       s.nodes, s.gpus_per_node, s.queues, running_pods + waiting_pods, running_pods, waiting_pods,
-      s.gang_size, s.gpus_per_pod, s.shares ? " (waiting: shares of one GPU)" : "",
+      s.gang_size, s.gpus_per_pod,
+      !s.shares ? ""
+      : s.churn && s.gang_size == 1 && s.gpus_per_pod == 1
+          ? " (running and waiting: shares of one GPU)"
+          : " (waiting: shares of one GPU)",
       s.churn ? "churn (lenders reclaim)" : "steady", s.seed);
   auto row = [](const std::string& label, const std::string& value) {
     std::cout << fmt::format("{:<34} {}\n", label, value);
@@ -204,7 +208,8 @@ void RegisterBenchCommand(CommandRegistry& registry) {
   cmd->add_flag("--churn", o->spec.churn,
                 "Queues below quota wait while others borrow, so the cycle must reclaim");
   cmd->add_flag("--shares", o->spec.shares,
-                "Waiting pods ask for a share of one GPU (0.1 to 0.7) instead of whole GPUs");
+                "Waiting pods ask for a share of one GPU (0.1 to 0.7) instead of whole GPUs; with "
+                "--churn, running pods hold shares too, so that shares reclaim shares");
   cmd->add_option("--nvlink-domain-nodes", o->spec.nvlink_domain_nodes,
                   "Nodes per multi-node NVLink domain (0: none)")
       ->capture_default_str();

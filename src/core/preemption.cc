@@ -291,6 +291,59 @@ std::optional<NodeScore> ScoreNode(const ClusterState& state, const Snapshot& sn
   return best;
 }
 
+// Whether one victim leaving could make room for a pod of `ps` on `node` by itself, as far as the
+// node's GPUs tell: May is false only when it surely cannot. It can tell only for a pod of one
+// GPU or a share of one, on a node without GPU room for it now (else a victim freeing a pod slot,
+// CPU or memory may be all it needs): a victim holding one share of an open GPU there frees room
+// enough for a share if that GPU then has the compute, and for a whole GPU if it was the last
+// share on it. A node none of whose candidates may suffice alone needs two victims at least.
+class AloneCheck {
+ public:
+  AloneCheck(const ClusterState& state, const CapacityOverlay& releasing, const PodSet& ps,
+             int32_t node)
+      : state_(state), releasing_(releasing), ps_(ps), node_(node) {
+    const Resources& r = ps.request;
+    if (!r.gpu_share() && r.whole_gpus() != 1) return;
+    if (EffectiveCapacity(state, node, &releasing, nullptr).gpu_mask != 0) return;
+    if (r.gpu_share())
+      for (uint64_t m = state.share_open_mask(NodeId{node}); m != 0; m &= m - 1)
+        if (Used(std::countr_zero(m)) + r.gpu_milli() <= kMilliPerGpu) return;
+    unsure_ = false;
+  }
+
+  bool May(const Snapshot& snapshot, const VictimCandidate& c) const {
+    if (unsure_) return true;
+    const Workload& w = snapshot.workloads[c.workload.index()];
+    const std::span<const PodPlacement> placements =
+        c.placements.empty() ? std::span<const PodPlacement>(w.placements) : c.placements;
+    size_t at = placements.size();
+    for (size_t i = 0; i < placements.size(); ++i) {
+      if (placements[i].node.value != node_) continue;
+      if (at != placements.size()) return true;  // several pods here
+      at = i;
+    }
+    if (at == placements.size()) return true;
+    const PodSet* vps = w.PlacementPodSet(at);
+    if (vps == nullptr || !vps->request.gpu_share()) return true;
+    const int g = std::countr_zero(placements[at].gpu_mask);
+    if (((state_.share_open_mask(NodeId{node_}) >> g) & 1) == 0) return false;
+    const int64_t left = Used(g) - vps->request.gpu_milli();
+    return ps_.request.gpu_share() ? left + ps_.request.gpu_milli() <= kMilliPerGpu : left <= 0;
+  }
+
+ private:
+  // Compute the shares on GPU g hold that are not leaving.
+  int64_t Used(int g) const {
+    return state_.share_milli(NodeId{node_}, g) - releasing_.SharesReleased(node_, g).milli;
+  }
+
+  const ClusterState& state_;
+  const CapacityOverlay& releasing_;
+  const PodSet& ps_;
+  int32_t node_;
+  bool unsure_ = true;
+};
+
 }  // namespace
 
 VictimIndex::VictimIndex(size_t num_nodes, size_t num_groups, size_t num_workloads,
@@ -675,12 +728,39 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
   std::optional<NodeScore> best;
   std::vector<VictimCandidate> best_victims, chosen;
   std::vector<const VictimCandidate*> ordered;
-  while (!heap.empty()) {
+  // Scores the node whose candidates gather() has just read.
+  auto score = [&](int32_t node) {
+    index.scored_[static_cast<size_t>(node)] = search;
+    ordered.clear();
+    for (const VictimCandidate& c : on_node) ordered.push_back(&c);
+    const std::optional<NodeScore> got =
+        ScoreNode(state, snapshot, releasing, ps, node, ordered, rules, &chosen);
+    if (got && (!best || *got < *best)) {
+      best = got;
+      std::swap(best_victims, chosen);
+    }
+  };
+  // Nodes whose first candidate cannot make room alone (AloneCheck), with the tighter bound of
+  // the candidates that may, or of two victims: scored when the merge reaches that bound.
+  std::vector<NodeScore> deferred;
+  auto stream_bound = [](const Stream& s) {
+    return NodeScore{1, s.neg_over, s.key.priority, s.key.gpu_hours_lost, s.key.node};
+  };
+  while (!heap.empty() || !deferred.empty()) {
+    if (!deferred.empty() && (heap.empty() || deferred.front() < stream_bound(heap.front()))) {
+      std::pop_heap(deferred.begin(), deferred.end(), std::greater<>());
+      const NodeScore bound = deferred.back();
+      deferred.pop_back();
+      if (best && !(bound < *best)) break;
+      gather(std::get<4>(bound));
+      score(std::get<4>(bound));
+      continue;
+    }
     std::pop_heap(heap.begin(), heap.end(), later);
     Stream& s = heap.back();
     const Key key = s.key;
-    if (best && !(NodeScore{1, s.neg_over, key.priority, key.gpu_hours_lost, key.node} < *best))
-      break;
+    const NodeScore bound = stream_bound(s);
+    if (best && !(bound < *best)) break;
     // Advance the stream before scoring.
     bool more = false;
     if (s.group >= 0) {
@@ -699,16 +779,23 @@ std::optional<VictimSet> MinimalVictimSelector::SelectOnePod(
     const auto n = static_cast<size_t>(key.node);
     if (filter[n] != NodeFilter::kOk || index.scored_[n] == search) continue;
     if (first_of(key.node) != key.workload) continue;
-    index.scored_[n] = search;
+    const AloneCheck alone(state, releasing, ps, key.node);
     gather(key.node);
-    ordered.clear();
-    for (const VictimCandidate& c : on_node) ordered.push_back(&c);
-    const std::optional<NodeScore> score =
-        ScoreNode(state, snapshot, releasing, ps, key.node, ordered, rules, &chosen);
-    if (score && (!best || *score < *best)) {
-      best = score;
-      std::swap(best_victims, chosen);
+    if (on_node.empty() || alone.May(snapshot, on_node.front())) {
+      score(key.node);
+      continue;
     }
+    // Its bound: the best candidate that may make room alone, else two victims.
+    index.scored_[n] = search;  // met once; scored from `deferred`
+    NodeScore tight{2, -on_node.front().queue_overshare, on_node.front().priority,
+                    on_node.front().gpu_hours_lost, key.node};
+    for (const VictimCandidate& c : on_node) {
+      if (!alone.May(snapshot, c)) continue;
+      tight = {1, -c.queue_overshare, c.priority, c.gpu_hours_lost, key.node};
+      break;
+    }
+    deferred.push_back(tight);
+    std::push_heap(deferred.begin(), deferred.end(), std::greater<>());
   }
   if (!best) return std::nullopt;
   CapacityOverlay o = OverlayWith(state, snapshot, releasing, best_victims);

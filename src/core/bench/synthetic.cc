@@ -64,6 +64,11 @@ constexpr std::array<GpuModel, 3> kModels = {
 
 // Free GPUs per node while running work is laid out, with the nodes that still have room for
 // a pod in a list that supports picking one at random in O(1).
+// Shares of one GPU as the fragmentation literature's production traces have them: a tenth to
+// seven tenths, most below a half; each with an eighth of a one-GPU pod's CPU and memory.
+constexpr std::array<int64_t, 8> kShareMilli = {100, 200, 250, 250, 300, 500, 500, 700};
+Resources ShareRequest(int64_t milli) { return Resources::OfMilli(milli, 1000, 8 * kGi); }
+
 class Layout {
  public:
   Layout(int32_t nodes, int32_t gpus_per_node, int32_t gpus_per_pod)
@@ -304,33 +309,45 @@ Snapshot MakeSyntheticCluster(const SyntheticSpec& spec) {
       if (team < 0) break;
     }
     if (!layout.Place(gang, spec.gpus_per_node, rng, &placed)) break;
-    Workload w = make(team);
-    w.state = WorkloadState::kRunning;
-    w.placements = placed;
     Team& t = teams[team];
     const bool within_quota = t.running + gpus_per_workload <= t.quota;
-    if (within_quota && rng.Chance(0.15)) {
-      w.priority = kReservedPriority;
-    } else {
-      w.priority = spec.churn && !t.lender && rng.Chance(0.5) ? 0 : 50;
+    // With shares in churn mode, the GPUs a running workload would hold are filled with shares
+    // of its team instead, each a workload of its own.
+    const bool share_out = spec.shares && spec.churn && gang == 1 && spec.gpus_per_pod == 1;
+    for (int64_t used = 0;;) {
+      Workload w = make(team);
+      if (share_out) {
+        const int64_t milli = kShareMilli[rng.Below(kShareMilli.size())];
+        if (used + milli > kMilliPerGpu) break;
+        used += milli;
+        w.pod_sets[0].request = ShareRequest(milli);
+      }
+      w.state = WorkloadState::kRunning;
+      w.placements = placed;
+      if (within_quota && rng.Chance(0.15)) {
+        w.priority = kReservedPriority;
+      } else {
+        w.priority = spec.churn && !t.lender && rng.Chance(0.5) ? 0 : 50;
+      }
+      // 3% started under a minute ago (too young to preempt), the rest up to three days ago.
+      const int64_t age = rng.Chance(0.03)
+                              ? static_cast<int64_t>(rng.Below(kMinute))
+                              : 5 * kMinute + static_cast<int64_t>(rng.Below(72 * kHour));
+      w.start_time = snap.now - Duration{age};
+      w.submit_time = w.start_time - Duration{static_cast<int64_t>(rng.Below(10 * kMinute))};
+      if (rng.Chance(0.5)) w.last_checkpoint_time = w.start_time + Duration{age / 2};
+      const std::string& model = snap.nodes[placed.front().node.index()].gpus.front().model;
+      const bool one_model = std::all_of(placed.begin(), placed.end(), [&](const PodPlacement& p) {
+        return snap.nodes[p.node.index()].gpus.front().model == model;
+      });
+      if (one_model) {
+        for (int m = 0; m < spec.gpu_models; ++m)
+          if (model == kModels[m].name) pin_some(w, m);
+      }
+      snap.workloads.push_back(std::move(w));
+      if (!share_out) break;
     }
     t.running += gpus_per_workload;
-    // 3% started under a minute ago (too young to preempt), the rest up to three days ago.
-    const int64_t age = rng.Chance(0.03)
-                            ? static_cast<int64_t>(rng.Below(kMinute))
-                            : 5 * kMinute + static_cast<int64_t>(rng.Below(72 * kHour));
-    w.start_time = snap.now - Duration{age};
-    w.submit_time = w.start_time - Duration{static_cast<int64_t>(rng.Below(10 * kMinute))};
-    if (rng.Chance(0.5)) w.last_checkpoint_time = w.start_time + Duration{age / 2};
-    const std::string& model = snap.nodes[placed.front().node.index()].gpus.front().model;
-    const bool one_model = std::all_of(placed.begin(), placed.end(), [&](const PodPlacement& p) {
-      return snap.nodes[p.node.index()].gpus.front().model == model;
-    });
-    if (one_model) {
-      for (int m = 0; m < spec.gpu_models; ++m)
-        if (model == kModels[m].name) pin_some(w, m);
-    }
-    snap.workloads.push_back(std::move(w));
   }
   for (int64_t i = running; i < workloads; ++i) {
     // Steady: anywhere by quota. Churn: lenders only, so their work reclaims.
@@ -345,12 +362,8 @@ Snapshot MakeSyntheticCluster(const SyntheticSpec& spec) {
     }
     w.submit_time = snap.now - Duration{static_cast<int64_t>(rng.Below(kHour))};
     pin_some(w, static_cast<int>(rng.Below(static_cast<uint64_t>(spec.gpu_models))));
-    if (spec.shares) {
-      static constexpr std::array<int64_t, 8> kShareMilli = {100, 200, 250, 250,
-                                                             300, 500, 500, 700};
-      w.pod_sets[0].request =
-          Resources::OfMilli(kShareMilli[rng.Below(kShareMilli.size())], 1000, 8 * kGi);
-    }
+    if (spec.shares)
+      w.pod_sets[0].request = ShareRequest(kShareMilli[rng.Below(kShareMilli.size())]);
     snap.workloads.push_back(std::move(w));
   }
 

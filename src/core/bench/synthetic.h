@@ -60,7 +60,9 @@ struct SyntheticSpec {
   bool churn = false;
   // Waiting pods ask for a share of one GPU instead (a tenth to seven tenths, most below a half,
   // as the fragmentation literature's production traces have them), with an eighth of a one-GPU
-  // pod's CPU and memory. Running work stays whole GPUs.
+  // pod's CPU and memory. Running work stays whole GPUs, except in churn mode with single pods
+  // of one GPU: there each GPU a running workload would hold is filled with shares of its team,
+  // each a running workload of its own, so that waiting shares reclaim shares.
   bool shares = false;
 
   uint64_t seed = 1;

@@ -108,8 +108,9 @@ inline std::string Dump(const Snapshot& s) {
   o << "now " << s.now.count() / 1000 << "s\n";
   for (const Node& n : s.nodes) {
     o << "node " << n.name << " gpus " << n.gpus.size() << " healthy 0x" << std::hex
-      << HealthyMask(n) << std::dec << " cpu " << n.allocatable.cpu_milli() << " pods "
-      << n.max_pods << " block " << n.topology.block
+      << HealthyMask(n) << std::dec << " cpu " << n.allocatable.cpu_milli() << " memory "
+      << n.allocatable.memory_bytes() / kGi << "Gi pods " << n.max_pods << " block "
+      << n.topology.block
       << (n.gpus.empty() ? "" : " gpu-mem " + std::to_string(n.gpus[0].memory_mib))
       << (n.unschedulable ? " cordoned" : "") << (n.taints.empty() ? "" : " tainted") << "\n";
   }
@@ -118,13 +119,21 @@ inline std::string Dump(const Snapshot& s) {
     o << "queue " << q.name << " parent '" << q.parent << "' quota " << g.quota << " limit "
       << g.limit << " lending " << g.lending_limit << " weight " << g.over_quota_weight << " prio "
       << q.priority << " cpu quota " << q.res(Resource::kCpu).quota << " limit "
-      << q.res(Resource::kCpu).limit << "\n";
+      << q.res(Resource::kCpu).limit << " within-queue "
+      << static_cast<int>(q.preemption.within_queue) << " reclaim "
+      << static_cast<int>(q.preemption.reclaim) << " delay " << q.preemption.delay.count() / 1000
+      << "s\n";
   }
   for (size_t i = 0; i < s.workloads.size(); ++i) {
     const Workload& w = s.workloads[i];
     o << "workload #" << i << " " << w.name << " queue " << w.queue << " prio " << w.priority << " "
       << kStateNames[static_cast<int>(w.state)] << " min " << w.min_member << " start "
-      << w.start_time.count() / 1000 << " pods";
+      << w.start_time.count() / 1000;
+    if (!w.recent_preemptions.empty()) {
+      o << " preempted at";
+      for (Time t : w.recent_preemptions) o << " " << t.count() / 1000 << "s";
+    }
+    o << " pods";
     for (const PodSet& ps : w.pod_sets) {
       o << " " << ps.count << "x" << FormatResources(ps.request);
       if (ps.gpu_memory_mib > 0) o << "+" << ps.gpu_memory_mib << "MiB";

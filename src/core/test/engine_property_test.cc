@@ -638,7 +638,8 @@ RC_GTEST_PROP(EngineProperty, ReservedWorkStaysWithinQuota, ()) {
 // For a waiting workload W in leaf queue Q, the engine must act (bind W, preempt someone, or
 // make W wait for preemption) when all of these hold at the start of the cycle:
 //   1. W is valid, has exactly one pod (none still to be created), and is pending or
-//      suspended; Q is a valid leaf queue.
+//      suspended; Q is a valid leaf queue whose policy lets W reclaim (not `Never`; with
+//      `LowerPriority`, from work of lower priority only, in 4), and W has waited its delay.
 //   2. W asks for some managed resource, and fits Q's quota and limit, and every ancestor's:
 //      usage + W's request <= quota (every managed resource) and <= limit (every resource with a
 //      limit). Then W is served in the deserved pass, within quota, so it may reclaim; and it is
@@ -704,6 +705,10 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
       continue;
     const QueueId q = tree.Find(w.queue);
     if (!q.valid() || !tree.valid(q) || !tree.leaf(q)) continue;
+    // (Its queue's policy lets it reclaim, and it has waited the queue's preemption delay.)
+    const QueuePreemption& policy = tree.queue(q).preemption;
+    if (policy.reclaim == ReclaimPreemption::kNever || s.now - w.submit_time < policy.delay)
+      continue;
     const PodSet& ps = w.pod_sets.front();
     const Resources req = ps.request;
     // 2. (A workload that asks for no managed resource has no quota to take back.)
@@ -735,6 +740,7 @@ ReclaimCheck CheckReclaim(const Snapshot& s, const CycleResult& r, const EngineC
     for (const Workload& v : s.workloads) {
       if (room) break;
       if (v.state != WorkloadState::kRunning || is_protected(v)) continue;
+      if (policy.reclaim == ReclaimPreemption::kLowerPriority && v.priority >= w.priority) continue;
       const QueueId o = tree.Find(v.queue);
       if (!o.valid() || o == q || !tree.valid(o) || !tree.leaf(o)) continue;
       const Resources held = v.RequestOfFirst(static_cast<int32_t>(v.placements.size()));
@@ -1327,12 +1333,16 @@ RC_GTEST_PROP(EngineProperty, VictimIndexDecidesAsTheScan, ()) {
   spec.running_fraction = 0.8;
   spec.pinned_model_fraction = OneOf<double>({0, 0.2, 0.6});
   spec.churn = true;
+  // Waiting shares, and with single pods of one GPU running shares too (SyntheticSpec::shares).
+  spec.shares = Chance(40);
+  if (spec.shares) spec.gpus_per_pod = 1;
   spec.seed = static_cast<uint64_t>(Pick(1, 1 << 20));
   RC_PRE(ValidateSyntheticSpec(spec).empty());
   Snapshot s = MakeSyntheticCluster(spec);
   for (Workload& w : s.workloads) {
     const bool waits = w.state == WorkloadState::kPending;
-    if (waits && Chance(20)) w.pod_sets[0].request[Resource::kGpu] *= Pick(2, 3);
+    if (waits && !w.AsksForShares() && Chance(20))
+      w.pod_sets[0].request[Resource::kGpu] *= Pick(2, 3);
     if (!waits && Chance(10)) w.start_time = s.now - Sec(Pick(0, 120));
     if (!waits && Chance(10)) w.recent_preemptions.assign(3, s.now - Sec(Pick(0, 7200)));
   }
@@ -1350,6 +1360,10 @@ RC_GTEST_PROP(EngineProperty, VictimIndexDecidesAsTheScan, ()) {
   RC_ASSERT(a.stats.indexed_preemption_searches == 0);
   RC_CLASSIFY(b.stats.indexed_preemption_searches > 0, "index used");
   RC_CLASSIFY(b.stats.indexed_preemption_searches > 50, "index used for over 50 searches");
+  bool share_preempts = false;
+  for (const PreemptDecision& p : b.preemptions)
+    share_preempts |= p.preemptor.valid() && s.workloads[p.preemptor.index()].AsksForShares();
+  RC_CLASSIFY(share_preempts, "a share preempts");
   const std::string error = SameDecisions(a, b);
   if (!error.empty())
     RC_FAIL(error + "\n" + DumpResult(s, a) + "with the index:\n" + DumpResult(s, b));
