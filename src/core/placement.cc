@@ -164,6 +164,8 @@ void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
                           const Resources& request, int64_t gpu_memory_mib) {
   NodeCapacity& extra = extra_[p.node.value];
   uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~extra.gpu_mask;
+  // A share naming other than one GPU was never claimed (a snapshot issue): it frees no GPU.
+  if (request.gpu_share() && std::popcount(p.gpu_mask) != 1) usable = 0;
   if (request.gpu_share() && usable != 0) {
     // A shared GPU comes back with its last share: once every share on it is in the overlay.
     const int g = std::countr_zero(p.gpu_mask);

@@ -121,7 +121,9 @@ Freed FreedBy(const ClusterState& state, const Snapshot& snapshot, int32_t node,
     const Resources request = ps != nullptr ? ps->request : Resources{};
     if (request.gpu_share()) {
       f.whole.Add(NodeCapacity::OfPod(0, request));
-      f.shares.push_back({std::countr_zero(p.gpu_mask), request.gpu_milli(), ps->gpu_memory_mib});
+      // A share naming other than one GPU was never claimed (a snapshot issue): it frees none.
+      if (std::popcount(p.gpu_mask) == 1)
+        f.shares.push_back({std::countr_zero(p.gpu_mask), request.gpu_milli(), ps->gpu_memory_mib});
     } else {
       f.whole.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, request));
     }
@@ -325,6 +327,7 @@ class AloneCheck {
     if (at == placements.size()) return true;
     const PodSet* vps = w.PlacementPodSet(at);
     if (vps == nullptr || !vps->request.gpu_share()) return true;
+    if (std::popcount(placements[at].gpu_mask) != 1) return false;  // frees no GPU room
     const int g = std::countr_zero(placements[at].gpu_mask);
     if (((state_.share_open_mask(NodeId{node_}) >> g) & 1) == 0) return false;
     const int64_t left = Used(g) - vps->request.gpu_milli();

@@ -788,6 +788,23 @@ TEST_F(EngineTest, ASharePreemptorSparesTheVictimsItDoesNotNeed) {
   ASSERT_NE(Nomination("want"), nullptr);
 }
 
+// A running share naming other than one GPU is a snapshot issue and holds nothing, so leaving
+// frees nothing either: a preemptor's victim is the valid share, not the malformed ones.
+TEST_F(EngineTest, AMalformedShareFreesNoRoomForAPreemptor) {
+  b_.Node("n0", 2);
+  b_.Queue("q").Quota(2);
+  b_.Workload("two-gpus", "q").Shares(1, 500).Running("n0", Mask(0, 2)).Priority(0);
+  b_.Workload("no-gpu", "q").Shares(1, 500).Running("n0", 0).Priority(0);
+  b_.Workload("low", "q").Shares(1, 600).Running("n0", Mask(0, 1)).Priority(10).Submit(Sec(1));
+  b_.Workload("whole", "q").Pods(1, 1).Running("n0", Mask(1, 1)).Priority(100);
+  b_.Workload("want", "q").Shares(1, 500).Priority(50);
+  Run();
+  EXPECT_EQ(result_.issues.size(), 2u);
+  EXPECT_THAT(Preempted(), ElementsAre("low"));
+  ASSERT_NE(Nomination("want"), nullptr);
+  EXPECT_EQ(Nomination("want")->pods[0].placement.gpu_mask, Mask(0, 1));
+}
+
 // Reclaim takes back only as many shares as the owner needs: a borrower's four quarters fill the
 // GPU, the owner asks for half of it, and two quarters go.
 TEST_F(EngineTest, ReclaimTakesOnlyAsManySharesAsNeeded) {
