@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/gpu_share_ask.h"
 #include "common/json_reader.h"
 #include "kube/errors.h"
 
@@ -43,6 +44,55 @@ void AddLabel(const std::string& at, const Json* metadata, const std::string& ke
     patch->push_back(
         {{"op", "add"}, {"path", at + "/metadata/labels/" + PointerToken(key)}, {"value", value}});
   }
+}
+
+// A pod asking for a share of a GPU (either annotation of gpu_share::ReadAsk present, read or
+// not, so that a corrected value needs no new pod): every container, init containers too, takes
+// NVIDIA_VISIBLE_DEVICES and the MPS thread limit (and, with GPU memory asked, the MPS memory
+// limit) from the annotations chamberd writes through the binding (the Downward API resolves
+// them as the kubelet starts the container, after the bind), replacing any value of its own;
+// the pod is marked as given them (gpu_share::kEnvKey). Nothing for other pods.
+void GiveShareEnvironment(const Json& pod, Json* patch) {
+  const Json* meta = JsonReader::Find(pod, "metadata");
+  const Json* annotations = meta != nullptr ? JsonReader::Find(*meta, "annotations") : nullptr;
+  if (annotations == nullptr || !annotations->is_object()) return;
+  const bool memory = annotations->contains(gpu_share::kMemoryKey);
+  if (!annotations->contains(gpu_share::kFractionKey) && !memory) return;
+  const Json* spec = JsonReader::Find(pod, "spec");
+  for (const char* list : {"initContainers", "containers"}) {
+    const Json* containers = spec != nullptr ? JsonReader::Find(*spec, list) : nullptr;
+    if (containers == nullptr || !containers->is_array()) continue;
+    for (size_t i = 0; i < containers->size(); ++i) {
+      const std::string at = std::string("/spec/") + list + "/" + std::to_string(i) + "/env";
+      const Json& c = (*containers)[i];
+      const Json* env = c.is_object() ? JsonReader::Find(c, "env") : nullptr;
+      const bool has_env = env != nullptr && env->is_array();
+      Json added = Json::array();
+      for (const gpu_share::EnvFromAnnotation& e : gpu_share::kShareEnv) {
+        if (std::string_view(e.annotation) == gpu_share::kMpsMemoryKey && !memory) continue;
+        Json var = {
+            {"name", e.name},
+            {"valueFrom",
+             {{"fieldRef",
+               {{"fieldPath", std::string("metadata.annotations['") + e.annotation + "']"}}}}}};
+        size_t found = has_env ? env->size() : 0;
+        for (size_t j = 0; has_env && j < env->size(); ++j)
+          if ((*env)[j].is_object() && (*env)[j].value("name", "") == e.name) found = j;
+        if (has_env && found < env->size())
+          patch->push_back(
+              {{"op", "replace"}, {"path", at + "/" + std::to_string(found)}, {"value", var}});
+        else if (has_env)
+          patch->push_back({{"op", "add"}, {"path", at + "/-"}, {"value", var}});
+        else
+          added.push_back(std::move(var));
+      }
+      if (!added.empty()) patch->push_back({{"op", "add"}, {"path", at}, {"value", added}});
+    }
+  }
+  patch->push_back(
+      {{"op", "add"},
+       {"path", std::string("/metadata/annotations/") + PointerToken(gpu_share::kEnvKey)},
+       {"value", gpu_share::kEnvGiven}});
 }
 
 // "Pod ml/train-0", "Pod ml/train-*" for a name yet to be generated.
@@ -102,6 +152,7 @@ Result<PodDecision> DecidePod(const AdmissionRequest& request, const OptInPolicy
   CHAMBER_RETURN_IF_ERROR(r.String(*spec, "schedulerName", "spec", &scheduler));
   if (scheduler == policy.scheduler_name) {
     d.outcome = PodOutcome::kAlreadyChamber;
+    GiveShareEnvironment(request.object, &d.patch);
     return d;
   }
   if (!scheduler.empty() && scheduler != kDefaultScheduler) {
@@ -200,6 +251,7 @@ Result<PodDecision> DecidePod(const AdmissionRequest& request, const OptInPolicy
       {{"op", "add"}, {"path", "/spec/schedulerName"}, {"value", policy.scheduler_name}});
   if (label_pod)
     AddLabel("", JsonReader::Find(request.object, "metadata"), policy.queue_key, d.queue, &d.patch);
+  GiveShareEnvironment(request.object, &d.patch);
   return d;
 }
 

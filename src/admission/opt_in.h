@@ -48,9 +48,12 @@ struct OptInPolicy {
   int max_owner_depth = 4;
 };
 
+// Either way, a pod of Chamber's asking for a share of a GPU (`chamber.io/gpu-fraction`,
+// `chamber.io/gpu-memory`) also gets, in `patch`, the environment that gives its containers the
+// GPU chamberd binds it to (docs/sharing.md, "Asking for a share").
 enum class PodOutcome {
   kMutate,             // opted in: `patch` sets the scheduler (and the queue label)
-  kAlreadyChamber,     // names Chamber already: nothing to change
+  kAlreadyChamber,     // names Chamber already: nothing to change but a share's environment
   kOtherScheduler,     // names another scheduler than the default one: its choice stands
   kNotOptedIn,         // no queue on the pod, its owners or its namespace
   kExcludedNamespace,  // kube-system, chamberd's own

@@ -200,6 +200,9 @@ std::pair<int, std::string> WebhookServer::Handle(const std::string& path, std::
         response.patch = d->patch;
         spdlog::debug("webhook: {}: scheduler {} (queue \"{}\" from {})", what,
                       options_.policy.scheduler_name, d->queue, d->source);
+      } else if (!d->patch.empty()) {  // a share's environment (opt_in.h)
+        response.patch = d->patch;
+        spdlog::debug("webhook: {}: its GPU share's environment", what);
       } else {
         spdlog::debug("webhook: {}: unchanged ({})", what, PodOutcomeName(d->outcome));
       }

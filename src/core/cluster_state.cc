@@ -54,6 +54,7 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
     for (int g = 0; g < f.gpu_count; ++g) {
       const Gpu& gpu = node.gpus[g];
       if (gpu.healthy && (node.external_gpu_mask >> g & 1) == 0) f.healthy_mask |= uint64_t{1} << g;
+      if (!gpu.healthy) f.failed_mask |= uint64_t{1} << g;
       const auto at = std::lower_bound(island_ids.begin(), island_ids.end(), gpu.nvlink_island);
       const auto k = at - island_ids.begin();
       if (at == island_ids.end() || *at != gpu.nvlink_island) {

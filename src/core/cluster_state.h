@@ -39,6 +39,7 @@ inline constexpr int kNumDomainLevels = 3;
 struct NodeFacts {
   int32_t gpu_count = 0;
   uint64_t healthy_mask = 0;  // bit i: GPU i exists, is healthy and is not held externally
+  uint64_t failed_mask = 0;   // bit i: GPU i is unhealthy (held externally or not)
   int32_t model_id = -1;      // interned GPU model of the node's GPUs (-1: no GPUs)
   std::array<int32_t, kNumDomainLevels> domain{-1, -1, -1};  // interned domain ids (-1: none)
   uint32_t first_island = 0;  // its NVLink islands: ClusterState::islands()

@@ -80,6 +80,7 @@ std::string ValidateWorkload(const Workload& w) {
       return "pod set " + (ps.name.empty() ? std::to_string(i) : ps.name) + ": ";
     };
     if (ps.count <= 0) return where() + "count must be positive, got " + std::to_string(ps.count);
+    if (!ps.invalid_reason.empty()) return where() + ps.invalid_reason;
     if (ps.request.AnyNegative())
       return where() + "negative request (" + FormatResources(ps.request) + ")";
     if (ps.request.gpu_milli() % kMilliPerGpu != 0 && !ps.request.gpu_share())

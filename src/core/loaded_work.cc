@@ -123,7 +123,9 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
         continue;
       }
       ++claimed;
-      if ((pl.gpu_mask & ~state_.facts(pl.node).healthy_mask) != 0) on_failed_gpu = true;
+      // A GPU held externally as well (a share's pod in its grace period, which the caller can
+      // only report as holding the GPU) is closed to new work, not failed.
+      if ((pl.gpu_mask & state_.facts(pl.node).failed_mask) != 0) on_failed_gpu = true;
       if (w.state == WorkloadState::kPreempting) state_.MarkReleasing(pl, req);
     }
     if (w.placements.size() > static_cast<size_t>(w.TotalPods())) {

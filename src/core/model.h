@@ -107,6 +107,9 @@ struct PodSet {
   std::vector<std::string> gpu_models;  // allowed GPU models; empty: any
   // With a share: the GPU memory the pod holds on its GPU, in MiB (0: none asked).
   int64_t gpu_memory_mib = 0;
+  // Why the caller found the pods unschedulable as they are (an annotation that does not read,
+  // say); not empty: the workload waits as kInvalidWorkload with this reason.
+  std::string invalid_reason = {};
 };
 
 enum class WorkloadState {

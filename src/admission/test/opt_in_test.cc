@@ -124,6 +124,72 @@ TEST(DecidePod, PodsNamingChamberOrAnotherSchedulerAreLeftAlone) {
   EXPECT_EQ(src.reads, 0);
 }
 
+// docs/sharing.md, "Asking for a share": a share's containers take their GPU and MPS limits from
+// the annotations chamberd writes through the binding.
+Json FromAnnotation(const std::string& name, const std::string& key) {
+  return {{"name", name},
+          {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.annotations['" + key + "']"}}}}}};
+}
+
+TEST(DecidePod, AShareGetsItsGpusEnvironmentFromTheBindingsAnnotations) {
+  MapSource src;
+  Json pod = Pod(
+      {{"name", "p"},
+       {"labels", {{"chamber.io/queue", "team-a"}}},
+       {"annotations", {{"chamber.io/gpu-fraction", "0.5"}, {"chamber.io/gpu-memory", "8Gi"}}}});
+  pod["spec"]["containers"][0]["env"] = {{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}},
+                                         {{"name", "FOO"}, {"value", "1"}}};
+  pod["spec"]["initContainers"] = {{{"name", "fetch"}, {"image", "y"}}};
+  auto d = DecidePod(PodCreate(pod), OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->outcome, PodOutcome::kMutate);
+  const Json out = pod.patch(d->patch);
+  EXPECT_EQ(out["spec"]["schedulerName"], "chamber");
+  EXPECT_EQ(out["metadata"]["annotations"]["chamber.io/gpu-env"], "downward-api");
+  const Json want_main = {
+      FromAnnotation("NVIDIA_VISIBLE_DEVICES", "chamber.io/visible-devices"),
+      {{"name", "FOO"}, {"value", "1"}},
+      FromAnnotation("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                     "chamber.io/mps-active-thread-percentage"),
+      FromAnnotation("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "chamber.io/mps-pinned-memory-limit")};
+  EXPECT_EQ(out["spec"]["containers"][0]["env"], want_main) << out.dump(1);
+  const Json want_init = {
+      FromAnnotation("NVIDIA_VISIBLE_DEVICES", "chamber.io/visible-devices"),
+      FromAnnotation("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                     "chamber.io/mps-active-thread-percentage"),
+      FromAnnotation("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "chamber.io/mps-pinned-memory-limit")};
+  EXPECT_EQ(out["spec"]["initContainers"][0]["env"], want_init) << out.dump(1);
+  // Asked again (reinvocation), the answer changes nothing more.
+  auto again = DecidePod(PodCreate(out), OptInPolicy{}, src);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->outcome, PodOutcome::kAlreadyChamber);
+  EXPECT_EQ(out.patch(again->patch), out);
+}
+
+TEST(DecidePod, AShareNamingChamberGetsItsEnvironmentAndOthersNone) {
+  MapSource src;
+  Json share =
+      Pod({{"name", "p"}, {"annotations", {{"chamber.io/gpu-fraction", "0.25"}}}}, "chamber");
+  auto ours = DecidePod(PodCreate(share), OptInPolicy{}, src);
+  ASSERT_TRUE(ours.ok());
+  EXPECT_EQ(ours->outcome, PodOutcome::kAlreadyChamber);
+  const Json out = share.patch(ours->patch);
+  EXPECT_EQ(out["spec"]["containers"][0]["env"],
+            Json::array({FromAnnotation("NVIDIA_VISIBLE_DEVICES", "chamber.io/visible-devices"),
+                         FromAnnotation("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+                                        "chamber.io/mps-active-thread-percentage")}))
+      << "no memory asked: no memory limit";
+  EXPECT_EQ(out["metadata"]["annotations"]["chamber.io/gpu-env"], "downward-api");
+  // Not Chamber's (no queue anywhere, or another scheduler's): left alone, share or not.
+  auto plain = DecidePod(PodCreate(Pod(share["metadata"])), OptInPolicy{}, src);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->outcome, PodOutcome::kNotOptedIn);
+  EXPECT_TRUE(plain->patch.empty());
+  auto other = DecidePod(PodCreate(Pod(share["metadata"], "volcano")), OptInPolicy{}, src);
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->patch.empty());
+}
+
 TEST(DecidePod, AJobsQueueLabelReachesItsPodsWithTheLabel) {
   MapSource src;
   src.AddOwner("Job", "train", {{"chamber.io/queue", "team-a"}});

@@ -12,6 +12,7 @@
 
 #include "backend/kube/queue_resource.h"
 #include "common/cpu_time.h"
+#include "common/gpu_share_ask.h"
 #include "common/log.h"
 #include "common/time.h"
 #include "kube/errors.h"
@@ -76,7 +77,9 @@ Json PendingCopy(const Json& bound) {
   for (const char* field : {"name", "namespace", "labels", "annotations", "ownerReferences"})
     if (from.contains(field)) meta[field] = from[field];
   if (meta.contains("annotations") && meta["annotations"].is_object())
-    meta["annotations"].erase(keys::kGpuIndices);
+    for (const char* chosen : {keys::kGpuIndices, gpu_share::kVisibleDevicesKey,
+                               gpu_share::kMpsThreadsKey, gpu_share::kMpsMemoryKey})
+      meta["annotations"].erase(chosen);
   Json spec = bound.contains("spec") ? bound["spec"] : none;
   for (const char* field : {"nodeName", "priority", "preemptionPolicy"}) spec.erase(field);
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", meta}, {"spec", spec}};
@@ -458,6 +461,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     const PodRef* pod;
     std::string node;
     std::vector<int> gpus;
+    std::map<std::string, std::string> annotations;  // written through the binding
     Status status;
   };
   std::vector<BindCall> calls;
@@ -468,9 +472,24 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       if (a.pod_set < 0 || static_cast<size_t>(a.pod_set) >= src.pods.size() || a.replica < 0 ||
           static_cast<size_t>(a.replica) >= src.pods[a.pod_set].size())
         continue;  // the engine never names a pod the snapshot lacks; be safe anyway
-      calls.push_back({d, &src.pods[a.pod_set][a.replica],
-                       built_.snapshot.nodes[a.placement.node.index()].name,
-                       MaskToIndices(a.placement.gpu_mask), Status::Ok()});
+      const core::Node& node = built_.snapshot.nodes[a.placement.node.index()];
+      BindCall c{d,         &src.pods[a.pod_set][a.replica],
+                 node.name, MaskToIndices(a.placement.gpu_mask),
+                 {},        Status::Ok()};
+      c.annotations[keys::kGpuIndices] = FormatIndexList(c.gpus);
+      const core::PodSet& set =
+          built_.snapshot.workloads[bind.workload.index()].pod_sets[a.pod_set];
+      if (set.request.gpu_share() && c.gpus.size() == 1) {
+        // The container is given this GPU (docs/sharing.md): by UUID where the node's agent
+        // reported them, else by its NVML index, which the NVIDIA runtime takes too.
+        const auto g = static_cast<size_t>(c.gpus.front());
+        const std::string uuid = g < node.gpus.size() ? node.gpus[g].uuid.str() : "";
+        const bool known = !uuid.empty() && uuid.find('/') == std::string::npos;
+        c.annotations.merge(gpu_share::BindAnnotations(
+            {.gpu_milli = set.request.gpu_milli(), .gpu_memory_mib = set.gpu_memory_mib},
+            known ? uuid : std::to_string(g)));
+      }
+      calls.push_back(std::move(c));
     }
   }
   ParallelFor(calls.size(), options_.writers, [&](size_t i) {
@@ -479,8 +498,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       c.status = Status::Unavailable("not the leader any more");
       return;
     }
-    const std::map<std::string, std::string> annotations = {
-        {keys::kGpuIndices, FormatIndexList(c.gpus)}};
+    const std::map<std::string, std::string>& annotations = c.annotations;
     c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
                              annotations, c.pod->resource_version());
     // A bind the API server may not have seen (a lost connection, a 5xx, overload) is tried

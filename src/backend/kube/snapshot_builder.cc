@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/gpu_share_ask.h"
 #include "common/time.h"
 #include "kube/client.h"
 
@@ -101,10 +102,25 @@ struct Meta {
   }
 };
 
-core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource) {
+// `read_share`: the pod is Chamber's (or a template of Chamber's pods), so its share
+// annotations are read; another scheduler's pod holds only the GPUs its resources ask for.
+core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource,
+                      bool read_share = true) {
   core::PodSet s;
   s.name = p.metadata.name;
-  s.request = Resources::Of(p.Request(gpu_resource), p.Request("cpu"), p.Request("memory"));
+  const int64_t whole_gpus = p.Request(gpu_resource);
+  s.request = Resources::Of(whole_gpus, p.Request("cpu"), p.Request("memory"));
+  // A share of one GPU, asked for by annotation (docs/sharing.md, "Asking for a share").
+  if (read_share) {
+    Result<gpu_share::Ask> ask = gpu_share::ReadAsk(p.metadata.annotations, whole_gpus);
+    if (!ask.ok()) {
+      s.invalid_reason = ask.status().message();
+    } else if (ask->asked()) {
+      s.request[core::Resource::kGpu] = ask->gpu_milli;
+      s.gpu_memory_mib = ask->gpu_memory_mib;
+    }
+  }
+
   for (const auto& [k, v] : p.node_selector) s.node_selector.emplace_back(k, v);
   std::vector<core::Toleration> tolerations;
   for (const kube::Toleration& t : p.tolerations) {
@@ -178,6 +194,7 @@ struct PodFacts {
   const std::string* queue = nullptr;
   std::vector<int> gpu_indices;   // the annotation, when it parses
   std::string gpu_indices_error;  // why it does not
+  std::string share_problem;      // a bound pod's share annotations that no longer read
   core::PodSet shape;             // gpu_models from the pod's own metadata only
   ChamberKeys chamber_keys;
 };
@@ -618,7 +635,31 @@ class Builder {
     f.queue = meta.Get(keys::kQueue);
     f.reserved_replicas = meta.Get(keys::kReservedReplicas);
     f.checkpoint_keys = meta.Get(keys::kCheckpointGrace) || meta.Get(keys::kLastCheckpoint);
-    f.shape = PodShape(p, meta, options_.gpu_resource);
+    f.shape = PodShape(p, meta, options_.gpu_resource,
+                       /*read_share=*/p.scheduler_name == options_.scheduler_name);
+    if (!p.node_name.empty()) {
+      // Bound: it holds what it was bound with. Share annotations that no longer read are
+      // reported, and the pod is taken to hold its GPUs whole (never less than it may use).
+      if (!f.shape.invalid_reason.empty()) {
+        f.share_problem = "pod " + f.key + ": " + f.shape.invalid_reason + "; taken as holding " +
+                          (f.shape.request.whole_gpus() > 0 ? "its GPUs" : "one GPU") + " whole";
+        if (f.shape.request.whole_gpus() == 0)
+          f.shape.request[core::Resource::kGpu] = core::Gpus(1);
+        f.shape.invalid_reason.clear();
+      }
+    } else if (f.shape.request.gpu_share() && f.shape.invalid_reason.empty()) {
+      // A share is bound only once its containers take their GPU from the binding's
+      // annotations: else a CUDA image's NVIDIA_VISIBLE_DEVICES=all would show every GPU.
+      const std::string* env = Find(p.metadata.annotations, gpu_share::kEnvKey);
+      if (env == nullptr || *env != gpu_share::kEnvGiven)
+        f.shape.invalid_reason =
+            std::string(
+                "asks for a share of a GPU but its containers were not given the GPU's "
+                "environment (annotation ") +
+            gpu_share::kEnvKey + ": " + gpu_share::kEnvGiven +
+            ", set by chamberd's admission webhook; docs/sharing.md): created while the "
+            "webhook did not answer? Delete the pod so that it is created again";
+    }
   }
 
   void BuildNodes() {
@@ -773,6 +814,7 @@ class Builder {
       k += t.key + (t.op == core::Toleration::Operator::kExists ? "?" : "=") + t.value + ":" +
            (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") + ";";
     for (const auto& m : s.gpu_models) k += m + "|";
+    k += std::to_string(s.gpu_memory_mib) + "|" + s.invalid_reason;
     return k;
   }
 
@@ -888,7 +930,7 @@ class Builder {
     // Pods of basic PodGroups, each a workload of its own, with their group.
     std::vector<std::pair<const PodEntry*, const UpstreamGroup*>> basic_pending, basic_bound;
     std::map<std::string, Pods> lws_pending, lws_bound;  // by "namespace/name-<group>"
-    Pods single_pending, single_bound;
+    Pods single_pending, single_bound, single_releasing;
     out_.snapshot.workloads.reserve(objects_.pods.size() + objects_.jobs.size());
     out_.sources.reserve(objects_.pods.size() + objects_.jobs.size());
     const Pods& pods = SortedPods();
@@ -916,6 +958,7 @@ class Builder {
         if (annotated == &f.gpu_indices && !f.gpu_indices_error.empty())
           Problem("pod " + f.key + ": annotation " + keys::kGpuIndices + ": " +
                   f.gpu_indices_error + "; given free GPU slots instead");
+        if (!f.share_problem.empty()) Problem(f.share_problem);
         e->bound_index = bound_.size();
         bound_.push_back({p, n->second, f.shape.request, annotated});
       }
@@ -947,7 +990,15 @@ class Builder {
           (node->empty() ? lws_pending : lws_bound)[ns_name + "-" + *f.lws_group].push_back(e);
         continue;
       }
-      if (deleting) continue;
+      if (deleting) {
+        // A bare pod's share in its grace period (a victim leaving) still holds its share of
+        // the GPU, which only a workload can say: it is one, releasing. A pod held whole is
+        // counted as holding its GPUs outside the engine until it is gone (AccountBoundPods).
+        if (!node->empty() && f.shape.request.gpu_share() && f.pod_group == nullptr &&
+            p->pod_group_name.empty())
+          single_releasing.push_back(e);
+        continue;
+      }
       if (!p->pod_group_name.empty()) {
         // A pod that names an upstream PodGroup waits for it, as kube-scheduler's pods do; a
         // gang's pods are one workload; a basic group's are each their own.
@@ -1024,6 +1075,7 @@ class Builder {
     ReserveReplicas(single_bound, single_pending);
     for (const PodEntry* e : single_bound) AddSingle(*e, true);
     for (const PodEntry* e : single_pending) AddSingle(*e, false);
+    for (const PodEntry* e : single_releasing) AddSingle(*e, true, nullptr, /*releasing=*/true);
     for (const auto& [e, group] : basic_bound) AddSingle(*e, true, group);
     for (const auto& [e, group] : basic_pending) AddSingle(*e, false, group);
   }
@@ -1227,7 +1279,7 @@ class Builder {
       std::string k;
       for (int64_t v : s.request.v) k += std::to_string(v) + ",";
       for (const auto& [a, b] : s.node_selector) k += a + "=" + b + ";";
-      return k;
+      return k + std::to_string(s.gpu_memory_mib);
     };
     std::vector<std::string> shapes;
     for (const Gang::Template& t : g.templates)
@@ -1480,11 +1532,14 @@ class Builder {
   // A pod that is a workload of its own. `group`: the basic PodGroup it names, whose queue it
   // takes when it names none itself; such a pod's workload reads the PodGroup, and is made
   // afresh.
-  void AddSingle(const PodEntry& e, bool running, const UpstreamGroup* group = nullptr) {
+  // `releasing`: a bound pod being deleted, whose workload holds its placement as a victim in
+  // its grace period (kPreempting) does.
+  void AddSingle(const PodEntry& e, bool running, const UpstreamGroup* group = nullptr,
+                 bool releasing = false) {
     // A workload that depends on more than its own pod is made afresh: a serving replica's (its
     // siblings decide whether it is reserved) and a basic PodGroup member's (its PodGroup may
-    // name the queue).
-    const bool afresh = e.facts.reserved_replicas != nullptr || group != nullptr;
+    // name the queue); so is a releasing one, which is not kept for the next build.
+    const bool afresh = e.facts.reserved_replicas != nullptr || group != nullptr || releasing;
     // Unchanged since the last build: its workload moves over from that build's snapshot. A pod
     // whose bind is only assumed takes `now` as its start, which moves on.
     if (!afresh && reuse_singles_ && e.single_generation + 1 == cache_.generation &&
@@ -1520,12 +1575,12 @@ class Builder {
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kPod;
     if (running) {
-      w.state = core::WorkloadState::kRunning;
+      w.state = releasing ? core::WorkloadState::kPreempting : core::WorkloadState::kRunning;
       w.start_time = EarliestBind({&e});
     }
     const int id = AddWorkload(std::move(w), std::move(src), {&e}, meta, running, true);
     // A workload that raised a problem is made again, so that the problem is raised again.
-    e.single_generation = out_.problems.size() == problems ? cache_.generation : 0;
+    e.single_generation = out_.problems.size() == problems && !releasing ? cache_.generation : 0;
     e.single_index = static_cast<size_t>(id);
     e.single_running = running;
   }
@@ -1588,49 +1643,57 @@ class Builder {
   static bool SameShape(const core::PodSet& set, const core::PodSet& shape) {
     return set.count == 1 && set.name == shape.name && set.request == shape.request &&
            set.node_selector == shape.node_selector && set.tolerations == shape.tolerations &&
-           set.gpu_models == shape.gpu_models;
+           set.gpu_models == shape.gpu_models && set.gpu_memory_mib == shape.gpu_memory_mib &&
+           set.invalid_reason == shape.invalid_reason;
   }
 
   // --- holdings ---
 
   void AccountBoundPods() {
-    // Per node: annotated claims first (in pod order), then the lowest free slots.
+    // Per node: annotated claims first (in pod order), then the lowest free slots. A pod
+    // holding a share of a GPU names one GPU, which other shares may hold too but no pod whole.
     std::vector<std::vector<size_t>> by_node(out_.snapshot.nodes.size());
     for (size_t i = 0; i < bound_.size(); ++i) by_node[bound_[i].node].push_back(i);
     for (size_t n = 0; n < by_node.size(); ++n) {
       core::Node& node = out_.snapshot.nodes[n];
       const int gpu_count = static_cast<int>(node.gpus.size());
-      uint64_t taken = 0;
+      uint64_t taken = 0;   // held whole
+      uint64_t shared = 0;  // holding shares
       std::vector<size_t> unplaced;
       for (size_t i : by_node[n]) {
         BoundPod& b = bound_[i];
-        const int64_t want = b.request.whole_gpus();
+        const bool share = b.request.gpu_share();
+        const int64_t want = share ? 1 : b.request.whole_gpus();
+        const uint64_t closed = share ? taken : taken | shared;
         uint64_t mask = 0;
         bool ok = static_cast<int64_t>(b.annotated->size()) == want;
         for (int g : *b.annotated) {
-          if (g < 0 || g >= gpu_count || (taken >> g & 1) || (mask >> g & 1)) ok = false;
+          if (g < 0 || g >= gpu_count || (closed >> g & 1) || (mask >> g & 1)) ok = false;
           if (ok) mask |= uint64_t{1} << g;
         }
         if (!ok) {
           if (!b.annotated->empty())
             Problem("pod " + b.pod->metadata.Key() + ": annotation " + keys::kGpuIndices + "=" +
-                    FormatIndexList(*b.annotated) + " does not match its " + std::to_string(want) +
-                    " GPUs on node " + node.name + "; given free GPU slots instead");
+                    FormatIndexList(*b.annotated) + " does not match its " +
+                    (share ? std::string("share of one GPU") : std::to_string(want) + " GPUs") +
+                    " on node " + node.name + "; given free GPU slots instead");
           unplaced.push_back(i);
           continue;
         }
         b.mask = mask;
-        taken |= mask;
+        (share ? shared : taken) |= mask;
       }
       for (size_t i : unplaced) {
         BoundPod& b = bound_[i];
-        int64_t want = b.request.whole_gpus();
+        const bool share = b.request.gpu_share();
+        int64_t want = share ? 1 : b.request.whole_gpus();
+        const uint64_t closed = share ? taken : taken | shared;
         for (int g = 0; g < gpu_count && want > 0; ++g)
-          if (!(taken >> g & 1)) {
+          if (!(closed >> g & 1) && !(b.mask >> g & 1)) {
             b.mask |= uint64_t{1} << g;
-            taken |= uint64_t{1} << g;
             --want;
           }
+        (share ? shared : taken) |= b.mask;
         if (want > 0)
           Problem("node " + node.name + ": pod " + b.pod->metadata.Key() +
                   " holds more GPUs than "

@@ -20,11 +20,16 @@
 //     a Job without pods, its template's PriorityClass (or the global default).
 //   - `chamber.io/checkpoint-grace-seconds` and `chamber.io/last-checkpoint` (RFC 3339) on the
 //     Job or pod feed the preemption grace period and the GPU-hours-lost account.
+//   - Shares of one GPU: `chamber.io/gpu-fraction` and `chamber.io/gpu-memory` on a pod of
+//     Chamber's (common/gpu_share_ask.h; docs/sharing.md). A share waits, invalid, until the
+//     admission webhook marked it `chamber.io/gpu-env`; annotations that do not read leave the
+//     pod waiting with a reason that names them, or, on a bound pod, holding its GPU whole.
 //
 // State Chamber keeps in the API (so a new leader rebuilds it from there):
 //   - `chamber.io/gpu-indices` on a bound pod: the node's GPU slots it holds ("0,1"), set through
 //     the binding. Pods without it (bound by another scheduler, or before it was written) get the
-//     lowest free slots.
+//     lowest free slots. A share holds one slot, beside other shares and never beside a pod
+//     holding it whole; a bare pod's share being deleted is a workload releasing it.
 //   - `chamber.io/preempted-at` (RFC 3339) on a Job Chamber suspended, and
 //     `chamber.io/preemptions` (Unix seconds, comma-separated, the latest few) for the
 //     preemption budget. A suspended Job without the first is the user's: Chamber leaves it be.

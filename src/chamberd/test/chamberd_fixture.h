@@ -25,6 +25,7 @@
 #include "backend/kube/snapshot_builder.h"
 #include "chamberd/test/cluster_fixture.h"
 #include "chamberd/test/e2e_support.h"
+#include "common/gpu_share_ask.h"
 #include "kube/client.h"
 #include "kube/errors.h"
 #include "kubesim/nodes.h"
@@ -178,24 +179,47 @@ class ChamberdCluster : public ClusterTest {
     return out;
   }
 
-  // No GPU slot of any node is held by two live pods, and every slot exists.
-  void ExpectNoDoubleBooking(int gpus_per_node) {
-    std::map<std::string, std::set<int>> held;
-    auto list = client_->List(kube::resources::kPods, ns_);
-    ASSERT_TRUE(list.ok());
-    for (Json& j : list->items) {
-      kube::Pod p = kube::Pod::FromJson(std::move(j)).value();
-      if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
-      auto it = p.metadata.annotations.find(backend::keys::kGpuIndices);
-      ASSERT_NE(it, p.metadata.annotations.end()) << p.metadata.Key() << " was bound without slots";
-      Result<std::vector<int>> slots = backend::ParseIndexList(it->second);
-      ASSERT_TRUE(slots.ok()) << p.metadata.Key() << ": " << slots.status().message();
-      const std::vector<int> indices = std::move(*slots);
-      for (int g : indices) {
-        EXPECT_LT(g, gpus_per_node) << p.metadata.Key();
-        EXPECT_TRUE(held[p.node_name].insert(g).second)
-            << "GPU " << g << " of " << p.node_name << " is held twice (" << p.metadata.Key()
-            << ")";
+  // No GPU slot of any node is held by two live pods, and every slot exists: a slot held whole
+  // holds nothing else, and the shares of one slot (chamber.io/gpu-fraction) add up to at most
+  // one GPU. Over the pods of `namespaces` (none: the test's).
+  void ExpectNoDoubleBooking(int gpus_per_node, std::vector<std::string> namespaces = {}) {
+    if (namespaces.empty()) namespaces.push_back(ns_);
+    struct Slot {
+      std::string whole;   // the pod holding it whole
+      int64_t shared = 0;  // thousandths its shares hold
+    };
+    std::map<std::pair<std::string, int>, Slot> held;
+    for (const std::string& ns : namespaces) {
+      auto list = client_->List(kube::resources::kPods, ns);
+      ASSERT_TRUE(list.ok());
+      for (Json& j : list->items) {
+        kube::Pod p = kube::Pod::FromJson(std::move(j)).value();
+        if (p.node_name.empty() || p.phase == "Succeeded" || p.phase == "Failed") continue;
+        auto it = p.metadata.annotations.find(backend::keys::kGpuIndices);
+        ASSERT_NE(it, p.metadata.annotations.end())
+            << p.metadata.Key() << " was bound without slots";
+        Result<std::vector<int>> slots = backend::ParseIndexList(it->second);
+        ASSERT_TRUE(slots.ok()) << p.metadata.Key() << ": " << slots.status().message();
+        Result<gpu_share::Ask> ask =
+            gpu_share::ReadAsk(p.metadata.annotations, p.Request("nvidia.com/gpu"));
+        ASSERT_TRUE(ask.ok()) << p.metadata.Key() << ": " << ask.status().message();
+        if (ask->asked()) {
+          ASSERT_EQ(slots->size(), 1u) << p.metadata.Key() << " shares more than one GPU";
+        }
+        for (int g : *slots) {
+          EXPECT_LT(g, gpus_per_node) << p.metadata.Key();
+          Slot& slot = held[{p.node_name, g}];
+          if (ask->asked()) {
+            slot.shared += ask->gpu_milli;
+            EXPECT_LE(slot.shared, 1000)
+                << "GPU " << g << " of " << p.node_name << " is shared beyond its compute ("
+                << p.metadata.Key() << ")";
+          }
+          EXPECT_TRUE(slot.whole.empty() && (ask->asked() || slot.shared == 0))
+              << "GPU " << g << " of " << p.node_name << " is held twice (" << p.metadata.Key()
+              << (slot.whole.empty() ? "" : ", " + slot.whole) << ")";
+          if (!ask->asked()) slot.whole = p.metadata.Key();
+        }
       }
     }
   }

@@ -117,6 +117,41 @@ class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }
 
+  // A pod asking for `fraction` of one GPU (chamber.io/gpu-fraction) and no nvidia.com/gpu, its
+  // container setting NVIDIA_VISIBLE_DEVICES=all as CUDA images do; `pool`: a nodeSelector.
+  Json SharePod(const std::string& name, const std::string& fraction, Json labels = Json::object(),
+                const std::string& pool = "") {
+    Json pod = BarePod(name, std::move(labels));
+    for (Json& c : pod["spec"]["containers"]) {
+      c["resources"]["requests"].erase("nvidia.com/gpu");
+      c["resources"]["limits"].erase("nvidia.com/gpu");
+      c["env"] = {{{"name", "NVIDIA_VISIBLE_DEVICES"}, {"value", "all"}}};
+    }
+    pod["metadata"]["annotations"] = {{"chamber.io/gpu-fraction", fraction}};
+    if (!pool.empty()) pod["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
+    return pod;
+  }
+
+  // Live pods of `ns` (not being deleted), bound or not, by name.
+  std::map<std::string, Json> LivePods(const std::string& ns) {
+    std::map<std::string, Json> out;
+    auto list = client_->List(kube::resources::kPods, ns);
+    if (!list.ok()) return out;
+    for (Json& p : list->items) {
+      std::string name = p["metadata"].value("name", "");
+      if (!p["metadata"].contains("deletionTimestamp") && !name.starts_with("probe-"))
+        out[std::move(name)] = std::move(p);
+    }
+    return out;
+  }
+
+  static std::string NodeOf(const Json& pod) { return pod["spec"].value("nodeName", ""); }
+  static std::string Annotation(const Json& pod, const std::string& key) {
+    const Json& a =
+        pod["metadata"].contains("annotations") ? pod["metadata"]["annotations"] : Json();
+    return a.is_object() ? a.value(key, "") : "";
+  }
+
   Json GetPod(const std::string& ns, const std::string& name) {
     auto p = client_->Get(kube::resources::kPods, ns, name);
     return p.ok() ? *p : Json();
@@ -284,6 +319,113 @@ TEST_F(WebhookE2E, ALabelledJobIsPreemptedResumesAndCompletes) {
 }
 
 // A standby answers as the leader does: admission does not wait for the Lease.
+// docs/sharing.md, "Asking for a share": pods asking for half a GPU are opted in and given
+// their GPU's environment by the webhook, bound two to a GPU by chamberd, and told which GPU
+// (its UUID where the node's agent reported them, else its index); GPUs held whole never hold a
+// share. 4 halves and 14 whole GPUs fill the 16 GPUs exactly, so the halves must pair up.
+TEST_F(WebhookE2E, HalfGpuSharesLandTwoToAGpuAndAreGivenItNeverBesideAWholeGpu) {
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, queue_);
+  if (HasFailure()) return;
+  // Node 0's GPUs have UUIDs (as the health controller writes them from its agent's reports);
+  // node 1's agent has not reported.
+  const std::string with_uuids = ns_ + "-gpu-0";
+  std::vector<std::string> uuids;
+  for (int g = 0; g < 8; ++g) uuids.push_back("GPU-" + ns_ + "-" + std::to_string(g));
+  std::string joined;
+  for (const std::string& u : uuids) joined += (joined.empty() ? "" : ",") + u;
+  ASSERT_TRUE(
+      client_
+          ->MergePatch(kube::resources::kNodes, "", with_uuids,
+                       {{"metadata", {{"annotations", {{"chamber.io/gpu-uuids", joined}}}}}})
+          .ok());
+  std::this_thread::sleep_for(1s);  // the node informer sees the UUIDs before the pods come
+
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(client_
+                    ->Create(kube::resources::kPods, default_ns_,
+                             SharePod("half-" + std::to_string(i), "0.5"))
+                    .ok());
+  for (int i = 0; i < 14; ++i)
+    ASSERT_TRUE(
+        client_->Create(kube::resources::kPods, default_ns_, BarePod("whole-" + std::to_string(i)))
+            .ok());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        int bound = 0;
+        for (const auto& [name, p] : LivePods(default_ns_)) bound += !NodeOf(p).empty();
+        return bound == 18;
+      },
+      60s))
+      << "chamberd did not bind all 18 pods";
+  ExpectNoDoubleBooking(8, {default_ns_});
+
+  std::map<std::pair<std::string, std::string>, int> per_gpu;  // (node, index) -> halves
+  for (const auto& [name, p] : LivePods(default_ns_)) {
+    if (!name.starts_with("half-")) continue;
+    SCOPED_TRACE(name);
+    EXPECT_EQ(p["spec"].value("schedulerName", ""), "chamber");
+    EXPECT_EQ(Annotation(p, "chamber.io/gpu-env"), "downward-api");
+    // The webhook replaced the container's own NVIDIA_VISIBLE_DEVICES=all: the kubelet fills
+    // it in from the binding's annotation.
+    const Json& env = p["spec"]["containers"][0]["env"];
+    ASSERT_EQ(env.size(), 2u) << env.dump();
+    EXPECT_EQ(env[0]["name"], "NVIDIA_VISIBLE_DEVICES");
+    EXPECT_EQ(env[0]["valueFrom"]["fieldRef"]["fieldPath"],
+              "metadata.annotations['chamber.io/visible-devices']");
+    EXPECT_EQ(env[1]["name"], "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    const std::string index = Annotation(p, "chamber.io/gpu-indices");
+    ASSERT_FALSE(index.empty());
+    EXPECT_EQ(Annotation(p, "chamber.io/visible-devices"),
+              NodeOf(p) == with_uuids ? uuids.at(std::stoul(index)) : index);
+    EXPECT_EQ(Annotation(p, "chamber.io/mps-active-thread-percentage"), "50");
+    ++per_gpu[{NodeOf(p), index}];
+  }
+  EXPECT_EQ(per_gpu.size(), 2u) << "4 halves on 2 GPUs";
+  for (const auto& [gpu, halves] : per_gpu)
+    EXPECT_EQ(halves, 2) << gpu.first << " GPU " << gpu.second;
+}
+
+// A reclaim preempts only as many shares as the reclaiming share needs: on a node of one GPU
+// holding four quarter shares of a queue that borrows, a half share of the GPU's owner takes two
+// of them and leaves the other two running.
+TEST_F(WebhookE2E, AReclaimPreemptsOnlyAsManySharesAsNeeded) {
+  const std::string pool = "pool-" + ns_;
+  Nodes(1, 1, "one", {}, {{"chamber-test/pool", pool}});
+  const std::string borrower = "wh-b-" + ns_;
+  Queue(borrower, 0);
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, queue_);
+  if (HasFailure()) return;
+  for (int i = 0; i < 4; ++i)
+    ASSERT_TRUE(client_
+                    ->Create(kube::resources::kPods, ns_,
+                             SharePod("quarter-" + std::to_string(i), "0.25",
+                                      {{"chamber.io/queue", borrower}}, pool))
+                    .ok());
+  auto bound = [&](const std::string& ns) {
+    int n = 0;
+    for (const auto& [name, p] : LivePods(ns)) n += !NodeOf(p).empty();
+    return n;
+  };
+  ASSERT_TRUE(Eventually([&] { return bound(ns_) == 4; }, 30s)) << "the quarters did not start";
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kPods, default_ns_,
+                           SharePod("owner", "0.5", Json::object(), pool))
+                  .ok());
+  ASSERT_TRUE(Eventually([&] { return bound(default_ns_) == 1; }, 60s))
+      << "the owner's half share was not placed";
+  std::this_thread::sleep_for(2s);  // several cycles: no further victim
+  EXPECT_EQ(bound(ns_), 2) << "two quarters make the room; the other two keep running";
+  EXPECT_EQ(LivePods(ns_).size(), 2u);
+  ExpectNoDoubleBooking(1, {ns_, default_ns_});
+  const Json owner = LivePods(default_ns_).at("owner");
+  EXPECT_EQ(Annotation(owner, "chamber.io/gpu-indices"), "0");
+  EXPECT_EQ(Annotation(owner, "chamber.io/visible-devices"), "0") << "no UUIDs reported: the index";
+}
+
 TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {
   ASSERT_GT(StartWithWebhook("a"), 0);
   ASSERT_GT(ApiPort("a"), 0);  // "a" leads and serves

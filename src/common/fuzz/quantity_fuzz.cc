@@ -1,11 +1,14 @@
 // Kubernetes quantities and amounts of GPUs (common/quantity.h), as pods, nodes, Queues,
-// snapshots and traces write them. Properties: an error quotes the text; a value read back from
-// its plain decimal form is the same value.
+// snapshots and traces write them, and a pod's GPU share annotations (common/gpu_share_ask.h).
+// Properties: an error quotes the text; a value read back from its plain decimal form is the
+// same value; a share is within one GPU.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "common/fuzz/fuzz_check.h"
+#include "common/gpu_share_ask.h"
 #include "common/quantity.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -46,6 +49,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   } else {
     fuzz::CheckError(gpu.status(), text);
+  }
+
+  // The text as a share's fraction, and as its memory beside a fraction that reads.
+  namespace gpu_share = chamber::gpu_share;
+  const std::string value(text);
+  for (const auto& annotations :
+       {std::map<std::string, std::string>{{gpu_share::kFractionKey, value}},
+        std::map<std::string, std::string>{{gpu_share::kFractionKey, "0.5"},
+                                           {gpu_share::kMemoryKey, value}}}) {
+    Result<gpu_share::Ask> ask = gpu_share::ReadAsk(annotations, 0);
+    if (ask.ok()) {
+      fuzz::Check(ask->gpu_milli >= 1 && ask->gpu_milli <= 999 && ask->gpu_memory_mib >= 0,
+                  "ReadAsk is out of its bounds", value);
+    } else {
+      fuzz::CheckError(ask.status(), "\"" + value + "\"");
+    }
   }
   return 0;
 }

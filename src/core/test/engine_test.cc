@@ -608,6 +608,8 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
   b_.Workload("part-of-a-gpu", "good").Pods(1, 1).get().pod_sets[0].request[Resource::kGpu] = 1500;
   b_.Workload("memory-whole", "good").Pods(1, 1).get().pod_sets[0].gpu_memory_mib = 1024;
   b_.Workload("memory-negative", "good").Shares(1, 500, -1);
+  b_.Workload("caller-says", "good").Shares(1, 500).get().pod_sets[0].invalid_reason =
+      "annotation chamber.io/gpu-fraction: \"half\" is not a fraction of one GPU";
   b_.Workload("leaf-ok", "team").Pods(1, 1);
   Run();
   EXPECT_THAT(Bound(), UnorderedElementsAre("ok", "leaf-ok"));
@@ -639,6 +641,8 @@ TEST_F(EngineTest, BadInputPendsWithReasonWhileOthersBind) {
        "share of one GPU"},
       {"memory-negative", PendingReason::kInvalidWorkload,
        "pod set ps0: GPU memory -1 MiB per pod must not be negative"},
+      {"caller-says", PendingReason::kInvalidWorkload,
+       "pod set ps0: annotation chamber.io/gpu-fraction: \"half\" is not a fraction of one GPU"},
   };
   for (const Want& want : wants) {
     const PendingDecision* p = Pending(want.workload);
@@ -820,6 +824,21 @@ TEST_F(EngineTest, ReclaimTakesOnlyAsManySharesAsNeeded) {
   EXPECT_EQ(Pending("half")->message(), "preempting 2 workloads to make room");
   ASSERT_NE(Nomination("half"), nullptr);
   EXPECT_EQ(Nomination("half")->pods[0].placement.gpu_mask, Mask(0, 1));
+}
+
+// Victims being deleted that the caller can only report as holding their GPU externally (bare
+// pods in their grace period): the GPU is closed, and no more of its shares are taken for room
+// that cannot come.
+TEST_F(EngineTest, NoShareIsPreemptedOnAGpuHeldExternally) {
+  b_.Node("n0", 1);
+  b_.snapshot().nodes.back().external_gpu_mask = Mask(0, 1);
+  b_.Queue("owner").Quota(1);
+  b_.Queue("borrower");
+  for (int i = 0; i < 2; ++i)
+    b_.Workload("q" + std::to_string(i), "borrower").Shares(1, 250).Running("n0", Mask(0, 1));
+  b_.Workload("half", "owner").Shares(1, 500);
+  Run();
+  EXPECT_THAT(result_.preemptions, IsEmpty());
 }
 
 // The cycles after: a share waits for the room its victims' shares release and preempts no

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/kube/queue_resource.h"
+#include "common/gpu_share_ask.h"
 #include "common/time.h"
 #include "core/engine.h"
 #include "kube/client.h"
@@ -275,6 +276,144 @@ TEST(SnapshotBuilderTest, ConflictingOrMalformedSlotAnnotationsAreReassignedAndR
   EXPECT_EQ(b.problems[1],
             "pod ml/b: annotation chamber.io/gpu-indices=1 does not match its 1 GPUs on node n1; "
             "given free GPU slots instead");
+}
+
+// A share of one GPU is asked for by annotation (docs/sharing.md, "Asking for a share"); a
+// share is bound only once the webhook gave its containers the GPU's environment, and an
+// annotation that does not read leaves the pod waiting with a reason that names it.
+TEST(SnapshotBuilderTest, SharesAreReadFromAnnotationsAndWaitForTheirEnvironment) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 2, {{"metadata", {{"labels", {{"nvidia.com/gpu.memory", "81920"}}}}}})};
+  auto share = [](Json annotations, bool env = true) {
+    if (env) annotations["chamber.io/gpu-env"] = "downward-api";
+    return Json{
+        {"metadata", {{"annotations", annotations}, {"labels", {{"chamber.io/queue", "q"}}}}}};
+  };
+  in.pods = {
+      Pod("ml", "half", 0,
+          share({{"chamber.io/gpu-fraction", "0.5"}, {"chamber.io/gpu-memory", "10Gi"}})),
+      Pod("ml", "bad", 0, share({{"chamber.io/gpu-fraction", "1.5"}})),
+      Pod("ml", "bare", 0, share({{"chamber.io/gpu-fraction", "0.25"}}, false)),
+      Pod("ml", "both", 1, share({{"chamber.io/gpu-fraction", "0.5"}})),
+  };
+  in.queues = {QueueNamed("q", 2)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 4u);
+  std::map<std::string, const core::PodSet*> sets;
+  for (const core::Workload& w : b.snapshot.workloads) sets[w.name] = &w.pod_sets.at(0);
+  EXPECT_EQ(sets.at("ml/half")->request.gpu_milli(), 500);
+  EXPECT_TRUE(sets.at("ml/half")->request.gpu_share());
+  EXPECT_EQ(sets.at("ml/half")->gpu_memory_mib, 10240);
+  EXPECT_EQ(sets.at("ml/half")->invalid_reason, "");
+
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[r.binds[0].workload.index()].name, "ml/half");
+  std::map<std::string, std::string> why;
+  for (const core::PendingDecision& p : r.pending) {
+    EXPECT_EQ(p.reason, core::PendingReason::kInvalidWorkload) << p.message();
+    why[b.snapshot.workloads[p.workload.index()].name] = p.message();
+  }
+  EXPECT_EQ(why["ml/bad"],
+            "pod set bad: annotation chamber.io/gpu-fraction: \"1.5\" is not a fraction of one GPU "
+            "(use forms like 0.5, 0.25 or 250m; at most 3 decimals)");
+  EXPECT_EQ(
+      why["ml/bare"],
+      "pod set bare: asks for a share of a GPU but its containers were not given the GPU's "
+      "environment (annotation chamber.io/gpu-env: downward-api, set by chamberd's admission "
+      "webhook; docs/sharing.md): created while the webhook did not answer? Delete the pod so "
+      "that it is created again");
+  EXPECT_EQ(why["ml/both"],
+            "pod set both: requests nvidia.com/gpu: 1 and annotation chamber.io/gpu-fraction: "
+            "\"0.5\"; a pod asks for whole GPUs or a share of one, not both");
+}
+
+// Bound shares hold the GPU their chamber.io/gpu-indices names, beside each other; a pod holding
+// GPUs whole never gets a GPU that holds shares; a bound share whose annotations no longer read
+// is taken to hold its GPU whole.
+TEST(SnapshotBuilderTest, BoundSharesHoldTheirGpuBesideEachOtherNotBesideWholePods) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 4)};
+  auto on = [](const char* fraction, const char* gpus) {
+    Json j = {{"spec", {{"nodeName", "n1"}}}, {"status", {{"phase", "Running"}}}};
+    if (fraction != nullptr) j["metadata"]["annotations"]["chamber.io/gpu-fraction"] = fraction;
+    if (gpus != nullptr) j["metadata"]["annotations"]["chamber.io/gpu-indices"] = gpus;
+    return j;
+  };
+  Json waiting = {
+      {"metadata",
+       {{"annotations",
+         {{"chamber.io/gpu-fraction", "0.125"}, {"chamber.io/gpu-env", "downward-api"}}},
+        {"labels", {{"chamber.io/queue", "q"}}}}}};
+  in.pods = {Pod("ml", "a", 0, on("0.5", "0")),
+             Pod("ml", "b", 0, on("0.25", "0")),
+             Pod("ml", "c", 0, on("0.125", nullptr)),
+             Pod("ml", "d", 1, on(nullptr, nullptr)),
+             Pod("ml", "e", 1, on(nullptr, "0")),
+             Pod("ml", "f", 0, on("2", "3")),
+             Pod("ml", "g", 0, waiting)};
+  in.queues = {QueueNamed("q", 4)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  std::map<std::string, uint64_t> mask;
+  for (const core::Workload& w : b.snapshot.workloads)
+    if (!w.placements.empty()) mask[w.name] = w.placements[0].gpu_mask;
+  EXPECT_EQ(mask["ml/a"], 0b0001u);
+  EXPECT_EQ(mask["ml/b"], 0b0001u);
+  EXPECT_EQ(mask["ml/c"], 0b0001u) << "a share without its index goes beside the shares";
+  EXPECT_EQ(mask["ml/d"], 0b0010u) << "a whole GPU never holds shares";
+  EXPECT_EQ(mask["ml/e"], 0b0100u);
+  EXPECT_EQ(mask["ml/f"], 0b1000u);
+  ASSERT_EQ(b.problems.size(), 2u);
+  EXPECT_EQ(b.problems[0],
+            "pod ml/f: annotation chamber.io/gpu-fraction: \"2\" is not a fraction of one GPU (use "
+            "forms like 0.5, 0.25 or 250m; at most 3 decimals); taken as holding one GPU whole");
+  EXPECT_EQ(b.problems[1],
+            "pod ml/e: annotation chamber.io/gpu-indices=0 does not match its 1 GPUs on node n1; "
+            "given free GPU slots instead");
+  // The engine takes these claims as they are (no snapshot issue) and puts the waiting share in
+  // the last eighth of GPU 0.
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  EXPECT_TRUE(r.issues.empty()) << r.issues.front().message;
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(r.binds[0].pods[0].placement.gpu_mask, 0b0001u);
+}
+
+// A bare pod's share being deleted (a victim in its grace period) still holds its share, and
+// only that: it is a releasing workload, not a GPU held outside the engine, which would close
+// the GPU to the shares beside it. Another scheduler's pod holds what its resources ask for,
+// whatever Chamber's annotations on it say.
+TEST(SnapshotBuilderTest, ABareShareBeingDeletedReleasesItsShareOnly) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 2)};
+  auto on = [](const char* gpus, bool deleting) {
+    Json j = {{"metadata",
+               {{"annotations",
+                 {{"chamber.io/gpu-fraction", "0.25"}, {"chamber.io/gpu-indices", gpus}}}}},
+              {"spec", {{"nodeName", "n1"}}},
+              {"status", {{"phase", "Running"}}}};
+    if (deleting) j["metadata"]["deletionTimestamp"] = "2026-11-30T10:05:00Z";
+    return j;
+  };
+  Json foreign = on("1", false);
+  foreign["spec"]["schedulerName"] = "default-scheduler";
+  foreign["metadata"]["annotations"].erase("chamber.io/gpu-indices");
+  in.pods = {Pod("ml", "leaving", 0, on("0", true)), Pod("ml", "staying", 0, on("0", false)),
+             Pod("ml", "theirs", 0, foreign)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.problems.empty()) << b.problems.front();
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  std::map<std::string, const core::Workload*> ws;
+  for (const core::Workload& w : b.snapshot.workloads) ws[w.name] = &w;
+  ASSERT_TRUE(ws.contains("ml/leaving"));
+  EXPECT_EQ(ws["ml/leaving"]->state, core::WorkloadState::kPreempting);
+  EXPECT_EQ(ws["ml/leaving"]->placements.at(0).gpu_mask, 0b01u);
+  EXPECT_EQ(ws["ml/staying"]->state, core::WorkloadState::kRunning);
+  EXPECT_EQ(ws["ml/staying"]->placements.at(0).gpu_mask, 0b01u);
+  EXPECT_EQ(b.snapshot.nodes[0].external_gpu_mask, 0u)
+      << "no GPU is held whole outside the engine: the other scheduler's pod asks for none";
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  for (const core::SnapshotIssue& i : r.issues) ADD_FAILURE() << i.object << ": " << i.message;
+  EXPECT_TRUE(r.preemptions.empty()) << "the share beside a leaving one is not on a failed GPU";
 }
 
 TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
@@ -1579,6 +1718,24 @@ TEST(WorkloadKindsTest, TheExamplesReadAsTheirDocsSay) {
   EXPECT_EQ(
       serving["spec"]["template"]["metadata"]["annotations"].value(keys::kReservedReplicas, ""),
       "2");
+  // Shares: a notebook of half a GPU and 20 GiB, a Job of quarters; neither asks nvidia.com/gpu.
+  const std::vector<Json> shares = read_all("gpu-share.yaml");
+  ASSERT_EQ(shares.size(), 2u);
+  Result<kube::Pod> notebook = kube::Pod::FromJson(shares[0]);
+  ASSERT_TRUE(notebook.ok()) << notebook.status().ToString();
+  Result<gpu_share::Ask> half =
+      gpu_share::ReadAsk(notebook->metadata.annotations, notebook->Request("nvidia.com/gpu"));
+  ASSERT_TRUE(half.ok()) << half.status().ToString();
+  EXPECT_EQ(half->gpu_milli, 500);
+  EXPECT_EQ(half->gpu_memory_mib, 20480);
+  Result<kube::Job> sweep = kube::Job::FromJson(shares[1]);
+  ASSERT_TRUE(sweep.ok()) << sweep.status().ToString();
+  Result<gpu_share::Ask> quarter =
+      gpu_share::ReadAsk(shares[1]["spec"]["template"]["metadata"]["annotations"]
+                             .get<std::map<std::string, std::string>>(),
+                         0);
+  ASSERT_TRUE(quarter.ok()) << quarter.status().ToString();
+  EXPECT_EQ(quarter->gpu_milli, 250);
 }
 
 TEST(SnapshotBuilderTest, EachGroupOfALeaderWorkerSetIsAGangOfItsOwn) {
