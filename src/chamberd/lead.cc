@@ -104,6 +104,11 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
       std::shared_ptr<health::HealthService> h = usage.lock();
       return h ? h->GpuUsage() : AgentGpuUsage();
     });
+    // And which GPUs the device plugin gave which pods, read from the kubelet by the agents.
+    kb->SetDeviceAssignmentSource([usage] {
+      std::shared_ptr<health::HealthService> h = usage.lock();
+      return h ? h->DeviceAssignments() : backend::DeviceAssignments();
+    });
     // Incidents carry their evidence to the fleet view, and learn which workloads they requeued.
     kb->SetGpuFaultSource([usage] {
       std::shared_ptr<health::HealthService> h = usage.lock();

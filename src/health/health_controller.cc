@@ -204,7 +204,32 @@ Result<AgentReport> ParseAgentReport(const json& j) {
     CHAMBER_ASSIGN_OR_RETURN(rs.memory_used_bytes,
                              IntegerIn(s, "memory_used_bytes", at, 0, int64_t{1} << 50,
                                        /*required=*/false));
+    // Optional: agents before pod attribution send none.
+    if (const json* pods = JsonReader::Find(s, "pods")) {
+      if (!pods->is_array()) return kReport.Error(at + ".pods", "expected an array");
+      for (size_t k = 0; k < pods->size(); ++k) {
+        const std::string pat = fmt::format("{}.pods[{}]", at, k);
+        const json& p = (*pods)[k];
+        CHAMBER_RETURN_IF_ERROR(RequireObject(p, pat));
+        ReportHolder h;
+        CHAMBER_ASSIGN_OR_RETURN(h.namespace_name, RequiredString(p, "namespace", pat));
+        CHAMBER_ASSIGN_OR_RETURN(h.pod, RequiredString(p, "pod", pat));
+        CHAMBER_ASSIGN_OR_RETURN(h.resource, RequiredString(p, "resource", pat));
+        if (const json* mig = JsonReader::Find(p, "mig_uuid"); mig != nullptr && !mig->is_null()) {
+          if (!mig->is_string())
+            return kReport.Error(pat + ".mig_uuid", "expected a string or null");
+          h.mig = true;
+        }
+        rs.pods.push_back(std::move(h));
+      }
+    }
     out.samples.push_back(std::move(rs));
+  }
+  if (const json* pr = JsonReader::Find(j, "pod_resources")) {
+    CHAMBER_RETURN_IF_ERROR(RequireObject(*pr, "report.pod_resources"));
+    CHAMBER_ASSIGN_OR_RETURN(std::string state,
+                             RequiredString(*pr, "state", "report.pod_resources"));
+    out.pod_resources_available = state == "available";
   }
 
   CHAMBER_ASSIGN_OR_RETURN(const json* incidents, RequiredArray(j, "incidents", report));

@@ -71,9 +71,19 @@ struct ReportGpu {
   std::string uuid;
 };
 
+// A container the kubelet's device plugin gave the GPU (or one of its MIG devices) to, as the
+// agent read it from pod-resources (docs/agent.md, "Pods on GPUs").
+struct ReportHolder {
+  std::string namespace_name, pod;
+  std::string resource;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"
+  bool mig = false;      // a MIG device of the GPU, not the GPU itself
+};
+inline constexpr char kWholeGpuResource[] = "nvidia.com/gpu";
+
 struct ReportSample {
   int index = 0;
   std::string uuid;
+  std::vector<ReportHolder> pods;  // empty when none, or when attribution is not available
   bool lost = false;
   std::optional<int64_t> recovery_action;  // null: the driver does not say
   // How busy the GPU is, 0-1: SM activity where the agent measures it (utilization.source
@@ -88,6 +98,9 @@ struct AgentReport {
   std::vector<ReportGpu> gpus;
   std::vector<ReportSample> samples;
   std::vector<GpuIncident> incidents;  // open ones; no pci_bus_id, no closed_at
+  // pod_resources.state is "available": the samples' `pods` say who holds each GPU (agents that
+  // send no pod_resources, or could not read it, say nothing about that).
+  bool pod_resources_available = false;
   // The node labels the agent computed, only the keys with kAgentLabelPrefix (others are
   // dropped); nullopt when the report has no `labels` (the node's labels are left alone).
   std::optional<std::map<std::string, std::string>> labels;

@@ -142,7 +142,15 @@ Status HealthService::PostReport(std::string_view body, const std::string& princ
     if (s.lost || !s.utilization) continue;
     gpus->push_back({s.index, s.uuid, {*s.utilization, s.memory_used_bytes.value_or(0)}});
   }
-  usage_[r->node] = {now, std::move(gpus)};
+  std::shared_ptr<backend::NodeDevices> devices;
+  if (r->pod_resources_available) {
+    devices = std::make_shared<backend::NodeDevices>();
+    for (const ReportSample& s : r->samples)
+      for (const ReportHolder& h : s.pods)
+        if (s.index < 64 && h.resource == kWholeGpuResource && !h.mig)  // 64-bit masks
+          (*devices)[h.namespace_name + "/" + h.pod] |= uint64_t{1} << s.index;
+  }
+  usage_[r->node] = {now, std::move(gpus), std::move(devices)};
   controller_.Ingest(*r, now);
   dirty_ = true;
   cv_.notify_all();
@@ -156,6 +164,16 @@ backend::AgentGpuUsage HealthService::GpuUsage() {
   out.reserve(usage_.size());
   for (const auto& [node, u] : usage_)
     if (now - u.received <= options_.config.stale_after_s) out.emplace(node, u.gpus);
+  return out;
+}
+
+backend::DeviceAssignments HealthService::DeviceAssignments() {
+  std::lock_guard lock(mu_);
+  const double now = Now();
+  backend::DeviceAssignments out;
+  for (const auto& [node, u] : usage_)
+    if (u.devices != nullptr && now - u.received <= options_.config.stale_after_s)
+      out.emplace(node, u.devices);
   return out;
 }
 

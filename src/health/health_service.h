@@ -46,6 +46,10 @@ class HealthService : public daemon::HealthApi {
   // The utilization and memory use each node's agent last reported, for the nodes whose agent
   // reported within `stale_after` (KubeBackend::SetGpuUsageSource).
   backend::AgentGpuUsage GpuUsage();
+  // Which GPUs the device plugin gave which pods whole, as each node's agent last read the
+  // kubelet's pod-resources API, for the nodes whose agent reported within `stale_after` and
+  // could read it (KubeBackend::SetDeviceAssignmentSource).
+  backend::DeviceAssignments DeviceAssignments();
   // Why each fenced GPU is fenced, with the evidence (KubeBackend::SetGpuFaultSource).
   backend::GpuFaultsByNode GpuFaults();
   // Workloads the scheduler requeued off fenced GPUs (KubeBackend::SetFaultRequeueSink): they
@@ -78,6 +82,7 @@ class HealthService : public daemon::HealthApi {
   struct NodeUsage {
     double received = 0;
     std::shared_ptr<const std::vector<backend::AgentGpuSample>> gpus;
+    std::shared_ptr<const backend::NodeDevices> devices;  // null: attribution not available
   };
   std::unordered_map<std::string, NodeUsage> usage_;
   HealthWriterStats writer_stats_;

@@ -386,6 +386,10 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   retired_ = std::move(built_);
   BuildOptions bo = BuildOptionsAt(now);
   bo.recycle = &retired_;
+  if (device_source_) {
+    devices_ = device_source_();
+    bo.devices = &devices_;
+  }
   built_ = BuildSnapshot(objects, bo);
   release_retired_ = true;
   prepare_cv_.notify_all();

@@ -136,6 +136,12 @@ class KubeBackend : public daemon::ClusterBackend {
   // Where Observe() reads the GPUs' utilization and memory use; without one (or for a GPU its
   // node's agent does not report) they read 0. Set before the daemon runs.
   void SetGpuUsageSource(std::function<AgentGpuUsage()> source) { gpu_usage_ = std::move(source); }
+  // Where Refresh() reads which GPUs the device plugin gave which pods (the agents'
+  // pod-resources reports), which win over a pod's chamber.io/gpu-indices. Set before the daemon
+  // runs.
+  void SetDeviceAssignmentSource(std::function<DeviceAssignments()> source) {
+    device_source_ = std::move(source);
+  }
   // Where Observe() reads why unhealthy GPUs are fenced (Observation::gpu_faults), and where
   // Apply() tells which workloads it requeued off them. Set before the daemon runs.
   void SetGpuFaultSource(std::function<GpuFaultsByNode()> source) {
@@ -239,6 +245,8 @@ class KubeBackend : public daemon::ClusterBackend {
   // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).
   std::vector<fleet::PoolInput> pools_;
   std::function<AgentGpuUsage()> gpu_usage_;
+  std::function<DeviceAssignments()> device_source_;
+  DeviceAssignments devices_;  // the last build's, read from device_source_
   std::function<GpuFaultsByNode()> gpu_faults_;
   std::function<void(const std::vector<FaultRequeue>&)> fault_requeues_;
 

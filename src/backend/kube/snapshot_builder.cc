@@ -1,6 +1,7 @@
 #include "backend/kube/snapshot_builder.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -1650,21 +1651,50 @@ class Builder {
   // --- holdings ---
 
   void AccountBoundPods() {
-    // Per node: annotated claims first (in pod order), then the lowest free slots. A pod
-    // holding a share of a GPU names one GPU, which other shares may hold too but no pod whole.
+    // Per node: the device plugin's own assignment of whole GPUs where the node's agent reports
+    // it, then annotated claims (in pod order), then the lowest free slots. A pod holding a
+    // share of a GPU names one GPU, which other shares may hold too but no pod whole.
     std::vector<std::vector<size_t>> by_node(out_.snapshot.nodes.size());
     for (size_t i = 0; i < bound_.size(); ++i) by_node[bound_[i].node].push_back(i);
     for (size_t n = 0; n < by_node.size(); ++n) {
       core::Node& node = out_.snapshot.nodes[n];
       const int gpu_count = static_cast<int>(node.gpus.size());
+      const uint64_t all = gpu_count >= 64 ? ~uint64_t{0} : (uint64_t{1} << gpu_count) - 1;
       uint64_t taken = 0;   // held whole
       uint64_t shared = 0;  // holding shares
+      std::array<const kube::Pod*, core::kMaxGpusPerNode> whole_holder{};
+      auto hold_whole = [&](const BoundPod& b) {
+        taken |= b.mask;
+        for (uint64_t m = b.mask; m != 0; m &= m - 1) whole_holder[std::countr_zero(m)] = b.pod;
+      };
+      std::vector<bool> placed(by_node[n].size(), false);
+      if (options_.devices != nullptr) {
+        auto d = options_.devices->find(node.name);
+        if (d != options_.devices->end() && d->second != nullptr) {
+          for (size_t k = 0; k < by_node[n].size(); ++k) {
+            BoundPod& b = bound_[by_node[n][k]];
+            if (b.request.gpu_share() || b.request.whole_gpus() == 0) continue;
+            auto it = d->second->find(b.pod->metadata.Key());
+            if (it == d->second->end()) continue;
+            const uint64_t mask = it->second & all;
+            if (mask == 0 || (mask & taken) != 0 || std::popcount(mask) != b.request.whole_gpus())
+              continue;  // not as it asks (a stale report): its annotation or free slots below
+            b.mask = mask;
+            hold_whole(b);
+            placed[k] = true;
+          }
+        }
+      }
       std::vector<size_t> unplaced;
-      for (size_t i : by_node[n]) {
+      for (size_t k = 0; k < by_node[n].size(); ++k) {
+        if (placed[k]) continue;
+        const size_t i = by_node[n][k];
         BoundPod& b = bound_[i];
         const bool share = b.request.gpu_share();
         const int64_t want = share ? 1 : b.request.whole_gpus();
-        const uint64_t closed = share ? taken : taken | shared;
+        // A share holds the GPU its container was given, whoever else holds it; whole GPUs are
+        // taken only where nothing else is.
+        const uint64_t closed = share ? 0 : taken | shared;
         uint64_t mask = 0;
         bool ok = static_cast<int64_t>(b.annotated->size()) == want;
         for (int g : *b.annotated) {
@@ -1681,7 +1711,15 @@ class Builder {
           continue;
         }
         b.mask = mask;
-        (share ? shared : taken) |= mask;
+        if (share && (mask & taken) != 0)
+          Problem("pod " + b.pod->metadata.Key() + ": its share of GPU " +
+                  std::to_string(std::countr_zero(mask)) + " on node " + node.name +
+                  " is beside pod " + whole_holder[std::countr_zero(mask)]->metadata.Key() +
+                  ", which holds that GPU whole");
+        if (share)
+          shared |= mask;
+        else
+          hold_whole(b);
       }
       for (size_t i : unplaced) {
         BoundPod& b = bound_[i];
@@ -1693,7 +1731,10 @@ class Builder {
             b.mask |= uint64_t{1} << g;
             --want;
           }
-        (share ? shared : taken) |= b.mask;
+        if (share)
+          shared |= b.mask;
+        else
+          hold_whole(b);
         if (want > 0)
           Problem("node " + node.name + ": pod " + b.pod->metadata.Key() +
                   " holds more GPUs than "

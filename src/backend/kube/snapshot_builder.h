@@ -27,9 +27,11 @@
 //
 // State Chamber keeps in the API (so a new leader rebuilds it from there):
 //   - `chamber.io/gpu-indices` on a bound pod: the node's GPU slots it holds ("0,1"), set through
-//     the binding. Pods without it (bound by another scheduler, or before it was written) get the
-//     lowest free slots. A share holds one slot, beside other shares and never beside a pod
-//     holding it whole; a bare pod's share being deleted is a workload releasing it.
+//     the binding, unless the node's agent reports which GPUs the device plugin really gave it
+//     (BuildOptions::devices), which win. Pods without either (bound by another scheduler, or
+//     before it was written) get the lowest free slots. A share holds one slot, beside other shares
+//     and never beside a pod holding it whole; a bare pod's share being deleted is a workload
+//     releasing it.
 //   - `chamber.io/preempted-at` (RFC 3339) on a Job Chamber suspended, and
 //     `chamber.io/preemptions` (Unix seconds, comma-separated, the latest few) for the
 //     preemption budget. A suspended Job without the first is the user's: Chamber leaves it be.
@@ -179,12 +181,22 @@ struct WorkloadSource {
 class BuildCache;
 struct BuiltSnapshot;
 
+// Which GPUs the device plugin gave which pods, as each node's chamber-agent last read the
+// kubelet's pod-resources API: by node name, pod ("namespace/name") -> its GPUs' indices (bit i:
+// GPU i), for pods holding `nvidia.com/gpu` whole. Only nodes whose agent reports now and reads
+// pod-resources are listed.
+using NodeDevices = std::map<std::string, uint64_t>;
+using DeviceAssignments = std::unordered_map<std::string, std::shared_ptr<const NodeDevices>>;
+
 struct BuildOptions {
   std::string scheduler_name = kDefaultSchedulerName;
   std::string gpu_resource = kGpuResource;
   core::Time now{0};  // Unix milliseconds
   // Binds assumed; an assumption is used only while the pod's own nodeName is empty.
   const AssumedBinds* assumed = nullptr;
+  // The device plugin's own assignment of whole GPUs: where a node's agent reports a pod's
+  // GPUs, the pod holds those, whatever its chamber.io/gpu-indices says (null: none known).
+  const DeviceAssignments* devices = nullptr;
   size_t max_preemptions_kept = 10;
   // What earlier builds derived from objects that have not changed since (null: derive
   // everything). The snapshot is the same with or without it.

@@ -94,6 +94,24 @@ class ChamberdCluster : public ClusterTest {
     auto r = client_->Create(kube::resources::kPriorityClasses, "", pc);
     ASSERT_TRUE(r.ok() || kube::IsAlreadyExists(r.status())) << r.status().ToString();
     priority_classes_.push_back(name);
+    // The API server's Priority admission plugin reads classes from a cache of its own, which
+    // may not hold a new one yet: wait until a pod naming it is admitted (a probe no scheduler
+    // takes, deleted at once).
+    const Json probe = {{"metadata", {{"name", "pc-probe-" + name}}},
+                        {"spec",
+                         {{"schedulerName", "chamber-test-none"},
+                          {"priorityClassName", name},
+                          {"containers", Json::array({{{"name", "main"}, {"image", "pause"}}})}}}};
+    ASSERT_TRUE(Eventually(
+        [&] {
+          if (!client_->Create(kube::resources::kPods, ns_, probe).ok()) return false;
+          kube::DeleteOptions now;
+          now.grace_period_seconds = 0;
+          (void)client_->Delete(kube::resources::kPods, ns_, "pc-probe-" + name, now);
+          return true;
+        },
+        std::chrono::seconds(10)))
+        << "PriorityClass " << name << " was never admitted";
   }
 
   struct JobSpec {

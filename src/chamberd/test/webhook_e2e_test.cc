@@ -426,6 +426,78 @@ TEST_F(WebhookE2E, AReclaimPreemptsOnlyAsManySharesAsNeeded) {
   EXPECT_EQ(Annotation(owner, "chamber.io/visible-devices"), "0") << "no UUIDs reported: the index";
 }
 
+// The device plugin, not chamberd, picks the GPU of a pod asking nvidia.com/gpu. chamberd
+// binds a whole-GPU pod to GPU 0 of a 2-GPU node, but the node's agent reports (pod-resources)
+// that the device plugin gave it GPU 1: a half share then goes on GPU 0, never on GPU 1, and is
+// told GPU 0's UUID, which the health controller wrote from the same report.
+TEST_F(WebhookE2E, AShareNeverGoesOnTheGpuTheDevicePluginGaveAWholeGpuPod) {
+  const std::string pool = "pool-" + ns_;
+  Nodes(1, 2, "two", {}, {{"chamber-test/pool", pool}});
+  const std::string node = ns_ + "-two-0";
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, queue_);
+  if (HasFailure()) return;
+  Json whole = BarePod("whole");
+  whole["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
+  ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, whole).ok());
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "whole")).empty(); }, 30s));
+  EXPECT_EQ(Annotation(GetPod(default_ns_, "whole"), "chamber.io/gpu-indices"), "0")
+      << "chamberd's own choice: the lowest free GPU";
+
+  // The node's agent: GPU 1 is the whole pod's, as the kubelet's pod-resources API says.
+  Json samples = Json::array(), gpus = Json::array();
+  for (int g = 0; g < 2; ++g) {
+    const std::string uuid = "GPU-" + ns_ + "-" + std::to_string(g);
+    gpus.push_back({{"index", g}, {"uuid", uuid}});
+    samples.push_back({{"index", g},
+                       {"uuid", uuid},
+                       {"lost", false},
+                       {"recovery_action", 0},
+                       {"pods", Json::array()}});
+  }
+  samples[1]["pods"].push_back({{"namespace", default_ns_},
+                                {"pod", "whole"},
+                                {"container", "main"},
+                                {"resource", "nvidia.com/gpu"},
+                                {"device_id", "GPU-" + ns_ + "-1"},
+                                {"mig_uuid", nullptr}});
+  const Json report = {
+      {"kind", "chamber.io/agent-report/v1"},
+      {"node", node},
+      {"time",
+       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
+      {"inventory", {{"gpus", gpus}}},
+      {"samples", samples},
+      {"incidents", Json::array()},
+      {"pod_resources",
+       {{"state", "available"},
+        {"error", nullptr},
+        {"updated_at", nullptr},
+        {"unmatched", Json::array()}}}};
+  httplib::Client api("127.0.0.1", ApiPort("a"));
+  auto posted = api.Post("/api/v1/agent/reports", report.dump(), "application/json");
+  ASSERT_TRUE(posted);
+  ASSERT_LT(posted->status, 300) << posted->body;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto n = client_->Get(kube::resources::kNodes, "", node);
+        return n.ok() &&
+               Annotation(*n, "chamber.io/gpu-uuids") == "GPU-" + ns_ + "-0,GPU-" + ns_ + "-1";
+      },
+      30s))
+      << "the health controller did not write the node's GPU UUIDs";
+
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kPods, default_ns_,
+                           SharePod("half", "0.5", Json::object(), pool))
+                  .ok());
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "half")).empty(); }, 30s));
+  const Json half = GetPod(default_ns_, "half");
+  EXPECT_EQ(Annotation(half, "chamber.io/gpu-indices"), "0") << "GPU 1 is held whole";
+  EXPECT_EQ(Annotation(half, "chamber.io/visible-devices"), "GPU-" + ns_ + "-0");
+}
+
 TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {
   ASSERT_GT(StartWithWebhook("a"), 0);
   ASSERT_GT(ApiPort("a"), 0);  // "a" leads and serves

@@ -110,6 +110,48 @@ TEST(AgentReportParser, ReadsIncidentEvidence) {
             "report.incidents[0].evidence: expected an array");
 }
 
+// docs/agent.md, "Pods on GPUs": who holds each GPU, as the device plugin gave it out.
+TEST(AgentReportParser, ReadsWhichPodsHoldEachGpu) {
+  json j = Report("n1", 2);
+  j["samples"][0]["pods"] = {{{"namespace", "ml"},
+                              {"pod", "train-0"},
+                              {"container", "main"},
+                              {"resource", "nvidia.com/gpu"},
+                              {"device_id", "GPU-n1-0"},
+                              {"mig_uuid", nullptr}},
+                             {{"namespace", "ml"},
+                              {"pod", "small"},
+                              {"container", "main"},
+                              {"resource", "nvidia.com/mig-1g.10gb"},
+                              {"device_id", "MIG-1"},
+                              {"mig_uuid", "MIG-1"}}};
+  j["samples"][1]["pods"] = json::array();
+  j["pod_resources"] = {{"state", "available"},
+                        {"error", nullptr},
+                        {"updated_at", 999.0},
+                        {"unmatched", json::array()}};
+  AgentReport r = Parse(j);
+  EXPECT_TRUE(r.pod_resources_available);
+  ASSERT_EQ(r.samples[0].pods.size(), 2u);
+  EXPECT_EQ(r.samples[0].pods[0].namespace_name, "ml");
+  EXPECT_EQ(r.samples[0].pods[0].pod, "train-0");
+  EXPECT_EQ(r.samples[0].pods[0].resource, "nvidia.com/gpu");
+  EXPECT_FALSE(r.samples[0].pods[0].mig);
+  EXPECT_TRUE(r.samples[0].pods[1].mig);
+  EXPECT_TRUE(r.samples[1].pods.empty());
+  // Unavailable, or an agent that sends none: nothing is said about who holds the GPUs.
+  j["pod_resources"]["state"] = "unavailable";
+  EXPECT_FALSE(Parse(j).pod_resources_available);
+  j.erase("pod_resources");
+  EXPECT_FALSE(Parse(j).pod_resources_available);
+  // Errors name the field.
+  j["samples"][0]["pods"][1]["pod"] = 7;
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.samples[0].pods[1].pod: expected a string");
+  j["samples"][0]["pods"] = "ml/train-0";
+  EXPECT_EQ(ParseAgentReport(j).status().message(), "report.samples[0].pods: expected an array");
+}
+
 TEST(AgentReportParser, ErrorsNameTheField) {
   json j = Report("n1", 1,
                   json::array({Incident(1, 0, "x", "fatal"), Incident(2, 0, "x", "bad"),

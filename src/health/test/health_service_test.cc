@@ -94,6 +94,48 @@ TEST(HealthService, GpuUsageIsTheLastReportOfEachNodeWhoseAgentIsNotStale) {
   EXPECT_TRUE(u.contains("gpu-b"));
 }
 
+// Which GPUs the device plugin gave which pods whole, from the agents that read pod-resources;
+// MIG devices and other resources are not whole GPUs; a node whose agent cannot read
+// pod-resources, or has gone stale, says nothing.
+TEST(HealthService, DeviceAssignmentsAreTheWholeGpusEachPodHoldsPerNode) {
+  double now = 1000;
+  HealthService::Options o;
+  o.clock = [&now] { return now; };
+  o.config.stale_after_s = 60;
+  HealthService s(o, nullptr, nullptr);
+  auto holder = [](const std::string& pod, const std::string& resource, bool mig) {
+    return json{{"namespace", "ml"},   {"pod", pod},
+                {"container", "main"}, {"resource", resource},
+                {"device_id", "d"},    {"mig_uuid", mig ? json("MIG-1") : json(nullptr)}};
+  };
+  auto report = [&](const std::string& node, const std::string& state) {
+    json r = json::parse(Report(node));
+    json samples = json::array();
+    for (int i = 0; i < 4; ++i)
+      samples.push_back({{"index", i},
+                         {"uuid", "GPU-" + std::to_string(i)},
+                         {"lost", false},
+                         {"recovery_action", 0},
+                         {"pods", json::array()}});
+    samples[1]["pods"].push_back(holder("train-0", "nvidia.com/gpu", false));
+    samples[3]["pods"].push_back(holder("train-0", "nvidia.com/gpu", false));
+    samples[2]["pods"].push_back(holder("small", "nvidia.com/mig-1g.10gb", true));
+    r["samples"] = samples;
+    r["pod_resources"] = {{"state", state},
+                          {"error", nullptr},
+                          {"updated_at", nullptr},
+                          {"unmatched", json::array()}};
+    return r.dump();
+  };
+  ASSERT_TRUE(s.PostReport(report("gpu-a", "available"), "agent", "").ok());
+  ASSERT_TRUE(s.PostReport(report("gpu-b", "unavailable"), "agent", "").ok());
+  backend::DeviceAssignments d = s.DeviceAssignments();
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(*d.at("gpu-a"), (backend::NodeDevices{{"ml/train-0", 0b1010}}));
+  now = 1061;
+  EXPECT_TRUE(s.DeviceAssignments().empty()) << "gpu-a's agent has been silent for 61 s";
+}
+
 // Reports lost, repeated or out of order: a report that arrives twice, or after a later one from
 // its agent, changes nothing; one from an agent whose clock stepped back by more than the
 // staleness limit is taken; a lost one is made up by the next (each report is the whole state).

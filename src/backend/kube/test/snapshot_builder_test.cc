@@ -416,6 +416,69 @@ TEST(SnapshotBuilderTest, ABareShareBeingDeletedReleasesItsShareOnly) {
   EXPECT_TRUE(r.preemptions.empty()) << "the share beside a leaving one is not on a failed GPU";
 }
 
+// The device plugin, not chamberd, picks the GPUs of a pod asking nvidia.com/gpu: where the
+// node's agent reports which it picked (pod-resources), the pod holds those, and no share is
+// placed on them. A report that does not match the pod's request is not taken; a share the
+// report shows beside a GPU held whole is reported.
+TEST(SnapshotBuilderTest, TheDevicePluginsAssignmentWinsOverTheAnnotation) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 4)};
+  auto on = [](const char* gpus, const char* fraction = nullptr) {
+    Json j = {{"spec", {{"nodeName", "n1"}}}, {"status", {{"phase", "Running"}}}};
+    if (gpus != nullptr) j["metadata"]["annotations"]["chamber.io/gpu-indices"] = gpus;
+    if (fraction != nullptr) j["metadata"]["annotations"]["chamber.io/gpu-fraction"] = fraction;
+    return j;
+  };
+  Json theirs = on(nullptr);
+  theirs["spec"]["schedulerName"] = "default-scheduler";
+  Json waiting = {{"metadata",
+                   {{"annotations",
+                     {{"chamber.io/gpu-fraction", "0.5"}, {"chamber.io/gpu-env", "downward-api"}}},
+                    {"labels", {{"chamber.io/queue", "q"}}}}}};
+  in.pods = {Pod("ml", "w", 1, on("0")), Pod("ml", "theirs", 1, theirs),
+             Pod("ml", "new", 0, waiting)};
+  in.queues = {QueueNamed("q", 4)};
+  auto masks = [](const BuiltSnapshot& b) {
+    std::map<std::string, uint64_t> m;
+    for (const core::Workload& w : b.snapshot.workloads)
+      if (!w.placements.empty()) m[w.name] = w.placements[0].gpu_mask;
+    return m;
+  };
+  // Without a report: as annotated, and the other scheduler's pod on the lowest free GPU.
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_EQ(masks(b)["ml/w"], 0b0001u);
+  EXPECT_EQ(b.snapshot.nodes[0].external_gpu_mask, 0b0010u);
+  // The agent says the device plugin gave w GPU 2, and the other pod GPU 3.
+  const DeviceAssignments devices = {{"n1", std::make_shared<const NodeDevices>(NodeDevices{
+                                                {"ml/w", 0b0100}, {"ml/theirs", 0b1000}})}};
+  BuildOptions o = Opts();
+  o.devices = &devices;
+  b = BuildSnapshot(in, o);
+  EXPECT_EQ(masks(b)["ml/w"], 0b0100u);
+  EXPECT_EQ(b.snapshot.nodes[0].external_gpu_mask, 0b1000u);
+  EXPECT_TRUE(b.problems.empty()) << b.problems.front();
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(r.binds[0].pods[0].placement.gpu_mask & 0b1100u, 0u) << "never on a GPU held whole";
+
+  // A report that does not match the request (a stale one, two GPUs for a pod of one) is not
+  // taken; a share already bound on a GPU the report gives another pod whole is reported.
+  const DeviceAssignments stale = {{"n1", std::make_shared<const NodeDevices>(NodeDevices{
+                                              {"ml/w", 0b0110}, {"ml/theirs", 0b0001}})}};
+  in.pods.push_back(Pod("ml", "s", 0, on("0", "0.25")));
+  o.devices = &stale;
+  b = BuildSnapshot(in, o);
+  EXPECT_EQ(masks(b)["ml/w"], 0b0010u) << "its annotation's GPU 0 holds a share: a free one";
+  EXPECT_EQ(masks(b)["ml/s"], 0b0001u);
+  ASSERT_EQ(b.problems.size(), 2u);
+  EXPECT_EQ(b.problems[0],
+            "pod ml/s: its share of GPU 0 on node n1 is beside pod ml/theirs, which holds that GPU "
+            "whole");
+  EXPECT_EQ(b.problems[1],
+            "pod ml/w: annotation chamber.io/gpu-indices=0 does not match its 1 GPUs on node n1; "
+            "given free GPU slots instead");
+}
+
 TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};
