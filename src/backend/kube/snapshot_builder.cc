@@ -103,6 +103,9 @@ struct Meta {
   }
 };
 
+// The NVIDIA device plugin's MIG resources under its mixed strategy: nvidia.com/mig-<profile>.
+constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
+
 // `read_share`: the pod is Chamber's (or a template of Chamber's pods), so its share
 // annotations are read; another scheduler's pod holds only the GPUs its resources ask for.
 core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource,
@@ -119,6 +122,20 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
     } else if (ask->asked()) {
       s.request[core::Resource::kGpu] = ask->gpu_milli;
       s.gpu_memory_mib = ask->gpu_memory_mib;
+    }
+  }
+
+  // A MIG device of the NVIDIA device plugin's mixed strategy (nvidia.com/mig-1g.10gb) is a
+  // resource chamberd does not count per node yet: a pod bound to a node without a free one
+  // would be refused by its kubelet, so it waits and says why instead.
+  if (read_share && s.invalid_reason.empty()) {
+    for (const auto& [name, quantity] : p.Requests().values) {
+      if (!name.starts_with(kMigResourcePrefix) || quantity <= 0) continue;
+      s.invalid_reason = "requests " + name + ": " + std::to_string(quantity) +
+                         "; chamberd does not schedule MIG devices yet (docs/sharing.md#mig): "
+                         "ask for a share of a GPU (chamber.io/gpu-fraction) or for whole GPUs (" +
+                         gpu_resource + "), or leave the pod to another scheduler";
+      break;
     }
   }
 

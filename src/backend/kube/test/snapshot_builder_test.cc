@@ -328,6 +328,35 @@ TEST(SnapshotBuilderTest, SharesAreReadFromAnnotationsAndWaitForTheirEnvironment
             "\"0.5\"; a pod asks for whole GPUs or a share of one, not both");
 }
 
+// A pod asking for a MIG device (the device plugin's mixed strategy) is not bound to a node
+// chamberd cannot tell has one free: it waits, naming the resource; a Job's pods alike.
+TEST(SnapshotBuilderTest, APodAskingForAMigDeviceWaitsAndSaysWhy) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 2, {{"status", {{"allocatable", {{"nvidia.com/mig-1g.10gb", "7"}}}}}})};
+  const Json mig = {
+      {"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}},
+      {"spec",
+       {{"containers",
+         {{{"name", "main"},
+           {"image", "infer"},
+           {"resources", {{"requests", {{"cpu", "1"}, {"nvidia.com/mig-1g.10gb", "2"}}}}}}}}}}};
+  in.pods = {Pod("ml", "mig", 0, mig),
+             Pod("ml", "cpu", 0, {{"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}}})};
+  in.queues = {QueueNamed("q", 2)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[r.binds[0].workload.index()].name, "ml/cpu");
+  ASSERT_EQ(r.pending.size(), 1u);
+  EXPECT_EQ(r.pending[0].reason, core::PendingReason::kInvalidWorkload);
+  EXPECT_EQ(r.pending[0].message(),
+            "pod set mig: requests nvidia.com/mig-1g.10gb: 2; chamberd does not schedule MIG "
+            "devices yet (docs/sharing.md#mig): ask for a share of a GPU "
+            "(chamber.io/gpu-fraction) or for whole GPUs (nvidia.com/gpu), or leave the pod to "
+            "another scheduler");
+}
+
 // Bound shares hold the GPU their chamber.io/gpu-indices names, beside each other; a pod holding
 // GPUs whole never gets a GPU that holds shares; a bound share whose annotations no longer read
 // is taken to hold its GPU whole.
