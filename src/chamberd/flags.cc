@@ -118,6 +118,12 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "fairShare.usageHalfLife set), from which the next leader continues")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--share-memory-grace", f.share_memory_grace_s,
+                 "seconds a share of a GPU may hold more GPU memory than it asked for "
+                 "(chamber.io/gpu-memory), as its node's agent measures it, before chamberd "
+                 "deletes its pod; 0: never delete, only show and log it")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--data-dir", f.data_dir, "where the utilization history is kept (none: none)");
   app.add_option("--history-step", f.history_step_s,
                  "seconds per fine point of the history; a divisor of 3600, the same on every "

@@ -56,6 +56,8 @@ struct Flags {
   int burst = 400;
   int writers = 16;
   double usage_write_period_s = 60;  // Queue status.decayedUsage
+  // A share over its GPU memory this long is deleted; 0: never (docs/sharing.md).
+  double share_memory_grace_s = 60;
   std::string data_dir;
   int history_step_s = 60;         // the history's fine step
   std::string history_follow_url;  // the leader's API, copied from while standby

@@ -64,6 +64,8 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
   bo.usage_half_life = engine.usage_half_life;
   bo.usage_write_every =
       std::chrono::milliseconds(static_cast<int64_t>(f.usage_write_period_s * 1000));
+  bo.share_memory_grace =
+      std::chrono::milliseconds(static_cast<int64_t>(f.share_memory_grace_s * 1000));
   spdlog::info("leading: listing and watching the cluster");
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<KubeBackend> backend,
                            KubeBackend::Create(client, std::move(bo)));

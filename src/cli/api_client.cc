@@ -109,6 +109,14 @@ std::string Number(double v, int decimals) {
   return buf;
 }
 
+std::string GpuAmount(double v) {
+  std::string out = Number(v, 3);
+  if (out.find('.') == std::string::npos) return out;
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out;
+}
+
 std::string DurationText(double seconds) {
   const auto s = static_cast<int64_t>(std::llround(seconds));
   char buf[64];

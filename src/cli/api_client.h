@@ -37,7 +37,9 @@ Result<nlohmann::json> ApiCall(const ApiClientOptions& options, const std::strin
 std::string Percent(double fraction);                           // "53.9%"
 std::string Money(double amount, const std::string& currency);  // "$682.80" or "682.80 EUR"
 std::string Number(double v, int decimals = 1);  // "142.3"; whole numbers without decimals
-std::string DurationText(double seconds);        // "45s", "2m10s", "1h02m"
+// GPU-equivalents, exact to the thousandth a share is counted in: "8", "0.25", "6.75".
+std::string GpuAmount(double v);
+std::string DurationText(double seconds);  // "45s", "2m10s", "1h02m"
 
 // Columns padded to their widest cell, two spaces apart; the header in capitals as given.
 void PrintTable(std::ostream& out, const std::vector<std::string>& header,

@@ -1,4 +1,5 @@
-// `chamber nodes`: every node with its GPUs by state (GET /api/v1/nodes).
+// `chamber nodes`: every node with its GPUs by state (GET /api/v1/nodes). A GPU that pods'
+// shares divide counts by parts: its shares' sum allocated, the rest idle; SHARED counts such GPUs.
 #include <iostream>
 #include <memory>
 
@@ -24,13 +25,13 @@ Status RunNodes(const ApiClientOptions& o) {
       if (!n.at("schedulable").get<bool>()) state += ",cordoned";
       rows.push_back({n.at("name").get<std::string>(), n.at("pool").get<std::string>(),
                       n.at("model").get<std::string>(), Number(g.at("capacity")),
-                      Number(g.at("allocated")), Number(g.at("idle")),
-                      Number(g.at("allocated_idle")), Number(g.at("unhealthy")),
-                      Percent(n.at("utilization")), state});
+                      GpuAmount(g.at("allocated")), GpuAmount(g.at("idle")),
+                      GpuAmount(g.at("allocated_idle")), Number(g.at("unhealthy")),
+                      Number(g.at("shared")), Percent(n.at("utilization")), state});
     }
     PrintTable(std::cout,
                {"NAME", "POOL", "MODEL", "GPUS", "ALLOCATED", "IDLE", "ALLOC-IDLE", "UNHEALTHY",
-                "UTIL", "STATE"},
+                "SHARED", "UTIL", "STATE"},
                rows);
   } catch (const json::exception& e) {
     return Status::Internal(o.server + "/api/v1/nodes: unexpected answer: " + e.what());

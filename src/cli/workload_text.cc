@@ -31,7 +31,7 @@ std::string Join(const json& items, size_t max) {
   return out;
 }
 
-std::string Gpus(double n) { return Number(n) + (n == 1 ? " GPU" : " GPUs"); }
+std::string Gpus(double n) { return GpuAmount(n) + (n == 1 ? " GPU" : " GPUs"); }
 
 // A wait percentile of the last hour; "-" when no workload started in it.
 std::string Wait(const json& x, const char* field) {
@@ -105,7 +105,7 @@ std::vector<std::string> WorkloadRow(const json& w, const std::string& now) {
   return {Str(w.at("name")),
           Str(w.at("queue")),
           Str(w.at("state")),
-          Number(w.at("gpus")),
+          GpuAmount(w.at("gpus")),
           priority,
           DurationText(std::max(0.0, SecondsBetween(Str(w.at("submitted")), now))),
           lost,

@@ -16,11 +16,18 @@ namespace {
 json Counts(const fleet::GpuCounts& g) {
   return {
       {"capacity", g.capacity}, {"allocated", g.allocated},           {"used", g.used},
-      {"idle", g.idle},         {"allocated_idle", g.allocated_idle}, {"unhealthy", g.unhealthy}};
+      {"idle", g.idle},         {"allocated_idle", g.allocated_idle}, {"unhealthy", g.unhealthy},
+      {"shared", g.shared}};
 }
 
 json Rate(const fleet::CostRates& c, const std::string& currency) {
   return {{"per_hour", c.total}, {"idle_per_hour", c.idle()}, {"currency", currency}};
+}
+
+// GPU-equivalents: a whole number of GPUs as an integer, a share as a fraction (0.5).
+json GpuEquivalents(int64_t milli) {
+  if (milli % fleet::kMilliPerGpu == 0) return milli / fleet::kMilliPerGpu;
+  return static_cast<double>(milli) / fleet::kMilliPerGpu;
 }
 
 json NullOr(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
@@ -107,10 +114,14 @@ json NodeJson(const FleetState& s, size_t n) {
   const fleet::NodeView& nv = s.view.nodes[n];
   json workloads = json::array();
   std::vector<int32_t> seen;
+  auto add = [&](int32_t w) {
+    if (w < 0 || std::find(seen.begin(), seen.end(), w) != seen.end()) return;
+    seen.push_back(w);
+    workloads.push_back(s.input.workloads[w].name);
+  };
   for (const fleet::GpuInput& g : ni.gpus) {
-    if (g.workload < 0 || std::find(seen.begin(), seen.end(), g.workload) != seen.end()) continue;
-    seen.push_back(g.workload);
-    workloads.push_back(s.input.workloads[g.workload].name);
+    add(g.workload);
+    for (const fleet::GpuShareInput& sh : g.shares) add(sh.workload);
   }
   std::string model = std::string(PoolModel(s, ni.pool));
   if (model.empty() && !ni.gpus.empty()) model = ni.gpus[0].model;
@@ -137,8 +148,24 @@ json GpusJson(const FleetState& s) {
     const fleet::NodeInput& ni = s.input.nodes[g.node];
     const fleet::GpuInput& gi = ni.gpus[g.index];
     const fleet::WorkloadInput* w = g.workload >= 0 ? &s.input.workloads[g.workload] : nullptr;
+    json shares = json::array();
+    for (const fleet::GpuShareInput& sh : gi.shares) {
+      const fleet::WorkloadInput& sw = s.input.workloads[sh.workload];
+      shares.push_back({{"workload", sw.name},
+                        {"queue", sw.queue},
+                        {"pod", NullOr(sh.pod)},
+                        {"gpu_fraction", GpuEquivalents(sh.gpu_milli)},
+                        {"gpu_memory_mib", sh.memory_mib > 0 ? json(sh.memory_mib) : json(nullptr)},
+                        {"memory_used_bytes",
+                         sh.memory_used_bytes >= 0 ? json(sh.memory_used_bytes) : json(nullptr)},
+                        {"over_memory_since", sh.over_memory_since > 0
+                                                  ? json(FormatRfc3339Ms(sh.over_memory_since))
+                                                  : json(nullptr)}});
+    }
     gpus.push_back({{"node", ni.name},
                     {"index", g.index},
+                    {"allocated", GpuEquivalents(g.held_milli)},
+                    {"shares", std::move(shares)},
                     {"uuid", gi.uuid},
                     {"model", gi.model},
                     {"pool", ni.pool >= 0 ? s.input.pools[ni.pool].name : ""},
@@ -174,7 +201,9 @@ std::string GpusBody(const FleetState& s) {
     out += first ? "{" : ",{";
     first = false;
     // Keys in the order nlohmann::json sorts them, as GpusJson(s).dump() writes them.
-    out += "\"index\":";
+    out += "\"allocated\":";
+    out += GpuEquivalents(g.held_milli).dump();
+    out += ",\"index\":";
     out += std::to_string(g.index);
     out += ",\"memory_total_bytes\":";
     out += std::to_string(gi.memory_total_bytes);
@@ -191,7 +220,34 @@ std::string GpusBody(const FleetState& s) {
       quoted(w->queue);
     else
       out += "null";
-    out += ",\"state\":\"";
+    out += ",\"shares\":[";
+    for (size_t i = 0; i < gi.shares.size(); ++i) {
+      const fleet::GpuShareInput& sh = gi.shares[i];
+      const fleet::WorkloadInput& sw = s.input.workloads[sh.workload];
+      out += i == 0 ? "{" : ",{";
+      out += "\"gpu_fraction\":";
+      out += GpuEquivalents(sh.gpu_milli).dump();
+      out += ",\"gpu_memory_mib\":";
+      out += sh.memory_mib > 0 ? std::to_string(sh.memory_mib) : "null";
+      out += ",\"memory_used_bytes\":";
+      out += sh.memory_used_bytes >= 0 ? std::to_string(sh.memory_used_bytes) : "null";
+      out += ",\"over_memory_since\":";
+      if (sh.over_memory_since > 0)
+        quoted(FormatRfc3339Ms(sh.over_memory_since));
+      else
+        out += "null";
+      out += ",\"pod\":";
+      if (sh.pod.empty())
+        out += "null";
+      else
+        quoted(sh.pod);
+      out += ",\"queue\":";
+      quoted(sw.queue);
+      out += ",\"workload\":";
+      quoted(sw.name);
+      out += "}";
+    }
+    out += "],\"state\":\"";
     out += fleet::GpuStateName(g.state);
     out += "\",\"utilization\":";
     number(g.utilization);
@@ -248,7 +304,7 @@ json WorkloadJson(const fleet::WorkloadInput& w) {
           {"priority", w.priority},
           {"reserved", w.reserved},
           {"state", fleet::WorkloadPhaseName(w.phase)},
-          {"gpus", w.gpus},
+          {"gpus", GpuEquivalents(w.gpu_milli)},
           {"borrowing", w.borrowing},
           {"pending_reason", NullOr(w.pending->reason)},
           {"pending_message", NullOr(w.pending->message)},
@@ -426,6 +482,8 @@ std::string MetricsPage(const FleetState& s) {
   w.Sample(v.gpus.allocated);
   w.Family("chamber_gpus_used", "Sum of GPU utilization (0..1) over all GPUs.", MetricType::kGauge);
   w.Sample(v.gpus.used);
+  w.Family("chamber_gpus_shared", "GPUs whose compute pods' shares divide.", MetricType::kGauge);
+  w.Sample(v.gpus.shared);
 
   w.Family("chamber_pool_gpus", "GPUs per pool by state.", MetricType::kGauge);
   for (size_t p = 0; p < s.input.pools.size(); ++p) {
@@ -458,6 +516,71 @@ std::string MetricsPage(const FleetState& s) {
               {"uuid", ni.gpus[g.index].uuid.str()},
               {"model", ni.gpus[g.index].model.str()}},
              g.utilization);
+  }
+  w.Family("chamber_gpu_allocated_ratio",
+           "Part (0..1) of each GPU held: 1 when a workload holds it whole, else its shares' sum.",
+           MetricType::kGauge);
+  for (const fleet::GpuView& g : v.gpus_flat) {
+    const fleet::NodeInput& ni = s.input.nodes[g.node];
+    w.Sample({{"node", ni.name},
+              {"gpu", std::to_string(g.index)},
+              {"uuid", ni.gpus[g.index].uuid.str()}},
+             g.held_milli / static_cast<double>(fleet::kMilliPerGpu));
+  }
+  // Each share whose pod a node's agent measures, with its labels.
+  auto measured_shares = [&](auto&& fn) {
+    for (const fleet::GpuView& g : v.gpus_flat) {
+      const fleet::NodeInput& ni = s.input.nodes[g.node];
+      const fleet::GpuInput& gi = ni.gpus[g.index];
+      for (const fleet::GpuShareInput& sh : gi.shares)
+        if (sh.memory_used_bytes >= 0 && !sh.pod.empty())
+          fn(std::vector<prometheus::Label>{{"node", ni.name},
+                                            {"gpu", std::to_string(g.index)},
+                                            {"uuid", gi.uuid.str()},
+                                            {"pod", sh.pod},
+                                            {"queue", s.input.workloads[sh.workload].queue}},
+             sh);
+    }
+  };
+  w.Family("chamber_gpu_share_memory_used_bytes",
+           "GPU memory a share's pod holds on its GPU, as the node's agent measures its processes.",
+           MetricType::kGauge);
+  measured_shares(
+      [&](const std::vector<prometheus::Label>& labels, const fleet::GpuShareInput& sh) {
+        w.Sample(labels, static_cast<double>(sh.memory_used_bytes));
+      });
+  w.Family("chamber_gpu_share_over_memory",
+           "1 while a share's pod holds more GPU memory than it asked for (chamber.io/gpu-memory).",
+           MetricType::kGauge);
+  measured_shares(
+      [&](const std::vector<prometheus::Label>& labels, const fleet::GpuShareInput& sh) {
+        w.Sample(labels, sh.over_memory_since > 0 ? 1.0 : 0.0);
+      });
+  w.Family("chamber_gpu_share_ratio",
+           "Part (0..1) of a GPU's compute each workload's shares hold, per GPU and workload.",
+           MetricType::kGauge);
+  for (const fleet::GpuView& g : v.gpus_flat) {
+    const fleet::NodeInput& ni = s.input.nodes[g.node];
+    const fleet::GpuInput& gi = ni.gpus[g.index];
+    // Several pods of one workload may hold shares of one GPU: one sample each workload.
+    std::vector<std::pair<int32_t, int64_t>> by_workload;
+    for (const fleet::GpuShareInput& sh : gi.shares) {
+      auto it = std::find_if(by_workload.begin(), by_workload.end(),
+                             [&](const auto& e) { return e.first == sh.workload; });
+      if (it == by_workload.end())
+        by_workload.emplace_back(sh.workload, sh.gpu_milli);
+      else
+        it->second += sh.gpu_milli;
+    }
+    for (const auto& [workload, milli] : by_workload) {
+      const fleet::WorkloadInput& wl = s.input.workloads[workload];
+      w.Sample({{"node", ni.name},
+                {"gpu", std::to_string(g.index)},
+                {"uuid", gi.uuid.str()},
+                {"workload", wl.name},
+                {"queue", wl.queue}},
+               milli / static_cast<double>(fleet::kMilliPerGpu));
+    }
   }
 
   w.Family("chamber_queue_allocated_gpus", "GPUs held per queue.", MetricType::kGauge);

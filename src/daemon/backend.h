@@ -63,6 +63,14 @@ struct Observation {
   std::vector<StoredLosses> stored_losses;
   // The unhealthy GPUs whose fault the backend knows, by GPU UUID (as the snapshot names it).
   std::unordered_map<std::string, GpuFault> gpu_faults;
+  // What the node agents measure of running shares of GPUs, by pod "namespace/name": the GPU
+  // memory its processes hold and, while that is more than the share asked for, since when
+  // (Unix ms; 0: not over). Only pods whose processes an agent reports now are listed.
+  struct ShareMemory {
+    int64_t used_bytes = 0;
+    int64_t over_since_ms = 0;
+  };
+  std::unordered_map<std::string, ShareMemory> share_memory;
 };
 
 class ClusterBackend {

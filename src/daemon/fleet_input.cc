@@ -40,17 +40,46 @@ std::vector<fleet::NodeInput> FleetNodes(const Observation& obs, fleet::Activity
   return nodes;
 }
 
-void MarkHolders(const core::Snapshot& s, std::vector<fleet::NodeInput>& nodes) {
+void MarkHolders(const Observation& obs, const SharedItems<fleet::WorkloadInput>& workloads,
+                 std::vector<fleet::NodeInput>& nodes) {
+  const core::Snapshot& s = *obs.snapshot;
   for (size_t w = 0; w < s.workloads.size(); ++w) {
     const core::Workload& wl = s.workloads[w];
     if (wl.state != core::WorkloadState::kRunning && wl.state != core::WorkloadState::kPreempting)
       continue;
-    for (const core::PodPlacement& p : wl.placements) {
+    for (size_t i = 0; i < wl.placements.size(); ++i) {
+      const core::PodPlacement& p = wl.placements[i];
       if (!p.node.valid() || p.node.index() >= nodes.size()) continue;
       auto& gpus = nodes[p.node.index()].gpus;
+      const core::Resources request = wl.PlacementRequest(i);
+      const core::PodSet* set = wl.PlacementPodSet(i);
       for (uint64_t mask = p.gpu_mask; mask != 0; mask &= mask - 1) {
         const auto g = static_cast<size_t>(std::countr_zero(mask));
-        if (g < gpus.size()) gpus[g].workload = static_cast<int32_t>(w);
+        if (g >= gpus.size()) continue;
+        if (!request.gpu_share()) {
+          gpus[g].workload = static_cast<int32_t>(w);
+          continue;
+        }
+        fleet::GpuShareInput share;
+        share.workload = static_cast<int32_t>(w);
+        share.gpu_milli = static_cast<int32_t>(request.gpu_milli());
+        share.memory_mib = set ? set->gpu_memory_mib : 0;
+        if (w < workloads.size()) {
+          // The placement's pod: a bare pod is the workload itself; the others' pods follow
+          // pod-set order, as the placements do.
+          const fleet::WorkloadInput& wi = workloads[w];
+          const std::string* pod = wi.bare_pod          ? &wi.name
+                                   : i < wi.pods.size() ? &wi.pods[i]
+                                                        : nullptr;
+          if (pod != nullptr) {
+            share.pod = *pod;
+            if (auto m = obs.share_memory.find(*pod); m != obs.share_memory.end()) {
+              share.memory_used_bytes = m->second.used_bytes;
+              share.over_memory_since = m->second.over_since_ms;
+            }
+          }
+        }
+        gpus[g].shares.push_back(share);
       }
     }
   }
@@ -86,7 +115,7 @@ void AddObserved(Observation& obs, WorkloadLedger& ledger, fleet::ActivityTracke
                  fleet::FleetInput& in) {
   in.workloads = ledger.Workloads(obs);
   in.nodes = FleetNodes(obs, activity, now);
-  MarkHolders(*obs.snapshot, in.nodes);
+  MarkHolders(obs, in.workloads, in.nodes);
   in.queues = FleetQueues(*obs.snapshot, queue_status);
 }
 

@@ -20,8 +20,11 @@ std::vector<fleet::NodeInput> FleetNodes(const Observation& obs, fleet::Activity
                                          int64_t now);
 
 // Marks each GPU that running or preempting work holds with its holder (an index into the
-// snapshot's workloads, as FleetInput::workloads follows them).
-void MarkHolders(const core::Snapshot& snapshot, std::vector<fleet::NodeInput>& nodes);
+// snapshot's workloads, as FleetInput::workloads follows them): the workload holding it whole,
+// or each pod's share of it, with what the agents measure of the share (`obs.share_memory`, by
+// the pod's name in `workloads`).
+void MarkHolders(const Observation& obs, const SharedItems<fleet::WorkloadInput>& workloads,
+                 std::vector<fleet::NodeInput>& nodes);
 
 // The queues: the spec from the snapshot, the standing (allocation, fair share, borrowed, lent,
 // error) from the engine's cycle.

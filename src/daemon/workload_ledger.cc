@@ -149,7 +149,7 @@ SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
     wi.queue = w.queue;
     wi.priority = w.priority;
     wi.phase = PhaseOf(w.state);
-    wi.gpus = static_cast<int32_t>(w.TotalRequest().whole_gpus());
+    wi.gpu_milli = w.TotalRequest().gpu_milli();
     wi.submitted = obs.clock_offset_ms + w.submit_time.count();
     wi.reserved = w.reserved();
     if (i < obs.workload_pods.size()) wi.pods = std::move(obs.workload_pods[i]);

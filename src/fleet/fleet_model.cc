@@ -84,6 +84,7 @@ GpuCounts& GpuCounts::operator+=(const GpuCounts& o) {
   allocated_idle += o.allocated_idle;
   unhealthy += o.unhealthy;
   backfill += o.backfill;
+  shared += o.shared;
   return *this;
 }
 
@@ -96,9 +97,16 @@ CostRates& CostRates::operator+=(const CostRates& o) {
   return *this;
 }
 
+int32_t GpuInput::HeldMilli() const {
+  if (workload >= 0) return kMilliPerGpu;
+  int64_t sum = 0;
+  for (const GpuShareInput& s : shares) sum += std::max(0, s.gpu_milli);
+  return static_cast<int32_t>(std::min<int64_t>(sum, kMilliPerGpu));
+}
+
 GpuState ClassifyGpu(const GpuInput& gpu, TimeMs now, const FleetOptions& options) {
   if (!gpu.healthy) return GpuState::kUnhealthy;
-  if (gpu.workload < 0) return GpuState::kIdle;
+  if (gpu.HeldMilli() == 0) return GpuState::kIdle;
   if (gpu.below_threshold_since && now - *gpu.below_threshold_since >= options.idle_window_ms)
     return GpuState::kAllocatedIdle;
   return GpuState::kBusy;
@@ -236,14 +244,17 @@ FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
       gv.state = ClassifyGpu(gpu, in.now, options);
       gv.utilization = std::clamp(gpu.utilization, 0.0, 1.0);
       gv.memory_used_bytes = gpu.memory_used_bytes;
-      const bool held =
+      const bool whole =
           gpu.workload >= 0 && static_cast<size_t>(gpu.workload) < in.workloads.size();
-      gv.workload = held ? gpu.workload : -1;
+      gv.workload = whole ? gpu.workload : -1;
+      gv.held_milli = whole ? kMilliPerGpu : gpu.HeldMilli();
+      const double held = gv.held_milli / static_cast<double>(kMilliPerGpu);
 
       nv.gpus.capacity += 1;
       nv.gpus.used += gv.utilization;
       nv.cost.total += price;
-      if (held) nv.gpus.allocated += 1;
+      nv.gpus.allocated += held;
+      if (!whole && !gpu.shares.empty()) nv.gpus.shared += 1;
       switch (gv.state) {
         case GpuState::kUnhealthy:
           nv.gpus.unhealthy += 1;
@@ -255,25 +266,38 @@ FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
           nv.cost.unallocated += price;
           break;
         case GpuState::kAllocatedIdle:
-          nv.gpus.allocated_idle += 1;
-          nv.cost.allocated_idle += price;
+          nv.gpus.allocated_idle += held;
+          nv.cost.allocated_idle += price * held;
           break;
         case GpuState::kBusy:
           break;
       }
-      if (held) {
-        const WorkloadInput& w = in.workloads[gpu.workload];
+      if (gv.state == GpuState::kAllocatedIdle || gv.state == GpuState::kBusy) {
+        nv.gpus.idle += 1 - held;  // the part no share holds
+        nv.cost.unallocated += price * (1 - held);
+      }
+      // Each holder is charged its part of the GPU: the whole of it, or its share; the GPU's
+      // use is divided among its shares by their size.
+      auto charge = [&](int32_t workload, int32_t milli) {
+        if (workload < 0 || static_cast<size_t>(workload) >= in.workloads.size()) return;
+        const double part = milli / static_cast<double>(kMilliPerGpu);
+        const WorkloadInput& w = in.workloads[workload];
         if (w.borrowing) {
-          nv.gpus.backfill += 1;
-          nv.cost.backfill += price;
+          nv.gpus.backfill += part;
+          nv.cost.backfill += price * part;
         }
         if (QueueView* q = queue_of(w)) {
-          q->allocated_gpus += 1;
-          q->used += gv.utilization;
-          q->cost.total += price;
-          if (w.borrowing) q->cost.backfill += price;
-          if (gv.state == GpuState::kAllocatedIdle) q->cost.allocated_idle += price;
+          q->allocated_gpus += part;
+          q->used += gv.held_milli > 0 ? gv.utilization * milli / gv.held_milli : 0;
+          q->cost.total += price * part;
+          if (w.borrowing) q->cost.backfill += price * part;
+          if (gv.state == GpuState::kAllocatedIdle) q->cost.allocated_idle += price * part;
         }
+      };
+      if (whole) {
+        charge(gpu.workload, kMilliPerGpu);
+      } else {
+        for (const GpuShareInput& sh : gpu.shares) charge(sh.workload, sh.gpu_milli);
       }
       v.gpus_flat.push_back(gv);
     }
@@ -294,10 +318,11 @@ FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
     QueueView* q = queue_of(w);
     if (w.phase == WorkloadPhase::kPending || w.phase == WorkloadPhase::kSuspended) {
       v.queue.pending_workloads += 1;
-      v.queue.pending_gpus += w.gpus;
+      const double gpus = w.gpu_milli / static_cast<double>(kMilliPerGpu);
+      v.queue.pending_gpus += gpus;
       if (q) {
         q->pending_workloads += 1;
-        q->pending_gpus += w.gpus;
+        q->pending_gpus += gpus;
       }
     } else if (w.phase == WorkloadPhase::kRunning) {
       v.running_workloads += 1;

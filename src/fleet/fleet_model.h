@@ -34,6 +34,22 @@ struct PoolInput {
   double price_per_gpu_hour = 0;
 };
 
+// GPU-equivalents are counted in thousandths of a GPU, as the engine counts them.
+inline constexpr int32_t kMilliPerGpu = 1000;
+
+// A pod's share of one GPU.
+struct GpuShareInput {
+  int32_t workload = -1;   // index into FleetInput::workloads
+  int32_t gpu_milli = 0;   // thousandths of the GPU's compute, 1..999
+  int64_t memory_mib = 0;  // of its memory; 0: none asked
+  std::string pod;         // its pod's "namespace/name"; empty where the backend has no pods (demo)
+  // What its pod's processes hold of GPU memory, as the node's agent measures them; -1: not
+  // measured. While that is more than memory_mib: since when (0: not over).
+  int64_t memory_used_bytes = -1;
+  TimeMs over_memory_since = 0;
+  friend bool operator==(const GpuShareInput&, const GpuShareInput&) = default;
+};
+
 struct GpuInput {
   SharedString uuid;  // shared with the snapshot's GPU
   SharedString model;
@@ -45,6 +61,12 @@ struct GpuInput {
   // When the GPU last went below the activity threshold (ActivityTracker); empty while active.
   std::optional<TimeMs> below_threshold_since;
   int32_t workload = -1;  // index into FleetInput::workloads of the holder; -1 when unallocated
+  // The pods holding a share of it (a fraction of its compute and memory), when no workload
+  // holds it whole.
+  std::vector<GpuShareInput> shares;
+  // Thousandths of it held: 1,000 when a workload holds it whole, else its shares' sum (at most
+  // 1,000).
+  int32_t HeldMilli() const;
 };
 
 struct NodeInput {
@@ -108,7 +130,7 @@ struct WorkloadInput {
   std::string queue;
   int32_t priority = 0;
   WorkloadPhase phase = WorkloadPhase::kPending;
-  int32_t gpus = 0;        // requested, over all pods
+  int64_t gpu_milli = 0;   // GPU-equivalents requested over all pods, in thousandths
   bool borrowing = false;  // admitted beyond its queue's quota (backfill)
   // Why it waits, as the engine said; empty unless pending. Shared with the daemon's record of
   // the cycle's decisions: most workloads of a large cluster run, and carry none.
@@ -174,6 +196,9 @@ struct GpuCounts {
   double allocated_idle = 0;  // allocated, below the threshold for the idle window
   double unhealthy = 0;
   double backfill = 0;  // allocated to borrowing (backfilled) workloads
+  // GPUs whose compute pods' shares divide (each counted whole). The other figures count a
+  // shared GPU by parts: its shares' sum allocated, the rest idle.
+  double shared = 0;
   GpuCounts& operator+=(const GpuCounts& o);
   friend bool operator==(const GpuCounts&, const GpuCounts&) = default;
 };
@@ -196,7 +221,8 @@ struct GpuView {
   GpuState state = GpuState::kIdle;
   double utilization = 0;
   int64_t memory_used_bytes = 0;
-  int32_t workload = -1;
+  int32_t workload = -1;   // the holder of the whole GPU; -1: none (shares are in the input)
+  int32_t held_milli = 0;  // thousandths held: 1,000 whole, or the shares' sum
 };
 
 struct Ratios {

@@ -223,6 +223,26 @@ Result<AgentReport> ParseAgentReport(const json& j) {
         rs.pods.push_back(std::move(h));
       }
     }
+    // Optional and nullable: agents before process attribution, and drivers that cannot list
+    // processes, send none.
+    if (const json* ps = JsonReader::Find(s, "processes"); ps != nullptr && !ps->is_null()) {
+      if (!ps->is_array()) return kReport.Error(at + ".processes", "expected an array or null");
+      for (size_t k = 0; k < ps->size(); ++k) {
+        const std::string pat = fmt::format("{}.processes[{}]", at, k);
+        const json& p = (*ps)[k];
+        CHAMBER_RETURN_IF_ERROR(RequireObject(p, pat));
+        ReportProcess rp;
+        if (const json* uid = JsonReader::Find(p, "pod_uid"); uid != nullptr && !uid->is_null()) {
+          if (!uid->is_string())
+            return kReport.Error(pat + ".pod_uid", "expected a string or null");
+          rp.pod_uid = uid->get<std::string>();
+        }
+        CHAMBER_ASSIGN_OR_RETURN(rp.used_memory_bytes,
+                                 IntegerIn(p, "used_memory_bytes", pat, 0, int64_t{1} << 50,
+                                           /*required=*/false));
+        if (!rp.pod_uid.empty()) rs.processes.push_back(std::move(rp));
+      }
+    }
     out.samples.push_back(std::move(rs));
   }
   if (const json* pr = JsonReader::Find(j, "pod_resources")) {

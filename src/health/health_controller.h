@@ -80,10 +80,19 @@ struct ReportHolder {
 };
 inline constexpr char kWholeGpuResource[] = "nvidia.com/gpu";
 
+// A compute process on the GPU, as the agent read it from NVML and its cgroup (docs/agent.md,
+// "Processes on GPUs"): only those the agent could attribute to a pod.
+struct ReportProcess {
+  std::string pod_uid;
+  std::optional<int64_t> used_memory_bytes;  // null: the driver cannot tell
+};
+
 struct ReportSample {
   int index = 0;
   std::string uuid;
   std::vector<ReportHolder> pods;  // empty when none, or when attribution is not available
+  // Empty when the agent sends none (older agents, older drivers) or none is a pod's.
+  std::vector<ReportProcess> processes;
   bool lost = false;
   std::optional<int64_t> recovery_action;  // null: the driver does not say
   // How busy the GPU is, 0-1: SM activity where the agent measures it (utilization.source

@@ -1,5 +1,7 @@
 #include "health/health_service.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "backend/kube/snapshot_builder.h"
@@ -139,8 +141,19 @@ Status HealthService::PostReport(std::string_view body, const std::string& princ
   auto gpus = std::make_shared<std::vector<backend::AgentGpuSample>>();
   gpus->reserve(r->samples.size());
   for (const ReportSample& s : r->samples) {
-    if (s.lost || !s.utilization) continue;
-    gpus->push_back({s.index, s.uuid, {*s.utilization, s.memory_used_bytes.value_or(0)}});
+    if (s.lost || (!s.utilization && s.processes.empty())) continue;
+    backend::AgentGpuSample a{
+        s.index, s.uuid, {s.utilization.value_or(0), s.memory_used_bytes.value_or(0)}, {}};
+    for (const ReportProcess& p : s.processes) {
+      if (!p.used_memory_bytes) continue;
+      auto it = std::find_if(a.pod_memory.begin(), a.pod_memory.end(),
+                             [&](const auto& e) { return e.first == p.pod_uid; });
+      if (it == a.pod_memory.end())
+        a.pod_memory.emplace_back(p.pod_uid, *p.used_memory_bytes);
+      else
+        it->second += *p.used_memory_bytes;
+    }
+    gpus->push_back(std::move(a));
   }
   std::shared_ptr<backend::NodeDevices> devices;
   if (r->pod_resources_available) {

@@ -30,6 +30,12 @@ export function formatGpus(count: number): string {
   return Number.isInteger(count) ? formatNumber(count, 0) : formatNumber(count, 1);
 }
 
+/** GPU-equivalents a workload asks for: whole GPUs as they are, shares exact to a thousandth: 0.25. */
+export function formatGpuEquivalents(count: number): string {
+  if (!Number.isFinite(count)) return '–';
+  return Number.isInteger(count) ? formatNumber(count, 0) : formatNumber(count, 3).replace(/\.?0+$/, '');
+}
+
 /** An amount of money: two decimals below 1,000, none from 1,000 on. */
 export function formatMoney(amount: number, currency = 'USD'): string {
   if (!Number.isFinite(amount)) return '–';

@@ -190,6 +190,17 @@ export function drawHeatmap(
     for (const i of list) ctx.fillRect(layout.x[i], layout.y[i], cell, cell);
     drawn += list.length;
   }
+  // A GPU that shares divide shows the part they hold: the free part of its cell, at the top,
+  // in the idle colour.
+  if (mode === 'state') {
+    ctx.fillStyle = stateColors.idle;
+    for (let i = 0; i < gpus.length; i++) {
+      const held = gpus[i].allocated;
+      if (layout.x[i] < 0 || held === undefined || held <= 0 || held >= 1) continue;
+      if (gpus[i].state === 'unhealthy' || dimmed(gpus[i])) continue;
+      ctx.fillRect(layout.x[i], layout.y[i], cell, cell * (1 - held));
+    }
+  }
   if (selected >= 0 && selected < gpus.length && layout.x[selected] >= 0) {
     ctx.strokeStyle = '#111827';
     ctx.lineWidth = 2;

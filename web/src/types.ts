@@ -7,6 +7,7 @@ export interface GpuCounts {
   idle: number;
   allocated_idle: number;
   unhealthy: number;
+  shared?: number; // GPUs that pods' shares divide
 }
 
 export interface CostRate {
@@ -84,6 +85,19 @@ export interface Gpu {
   memory_total_bytes: number;
   workload: string | null;
   queue?: string | null;
+  allocated?: number; // part held, 0..1: 1 when held whole, else its shares' sum
+  shares?: GpuShare[]; // pods holding a share of it
+}
+
+/** A pod's share of one GPU's compute and memory. */
+export interface GpuShare {
+  workload: string;
+  queue: string;
+  pod?: string | null;
+  gpu_fraction: number;
+  gpu_memory_mib: number | null;
+  memory_used_bytes?: number | null; // measured by the node's agent
+  over_memory_since?: string | null; // while it holds more memory than it asked for
 }
 
 export interface GpuList {

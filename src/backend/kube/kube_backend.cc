@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "backend/kube/queue_resource.h"
@@ -410,9 +411,14 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
 
 void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
                         const std::string& message, bool warning) {
+  Event(about.Involved(), reason, message, warning);
+}
+
+void KubeBackend::Event(kube::Json involved, const std::string& reason, const std::string& message,
+                        bool warning) {
   if (!options_.write_events || !WritesAllowed()) return;
   kube::EventSpec e;
-  e.involved = about.Involved();
+  e.involved = std::move(involved);
   e.reason = reason;
   e.message = message;
   e.type = warning ? "Warning" : "Normal";
@@ -455,6 +461,7 @@ Status KubeBackend::Apply(const core::CycleResult& result) {
   ApplyResumes(result);
   ApplyPending(result);
   ApplyQueueStatus(result);
+  EvictShareOverruns();
   last_apply_ms_ = MsSince(begin);
   return Status::Ok();
 }
@@ -1106,6 +1113,7 @@ daemon::Observation KubeBackend::Observe() {
     }
   }
   o.samples = samples_;
+  o.share_memory = MeasureShares(usage);
   // Why the unhealthy GPUs are fenced: the health controller's incidents, by the GPUs' names.
   if (gpu_faults_) {
     GpuFaultsByNode faults = gpu_faults_();
@@ -1123,6 +1131,99 @@ daemon::Observation KubeBackend::Observe() {
     o.stored_losses[i] = {built_.sources[i].stored_preemptions,
                           built_.sources[i].stored_gpu_hours_lost};
   return o;
+}
+
+std::unordered_map<std::string, daemon::Observation::ShareMemory> KubeBackend::MeasureShares(
+    const AgentGpuUsage& usage) {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  const int64_t now = NowMs();
+  std::unordered_map<std::string, daemon::Observation::ShareMemory> out;
+  std::unordered_map<std::string, ShareOverrun> over;
+  // Most cycles of a cluster whose agents attribute no processes end here.
+  const bool any = std::any_of(usage.begin(), usage.end(), [](const auto& node) {
+    return node.second &&
+           std::any_of(node.second->begin(), node.second->end(),
+                       [](const AgentGpuSample& a) { return !a.pod_memory.empty(); });
+  });
+  if (!any) {
+    overruns_.clear();
+    return out;
+  }
+  const core::Snapshot& snap = built_.snapshot;
+  for (size_t i = 0; i < snap.workloads.size() && i < built_.sources.size(); ++i) {
+    const core::Workload& w = snap.workloads[i];
+    if (w.state != core::WorkloadState::kRunning || !w.AsksForShares()) continue;
+    for (const std::shared_ptr<const kube::Pod>& pod : PodsOf(built_.sources[i])) {
+      if (pod->node_name.empty() || pod->metadata.uid.empty()) continue;
+      auto u = usage.find(pod->node_name);
+      if (u == usage.end() || !u->second) continue;
+      // A share's processes see one GPU; its memory is what they hold on any of the node's.
+      bool measured = false;
+      int64_t used = 0;
+      for (const AgentGpuSample& a : *u->second)
+        for (const auto& [uid, bytes] : a.pod_memory)
+          if (uid == pod->metadata.uid) {
+            measured = true;
+            used += bytes;
+          }
+      if (!measured) continue;
+      daemon::Observation::ShareMemory& m = out[pod->metadata.Key()];
+      m.used_bytes = used;
+      const Result<gpu_share::Ask> ask =
+          gpu_share::ReadAsk(pod->metadata.annotations, pod->Request(options_.gpu_resource));
+      if (!ask.ok() || ask->gpu_milli == 0 || ask->gpu_memory_mib <= 0) continue;
+      const int64_t asked = ask->gpu_memory_mib * kMiB;
+      if (used <= asked) continue;
+      auto before = overruns_.find(pod->metadata.uid);
+      ShareOverrun o{pod->metadata.namespace_name, pod->metadata.name, now, used, asked, false};
+      if (before != overruns_.end()) {
+        o.since_ms = before->second.since_ms;
+        o.deleted = before->second.deleted;
+      } else {
+        spdlog::warn(
+            "share {}: its processes hold {} MiB of GPU memory on node {}, more than "
+            "the {} MiB it asked for (chamber.io/gpu-memory)",
+            pod->metadata.Key(), used / kMiB, pod->node_name, asked / kMiB);
+      }
+      m.over_since_ms = o.since_ms;
+      over.emplace(pod->metadata.uid, std::move(o));
+    }
+  }
+  // An overrun ends with the first measurement at or under the share, or without one.
+  overruns_ = std::move(over);
+  return out;
+}
+
+void KubeBackend::EvictShareOverruns() {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  if (options_.share_memory_grace.count() <= 0) return;
+  const int64_t now = NowMs();
+  for (auto& [uid, o] : overruns_) {
+    if (!WritesAllowed()) return;
+    if (o.deleted || now - o.since_ms < options_.share_memory_grace.count()) continue;
+    const std::string key = o.namespace_name + "/" + o.name;
+    const std::string why = fmt::format(
+        "its processes held {} MiB of GPU memory, more than the {} MiB its share asked "
+        "for (chamber.io/gpu-memory), for {} s; the other pods on its GPU keep running",
+        o.used_bytes / kMiB, o.asked_bytes / kMiB, (now - o.since_ms) / 1000);
+    kube::DeleteOptions del;
+    del.uid = uid;
+    Status s = client_->Delete(kube::resources::kPods, o.namespace_name, o.name, del);
+    if (!s.ok() && !kube::IsNotFound(s)) {
+      if (!kube::IsConflict(s)) CountError(s, "delete pod " + key);
+      continue;
+    }
+    o.deleted = true;
+    {
+      std::lock_guard<std::mutex> l(stats_mu_);
+      stats_.share_memory_evictions++;
+    }
+    spdlog::warn("share {} deleted: {}", key, why);
+    Event({{"apiVersion", "v1"},
+           {"kind", "Pod"},
+           {"metadata", {{"name", o.name}, {"namespace", o.namespace_name}, {"uid", uid}}}},
+          "ShareMemoryExceeded", "Deleted: " + why, /*warning=*/true);
+  }
 }
 
 Status KubeBackend::SetSchedulable(std::string_view node, bool schedulable) {

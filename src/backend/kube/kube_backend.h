@@ -53,6 +53,9 @@ struct AgentGpuSample {
   int index = 0;     // NVML's index on the node
   std::string uuid;  // "GPU-..."
   daemon::GpuSample sample;
+  // GPU memory each pod's processes hold on it, by pod UID (the sum over its processes whose
+  // memory the driver tells); empty when the agent attributes none.
+  std::vector<std::pair<std::string, int64_t>> pod_memory;
 };
 // By node name; only nodes whose agent reports now (a stale agent's numbers are not used).
 using AgentGpuUsage =
@@ -95,6 +98,10 @@ struct KubeBackendOptions {
   // How often a kind of WorkloadKinds() the cluster does not serve yet (its CRD not installed)
   // is looked for again; the first look is at Create().
   std::chrono::milliseconds kind_discovery_every{60'000};
+  // A share whose pod holds more GPU memory than it asked for (chamber.io/gpu-memory), as its
+  // node's agent measures the pod's processes, for this long in a row is deleted; 0: shown and
+  // logged, never deleted (docs/sharing.md, "Memory a share holds").
+  std::chrono::milliseconds share_memory_grace{60'000};
 };
 
 // Counters since start, for metrics and tests.
@@ -102,6 +109,7 @@ struct KubeBackendStats {
   int64_t binds = 0, bind_failures = 0, rollbacks = 0;
   int64_t suspends = 0, resumes = 0, evictions = 0, eviction_blocked = 0;
   int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0, events_dropped = 0;
+  int64_t share_memory_evictions = 0;  // shares deleted for holding more memory than they asked
 };
 
 // Fills the observation's `workload_pods` and `bare_pods` from a build's sources.
@@ -195,6 +203,14 @@ class KubeBackend : public daemon::ClusterBackend {
   void ApplyQueueStatus(const core::CycleResult& result);
   void Event(const WorkloadSource& about, const std::string& reason, const std::string& message,
              bool warning = false);
+  void Event(kube::Json involved, const std::string& reason, const std::string& message,
+             bool warning);
+  // What the agents measure of each running share's pod (Observation::share_memory), and the
+  // overruns it finds, kept in overruns_ across cycles.
+  std::unordered_map<std::string, daemon::Observation::ShareMemory> MeasureShares(
+      const AgentGpuUsage& usage);
+  // Deletes the pods of overruns that have lasted share_memory_grace.
+  void EvictShareOverruns();
   void EventWriter(std::stop_token stop);
   void CountError(const Status& s, const std::string& what);
   std::vector<std::shared_ptr<const kube::Pod>> PodsOf(const WorkloadSource& src) const;
@@ -242,6 +258,15 @@ class KubeBackend : public daemon::ClusterBackend {
   std::map<std::string, std::string> pod_group_conditions_;
   size_t pod_group_conditions_kept_ = 0;  // entries after the last pruning
   std::vector<std::vector<daemon::GpuSample>> samples_;
+  // Shares holding more GPU memory than they asked for, by pod UID; an entry lives while every
+  // cycle's measurement finds its pod over.
+  struct ShareOverrun {
+    std::string namespace_name, name;
+    int64_t since_ms = 0;
+    int64_t used_bytes = 0, asked_bytes = 0;
+    bool deleted = false;
+  };
+  std::unordered_map<std::string, ShareOverrun> overruns_;
   // The fleet pools so far: a pool keeps its index after its last node goes (gpu_pricing.h).
   std::vector<fleet::PoolInput> pools_;
   std::function<AgentGpuUsage()> gpu_usage_;

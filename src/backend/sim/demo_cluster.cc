@@ -10,6 +10,43 @@ namespace chamber::backend {
 
 // Synthetic jobs per simulated week at scale 1: enough for queues to form at the daily peaks.
 constexpr int64_t kJobsPerWeek = 12000;
+// Notebooks on shares of a GPU per simulated week at scale 1: about 10 an hour.
+constexpr int64_t kNotebooksPerWeek = 1680;
+
+namespace {
+
+// SplitMix64: the same numbers on every platform, unlike the standard distributions.
+uint64_t NextRandom(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Interactive notebooks of the research and vision teams, each one pod holding a quarter or a
+// half of one L40S GPU for one to four hours, submitted evenly over `span`.
+void AddNotebooks(int64_t count, core::Duration span, uint64_t seed, sim::Trace& trace) {
+  uint64_t state = seed ^ 0x6E6F7465626F6F6BULL;  // "notebook"
+  const auto span_ms = static_cast<uint64_t>(std::max<int64_t>(1, span.count()));
+  constexpr uint64_t kHourMs = 3'600'000;
+  for (int64_t i = 0; i < count; ++i) {
+    sim::TraceJob j;
+    j.id = "notebook-" + std::to_string(i);
+    j.user = "notebook";
+    j.queue = NextRandom(state) % 2 == 0 ? "research" : "vision";
+    j.group = j.queue;
+    j.priority = 50;
+    j.submit = core::Time(static_cast<int64_t>(NextRandom(state) % span_ms));
+    j.duration = core::Duration(static_cast<int64_t>(kHourMs + NextRandom(state) % (3 * kHourMs)));
+    j.gpu_milli_per_pod = NextRandom(state) % 3 == 0 ? 500 : 250;
+    j.cpu_milli_per_pod = 2000;
+    j.memory_bytes_per_pod = int64_t{16} << 30;
+    j.gpu_models = {"L40S-48GB"};
+    trace.jobs.push_back(std::move(j));
+  }
+}
+
+}  // namespace
 
 SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
   SimulatedBackendOptions b;
@@ -66,6 +103,9 @@ SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
     const int team = j.queue.size() > 5 ? std::atoi(j.queue.c_str() + 5) : 0;
     j.queue = names[team % 4];
   }
+  AddNotebooks(
+      static_cast<int64_t>(static_cast<double>(kNotebooksPerWeek) * k * std::max(0.01, o.load)),
+      spec.span, o.seed, b.trace);
   b.step = o.step;
   b.gpu_mtbf_hours = o.gpu_mtbf_hours;
   b.start_unix_ms = o.start_unix_ms;

@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -130,6 +132,38 @@ class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
     pod["metadata"]["annotations"] = {{"chamber.io/gpu-fraction", fraction}};
     if (!pool.empty()) pod["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
     return pod;
+  }
+
+  // Posts what `node`'s chamber-agent would report (docs/agent.md) to replica `replica`'s API:
+  // `gpus` GPUs named GPU-<ns>-<index>, each sample extended by `extra[index]` (its `pods`,
+  // `processes`), and whether pod-resources was read.
+  void PostAgentReport(const std::string& replica, const std::string& node, int gpus,
+                       const std::map<int, Json>& extra, bool pod_resources) {
+    Json samples = Json::array(), inventory = Json::array();
+    for (int g = 0; g < gpus; ++g) {
+      const std::string uuid = "GPU-" + ns_ + "-" + std::to_string(g);
+      inventory.push_back({{"index", g}, {"uuid", uuid}});
+      Json sample = {{"index", g}, {"uuid", uuid}, {"lost", false}, {"recovery_action", 0}};
+      if (auto e = extra.find(g); e != extra.end()) sample.update(e->second);
+      samples.push_back(std::move(sample));
+    }
+    Json report = {
+        {"kind", "chamber.io/agent-report/v1"},
+        {"node", node},
+        {"time", std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                     .count()},
+        {"inventory", {{"gpus", inventory}}},
+        {"samples", samples},
+        {"incidents", Json::array()}};
+    if (pod_resources)
+      report["pod_resources"] = {{"state", "available"},
+                                 {"error", nullptr},
+                                 {"updated_at", nullptr},
+                                 {"unmatched", Json::array()}};
+    httplib::Client api("127.0.0.1", ApiPort(replica));
+    auto posted = api.Post("/api/v1/agent/reports", report.dump(), "application/json");
+    ASSERT_TRUE(posted);
+    ASSERT_LT(posted->status, 300) << posted->body;
   }
 
   // Live pods of `ns` (not being deleted), bound or not, by name.
@@ -446,39 +480,16 @@ TEST_F(WebhookE2E, AShareNeverGoesOnTheGpuTheDevicePluginGaveAWholeGpuPod) {
       << "chamberd's own choice: the lowest free GPU";
 
   // The node's agent: GPU 1 is the whole pod's, as the kubelet's pod-resources API says.
-  Json samples = Json::array(), gpus = Json::array();
-  for (int g = 0; g < 2; ++g) {
-    const std::string uuid = "GPU-" + ns_ + "-" + std::to_string(g);
-    gpus.push_back({{"index", g}, {"uuid", uuid}});
-    samples.push_back({{"index", g},
-                       {"uuid", uuid},
-                       {"lost", false},
-                       {"recovery_action", 0},
-                       {"pods", Json::array()}});
-  }
-  samples[1]["pods"].push_back({{"namespace", default_ns_},
-                                {"pod", "whole"},
-                                {"container", "main"},
-                                {"resource", "nvidia.com/gpu"},
-                                {"device_id", "GPU-" + ns_ + "-1"},
-                                {"mig_uuid", nullptr}});
-  const Json report = {
-      {"kind", "chamber.io/agent-report/v1"},
-      {"node", node},
-      {"time",
-       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()},
-      {"inventory", {{"gpus", gpus}}},
-      {"samples", samples},
-      {"incidents", Json::array()},
-      {"pod_resources",
-       {{"state", "available"},
-        {"error", nullptr},
-        {"updated_at", nullptr},
-        {"unmatched", Json::array()}}}};
-  httplib::Client api("127.0.0.1", ApiPort("a"));
-  auto posted = api.Post("/api/v1/agent/reports", report.dump(), "application/json");
-  ASSERT_TRUE(posted);
-  ASSERT_LT(posted->status, 300) << posted->body;
+  const Json holder = {{"namespace", default_ns_},
+                       {"pod", "whole"},
+                       {"container", "main"},
+                       {"resource", "nvidia.com/gpu"},
+                       {"device_id", "GPU-" + ns_ + "-1"},
+                       {"mig_uuid", nullptr}};
+  PostAgentReport("a", node, 2,
+                  {{0, {{"pods", Json::array()}}}, {1, {{"pods", Json::array({holder})}}}},
+                  /*pod_resources=*/true);
+  if (HasFailure()) return;
   ASSERT_TRUE(Eventually(
       [&] {
         auto n = client_->Get(kube::resources::kNodes, "", node);
@@ -496,6 +507,113 @@ TEST_F(WebhookE2E, AShareNeverGoesOnTheGpuTheDevicePluginGaveAWholeGpuPod) {
   const Json half = GetPod(default_ns_, "half");
   EXPECT_EQ(Annotation(half, "chamber.io/gpu-indices"), "0") << "GPU 1 is held whole";
   EXPECT_EQ(Annotation(half, "chamber.io/visible-devices"), "GPU-" + ns_ + "-0");
+}
+
+// docs/sharing.md, "Memory a share holds": three quarter shares asking 10 GiB each on one GPU.
+// The node's agent measures 12 GiB for "hog", 8 GiB for "calm" and 11 GiB for "quiet", then
+// stops reporting "quiet": the API shows hog and quiet over their memory at once; chamberd
+// deletes hog after the 3 s grace, with a Warning Event, and neither calm (under its memory) nor
+// quiet (no longer measured) is touched.
+TEST_F(WebhookE2E, AShareOverItsMemoryIsDeletedAfterTheGraceAndItsNeighbourIsNot) {
+  const std::string pool = "pool-" + ns_;
+  Nodes(1, 1, "mem", {}, {{"chamber-test/pool", pool}, {"nvidia.com/gpu.memory", "81920"}});
+  const std::string node = ns_ + "-mem-0";
+  const int port = StartWithWebhook("a", {"--share-memory-grace", "3"});
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, queue_);
+  if (HasFailure()) return;
+  std::map<std::string, std::string> uid;
+  for (const char* name : {"hog", "calm", "quiet"}) {
+    Json pod = SharePod(name, "0.25", Json::object(), pool);
+    pod["metadata"]["annotations"]["chamber.io/gpu-memory"] = "10Gi";
+    ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, pod).ok()) << name;
+  }
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const char* name : {"hog", "calm", "quiet"}) {
+          const Json p = GetPod(default_ns_, name);
+          if (NodeOf(p) != node || p["status"].value("phase", "") != "Running") return false;
+          uid[name] = p["metadata"]["uid"];
+        }
+        return true;
+      },
+      30s))
+      << "the three shares did not start on the one GPU";
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  auto process = [&](int pid, int64_t bytes, const std::string& name) {
+    return Json{{"pid", pid},
+                {"used_memory_bytes", bytes},
+                {"sm_percent", nullptr},
+                {"memory_percent", nullptr},
+                {"gpu_instance_id", nullptr},
+                {"compute_instance_id", nullptr},
+                {"pod_uid", uid.at(name)}};
+  };
+  PostAgentReport("a", node, 1,
+                  {{0,
+                    {{"utilization", {{"source", "coarse"}, {"gpu_percent", 60}}},
+                     {"processes",
+                      {process(101, 12 * kGiB, "hog"), process(102, 8 * kGiB, "calm"),
+                       process(103, 11 * kGiB, "quiet")}}}}},
+                  /*pod_resources=*/false);
+  if (HasFailure()) return;
+
+  // The API: each share with what it holds, and whether it is over its memory.
+  httplib::Client api("127.0.0.1", ApiPort("a"));
+  std::map<std::string, Json> shares;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = api.Get("/api/v1/gpus");
+        if (!r || r->status != 200) return false;
+        shares.clear();
+        const Json gpus = Json::parse(r->body);
+        for (const Json& g : gpus["gpus"])
+          if (g["node"] == node)
+            for (const Json& sh : g["shares"])
+              if (sh["pod"].is_string()) shares[sh["pod"].get<std::string>()] = sh;
+        return shares.size() == 3 &&
+               shares.at(default_ns_ + "/hog")["over_memory_since"].is_string();
+      },
+      30s))
+      << Json(shares).dump();
+  EXPECT_EQ(shares.at(default_ns_ + "/hog")["memory_used_bytes"], 12 * kGiB);
+  EXPECT_EQ(shares.at(default_ns_ + "/hog")["gpu_memory_mib"], 10240);
+  EXPECT_EQ(shares.at(default_ns_ + "/calm")["memory_used_bytes"], 8 * kGiB);
+  EXPECT_TRUE(shares.at(default_ns_ + "/calm")["over_memory_since"].is_null());
+  EXPECT_TRUE(shares.at(default_ns_ + "/quiet")["over_memory_since"].is_string());
+  const auto over_seen = std::chrono::steady_clock::now();
+
+  // The agent's next report no longer lists quiet's process: its overrun ends.
+  PostAgentReport(
+      "a", node, 1,
+      {{0,
+        {{"utilization", {{"source", "coarse"}, {"gpu_percent", 60}}},
+         {"processes", {process(101, 12 * kGiB, "hog"), process(102, 8 * kGiB, "calm")}}}}},
+      /*pod_resources=*/false);
+  if (HasFailure()) return;
+
+  ASSERT_TRUE(Eventually([&] { return !LivePods(default_ns_).contains("hog"); }, 30s))
+      << "chamberd did not delete the share over its memory";
+  EXPECT_GE(std::chrono::steady_clock::now() - over_seen, 2s) << "deleted before its grace";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto events = client_->List(kube::resources::kEvents, default_ns_);
+        if (!events.ok()) return false;
+        for (const Json& e : events->items)
+          if (e.value("reason", "") == "ShareMemoryExceeded" &&
+              e["involvedObject"].value("name", "") == "hog" &&
+              e.value("message", "").find("12288 MiB") != std::string::npos)
+            return true;
+        return false;
+      },
+      30s))
+      << "no ShareMemoryExceeded Event on the deleted pod";
+  // Past quiet's grace too: its neighbours run on.
+  std::this_thread::sleep_for(4s);
+  const std::map<std::string, Json> live = LivePods(default_ns_);
+  EXPECT_TRUE(live.contains("calm"));
+  EXPECT_TRUE(live.contains("quiet")) << "deleted on a measurement its agent no longer reports";
+  EXPECT_EQ(NodeOf(live.at("calm")), node);
 }
 
 TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {

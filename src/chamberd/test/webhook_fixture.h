@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -49,10 +50,13 @@ class WithWebhook : public Base {
 
   // Starts chamberd with the webhook on a free port; returns that port (0 when its log does not
   // name one within 30 s).
-  int StartWithWebhook(const std::string& name) {
+  int StartWithWebhook(const std::string& name, const std::vector<std::string>& extra = {}) {
     using namespace std::chrono_literals;
-    this->StartChamberd(name, {"--webhook-listen", "127.0.0.1:0", "--webhook-tls-cert-file",
-                               pki_("server.crt"), "--webhook-tls-key-file", pki_("server.key")});
+    std::vector<std::string> args = {"--webhook-listen",        "127.0.0.1:0",
+                                     "--webhook-tls-cert-file", pki_("server.crt"),
+                                     "--webhook-tls-key-file",  pki_("server.key")};
+    args.insert(args.end(), extra.begin(), extra.end());
+    this->StartChamberd(name, std::move(args));
     int port = 0;
     Eventually(
         [&] {

@@ -110,6 +110,31 @@ TEST_F(FleetCommandsTest, NodesTableAndJson) {
   EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 39);  // header and 38 nodes
   EXPECT_EQ(o.out.rfind("NAME", 0), 0u);
   EXPECT_NE(o.out.find("\nh100-0 "), std::string::npos);
+  // Each row's GPUs by state, shared GPUs counted by parts: the nodes resource's figures.
+  const json nodes = daemon::NodesJson(*daemon_->state())["nodes"];
+  std::istringstream lines(o.out);
+  std::string line;
+  std::getline(lines, line);
+  std::vector<std::string> header;
+  for (std::istringstream in(line); in >> line;) header.push_back(line);
+  EXPECT_EQ(header,
+            (std::vector<std::string>{"NAME", "POOL", "MODEL", "GPUS", "ALLOCATED", "IDLE",
+                                      "ALLOC-IDLE", "UNHEALTHY", "SHARED", "UTIL", "STATE"}));
+  double shared = 0;
+  for (const json& n : nodes) {
+    ASSERT_TRUE(std::getline(lines, line));
+    std::vector<std::string> fields;
+    for (std::istringstream in(line); in >> line;) fields.push_back(line);
+    ASSERT_EQ(fields.size(), 11u) << line;
+    const json& g = n["gpus"];
+    EXPECT_EQ(std::vector<std::string>(fields.begin(), fields.begin() + 9),
+              (std::vector<std::string>{n["name"], n["pool"], n["model"], Number(g["capacity"]),
+                                        GpuAmount(g["allocated"]), GpuAmount(g["idle"]),
+                                        GpuAmount(g["allocated_idle"]), Number(g["unhealthy"]),
+                                        Number(g["shared"])}));
+    shared += g["shared"].get<double>();
+  }
+  EXPECT_GT(shared, 0);  // the notebooks' shares of L40S GPUs
   o = RunCli({"nodes", "-o", "json", "--server", Server(), "--token", kToken});
   ASSERT_EQ(o.code, 0);
   EXPECT_EQ(json::parse(o.out)["nodes"].size(), 38u);

@@ -1,6 +1,7 @@
 // `chamber queues`, `workloads` and `why` against a real in-process server over the demo's
 // simulated cluster, and their text helpers.
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -134,7 +135,7 @@ TEST_F(WorkloadCommandsTest, WorkloadsTableFollowsTheWorkloadsResource) {
     EXPECT_EQ(fields[0], w["name"]);
     EXPECT_EQ(fields[1], w["queue"]);
     EXPECT_EQ(fields[2], w["state"]);
-    EXPECT_EQ(fields[3], std::to_string(w["gpus"].get<int>()));
+    EXPECT_EQ(fields[3], GpuAmount(w["gpus"]));
     EXPECT_EQ(fields[4], std::to_string(w["priority"].get<int>()));
     // PRIORITY may be two words ("100 (reserved)"): LOST-GPUH is the one before REASON.
     EXPECT_EQ(fields[fields.size() - 2],
@@ -145,6 +146,41 @@ TEST_F(WorkloadCommandsTest, WorkloadsTableFollowsTheWorkloadsResource) {
   }
   EXPECT_EQ(lines.back(),
             "(20 of " + std::to_string(all["total"].get<size_t>()) + " shown; --limit shows more)");
+}
+
+// The demo's notebooks ask for a quarter or a half of a GPU: the table and `why` say 0.25 and
+// 0.5, not a rounded figure.
+TEST_F(WorkloadCommandsTest, SharesAreShownAsExactGpuEquivalents) {
+  daemon::WorkloadFilter f;
+  f.limit = 100000;
+  const json all = Workloads(f)["workloads"];
+  std::set<double> fractions;
+  std::string notebook;
+  for (const json& w : all) {
+    const double g = w["gpus"].get<double>();
+    if (g >= 1) continue;
+    fractions.insert(g);
+    if (notebook.empty() && g == 0.25) notebook = w["name"];
+  }
+  EXPECT_EQ(fractions, (std::set<double>{0.25, 0.5}));
+  ASSERT_FALSE(notebook.empty());
+  Output o = Cli({"why", notebook});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("It asks for 0.25 GPUs at priority 50"), std::string::npos) << o.out;
+  o = Cli({"workloads", "--limit", "100000"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  bool found = false;
+  for (const std::string& line : Lines(o.out)) {
+    const std::vector<std::string> fields = Fields(line);
+    if (fields.empty() || fields[0] != notebook) continue;
+    found = true;
+    EXPECT_EQ(fields[3], "0.25") << line;
+  }
+  EXPECT_TRUE(found) << notebook;
+  EXPECT_EQ(GpuAmount(6.75), "6.75");
+  EXPECT_EQ(GpuAmount(8), "8");
+  EXPECT_EQ(GpuAmount(0.125), "0.125");
+  EXPECT_EQ(GpuAmount(1.5), "1.5");
 }
 
 TEST_F(WorkloadCommandsTest, WorkloadsFiltersByQueueAndState) {
@@ -195,9 +231,7 @@ TEST_F(WorkloadCommandsTest, WhyExplainsAPendingWorkload) {
                             "): " + w["pending_reason"].get<std::string>() + " \u2014 " +
                             w["pending_message"].get<std::string>() + "\n";
   EXPECT_EQ(o.out.rfind(first, 0), 0u) << o.out;
-  EXPECT_NE(o.out.find("It asks for " + std::to_string(w["gpus"].get<int>()) + " GPU"),
-            std::string::npos)
-      << o.out;
+  EXPECT_NE(o.out.find("It asks for " + GpuAmount(w["gpus"]) + " GPU"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("Queue " + w["queue"].get<std::string>() + ": quota " + Number(q["quota"]) +
                        " GPUs, limit none, allocated " + Number(q["allocated"])),
             std::string::npos)

@@ -81,7 +81,22 @@ TEST(DemoClusterTest, ScaleGrowsPoolsQuotasAndWorkInProportion) {
   o.load = 1;
   const SimulatedBackendOptions base = DemoCluster(o);
   EXPECT_EQ(Gpus(base), kDemoClusterGpus);
-  EXPECT_EQ(base.trace.jobs.size(), 12000u);
+  // 12,000 synthetic jobs and 1,680 notebooks, each one pod on a quarter or a half of an L40S.
+  EXPECT_EQ(base.trace.jobs.size(), 12000u + 1680u);
+  std::map<int32_t, int> notebooks;
+  for (const sim::TraceJob& j : base.trace.jobs) {
+    if (!j.id.starts_with("notebook-")) continue;
+    ++notebooks[j.gpu_milli_per_pod];
+    EXPECT_EQ(j.pods, 1);
+    EXPECT_EQ(j.gpus_per_pod, 0);
+    EXPECT_EQ(j.gpu_models, std::vector<std::string>{"L40S-48GB"});
+    EXPECT_TRUE(j.queue == "research" || j.queue == "vision") << j.queue;
+    EXPECT_GE(j.duration, std::chrono::hours(1));
+    EXPECT_LT(j.duration, std::chrono::hours(4));
+  }
+  EXPECT_EQ(notebooks.size(), 2u);
+  EXPECT_EQ(notebooks[250] + notebooks[500], 1680);
+  EXPECT_GT(notebooks[250], notebooks[500]);  // two in three are quarters
 
   o.scale = DemoScaleForGpus(10000);
   o.load = 0.1;  // a tenth of the work keeps the test fast; jobs scale with both
@@ -95,7 +110,7 @@ TEST(DemoClusterTest, ScaleGrowsPoolsQuotasAndWorkInProportion) {
   for (const core::Queue& q : big.queues) quotas += q.res(core::Resource::kGpu).quota;
   EXPECT_EQ(big.queues[0].res(core::Resource::kGpu).quota, core::Gpus(4242));  // 112 x 37.88
   EXPECT_EQ(quotas, core::Gpus(9999));
-  EXPECT_EQ(big.trace.jobs.size(), 45454u);  // 12,000 x 37.88 x 0.1
+  EXPECT_EQ(big.trace.jobs.size(), 45454u + 6363u);  // (12,000 + 1,680) x 37.88 x 0.1
   // Every team still gets work.
   std::map<std::string, int> per_queue;
   for (const sim::TraceJob& j : big.trace.jobs) ++per_queue[j.queue];
@@ -130,13 +145,17 @@ TEST(DaemonTest, FleetAgreesWithTheSimulatedCluster) {
   const core::Snapshot& snap = f.backend->cluster().snapshot();
   int64_t held = 0;
   for (size_t w = 0; w < snap.workloads.size(); ++w) held += f.backend->cluster().GpuMilliHeld(w);
-  held /= core::kMilliPerGpu;  // the demo's pods ask for whole GPUs
   EXPECT_GT(held, 0);
-  EXPECT_EQ(s->view.gpus.allocated, static_cast<double>(held));
-  double queue_allocated = 0;
+  // GPU-equivalents: whole GPUs, and the notebooks' shares of L40S GPUs.
+  const double held_gpus = static_cast<double>(held) / core::kMilliPerGpu;
+  EXPECT_NEAR(s->view.gpus.allocated, held_gpus, 1e-9);
+  double queue_allocated = 0, queue_held = 0;
   for (const fleet::QueueInput& q : s->input.queues) queue_allocated += q.allocated;
-  EXPECT_EQ(queue_allocated, static_cast<double>(held));
-  EXPECT_EQ(s->view.gpus.allocated + s->view.gpus.idle + s->view.gpus.unhealthy, 264);
+  for (const fleet::QueueView& q : s->view.queues) queue_held += q.allocated_gpus;
+  EXPECT_NEAR(queue_allocated, held_gpus, 1e-9);
+  EXPECT_NEAR(queue_held, held_gpus, 1e-9);
+  EXPECT_GT(s->view.gpus.shared, 0);
+  EXPECT_NEAR(s->view.gpus.allocated + s->view.gpus.idle + s->view.gpus.unhealthy, 264, 1e-9);
   // Capacity GPU-hours: 264 GPUs for 239 steps of 30 s.
   EXPECT_NEAR(s->totals.capacity_gpu_hours, 264.0 * 239 * 30 / 3600, 1e-9);
   EXPECT_GT(s->totals.used_gpu_hours, 0);
@@ -270,13 +289,27 @@ TEST(DaemonTest, DemoFillsWaitsAndLostWorkPerQueueAndPool) {
   auto owned = std::make_unique<RecordingBackend>(std::move(sim).value());
   RecordingBackend& rec = *owned;
   Daemon daemon(std::move(owned), DaemonOptions{}, nullptr);
+  auto hardware_faults = [&] {
+    return std::count_if(rec.preempted().begin(), rec.preempted().end(),
+                         [](const auto& p) { return p.reason == "HardwareFault"; });
+  };
   for (int i = 0; i < 360; ++i) {
     ASSERT_TRUE(daemon.Tick().ok());
-    if (i == 300) {  // fail a GPU that a workload holds: a HardwareFault preemption
-      const fleet::FleetView& v = daemon.state()->view;
-      auto held = std::find_if(v.gpus_flat.begin(), v.gpus_flat.end(),
-                               [](const fleet::GpuView& g) { return g.workload >= 0; });
-      ASSERT_NE(held, v.gpus_flat.end());
+    // From tick 300, fail a GPU that a running workload holds (not reserved; the one started
+    // last, which is the likeliest to run on) until the engine preempts one for it: a job may
+    // end on its own before the next cycle sees the fault.
+    if (i >= 300 && i < 310 && hardware_faults() == 0) {
+      const auto state = daemon.state();
+      const fleet::FleetView& v = state->view;
+      const fleet::GpuView* held = nullptr;
+      for (const fleet::GpuView& g : v.gpus_flat) {
+        if (g.workload < 0 || g.state == fleet::GpuState::kUnhealthy) continue;
+        const fleet::WorkloadInput& w = state->input.workloads[g.workload];
+        if (w.phase != fleet::WorkloadPhase::kRunning || w.reserved) continue;
+        if (held == nullptr || w.started > state->input.workloads[held->workload].started)
+          held = &g;
+      }
+      ASSERT_NE(held, nullptr);
       ASSERT_TRUE(
           rec.inner().FailGpu(static_cast<size_t>(held->node), static_cast<size_t>(held->index)));
     }
@@ -402,16 +435,60 @@ TEST(ApiJsonTest, DirectGpusBodyMatchesTheJsonDocument) {
   const nlohmann::json parsed = nlohmann::json::parse(body);
   EXPECT_EQ(parsed, GpusJson(*s));  // numbers compare by value: 0 == 0.0
   ASSERT_EQ(parsed["gpus"].size(), 264u);
-  int busy = 0;
-  for (const auto& g : parsed["gpus"]) busy += g["state"] == "busy";
-  EXPECT_EQ(
-      busy, s->view.gpus.allocated - s->view.gpus.allocated_idle -
-                [&] {  // allocated GPUs that failed count as unhealthy, not busy
-                  int n = 0;
-                  for (const auto& g : s->view.gpus_flat)
-                    n += g.state == fleet::GpuState::kUnhealthy && g.workload >= 0;
-                  return n;
-                }());
+  // The part of each busy GPU held adds up to the fleet's busy GPU-equivalents (allocated GPUs
+  // that failed count as unhealthy, not busy); a shared GPU's part is its shares' sum.
+  double busy = 0, failed_held = 0;
+  int shared = 0;
+  for (const auto& g : parsed["gpus"]) {
+    if (g["state"] == "busy") busy += g["allocated"].get<double>();
+    if (g["state"] == "unhealthy") failed_held += g["allocated"].get<double>();
+    if (g["shares"].empty()) continue;
+    ++shared;
+    EXPECT_TRUE(g["workload"].is_null()) << g.dump();
+    int64_t sum = 0;
+    for (const auto& sh : g["shares"]) {
+      sum += std::llround(sh["gpu_fraction"].get<double>() * 1000);
+      auto w =
+          std::find_if(s->input.workloads.begin(), s->input.workloads.end(),
+                       [&](const fleet::WorkloadInput& wi) { return wi.name == sh["workload"]; });
+      ASSERT_NE(w, s->input.workloads.end()) << sh.dump();
+      EXPECT_EQ(sh["queue"], (*w).queue);
+      EXPECT_EQ((*w).phase, fleet::WorkloadPhase::kRunning);
+    }
+    EXPECT_EQ(std::llround(g["allocated"].get<double>() * 1000), sum) << g.dump();
+  }
+  EXPECT_GT(shared, 0);
+  EXPECT_EQ(shared, s->view.gpus.shared);
+
+  // Prometheus: each GPU's held part, and per GPU and workload the part its shares hold.
+  const std::string page = MetricsPage(*s);
+  EXPECT_EQ(MetricValue(page, "chamber_gpus_shared"), shared);
+  for (const auto& g : parsed["gpus"]) {
+    const std::string gpu = "node=\"" + g["node"].get<std::string>() + "\",gpu=\"" +
+                            std::to_string(g["index"].get<int>()) + "\",uuid=\"" +
+                            g["uuid"].get<std::string>() + "\"";
+    EXPECT_EQ(MetricValue(page, "chamber_gpu_allocated_ratio{" + gpu + "}"),
+              g["allocated"].get<double>());
+    std::map<std::pair<std::string, std::string>, double> by_workload;
+    for (const auto& sh : g["shares"])
+      by_workload[{sh["workload"], sh["queue"]}] += sh["gpu_fraction"].get<double>();
+    for (const auto& [wq, part] : by_workload)
+      EXPECT_NEAR(MetricValue(page, "chamber_gpu_share_ratio{" + gpu + ",workload=\"" + wq.first +
+                                        "\",queue=\"" + wq.second + "\"}"),
+                  part, 1e-9);
+  }
+  // One sample per GPU and workload holding shares of it, and no more.
+  size_t samples = 0, pairs = 0;
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);)
+    samples += line.starts_with("chamber_gpu_share_ratio{");
+  for (const auto& g : parsed["gpus"]) {
+    std::set<std::string> workloads;
+    for (const auto& sh : g["shares"]) workloads.insert(sh["workload"].get<std::string>());
+    pairs += workloads.size();
+  }
+  EXPECT_EQ(samples, pairs);
+  EXPECT_NEAR(busy, s->view.gpus.allocated - s->view.gpus.allocated_idle - failed_held, 1e-9);
 }
 
 TEST(DaemonTest, GpuFaultBecomesAnIncidentAndResolves) {

@@ -25,7 +25,7 @@ WorkloadInput Workload(std::string name, std::string queue, WorkloadPhase phase,
   w.name = std::move(name);
   w.queue = std::move(queue);
   w.phase = phase;
-  w.gpus = gpus;
+  w.gpu_milli = int64_t{gpus} * kMilliPerGpu;
   w.borrowing = borrowing;
   return w;
 }
@@ -112,6 +112,98 @@ TEST(FleetModelTest, IdleWindowBoundary) {
   EXPECT_EQ(ClassifyGpu(g, kNow, o), GpuState::kBusy);
   g.healthy = false;
   EXPECT_EQ(ClassifyGpu(g, kNow, o), GpuState::kUnhealthy);
+}
+
+GpuShareInput Share(int32_t workload, int32_t milli, int64_t memory_mib) {
+  GpuShareInput s;
+  s.workload = workload;
+  s.gpu_milli = milli;
+  s.memory_mib = memory_mib;
+  return s;
+}
+
+// One node of four GPUs priced 2.0 an hour: GPU 0 held whole by "a/whole"; GPU 1 divided by a
+// quarter of "a/nb" and a half of "b/nb" (borrowing), busy; GPU 2 a quarter of "a/nb", quiet
+// for the idle window; GPU 3 free.
+FleetInput SharedExample() {
+  FleetInput in;
+  in.now = kNow;
+  in.pools = {{"l40s", "L40S", Pricing::kSpot, 2.0}};
+  WorkloadInput a_nb = Workload("a/nb", "a", WorkloadPhase::kRunning, 0);
+  a_nb.gpu_milli = 500;  // two pods of a quarter
+  WorkloadInput b_nb = Workload("b/nb", "b", WorkloadPhase::kRunning, 0, /*borrowing=*/true);
+  b_nb.gpu_milli = 500;
+  WorkloadInput a_wait = Workload("a/wait", "a", WorkloadPhase::kPending, 0);
+  a_wait.gpu_milli = 250;  // a quarter waits
+  in.workloads = {Workload("a/whole", "a", WorkloadPhase::kRunning, 1), a_nb, b_nb, a_wait};
+  NodeInput n;
+  n.name = "n";
+  n.pool = 0;
+  n.gpus = {Gpu("g0", 0.9, 0), Gpu("g1", 0.6, -1), Gpu("g2", 0.0, -1), Gpu("g3", 0.0, -1)};
+  n.gpus[1].shares = {Share(1, 250, 0), Share(2, 500, 20480)};
+  n.gpus[2].shares = {Share(1, 250, 0)};
+  n.gpus[2].below_threshold_since = kNow - 15 * kMinute;
+  in.nodes = {n};
+  in.queues.resize(2);
+  in.queues[0].name = "a";
+  in.queues[1].name = "b";
+  return in;
+}
+
+TEST(FleetModelTest, ASharedGpuCountsByParts) {
+  const FleetView v = ComputeFleet(SharedExample(), FleetOptions{});
+  ASSERT_EQ(v.gpus_flat.size(), 4u);
+  EXPECT_EQ(v.gpus_flat[0].held_milli, 1000);
+  EXPECT_EQ(v.gpus_flat[0].workload, 0);
+  EXPECT_EQ(v.gpus_flat[1].held_milli, 750);
+  EXPECT_EQ(v.gpus_flat[1].workload, -1);  // no workload holds it whole
+  EXPECT_EQ(v.gpus_flat[1].state, GpuState::kBusy);
+  EXPECT_EQ(v.gpus_flat[2].held_milli, 250);
+  EXPECT_EQ(v.gpus_flat[2].state, GpuState::kAllocatedIdle);
+  EXPECT_EQ(v.gpus_flat[3].held_milli, 0);
+  EXPECT_EQ(v.gpus_flat[3].state, GpuState::kIdle);
+
+  // Capacity 4 = 2 allocated (1 + 0.75 + 0.25) + 2 idle (0.25 + 0.75 + 1); of the allocated,
+  // GPU 2's quarter is allocated-idle.
+  EXPECT_DOUBLE_EQ(v.gpus.capacity, 4);
+  EXPECT_DOUBLE_EQ(v.gpus.allocated, 2);
+  EXPECT_DOUBLE_EQ(v.gpus.idle, 2);
+  EXPECT_DOUBLE_EQ(v.gpus.allocated_idle, 0.25);
+  EXPECT_DOUBLE_EQ(v.gpus.shared, 2);
+  EXPECT_DOUBLE_EQ(v.gpus.backfill, 0.5);
+  EXPECT_DOUBLE_EQ(v.gpus.used, 1.5);
+  EXPECT_DOUBLE_EQ(v.ratios.allocation, 0.5);
+  EXPECT_DOUBLE_EQ(v.ratios.idle_fraction, (2 + 0.25) / 4);
+  EXPECT_DOUBLE_EQ(v.cost.total, 8);
+  EXPECT_DOUBLE_EQ(v.cost.unallocated, 2.0 * 2);
+  EXPECT_DOUBLE_EQ(v.cost.allocated_idle, 2.0 * 0.25);
+  EXPECT_DOUBLE_EQ(v.cost.backfill, 2.0 * 0.5);
+
+  // Each queue is charged its shares; a shared GPU's use is divided by the shares' sizes.
+  EXPECT_DOUBLE_EQ(v.queues[0].allocated_gpus, 1.5);
+  EXPECT_DOUBLE_EQ(v.queues[0].used, 0.9 + 0.6 * 250 / 750);
+  EXPECT_DOUBLE_EQ(v.queues[0].cost.total, 2.0 * 1.5);
+  EXPECT_DOUBLE_EQ(v.queues[0].cost.allocated_idle, 2.0 * 0.25);
+  EXPECT_DOUBLE_EQ(v.queues[1].allocated_gpus, 0.5);
+  EXPECT_DOUBLE_EQ(v.queues[1].used, 0.6 * 500 / 750);
+  EXPECT_DOUBLE_EQ(v.queues[1].cost.backfill, 2.0 * 0.5);
+  // A waiting share counts its GPU-equivalents.
+  EXPECT_DOUBLE_EQ(v.queues[0].pending_gpus, 0.25);
+  EXPECT_DOUBLE_EQ(v.queue.pending_gpus, 0.25);
+}
+
+TEST(FleetModelTest, HeldMilliIsTheWholeGpuOrTheSharesSumAtMostOne) {
+  GpuInput g;
+  EXPECT_EQ(g.HeldMilli(), 0);
+  EXPECT_EQ(ClassifyGpu(g, kNow, FleetOptions{}), GpuState::kIdle);
+  g.shares = {Share(0, 600, 0)};
+  EXPECT_EQ(g.HeldMilli(), 600);
+  EXPECT_EQ(ClassifyGpu(g, kNow, FleetOptions{}), GpuState::kBusy);
+  g.shares.push_back(Share(1, 600, 0));
+  EXPECT_EQ(g.HeldMilli(), 1000);  // a snapshot's over-committed GPU is shown full, not more
+  g.shares.clear();
+  g.workload = 3;
+  EXPECT_EQ(g.HeldMilli(), 1000);
 }
 
 TEST(FleetModelTest, PoolsNodesAndQueues) {

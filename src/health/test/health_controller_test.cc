@@ -152,6 +152,52 @@ TEST(AgentReportParser, ReadsWhichPodsHoldEachGpu) {
   EXPECT_EQ(ParseAgentReport(j).status().message(), "report.samples[0].pods: expected an array");
 }
 
+// The processes on each GPU with the pod each runs in (docs/agent.md, "Processes on GPUs"):
+// those of no pod are dropped; memory may be null; errors name the field.
+TEST(AgentReportParser, ReadsEachProcesssPodAndMemory) {
+  json j = Report("n1", 2);
+  j["samples"][0]["processes"] = {{{"pid", 10},
+                                   {"used_memory_bytes", 1 << 30},
+                                   {"sm_percent", 40},
+                                   {"memory_percent", 5},
+                                   {"gpu_instance_id", nullptr},
+                                   {"compute_instance_id", nullptr},
+                                   {"pod_uid", "uid-a"}},
+                                  {{"pid", 11},
+                                   {"used_memory_bytes", nullptr},
+                                   {"sm_percent", nullptr},
+                                   {"memory_percent", nullptr},
+                                   {"gpu_instance_id", nullptr},
+                                   {"compute_instance_id", nullptr},
+                                   {"pod_uid", "uid-b"}},
+                                  {{"pid", 12},
+                                   {"used_memory_bytes", 4096},
+                                   {"sm_percent", nullptr},
+                                   {"memory_percent", nullptr},
+                                   {"gpu_instance_id", nullptr},
+                                   {"compute_instance_id", nullptr},
+                                   {"pod_uid", nullptr}}};
+  j["samples"][1]["processes"] = nullptr;  // the driver cannot list them
+  AgentReport r = Parse(j);
+  ASSERT_EQ(r.samples[0].processes.size(), 2u);
+  EXPECT_EQ(r.samples[0].processes[0].pod_uid, "uid-a");
+  EXPECT_EQ(r.samples[0].processes[0].used_memory_bytes, int64_t{1} << 30);
+  EXPECT_EQ(r.samples[0].processes[1].pod_uid, "uid-b");
+  EXPECT_FALSE(r.samples[0].processes[1].used_memory_bytes.has_value());
+  EXPECT_TRUE(r.samples[1].processes.empty());
+  j["samples"][0]["processes"][1]["pod_uid"] = 5;
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.samples[0].processes[1].pod_uid: expected a string or null");
+  j["samples"][0]["processes"][1]["pod_uid"] = "uid-b";
+  j["samples"][0]["processes"][0]["used_memory_bytes"] = -1;
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.samples[0].processes[0].used_memory_bytes: must be between 0 and "
+            "1125899906842624");
+  j["samples"][0]["processes"] = {{"not", "an object"}};
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.samples[0].processes: expected an array or null");
+}
+
 TEST(AgentReportParser, ErrorsNameTheField) {
   json j = Report("n1", 1,
                   json::array({Incident(1, 0, "x", "fatal"), Incident(2, 0, "x", "bad"),

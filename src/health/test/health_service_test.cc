@@ -136,6 +136,47 @@ TEST(HealthService, DeviceAssignmentsAreTheWholeGpusEachPodHoldsPerNode) {
   EXPECT_TRUE(s.DeviceAssignments().empty()) << "gpu-a's agent has been silent for 61 s";
 }
 
+// What each pod's processes hold on each GPU, summed per pod, for the shares' memory; processes
+// whose memory the driver does not tell count for nothing.
+TEST(HealthService, GpuUsageSumsEachPodsProcessesPerGpu) {
+  double now = 1000;
+  HealthService::Options o;
+  o.clock = [&now] { return now; };
+  o.config.stale_after_s = 60;
+  HealthService s(o, nullptr, nullptr);
+  json r = json::parse(Report("gpu-a"));
+  auto process = [](int pid, json memory, const std::string& uid) {
+    return json{{"pid", pid},
+                {"used_memory_bytes", memory},
+                {"sm_percent", nullptr},
+                {"memory_percent", nullptr},
+                {"gpu_instance_id", nullptr},
+                {"compute_instance_id", nullptr},
+                {"pod_uid", uid}};
+  };
+  json samples = json::array();
+  for (int i = 0; i < 2; ++i)
+    samples.push_back({{"index", i},
+                       {"uuid", "GPU-" + std::to_string(i)},
+                       {"lost", false},
+                       {"recovery_action", 0},
+                       {"processes", json::array()}});
+  samples[0]["processes"] = {process(1, 300, "uid-a"), process(2, 200, "uid-a"),
+                             process(3, 50, "uid-b"), process(4, nullptr, "uid-c")};
+  samples[1]["processes"] = {process(5, 70, "uid-a")};
+  r["samples"] = samples;  // no utilization: the processes alone make a sample
+  ASSERT_TRUE(s.PostReport(r.dump(), "agent", "").ok());
+  backend::AgentGpuUsage u = s.GpuUsage();
+  ASSERT_EQ(u.count("gpu-a"), 1u);
+  const std::vector<backend::AgentGpuSample>& gpus = *u.at("gpu-a");
+  ASSERT_EQ(gpus.size(), 2u);
+  using Memory = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(gpus[0].pod_memory, (Memory{{"uid-a", 500}, {"uid-b", 50}}));
+  EXPECT_EQ(gpus[1].pod_memory, (Memory{{"uid-a", 70}}));
+  now = 1061;
+  EXPECT_TRUE(s.GpuUsage().empty()) << "a stale agent's figures are not used";
+}
+
 // Reports lost, repeated or out of order: a report that arrives twice, or after a later one from
 // its agent, changes nothing; one from an agent whose clock stepped back by more than the
 // staleness limit is taken; a lost one is made up by the next (each report is the whole state).

@@ -17,8 +17,26 @@ function GpuDetails({ gpu }: { gpu: Gpu }) {
       <div><dt>Memory</dt><dd>{formatBytes(gpu.memory_used_bytes)} of {formatBytes(gpu.memory_total_bytes)}</dd></div>
       <div><dt>Model</dt><dd>{gpu.model}</dd></div>
       {gpu.pool && <div><dt>Pool</dt><dd>{gpu.pool}</dd></div>}
-      <div><dt>Workload</dt><dd data-testid="gpu-details-workload">{gpu.workload ?? '–'}</dd></div>
+      <div><dt>Workload</dt><dd data-testid="gpu-details-workload">{gpu.workload ?? (gpu.shares?.length ? 'shared' : '–')}</dd></div>
       {gpu.queue && <div><dt>Queue</dt><dd>{gpu.queue}</dd></div>}
+      {gpu.shares && gpu.shares.length > 0 && (
+        <div>
+          <dt>Shares</dt>
+          <dd data-testid="gpu-details-shares">
+            <span data-testid="gpu-details-held">{`${formatPercent(gpu.allocated ?? 0)} held`}</span>
+            <ul class="gpu-shares">
+              {gpu.shares.map((s, i) => (
+                <li key={i} data-testid="gpu-details-share">
+                  {s.workload} ({s.queue}): {formatPercent(s.gpu_fraction)}
+                  {s.gpu_memory_mib !== null ? `, ${formatBytes(s.gpu_memory_mib * 1048576)}` : ''}
+                  {s.memory_used_bytes != null ? `; uses ${formatBytes(s.memory_used_bytes)}` : ''}
+                  {s.over_memory_since ? ' (over its memory)' : ''}
+                </li>
+              ))}
+            </ul>
+          </dd>
+        </div>
+      )}
       <div><dt>UUID</dt><dd class="mono">{gpu.uuid}</dd></div>
     </dl>
   );
@@ -140,6 +158,8 @@ export function HeatmapPage() {
 
   const hovered = hover ? shown[hover.index] : null;
   const first = layout && shown.length > 0 ? `${layout.x[0]},${layout.y[0]},${layout.cell}` : '';
+  const chosen =
+    layout && selected >= 0 && selected < shown.length ? `${layout.x[selected]},${layout.y[selected]},${layout.cell}` : '';
   return (
     <div class="page" data-testid="page-heatmap" data-time={data?.time ?? ''}>
       <Status loading={loading && !data} error={error} />
@@ -193,6 +213,7 @@ export function HeatmapPage() {
                   data-cells={drawn.cells}
                   data-nodes={layout?.nodeCount ?? 0}
                   data-first-cell={first}
+                  data-selected-cell={chosen}
                   data-draw-ms={drawn.ms.toFixed(1)}
                   onMouseMove={onMove}
                   onMouseLeave={() => setHover(null)}

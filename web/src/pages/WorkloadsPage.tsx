@@ -2,7 +2,7 @@ import { useMemo, useState } from 'preact/hooks';
 import { useResource } from '../api';
 import { Card, Panel, Status } from '../components/Card';
 import { VirtualList } from '../components/VirtualList';
-import { formatDuration, formatGpuHours, formatNumber, formatTime } from '../format';
+import { formatDuration, formatGpuEquivalents, formatGpuHours, formatNumber, formatTime } from '../format';
 import { setParams, type Route } from '../router';
 import type { QueueList, Workload, WorkloadDetail, WorkloadList, WorkloadState } from '../types';
 
@@ -50,7 +50,7 @@ function Row({ w, index, now, open }: { w: Workload; index: number; now: number;
         <span class={`pill pill-${w.state}`} data-testid="wl-state">{w.state}</span>
         {w.borrowing && <span class="pill pill-borrow" title="Running beyond its queue's quota">borrowed</span>}
       </span>
-      <span role="cell" class="num" data-testid="wl-gpus">{formatNumber(w.gpus)}</span>
+      <span role="cell" class="num" data-testid="wl-gpus">{formatGpuEquivalents(w.gpus)}</span>
       <span role="cell" class="num" data-testid="wl-lost"
         title={w.preemption_count > 0 ? `${formatNumber(w.preemption_count)} preemptions` : 'never preempted'}>{lostText(w)}</span>
       <span role="cell" class="num">{formatNumber(w.priority)}</span>
@@ -74,7 +74,7 @@ function WorkloadPanel({ name, close }: { name: string; close: () => void }) {
           <dl class="legend detail-list">
             <div><dt>State</dt><dd data-testid="wd-state">{w.state}</dd></div>
             <div><dt>Queue</dt><dd data-testid="wd-queue">{w.queue}</dd></div>
-            <div><dt>GPUs</dt><dd>{formatNumber(w.gpus)}</dd></div>
+            <div><dt>GPUs</dt><dd>{formatGpuEquivalents(w.gpus)}</dd></div>
             <div><dt>Submitted</dt><dd>{formatTime(w.submitted)}</dd></div>
             <div><dt>Started</dt><dd>{formatTime(w.started)}</dd></div>
             <div><dt>Preemptions</dt><dd data-testid="wd-preemptions">{formatNumber(w.preemption_count)}</dd></div>

@@ -11,6 +11,7 @@ import {
   getJson,
   launchBrowser,
   loadFormat,
+  loadModule,
   readScreen,
   screenshotPath,
   startServer,
@@ -174,6 +175,69 @@ describe('dashboard', () => {
     );
   });
 
+  test('a GPU that shares divide lists each share, and its cell shows the part they hold', async () => {
+    const { stateColors } = await loadModule('src/components/StateBar.tsx');
+    await open('/gpus', 'page-heatmap');
+    await page.selectOption('[data-testid="heatmap-pool"]', 'l40s');
+    const canvas = page.locator('[data-testid="heatmap-canvas"]');
+    // Select an L40S GPU that notebooks' shares divide, not all of it held.
+    const uuid = await eventually(async () => {
+      const time = await page.getAttribute('[data-testid="page-heatmap"]', 'data-time');
+      const list = await getJson(`${server.url}/api/v1/gpus`);
+      if (list.time !== time) throw new Error(`screen ${time}, API ${list.time}`);
+      const shown = list.gpus.filter((g) => (g.pool ?? g.model) === 'l40s');
+      const i = shown.findIndex((g) => g.shares.length > 0 && g.allocated < 1 && g.state !== 'unhealthy');
+      assert.ok(i >= 0, 'an L40S GPU that shares divide');
+      await canvas.focus();
+      await page.keyboard.press('Home');
+      for (let k = 0; k < i; k++) await page.keyboard.press('ArrowRight');
+      const details = page.locator('.heat-side [data-testid="gpu-details"]');
+      assert.equal(await details.getAttribute('data-uuid'), shown[i].uuid);
+      return shown[i].uuid;
+    }, 40_000);
+
+    await eventually(async () => {
+      const list = await getJson(`${server.url}/api/v1/gpus`);
+      const screen = await page.evaluate(() => {
+        const side = document.querySelector('.heat-side [data-testid="gpu-details"]');
+        const cell = document.querySelector('[data-testid="heatmap-canvas"]').getAttribute('data-selected-cell');
+        return {
+          time: document.querySelector('[data-testid="page-heatmap"]').getAttribute('data-time'),
+          uuid: side?.getAttribute('data-uuid'),
+          held: side?.querySelector('[data-testid="gpu-details-held"]')?.textContent.trim(),
+          shares: [...(side?.querySelectorAll('[data-testid="gpu-details-share"]') ?? [])].map((e) => e.textContent.trim()),
+          cell,
+        };
+      });
+      if (screen.time !== list.time) throw new Error(`screen ${screen.time}, API ${list.time}`);
+      const gpu = list.gpus.find((g) => g.uuid === uuid);
+      assert.equal(screen.uuid, uuid);
+      assert.ok(gpu.shares.length > 0 && gpu.allocated < 1 && gpu.state !== 'unhealthy', 'still shared');
+      const sum = gpu.shares.reduce((a, s) => a + Math.round(s.gpu_fraction * 1000), 0);
+      assert.equal(Math.round(gpu.allocated * 1000), sum, 'allocated is the shares sum');
+      assert.equal(gpu.workload, null);
+      assert.equal(screen.held, `${f.formatPercent(gpu.allocated)} held`);
+      assert.deepEqual(
+        screen.shares,
+        gpu.shares.map((s) => `${s.workload} (${s.queue}): ${f.formatPercent(s.gpu_fraction)}`),
+      );
+      // The cell: the free part at the top in the idle colour, the held part below in the state's.
+      const [x, y, size] = screen.cell.split(',').map(Number);
+      const pixel = (px, py) =>
+        canvas.evaluate(
+          (c, [px, py]) => {
+            const r = window.devicePixelRatio || 1;
+            const d = c.getContext('2d').getImageData(Math.floor(px * r), Math.floor(py * r), 1, 1).data;
+            return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join('');
+          },
+          [px, py],
+        );
+      assert.equal(await pixel(x + size / 2, y + 1), stateColors.idle, 'free part');
+      assert.equal(await pixel(x + size / 2, y + size - 2), stateColors[gpu.state], 'held part');
+    }, 40_000);
+    await screenshot('heatmap-shares');
+  });
+
   test('queues and teams show quota, usage, borrowed, lent, fair share, waits and lost work per queue', async () => {
     await open('/queues', 'page-queues');
     const answer = await expectScreenMatches(page, 'page-queues', `${server.url}/api/v1/queues`, (answer, screen) => {
@@ -242,6 +306,7 @@ describe('dashboard', () => {
             state: screen.all['wl-state'][i],
             position: screen.all['wl-position'][i],
             reason: screen.all['wl-reason'][i],
+            gpus: screen.all['wl-gpus'][i],
           },
           {
             name: w.name,
@@ -249,12 +314,16 @@ describe('dashboard', () => {
             state: w.state,
             position: w.queue_position === null ? '–' : f.formatNumber(w.queue_position),
             reason: w.pending_reason ?? '–',
+            gpus: f.formatGpuEquivalents(w.gpus),
           },
         );
       }
     };
     const all = await expectScreenMatches(page, 'page-workloads', `${server.url}/api/v1/workloads?limit=5000`, check);
     assert.ok(all.total > 0, 'the demo has workloads');
+    // Notebooks ask for a quarter or a half of a GPU, and say so.
+    const shares = new Set(all.workloads.filter((w) => !Number.isInteger(w.gpus)).map((w) => w.gpus));
+    assert.ok([...shares].every((g) => g === 0.25 || g === 0.5) && shares.size > 0, [...shares].join());
     await screenshot('workloads');
 
     // Filter by the state of the first workload listed (pending ones come first when there are

@@ -28,6 +28,11 @@ describe('format', () => {
     assert.equal(f.formatPercent(1), '100.0%');
     assert.equal(f.formatGpus(10000), '10,000');
     assert.equal(f.formatGpus(203.83), '203.8');
+    assert.equal(f.formatGpuEquivalents(8), '8');
+    assert.equal(f.formatGpuEquivalents(0.25), '0.25');
+    assert.equal(f.formatGpuEquivalents(0.5), '0.5');
+    assert.equal(f.formatGpuEquivalents(1.125), '1.125');
+    assert.equal(f.formatGpuEquivalents(1200.5), '1,200.5');
   });
 
   test('money', () => {

@@ -217,7 +217,7 @@ int Main(int argc, char** argv) {
   state->input.workloads = ledger.Workloads(obs);
   m.Report("fleet state: workloads", static_cast<size_t>(pods), "pod");
   state->input.nodes = daemon::FleetNodes(obs, activity, now_ms);
-  daemon::MarkHolders(built.snapshot, state->input.nodes);
+  daemon::MarkHolders(obs, state->input.workloads, state->input.nodes);
   state->input.queues = daemon::FleetQueues(built.snapshot, result.queues);
   m.Report("fleet state: nodes and GPUs (and activity)", static_cast<size_t>(nodes), "node");
   state->view = fleet::ComputeFleet(state->input, fleet::FleetOptions{});
