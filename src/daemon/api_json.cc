@@ -162,8 +162,15 @@ json GpusJson(const FleetState& s) {
                                                   ? json(FormatRfc3339Ms(sh.over_memory_since))
                                                   : json(nullptr)}});
     }
+    json mig = json::array();
+    for (const fleet::MigDeviceInput& d : gi.mig_devices)
+      mig.push_back({{"uuid", d.uuid},
+                     {"profile", d.profile},
+                     {"memory_total_bytes", d.memory_total_bytes},
+                     {"pod", NullOr(d.pod)}});
     gpus.push_back({{"node", ni.name},
                     {"index", g.index},
+                    {"mig_devices", std::move(mig)},
                     {"allocated", GpuEquivalents(g.held_milli)},
                     {"shares", std::move(shares)},
                     {"uuid", gi.uuid},
@@ -209,7 +216,24 @@ std::string GpusBody(const FleetState& s) {
     out += std::to_string(gi.memory_total_bytes);
     out += ",\"memory_used_bytes\":";
     out += std::to_string(g.memory_used_bytes);
-    out += ",\"model\":";
+    out += ",\"mig_devices\":[";
+    for (size_t i = 0; i < gi.mig_devices.size(); ++i) {
+      const fleet::MigDeviceInput& d = gi.mig_devices[i];
+      out += i == 0 ? "{" : ",{";
+      out += "\"memory_total_bytes\":";
+      out += std::to_string(d.memory_total_bytes);
+      out += ",\"pod\":";
+      if (d.pod.empty())
+        out += "null";
+      else
+        quoted(d.pod);
+      out += ",\"profile\":";
+      quoted(d.profile);
+      out += ",\"uuid\":";
+      quoted(d.uuid);
+      out += "}";
+    }
+    out += "],\"model\":";
     quoted(gi.model.view());
     out += ",\"node\":";
     out += node_names[g.node];

@@ -27,6 +27,8 @@ namespace chamber::daemon {
 struct GpuSample {
   double utilization = 0;  // 0..1
   int64_t memory_used_bytes = 0;
+  // In MIG mode: its MIG devices, and the pod holding each (from the kubelet's pod-resources).
+  std::vector<fleet::MigDeviceInput> mig_devices;
 };
 
 // Why a GPU is unhealthy, as the backend knows it: on a cluster the health controller's incident

@@ -32,6 +32,7 @@ std::vector<fleet::NodeInput> FleetNodes(const Observation& obs, fleet::Activity
       if (n < obs.samples.size() && g < obs.samples[n].size()) {
         gi.utilization = obs.samples[n][g].utilization;
         gi.memory_used_bytes = obs.samples[n][g].memory_used_bytes;
+        gi.mig_devices = obs.samples[n][g].mig_devices;
       }
       gi.below_threshold_since = activity.Observe(gpu.uuid, gi.utilization, now);
     }

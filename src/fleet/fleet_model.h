@@ -50,6 +50,15 @@ struct GpuShareInput {
   friend bool operator==(const GpuShareInput&, const GpuShareInput&) = default;
 };
 
+// A MIG device of a GPU in MIG mode, as the node's agent lists it.
+struct MigDeviceInput {
+  std::string uuid;                // "MIG-..."
+  std::string profile;             // "3g.40gb"; empty when unknown
+  int64_t memory_total_bytes = 0;  // 0: unknown
+  std::string pod;  // "namespace/name" of the pod the device plugin gave it to; empty: none
+  friend bool operator==(const MigDeviceInput&, const MigDeviceInput&) = default;
+};
+
 struct GpuInput {
   SharedString uuid;  // shared with the snapshot's GPU
   SharedString model;
@@ -64,6 +73,8 @@ struct GpuInput {
   // The pods holding a share of it (a fraction of its compute and memory), when no workload
   // holds it whole.
   std::vector<GpuShareInput> shares;
+  // In MIG mode: its MIG devices and who holds each, as its node's agent reports them.
+  std::vector<MigDeviceInput> mig_devices;
   // Thousandths of it held: 1,000 when a workload holds it whole, else its shares' sum (at most
   // 1,000).
   int32_t HeldMilli() const;

@@ -182,6 +182,29 @@ Result<AgentReport> ParseAgentReport(const json& j) {
                              IntegerIn(g, "index", at, 0, kMaxGpuIndex, /*required=*/true));
     rg.index = static_cast<int>(*index);
     CHAMBER_ASSIGN_OR_RETURN(rg.uuid, RequiredString(g, "uuid", at));
+    // Optional: agents before MIG inventory send none; a GPU not in MIG mode lists no devices.
+    if (const json* mig = JsonReader::Find(g, "mig"); mig != nullptr && !mig->is_null()) {
+      CHAMBER_RETURN_IF_ERROR(RequireObject(*mig, at + ".mig"));
+      if (const json* devices = JsonReader::Find(*mig, "devices"); devices != nullptr) {
+        if (!devices->is_array()) return kReport.Error(at + ".mig.devices", "expected an array");
+        for (size_t k = 0; k < devices->size(); ++k) {
+          const std::string dat = fmt::format("{}.mig.devices[{}]", at, k);
+          const json& d = (*devices)[k];
+          CHAMBER_RETURN_IF_ERROR(RequireObject(d, dat));
+          ReportMigDevice md;
+          CHAMBER_ASSIGN_OR_RETURN(md.uuid, RequiredString(d, "uuid", dat));
+          if (const json* p = JsonReader::Find(d, "profile"); p != nullptr && !p->is_null()) {
+            if (!p->is_string())
+              return kReport.Error(dat + ".profile", "expected a string or null");
+            md.profile = p->get<std::string>();
+          }
+          CHAMBER_ASSIGN_OR_RETURN(md.memory_total_bytes,
+                                   IntegerIn(d, "memory_total_bytes", dat, 0, int64_t{1} << 50,
+                                             /*required=*/false));
+          rg.mig_devices.push_back(std::move(md));
+        }
+      }
+    }
     out.gpus.push_back(std::move(rg));
   }
 
@@ -219,6 +242,7 @@ Result<AgentReport> ParseAgentReport(const json& j) {
           if (!mig->is_string())
             return kReport.Error(pat + ".mig_uuid", "expected a string or null");
           h.mig = true;
+          h.mig_uuid = mig->get<std::string>();
         }
         rs.pods.push_back(std::move(h));
       }

@@ -66,9 +66,17 @@ std::string_view TaintEffectName(TaintEffect e);  // "", "NoSchedule", "NoExecut
 
 // --- the agent's report (docs/agent.md, "Report (push payload)"): the fields the controller uses
 
+// A MIG device of a GPU, as the agent lists it in its inventory (docs/agent.md, "MIG").
+struct ReportMigDevice {
+  std::string uuid;     // "MIG-..."
+  std::string profile;  // "3g.40gb"; empty when NVML's name has none
+  std::optional<int64_t> memory_total_bytes;
+};
+
 struct ReportGpu {
   int index = 0;
   std::string uuid;
+  std::vector<ReportMigDevice> mig_devices;  // empty unless the GPU is in MIG mode
 };
 
 // A container the kubelet's device plugin gave the GPU (or one of its MIG devices) to, as the
@@ -77,6 +85,7 @@ struct ReportHolder {
   std::string namespace_name, pod;
   std::string resource;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"
   bool mig = false;      // a MIG device of the GPU, not the GPU itself
+  std::string mig_uuid;  // that MIG device's UUID
 };
 inline constexpr char kWholeGpuResource[] = "nvidia.com/gpu";
 

@@ -141,9 +141,22 @@ Status HealthService::PostReport(std::string_view body, const std::string& princ
   auto gpus = std::make_shared<std::vector<backend::AgentGpuSample>>();
   gpus->reserve(r->samples.size());
   for (const ReportSample& s : r->samples) {
-    if (s.lost || (!s.utilization && s.processes.empty())) continue;
+    // A GPU in MIG mode reports no utilization (NVML does not measure it there): its MIG devices
+    // are worth a sample still.
+    auto inventory = std::find_if(r->gpus.begin(), r->gpus.end(),
+                                  [&](const ReportGpu& g) { return g.index == s.index; });
+    const bool mig = inventory != r->gpus.end() && !inventory->mig_devices.empty();
+    if (s.lost || (!s.utilization && s.processes.empty() && !mig)) continue;
     backend::AgentGpuSample a{
-        s.index, s.uuid, {s.utilization.value_or(0), s.memory_used_bytes.value_or(0)}, {}};
+        s.index, s.uuid, {s.utilization.value_or(0), s.memory_used_bytes.value_or(0), {}}, {}};
+    if (mig) {
+      for (const ReportMigDevice& d : inventory->mig_devices) {
+        fleet::MigDeviceInput m{d.uuid, d.profile, d.memory_total_bytes.value_or(0), {}};
+        for (const ReportHolder& h : s.pods)
+          if (h.mig && h.mig_uuid == d.uuid) m.pod = h.namespace_name + "/" + h.pod;
+        a.sample.mig_devices.push_back(std::move(m));
+      }
+    }
     for (const ReportProcess& p : s.processes) {
       if (!p.used_memory_bytes) continue;
       auto it = std::find_if(a.pod_memory.begin(), a.pod_memory.end(),

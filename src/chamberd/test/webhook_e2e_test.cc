@@ -136,13 +136,17 @@ class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
 
   // Posts what `node`'s chamber-agent would report (docs/agent.md) to replica `replica`'s API:
   // `gpus` GPUs named GPU-<ns>-<index>, each sample extended by `extra[index]` (its `pods`,
-  // `processes`), and whether pod-resources was read.
+  // `processes`), each inventory entry by `inventory_extra[index]` (its `mig`), and whether
+  // pod-resources was read.
   void PostAgentReport(const std::string& replica, const std::string& node, int gpus,
-                       const std::map<int, Json>& extra, bool pod_resources) {
+                       const std::map<int, Json>& extra, bool pod_resources,
+                       const std::map<int, Json>& inventory_extra = {}) {
     Json samples = Json::array(), inventory = Json::array();
     for (int g = 0; g < gpus; ++g) {
       const std::string uuid = "GPU-" + ns_ + "-" + std::to_string(g);
       inventory.push_back({{"index", g}, {"uuid", uuid}});
+      if (auto e = inventory_extra.find(g); e != inventory_extra.end())
+        inventory.back().update(e->second);
       Json sample = {{"index", g}, {"uuid", uuid}, {"lost", false}, {"recovery_action", 0}};
       if (auto e = extra.find(g); e != extra.end()) sample.update(e->second);
       samples.push_back(std::move(sample));
@@ -614,6 +618,61 @@ TEST_F(WebhookE2E, AShareOverItsMemoryIsDeletedAfterTheGraceAndItsNeighbourIsNot
   EXPECT_TRUE(live.contains("calm"));
   EXPECT_TRUE(live.contains("quiet")) << "deleted on a measurement its agent no longer reports";
   EXPECT_EQ(NodeOf(live.at("calm")), node);
+}
+
+// A GPU in MIG mode: chamberd's API lists its MIG devices as the node's agent reports them, each
+// with the pod the device plugin gave it to (docs/sharing.md, "Seeing shares").
+TEST_F(WebhookE2E, AMigGpusDevicesAndTheirPodsShowInTheApi) {
+  Nodes(1, 1, "mig");
+  const std::string node = ns_ + "-mig-0";
+  ASSERT_GT(StartWithWebhook("a"), 0);
+  const Json mig = {{"enabled", true},
+                    {"instances", 2},
+                    {"devices",
+                     {{{"index", 0},
+                       {"uuid", "MIG-" + ns_ + "-a"},
+                       {"name", "NVIDIA H100 80GB HBM3 MIG 3g.40gb"},
+                       {"profile", "3g.40gb"},
+                       {"memory_total_bytes", 42144366592},
+                       {"gpu_instance_id", 2},
+                       {"compute_instance_id", 0}},
+                      {{"index", 1},
+                       {"uuid", "MIG-" + ns_ + "-b"},
+                       {"name", "NVIDIA H100 80GB HBM3 MIG 4g.40gb"},
+                       {"profile", "4g.40gb"},
+                       {"memory_total_bytes", 42144366592},
+                       {"gpu_instance_id", 1},
+                       {"compute_instance_id", 0}}}}};
+  const Json holder = {{"namespace", default_ns_},
+                       {"pod", "infer"},
+                       {"container", "main"},
+                       {"resource", "nvidia.com/mig-4g.40gb"},
+                       {"device_id", "MIG-" + ns_ + "-b"},
+                       {"mig_uuid", "MIG-" + ns_ + "-b"}};
+  PostAgentReport("a", node, 1, {{0, {{"pods", Json::array({holder})}}}}, /*pod_resources=*/true,
+                  {{0, {{"mig", mig}}}});
+  if (HasFailure()) return;
+  httplib::Client api("127.0.0.1", ApiPort("a"));
+  Json devices;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = api.Get("/api/v1/gpus");
+        if (!r || r->status != 200) return false;
+        const Json gpus = Json::parse(r->body);
+        for (const Json& g : gpus["gpus"])
+          if (g["node"] == node) devices = g["mig_devices"];
+        return devices.size() == 2;
+      },
+      30s))
+      << devices.dump();
+  EXPECT_EQ(devices[0], (Json{{"uuid", "MIG-" + ns_ + "-a"},
+                              {"profile", "3g.40gb"},
+                              {"memory_total_bytes", 42144366592},
+                              {"pod", nullptr}}));
+  EXPECT_EQ(devices[1], (Json{{"uuid", "MIG-" + ns_ + "-b"},
+                              {"profile", "4g.40gb"},
+                              {"memory_total_bytes", 42144366592},
+                              {"pod", default_ns_ + "/infer"}}));
 }
 
 TEST_F(WebhookE2E, AStandbyReplicaAnswersToo) {

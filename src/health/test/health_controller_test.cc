@@ -198,6 +198,52 @@ TEST(AgentReportParser, ReadsEachProcesssPodAndMemory) {
             "report.samples[0].processes: expected an array or null");
 }
 
+// A GPU in MIG mode lists its MIG devices in the inventory; a holder of one names it.
+TEST(AgentReportParser, ReadsEachGpusMigDevices) {
+  json j = Report("n1", 2);
+  j["inventory"]["gpus"][1]["mig"] = {{"enabled", true},
+                                      {"instances", 2},
+                                      {"devices",
+                                       {{{"index", 0},
+                                         {"uuid", "MIG-a"},
+                                         {"name", "NVIDIA H100 80GB HBM3 MIG 3g.40gb"},
+                                         {"profile", "3g.40gb"},
+                                         {"memory_total_bytes", 42144366592},
+                                         {"gpu_instance_id", 2},
+                                         {"compute_instance_id", 0}},
+                                        {{"index", 1},
+                                         {"uuid", "MIG-b"},
+                                         {"name", "x"},
+                                         {"profile", nullptr},
+                                         {"memory_total_bytes", nullptr},
+                                         {"gpu_instance_id", nullptr},
+                                         {"compute_instance_id", nullptr}}}}};
+  j["inventory"]["gpus"][0]["mig"] = {
+      {"enabled", false}, {"instances", 0}, {"devices", json::array()}};
+  j["samples"][1]["pods"] = {{{"namespace", "ml"},
+                              {"pod", "infer"},
+                              {"container", "main"},
+                              {"resource", "nvidia.com/mig-3g.40gb"},
+                              {"device_id", "MIG-a"},
+                              {"mig_uuid", "MIG-a"}}};
+  AgentReport r = Parse(j);
+  EXPECT_TRUE(r.gpus[0].mig_devices.empty());
+  ASSERT_EQ(r.gpus[1].mig_devices.size(), 2u);
+  EXPECT_EQ(r.gpus[1].mig_devices[0].uuid, "MIG-a");
+  EXPECT_EQ(r.gpus[1].mig_devices[0].profile, "3g.40gb");
+  EXPECT_EQ(r.gpus[1].mig_devices[0].memory_total_bytes, int64_t{42144366592});
+  EXPECT_EQ(r.gpus[1].mig_devices[1].profile, "");
+  EXPECT_FALSE(r.gpus[1].mig_devices[1].memory_total_bytes.has_value());
+  ASSERT_EQ(r.samples[1].pods.size(), 1u);
+  EXPECT_EQ(r.samples[1].pods[0].mig_uuid, "MIG-a");
+  j["inventory"]["gpus"][1]["mig"]["devices"][1]["uuid"] = 7;
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.inventory.gpus[1].mig.devices[1].uuid: expected a string");
+  j["inventory"]["gpus"][1]["mig"]["devices"] = "MIG-a";
+  EXPECT_EQ(ParseAgentReport(j).status().message(),
+            "report.inventory.gpus[1].mig.devices: expected an array");
+}
+
 TEST(AgentReportParser, ErrorsNameTheField) {
   json j = Report("n1", 1,
                   json::array({Incident(1, 0, "x", "fatal"), Incident(2, 0, "x", "bad"),

@@ -177,6 +177,45 @@ TEST(HealthService, GpuUsageSumsEachPodsProcessesPerGpu) {
   EXPECT_TRUE(s.GpuUsage().empty()) << "a stale agent's figures are not used";
 }
 
+// A GPU in MIG mode, without utilization (NVML has none there), still gives its MIG devices and
+// the pod the device plugin gave each.
+TEST(HealthService, GpuUsageListsAMigGpusDevicesAndTheirPods) {
+  HealthService::Options o;
+  o.clock = [] { return 1000.0; };
+  HealthService s(o, nullptr, nullptr);
+  json r = json::parse(Report("gpu-m"));
+  r["inventory"]["gpus"] = {
+      {{"index", 0},
+       {"uuid", "GPU-0"},
+       {"mig",
+        {{"enabled", true},
+         {"instances", 2},
+         {"devices",
+          {{{"index", 0}, {"uuid", "MIG-a"}, {"profile", "3g.40gb"}, {"memory_total_bytes", 1000}},
+           {{"index", 1},
+            {"uuid", "MIG-b"},
+            {"profile", "4g.40gb"},
+            {"memory_total_bytes", 2000}}}}}}}};
+  r["samples"] = {{{"index", 0},
+                   {"uuid", "GPU-0"},
+                   {"lost", false},
+                   {"recovery_action", 0},
+                   {"pods",
+                    {{{"namespace", "ml"},
+                      {"pod", "infer"},
+                      {"container", "main"},
+                      {"resource", "nvidia.com/mig-4g.40gb"},
+                      {"device_id", "MIG-b"},
+                      {"mig_uuid", "MIG-b"}}}}}};
+  ASSERT_TRUE(s.PostReport(r.dump(), "agent", "").ok());
+  backend::AgentGpuUsage u = s.GpuUsage();
+  ASSERT_EQ(u.count("gpu-m"), 1u);
+  ASSERT_EQ(u.at("gpu-m")->size(), 1u);
+  EXPECT_EQ(u.at("gpu-m")->at(0).sample.mig_devices,
+            (std::vector<fleet::MigDeviceInput>{{"MIG-a", "3g.40gb", 1000, ""},
+                                                {"MIG-b", "4g.40gb", 2000, "ml/infer"}}));
+}
+
 // Reports lost, repeated or out of order: a report that arrives twice, or after a later one from
 // its agent, changes nothing; one from an agent whose clock stepped back by more than the
 // staleness limit is taken; a lost one is made up by the next (each report is the whole state).
