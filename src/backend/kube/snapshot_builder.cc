@@ -1152,7 +1152,10 @@ class Builder {
     std::string what;                          // "job", "jobset": for problems
     Meta meta;                                 // its metadata, then its (first) pod template's
     bool suspend = false;                      // spec.suspend (or the kind's field)
-    int32_t want = 0;                          // pods its spec asks for now
+    // Its controller has acted on the suspension (a Job's Suspended condition): until then
+    // resuming it could meet the controller still stopping its pods (and counting them failed).
+    bool suspend_seen = true;
+    int32_t want = 0;  // pods its spec asks for now
     // The gang is the pods that exist (their sets are created one after the other).
     bool in_order = false;
     int32_t min_pods = 0;  // the kind's own minimum (KindSpec::min_pods); 0: all
@@ -1168,6 +1171,14 @@ class Builder {
   static bool JobFinished(const kube::Job& j) {
     for (const kube::Condition& c : j.conditions)
       if ((c.type == "Complete" || c.type == "Failed") && c.status == "True") return true;
+    return false;
+  }
+
+  // The Job controller has acted on spec.suspend: it stopped the Job's pods and set its
+  // Suspended condition.
+  static bool JobSuspendSeen(const kube::Job& j) {
+    for (const kube::Condition& c : j.conditions)
+      if (c.type == "Suspended") return c.status == "True";
     return false;
   }
 
@@ -1203,6 +1214,7 @@ class Builder {
     g.what = "job";
     g.meta = Meta{&job.metadata, &tmpl->metadata};
     g.suspend = job.suspend;
+    g.suspend_seen = !job.suspend || JobSuspendSeen(job);
     g.want = job.parallelism.value_or(1);
     if (job.completions) g.want = std::min(g.want, *job.completions - job.succeeded);
     g.templates.push_back({tmpl, std::max(g.want, 1), job.metadata.name});
@@ -1365,7 +1377,9 @@ class Builder {
         AddWorkload(std::move(w), std::move(src), holding, meta, true, uniform);
         return;
       }
-      w.state = core::WorkloadState::kSuspended;
+      // Resumed only once its controller has seen the suspension; until then it is still
+      // being preempted, and holds nothing.
+      w.state = g.suspend_seen ? core::WorkloadState::kSuspended : core::WorkloadState::kPreempting;
       for (const Gang::Template& t : g.templates) {
         core::PodSet s =
             PodShape(*t.pod, Meta{meta.first, &t.pod->metadata}, options_.gpu_resource);

@@ -93,6 +93,10 @@ std::shared_ptr<const kube::Job> JobObj(const std::string& ns, const std::string
   return std::make_shared<const kube::Job>(kube::Job::FromJson(j).value());
 }
 
+// What the Job controller writes once it has acted on spec.suspend.
+const Json kSuspendSeen = {
+    {"status", {{"conditions", {{{"type", "Suspended"}, {"status", "True"}}}}}}};
+
 core::Queue QueueNamed(const std::string& name, int64_t gpus) {
   core::Queue q;
   q.name = name;
@@ -743,10 +747,11 @@ TEST(SnapshotBuilderTest, AJobIsOursWhenItsPodsNameChamberThoughItsTemplateDoesN
   // Suspended by Chamber, its pods gone: still Chamber's, to be resumed.
   in.jobs = {JobObj(
       "ml", "opted", 2, 1,
-      Json{{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
-           {"spec",
-            {{"suspend", true},
-             {"template", {{"spec", {{"schedulerName", "default-scheduler"}}}}}}}})};
+      Json{
+          {"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
+          {"spec",
+           {{"suspend", true}, {"template", {{"spec", {{"schedulerName", "default-scheduler"}}}}}}},
+          {"status", kSuspendSeen["status"]}})};
   in.pods.clear();
   b = BuildSnapshot(in, Opts());
   ASSERT_EQ(b.snapshot.workloads.size(), 1u);
@@ -761,7 +766,8 @@ TEST(SnapshotBuilderTest, AJobSuspendedForARollbackIsChambersToResume) {
   in.jobs = {JobObj("ml", "rolled", 2, 1,
                     {{"metadata",
                       {{"annotations", {{"chamber.io/rolled-back-at", "2026-11-30T10:00:00Z"}}}}},
-                     {"spec", {{"suspend", true}}}}),
+                     {"spec", {{"suspend", true}}},
+                     {"status", kSuspendSeen["status"]}}),
              JobObj("ml", "paused", 2, 1, {{"spec", {{"suspend", true}}}})};
   BuiltSnapshot b = BuildSnapshot(in, Opts());
   ASSERT_EQ(b.snapshot.workloads.size(), 1u);
@@ -770,6 +776,40 @@ TEST(SnapshotBuilderTest, AJobSuspendedForARollbackIsChambersToResume) {
   EXPECT_EQ(w.state, core::WorkloadState::kSuspended);
   EXPECT_EQ(w.TotalPods(), 2);
   EXPECT_TRUE(w.recent_preemptions.empty()) << "a rollback is not a preemption";
+}
+
+// A Job Chamber suspended is resumed only once the Job controller has acted on the suspension
+// (its Suspended condition): resumed before, the controller could still be stopping its pods and
+// count them failed. Until then it is still being preempted and holds nothing.
+TEST(SnapshotBuilderTest, ASuspendedJobIsResumedOnlyOnceItsControllerHasSeenTheSuspension) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  const Json ours = {
+      {"metadata", {{"annotations", {{"chamber.io/rolled-back-at", "2026-11-30T10:00:00Z"}}}}},
+      {"spec", {{"suspend", true}}}};
+  in.jobs = {JobObj("ml", "rolled", 2, 1, ours)};
+  in.queues = {QueueNamed("team-a", 8)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kPreempting);
+  EXPECT_TRUE(b.snapshot.workloads[0].placements.empty());
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  EXPECT_TRUE(r.resumes.empty()) << "resumed before the Job controller saw the suspension";
+  EXPECT_TRUE(r.binds.empty());
+  // A Suspended condition left False by an earlier resume is not the controller's answer either.
+  Json resumed_before = ours;
+  resumed_before["status"] = {{"conditions", {{{"type", "Suspended"}, {"status", "False"}}}}};
+  in.jobs = {JobObj("ml", "rolled", 2, 1, resumed_before)};
+  b = BuildSnapshot(in, Opts());
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kPreempting);
+  Json seen = ours;
+  seen.update(kSuspendSeen);
+  in.jobs = {JobObj("ml", "rolled", 2, 1, seen)};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].state, core::WorkloadState::kSuspended);
+  r = core::Engine().Schedule(b.snapshot);
+  EXPECT_EQ(r.resumes.size(), 1u);
 }
 
 TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
@@ -782,7 +822,8 @@ TEST(SnapshotBuilderTest, SuspendedJobsAndAssumedBinds) {
                          {"chamber.io/preemptions", "1796032800"},
                          {"chamber.io/preemption-count", "3"},
                          {"chamber.io/gpu-hours-lost", "12.5000"}}}}},
-                     {"spec", {{"suspend", true}}}}),
+                     {"spec", {{"suspend", true}}},
+                     {"status", kSuspendSeen["status"]}}),
              JobObj("ml", "paused-by-owner", 2, 1, {{"spec", {{"suspend", true}}}}),
              JobObj("ml", "fresh", 1, 2)};
   in.pods = {Pod("ml", "fresh-0", 2, OwnedBy("fresh"))};
@@ -1408,7 +1449,8 @@ TEST(SnapshotBuilderTest, ATemplateGivingOnlyLimitsAsksForThem) {
     return JobObj(
         "ml", "train", 2, 0,
         {{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
-         {"spec", {{"suspend", true}, {"template", {{"spec", {{"containers", containers}}}}}}}});
+         {"spec", {{"suspend", true}, {"template", {{"spec", {{"containers", containers}}}}}}},
+         {"status", kSuspendSeen["status"]}});
   };
   in.jobs = {suspended_job({{"limits", {{"nvidia.com/gpu", "4"}, {"cpu", "3"}}}})};
   BuiltSnapshot b = BuildSnapshot(in, Opts());
