@@ -190,6 +190,12 @@ std::string GpusBody(const FleetState& s) {
   std::string out;
   out.reserve(64 + s.view.gpus_flat.size() * 256);
   auto quoted = [&out](std::string_view v) { out += json(v).dump(); };
+  auto quoted_or_null = [&](const std::string& v) {
+    if (v.empty())
+      out += "null";
+    else
+      quoted(v);
+  };
   auto number = [&out](double v) { fmt::format_to(std::back_inserter(out), "{}", v); };
   out += "{\"time\":";
   quoted(FormatRfc3339Ms(s.time_ms));
@@ -223,10 +229,7 @@ std::string GpusBody(const FleetState& s) {
       out += "\"memory_total_bytes\":";
       out += std::to_string(d.memory_total_bytes);
       out += ",\"pod\":";
-      if (d.pod.empty())
-        out += "null";
-      else
-        quoted(d.pod);
+      quoted_or_null(d.pod);
       out += ",\"profile\":";
       quoted(d.profile);
       out += ",\"uuid\":";
@@ -261,10 +264,7 @@ std::string GpusBody(const FleetState& s) {
       else
         out += "null";
       out += ",\"pod\":";
-      if (sh.pod.empty())
-        out += "null";
-      else
-        quoted(sh.pod);
+      quoted_or_null(sh.pod);
       out += ",\"queue\":";
       quoted(sw.queue);
       out += ",\"workload\":";
