@@ -23,6 +23,8 @@ namespace {
 
 using kube::Json;
 
+constexpr int64_t kMiB = int64_t{1} << 20;
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -1135,7 +1137,6 @@ daemon::Observation KubeBackend::Observe() {
 
 std::unordered_map<std::string, daemon::Observation::ShareMemory> KubeBackend::MeasureShares(
     const AgentGpuUsage& usage) {
-  constexpr int64_t kMiB = int64_t{1} << 20;
   const int64_t now = NowMs();
   std::unordered_map<std::string, daemon::Observation::ShareMemory> out;
   std::unordered_map<std::string, ShareOverrun> over;
@@ -1195,7 +1196,6 @@ std::unordered_map<std::string, daemon::Observation::ShareMemory> KubeBackend::M
 }
 
 void KubeBackend::EvictShareOverruns() {
-  constexpr int64_t kMiB = int64_t{1} << 20;
   if (options_.share_memory_grace.count() <= 0) return;
   const int64_t now = NowMs();
   for (auto& [uid, o] : overruns_) {
