@@ -934,7 +934,12 @@ class Builder {
     for (const auto& j : objects_.jobs) {
       bool known = false;
       const kube::Object* owner = OwnerOfJob(*j, &known);
-      if (known) job_owner[j.get()] = owner;
+      if (!known) continue;
+      job_owner[j.get()] = owner;
+      // A top-level object's controller suspends it by suspending its Jobs (a JobSet's, a
+      // TrainJob's JobSet's): until each Job that has not finished says the Job controller has
+      // stopped it, the object is still being stopped.
+      if (owner != nullptr && !JobFinished(*j) && !JobSuspendSeen(*j)) stopping_.insert(owner);
     }
     auto add_to = [](JobPods& jp, const PodEntry* e, bool bound, bool deleting) {
       if (deleting) {
@@ -1152,8 +1157,9 @@ class Builder {
     std::string what;                          // "job", "jobset": for problems
     Meta meta;                                 // its metadata, then its (first) pod template's
     bool suspend = false;                      // spec.suspend (or the kind's field)
-    // Its controller has acted on the suspension (a Job's Suspended condition): until then
-    // resuming it could meet the controller still stopping its pods (and counting them failed).
+    // Its controller has acted on the suspension (the Suspended condition of the Job, or of
+    // every Job of the object): until then resuming it could meet the Job controller still
+    // stopping its pods (and counting them failed).
     bool suspend_seen = true;
     int32_t want = 0;  // pods its spec asks for now
     // The gang is the pods that exist (their sets are created one after the other).
@@ -1277,6 +1283,7 @@ class Builder {
     g.meta = Meta{&object->metadata,
                   gang.pod_templates.empty() ? nullptr : &gang.pod_templates.front().metadata};
     g.suspend = own.suspended;
+    g.suspend_seen = !own.suspended || !stopping_.contains(object.get());
     g.want = spec.Pods();
     g.in_order = spec.in_order;
     if (g.in_order) g.want = std::max(g.want, static_cast<int32_t>(pending.size()));
@@ -1797,7 +1804,10 @@ class Builder {
   std::unordered_map<std::string, const kube::Job*> jobs_by_uid_;
   std::unordered_map<std::string, const kube::Object*> owners_by_uid_;
   std::unordered_map<const kube::Object*, const kube::Object*> top_of_;  // TopOf each owner
-  std::unordered_map<std::string, const kube::Object*> lws_by_name_;     // by "namespace/name"
+  // Top-level objects with a Job that has not finished and whose suspension the Job controller
+  // has not acted on (Gang::suspend_seen).
+  std::unordered_set<const kube::Object*> stopping_;
+  std::unordered_map<std::string, const kube::Object*> lws_by_name_;  // by "namespace/name"
   // The upstream PodGroups that read, by "namespace/name".
   std::unordered_map<std::string, UpstreamGroup> pod_groups_;
   // The objects of known kinds each one controls (a TrainJob's JobSet, a RayJob's RayCluster).

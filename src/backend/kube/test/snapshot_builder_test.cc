@@ -97,6 +97,19 @@ std::shared_ptr<const kube::Job> JobObj(const std::string& ns, const std::string
 const Json kSuspendSeen = {
     {"status", {{"conditions", {{{"type", "Suspended"}, {"status", "True"}}}}}}};
 
+// `job` with `status` as its status.
+std::shared_ptr<const kube::Job> WithStatus(const std::shared_ptr<const kube::Job>& job,
+                                            const Json& status) {
+  Json j = job->ToJson();
+  j["status"] = status;
+  return std::make_shared<const kube::Job>(kube::Job::FromJson(j).value());
+}
+
+// The Job controller has acted on the suspension of every Job of `in`.
+void JobsStopped(ClusterObjects* in) {
+  for (auto& j : in->jobs) j = WithStatus(j, kSuspendSeen["status"]);
+}
+
 core::Queue QueueNamed(const std::string& name, int64_t gpus) {
   core::Queue q;
   q.name = name;
@@ -1125,6 +1138,7 @@ TEST(SnapshotBuilderTest, AJobSetShortOfPodsWaitsForThemAndItsPriorityComesFromI
 
   // Suspended by Chamber, it has no pods: its sets and priority come from its templates.
   in.pods.clear();
+  JobsStopped(&in);
   in.owners = {JobSetObj(
       "ml", "js", 3,
       {{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
@@ -1147,6 +1161,42 @@ TEST(SnapshotBuilderTest, AJobSetShortOfPodsWaitsForThemAndItsPriorityComesFromI
   in.owners = {JobSetObj(
       "ml", "js", 3, {{"status", {{"conditions", {{{"type", "Failed"}, {"status", "True"}}}}}}})};
   EXPECT_TRUE(BuildSnapshot(in, Opts()).snapshot.workloads.empty());
+}
+
+// A JobSet Chamber suspended is resumed only once the Job controller has acted on the
+// suspension of each of its Jobs that has not finished: its controller suspends it by suspending
+// them, and a Job resumed before its controller stopped it could count its pods failed.
+TEST(SnapshotBuilderTest, ASuspendedJobSetIsResumedOnlyOnceEachOfItsJobsIsStopped) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8), GpuNode("n2", 8), GpuNode("n3", 8)};
+  in.queues = {QueueNamed("team-b", 24)};
+  in.owners = {JobSetObj(
+      "ml", "js", 2,
+      {{"metadata", {{"annotations", {{"chamber.io/preempted-at", "2026-11-30T10:00:00Z"}}}}},
+       {"spec", {{"suspend", true}}}})};
+  AddChildren(&in, "ml", "js", 2);
+  in.pods.clear();  // the pods are gone
+  auto state = [&] {
+    BuiltSnapshot b = BuildSnapshot(in, Opts());
+    EXPECT_EQ(b.snapshot.workloads.size(), 1u);
+    if (b.snapshot.workloads.empty()) return core::WorkloadState::kRunning;
+    EXPECT_TRUE(b.snapshot.workloads[0].placements.empty());
+    return b.snapshot.workloads[0].state;
+  };
+  // The JobSet controller has not suspended the Jobs yet.
+  EXPECT_EQ(state(), core::WorkloadState::kPreempting);
+  EXPECT_TRUE(core::Engine().Schedule(BuildSnapshot(in, Opts()).snapshot).resumes.empty());
+  // It has, and the Job controller has stopped two of the three.
+  for (size_t i = 0; i < 2; ++i) in.jobs[i] = WithStatus(in.jobs[i], kSuspendSeen["status"]);
+  EXPECT_EQ(state(), core::WorkloadState::kPreempting) << "one Job is still being stopped";
+  // The third finished before the suspension: nothing to stop there.
+  in.jobs[2] =
+      WithStatus(in.jobs[2], {{"conditions", {{{"type", "Complete"}, {"status", "True"}}}}});
+  EXPECT_EQ(state(), core::WorkloadState::kSuspended);
+  EXPECT_EQ(core::Engine().Schedule(BuildSnapshot(in, Opts()).snapshot).resumes.size(), 1u);
+  // Its Jobs gone (a kind whose controller deletes them), nothing is being stopped either.
+  in.jobs.clear();
+  EXPECT_EQ(state(), core::WorkloadState::kSuspended);
 }
 
 TEST(SnapshotBuilderTest, PodsOfAJobSetNotInTheViewWaitAndABadOneIsAProblem) {
@@ -1648,6 +1698,7 @@ TEST(SnapshotBuilderTest, ATrainJobIsOneGangOfItsJobSetsPods) {
   // has no pods: its sets and priority come from the JobSet's templates.
   ClusterObjects suspended = in;
   suspended.pods.clear();
+  JobsStopped(&suspended);
   suspended.owners = {
       ObjectOf(TrainJobJson(
           "llm",
