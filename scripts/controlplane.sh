@@ -307,8 +307,10 @@ cmd_start() {
   t0="$(date +%s.%N)"
 
   # GenericWorkload (beta, off by default) serves the upstream gang API, Workloads and PodGroups
-  # in scheduling.k8s.io/v1beta1, which Chamber honours (docs/workloads/podgroup.md).
-  local gates=(--feature-gates GenericWorkload=true)
+  # in scheduling.k8s.io/v1beta1, which Chamber honours (docs/workloads/podgroup.md);
+  # WorkloadWithJob (alpha) gives Jobs spec.scheduling and has the Job controller make a Workload
+  # and a PodGroup for each Job and name the PodGroup on its pods.
+  local gates=(--feature-gates GenericWorkload=true,WorkloadWithJob=true)
   # No endpoint reconciler: the API server listens on loopback, which it will not publish as
   # the `kubernetes` Service's endpoint (no pod runs here to call it).
   # ServiceAccount admission is off: pods need no "default" ServiceAccount to exist in a

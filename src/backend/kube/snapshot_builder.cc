@@ -249,6 +249,9 @@ struct BuildCache::State {
   struct JobEntry : Entry<kube::Job> {
     std::optional<kube::Pod> pod_template;
     std::string template_error;
+    // Its spec.scheduling.schedulingPolicy (ReadJobSchedulingPolicy), or why it does not read.
+    std::optional<UpstreamPodGroup> scheduling;
+    std::string scheduling_error;
   };
   // A top-level object of a kind in WorkloadKinds().
   struct OwnerEntry : Entry<kube::Object> {
@@ -572,6 +575,11 @@ class Builder {
       e.pod_template = std::move(*tmpl);
     else
       e.template_error = tmpl.status().message();
+    Result<std::optional<UpstreamPodGroup>> scheduling = ReadJobSchedulingPolicy(job->raw);
+    if (scheduling.ok())
+      e.scheduling = std::move(*scheduling);
+    else
+      e.scheduling_error = scheduling.status().message();
     return e;
   }
 
@@ -1224,11 +1232,19 @@ class Builder {
     g.want = job.parallelism.value_or(1);
     if (job.completions) g.want = std::min(g.want, *job.completions - job.succeeded);
     g.templates.push_back({tmpl, std::max(g.want, 1), job.metadata.name});
-    // Its pods name an upstream PodGroup with a gang policy: the gang's minimum is its minCount.
-    if (!tmpl->pod_group_name.empty())
+    if (!tmpl->pod_group_name.empty()) {
+      // Its pods name an upstream PodGroup with a gang policy: the gang's minimum is its
+      // minCount.
       if (auto it = pod_groups_.find(job.metadata.namespace_name + "/" + tmpl->pod_group_name);
           it != pod_groups_.end() && it->second.group.gang)
         g.min_pods = it->second.group.min_count;
+    } else if (!entry.scheduling_error.empty()) {
+      Problem(entry.scheduling_error + "; the Job is scheduled as one gang of all its pods");
+    } else if (entry.scheduling) {
+      // Its own policy, which the Job controller also gives the PodGroup it makes for it: a
+      // gang's minimum is its minCount; basic, each pod may start on its own (a minimum of 1).
+      g.min_pods = entry.scheduling->gang ? entry.scheduling->min_count : 1;
+    }
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kJob;
     src.job = job_object;

@@ -510,6 +510,48 @@ const std::vector<WorkloadKind>& WorkloadKinds() {
   return kinds;
 }
 
+namespace {
+
+// A scheduling policy at `path` (basic, or gang with its minCount), as a PodGroup and a Job's
+// spec.scheduling hold it: sets g->gang and g->min_count. A PodGroup's gang must give its
+// minCount; a Job's may leave it out, for all of its parallelism (min_count 0).
+Status ReadSchedulingPolicy(const FieldReader& r, const kube::Json& policy, const std::string& path,
+                            bool min_count_required, UpstreamPodGroup* g) {
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* basic, r.Object(policy, "basic", path + ".basic"));
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* gang, r.Object(policy, "gang", path + ".gang"));
+  if ((basic == nullptr) == (gang == nullptr))
+    return r.Error(path, "must set exactly one of basic and gang");
+  if (gang != nullptr) {
+    g->gang = true;
+    CHAMBER_ASSIGN_OR_RETURN(g->min_count, r.Count(*gang, "minCount", path + ".gang.minCount", -1));
+    if (g->min_count == -1 && !min_count_required) {
+      g->min_count = 0;
+    } else if (g->min_count < 1) {
+      return r.Error(path + ".gang.minCount", "must be at least 1");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::optional<UpstreamPodGroup>> ReadJobSchedulingPolicy(const kube::Json& job) {
+  const FieldReader r(Where("job", job));
+  if (!job.is_object()) return r.Error("", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(job, "spec", "spec"));
+  if (spec == nullptr) return std::optional<UpstreamPodGroup>();
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* scheduling,
+                           r.Object(*spec, "scheduling", "spec.scheduling"));
+  if (scheduling == nullptr) return std::optional<UpstreamPodGroup>();
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* policy, r.Object(*scheduling, "schedulingPolicy",
+                                                              "spec.scheduling.schedulingPolicy"));
+  if (policy == nullptr) return std::optional<UpstreamPodGroup>();
+  UpstreamPodGroup g;
+  CHAMBER_RETURN_IF_ERROR(
+      ReadSchedulingPolicy(r, *policy, "spec.scheduling.schedulingPolicy", false, &g));
+  return std::optional<UpstreamPodGroup>(std::move(g));
+}
+
 Result<UpstreamPodGroup> ReadPodGroup(const kube::Json& object) {
   const FieldReader r(Where("podgroup", object));
   if (!object.is_object()) return r.Error("", "must be an object");
@@ -519,19 +561,7 @@ Result<UpstreamPodGroup> ReadPodGroup(const kube::Json& object) {
   CHAMBER_ASSIGN_OR_RETURN(const kube::Json* policy,
                            r.Object(*spec, "schedulingPolicy", "spec.schedulingPolicy"));
   if (policy == nullptr) return r.Error("spec.schedulingPolicy", "is missing");
-  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* basic,
-                           r.Object(*policy, "basic", "spec.schedulingPolicy.basic"));
-  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* gang,
-                           r.Object(*policy, "gang", "spec.schedulingPolicy.gang"));
-  if ((basic == nullptr) == (gang == nullptr))
-    return r.Error("spec.schedulingPolicy", "must set exactly one of basic and gang");
-  if (gang != nullptr) {
-    g.gang = true;
-    CHAMBER_ASSIGN_OR_RETURN(g.min_count,
-                             r.Count(*gang, "minCount", "spec.schedulingPolicy.gang.minCount", 0));
-    if (g.min_count < 1)
-      return r.Error("spec.schedulingPolicy.gang.minCount", "must be at least 1");
-  }
+  CHAMBER_RETURN_IF_ERROR(ReadSchedulingPolicy(r, *policy, "spec.schedulingPolicy", true, &g));
   auto priority = spec->find("priority");
   if (priority != spec->end() && !priority->is_null()) {
     if (!priority->is_number_integer()) return r.Error("spec.priority", "must be an integer");

@@ -91,6 +91,12 @@ struct UpstreamPodGroup {
 };
 // Errors name the object and the field ("podgroup ml/x: spec.schedulingPolicy: ...").
 Result<UpstreamPodGroup> ReadPodGroup(const kube::Json& object);
+// A batch/v1 Job's own scheduling policy (`spec.scheduling.schedulingPolicy`, Kubernetes 1.37
+// with the WorkloadWithJob feature gate): what the Job controller gives the PodGroup it makes
+// for the Job (a gang without minCount has min_count 0: all of its parallelism). Nothing when
+// the Job sets none. Errors name the Job and the field
+// ("job ml/x: spec.scheduling.schedulingPolicy: ...").
+Result<std::optional<UpstreamPodGroup>> ReadJobSchedulingPolicy(const kube::Json& job);
 // The PodGroup resource in the versions Chamber reads, newest first; the first one the API
 // server serves is watched.
 const std::vector<kube::ResourceType>& PodGroupTypes();

@@ -415,6 +415,57 @@ TEST_F(ChamberdE2E, PodsOfAnUpstreamPodGroupStartAsItsPolicySays) {
 // server refuses the binding of one member (a ValidatingAdmissionPolicy on pods/binding), so the
 // members already bound are deleted and recreated, pending, under their own names. Once the
 // refusal is lifted the whole gang starts.
+// Kubernetes 1.37 with WorkloadWithJob: the Job controller makes a Workload and a PodGroup for
+// each Job, of the Job's spec.scheduling policy (basic when it sets none), and names the
+// PodGroup on every pod it creates. The Job stays chamberd's workload, and its own policy sets
+// the gang's minimum: a gang of minCount 2 starts 2 of its 3 pods on a node of 2 GPUs and
+// completes; a Job that sets no policy is still one gang of all its pods, whatever the basic
+// PodGroup its controller made says.
+TEST_F(ChamberdE2E, AJobsOwnSchedulingPolicyIsHonouredBesideThePodGroupItsControllerMakes) {
+  const kube::ResourceType& podgroups = backend::PodGroupTypes().front();
+  Nodes(1, 2);
+  StartSim();
+  Queue(ns_ + "-team", 8);
+  StartChamberd("solo", {"--no-leader-elect"});
+  // The PodGroup the Job controller made for `job`, named on its pods: its policy, or "".
+  auto group_of = [&](const std::string& job) {
+    for (const kube::Pod& p : JobPods(job)) {
+      if (p.pod_group_name.empty()) return std::string();
+      Result<Json> g = client_->Get(podgroups, ns_, p.pod_group_name);
+      if (!g.ok()) return std::string();
+      const Json policy = g->value("/spec/schedulingPolicy"_json_pointer, Json::object());
+      return policy.contains("gang") ? "gang " + std::to_string(policy["gang"].value("minCount", 0))
+                                     : std::string("basic");
+    }
+    return std::string();
+  };
+
+  // No policy of its own: the controller's PodGroup is basic, and the Job is still all or
+  // nothing: its 3 GPUs do not fit the node's 2, so none of its pods starts.
+  Job("whole", JobSpec(ns_ + "-team", 3).Seconds(3));
+  ASSERT_TRUE(Eventually([&] { return group_of("whole") == "basic"; }, 30s))
+      << "no PodGroup from the Job controller: is WorkloadWithJob on? " << group_of("whole");
+  ASSERT_TRUE(Eventually([&] { return JobPods("whole").size() == 3; }, 30s));
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(Bound("whole"), 0) << "a Job without a policy of its own is one gang of all its pods";
+  kube::DeleteOptions with_pods;
+  with_pods.propagation_policy = "Background";
+  ASSERT_TRUE(client_->Delete(kube::resources::kJobs, ns_, "whole", with_pods).ok());
+  ASSERT_TRUE(Eventually([&] { return JobPods("whole").empty(); }, 30s));
+
+  // A gang of minCount 2: two of its three pods start together, the third once one ends.
+  Job("gang", JobSpec(ns_ + "-team", 3)
+                  .Seconds(3)
+                  .Scheduling({{"schedulingPolicy", {{"gang", {{"minCount", 2}}}}}}));
+  ASSERT_TRUE(GetJob("gang").raw.contains("/spec/scheduling"_json_pointer))
+      << "the API server dropped spec.scheduling: is WorkloadWithJob on?";
+  ASSERT_TRUE(Eventually([&] { return group_of("gang") == "gang 2"; }, 30s)) << group_of("gang");
+  ASSERT_TRUE(Eventually([&] { return Bound("gang") == 2; }, 30s));
+  ExpectNoDoubleBooking(2);
+  ASSERT_TRUE(Eventually([&] { return Complete("gang"); }, 60s));
+  ExpectNoDoubleBooking(2);
+}
+
 TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
   const kube::ResourceType& policies = e2e::kValidatingAdmissionPolicies;
   const kube::ResourceType& bindings = e2e::kValidatingAdmissionPolicyBindings;

@@ -123,8 +123,10 @@ class ChamberdCluster : public ClusterTest {
     Json tolerations;
     std::string grace;      // chamber.io/checkpoint-grace-seconds
     int backoff_limit = 0;  // spec.backoffLimit
+    Json scheduling;        // spec.scheduling (Kubernetes 1.37, WorkloadWithJob)
 
     JobSpec(std::string q, int n) : queue(std::move(q)), pods(n) {}
+    JobSpec& Scheduling(Json v) { return scheduling = std::move(v), *this; }
     JobSpec& Seconds(double v) { return seconds = v, *this; }
     JobSpec& Gpus(int v) { return gpus = v, *this; }
     JobSpec& Priority(std::string v) { return priority_class = std::move(v), *this; }
@@ -158,6 +160,7 @@ class ChamberdCluster : public ClusterTest {
                   {"template", {{"metadata", {{"annotations", annotations}}}, {"spec", pod}}}}}};
     if (!s.grace.empty())
       job["metadata"]["annotations"] = {{"chamber.io/checkpoint-grace-seconds", s.grace}};
+    if (!s.scheduling.is_null()) job["spec"]["scheduling"] = s.scheduling;
     auto r = client_->Create(kube::resources::kJobs, ns_, job);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
   }

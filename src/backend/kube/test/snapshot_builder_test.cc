@@ -693,6 +693,88 @@ TEST(SnapshotBuilderTest, AJobsUpstreamPodGroupSetsItsMinimum) {
   EXPECT_EQ(b.snapshot.workloads[0].min_member, 3);
 }
 
+// A Job's own spec.scheduling (Kubernetes 1.37, WorkloadWithJob): the Job controller makes a
+// PodGroup of that policy and names it on each pod it creates, not on the template. The Job
+// stays the workload and its policy sets the gang's minimum: a gang's minCount, or 1 for basic;
+// without one, every pod (the PodGroup the controller makes by default is basic, which is not
+// the Job's owner asking for it).
+TEST(SnapshotBuilderTest, AJobsOwnSchedulingPolicySetsItsMinimum) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  // The PodGroup the Job controller made, with its controller reference to the Job.
+  in.pod_groups = {PodGroupObject("ml", "train-pg-x7k2p", {{"gang", {{"minCount", 3}}}})};
+  auto job = [&](const Json& policy) {
+    Json extra = Json::object();
+    if (!policy.is_null()) extra = {{"spec", {{"scheduling", {{"schedulingPolicy", policy}}}}}};
+    return JobObj("ml", "train", 4, 1, extra);
+  };
+  for (int i = 0; i < 4; ++i) {
+    Json pod = OwnedBy("train");
+    pod.merge_patch(InGroup("train-pg-x7k2p"));
+    in.pods.push_back(Pod("ml", "train-" + std::to_string(i), 1, pod));
+  }
+  auto built = [&](const Json& policy) {
+    in.jobs = {job(policy)};
+    return BuildSnapshot(in, Opts());
+  };
+  BuiltSnapshot b = built({{"gang", {{"minCount", 3}}}});
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u) << "one Job, not a PodGroup's workload beside it";
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ml/train");
+  EXPECT_EQ(b.sources[0].kind, WorkloadSource::Kind::kJob);
+  EXPECT_EQ(b.snapshot.workloads[0].TotalPods(), 4);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 3);
+  EXPECT_TRUE(b.problems.empty());
+
+  b = built({{"basic", Json::object()}});
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 1) << "basic: each pod may start on its own";
+
+  b = built(Json());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 0) << "no policy of its own: all its pods";
+  b = built({{"gang", Json::object()}});
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 0) << "a gang without minCount: its parallelism";
+  EXPECT_TRUE(b.problems.empty());
+
+  // The minimum in effect: with room for 3 of the 4 pods, a gang of minCount 3 starts; the
+  // default gang of all 4 does not.
+  auto binds = [&](const Json& policy) {
+    in.nodes = {GpuNode("n1", 3)};
+    core::Snapshot s = built(policy).snapshot;
+    s.queues = {QueueNamed("team-a", 8)};
+    const core::CycleResult r = core::Engine().Schedule(s);
+    return r.binds.empty() ? size_t{0} : r.binds[0].pods.size();
+  };
+  EXPECT_EQ(binds({{"gang", {{"minCount", 3}}}}), 3u);
+  EXPECT_EQ(binds(Json()), 0u);
+  in.nodes = {GpuNode("n1", 8)};
+
+  // chamber.io/min-member on the Job still overrides it.
+  in.jobs = {
+      JobObj("ml", "train", 4, 1,
+             {{"metadata", {{"annotations", {{"chamber.io/min-member", "2"}}}}},
+              {"spec", {{"scheduling", {{"schedulingPolicy", {{"basic", Json::object()}}}}}}}})};
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 2);
+
+  // One that does not read (the API server validates it, so only a stale or foreign object):
+  // a problem naming the Job and the field, and the Job is one gang of all its pods.
+  b = built({{"gang", {{"minCount", 0}}}});
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 0);
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0],
+            "job ml/train: spec.scheduling.schedulingPolicy.gang.minCount: must be at least 1; "
+            "the Job is scheduled as one gang of all its pods");
+  b = built({{"gang", {{"minCount", 2}}}, {"basic", Json::object()}});
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0],
+            "job ml/train: spec.scheduling.schedulingPolicy: must set exactly one of basic and "
+            "gang; the Job is scheduled as one gang of all its pods");
+}
+
 // A PodGroup that does not read is a problem naming the object and the field; its pods wait.
 TEST(SnapshotBuilderTest, AnUpstreamPodGroupThatDoesNotReadIsAProblem) {
   ClusterObjects in;
