@@ -3,13 +3,15 @@
 // an error names the kind's object ("jobset ns/name: ..."); a spec that reads has no negative
 // counts and a minimum not below 0, and one whose gang is a part's (a TrainJob) no pod sets of
 // its own; an upstream PodGroup (scheduling.k8s.io) reads as a gang with a minimum of 1 or more,
-// or as basic, and its pod names it; the build makes at most one workload of the object and its
+// or as basic, and its pod names it; so does a Job's spec.scheduling, whose gang may leave its
+// minimum to the Job's parallelism (0); the build makes at most one workload of the object and its
 // pod, and every workload it makes has as many pods as its pod sets say. An input's "part" (a
 // JobSet, say) is added as an object the top one controls, and the pod is then the part's: a
 // TrainJob with its JobSet.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -59,6 +61,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   else
     fuzz::Check(group->gang ? group->min_count >= 1 : group->min_count == 0,
                 "a gang without a minimum, or a basic group with one", object.dump());
+
+  // A Job's own scheduling policy (spec.scheduling): an error names the Job; a gang's minimum is
+  // 0 (all of its parallelism) or more, a basic policy has none.
+  chamber::Result<std::optional<backend::UpstreamPodGroup>> job_policy =
+      backend::ReadJobSchedulingPolicy(object);
+  if (!job_policy.ok())
+    fuzz::Check(job_policy.status().message().rfind("job ", 0) == 0,
+                "the error does not name the Job", job_policy.status().message());
+  else if (*job_policy)
+    fuzz::Check((*job_policy)->gang ? (*job_policy)->min_count >= 0 : (*job_policy)->min_count == 0,
+                "a gang with a negative minimum, or a basic policy with one", object.dump());
 
   // The builder, over the object (when it has metadata) and a pod it controls.
   chamber::Result<chamber::kube::Object> owner = chamber::kube::Object::FromJson(object);
