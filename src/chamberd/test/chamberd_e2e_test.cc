@@ -467,81 +467,29 @@ TEST_F(ChamberdE2E, AJobsOwnSchedulingPolicyIsHonouredBesideThePodGroupItsContro
 }
 
 TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
-  const kube::ResourceType& policies = e2e::kValidatingAdmissionPolicies;
-  const kube::ResourceType& bindings = e2e::kValidatingAdmissionPolicyBindings;
-  const std::string policy = ns_ + "-refuse-bind";
-  Json vap = {{"apiVersion", "admissionregistration.k8s.io/v1"},
-              {"kind", "ValidatingAdmissionPolicy"},
-              {"metadata", {{"name", policy}}},
-              {"spec",
-               {{"failurePolicy", "Fail"},
-                {"matchConstraints",
-                 {{"resourceRules", Json::array({{{"apiGroups", {""}},
-                                                  {"apiVersions", {"v1"}},
-                                                  {"operations", {"CREATE"}},
-                                                  {"resources", {"pods/binding"}}}})}}},
-                {"validations", Json::array({{{"expression",
-                                               "!(object.metadata.name == 'gang-2' || "
-                                               "object.metadata.name.startsWith('probe-'))"},
-                                              {"message", "binding refused by the test"}}})}}}};
-  Json binding = {
-      {"apiVersion", "admissionregistration.k8s.io/v1"},
-      {"kind", "ValidatingAdmissionPolicyBinding"},
-      {"metadata", {{"name", policy}}},
-      {"spec",
-       {{"policyName", policy},
-        {"validationActions", {"Deny"}},
-        {"matchResources",
-         {{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns_}}}}}}}}}};
-  ASSERT_TRUE(client_->Create(policies, "", vap).ok());
-  ASSERT_TRUE(client_->Create(bindings, "", binding).ok());
-  struct Cleanup {
-    kube::Client* c;
-    kube::ResourceType p, b;
-    std::string name;
-    ~Cleanup() {
-      (void)c->Delete(b, "", name);
-      (void)c->Delete(p, "", name);
-    }
-  } cleanup{client_.get(), policies, bindings, policy};
-
   Nodes(1, 4);
   const std::string node = ns_ + "-gpu-0";
   PriorityClass(ns_ + "-high", 1000);
   auto pod = [&](const std::string& name) {
-    const bool probe = name.starts_with("probe-");
-    return Json{{"apiVersion", "v1"},
-                {"kind", "Pod"},
-                {"metadata",
-                 {{"name", name},
-                  {"namespace", ns_},
-                  {"labels", probe ? Json::object()
-                                   : Json{{"chamber.io/pod-group", "g"},
-                                          {"chamber.io/queue", ns_ + "-team"}}}}},
-                {"spec",
-                 {{"schedulerName", probe ? "nobody" : "chamber"},
-                  {"priorityClassName", ns_ + "-high"},
-                  {"containers",
-                   Json::array({{{"name", "main"},
-                                 {"image", "trainer:latest"},
-                                 {"resources",
-                                  probe ? Json::object()  // holds nothing once bound
-                                        : Json{{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}},
-                                               {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+    return Json{
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", name},
+          {"namespace", ns_},
+          {"labels", {{"chamber.io/pod-group", "g"}, {"chamber.io/queue", ns_ + "-team"}}}}},
+        {"spec",
+         {{"schedulerName", "chamber"},
+          {"priorityClassName", ns_ + "-high"},
+          {"containers", Json::array({{{"name", "main"},
+                                       {"image", "trainer:latest"},
+                                       {"resources",
+                                        {{"requests", {{"cpu", "1"}, {"nvidia.com/gpu", 1}}},
+                                         {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
   };
-  // The policy is in force once the API server refuses a probe's binding with its message (a
-  // probe bound before then is not tried again).
-  int probes = 0;
-  std::string refusal;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const std::string name = "probe-" + std::to_string(probes++);
-        if (!client_->Create(kube::resources::kPods, ns_, pod(name)).ok()) return false;
-        refusal = client_->Bind(ns_, name, "", node).message();
-        return refusal.find("binding refused by the test") != std::string::npos;
-      },
-      20s))
-      << refusal;
+  // The API server refuses the binding of gang-2.
+  e2e::RefusedBindings refused(client_.get(), ns_, "object.metadata.name == 'gang-2'");
+  ASSERT_TRUE(refused.InForce(node, 20s)) << refused.last_refusal();
 
   Queue(ns_ + "-team", 4);
   std::map<std::string, std::string> first_uid;
@@ -590,8 +538,7 @@ TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
   EXPECT_NE(message.find("2 bare pod(s) recreated, pending"), std::string::npos) << message;
 
   // Lifted, the gang starts whole.
-  (void)client_->Delete(bindings, "", policy);
-  (void)client_->Delete(policies, "", policy);
+  refused.Lift();
   StartChamberd("again", {"--no-leader-elect"});
   // Until the API server drops the policy, a rollback may be deleting and recreating a member:
   // a pod missing for that moment is not bound yet.

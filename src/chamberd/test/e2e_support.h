@@ -86,4 +86,87 @@ inline Result<std::unique_ptr<kube::Client>> ConnectWithQueueCrd(const std::stri
   return client;
 }
 
+// A ValidatingAdmissionPolicy bound to namespace `ns` under which the API server refuses the
+// bindings (pods/binding) that the CEL expression `refused` says (over `object`, the Binding:
+// `object.metadata.name` is the pod's name), and those of pods named "probe-*". Lifted when
+// destroyed.
+class RefusedBindings {
+ public:
+  RefusedBindings(kube::Client* client, std::string ns, const std::string& refused)
+      : client_(client), ns_(std::move(ns)), name_(ns_ + "-refuse-bind") {
+    const kube::Json rules = kube::Json::array({{{"apiGroups", {""}},
+                                                 {"apiVersions", {"v1"}},
+                                                 {"operations", {"CREATE"}},
+                                                 {"resources", {"pods/binding"}}}});
+    const kube::Json policy = {
+        {"apiVersion", "admissionregistration.k8s.io/v1"},
+        {"kind", "ValidatingAdmissionPolicy"},
+        {"metadata", {{"name", name_}}},
+        {"spec",
+         {{"failurePolicy", "Fail"},
+          {"matchConstraints", {{"resourceRules", rules}}},
+          {"validations",
+           kube::Json::array(
+               {{{"expression", "!(" + refused + " || object.metadata.name.startsWith('probe-'))"},
+                 {"message", "binding refused by the test"}}})}}}};
+    const kube::Json binding = {
+        {"apiVersion", "admissionregistration.k8s.io/v1"},
+        {"kind", "ValidatingAdmissionPolicyBinding"},
+        {"metadata", {{"name", name_}}},
+        {"spec",
+         {{"policyName", name_},
+          {"validationActions", {"Deny"}},
+          {"matchResources",
+           {{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns_}}}}}}}}}};
+    created_ = client_->Create(kValidatingAdmissionPolicies, "", policy).ok() &&
+               client_->Create(kValidatingAdmissionPolicyBindings, "", binding).ok();
+  }
+  RefusedBindings(const RefusedBindings&) = delete;
+  RefusedBindings& operator=(const RefusedBindings&) = delete;
+  ~RefusedBindings() { Lift(); }
+
+  // Whether the policy comes in force within `within`: the API server refuses a probe pod's
+  // binding to `node` with its message (a probe bound before then is not tried again). The
+  // probes are deleted after. last_refusal() says what the last try got.
+  bool InForce(const std::string& node, std::chrono::milliseconds within) {
+    if (!created_) {
+      last_refusal_ = "the policy or its binding was not created";
+      return false;
+    }
+    int probes = 0;
+    const bool in_force = Eventually(
+        [&] {
+          const std::string name = "probe-" + std::to_string(probes++);
+          const kube::Json probe = {
+              {"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", ns_}}},
+              {"spec",
+               {{"schedulerName", "nobody"},
+                {"containers", kube::Json::array({{{"name", "main"}, {"image", "pause"}}})}}}};
+          if (!client_->Create(kube::resources::kPods, ns_, probe).ok()) return false;
+          last_refusal_ = client_->Bind(ns_, name, "", node).message();
+          return last_refusal_.find("binding refused by the test") != std::string::npos;
+        },
+        within);
+    kube::DeleteOptions now;
+    now.grace_period_seconds = 0;
+    for (int i = 0; i < probes; ++i)
+      (void)client_->Delete(kube::resources::kPods, ns_, "probe-" + std::to_string(i), now);
+    return in_force;
+  }
+  const std::string& last_refusal() const { return last_refusal_; }
+
+  void Lift() {
+    (void)client_->Delete(kValidatingAdmissionPolicyBindings, "", name_);
+    (void)client_->Delete(kValidatingAdmissionPolicies, "", name_);
+  }
+
+ private:
+  kube::Client* client_;
+  std::string ns_, name_;
+  bool created_ = false;
+  std::string last_refusal_;
+};
+
 }  // namespace chamber::chamberd::e2e

@@ -824,62 +824,10 @@ TEST_F(TrainJobE2E, AReservedJobSuspendsATrainJobWhichResumesAndCompletes) {
 TEST_F(TrainJobE2E, AHalfFailedBindRollsATrainJobBackAndItResumesAndCompletes) {
   StartGangCluster(1, 8);
   // The API server refuses the binding of the second trainer pod (the Job train-node-0's pod of
-  // index 1), and of the probes that show the policy is in force.
-  const std::string policy = ns_ + "-refuse-bind";
-  Json vap = {
-      {"apiVersion", "admissionregistration.k8s.io/v1"},
-      {"kind", "ValidatingAdmissionPolicy"},
-      {"metadata", {{"name", policy}}},
-      {"spec",
-       {{"failurePolicy", "Fail"},
-        {"matchConstraints",
-         {{"resourceRules", Json::array({{{"apiGroups", {""}},
-                                          {"apiVersions", {"v1"}},
-                                          {"operations", {"CREATE"}},
-                                          {"resources", {"pods/binding"}}}})}}},
-        {"validations", Json::array({{{"expression",
-                                       "!(object.metadata.name.startsWith('train-node-0-1-')"
-                                       " || object.metadata.name.startsWith('probe-'))"},
-                                      {"message", "binding refused by the test"}}})}}}};
-  Json binding = {
-      {"apiVersion", "admissionregistration.k8s.io/v1"},
-      {"kind", "ValidatingAdmissionPolicyBinding"},
-      {"metadata", {{"name", policy}}},
-      {"spec",
-       {{"policyName", policy},
-        {"validationActions", {"Deny"}},
-        {"matchResources",
-         {{"namespaceSelector", {{"matchLabels", {{"kubernetes.io/metadata.name", ns_}}}}}}}}}};
-  ASSERT_TRUE(client_->Create(e2e::kValidatingAdmissionPolicies, "", vap).ok());
-  ASSERT_TRUE(client_->Create(e2e::kValidatingAdmissionPolicyBindings, "", binding).ok());
-  auto lift = [&] {
-    (void)client_->Delete(e2e::kValidatingAdmissionPolicyBindings, "", policy);
-    (void)client_->Delete(e2e::kValidatingAdmissionPolicies, "", policy);
-  };
-  struct Lift {
-    std::function<void()> f;
-    ~Lift() { f(); }
-  } lifted{lift};
-  int probes = 0;
-  std::string refusal;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        const std::string name = "probe-" + std::to_string(probes++);
-        Json probe = {{"metadata", {{"name", name}}},
-                      {"spec",
-                       {{"schedulerName", "nobody"},
-                        {"containers", Json::array({{{"name", "main"}, {"image", "pause"}}})}}}};
-        if (!client_->Create(kube::resources::kPods, ns_, probe).ok()) return false;
-        refusal = client_->Bind(ns_, name, "", ns_ + "-gpu-0").message();
-        return refusal.find("binding refused by the test") != std::string::npos;
-      },
-      20s))
-      << refusal;
-  // A probe bound before the policy held its place on the node, with no GPU slots: gone.
-  kube::DeleteOptions now;
-  now.grace_period_seconds = 0;
-  for (int i = 0; i < probes; ++i)
-    (void)client_->Delete(kube::resources::kPods, ns_, "probe-" + std::to_string(i), now);
+  // index 1).
+  e2e::RefusedBindings refused(client_.get(), ns_,
+                               "object.metadata.name.startsWith('train-node-0-1-')");
+  ASSERT_TRUE(refused.InForce(ns_ + "-gpu-0", 20s)) << refused.last_refusal();
 
   Runtime(/*leader=*/false, 3, "");
   TrainJob("train", team(), 2, 4);
@@ -897,7 +845,7 @@ TEST_F(TrainJobE2E, AHalfFailedBindRollsATrainJobBackAndItResumesAndCompletes) {
   ExpectNoDoubleBooking(8);
 
   // Lifted, it is resumed and runs whole, and completes: no pod was counted as failed.
-  lift();
+  refused.Lift();
   ASSERT_TRUE(Eventually([&] { return Condition("train", "Complete"); }, 90s))
       << "Failed: " << Condition("train", "Failed") << "; suspended: " << Suspended("train");
   EXPECT_FALSE(Condition("train", "Failed"));
