@@ -92,6 +92,10 @@ struct Node {
   // i = GPU i. They are never free and never preempted. Their CPU and memory are left out of
   // `allocatable` by the caller.
   uint64_t external_gpu_mask = 0;
+  // Its device plugin divides its GPUs itself (time-slicing or MPS replicas, MIG devices under
+  // the single strategy): each entry of `gpus` may be a part of a GPU, so no share of a GPU goes
+  // here. Pods asking for whole GPUs still do.
+  bool device_plugin_shares = false;
 };
 
 // A set of identical pods within a workload (a Job's pod template, a pod group's members).

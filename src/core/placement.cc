@@ -44,7 +44,7 @@ bool SelectorMatches(const Node& node,
 }
 
 std::string Signature(const PodSet& ps) {
-  std::string sig = ps.request.gpu_milli() > 0 ? "g" : "c";
+  std::string sig = ps.request.gpu_share() ? "s" : ps.request.gpu_milli() > 0 ? "g" : "c";
   for (const auto& [k, v] : ps.node_selector) sig += "\x1fs" + k + "=" + v;
   for (const Toleration& t : ps.tolerations) {
     sig += "\x1ft" + t.key + (t.op == Toleration::Operator::kExists ? "?" : "=") + t.value;
@@ -105,9 +105,10 @@ int64_t ShareSlots(const ClusterState& state, NodeId n, const PodSet& ps) {
 const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) const {
   constexpr size_t kMaxKnown = 8;
   const bool gpu = ps.request.gpu_milli() > 0;
+  const bool share = ps.request.gpu_share();
   for (const Known& k : known_) {
-    if (k.gpu == gpu && k.node_selector == ps.node_selector && k.tolerations == ps.tolerations &&
-        k.gpu_models == ps.gpu_models) {
+    if (k.gpu == gpu && k.share == share && k.node_selector == ps.node_selector &&
+        k.tolerations == ps.tolerations && k.gpu_models == ps.gpu_models) {
       if (id != nullptr) *id = k.id;
       return filters_[k.id];
     }
@@ -115,7 +116,7 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
   std::string sig = Signature(ps);
   auto [it, inserted] = ids_.try_emplace(std::move(sig), static_cast<int32_t>(filters_.size()));
   if (known_.size() < kMaxKnown)
-    known_.push_back({gpu, ps.node_selector, ps.tolerations, ps.gpu_models, it->second});
+    known_.push_back({gpu, share, ps.node_selector, ps.tolerations, ps.gpu_models, it->second});
   if (inserted) {
     int32_t model_count = 0;
     std::vector<uint8_t> allowed_model;
@@ -143,6 +144,8 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
                                  static_cast<size_t>(facts.model_id) >= allowed_model.size() ||
                                  allowed_model[facts.model_id] == 0)) {
         f[i] = NodeFilter::kGpuModel;
+      } else if (share && node.device_plugin_shares) {
+        f[i] = NodeFilter::kDevicePluginShares;
       }
     }
     filters_.push_back(std::move(f));
@@ -573,6 +576,7 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
     kSelector,
     kTaint,
     kModel,
+    kDevicePluginShares,
     kTooFewGpus,
     kUnhealthy,
     kTooFewFree,
@@ -583,11 +587,17 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
     kNumCauses
   };
   static constexpr std::array<const char*, kNumCauses> kCauseText = {
-      "cordoned",          "node selector mismatch",
-      "untolerated taint", "wrong GPU model",
-      "too few GPUs",      "unhealthy GPUs",
-      "too few free GPUs", "no GPU with room for the share",
-      "insufficient cpu",  "insufficient memory",
+      "cordoned",
+      "node selector mismatch",
+      "untolerated taint",
+      "wrong GPU model",
+      "GPUs divided by the device plugin",
+      "too few GPUs",
+      "unhealthy GPUs",
+      "too few free GPUs",
+      "no GPU with room for the share",
+      "insufficient cpu",
+      "insufficient memory",
       "pod limit reached"};
   const std::vector<PodRef> refs = ExpandPods(w, pods);
   std::map<int32_t, int32_t> wanted;  // pod set -> pods of it in the gang
@@ -619,6 +629,9 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
           continue;
         case NodeFilter::kGpuModel:
           ++causes[kModel];
+          continue;
+        case NodeFilter::kDevicePluginShares:
+          ++causes[kDevicePluginShares];
           continue;
         case NodeFilter::kOk:
           break;

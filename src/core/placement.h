@@ -18,7 +18,14 @@
 namespace chamber::core {
 
 // Why a node can never take a pod of a pod set this cycle, whatever is free.
-enum class NodeFilter : uint8_t { kOk, kUnschedulable, kNodeSelector, kTaint, kGpuModel };
+enum class NodeFilter : uint8_t {
+  kOk,
+  kUnschedulable,
+  kNodeSelector,
+  kTaint,
+  kGpuModel,
+  kDevicePluginShares,  // a share of a GPU, on a node whose device plugin divides its GPUs
+};
 
 // Static feasibility per distinct (node selector, tolerations, GPU models), computed once per
 // cycle on first use. Most workloads share a handful of such constraint sets.
@@ -37,6 +44,7 @@ class FeasibilityCache {
   // and hashed: comparing is cheaper, and most pod sets of a cycle match one of them.
   struct Known {
     bool gpu = false;
+    bool share = false;
     std::vector<std::pair<std::string, std::string>> node_selector;
     Interned<std::vector<Toleration>> tolerations;
     std::vector<std::string> gpu_models;

@@ -728,6 +728,21 @@ class Builder {
   }
 
   // The engine's node for a Kubernetes node, before the pods bound to it are accounted.
+  // Whether the node's device plugin divides its GPUs itself, as GPU feature discovery labels
+  // it: more than one replica of each GPU (time-slicing or MPS), a sharing strategy other than
+  // "none", or MIG devices advertised as nvidia.com/gpu (the single strategy).
+  static bool DevicePluginShares(const std::map<std::string, std::string>& labels,
+                                 const std::string* product) {
+    if (const std::string* r = Find(labels, keys::kGpuReplicas))
+      if (auto v = ParseInt(*r); v.ok() && *v > 1) return true;
+    if (const std::string* s = Find(labels, keys::kGpuSharingStrategy))
+      if (!s->empty() && *s != "none") return true;
+    if (const std::string* m = Find(labels, keys::kMigStrategy))
+      if (*m == "single" && product != nullptr && product->find("-MIG-") != std::string::npos)
+        return true;
+    return false;
+  }
+
   core::Node NodeOf(const kube::Node& kn, std::vector<std::string>* problems) const {
     auto problem = [problems](std::string text) { problems->push_back(std::move(text)); };
     core::Node n;
@@ -745,6 +760,7 @@ class Builder {
       gpus = core::kMaxGpusPerNode;
     }
     const std::string* product = Find(kn.metadata.labels, keys::kGpuProduct);
+    n.device_plugin_shares = DevicePluginShares(kn.metadata.labels, product);
     int64_t memory_mib = 0;
     if (const std::string* m = Find(kn.metadata.labels, keys::kGpuMemory)) {
       if (auto v = ParseInt(*m); v.ok()) memory_mib = *v;

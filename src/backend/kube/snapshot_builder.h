@@ -87,6 +87,12 @@ inline constexpr char kGpuUuids[] = "chamber.io/gpu-uuids";            // comma-
 inline constexpr char kGpuProduct[] = "nvidia.com/gpu.product";
 inline constexpr char kGpuMemory[] = "nvidia.com/gpu.memory";  // MiB
 inline constexpr char kGpuClique[] = "nvidia.com/gpu.clique";  // multi-node NVLink domain
+// GPU feature discovery's labels of a node whose device plugin divides its GPUs: replicas of each
+// GPU (time-slicing or MPS), the sharing strategy, and the MIG strategy (under "single", with a
+// product named "<GPU>-MIG-<profile>", every nvidia.com/gpu is a MIG device).
+inline constexpr char kGpuReplicas[] = "nvidia.com/gpu.replicas";
+inline constexpr char kGpuSharingStrategy[] = "nvidia.com/gpu.sharing-strategy";
+inline constexpr char kMigStrategy[] = "nvidia.com/mig.strategy";
 inline constexpr char kBlock[] = "chamber.io/block";
 inline constexpr char kZone[] = "topology.kubernetes.io/zone";
 }  // namespace keys

@@ -464,6 +464,62 @@ TEST_F(WebhookE2E, AReclaimPreemptsOnlyAsManySharesAsNeeded) {
   EXPECT_EQ(Annotation(owner, "chamber.io/visible-devices"), "0") << "no UUIDs reported: the index";
 }
 
+// A node whose device plugin time-slices its GPUs advertises 4 replicas of each as
+// nvidia.com/gpu (GPU feature discovery labels it so): no share of a GPU goes there, since the
+// index or UUID chamberd would give it names no GPU of its own. Half shares take the plain
+// node's one GPU, a third waits and says why; a whole-GPU pod still goes to the sliced node.
+TEST_F(WebhookE2E, NoShareGoesToATimeSlicedNodeAndWholeGpusStillDo) {
+  const std::string pool = "pool-" + ns_;
+  Nodes(1, 4, "sliced", {},
+        {{"chamber-test/pool", pool},
+         {"nvidia.com/gpu.replicas", "4"},
+         {"nvidia.com/gpu.sharing-strategy", "time-slicing"}});
+  Nodes(1, 1, "plain", {}, {{"chamber-test/pool", pool}});
+  const int port = StartWithWebhook("a");
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, queue_);
+  if (HasFailure()) return;
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(client_
+                    ->Create(kube::resources::kPods, default_ns_,
+                             SharePod("half-" + std::to_string(i), "0.5", Json::object(), pool))
+                    .ok());
+  auto bound_halves = [&] {
+    std::vector<std::string> nodes;
+    for (const auto& [name, p] : LivePods(default_ns_))
+      if (name.starts_with("half-") && !NodeOf(p).empty()) nodes.push_back(NodeOf(p));
+    return nodes;
+  };
+  ASSERT_TRUE(Eventually([&] { return bound_halves().size() == 2; }, 30s));
+  // The third waits, naming the sliced node's device plugin.
+  std::string waiting;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const auto& [name, p] : LivePods(default_ns_)) {
+          if (!name.starts_with("half-") || !NodeOf(p).empty()) continue;
+          for (const Json& c : p.value("/status/conditions"_json_pointer, Json::array()))
+            if (c.value("type", "") == "PodScheduled") waiting = c.value("message", "");
+        }
+        return waiting.find("GPUs divided by the device plugin") != std::string::npos;
+      },
+      30s))
+      << waiting;
+  for (const std::string& node : bound_halves()) EXPECT_EQ(node, ns_ + "-plain-0");
+  // A whole GPU: the sliced node has room.
+  Json whole = BarePod("whole");
+  whole["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
+  ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, whole).ok());
+  auto node_of_whole = [&] {
+    const std::map<std::string, Json> pods = LivePods(default_ns_);
+    auto it = pods.find("whole");
+    return it == pods.end() ? std::string() : NodeOf(it->second);
+  };
+  ASSERT_TRUE(Eventually([&] { return !node_of_whole().empty(); }, 30s));
+  EXPECT_EQ(node_of_whole(), ns_ + "-sliced-0");
+  EXPECT_EQ(bound_halves().size(), 2u);
+  ExpectNoDoubleBooking(4, {default_ns_});
+}
+
 // The device plugin, not chamberd, picks the GPU of a pod asking nvidia.com/gpu. chamberd
 // binds a whole-GPU pod to GPU 0 of a 2-GPU node, but the node's agent reports (pod-resources)
 // that the device plugin gave it GPU 1: a half share then goes on GPU 0, never on GPU 1, and is

@@ -79,6 +79,8 @@ inline bool Accepts(const Node& n, const PodSet& ps) {
         ps.gpu_models.end())
       return false;
   }
+  // A node whose device plugin divides its GPUs takes no share of one.
+  if (ps.request.gpu_share() && n.device_plugin_shares) return false;
   return true;
 }
 

@@ -1209,6 +1209,8 @@ Snapshot GenSharePreemptionSnapshot() {
     for (Gpu& g : n.get().gpus) g.memory_mib = memory;
     n.get().max_pods = OneOf<int>({4, 8, 32});
     if (Chance(40)) n.Cpu(Pick(2, 8) * 1000);
+    // Its device plugin divides its GPUs: the shares already there stay, no new one goes there.
+    n.get().device_plugin_shares = nodes > 1 && Chance(20);
   }
   GenQueues(b);
   // Some GPUs filled with small shares of random queues and priorities, some in their grace

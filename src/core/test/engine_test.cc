@@ -841,6 +841,40 @@ TEST_F(EngineTest, NoShareIsPreemptedOnAGpuHeldExternally) {
   EXPECT_THAT(result_.preemptions, IsEmpty());
 }
 
+// A node whose device plugin divides its GPUs (time-slicing replicas, MIG devices under the
+// single strategy) takes no share of a GPU, nor does a share preempt there; pods of whole GPUs
+// still go there. The waiting share says why.
+TEST_F(EngineTest, NoShareGoesToANodeWhoseDevicePluginDividesItsGpus) {
+  b_.Node("replicas", 4);
+  b_.snapshot().nodes.back().device_plugin_shares = true;
+  b_.Node("plain", 1);
+  b_.Queue("owner").Quota(4);
+  b_.Queue("borrower");
+  b_.Workload("full", "borrower").Pods(1, 1).Running("plain", Mask(0, 1));
+  b_.Workload("half", "owner").Shares(1, 500);
+  b_.Workload("whole", "owner").Pods(1, 2).Submit(Sec(1));
+  Run();
+  // The share reclaims the plain node's GPU rather than go on the free replicas.
+  ASSERT_EQ(result_.preemptions.size(), 1u);
+  EXPECT_EQ(result_.preemptions[0].workload.value, 0);
+  EXPECT_THAT(Bound(), ElementsAre("whole"));
+  EXPECT_EQ(result_.binds[0].pods[0].placement.node.value, 0);
+
+  // With nothing to preempt it waits, naming the nodes it cannot use.
+  b_ = SnapshotBuilder();
+  b_.Node("replicas", 4);
+  b_.snapshot().nodes.back().device_plugin_shares = true;
+  b_.Queue("owner").Quota(4);
+  b_.Workload("half", "owner").Shares(1, 500);
+  Run();
+  EXPECT_THAT(Bound(), IsEmpty());
+  ASSERT_NE(Pending("half"), nullptr);
+  EXPECT_EQ(Pending("half")->reason, PendingReason::kNoNodeFits);
+  EXPECT_NE(Pending("half")->message().find("1 node GPUs divided by the device plugin"),
+            std::string::npos)
+      << Pending("half")->message();
+}
+
 // The cycles after: a share waits for the room its victims' shares release and preempts no
 // more; the room is its own, so a share of the same queue that would fit in it waits too
 // rather than take it. Once the victims are gone the preemptor is bound there.

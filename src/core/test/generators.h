@@ -303,6 +303,7 @@ inline Snapshot GenShareSnapshot() {
     const int64_t memory = OneOf<int64_t>({0, 24576, 81920, 81920});
     for (Gpu& g : n.gpus) g.memory_mib = memory;
     if (Chance(60)) n.max_pods = std::max(n.max_pods, 32);  // room for many small pods
+    n.device_plugin_shares = Chance(15);  // no share goes there; whole GPUs still do
   }
   GenQueues(b);
   for (Queue& q : b.snapshot().queues) {

@@ -374,6 +374,60 @@ TEST(SnapshotBuilderTest, APodAskingForAMigDeviceWaitsAndSaysWhy) {
             "another scheduler");
 }
 
+// A node whose device plugin divides its GPUs, as GPU feature discovery labels it (replicas of
+// each GPU, a sharing strategy, MIG devices under the single strategy), advertises parts of GPUs
+// as nvidia.com/gpu: no share of a GPU goes there, and a waiting share says why. Pods of whole
+// GPUs still go there.
+TEST(SnapshotBuilderTest, NoShareGoesToANodeWhoseDevicePluginDividesItsGpus) {
+  auto labelled = [](const Json& labels) {
+    Json node = {{"metadata", {{"labels", labels}}}};
+    return GpuNode("n1", 8, node);
+  };
+  auto divides = [&](const Json& labels) {
+    ClusterObjects in;
+    in.nodes = {labelled(labels)};
+    BuiltSnapshot b = BuildSnapshot(in, Opts());
+    EXPECT_EQ(b.snapshot.nodes.size(), 1u);
+    return !b.snapshot.nodes.empty() && b.snapshot.nodes[0].device_plugin_shares;
+  };
+  EXPECT_FALSE(divides(Json::object()));
+  EXPECT_TRUE(divides({{"nvidia.com/gpu.replicas", "4"}}));
+  EXPECT_FALSE(divides({{"nvidia.com/gpu.replicas", "1"}}));
+  EXPECT_TRUE(divides({{"nvidia.com/gpu.sharing-strategy", "time-slicing"}}));
+  EXPECT_TRUE(divides({{"nvidia.com/gpu.sharing-strategy", "mps"}}));
+  EXPECT_FALSE(divides({{"nvidia.com/gpu.sharing-strategy", "none"}}));
+  EXPECT_TRUE(divides({{"nvidia.com/mig.strategy", "single"},
+                       {"nvidia.com/gpu.product", "A100-SXM4-40GB-MIG-1g.5gb"}}));
+  EXPECT_FALSE(divides(
+      {{"nvidia.com/mig.strategy", "single"}, {"nvidia.com/gpu.product", "A100-SXM4-40GB"}}))
+      << "the single strategy with MIG off advertises whole GPUs";
+  EXPECT_FALSE(divides(
+      {{"nvidia.com/mig.strategy", "mixed"}, {"nvidia.com/gpu.product", "A100-SXM4-40GB"}}));
+
+  // A half share and a whole GPU pod on a time-sliced node alone: the whole GPU is bound, the
+  // share waits and names the node's device plugin.
+  ClusterObjects in;
+  in.nodes = {labelled({{"nvidia.com/gpu.replicas", "4"}})};
+  const Json share = {
+      {"metadata",
+       {{"labels", {{"chamber.io/queue", "q"}}},
+        {"annotations",
+         {{"chamber.io/gpu-fraction", "0.5"}, {"chamber.io/gpu-env", "downward-api"}}}}}};
+  in.pods = {Pod("ml", "half", 0, share),
+             Pod("ml", "whole", 1, {{"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}}})};
+  in.queues = {QueueNamed("q", 8)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[r.binds[0].workload.index()].name, "ml/whole");
+  ASSERT_EQ(r.pending.size(), 1u);
+  EXPECT_EQ(r.pending[0].reason, core::PendingReason::kNoNodeFits);
+  EXPECT_NE(r.pending[0].message().find("1 node GPUs divided by the device plugin"),
+            std::string::npos)
+      << r.pending[0].message();
+}
+
 // Bound shares hold the GPU their chamber.io/gpu-indices names, beside each other; a pod holding
 // GPUs whole never gets a GPU that holds shares; a bound share whose annotations no longer read
 // is taken to hold its GPU whole.
