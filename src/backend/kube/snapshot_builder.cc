@@ -727,7 +727,6 @@ class Builder {
     }
   }
 
-  // The engine's node for a Kubernetes node, before the pods bound to it are accounted.
   // Whether the node's device plugin divides its GPUs itself, as GPU feature discovery labels
   // it: more than one replica of each GPU (time-slicing or MPS), a sharing strategy other than
   // "none", or MIG devices advertised as nvidia.com/gpu (the single strategy).
@@ -743,6 +742,7 @@ class Builder {
     return false;
   }
 
+  // The engine's node for a Kubernetes node, before the pods bound to it are accounted.
   core::Node NodeOf(const kube::Node& kn, std::vector<std::string>* problems) const {
     auto problem = [problems](std::string text) { problems->push_back(std::move(text)); };
     core::Node n;
