@@ -574,10 +574,13 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     }
     spdlog::warn("gang {}: bind failed ({}); rolling back", name, failed);
     // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
-    // the gang is placed again whole. A Job is suspended first: the Job controller counts a
-    // pod deleted under a running Job as a failure against its backoffLimit, not one deleted
-    // under a suspended Job; it is resumed when it fits again. A bare pod is recreated here,
-    // pending, from the object as the API server holds it.
+    // the gang is placed again whole. A Job is suspended instead, and its pods are left to the
+    // Job controller, which deletes the active pods of a Job it has seen suspended: it counts a
+    // pod deleted under a running Job as a failure against its backoffLimit, and a pod deleted
+    // here could reach it before the suspension does (two watches, no order between them). It
+    // is resumed when it fits again. Pods of other suspendable kinds are deleted once their
+    // object is suspended. A bare pod is recreated here, pending, from the object as the API
+    // server holds it.
     const bool any_bound = std::any_of(by_decision[d].begin(), by_decision[d].end(),
                                        [](const BindCall* c) { return c->status.ok(); });
     if (src.Suspendable() && any_bound && SuspendForRollback(src)) {
@@ -585,10 +588,15 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       for (const BindCall* c : by_decision[d])
         if (c->status.ok()) bound_pods.push_back(c->pod->pod);
       SuspendPartJobs(src, bound_pods);
-      int released = 0;
+      int released = 0, stopping = 0;
       for (const BindCall* c : by_decision[d]) {
         if (!c->status.ok()) continue;
         ++rollbacks;
+        // Held, as bound, until the Job controller deletes it: its assumed bind stays.
+        if (JobController(*c->pod->pod) != nullptr) {
+          ++stopping;
+          continue;
+        }
         kube::DeleteOptions del;
         del.uid = c->pod->uid();
         del.grace_period_seconds = 0;
@@ -603,11 +611,14 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
           CountError(s, "rollback of " + c->pod->Key());
         }
       }
+      std::string what = "gang bind failed and was rolled back (" + failed + "); suspended, ";
+      if (stopping > 0)
+        what += std::to_string(stopping) + " bound pod(s) left to the Job controller to stop";
+      if (stopping > 0 && released > 0) what += " and ";
+      if (released > 0) what += std::to_string(released) + " bound pod(s) released";
       events.push_back({&src, "FailedScheduling",
-                        "gang bind failed and was rolled back (" + failed + "); " +
-                            std::to_string(released) +
-                            " bound pod(s) released and the Job suspended, so they count as no "
-                            "failure; it is resumed when the gang fits again",
+                        what + ", so they count as no failure; it is resumed when the gang fits "
+                               "again",
                         true});
       continue;
     }
@@ -678,6 +689,12 @@ std::vector<std::string> KubeBackend::AssumedPods() const {
   return keys;
 }
 
+const kube::OwnerReference* KubeBackend::JobController(const kube::Pod& pod) {
+  for (const kube::OwnerReference& o : pod.metadata.owner_references)
+    if (o.controller && o.kind == "Job" && o.api_version == "batch/v1") return &o;
+  return nullptr;
+}
+
 void KubeBackend::SuspendPartJobs(const WorkloadSource& src,
                                   const std::vector<std::shared_ptr<const kube::Pod>>& pods) {
   if (src.kind != WorkloadSource::Kind::kOwner) return;
@@ -694,8 +711,7 @@ void KubeBackend::SuspendPartJobs(const WorkloadSource& src,
   }
   std::set<std::string> jobs;
   for (const auto& p : pods)
-    for (const kube::OwnerReference& o : p->metadata.owner_references)
-      if (o.controller && o.kind == "Job" && o.api_version == "batch/v1") jobs.insert(o.name);
+    if (const kube::OwnerReference* o = JobController(*p)) jobs.insert(o->name);
   for (const std::string& job : jobs) {
     Result<Json> r = client_->MergePatch(kube::resources::kJobs, src.namespace_name(), job,
                                          {{"spec", {{"suspend", true}}}});
