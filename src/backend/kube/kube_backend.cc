@@ -813,8 +813,10 @@ void KubeBackend::ApplyPreemptions(const core::CycleResult& result) {
         std::lock_guard<std::mutex> l(stats_mu_);
         stats_.suspends++;
       }
-      Event(src, "Preempted",
-            "Suspended with " + std::to_string(p.grace_seconds) + " s to checkpoint. " + why);
+      const std::string message =
+          "Suspended with " + std::to_string(p.grace_seconds) + " s to checkpoint. " + why;
+      Event(src, "Preempted", message);
+      WritePodGroupCondition(src, kDisruptionTarget, true, "PreemptionByScheduler", message);
       continue;
     }
     const std::vector<std::shared_ptr<const kube::Pod>> pods = PodsOf(src);

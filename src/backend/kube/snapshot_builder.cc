@@ -5,6 +5,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <system_error>
@@ -1264,7 +1265,26 @@ class Builder {
     WorkloadSource src;
     src.kind = WorkloadSource::Kind::kJob;
     src.job = job_object;
+    src.pod_group =
+        JobsGangPodGroup(*tmpl, job.metadata.namespace_name, {&pending, &bound, &terminating});
     AddGang(g, std::move(src), pending, bound, terminating);
+  }
+
+  // The gang PodGroup a Job's pods name, whose status conditions say how its gang fares: the one
+  // its template names, else the one the Job controller made for it and named on its pods
+  // (WorkloadWithJob). Null for none, or a basic one.
+  std::shared_ptr<const kube::Object> JobsGangPodGroup(
+      const kube::Pod& tmpl, const std::string& ns,
+      std::initializer_list<const std::vector<const PodEntry*>*> pod_lists) const {
+    const std::string* name = tmpl.pod_group_name.empty() ? nullptr : &tmpl.pod_group_name;
+    for (const std::vector<const PodEntry*>* pods : pod_lists)
+      for (const PodEntry* e : *pods)
+        if (name == nullptr && !e->object->pod_group_name.empty())
+          name = &e->object->pod_group_name;
+    if (name == nullptr) return nullptr;
+    auto it = pod_groups_.find(ns + "/" + *name);
+    if (it == pod_groups_.end() || !it->second.group.gang) return nullptr;
+    return it->second.object;
   }
 
   // A top-level object's workload. `part`: for a kind whose gang is that of a part

@@ -149,8 +149,9 @@ struct WorkloadSource {
   std::shared_ptr<const kube::Object> part;
   const WorkloadKind* part_kind = nullptr;
   std::string group;  // kPodGroup: the group's name
-  // kPodGroup of an upstream PodGroup (scheduling.k8s.io): that object, whose status conditions
-  // chamberd writes as kube-scheduler does.
+  // The upstream PodGroup (scheduling.k8s.io) whose status conditions chamberd writes as
+  // kube-scheduler does: a kPodGroup's own, or the gang PodGroup a kJob's pods name (its
+  // template's, or the one the Job controller made for it).
   std::shared_ptr<const kube::Object> pod_group;
   // The Job or top-level object: the lost work its annotations record (kPreemptionCount,
   // kGpuHoursLost).

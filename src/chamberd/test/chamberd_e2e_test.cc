@@ -408,19 +408,13 @@ TEST_F(ChamberdE2E, PodsOfAnUpstreamPodGroupStartAsItsPolicySays) {
   ExpectNoDoubleBooking(4);
 }
 
-// A team beyond its quota waits behind another team's guaranteed work. That wait is a rule's,
-// not a shortage of capacity: its pods say why with the engine's reason, never `Unschedulable`,
-// so a cluster autoscaler buys no node for it.
-// A gang of bare pods whose bind fails half-way is rolled back without losing a pod: the API
-// server refuses the binding of one member (a ValidatingAdmissionPolicy on pods/binding), so the
-// members already bound are deleted and recreated, pending, under their own names. Once the
-// refusal is lifted the whole gang starts.
 // Kubernetes 1.37 with WorkloadWithJob: the Job controller makes a Workload and a PodGroup for
 // each Job, of the Job's spec.scheduling policy (basic when it sets none), and names the
 // PodGroup on every pod it creates. The Job stays chamberd's workload, and its own policy sets
 // the gang's minimum: a gang of minCount 2 starts 2 of its 3 pods on a node of 2 GPUs and
-// completes; a Job that sets no policy is still one gang of all its pods, whatever the basic
-// PodGroup its controller made says.
+// completes, its PodGroup saying `PodGroupInitiallyScheduled` and, when a reserved Job suspends
+// it, `DisruptionTarget`; a Job that sets no policy is still one gang of all its pods, whatever
+// the basic PodGroup its controller made says, and that PodGroup is given no gang's condition.
 TEST_F(ChamberdE2E, AJobsOwnSchedulingPolicyIsHonouredBesideThePodGroupItsControllerMakes) {
   const kube::ResourceType& podgroups = backend::PodGroupTypes().front();
   Nodes(1, 2);
@@ -439,6 +433,18 @@ TEST_F(ChamberdE2E, AJobsOwnSchedulingPolicyIsHonouredBesideThePodGroupItsContro
     }
     return std::string();
   };
+  // The PodGroupInitiallyScheduled condition of that PodGroup: "<status> <reason>", or "".
+  auto scheduled = [&](const std::string& job) {
+    for (const kube::Pod& p : JobPods(job)) {
+      Result<Json> g = client_->Get(podgroups, ns_, p.pod_group_name);
+      if (g.ok())
+        for (const Json& c : g->value("/status/conditions"_json_pointer, Json::array()))
+          if (c.value("type", "") == "PodGroupInitiallyScheduled")
+            return c.value("status", "") + " " + c.value("reason", "");
+      break;
+    }
+    return std::string();
+  };
 
   // No policy of its own: the controller's PodGroup is basic, and the Job is still all or
   // nothing: its 3 GPUs do not fit the node's 2, so none of its pods starts.
@@ -448,24 +454,51 @@ TEST_F(ChamberdE2E, AJobsOwnSchedulingPolicyIsHonouredBesideThePodGroupItsContro
   ASSERT_TRUE(Eventually([&] { return JobPods("whole").size() == 3; }, 30s));
   std::this_thread::sleep_for(3s);
   EXPECT_EQ(Bound("whole"), 0) << "a Job without a policy of its own is one gang of all its pods";
+  EXPECT_EQ(scheduled("whole"), "") << "a basic PodGroup carries no gang's condition";
   kube::DeleteOptions with_pods;
   with_pods.propagation_policy = "Background";
   ASSERT_TRUE(client_->Delete(kube::resources::kJobs, ns_, "whole", with_pods).ok());
   ASSERT_TRUE(Eventually([&] { return JobPods("whole").empty(); }, 30s));
 
   // A gang of minCount 2: two of its three pods start together, the third once one ends.
+  PriorityClass(ns_ + "-reserved", 1000);
   Job("gang", JobSpec(ns_ + "-team", 3)
-                  .Seconds(3)
+                  .Seconds(15)
+                  .Grace("1")
                   .Scheduling({{"schedulingPolicy", {{"gang", {{"minCount", 2}}}}}}));
   ASSERT_TRUE(GetJob("gang").raw.contains("/spec/scheduling"_json_pointer))
       << "the API server dropped spec.scheduling: is WorkloadWithJob on?";
   ASSERT_TRUE(Eventually([&] { return group_of("gang") == "gang 2"; }, 30s)) << group_of("gang");
   ASSERT_TRUE(Eventually([&] { return Bound("gang") == 2; }, 30s));
   ExpectNoDoubleBooking(2);
-  ASSERT_TRUE(Eventually([&] { return Complete("gang"); }, 60s));
+  // Its PodGroup says the gang is scheduled, as kube-scheduler would have it.
+  EXPECT_TRUE(Eventually([&] { return scheduled("gang") == "True Scheduled"; }, 10s))
+      << scheduled("gang");
+  // A reserved Job takes both GPUs: the gang is suspended, and its PodGroup says why.
+  const std::string gang_group = JobPods("gang").front().pod_group_name;
+  auto disruption = [&] {
+    Result<Json> g = client_->Get(podgroups, ns_, gang_group);
+    if (g.ok())
+      for (const Json& c : g->value("/status/conditions"_json_pointer, Json::array()))
+        if (c.value("type", "") == "DisruptionTarget")
+          return c.value("status", "") + " " + c.value("reason", "");
+    return std::string();
+  };
+  Job("urgent", JobSpec(ns_ + "-team", 2).Seconds(2).Priority(ns_ + "-reserved"));
+  ASSERT_TRUE(Eventually([&] { return GetJob("gang").suspend; }, 30s));
+  EXPECT_TRUE(Eventually([&] { return disruption() == "True PreemptionByScheduler"; }, 10s))
+      << disruption();
+  ASSERT_TRUE(Eventually([&] { return Complete("urgent"); }, 30s));
+  ExpectNoDoubleBooking(2);
+  // Then it resumes and completes.
+  ASSERT_TRUE(Eventually([&] { return Complete("gang"); }, 90s));
   ExpectNoDoubleBooking(2);
 }
 
+// A gang of bare pods whose bind fails half-way is rolled back without losing a pod: the API
+// server refuses the binding of one member (a ValidatingAdmissionPolicy on pods/binding), so the
+// members already bound are deleted and recreated, pending, under their own names. Once the
+// refusal is lifted the whole gang starts.
 TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
   Nodes(1, 4);
   const std::string node = ns_ + "-gpu-0";
@@ -553,6 +586,9 @@ TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
       30s));
 }
 
+// A team beyond its quota waits behind another team's guaranteed work. That wait is a rule's,
+// not a shortage of capacity: its pods say why with the engine's reason, never `Unschedulable`,
+// so a cluster autoscaler buys no node for it.
 TEST_F(ChamberdE2E, AQuotaWaitIsNotReportedAsUnschedulable) {
   Nodes(1, 8);
   StartSim();

@@ -738,6 +738,9 @@ TEST(SnapshotBuilderTest, AJobsUpstreamPodGroupSetsItsMinimum) {
   EXPECT_EQ(b.snapshot.workloads[0].name, "ml/train");
   EXPECT_EQ(b.snapshot.workloads[0].min_member, 2);
   EXPECT_EQ(b.sources[0].kind, WorkloadSource::Kind::kJob);
+  // Its PodGroup's conditions say how the gang fares.
+  ASSERT_NE(b.sources[0].pod_group, nullptr);
+  EXPECT_EQ(b.sources[0].pod_group->metadata.name, "train-pg");
 
   in.jobs = {JobObj("ml", "train", 4, 1,
                     {{"metadata", {{"annotations", {{"chamber.io/min-member", "3"}}}}},
@@ -778,6 +781,9 @@ TEST(SnapshotBuilderTest, AJobsOwnSchedulingPolicySetsItsMinimum) {
   EXPECT_EQ(b.snapshot.workloads[0].TotalPods(), 4);
   EXPECT_EQ(b.snapshot.workloads[0].min_member, 3);
   EXPECT_TRUE(b.problems.empty());
+  // The PodGroup its pods name carries the gang's conditions, as the template's would.
+  ASSERT_NE(b.sources[0].pod_group, nullptr);
+  EXPECT_EQ(b.sources[0].pod_group->metadata.name, "train-pg-x7k2p");
 
   b = built({{"basic", Json::object()}});
   ASSERT_EQ(b.snapshot.workloads.size(), 1u);
@@ -812,6 +818,15 @@ TEST(SnapshotBuilderTest, AJobsOwnSchedulingPolicySetsItsMinimum) {
   b = BuildSnapshot(in, Opts());
   ASSERT_EQ(b.snapshot.workloads.size(), 1u);
   EXPECT_EQ(b.snapshot.workloads[0].min_member, 2);
+
+  // The basic PodGroup the controller makes for a Job without a policy carries no gang's
+  // conditions (kube-scheduler writes them on gang PodGroups only).
+  in.pod_groups = {PodGroupObject("ml", "train-pg-x7k2p", {{"basic", Json::object()}})};
+  b = built(Json());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 0);
+  EXPECT_EQ(b.sources[0].pod_group, nullptr);
+  in.pod_groups = {PodGroupObject("ml", "train-pg-x7k2p", {{"gang", {{"minCount", 3}}}})};
 
   // One that does not read (the API server validates it, so only a stale or foreign object):
   // a problem naming the Job and the field, and the Job is one gang of all its pods.
