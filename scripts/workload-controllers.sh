@@ -70,6 +70,7 @@ module_hash() {
       IFS='|' read -r binary dir _ <<<"${entry}"
       (cd "${modules_dir}/${dir}" && cat go.mod go.sum "cmd/${binary}"/*.go)
     done
+    cat "${modules_dir}/ctlmain/go.mod" "${modules_dir}/ctlmain"/*.go
     printf '%s\n' "${controllers[@]}"
     declare -f cmd_build build_one
   } | sha256sum | cut -c1-12

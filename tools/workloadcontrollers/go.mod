@@ -17,6 +17,7 @@ require (
 )
 
 require (
+	chamber.io/tools/workloadcontrollers/ctlmain v0.0.0
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -79,3 +80,5 @@ require (
 	sigs.k8s.io/structured-merge-diff/v4 v4.5.0 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
+
+replace chamber.io/tools/workloadcontrollers/ctlmain => ./ctlmain

@@ -183,12 +183,12 @@ class KubeBackend : public daemon::ClusterBackend {
   // Suspends a Job (or top-level object) whose gang is rolled back (keys::kRolledBackAt); false
   // when it cannot.
   bool SuspendForRollback(const WorkloadSource& src);
+  // The Job controlling `pod` (batch/v1), or null.
+  static const kube::OwnerReference* JobController(const kube::Pod& pod);
   // Suspends the Jobs through which a top-level object (a JobSet) owns `pods`, as its controller
   // will once it sees the object suspended: the Job controller counts a pod deleted under a
   // running Job as a failure, and a Job out of backoff fails its JobSet. A TrainJob's JobSet
   // (WorkloadSource::part) is suspended before its Jobs, as the Trainer will.
-  // The Job controlling `pod` (batch/v1), or null.
-  static const kube::OwnerReference* JobController(const kube::Pod& pod);
   void SuspendPartJobs(const WorkloadSource& src,
                        const std::vector<std::shared_ptr<const kube::Pod>>& pods);
   // Whether the API server holds the pod (this very object, by uid) bound to `node`.

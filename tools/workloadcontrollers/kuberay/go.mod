@@ -18,6 +18,7 @@ require (
 )
 
 require (
+	chamber.io/tools/workloadcontrollers/ctlmain v0.0.0
 	github.com/Masterminds/semver/v3 v3.3.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
@@ -80,3 +81,5 @@ require (
 	sigs.k8s.io/yaml v1.4.0 // indirect
 	volcano.sh/apis v1.12.1 // indirect
 )
+
+replace chamber.io/tools/workloadcontrollers/ctlmain => ../ctlmain

@@ -18,6 +18,7 @@ require (
 )
 
 require (
+	chamber.io/tools/workloadcontrollers/ctlmain v0.0.0
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.2.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
@@ -75,3 +76,5 @@ require (
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.1 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
+
+replace chamber.io/tools/workloadcontrollers/ctlmain => ../ctlmain

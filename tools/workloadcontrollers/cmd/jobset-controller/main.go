@@ -29,14 +29,12 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -46,27 +44,19 @@ import (
 	"sigs.k8s.io/jobset/pkg/metrics"
 	"sigs.k8s.io/jobset/pkg/util/useragent"
 	"sigs.k8s.io/jobset/pkg/version"
+
+	"chamber.io/tools/workloadcontrollers/ctlmain"
 )
 
 var setupLog = ctrl.Log.WithName("setup")
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "jobset-controller: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { ctlmain.Main("jobset-controller", run) }
 
 func run() error {
-	var metricsAddr, probeAddr, featureGates string
+	var featureGates string
 	var qps float64
 	var burst int
-	// --kubeconfig is controller-runtime's own flag (registered on flag.CommandLine by
-	// sigs.k8s.io/controller-runtime/pkg/client/config); here it is required.
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
-		"Address of the (plain HTTP) metrics endpoint, e.g. 127.0.0.1:0; \"0\" turns it off.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", "0",
-		"Address of the /healthz and /readyz endpoints; \"0\" turns them off.")
+	endpoints := ctlmain.RegisterEndpoints(flag.CommandLine)
 	flag.Float64Var(&qps, "kube-api-qps", 500, "Queries per second to the apiserver (upstream's default).")
 	flag.IntVar(&burst, "kube-api-burst", 500, "Burst of queries to the apiserver (upstream's default).")
 	flag.StringVar(&featureGates, "feature-gates", "",
@@ -76,12 +66,8 @@ func run() error {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", flag.Args())
-	}
-	if f := flag.Lookup(config.KubeconfigFlagName); f == nil || f.Value.String() == "" {
-		// Never fall back to in-cluster credentials or ~/.kube/config: a test names its cluster.
-		return fmt.Errorf("--%s is required", config.KubeconfigFlagName)
+	if err := ctlmain.CheckArgs(flag.CommandLine); err != nil {
+		return err
 	}
 	if err := utilfeature.DefaultMutableFeatureGate.Set(featureGates); err != nil {
 		return fmt.Errorf("--feature-gates: %w", err)
@@ -104,8 +90,8 @@ func run() error {
 	mgr, err := ctrl.NewManager(kubeConfig, ctrl.Options{
 		Scheme:                 scheme,
 		LeaderElection:         false,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: endpoints.Metrics},
+		HealthProbeBindAddress: endpoints.Probe,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

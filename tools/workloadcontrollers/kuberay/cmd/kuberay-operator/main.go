@@ -41,7 +41,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -51,27 +50,19 @@ import (
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray"
 	"github.com/ray-project/kuberay/ray-operator/controllers/ray/utils"
 	"github.com/ray-project/kuberay/ray-operator/pkg/features"
+
+	"chamber.io/tools/workloadcontrollers/ctlmain"
 )
 
 var setupLog = ctrl.Log.WithName("setup")
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "kuberay-operator: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { ctlmain.Main("kuberay-operator", run) }
 
 func run() error {
-	var metricsAddr, probeAddr, featureGates string
+	var featureGates string
 	var reconcileConcurrency int
 	var useKubernetesProxy bool
-	// --kubeconfig is controller-runtime's own flag (registered on flag.CommandLine by
-	// sigs.k8s.io/controller-runtime/pkg/client/config); here it is required.
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
-		"Address of the (plain HTTP) metrics endpoint, e.g. 127.0.0.1:0; \"0\" turns it off.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", "0",
-		"Address of the /healthz and /readyz endpoints; \"0\" turns them off.")
+	endpoints := ctlmain.RegisterEndpoints(flag.CommandLine)
 	flag.IntVar(&reconcileConcurrency, "reconcile-concurrency", configapi.DefaultReconcileConcurrency,
 		"Concurrent reconciles of each controller (upstream's default).")
 	flag.BoolVar(&useKubernetesProxy, "use-kubernetes-proxy", false,
@@ -85,12 +76,8 @@ func run() error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", flag.Args())
-	}
-	if f := flag.Lookup(config.KubeconfigFlagName); f == nil || f.Value.String() == "" {
-		// Never fall back to in-cluster credentials or ~/.kube/config: a test names its cluster.
-		return fmt.Errorf("--%s is required", config.KubeconfigFlagName)
+	if err := ctlmain.CheckArgs(flag.CommandLine); err != nil {
+		return err
 	}
 	if err := utilfeature.DefaultMutableFeatureGate.Set(featureGates); err != nil {
 		return fmt.Errorf("--feature-gates: %w", err)
@@ -99,8 +86,8 @@ func run() error {
 
 	// Upstream's configuration as its flags' defaults make it, less what is turned off above.
 	rayConfig := configapi.Configuration{
-		MetricsAddr:          metricsAddr,
-		ProbeAddr:            probeAddr,
+		MetricsAddr:          endpoints.Metrics,
+		ProbeAddr:            endpoints.Probe,
 		EnableLeaderElection: new(bool),
 		ReconcileConcurrency: reconcileConcurrency,
 		UseKubernetesProxy:   useKubernetesProxy,
@@ -134,8 +121,8 @@ func run() error {
 			&batchv1.Job{}: {Label: labels.NewSelector().Add(*createdBy)},
 		}},
 		LeaderElection:         false,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: endpoints.Metrics},
+		HealthProbeBindAddress: endpoints.Probe,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

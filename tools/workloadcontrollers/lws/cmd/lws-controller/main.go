@@ -56,7 +56,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"os"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +65,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -79,27 +77,18 @@ import (
 	"sigs.k8s.io/lws/pkg/utils/useragent"
 	"sigs.k8s.io/lws/pkg/version"
 	"sigs.k8s.io/lws/pkg/webhooks"
+
+	"chamber.io/tools/workloadcontrollers/ctlmain"
 )
 
 var setupLog = ctrl.Log.WithName("setup")
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "lws-controller: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { ctlmain.Main("lws-controller", run) }
 
 func run() error {
-	var metricsAddr, probeAddr string
 	var qps float64
 	var burst int
-	// --kubeconfig is controller-runtime's own flag (registered on flag.CommandLine by
-	// sigs.k8s.io/controller-runtime/pkg/client/config); here it is required.
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
-		"Address of the (plain HTTP) metrics endpoint, e.g. 127.0.0.1:0; \"0\" turns it off.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", "0",
-		"Address of the /healthz and /readyz endpoints; \"0\" turns them off.")
+	endpoints := ctlmain.RegisterEndpoints(flag.CommandLine)
 	flag.Float64Var(&qps, "kube-api-qps", 500, "Maximum QPS to the apiserver (upstream's default).")
 	flag.IntVar(&burst, "kube-api-burst", 500, "Maximum burst to the apiserver (upstream's default).")
 	opts := zap.Options{Development: true}
@@ -109,12 +98,8 @@ func run() error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", flag.Args())
-	}
-	if f := flag.Lookup(config.KubeconfigFlagName); f == nil || f.Value.String() == "" {
-		// Never fall back to in-cluster credentials or ~/.kube/config: a test names its cluster.
-		return fmt.Errorf("--%s is required", config.KubeconfigFlagName)
+	if err := ctlmain.CheckArgs(flag.CommandLine); err != nil {
+		return err
 	}
 
 	scheme := runtime.NewScheme()
@@ -134,8 +119,8 @@ func run() error {
 	mgr, err := ctrl.NewManager(kubeConfig, ctrl.Options{
 		Scheme:                 scheme,
 		LeaderElection:         false,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: endpoints.Metrics},
+		HealthProbeBindAddress: endpoints.Probe,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

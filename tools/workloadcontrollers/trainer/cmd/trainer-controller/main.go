@@ -31,7 +31,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -39,7 +38,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlpkg "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -50,25 +48,16 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/kubeflow/trainer/v2/pkg/controller"
 	runtimecore "github.com/kubeflow/trainer/v2/pkg/runtime/core"
+
+	"chamber.io/tools/workloadcontrollers/ctlmain"
 )
 
 var setupLog = ctrl.Log.WithName("setup")
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "trainer-controller: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { ctlmain.Main("trainer-controller", run) }
 
 func run() error {
-	var metricsAddr, probeAddr string
-	// --kubeconfig is controller-runtime's own flag (registered on flag.CommandLine by
-	// sigs.k8s.io/controller-runtime/pkg/client/config); here it is required.
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
-		"Address of the (plain HTTP) metrics endpoint, e.g. 127.0.0.1:0; \"0\" turns it off.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", "0",
-		"Address of the /healthz and /readyz endpoints; \"0\" turns them off.")
+	endpoints := ctlmain.RegisterEndpoints(flag.CommandLine)
 	opts := zap.Options{Development: true}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -76,12 +65,8 @@ func run() error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
 
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", flag.Args())
-	}
-	if f := flag.Lookup(config.KubeconfigFlagName); f == nil || f.Value.String() == "" {
-		// Never fall back to in-cluster credentials or ~/.kube/config: a test names its cluster.
-		return fmt.Errorf("--%s is required", config.KubeconfigFlagName)
+	if err := ctlmain.CheckArgs(flag.CommandLine); err != nil {
+		return err
 	}
 
 	scheme := apiruntime.NewScheme()
@@ -103,8 +88,8 @@ func run() error {
 			Cache: &client.CacheOptions{Unstructured: true},
 		},
 		LeaderElection:         false,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: endpoints.Metrics},
+		HealthProbeBindAddress: endpoints.Probe,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -23,14 +23,12 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -41,27 +39,18 @@ import (
 	trainingconfig "github.com/kubeflow/training-operator/pkg/config"
 	controllerv1 "github.com/kubeflow/training-operator/pkg/controller.v1"
 	"github.com/kubeflow/training-operator/pkg/controller.v1/common"
+
+	"chamber.io/tools/workloadcontrollers/ctlmain"
 )
 
 var setupLog = ctrl.Log.WithName("setup")
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintf(os.Stderr, "training-operator: %v\n", err)
-		os.Exit(1)
-	}
-}
+func main() { ctlmain.Main("training-operator", run) }
 
 func run() error {
-	var metricsAddr, probeAddr string
 	var enabledSchemes controllerv1.EnabledSchemes
 	var controllerThreads int
-	// --kubeconfig is controller-runtime's own flag (registered on flag.CommandLine by
-	// sigs.k8s.io/controller-runtime/pkg/client/config); here it is required.
-	flag.StringVar(&metricsAddr, "metrics-bind-address", "0",
-		"Address of the (plain HTTP) metrics endpoint, e.g. 127.0.0.1:0; \"0\" turns it off.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", "0",
-		"Address of the /healthz and /readyz endpoints; \"0\" turns them off.")
+	endpoints := ctlmain.RegisterEndpoints(flag.CommandLine)
 	flag.Var(&enabledSchemes, "enable-scheme",
 		"A kind to reconcile, e.g. --enable-scheme=pytorchjob (repeat it for more; case "+
 			"insensitive). All supported kinds when none is given.")
@@ -84,12 +73,8 @@ func run() error {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", flag.Args())
-	}
-	if f := flag.Lookup(config.KubeconfigFlagName); f == nil || f.Value.String() == "" {
-		// Never fall back to in-cluster credentials or ~/.kube/config: a test names its cluster.
-		return fmt.Errorf("--%s is required", config.KubeconfigFlagName)
+	if err := ctlmain.CheckArgs(flag.CommandLine); err != nil {
+		return err
 	}
 	if enabledSchemes.Empty() {
 		enabledSchemes.FillAll()
@@ -112,8 +97,8 @@ func run() error {
 	mgr, err := ctrl.NewManager(kubeConfig, ctrl.Options{
 		Scheme:                 scheme,
 		LeaderElection:         false,
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
+		Metrics:                metricsserver.Options{BindAddress: endpoints.Metrics},
+		HealthProbeBindAddress: endpoints.Probe,
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
