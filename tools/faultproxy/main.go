@@ -16,9 +16,10 @@
 //	POST /latency?ms=N                 delay every request N ms before forwarding (0: off)
 //	POST /errors?share=F&codes=500,503,429   answer a share F of requests with one of the codes
 //	POST /fail?suffix=S&code=C&count=N[&skip=K][&after=1]
-//	                                   let K requests whose path ends with S through, then answer
-//	                                   the next N with code C; with after=1 forward them first
-//	                                   (the apiserver acts, the answer is lost)
+//	                                   let K requests whose path ends with S (or with any of the
+//	                                   comma-separated suffixes S) through, then answer the next
+//	                                   N with code C; with after=1 forward them first (the
+//	                                   apiserver acts, the answer is lost)
 //	POST /cut                          cut every open watch stream now
 //	POST /gone?seconds=N               for N s, cut open watches with a 410 Gone event and answer
 //	                                   new watches with one
@@ -59,7 +60,7 @@ type faults struct {
 	errorCodes  []int
 	goneUntil   time.Time
 	outageUntil time.Time
-	failSuffix  string
+	failSuffix  []string
 	failCode    int
 	failLeft    int
 	failSkip    int
@@ -146,6 +147,16 @@ func goneEvent() []byte {
 	return append(b, '\n')
 }
 
+// hasAnySuffix says whether path ends with one of suffixes.
+func hasAnySuffix(path string, suffixes []string) bool {
+	for _, s := range suffixes {
+		if strings.HasSuffix(path, s) {
+			return true
+		}
+	}
+	return false
+}
+
 var reasons = map[int]string{500: "InternalError", 503: "ServiceUnavailable", 429: "TooManyRequests"}
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -154,7 +165,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	latency, share, codes := p.faults.latency, p.faults.errorShare, p.faults.errorCodes
 	gone := time.Now().Before(p.faults.goneUntil)
 	failCode, failAfter := 0, false
-	if p.faults.failLeft > 0 && strings.HasSuffix(r.URL.Path, p.faults.failSuffix) {
+	if p.faults.failLeft > 0 && hasAnySuffix(r.URL.Path, p.faults.failSuffix) {
 		if p.faults.failSkip > 0 {
 			p.faults.failSkip--
 		} else {
@@ -399,12 +410,16 @@ func (p *proxy) control() http.Handler {
 				return
 			}
 		}
-		if q.Get("suffix") == "" {
-			fail(w, errors.New("parameter suffix: want the end of the paths to fail, e.g. /binding"))
-			return
+		suffixes := strings.Split(q.Get("suffix"), ",")
+		for _, s := range suffixes {
+			if s == "" {
+				fail(w, fmt.Errorf("parameter suffix: %q: want the ends of the paths to fail, "+
+					"comma-separated, none empty, e.g. /binding", q.Get("suffix")))
+				return
+			}
 		}
 		p.faults.mu.Lock()
-		p.faults.failSuffix, p.faults.failCode, p.faults.failLeft = q.Get("suffix"), code, count
+		p.faults.failSuffix, p.faults.failCode, p.faults.failLeft = suffixes, code, count
 		p.faults.failSkip = skip
 		p.faults.failAfter = q.Get("after") == "1"
 		p.faults.mu.Unlock()

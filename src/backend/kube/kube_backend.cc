@@ -476,6 +476,9 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     std::vector<int> gpus;
     std::map<std::string, std::string> annotations;  // written through the binding
     Status status;
+    // Failed, but a try lost its answer and the API server could not be asked since: the pod
+    // may be bound (docs/reliability.md, finding 7).
+    bool maybe_bound = false;
   };
   std::vector<BindCall> calls;
   for (size_t d = 0; d < result.binds.size(); ++d) {
@@ -514,17 +517,29 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     const std::map<std::string, std::string>& annotations = c.annotations;
     c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
                              annotations, c.pod->resource_version());
-    // A bind the API server may not have seen (a lost connection, a 5xx, overload) is tried
-    // again before the gang is rolled back: a rollback costs every bound member's pod.
+    // A try without an answer (a lost connection, a 5xx, overload) may or may not have reached
+    // the API server.
+    bool unanswered = c.status.code() == StatusCode::kUnavailable;
+    // One the API server may not have seen is tried again before the gang is rolled back: a
+    // rollback costs every bound member's pod.
     for (int attempt = 1; attempt < kBindAttempts && c.status.code() == StatusCode::kUnavailable;
          ++attempt) {
       std::this_thread::sleep_for(kBindRetryDelay * attempt);
       if (!WritesAllowed()) return;
       c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
                                annotations, c.pod->resource_version());
-      // The try that failed may have bound it after all: then the pod has moved on.
-      if (kube::IsConflict(c.status) && BoundTo(*c.pod, c.node)) c.status = Status::Ok();
+      unanswered |= c.status.code() == StatusCode::kUnavailable;
     }
+    if (c.status.ok() || !unanswered) return;
+    // A try that lost its answer may have bound the pod all the same, and the next ones then
+    // fail (a conflict, or no answer again): the API server says which. When it cannot be
+    // asked either, the pod may be bound and holds its GPUs as if it were, until the informer
+    // shows it; were they taken for free, the next cycle could give them to another pod.
+    const std::optional<bool> bound = BoundState(*c.pod, c.node);
+    if (bound == true)
+      c.status = Status::Ok();
+    else if (!bound.has_value())
+      c.maybe_bound = true;
   });
 
   const int64_t expires = NowMs() + options_.assume_timeout.count();
@@ -542,14 +557,18 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     const std::string& name = built_.snapshot.workloads[result.binds[d].workload.index()].name;
     std::string failed;
     std::set<std::string> nodes;
+    int maybe_bound = 0;
     for (const BindCall* c : by_decision[d]) {
-      if (c->status.ok()) {
+      // A pod that may be bound holds its GPUs as a bound one does.
+      if (c->status.ok() || c->maybe_bound)
         assumed_[c->pod->uid()] = {c->pod->Key(), c->node, c->gpus, expires};
+      if (c->status.ok()) {
         nodes.insert(c->node);
         ++binds;
-      } else if (failed.empty()) {
-        failed = c->pod->Key() + ": " + c->status.message();
+        continue;
       }
+      maybe_bound += c->maybe_bound ? 1 : 0;
+      if (failed.empty()) failed = c->pod->Key() + ": " + c->status.message();
     }
     if (failed.empty()) {
       std::string where;
@@ -572,7 +591,10 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
           name, failed);
       continue;
     }
-    spdlog::warn("gang {}: bind failed ({}); rolling back", name, failed);
+    spdlog::warn("gang {}: bind failed ({}); rolling back{}", name, failed,
+                 maybe_bound > 0 ? ", " + std::to_string(maybe_bound) +
+                                       " pod(s) perhaps bound (the API server could not be asked)"
+                                 : "");
     // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
     // the gang is placed again whole. A Job is suspended instead, and its pods are left to the
     // Job controller, which deletes the active pods of a Job it has seen suspended: it counts a
@@ -581,16 +603,17 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     // is resumed when it fits again. Pods of other suspendable kinds are deleted once their
     // object is suspended. A bare pod is recreated here, pending, from the object as the API
     // server holds it.
-    const bool any_bound = std::any_of(by_decision[d].begin(), by_decision[d].end(),
-                                       [](const BindCall* c) { return c->status.ok(); });
+    // Pods that may be bound are rolled back as bound ones are.
+    auto bound = [](const BindCall* c) { return c->status.ok() || c->maybe_bound; };
+    const bool any_bound = std::any_of(by_decision[d].begin(), by_decision[d].end(), bound);
     if (src.Suspendable() && any_bound && SuspendForRollback(src)) {
       std::vector<std::shared_ptr<const kube::Pod>> bound_pods;
       for (const BindCall* c : by_decision[d])
-        if (c->status.ok()) bound_pods.push_back(c->pod->pod);
+        if (bound(c)) bound_pods.push_back(c->pod->pod);
       SuspendPartJobs(src, bound_pods);
       int released = 0, stopping = 0;
       for (const BindCall* c : by_decision[d]) {
-        if (!c->status.ok()) continue;
+        if (!bound(c)) continue;
         ++rollbacks;
         // Held, as bound, until the Job controller deletes it: its assumed bind stays.
         if (JobController(*c->pod->pod) != nullptr) {
@@ -625,7 +648,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     int recreated = 0;
     std::string lost;
     for (const BindCall* c : by_decision[d]) {
-      if (!c->status.ok()) continue;
+      if (!bound(c)) continue;
       ++rollbacks;
       const std::shared_ptr<const kube::Pod> cached = pods_->Get(c->pod->Key());
       const bool bare = cached && cached->metadata.uid == c->pod->uid() && !HasController(*cached);
@@ -641,6 +664,10 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
           continue;  // gone already, or unreadable: then it is left bound rather than lost
         }
         if (current->value("metadata", Json::object()).value("uid", "") != c->pod->uid()) continue;
+        if (current->value("spec", Json::object()).value("nodeName", "").empty()) {
+          assumed_.erase(c->pod->uid());  // perhaps bound, and it was not: nothing to undo
+          continue;
+        }
       }
       kube::DeleteOptions del;
       del.uid = c->pod->uid();
@@ -732,9 +759,10 @@ bool KubeBackend::SuspendForRollback(const WorkloadSource& src) {
   return r.ok();
 }
 
-bool KubeBackend::BoundTo(const PodRef& pod, const std::string& node) const {
+std::optional<bool> KubeBackend::BoundState(const PodRef& pod, const std::string& node) const {
   Result<Json> got = client_->Get(kube::resources::kPods, pod.namespace_name(), pod.name());
-  if (!got.ok()) return false;
+  if (kube::IsNotFound(got.status())) return false;  // gone: it holds nothing
+  if (!got.ok()) return std::nullopt;
   const Json none = Json::object();
   return got->value("metadata", none).value("uid", "") == pod.uid() &&
          got->value("spec", none).value("nodeName", "") == node;

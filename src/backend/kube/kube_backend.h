@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -191,8 +192,9 @@ class KubeBackend : public daemon::ClusterBackend {
   // (WorkloadSource::part) is suspended before its Jobs, as the Trainer will.
   void SuspendPartJobs(const WorkloadSource& src,
                        const std::vector<std::shared_ptr<const kube::Pod>>& pods);
-  // Whether the API server holds the pod (this very object, by uid) bound to `node`.
-  bool BoundTo(const PodRef& pod, const std::string& node) const;
+  // Whether the API server holds the pod (this very object, by uid) bound to `node`; empty when
+  // it cannot be asked.
+  std::optional<bool> BoundState(const PodRef& pod, const std::string& node) const;
   void ApplyPreemptions(const core::CycleResult& result);
   void ApplyResumes(const core::CycleResult& result);
   void ApplyPending(const core::CycleResult& result);

@@ -708,6 +708,66 @@ TEST_F(FaultE2E, ATransientBindFailureIsTriedAgainNotRolledBack) {
   ExpectNoDoubleBooking(kGpusPerNode);
 }
 
+// Every try of a bind whose answer is lost after the API server has bound the pod: the tries
+// after the first fail too (the pod has moved on), so chamberd asks the API server, finds the
+// pod bound, and the gang goes on whole. Taken for failed, the gang would be rolled back.
+TEST_F(FaultE2E, ABindWhoseAnswersAreAllLostIsAskedAboutNotRolledBack) {
+  if (std::string(CHAMBER_FAULTPROXY).empty()) GTEST_SKIP() << "the fault proxy is not built";
+  const std::string q = ns_ + "-q";
+  // One bind at a time: the first member's three tries are the three failed ones.
+  ASSERT_NO_FATAL_FAILURE(OneReplicaThroughTheProxy(1, q, "1"));
+  ASSERT_TRUE(proxy_.Post("/fail?suffix=/binding&code=503&count=3&after=1"));
+  Job("gang", JobSpec(q, 4));  // backoffLimit 0: one pod lost fails the Job
+  ASSERT_TRUE(Eventually([&] { return Bound("gang") == 4; }, 30s)) << Bound("gang") << " of 4";
+  EXPECT_EQ(GetJob("gang").failed, 0);
+  EXPECT_EQ(LoggedLines("rolling back"), 0);
+  EXPECT_NE(proxy_.Stats().find("\"errors\":3"), std::string::npos) << proxy_.Stats();
+  ExpectNoDoubleBooking(kGpusPerNode);
+}
+
+// A bind whose answers are all lost, and the API server cannot be asked since: the pod may be
+// bound, so chamberd holds its GPUs as if it were (an assumed bind) and rolls it back with its
+// gang like a bound member. A gang of bare pods `a` and `b`: every try of `a`'s bind is bound
+// by the API server and answered 503, and so are chamberd's reads of `a` after them. `a` is
+// deleted and created again, pending, with `b`; then the whole gang starts. Taken for failed,
+// `a` would be left bound, alone, under its first uid, its GPU free in chamberd's books until
+// the informer showed it.
+TEST_F(FaultE2E, APodThatMayBeBoundIsRolledBackWithItsGang) {
+  if (std::string(CHAMBER_FAULTPROXY).empty()) GTEST_SKIP() << "the fault proxy is not built";
+  const std::string q = ns_ + "-q";
+  ASSERT_NO_FATAL_FAILURE(OneReplicaThroughTheProxy(1, q, "1"));
+  // a's three bind tries, and the read of a after them with the client's five retries.
+  ASSERT_TRUE(proxy_.Post("/fail?suffix=/pods/a/binding,/pods/a&code=503&count=9&after=1"));
+  std::map<std::string, std::string> first_uid;
+  for (const std::string name : {"a", "b"}) {
+    const Json pod = {
+        {"metadata",
+         {{"name", name}, {"labels", {{"chamber.io/pod-group", "g"}, {"chamber.io/queue", q}}}}},
+        {"spec",
+         {{"schedulerName", "chamber"},
+          {"containers", Json::array({{{"name", "main"},
+                                       {"image", "trainer:latest"},
+                                       {"resources",
+                                        {{"requests", {{"nvidia.com/gpu", 1}}},
+                                         {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+    auto made = client_->Create(kube::resources::kPods, ns_, pod);
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    first_uid[name] = (*made)["metadata"].value("uid", "");
+  }
+  ASSERT_TRUE(Eventually([&] { return LoggedLines("perhaps bound") >= 1; }, 60s))
+      << "chamberd did not take a's bind for perhaps done";
+  auto bound_anew = [&](const std::string& name) {
+    Result<Json> p = client_->Get(kube::resources::kPods, ns_, name);
+    return p.ok() && !p->value("/spec/nodeName"_json_pointer, std::string()).empty() &&
+           p->value("/metadata/uid"_json_pointer, std::string()) != first_uid[name];
+  };
+  EXPECT_TRUE(Eventually([&] { return bound_anew("a") && bound_anew("b"); }, 30s))
+      << "a was not rolled back with its gang, or the gang did not start again";
+  EXPECT_EQ(LoggedLines("rolling back"), 1);
+  EXPECT_NE(proxy_.Stats().find("\"errors\":9"), std::string::npos) << proxy_.Stats();
+  ExpectNoDoubleBooking(kGpusPerNode);
+}
+
 // A gang bind that fails for good after a member was bound is rolled back by suspending the
 // Job (so the Job controller counts no failure) and resuming it: with `backoffLimit: 0` the Job
 // still runs whole, and its record of the rollback is gone once it is resumed.
