@@ -335,6 +335,7 @@ BuildOptions KubeBackend::BuildOptionsAt(int64_t now_ms) {
   bo.gpu_resource = options_.gpu_resource;
   bo.now = core::Time(now_ms);
   bo.assumed = &assumed_;
+  bo.suspending = &suspending_;
   bo.cache = &build_cache_;
   return bo;
 }
@@ -383,6 +384,7 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   const size_t assumptions = assumed_.size();
   const int64_t now = NowMs();
   std::erase_if(assumed_, [now](const auto& kv) { return kv.second.expires_ms < now; });
+  std::erase_if(suspending_, [now](const auto& kv) { return kv.second < now; });
   const double expiry_ms = MsSince(begin) - listed_ms;
   // The last snapshot lends its memory to the new one, and is freed by the preparer thread
   // (ReleaseRetired), or by Prepare() or the next Refresh() without one.
@@ -400,6 +402,7 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   usage_.AdvanceByWorkloads(built_.snapshot.now, built_.snapshot.queues, built_.snapshot.workloads);
   usage_.Fill(built_.snapshot.queues);
   for (const std::string& uid : built_.assumptions_shown) assumed_.erase(uid);
+  for (const std::string& uid : built_.suspensions_shown) suspending_.erase(uid);
   for (const std::string& p : built_.problems) spdlog::debug("{}", p);
   last_refresh_ms_ = MsSince(begin);
   spdlog::debug("refresh: list={:.1f}ms expiry={:.1f}ms build={:.1f}ms; assumed binds {} -> {}",
@@ -607,6 +610,8 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     auto bound = [](const BindCall* c) { return c->status.ok() || c->maybe_bound; };
     const bool any_bound = std::any_of(by_decision[d].begin(), by_decision[d].end(), bound);
     if (src.Suspendable() && any_bound && SuspendForRollback(src)) {
+      // Suspended from now on, whatever the informer shows until it shows that.
+      suspending_[src.suspendable_uid()] = expires;
       std::vector<std::shared_ptr<const kube::Pod>> bound_pods;
       for (const BindCall* c : by_decision[d])
         if (bound(c)) bound_pods.push_back(c->pod->pod);

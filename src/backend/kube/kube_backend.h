@@ -247,6 +247,7 @@ class KubeBackend : public daemon::ClusterBackend {
   BuiltSnapshot retired_;   // the snapshot before built_, until Prepare() frees it
   BuildCache build_cache_;  // what Refresh() and Prepare() derived from objects still unchanged
   AssumedBinds assumed_;
+  AssumedSuspends suspending_;  // gangs rolled back, suspended until the informer shows it
   std::map<std::string, std::string> queue_errors_;         // queue -> decode error
   std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
   std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written

@@ -1213,6 +1213,15 @@ class Builder {
     return false;
   }
 
+  // Whether an object the informer shows `suspended` is to be taken as suspended: so, or
+  // suspended by chamberd a moment ago (an assumed suspension); records a suspension the object
+  // now shows.
+  bool Suspended(const std::string& uid, bool suspended) {
+    if (options_.suspending == nullptr || !options_.suspending->contains(uid)) return suspended;
+    if (suspended) out_.suspensions_shown.push_back(uid);  // the informer caught up
+    return true;
+  }
+
   // Suspended by Chamber: preempted, or rolled back after a failed bind.
   static bool SuspendedByUs(const kube::ObjectMeta& m) {
     return Find(m.annotations, keys::kPreemptedAt) != nullptr ||
@@ -1239,13 +1248,14 @@ class Builder {
         terminating.empty() && !suspended_by_us)
       return;
     if (job.suspend && !suspended_by_us) return;  // paused by its owner
+    const bool suspend = Suspended(job.metadata.uid, job.suspend);
 
     Gang g;
     g.object = &job.metadata;
     g.what = "job";
     g.meta = Meta{&job.metadata, &tmpl->metadata};
-    g.suspend = job.suspend;
-    g.suspend_seen = !job.suspend || JobSuspendSeen(job);
+    g.suspend = suspend;
+    g.suspend_seen = !suspend || (job.suspend && JobSuspendSeen(job));
     g.want = job.parallelism.value_or(1);
     if (job.completions) g.want = std::min(g.want, *job.completions - job.succeeded);
     g.templates.push_back({tmpl, std::max(g.want, 1), job.metadata.name});
@@ -1328,14 +1338,15 @@ class Builder {
       ours = ours || t.scheduler_name == options_.scheduler_name;
     if (!ours) return;
     if (own.suspended && !suspended_by_us) return;  // paused by its owner
+    const bool suspend = Suspended(object->metadata.uid, own.suspended);
 
     Gang g;
     g.object = &object->metadata;
     g.what = entry.kind->LowerKind();
     g.meta = Meta{&object->metadata,
                   gang.pod_templates.empty() ? nullptr : &gang.pod_templates.front().metadata};
-    g.suspend = own.suspended;
-    g.suspend_seen = !own.suspended || !stopping_.contains(object.get());
+    g.suspend = suspend;
+    g.suspend_seen = !suspend || (own.suspended && !stopping_.contains(object.get()));
     g.want = spec.Pods();
     g.in_order = spec.in_order;
     if (g.in_order) g.want = std::max(g.want, static_cast<int32_t>(pending.size()));

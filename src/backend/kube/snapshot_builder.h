@@ -121,6 +121,12 @@ struct AssumedBind {
 };
 using AssumedBinds = std::unordered_map<std::string, AssumedBind>;  // by pod UID
 
+// Jobs and top-level objects chamberd has just suspended to roll a gang back, whose suspension
+// the informer has not shown yet: each is taken as suspended (by chamberd, its controller not
+// yet acting on it), so that the next cycle does not place what is left of the gang pod by pod
+// as if it were running. By UID; the value is when the informer's view wins again (Unix ms).
+using AssumedSuspends = std::unordered_map<std::string, int64_t>;
+
 // A workload's pod as the build saw it: the informer's object itself, shared, whose name, UID
 // and resourceVersion are the preconditions of the writes about it.
 struct PodRef {
@@ -201,6 +207,8 @@ struct BuildOptions {
   core::Time now{0};  // Unix milliseconds
   // Binds assumed; an assumption is used only while the pod's own nodeName is empty.
   const AssumedBinds* assumed = nullptr;
+  // Suspensions assumed; one is used only while the object itself is not suspended.
+  const AssumedSuspends* suspending = nullptr;
   // The device plugin's own assignment of whole GPUs: where a node's agent reports a pod's
   // GPUs, the pod holds those, whatever its chamber.io/gpu-indices says (null: none known).
   const DeviceAssignments* devices = nullptr;
@@ -228,6 +236,8 @@ struct BuiltSnapshot {
   int32_t incomplete_gangs = 0;
   // UIDs of assumed binds whose pods now show a node: the caller may drop those assumptions.
   std::vector<std::string> assumptions_shown;
+  // UIDs of assumed suspensions the objects now show: the caller may drop those.
+  std::vector<std::string> suspensions_shown;
   // The cache's build that made it (0: built without a cache). A build that recycles the one
   // just before it moves over the workloads of bare pods that have not changed.
   uint64_t generation = 0;

@@ -1314,6 +1314,55 @@ TEST(SnapshotBuilderTest, AJobSetShortOfPodsWaitsForThemAndItsPriorityComesFromI
   EXPECT_TRUE(BuildSnapshot(in, Opts()).snapshot.workloads.empty());
 }
 
+// A gang rolled back a moment ago: chamberd suspended its Job, but the informer still shows it
+// running, two members bound and two pending. Taken as suspended (an assumed suspension), it is
+// being preempted and holds its bound pods; its pending pods are not placed one by one as if
+// it ran. Once the Job shows the suspension, the assumption is reported shown.
+TEST(SnapshotBuilderTest, AJobJustSuspendedForARollbackIsNotPlacedPodByPod) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.jobs = {JobObj("ml", "train", 4, 1)};
+  for (int i = 0; i < 4; ++i) {
+    Json pod = OwnedBy("train");
+    if (i < 2) pod["spec"]["nodeName"] = "n1";
+    in.pods.push_back(Pod("ml", "train-" + std::to_string(i), 1, pod));
+  }
+  in.queues = {QueueNamed("team-a", 8)};
+  auto schedule = [&](const BuildOptions& o) {
+    BuiltSnapshot b = BuildSnapshot(in, o);
+    return std::make_pair(b, core::Engine().Schedule(b.snapshot));
+  };
+  // Without the assumption: running with 2 pods, and the other 2 join it one by one.
+  auto [plain, plain_result] = schedule(Opts());
+  ASSERT_EQ(plain.snapshot.workloads.size(), 2u);
+  EXPECT_EQ(plain.snapshot.workloads[0].state, core::WorkloadState::kRunning);
+  ASSERT_EQ(plain_result.binds.size(), 1u);
+  EXPECT_EQ(plain_result.binds[0].pods.size(), 2u);
+
+  const AssumedSuspends suspending = {{"uid-job-train", 30'000}};
+  BuildOptions o = Opts();
+  o.suspending = &suspending;
+  auto [held, held_result] = schedule(o);
+  ASSERT_EQ(held.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(held.snapshot.workloads[0].state, core::WorkloadState::kPreempting);
+  EXPECT_EQ(held.snapshot.workloads[0].placements.size(), 2u) << "its bound pods still hold";
+  EXPECT_TRUE(held_result.binds.empty()) << "a rolled-back gang placed pod by pod";
+  EXPECT_TRUE(held_result.resumes.empty());
+  EXPECT_TRUE(held.suspensions_shown.empty());
+
+  // The informer shows the suspension: the Job's own state, and the assumption may go.
+  in.jobs = {JobObj(
+      "ml", "train", 4, 1,
+      {{"metadata", {{"annotations", {{"chamber.io/rolled-back-at", "2026-12-06T04:05:12Z"}}}}},
+       {"spec", {{"suspend", true}}}})};
+  auto [shown, shown_result] = schedule(o);
+  ASSERT_EQ(shown.suspensions_shown.size(), 1u);
+  EXPECT_EQ(shown.suspensions_shown[0], "uid-job-train");
+  ASSERT_EQ(shown.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(shown.snapshot.workloads[0].state, core::WorkloadState::kPreempting);
+  EXPECT_TRUE(shown_result.binds.empty());
+}
+
 // A JobSet Chamber suspended is resumed only once the Job controller has acted on the
 // suspension of each of its Jobs that has not finished: its controller suspends it by suspending
 // them, and a Job resumed before its controller stopped it could count its pods failed.
