@@ -1287,10 +1287,13 @@ class Builder {
       const kube::Pod& tmpl, const std::string& ns,
       std::initializer_list<const std::vector<const PodEntry*>*> pod_lists) const {
     const std::string* name = tmpl.pod_group_name.empty() ? nullptr : &tmpl.pod_group_name;
-    for (const std::vector<const PodEntry*>* pods : pod_lists)
-      for (const PodEntry* e : *pods)
-        if (name == nullptr && !e->object->pod_group_name.empty())
+    // The first pod that names one is enough: the controller names the same on each.
+    for (auto pods = pod_lists.begin(); name == nullptr && pods != pod_lists.end(); ++pods)
+      for (const PodEntry* e : **pods)
+        if (!e->object->pod_group_name.empty()) {
           name = &e->object->pod_group_name;
+          break;
+        }
     if (name == nullptr) return nullptr;
     auto it = pod_groups_.find(ns + "/" + *name);
     if (it == pod_groups_.end() || !it->second.group.gang) return nullptr;
