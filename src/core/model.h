@@ -84,7 +84,12 @@ struct Node {
   Shared<Labels> labels;  // shared with the copies in every snapshot
   std::vector<Taint> taints;
   bool unschedulable = false;  // cordoned
-  Resources allocatable;       // cpu and memory; the gpu entry is ignored: GPUs come from `gpus`
+  // Its device plugin divides its GPUs itself (time-slicing or MPS replicas, MIG devices under
+  // the single strategy): each entry of `gpus` may be a part of a GPU, so no share of a GPU goes
+  // here. Pods asking for whole GPUs still do. (Kept beside `unschedulable`, in its padding:
+  // Node's size is felt by every pass over the nodes.)
+  bool device_plugin_shares = false;
+  Resources allocatable;  // cpu and memory; the gpu entry is ignored: GPUs come from `gpus`
   int32_t max_pods = 110;
   std::vector<Gpu> gpus;  // index = device index on the node
   Topology topology;
@@ -92,10 +97,6 @@ struct Node {
   // i = GPU i. They are never free and never preempted. Their CPU and memory are left out of
   // `allocatable` by the caller.
   uint64_t external_gpu_mask = 0;
-  // Its device plugin divides its GPUs itself (time-slicing or MPS replicas, MIG devices under
-  // the single strategy): each entry of `gpus` may be a part of a GPU, so no share of a GPU goes
-  // here. Pods asking for whole GPUs still do.
-  bool device_plugin_shares = false;
 };
 
 // A set of identical pods within a workload (a Job's pod template, a pod group's members).
