@@ -89,7 +89,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--lease-namespace", f.lease_namespace,
                  "namespace of the Lease (default: the pod's namespace, --pod-namespace)");
   app.add_option("--lease-name", f.lease_name, "name of the Lease")->capture_default_str();
-  app.add_option("--identity", f.identity, "this replica's name in the Lease (default: hostname)");
+  app.add_option("--identity", f.identity,
+                 "this replica's name in the Lease, unique to the process (default: "
+                 "<hostname>_<pid>_<random>)");
   app.add_option("--pod-name", f.pod_name,
                  "this replica's pod, labelled chamber.io/leader=true while it leads and serves "
                  "(default: $POD_NAME; empty: no label)");

@@ -55,11 +55,17 @@ Result<std::shared_ptr<daemon::Authenticator>> MakeAuth(const Flags& f, kube::Cl
 
 Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
             std::unique_ptr<fleet::HistoryStore> history, const kube::CancellationToken& leading,
-            std::atomic<bool>& serving, const std::function<void()>& serving_changed) {
+            const LeaderTerm& term, std::atomic<bool>& serving,
+            const std::function<void()>& serving_changed) {
   KubeBackendOptions bo;
   bo.scheduler_name = f.scheduler_name;
   bo.writers = f.writers;
   bo.writes_allowed = [leading] { return !leading.cancelled(); };
+  bo.leader_lease = term.lease;
+  bo.leader_term = term.term;
+  if (!term.term.empty())
+    spdlog::info("leading in term {} of lease {}: binds carry it for the API server's fence",
+                 term.term, term.lease);
   bo.pricing = f.pricing;
   bo.usage_half_life = engine.usage_half_life;
   bo.usage_write_every =

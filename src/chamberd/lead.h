@@ -15,11 +15,18 @@
 
 namespace chamber::chamberd {
 
+// The Lease a replica leads by ("<namespace>/<name>") and its term there
+// (kube::LeaderElector::term()), stamped on its binds; both empty without leader election.
+struct LeaderTerm {
+  std::string lease, term;
+};
+
 // Leads until `leading` is cancelled: informers, scheduling cycles, the API, and the history
 // (`history`, null for none). `serving` is true while the API is served (the informers have
 // synced): /readyz and the leader label; `serving_changed` runs after it changes.
 Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
             std::unique_ptr<fleet::HistoryStore> history, const kube::CancellationToken& leading,
-            std::atomic<bool>& serving, const std::function<void()>& serving_changed);
+            const LeaderTerm& term, std::atomic<bool>& serving,
+            const std::function<void()>& serving_changed);
 
 }  // namespace chamber::chamberd

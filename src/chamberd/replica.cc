@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <random>
 
 #include <spdlog/spdlog.h>
 
@@ -118,7 +119,7 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
       std::cerr << "chamberd: " << health.status().message() << "\n";
       return 2;
     }
-    Status s = Lead(f, engine, client, std::move(history), stop, serving, serving_changed);
+    Status s = Lead(f, engine, client, std::move(history), stop, {}, serving, serving_changed);
     if (!s.ok()) spdlog::error("{}", s.message());
     if (labeler) labeler->Stop();
     return s.ok() ? 0 : 1;
@@ -137,7 +138,11 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
   if (f.identity.empty()) {
     char host[256] = {};
     gethostname(host, sizeof(host) - 1);
-    f.identity = std::string(host) + "_" + std::to_string(getpid());
+    // Unique to this process: a restarted container has the same hostname and often the same
+    // pid (1), and a process taking its predecessor's identity would also take its leader term,
+    // which the API server's fence tells deposed leaders by.
+    std::random_device random;
+    f.identity = fmt::format("{}_{}_{:08x}", host, getpid(), random());
   }
   le.identity = f.identity;
   // While standby, the leader's history is copied into this replica's file, with this
@@ -164,7 +169,11 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
       spdlog::info("history: stopped copying after {} rows in {} rounds; writing on from there",
                    follower->rows_copied(), follower->rounds());
     }
-    lead_status = Lead(f, engine, client, std::move(history), leading, serving, serving_changed);
+    // The elector is set before it runs; its term is the Lease as this replica took it.
+    const kube::LeaderElector* e = leader_elector.load();
+    const LeaderTerm term{le.lease_namespace + "/" + le.lease_name, e ? e->term() : ""};
+    lead_status =
+        Lead(f, engine, client, std::move(history), leading, term, serving, serving_changed);
     // The label goes before the Lease does, so the Service stops routing here first.
     if (labeler) {
       if (Status s = labeler->Step(); !s.ok()) spdlog::warn("{}", s.message());

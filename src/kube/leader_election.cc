@@ -94,6 +94,11 @@ std::string LeaderElector::leader() const {
   return observed_lease_.holder_identity;
 }
 
+std::string LeaderElector::term() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return is_leader_ && !leading_.cancelled() ? term_ : "";
+}
+
 // Requires mu_.
 void LeaderElector::Observe(const Lease& lease, SteadyClock::time_point now) {
   const std::string record = RecordOf(lease);
@@ -232,6 +237,9 @@ void LeaderElector::Run(const CancellationToken& stop) {
     std::lock_guard<std::mutex> lock(mu_);
     leading_ = leading;
     is_leader_ = true;
+    // The Lease as this candidate acquired it: later observations may show a successor's.
+    term_ =
+        observed_lease_.holder_identity + "/" + std::to_string(observed_lease_.lease_transitions);
   }
   spdlog::info("leader election: {} leads {}/{}", config_.identity, config_.lease_namespace,
                config_.lease_name);
@@ -264,6 +272,7 @@ void LeaderElector::Run(const CancellationToken& stop) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     is_leader_ = false;
+    term_.clear();
   }
   if (stop.cancelled() && config_.release_on_cancel) {
     Status s = Release();

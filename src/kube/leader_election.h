@@ -78,6 +78,11 @@ class LeaderElector {
 
   bool IsLeader() const;
   std::string leader() const;  // the last observed holder ("" when none)
+  // While leading, this tenure's term: "<identity>/<leaseTransitions>" of the Lease it holds,
+  // which no other tenure of a candidate with this identity shares ("" when not leading). A
+  // writer stamps it on its writes so that the API server can refuse those of a deposed leader
+  // (chamberd's binds, docs/reliability.md#fencing-a-deposed-leader).
+  std::string term() const;
 
   // When the last acquire-or-renew attempt started and when the last one finished (steady
   // clock; the epoch before the first). Run starts one every retry period, so these show
@@ -107,6 +112,7 @@ class LeaderElector {
   std::string reported_leader_;
   CancellationToken leading_;
   bool is_leader_ = false;
+  std::string term_;  // while leading
   Activity activity_;
 };
 

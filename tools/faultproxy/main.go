@@ -20,6 +20,13 @@
 //	                                   comma-separated suffixes S) through, then answer the next
 //	                                   N with code C; with after=1 forward them first (the
 //	                                   apiserver acts, the answer is lost)
+//	POST /hold?suffix=S&count=N        hold the next N requests whose path ends with S (or any of
+//	                                   the comma-separated suffixes S) until /release, then
+//	                                   forward them, even if their client is gone or stopped (a
+//	                                   request in flight, delivered late)
+//	POST /release                      forward the held requests now
+//	GET  /held                         the held requests so far and, once forwarded, the answers
+//	                                   they got: JSON [{path, held, code, body}]
 //	POST /cut                          cut every open watch stream now
 //	POST /gone?seconds=N               for N s, cut open watches with a 410 Gone event and answer
 //	                                   new watches with one
@@ -65,6 +72,40 @@ type faults struct {
 	failLeft    int
 	failSkip    int
 	failAfter   bool
+	holdSuffix  []string
+	holdLeft    int
+	release     chan struct{} // closed by /release
+	held        []*heldRequest
+}
+
+// heldRequest is a request /hold kept back, and the answer it got once forwarded.
+type heldRequest struct {
+	Path string `json:"path"`
+	Held bool   `json:"held"` // not forwarded yet
+	Code int    `json:"code"`
+	Body string `json:"body"` // its start
+}
+
+// recorder passes a response on and keeps its code and the start of its body.
+type recorder struct {
+	http.ResponseWriter
+	code int
+	body []byte
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	if room := 2048 - len(r.body); room > 0 {
+		r.body = append(r.body, b[:min(room, len(b))]...)
+	}
+	return r.ResponseWriter.Write(b)
 }
 
 // discard is a ResponseWriter that drops what it is given: a forwarded request's lost answer.
@@ -164,6 +205,14 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.faults.mu.Lock()
 	latency, share, codes := p.faults.latency, p.faults.errorShare, p.faults.errorCodes
 	gone := time.Now().Before(p.faults.goneUntil)
+	var hold *heldRequest
+	var release chan struct{}
+	if p.faults.holdLeft > 0 && hasAnySuffix(r.URL.Path, p.faults.holdSuffix) {
+		p.faults.holdLeft--
+		hold = &heldRequest{Path: r.URL.Path, Held: true}
+		p.faults.held = append(p.faults.held, hold)
+		release = p.faults.release
+	}
 	failCode, failAfter := 0, false
 	if p.faults.failLeft > 0 && hasAnySuffix(r.URL.Path, p.faults.failSuffix) {
 		if p.faults.failSkip > 0 {
@@ -174,6 +223,17 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.faults.mu.Unlock()
+
+	if hold != nil {
+		<-release
+		// Delivered whatever became of its client: it was on its way.
+		rec := &recorder{ResponseWriter: w}
+		p.upstream.ServeHTTP(rec, r.WithContext(context.WithoutCancel(r.Context())))
+		p.faults.mu.Lock()
+		hold.Held, hold.Code, hold.Body = false, rec.code, string(rec.body)
+		p.faults.mu.Unlock()
+		return
+	}
 
 	if failCode != 0 {
 		p.stats.Errors.Add(1)
@@ -343,6 +403,21 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// release lets every held request go on; the next ones /hold catches wait for the next call.
+func (p *proxy) release() int {
+	p.faults.mu.Lock()
+	defer p.faults.mu.Unlock()
+	n := 0
+	for _, h := range p.faults.held {
+		if h.Held {
+			n++
+		}
+	}
+	close(p.faults.release)
+	p.faults.release = make(chan struct{})
+	return n
+}
+
 func seconds(r *http.Request, name string) (time.Duration, error) {
 	v, err := strconv.ParseFloat(r.URL.Query().Get(name), 64)
 	if err != nil || v < 0 {
@@ -425,6 +500,35 @@ func (p *proxy) control() http.Handler {
 		p.faults.mu.Unlock()
 		fmt.Fprintf(w, "fail %d requests ending %s with %d\n", count, q.Get("suffix"), code)
 	})
+	mux.HandleFunc("POST /hold", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		count, err := strconv.Atoi(q.Get("count"))
+		if err != nil || count < 0 {
+			fail(w, errors.New("parameter count: want a number of requests not below 0"))
+			return
+		}
+		suffixes := strings.Split(q.Get("suffix"), ",")
+		for _, s := range suffixes {
+			if s == "" {
+				fail(w, fmt.Errorf("parameter suffix: %q: want the ends of the paths to hold, "+
+					"comma-separated, none empty, e.g. /binding", q.Get("suffix")))
+				return
+			}
+		}
+		p.faults.mu.Lock()
+		p.faults.holdSuffix, p.faults.holdLeft = suffixes, count
+		p.faults.mu.Unlock()
+		fmt.Fprintf(w, "hold %d requests ending %s\n", count, q.Get("suffix"))
+	})
+	mux.HandleFunc("POST /release", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "released %d requests\n", p.release())
+	})
+	mux.HandleFunc("GET /held", func(w http.ResponseWriter, r *http.Request) {
+		p.faults.mu.Lock()
+		defer p.faults.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(p.faults.held)
+	})
 	mux.HandleFunc("POST /cut", func(w http.ResponseWriter, r *http.Request) {
 		n := p.cutWatches(false)
 		p.stats.Cut.Add(int64(n))
@@ -461,8 +565,9 @@ func (p *proxy) control() http.Handler {
 		p.faults.mu.Lock()
 		p.faults.latency, p.faults.errorShare = 0, 0
 		p.faults.goneUntil, p.faults.outageUntil = time.Time{}, time.Time{}
-		p.faults.failLeft = 0
+		p.faults.failLeft, p.faults.holdLeft = 0, 0
 		p.faults.mu.Unlock()
+		p.release()
 		fmt.Fprintln(w, "every fault off")
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
@@ -551,6 +656,7 @@ func run() error {
 	}
 
 	p := &proxy{rng: rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)), watches: map[uint64]*watch{}}
+	p.faults.release = make(chan struct{})
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.FlushInterval = -1
 	rp.Transport = &http.Transport{

@@ -7,14 +7,16 @@
 #                         the agents push (the release's chamberd Service by default,
 #                         agent.chamberdUrl, nowhere without chamberd); the history's volumes;
 #                         the admission webhook's entries, Service, certificate (Helm's or
-#                         cert-manager's) and chamberd's flags for it.
+#                         cert-manager's) and chamberd's flags for it; the leader fence's
+#                         admission policy.
 #   chart_test.sh apply   against the test control plane (CHAMBER_TEST_CONTROLPLANE_DIR): the
 #                         rendered manifests through a server-side dry run, then helm install
 #                         into a fresh namespace; kubectl auth can-i as chamberd's, the agent's
 #                         and the dashboard's service accounts (every verb chamberd uses allowed,
 #                         others denied) in scheduling mode; the admission webhook (fail closed
 #                         for a labelled pod with no replica to answer, unlabelled pods admitted,
-#                         its certificate kept across an upgrade, served by chamberd), then after
+#                         its certificate kept across an upgrade, served by chamberd; the
+#                         leader fence passing chamberd's bind, refusing a stale term), then after
 #                         helm upgrade to monitoring mode (no webhook); helm uninstall; with a
 #                         default StorageClass, volume
 #                         claims per replica, kept on upgrade and after uninstall; one
@@ -232,6 +234,7 @@ run_lint() {
     "$(query "${work}/scheduling.yaml" "${args}[${args}.index('--scheduler-name') + 1]")"
 
   check_webhook
+  check_leader_fence
 
   # Every example renders; the tuned one carries its values through.
   for f in "${examples[@]}"; do
@@ -332,6 +335,38 @@ EOF
     --set grafana.dashboard.namespace=monitoring >"${work}/grafana-ns.yaml" || fail "helm template (grafana namespace)"
   expect_eq "dashboard namespace" "monitoring" \
     "$(query "${work}/grafana-ns.yaml" 'find("ConfigMap", "chamber-grafana-dashboard")["metadata"]["namespace"]')"
+}
+
+# check_leader_fence: the ValidatingAdmissionPolicy that refuses a deposed leader's binds
+# (docs/reliability.md#fencing-a-deposed-leader): in scheduling mode where the cluster serves
+# ValidatingAdmissionPolicy, bound to the release's Lease as its parameter; none in monitoring
+# mode, with chamberd.leaderFence=false, or without the API.
+check_leader_fence() {
+  local f="${work}/fence.yaml" vap='find("ValidatingAdmissionPolicy", "chamber-leader-fence")'
+  local vapi=(--api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy)
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    "${vapi[@]}" >"${f}" || fail "helm template (leader fence)"
+  expect_eq "leader fence: parameter, rules, failure policy, reason" '[{"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}, [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/binding"]}], "Fail", "Forbidden"]' \
+    "$(query "${f}" "[${vap}['spec']['paramKind'], ${vap}['spec']['matchConstraints']['resourceRules'], ${vap}['spec']['failurePolicy'], ${vap}['spec']['validations'][0]['reason']]")"
+  expect_contains "leader fence: only this release's bindings" \
+    "object.metadata.annotations['chamber.io/leader-lease'] == 'chamber-system/chamber-scheduler'" \
+    "$(query "${f}" "${vap}['spec']['matchConditions'][0]['expression']")"
+  expect_eq "leader fence: binding" '["chamber-leader-fence", ["Deny"], {"name": "chamber-scheduler", "namespace": "chamber-system", "parameterNotFoundAction": "Allow"}]' \
+    "$(query "${f}" '[find("ValidatingAdmissionPolicyBinding", "chamber-leader-fence")["spec"][k] for k in ("policyName", "validationActions", "paramRef")]')"
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    "${vapi[@]}" --set chamberd.leaseName=sched-lease >"${work}/fence-lease.yaml" ||
+    fail "helm template (leader fence, leaseName)"
+  expect_eq "leader fence: follows chamberd.leaseName" '["sched-lease", true]' \
+    "$(query "${work}/fence-lease.yaml" "[find('ValidatingAdmissionPolicyBinding')['spec']['paramRef']['name'], \"'chamber-system/sched-lease'\" in ${vap}['spec']['matchConditions'][0]['expression']]")"
+  local none='sum(d["kind"].startswith("ValidatingAdmissionPolicy") for d in docs)'
+  expect_eq "leader fence: none without the API" "0" "$(query "${work}/scheduling.yaml" "${none}")"
+  "${helm}" template chamber "${chart}" -n chamber-system "${vapi[@]}" >"${work}/fence-monitoring.yaml" ||
+    fail "helm template (leader fence, monitoring)"
+  expect_eq "leader fence: none in monitoring mode" "0" "$(query "${work}/fence-monitoring.yaml" "${none}")"
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    "${vapi[@]}" --set chamberd.leaderFence=false >"${work}/fence-off.yaml" ||
+    fail "helm template (leaderFence=false)"
+  expect_eq "leader fence: none when disabled" "0" "$(query "${work}/fence-off.yaml" "${none}")"
 }
 
 # check_webhook: the admission webhook (docs/admission.md) in scheduling mode: its entries (the
@@ -799,6 +834,7 @@ EOF
   done
   if [[ "${what}" == scheduling ]]; then
     expect_eq "the Job's pod bound by chamberd" "${node}" "${pod_node}"
+    check_leader_fence_installed "${node}" "${job}"
   else
     expect_eq "monitoring: the Job's pod is left alone" "" "${pod_node}"
     expect_eq "monitoring: the pod exists" "1" "$("${kubectl}" get pods -n "${release_ns}" \
@@ -816,6 +852,37 @@ EOF
     printf -- '---- chamberd log (%s) ----\n' "${what}" >&2
     tail -n 40 "${dir}/log" >&2
   fi
+}
+
+# check_leader_fence_installed <node> <job>: the installed leader fence on the real API server
+# (docs/reliability.md#fencing-a-deposed-leader). chamberd's bind of the Job's pod carried the
+# release's Lease and its term there, and passed; a binding of a stale term is refused with the
+# policy's message.
+check_leader_fence_installed() {
+  local node="$1" job="$2" out i
+  expect_eq "leader fence: the bound pod's lease and term" \
+    "${release_ns}/chamber-scheduler test-scheduling/0" \
+    "$("${kubectl}" get pods -n "${release_ns}" -l "job-name=${job}" \
+      -o go-template='{{range .items}}{{index .metadata.annotations "chamber.io/leader-lease"}} {{index .metadata.annotations "chamber.io/leader-term"}}{{end}}' 2>&1)"
+  "${kubectl}" apply -f - >/dev/null <<EOF || fail "pod fence-probe: apply"
+apiVersion: v1
+kind: Pod
+metadata: {name: fence-probe, namespace: ${release_ns}}
+spec: {schedulerName: nobody, containers: [{name: main, image: trainer}]}
+EOF
+  printf '{"apiVersion":"v1","kind":"Binding","metadata":{"name":"fence-probe","annotations":{"chamber.io/leader-lease":"%s/chamber-scheduler","chamber.io/leader-term":"deposed/0"}},"target":{"kind":"Node","name":"%s"}}' \
+    "${release_ns}" "${node}" >"${work}/stale-binding.json"
+  for ((i = 0; i < 20; i++)); do
+    out="$("${kubectl}" create --raw "/api/v1/namespaces/${release_ns}/pods/fence-probe/binding" \
+      -f "${work}/stale-binding.json" 2>&1)" && break
+    [[ "${out}" == *"is forbidden"* ]] && break
+    sleep 0.5
+  done
+  expect_contains "leader fence: a stale term's binding refused" \
+    "chamber.io/leader-term deposed/0 is not the term of lease ${release_ns}/chamber-scheduler now (test-scheduling/0): a binding of a deposed leader" \
+    "${out}"
+  expect_eq "leader fence: the probe stays unbound" "" \
+    "$("${kubectl}" get pod fence-probe -n "${release_ns}" -o jsonpath='{.spec.nodeName}' 2>&1)"
 }
 
 run_apply() {

@@ -92,6 +92,15 @@ Json PendingCopy(const Json& bound) {
 // transient, and the pause before the next try (times the try's number).
 constexpr int kBindAttempts = 3;
 constexpr std::chrono::milliseconds kBindRetryDelay{150};
+// A bind the fence refused while this replica still leads: the API server's copy of the Lease
+// lags its takeover (the policy reads its parameters from a cache). Tried again this long.
+constexpr std::chrono::milliseconds kFenceLagLimit{5'000};
+constexpr std::chrono::milliseconds kFenceRetryDelay{200};
+
+// The chart's ValidatingAdmissionPolicy refused a binding: its leader term is not the Lease's.
+bool FenceRefused(const Status& s) {
+  return kube::IsForbidden(s) && s.message().find(keys::kLeaderTerm) != std::string::npos;
+}
 
 bool HasController(const kube::Pod& pod) {
   return std::any_of(pod.metadata.owner_references.begin(), pod.metadata.owner_references.end(),
@@ -496,6 +505,10 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
                  node.name, MaskToIndices(a.placement.gpu_mask),
                  {},        Status::Ok()};
       c.annotations[keys::kGpuIndices] = FormatIndexList(c.gpus);
+      if (!options_.leader_term.empty()) {
+        c.annotations[keys::kLeaderLease] = options_.leader_lease;
+        c.annotations[keys::kLeaderTerm] = options_.leader_term;
+      }
       const core::PodSet& set =
           built_.snapshot.workloads[bind.workload.index()].pod_sets[a.pod_set];
       if (set.request.gpu_share() && c.gpus.size() == 1) {
@@ -511,6 +524,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       calls.push_back(std::move(c));
     }
   }
+  std::atomic<int64_t> fence_refusals{0};
   ParallelFor(calls.size(), options_.writers, [&](size_t i) {
     BindCall& c = calls[i];
     if (!WritesAllowed()) {
@@ -533,6 +547,17 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
                                annotations, c.pod->resource_version());
       unanswered |= c.status.code() == StatusCode::kUnavailable;
     }
+    // Refused by the fence while this replica leads: the API server has not seen the Lease
+    // it took yet. A deposed leader stops here (its leadership token is cancelled).
+    for (const auto since = std::chrono::steady_clock::now();
+         FenceRefused(c.status) && std::chrono::steady_clock::now() - since < kFenceLagLimit;) {
+      ++fence_refusals;
+      std::this_thread::sleep_for(kFenceRetryDelay);
+      if (!WritesAllowed()) return;
+      c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
+                               annotations, c.pod->resource_version());
+      unanswered |= c.status.code() == StatusCode::kUnavailable;
+    }
     if (c.status.ok() || !unanswered) return;
     // A try that lost its answer may have bound the pod all the same, and the next ones then
     // fail (a conflict, or no answer again): the API server says which. When it cannot be
@@ -545,6 +570,11 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       c.maybe_bound = true;
   });
 
+  if (fence_refusals > 0)
+    spdlog::info(
+        "{} bind tries refused by the leader fence while leading in term {} (the API server had "
+        "not seen this term's Lease yet); tried again",
+        fence_refusals.load(), options_.leader_term);
   const int64_t expires = NowMs() + options_.assume_timeout.count();
   std::vector<std::vector<const BindCall*>> by_decision(result.binds.size());
   for (const BindCall& c : calls) by_decision[c.decision].push_back(&c);
@@ -712,6 +742,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   stats_.binds += binds;
   stats_.bind_failures += failures;
   stats_.rollbacks += rollbacks;
+  stats_.fence_refusals += fence_refusals;
 }
 
 std::vector<std::string> KubeBackend::AssumedPods() const {

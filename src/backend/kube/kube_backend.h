@@ -89,6 +89,10 @@ struct KubeBackendOptions {
   // and the cycle after a long Apply(), do not; 0: none.
   std::chrono::milliseconds prepare_every{250};
   std::function<bool()> writes_allowed;  // empty: always
+  // The Lease this replica leads by ("<namespace>/<name>") and its term there
+  // (kube::LeaderElector::term()), stamped on every bind (keys::kLeaderLease, kLeaderTerm) for
+  // the API server's fence to check; empty: no stamp (no leader election).
+  std::string leader_lease, leader_term;
   // Prices of the nodes' GPUs, and the fleet pools they make (gpu_pricing.h).
   PricingConfig pricing;
   // fairShare.usageHalfLife: each queue's decayed GPU-hours are kept, handed to the engine and
@@ -111,6 +115,9 @@ struct KubeBackendStats {
   int64_t suspends = 0, resumes = 0, evictions = 0, eviction_blocked = 0;
   int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0, events_dropped = 0;
   int64_t share_memory_evictions = 0;  // shares deleted for holding more memory than they asked
+  // Bind tries the leader fence refused while this replica led (tried again): the API server
+  // had not seen its term's Lease yet.
+  int64_t fence_refusals = 0;
 };
 
 // Fills the observation's `workload_pods` and `bare_pods` from a build's sources.

@@ -67,6 +67,12 @@ inline constexpr char kCheckpointGrace[] = "chamber.io/checkpoint-grace-seconds"
 inline constexpr char kLastCheckpoint[] = "chamber.io/last-checkpoint";
 inline constexpr char kGpuModels[] = "chamber.io/gpu-models";  // "H100,A100": allowed models
 inline constexpr char kGpuIndices[] = "chamber.io/gpu-indices";
+// On a binding (and so on its pod): the Lease of the leader that wrote it ("<namespace>/<name>")
+// and that leader's term there ("<holderIdentity>/<leaseTransitions>"). The chart's
+// ValidatingAdmissionPolicy refuses a binding whose term is not the Lease's now
+// (docs/reliability.md#fencing-a-deposed-leader).
+inline constexpr char kLeaderLease[] = "chamber.io/leader-lease";
+inline constexpr char kLeaderTerm[] = "chamber.io/leader-term";
 // On the pods of a Deployment, StatefulSet or other controller of serving replicas (through its
 // pod template): how many of its replicas run reserved (never preempted; within quota), the
 // bound ones first, then the oldest.

@@ -59,18 +59,6 @@ int FreePort() {
   return port;
 }
 
-// `export NAME=value` from the control plane's env file (scripts/controlplane.sh writes it).
-std::string ControlPlaneEnv(const std::string& name) {
-  const char* dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
-  if (dir == nullptr) return "";
-  std::ifstream in(std::filesystem::path(dir) / "env");
-  std::string line;
-  const std::string prefix = "export " + name + "=";
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
-  return "";
-}
-
 // A container's arguments with each one `replace` names replaced.
 std::vector<std::string> Args(const Json& container,
                               const std::map<std::string, std::string>& replace) {
@@ -114,7 +102,7 @@ class ChartE2E : public e2e::ClusterTest {
     release_ = "chamber-e2e-" + NewNamespace("chart-e2e-", "chamber-", /*create=*/false);
     std::filesystem::create_directories(dir_ / "data");
     std::filesystem::create_directories(dir_ / "pod-resources");
-    helm_ = ControlPlaneEnv("CHAMBER_HELM");
+    helm_ = e2e::ControlPlaneEnv("CHAMBER_HELM");
     ASSERT_FALSE(helm_.empty()) << "the control plane's env names no helm (scripts/kube-tools.sh)";
   }
 
@@ -138,12 +126,8 @@ class ChartE2E : public e2e::ClusterTest {
   // Runs helm against the test control plane; its exit status.
   int Helm(std::vector<std::string> args) {
     args.insert(args.begin(), helm_);
-    const pid_t pid =
-        e2e::SpawnLogged(args, (dir_ / "helm.log").string(),
-                         {std::string("KUBECONFIG=") + std::getenv("CHAMBER_TEST_KUBECONFIG")});
-    int status = -1;
-    if (pid > 0) waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return e2e::RunLogged(args, (dir_ / "helm.log").string(),
+                          {std::string("KUBECONFIG=") + std::getenv("CHAMBER_TEST_KUBECONFIG")});
   }
 
   Json Get(const kube::ResourceType& type, const std::string& name) {

@@ -4,10 +4,12 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -18,6 +20,7 @@
 #include "backend/kube/queue_resource.h"
 #include "kube/client.h"
 #include "kube/config.h"
+#include "kube/errors.h"
 
 extern char** environ;
 
@@ -63,6 +66,89 @@ inline pid_t SpawnLogged(std::vector<std::string> args, const std::string& log,
   if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0) pid = -1;
   posix_spawn_file_actions_destroy(&fa);
   return pid;
+}
+
+// `export NAME=value` from the control plane's env file (scripts/controlplane.sh writes it).
+inline std::string ControlPlaneEnv(const std::string& name) {
+  const char* dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
+  if (dir == nullptr) return "";
+  std::ifstream in(std::filesystem::path(dir) / "env");
+  std::string line;
+  const std::string prefix = "export " + name + "=";
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  return "";
+}
+
+// Runs `args` to the end, output appended to `log`; its exit status (-1: did not run).
+inline int RunLogged(std::vector<std::string> args, const std::string& log,
+                     const std::vector<std::string>& extra_env = {}) {
+  const pid_t pid = SpawnLogged(std::move(args), log, extra_env);
+  int status = -1;
+  if (pid > 0) waitpid(pid, &status, 0);
+  return pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The chart's leader fence (`chart`/templates/leader-fence.yaml) for the Lease `lease` of
+// namespace `ns`, rendered by helm (release `ns`) into `dir` and applied by kubectl against the
+// test control plane, as `helm install` in mode scheduling installs it; their output goes to
+// `dir`/kubectl.log. Returns the rendered file (DeleteLeaderFence takes it). (helm renders the
+// whole chart into `dir`/fence: it takes no --show-only with --output-dir.)
+inline Result<std::string> ApplyLeaderFence(const std::string& chart, const std::string& ns,
+                                            const std::filesystem::path& dir,
+                                            const std::string& lease = "chamber-scheduler") {
+  const std::string helm = ControlPlaneEnv("CHAMBER_HELM");
+  const std::string kubectl = ControlPlaneEnv("CHAMBER_KUBECTL");
+  if (helm.empty() || kubectl.empty())
+    return Status::FailedPrecondition(
+        "the control plane's env names no helm or kubectl (scripts/kube-tools.sh)");
+  const std::string log = (dir / "kubectl.log").string();
+  const std::vector<std::string> env = {std::string("KUBECONFIG=") +
+                                        std::getenv("CHAMBER_TEST_KUBECONFIG")};
+  if (RunLogged({helm, "template", ns, chart, "-n", ns, "--set", "mode=scheduling", "--set",
+                 "chamberd.leaseName=" + lease, "--api-versions",
+                 "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy", "--output-dir",
+                 (dir / "fence").string()},
+                log, env) != 0)
+    return Status::Internal("helm template failed; see " + log);
+  const std::string file = (dir / "fence" / "chamber" / "templates" / "leader-fence.yaml").string();
+  if (RunLogged({kubectl, "apply", "-f", file}, log, env) != 0)
+    return Status::Internal("kubectl apply failed; see " + log);
+  return file;
+}
+
+inline void DeleteLeaderFence(const std::string& file, const std::filesystem::path& dir) {
+  (void)RunLogged({ControlPlaneEnv("CHAMBER_KUBECTL"), "delete", "-f", file},
+                  (dir / "kubectl.log").string(),
+                  {std::string("KUBECONFIG=") + std::getenv("CHAMBER_TEST_KUBECONFIG")});
+}
+
+// Waits until the leader fence of the Lease `lease` ("<namespace>/<name>", which must exist)
+// refuses a binding of a stale term (the API server loads a new policy within a second or so),
+// binding probe pods of namespace `ns` that no scheduler takes to `node`. False if it never
+// does within 20 s.
+inline bool WaitForLeaderFence(kube::Client& client, const std::string& ns,
+                               const std::string& lease, const std::string& node) {
+  int probes = 0;
+  return Eventually(
+      [&] {
+        const std::string name = "fence-probe-" + std::to_string(probes++);
+        const kube::Json pod = {
+            {"metadata", {{"name", name}}},
+            {"spec",
+             {{"schedulerName", "chamber-test-none"},
+              {"containers", kube::Json::array({{{"name", "main"}, {"image", "pause"}}})}}}};
+        auto made = client.Create(kube::resources::kPods, ns, pod);
+        if (!made.ok()) return false;
+        const Status bound = client.Bind(
+            ns, name, (*made)["metadata"].value("uid", ""), node,
+            {{"chamber.io/leader-lease", lease}, {"chamber.io/leader-term", "deposed/0"}});
+        kube::DeleteOptions now;
+        now.grace_period_seconds = 0;
+        (void)client.Delete(kube::resources::kPods, ns, name, now);
+        return kube::IsForbidden(bound);
+      },
+      std::chrono::seconds(20), std::chrono::milliseconds(500));
 }
 
 // An unthrottled client of the control plane the ctest fixture started

@@ -108,15 +108,24 @@ class FaultProxy {
     return r && r->status == 200;
   }
 
-  std::string Stats() {
-    httplib::Client c("127.0.0.1", control_port_);
-    auto r = c.Get("/stats");
-    return r ? r->body : "";
+  std::string Stats() { return Get("/stats"); }
+
+  // The requests /hold caught, and the answers of those released (JSON).
+  Json Held() {
+    const std::string body = Get("/held");
+    Json held = Json::parse(body, nullptr, false);
+    return held.is_array() ? held : Json::array();
   }
 
   const std::string& kubeconfig() const { return kubeconfig_; }
 
  private:
+  std::string Get(const std::string& path) {
+    httplib::Client c("127.0.0.1", control_port_);
+    auto r = c.Get(path);
+    return r ? r->body : "";
+  }
+
   pid_t pid_ = -1;
   int control_port_ = 0;
   std::string kubeconfig_;
@@ -145,7 +154,15 @@ class FaultE2E : public e2e::ChamberdCluster {
     for (auto& [name, pid] : chamberd_)
       if (pid > 0) kill(pid, SIGCONT);
     proxy_.Stop();
+    if (!fence_.empty()) e2e::DeleteLeaderFence(fence_, dir_);
     ChamberdCluster::TearDown();
+  }
+
+  // The chart's leader fence for this test's Lease (e2e::ApplyLeaderFence).
+  void InstallLeaderFence() {
+    Result<std::string> file = e2e::ApplyLeaderFence(CHAMBER_CHART, ns_, dir_);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    fence_ = *file;
   }
 
   // Records a broken promise (printed at once, and listed in the summary).
@@ -472,7 +489,8 @@ class FaultE2E : public e2e::ChamberdCluster {
   std::map<std::string, Clock::time_point> partial_since_;
   std::set<std::string> partial_reported_, reserved_suspended_, double_booked_;
   std::atomic<int64_t> samples_{0}, failed_samples_{0}, pods_checked_{0};
-  int restarts_ = 0;  // replicas that exited on their own and were started again
+  int restarts_ = 0;   // replicas that exited on their own and were started again
+  std::string fence_;  // the applied leader fence's file, deleted in TearDown
   // While the control plane restarts: the stream waits, the checker pauses (and a gang's time
   // partly bound starts again after it).
   std::atomic<bool> restarting_{false};
@@ -495,6 +513,8 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
             << " (rerun: CHAMBER_FAULT_SEED=" << seed << "); a Job may be partly bound for "
             << kPartialGangBoundSeconds << " s" << std::endl;
 
+  // Every failover goes through the chart's fence, as in a cluster.
+  ASSERT_NO_FATAL_FAILURE(InstallLeaderFence());
   Nodes(kNodes, kGpusPerNode);
   StartSim();
   // Team a's quota is 64 of 128 GPUs and it may borrow up to 96; team b has 48, up to 64.
@@ -787,6 +807,90 @@ TEST_F(FaultE2E, ARolledBackJobIsSuspendedAndResumedNotFailed) {
   const std::vector<std::string> reasons = EventReasons("gang");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Resumed"), reasons.end())
       << ::testing::PrintToString(reasons);
+  ExpectNoDoubleBooking(kGpusPerNode);
+}
+
+// Fencing a deposed leader (docs/reliability.md#fencing-a-deposed-leader). r1 decides to bind a
+// Job's pod to the node's 8 GPUs; its bind is on its way (held by the proxy) when r1 stops past
+// its Lease. r2 takes over and binds a Job of higher priority to the same 8 GPUs. Then r1's bind
+// arrives: the chart's policy refuses it (its term is r1's, the Lease's is r2's), so no GPU is
+// held twice; without the fence it binds and all 8 GPUs are double-booked. r1, continued,
+// finds itself deposed and exits. Both replicas go through the proxy.
+TEST_F(FaultE2E, ADeposedLeadersLateBindIsRefusedByTheFence) {
+  if (std::string(CHAMBER_FAULTPROXY).empty()) GTEST_SKIP() << "the fault proxy is not built";
+  const char* cp_dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
+  ASSERT_NE(cp_dir, nullptr) << "CHAMBER_TEST_CONTROLPLANE_DIR is not set: run through ctest";
+  ASSERT_NO_FATAL_FAILURE(InstallLeaderFence());
+  Nodes(1, kGpusPerNode);
+  const std::string node = ns_ + "-gpu-0";
+  StartSim();
+  const std::string q = ns_ + "-q", low = ns_ + "-low", high = ns_ + "-high";
+  Queue(q, kGpusPerNode, kGpusPerNode);
+  PriorityClass(low, 10);
+  PriorityClass(high, 50);
+  ASSERT_FALSE(HasFailure());
+  auto rc = kube::LoadKubeconfig(std::getenv("CHAMBER_TEST_KUBECONFIG"));
+  ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+  ASSERT_TRUE(proxy_.Start(dir_, std::string(cp_dir) + "/pki", rc->server, 1));
+  const std::vector<std::string> flags = {
+      "--lease-duration", std::to_string(static_cast<int>(kLeaseSeconds)),
+      "--renew-deadline", std::to_string(static_cast<int>(kRenewSeconds)),
+      "--retry-period",   "0.5",
+      "--writers",        "1"};
+  chamberd_kubeconfig_ = proxy_.kubeconfig();
+  StartChamberd("r1", flags);
+  ASSERT_TRUE(Eventually([&] { return Leader() == "r1"; }, 30s));
+  ASSERT_TRUE(e2e::WaitForLeaderFence(*client_, ns_, ns_ + "/chamber-scheduler", node))
+      << "the API server never refused a stale term";
+
+  ASSERT_TRUE(proxy_.Post("/hold?suffix=/binding&count=1"));
+  Job("first", JobSpec(q, 1).Gpus(kGpusPerNode).Priority(low));
+  ASSERT_TRUE(Eventually([&] { return proxy_.Held().size() == 1; }, 30s))
+      << "r1 never bound first's pod";
+  kill(chamberd_["r1"], SIGSTOP);  // its bind on the way
+  // The bind names first's pod as r1 read it (its resourceVersion a precondition): a write to
+  // the pod in between, as r2's PodScheduled condition on it, would refuse it too. Those writes
+  // fail here (r2 also goes through the proxy), as they may in a cluster, or come after the
+  // late bind: the fence alone stands between r1's bind and r2's GPUs.
+  const std::string held_path = proxy_.Held()[0].value("path", "");
+  const std::string first_pod = held_path.substr(0, held_path.rfind("/binding"));
+  ASSERT_TRUE(proxy_.Post("/fail?suffix=" + first_pod + "/status&code=503&count=100000"));
+  Job("second", JobSpec(q, 1).Gpus(kGpusPerNode).Priority(high));
+  StartChamberd("r2", flags);
+  ASSERT_TRUE(Eventually([&] { return Bound("second") == 1; }, 60s))
+      << "r2 did not take over and bind second";
+  const std::vector<kube::Pod> second = JobPods("second");
+  ASSERT_EQ(second.size(), 1u);
+  const auto& annotations = second[0].metadata.annotations;
+  EXPECT_EQ(annotations.at(backend::keys::kLeaderLease), ns_ + "/chamber-scheduler");
+  EXPECT_EQ(annotations.at(backend::keys::kLeaderTerm), "r2/1");
+
+  ASSERT_TRUE(proxy_.Post("/release"));
+  Json held;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        held = proxy_.Held();
+        return held.size() == 1 && !held[0].value("held", true);
+      },
+      30s));
+  EXPECT_EQ(held[0].value("code", 0), 403) << held.dump();
+  EXPECT_NE(held[0]
+                .value("body", "")
+                .find("chamber.io/leader-term r1/0 is not the term of lease " + ns_ +
+                      "/chamber-scheduler now (r2/1)"),
+            std::string::npos)
+      << held.dump();
+  EXPECT_EQ(Bound("first"), 0);
+  ExpectNoDoubleBooking(kGpusPerNode);
+
+  // r1, continued, finds its leadership gone: it writes nothing more and exits.
+  kill(chamberd_["r1"], SIGCONT);
+  int status = 0;
+  EXPECT_TRUE(Eventually([&] { return waitpid(chamberd_["r1"], &status, WNOHANG) > 0; }, 20s))
+      << "r1 did not exit after losing its Lease";
+  chamberd_["r1"] = -1;
+  EXPECT_EQ(Bound("first"), 0);
+  EXPECT_EQ(Bound("second"), 1);
   ExpectNoDoubleBooking(kGpusPerNode);
 }
 

@@ -70,6 +70,7 @@ TEST(LeaderElectionTest, ReleaseHandsOverAtOnce) {
   std::thread ta([&] { a->Run(stop_a); });
   ASSERT_TRUE(Eventually([&] { return a_leading.load(); }, 3s));
   EXPECT_TRUE(a->IsLeader());
+  EXPECT_EQ(a->term(), "a/0");
   std::thread tb([&] { b->Run(stop_b); });
   std::this_thread::sleep_for(2500ms);  // a keeps renewing: b must not take over
   EXPECT_FALSE(b_leading.load());
@@ -87,6 +88,8 @@ TEST(LeaderElectionTest, ReleaseHandsOverAtOnce) {
   const Json lease = s.Object(kLeases, "chamber");
   EXPECT_EQ(lease["spec"]["holderIdentity"], "b");
   EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);  // created by "a" at 0; "b" took over
+  EXPECT_EQ(b->term(), "b/1");
+  EXPECT_EQ(a->term(), "");  // not leading any more
   stop_b.Cancel();
   tb.join();
   std::lock_guard<std::mutex> lock(mu);
@@ -157,6 +160,41 @@ TEST(LeaderElectionTest, LosingTheLeaseCancelsTheLeadershipToken) {
   ta.join();                                                  // Run returns once leadership is lost
   EXPECT_TRUE(stopped.load());
   EXPECT_FALSE(a->IsLeader());
+}
+
+// The term a leader stamps on its writes is the Lease as it acquired it: a renewal that finds a
+// successor's record (taken over while this leader was stopped, say) must not hand it the
+// successor's term, which the API server's fence would accept.
+TEST(LeaderElectionTest, ALeaderKeepsItsOwnTermWhenItSeesASuccessorsLease) {
+  FakeApiServer s;
+  auto client = Client::Create(s.Config()).value();
+  std::atomic<bool> have_token{false};
+  CancellationToken seen;
+  LeaderElectionConfig ca = Config("a");
+  ca.on_started_leading = [&](CancellationToken t) {
+    seen = t;
+    have_token = true;
+    t.WaitFor(1h);
+  };
+  auto a = LeaderElector::Create(client.get(), ca).value();
+  CancellationToken stop;
+  std::thread ta([&] { a->Run(stop); });
+  ASSERT_TRUE(Eventually([&] { return have_token.load(); }, 3s));
+  EXPECT_EQ(a->term(), "a/0");
+  // A successor takes the Lease behind a's back; a's renewals now read b's record.
+  Json lease = s.Object(kLeases, "chamber");
+  lease["spec"]["holderIdentity"] = "b";
+  lease["spec"]["leaseTransitions"] = 1;
+  s.Upsert(kLeases, lease);
+  ASSERT_TRUE(Eventually([&] { return a->leader() == "b"; }, 3s));
+  // Until its token is cancelled a still takes itself for the leader, with its own term only.
+  if (!seen.cancelled()) {
+    EXPECT_EQ(a->term(), "a/0");
+  }
+  ASSERT_TRUE(Eventually([&] { return seen.cancelled(); }, 4s));
+  EXPECT_EQ(a->term(), "");
+  stop.Cancel();
+  ta.join();
 }
 
 TEST(CancellationTokenTest, APassedDeadlineIsFinal) {

@@ -1,8 +1,10 @@
 // KubeBackend against the test control plane (the ctest fixture's CHAMBER_TEST_KUBECONFIG).
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -105,6 +107,106 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   EXPECT_EQ(list->items.size(), 2u);
 
   backend->reset();
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  (void)client.Delete(kube::resources::kPods, ns, "", now);
+  (void)client.Delete(kube::resources::kNamespaces, "", ns);
+  (void)client.Delete(kQueues, "", ns);
+  (void)kubesim::DeleteFakeNodes(client);
+}
+
+// The leader fence (docs/reliability.md#fencing-a-deposed-leader) reads the Lease from the API
+// server's cache, which may show the previous term for a moment after a takeover. A leader's
+// bind the fence refuses then is tried again until the Lease shows through: the gang binds
+// whole, stamped with the term, and nothing is rolled back. Here the Lease passes from "old" to
+// "new" only after the binds began.
+TEST(KubeBackendOnTheControlPlane, ABindTheFenceRefusesWhileLeadingIsTriedAgain) {
+  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  kube::Client& client = **connected;
+  const std::string ns = NamespaceWithANodeAndAQueue(client);
+  ASSERT_FALSE(ns.empty());
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("chamber-" + ns);
+  std::filesystem::create_directories(dir);
+  auto fence = chamberd::e2e::ApplyLeaderFence(CHAMBER_CHART, ns, dir);
+  ASSERT_TRUE(fence.ok()) << fence.status().ToString();
+  const std::string lease = ns + "/chamber-scheduler";
+  Json lease_object = {{"apiVersion", "coordination.k8s.io/v1"},
+                       {"kind", "Lease"},
+                       {"metadata", {{"name", "chamber-scheduler"}, {"namespace", ns}}},
+                       {"spec", {{"holderIdentity", "old"}, {"leaseTransitions", 0}}}};
+  auto created = client.Create(kube::resources::kLeases, ns, lease_object);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  ASSERT_TRUE(chamberd::e2e::WaitForLeaderFence(client, ns, lease, ns + "-0"));
+  for (const std::string name : {"a", "b"}) {
+    const Json pod = {{"metadata",
+                       {{"name", name},
+                        {"labels", {{"chamber.io/pod-group", "g"}, {"chamber.io/queue", ns}}},
+                        {"annotations", {{"chamber.io/min-member", "2"}}}}},
+                      {"spec",
+                       {{"schedulerName", "chamber"},
+                        {"containers", Json::array({{{"name", "main"},
+                                                     {"image", "trainer:latest"},
+                                                     {"resources",
+                                                      {{"requests", {{"nvidia.com/gpu", 1}}},
+                                                       {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+    ASSERT_TRUE(client.Create(kube::resources::kPods, ns, pod).ok());
+  }
+  auto bound_in_term = [&](const std::string& term) {
+    int n = 0;
+    auto list = client.List(kube::resources::kPods, ns);
+    if (list.ok())
+      for (const Json& p : list->items)
+        n += !p["spec"].value("nodeName", "").empty() &&
+             p["metadata"]["annotations"].value("chamber.io/leader-term", "") == term;
+    return n;
+  };
+
+  KubeBackendOptions options;
+  options.writers = 2;
+  options.write_events = false;
+  options.leader_lease = lease;
+  options.leader_term = "new/1";
+  auto backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  const core::Snapshot* snapshot = nullptr;
+  ASSERT_TRUE(chamberd::e2e::Eventually(
+      [&] {
+        auto s = (*backend)->Refresh();
+        snapshot = s.ok() ? *s : nullptr;
+        if (snapshot == nullptr) return false;
+        for (const core::Workload& w : snapshot->workloads)
+          if (w.name == ns + "/g") return true;
+        return false;
+      },
+      std::chrono::seconds(20)));
+  core::BindDecision bind;
+  for (size_t i = 0; i < snapshot->workloads.size(); ++i)
+    if (snapshot->workloads[i].name == ns + "/g") bind.workload.value = static_cast<int32_t>(i);
+  core::NodeId node;
+  for (size_t i = 0; i < snapshot->nodes.size(); ++i)
+    if (snapshot->nodes[i].name == ns + "-0") node.value = static_cast<int32_t>(i);
+  ASSERT_TRUE(node.valid());
+  for (int r = 0; r < 2; ++r) bind.pods.push_back({0, r, {node, uint64_t{1} << r}});
+  core::CycleResult result;
+  result.binds.push_back(bind);
+  std::thread apply([&] { EXPECT_TRUE((*backend)->Apply(result).ok()); });
+  // Refused while the Lease is old's.
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_EQ(bound_in_term("new/1"), 0);
+  auto current = client.Get(kube::resources::kLeases, ns, "chamber-scheduler");
+  ASSERT_TRUE(current.ok()) << current.status().ToString();
+  (*current)["spec"]["holderIdentity"] = "new";
+  (*current)["spec"]["leaseTransitions"] = 1;
+  ASSERT_TRUE(client.Update(kube::resources::kLeases, ns, *current).ok());
+  apply.join();
+  EXPECT_EQ(bound_in_term("new/1"), 2) << "the refused binds were not tried again";
+  EXPECT_EQ((*backend)->stats().rollbacks, 0);
+  EXPECT_GE((*backend)->stats().fence_refusals, 2);  // each pod's first try, at least
+
+  backend->reset();
+  chamberd::e2e::DeleteLeaderFence(*fence, dir);
+  std::filesystem::remove_all(dir);
   kube::DeleteOptions now;
   now.grace_period_seconds = 0;
   (void)client.Delete(kube::resources::kPods, ns, "", now);
