@@ -1280,6 +1280,12 @@ class Builder {
     AddGang(g, std::move(src), pending, bound, terminating);
   }
 
+  // The PodGroup "namespace/name" if it exists, reads and has a gang policy; else null.
+  const UpstreamGroup* GangPodGroup(const std::string& ns, const std::string& name) const {
+    auto it = pod_groups_.find(ns + "/" + name);
+    return it == pod_groups_.end() || !it->second.group.gang ? nullptr : &it->second;
+  }
+
   // The gang PodGroup a Job's pods name, whose status conditions say how its gang fares: the one
   // its template names, else the one the Job controller made for it and named on its pods
   // (WorkloadWithJob). Null for none, or a basic one.
@@ -1294,10 +1300,21 @@ class Builder {
           name = &e->object->pod_group_name;
           break;
         }
-    if (name == nullptr) return nullptr;
-    auto it = pod_groups_.find(ns + "/" + *name);
-    if (it == pod_groups_.end() || !it->second.group.gang) return nullptr;
-    return it->second.object;
+    const UpstreamGroup* group = name != nullptr ? GangPodGroup(ns, *name) : nullptr;
+    return group != nullptr ? group->object : nullptr;
+  }
+
+  // The gang PodGroup every pod template of a top-level object names: one group for the whole
+  // gang. Templates naming different groups, or some none, say nothing the gang can follow
+  // (the kind's own gang holds); nor do the PodGroups a controller names on the pods of its
+  // parts (the Job controller's, one per child Job of a JobSet).
+  const UpstreamGroup* OwnersGangPodGroup(const std::vector<kube::Pod>& templates,
+                                          const std::string& ns) const {
+    if (templates.empty()) return nullptr;
+    const std::string& name = templates.front().pod_group_name;
+    for (const kube::Pod& t : templates)
+      if (t.pod_group_name != name) return nullptr;
+    return name.empty() ? nullptr : GangPodGroup(ns, name);
   }
 
   // A top-level object's workload. `part`: for a kind whose gang is that of a part
@@ -1366,6 +1383,13 @@ class Builder {
     if (part != nullptr) {
       src.part = part->owner.lock();
       src.part_kind = part->kind;
+    }
+    // Its pods name an upstream gang PodGroup (docs/workloads/podgroup.md): its minCount is the
+    // gang's minimum in place of the kind's own, and it carries the gang's conditions.
+    if (const UpstreamGroup* group =
+            OwnersGangPodGroup(gang.pod_templates, object->metadata.namespace_name)) {
+      g.min_pods = group->group.min_count;
+      src.pod_group = group->object;
     }
     AddGang(g, std::move(src), pending, bound, terminating);
   }

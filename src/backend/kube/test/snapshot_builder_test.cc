@@ -1267,6 +1267,61 @@ TEST(SnapshotBuilderTest, AJobSetIsOneGangOfAllItsJobsPods) {
   EXPECT_EQ(r.binds[0].pods.size(), 5u);
 }
 
+// A top-level object whose every pod template names one upstream gang PodGroup: the PodGroup's
+// minCount is the gang's minimum in place of the kind's own (all of a JobSet's pods), and the
+// PodGroup carries the gang's conditions; chamber.io/min-member still overrides it. Templates
+// naming it only in part, a basic PodGroup, or the PodGroups a controller names on the pods of
+// the object's parts (the Job controller's, one per child Job) leave the kind's gang as it is.
+TEST(SnapshotBuilderTest, AnOwnersUpstreamPodGroupSetsItsMinimum) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8), GpuNode("n2", 8)};
+  in.pod_groups = {PodGroupObject("ml", "js-pg", {{"gang", {{"minCount", 3}}}}),
+                   PodGroupObject("ml", "js-basic", {{"basic", Json::object()}}),
+                   PodGroupObject("ml", "js-workers-0-pg", {{"gang", {{"minCount", 1}}}})};
+  auto jobset = [](const std::vector<std::string>& groups, Json extra = {}) {
+    Json j = JobSetJson("ml", "js", 2, std::move(extra));
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (!groups[i].empty())
+        j["spec"]["replicatedJobs"][i]["template"]["spec"]["template"]["spec"]["schedulingGroup"] =
+            {{"podGroupName", groups[i]}};
+    return std::make_shared<const kube::Object>(kube::Object::FromJson(j).value());
+  };
+  AddChildren(&in, "ml", "js", 2);
+  auto built = [&](std::shared_ptr<const kube::Object> owner) {
+    in.owners = {std::move(owner)};
+    BuiltSnapshot b = BuildSnapshot(in, Opts());
+    EXPECT_EQ(b.snapshot.workloads.size(), 1u);
+    EXPECT_EQ(b.snapshot.workloads[0].TotalPods(), 5);
+    return b;
+  };
+  BuiltSnapshot b = built(jobset({"js-pg", "js-pg"}));
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 3) << "the PodGroup's minCount";
+  ASSERT_NE(b.sources[0].pod_group, nullptr);
+  EXPECT_EQ(b.sources[0].pod_group->metadata.name, "js-pg");
+
+  b = built(jobset({"js-pg", "js-pg"},
+                   {{"metadata", {{"annotations", {{"chamber.io/min-member", "4"}}}}}}));
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 4) << "chamber.io/min-member over the PodGroup";
+
+  for (const std::vector<std::string>& groups :
+       {std::vector<std::string>{"js-pg", ""}, {"js-basic", "js-basic"}, {"js-pg", "js-basic"}}) {
+    b = built(jobset(groups));
+    EXPECT_EQ(b.snapshot.workloads[0].min_member, 0) << groups[0] << "," << groups[1];
+    EXPECT_EQ(b.sources[0].pod_group, nullptr) << groups[0] << "," << groups[1];
+  }
+
+  // The Job controller's PodGroup of a child Job, named on its pods only.
+  for (auto& pod : in.pods)
+    if (pod->metadata.name.rfind("js-workers-0-", 0) == 0) {
+      Json extra = OwnedBy("js-workers-0");
+      extra.merge_patch(InGroup("js-workers-0-pg"));
+      pod = Pod("ml", pod->metadata.name, 4, extra);
+    }
+  b = built(jobset({}));
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 0) << "the JobSet's gang: all its pods";
+  EXPECT_EQ(b.sources[0].pod_group, nullptr);
+}
+
 TEST(SnapshotBuilderTest, AJobSetShortOfPodsWaitsForThemAndItsPriorityComesFromItsTemplate) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 8)};
