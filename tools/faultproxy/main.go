@@ -403,6 +403,23 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
+// countAndSuffixes reads the parameters count (a number of requests) and suffix (the ends of the
+// paths to `verb`, comma-separated) of /fail and /hold.
+func countAndSuffixes(q url.Values, verb string) (int, []string, error) {
+	count, err := strconv.Atoi(q.Get("count"))
+	if err != nil || count < 0 {
+		return 0, nil, errors.New("parameter count: want a number of requests not below 0")
+	}
+	suffixes := strings.Split(q.Get("suffix"), ",")
+	for _, s := range suffixes {
+		if s == "" {
+			return 0, nil, fmt.Errorf("parameter suffix: %q: want the ends of the paths to %s, "+
+				"comma-separated, none empty, e.g. /binding", q.Get("suffix"), verb)
+		}
+	}
+	return count, suffixes, nil
+}
+
 // release lets every held request go on; the next ones /hold catches wait for the next call.
 func (p *proxy) release() int {
 	p.faults.mu.Lock()
@@ -473,23 +490,15 @@ func (p *proxy) control() http.Handler {
 			fail(w, fmt.Errorf("parameter code: %q is not one of 500, 503, 429", q.Get("code")))
 			return
 		}
-		count, err := strconv.Atoi(q.Get("count"))
-		if err != nil || count < 0 {
-			fail(w, errors.New("parameter count: want a number of requests not below 0"))
+		count, suffixes, err := countAndSuffixes(q, "fail")
+		if err != nil {
+			fail(w, err)
 			return
 		}
 		skip := 0
 		if q.Get("skip") != "" {
 			if skip, err = strconv.Atoi(q.Get("skip")); err != nil || skip < 0 {
 				fail(w, errors.New("parameter skip: want a number of requests not below 0"))
-				return
-			}
-		}
-		suffixes := strings.Split(q.Get("suffix"), ",")
-		for _, s := range suffixes {
-			if s == "" {
-				fail(w, fmt.Errorf("parameter suffix: %q: want the ends of the paths to fail, "+
-					"comma-separated, none empty, e.g. /binding", q.Get("suffix")))
 				return
 			}
 		}
@@ -502,18 +511,10 @@ func (p *proxy) control() http.Handler {
 	})
 	mux.HandleFunc("POST /hold", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		count, err := strconv.Atoi(q.Get("count"))
-		if err != nil || count < 0 {
-			fail(w, errors.New("parameter count: want a number of requests not below 0"))
+		count, suffixes, err := countAndSuffixes(q, "hold")
+		if err != nil {
+			fail(w, err)
 			return
-		}
-		suffixes := strings.Split(q.Get("suffix"), ",")
-		for _, s := range suffixes {
-			if s == "" {
-				fail(w, fmt.Errorf("parameter suffix: %q: want the ends of the paths to hold, "+
-					"comma-separated, none empty, e.g. /binding", q.Get("suffix")))
-				return
-			}
 		}
 		p.faults.mu.Lock()
 		p.faults.holdSuffix, p.faults.holdLeft = suffixes, count

@@ -39,15 +39,8 @@ std::string NamespaceWithANodeAndAQueue(kube::Client& client) {
   return made.ok() ? ns : "";
 }
 
-// A leader deposed half-way through a gang's binds writes nothing more: the pod it bound stays
-// bound (as after a crash, for the next leader to complete the gang) rather than being deleted,
-// which for a Job's pods the Job controller would count as failures.
-TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
-  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
-  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
-  kube::Client& client = **connected;
-  const std::string ns = NamespaceWithANodeAndAQueue(client);
-  ASSERT_FALSE(ns.empty());
+// Bare pods "a" and "b" of pod group "g" (chamber.io/min-member 2), one GPU each, queue `ns`.
+void CreateGangOfTwo(kube::Client& client, const std::string& ns) {
   for (const std::string name : {"a", "b"}) {
     const Json container = {{"name", "main"},
                             {"image", "trainer:latest"},
@@ -62,6 +55,47 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
         {"spec", {{"schedulerName", "chamber"}, {"containers", Json::array({container})}}}};
     ASSERT_TRUE(client.Create(kube::resources::kPods, ns, pod).ok());
   }
+}
+
+// Once `backend`'s snapshot holds CreateGangOfTwo's gang: a cycle's decision binding its pods to
+// GPUs 0 and 1 of node "<ns>-0".
+core::CycleResult BindGangOfTwo(KubeBackend& backend, const std::string& ns) {
+  const core::Snapshot* snapshot = nullptr;
+  core::CycleResult result;
+  const bool seen = chamberd::e2e::Eventually(
+      [&] {
+        auto s = backend.Refresh();
+        snapshot = s.ok() ? *s : nullptr;
+        if (snapshot == nullptr) return false;
+        for (const core::Workload& w : snapshot->workloads)
+          if (w.name == ns + "/g") return true;
+        return false;
+      },
+      std::chrono::seconds(20));
+  EXPECT_TRUE(seen) << "the gang never showed in a snapshot";
+  if (!seen) return result;
+  core::BindDecision bind;
+  for (size_t i = 0; i < snapshot->workloads.size(); ++i)
+    if (snapshot->workloads[i].name == ns + "/g") bind.workload.value = static_cast<int32_t>(i);
+  core::NodeId node;
+  for (size_t i = 0; i < snapshot->nodes.size(); ++i)
+    if (snapshot->nodes[i].name == ns + "-0") node.value = static_cast<int32_t>(i);
+  EXPECT_TRUE(node.valid());
+  for (int r = 0; r < 2; ++r) bind.pods.push_back({0, r, {node, uint64_t{1} << r}});
+  result.binds.push_back(bind);
+  return result;
+}
+
+// A leader deposed half-way through a gang's binds writes nothing more: the pod it bound stays
+// bound (as after a crash, for the next leader to complete the gang) rather than being deleted,
+// which for a Job's pods the Job controller would count as failures.
+TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
+  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  kube::Client& client = **connected;
+  const std::string ns = NamespaceWithANodeAndAQueue(client);
+  ASSERT_FALSE(ns.empty());
+  ASSERT_NO_FATAL_FAILURE(CreateGangOfTwo(client, ns));
   auto bound = [&] {
     int n = 0;
     auto list = client.List(kube::resources::kPods, ns);
@@ -77,27 +111,8 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   options.writes_allowed = [&] { return bound() == 0; };
   auto backend = KubeBackend::Create(&client, options);
   ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-  const core::Snapshot* snapshot = nullptr;
-  ASSERT_TRUE(chamberd::e2e::Eventually(
-      [&] {
-        auto s = (*backend)->Refresh();
-        snapshot = s.ok() ? *s : nullptr;
-        if (snapshot == nullptr) return false;
-        for (const core::Workload& w : snapshot->workloads)
-          if (w.name == ns + "/g") return true;
-        return false;
-      },
-      std::chrono::seconds(20)));
-  core::BindDecision bind;
-  for (size_t i = 0; i < snapshot->workloads.size(); ++i)
-    if (snapshot->workloads[i].name == ns + "/g") bind.workload.value = static_cast<int32_t>(i);
-  core::NodeId node;
-  for (size_t i = 0; i < snapshot->nodes.size(); ++i)
-    if (snapshot->nodes[i].name == ns + "-0") node.value = static_cast<int32_t>(i);
-  ASSERT_TRUE(node.valid());
-  for (int r = 0; r < 2; ++r) bind.pods.push_back({0, r, {node, uint64_t{1} << r}});
-  core::CycleResult result;
-  result.binds.push_back(bind);
+  const core::CycleResult result = BindGangOfTwo(**backend, ns);
+  ASSERT_EQ(result.binds.size(), 1u);
   ASSERT_TRUE((*backend)->Apply(result).ok());
 
   EXPECT_EQ(bound(), 1) << "the pod bound before leadership was lost was deleted";
@@ -138,20 +153,7 @@ TEST(KubeBackendOnTheControlPlane, ABindTheFenceRefusesWhileLeadingIsTriedAgain)
   auto created = client.Create(kube::resources::kLeases, ns, lease_object);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   ASSERT_TRUE(chamberd::e2e::WaitForLeaderFence(client, ns, lease, ns + "-0"));
-  for (const std::string name : {"a", "b"}) {
-    const Json pod = {{"metadata",
-                       {{"name", name},
-                        {"labels", {{"chamber.io/pod-group", "g"}, {"chamber.io/queue", ns}}},
-                        {"annotations", {{"chamber.io/min-member", "2"}}}}},
-                      {"spec",
-                       {{"schedulerName", "chamber"},
-                        {"containers", Json::array({{{"name", "main"},
-                                                     {"image", "trainer:latest"},
-                                                     {"resources",
-                                                      {{"requests", {{"nvidia.com/gpu", 1}}},
-                                                       {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
-    ASSERT_TRUE(client.Create(kube::resources::kPods, ns, pod).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateGangOfTwo(client, ns));
   auto bound_in_term = [&](const std::string& term) {
     int n = 0;
     auto list = client.List(kube::resources::kPods, ns);
@@ -169,27 +171,8 @@ TEST(KubeBackendOnTheControlPlane, ABindTheFenceRefusesWhileLeadingIsTriedAgain)
   options.leader_term = "new/1";
   auto backend = KubeBackend::Create(&client, options);
   ASSERT_TRUE(backend.ok()) << backend.status().ToString();
-  const core::Snapshot* snapshot = nullptr;
-  ASSERT_TRUE(chamberd::e2e::Eventually(
-      [&] {
-        auto s = (*backend)->Refresh();
-        snapshot = s.ok() ? *s : nullptr;
-        if (snapshot == nullptr) return false;
-        for (const core::Workload& w : snapshot->workloads)
-          if (w.name == ns + "/g") return true;
-        return false;
-      },
-      std::chrono::seconds(20)));
-  core::BindDecision bind;
-  for (size_t i = 0; i < snapshot->workloads.size(); ++i)
-    if (snapshot->workloads[i].name == ns + "/g") bind.workload.value = static_cast<int32_t>(i);
-  core::NodeId node;
-  for (size_t i = 0; i < snapshot->nodes.size(); ++i)
-    if (snapshot->nodes[i].name == ns + "-0") node.value = static_cast<int32_t>(i);
-  ASSERT_TRUE(node.valid());
-  for (int r = 0; r < 2; ++r) bind.pods.push_back({0, r, {node, uint64_t{1} << r}});
-  core::CycleResult result;
-  result.binds.push_back(bind);
+  const core::CycleResult result = BindGangOfTwo(**backend, ns);
+  ASSERT_EQ(result.binds.size(), 1u);
   std::thread apply([&] { EXPECT_TRUE((*backend)->Apply(result).ok()); });
   // Refused while the Lease is old's.
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
