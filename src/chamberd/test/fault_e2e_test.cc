@@ -702,6 +702,8 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
             << "  replicas that exited on their own and were restarted: " << restarts_
             << " (leadership lost: " << LoggedLines("leadership lost") << ")\n"
             << "  gang binds rolled back: " << LoggedLines("rolling back") << "\n"
+            << "  cycles whose binds the leader fence refused while leading (tried again): "
+            << LoggedLines("refused by the leader fence") << "\n"
             << "  proxy: " << proxy_.Stats() << "  violations: " << violations_.size() << "\n"
             << "  run time (from the first replica leading): " << total << " s" << std::endl;
   for (const std::string& v : violations_) ADD_FAILURE() << v;
