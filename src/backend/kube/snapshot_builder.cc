@@ -1262,9 +1262,9 @@ class Builder {
     if (!tmpl->pod_group_name.empty()) {
       // Its pods name an upstream PodGroup with a gang policy: the gang's minimum is its
       // minCount.
-      if (auto it = pod_groups_.find(job.metadata.namespace_name + "/" + tmpl->pod_group_name);
-          it != pod_groups_.end() && it->second.group.gang)
-        g.min_pods = it->second.group.min_count;
+      if (const UpstreamGroup* group =
+              GangPodGroup(job.metadata.namespace_name, tmpl->pod_group_name))
+        g.min_pods = group->group.min_count;
     } else if (!entry.scheduling_error.empty()) {
       Problem(entry.scheduling_error + "; the Job is scheduled as one gang of all its pods");
     } else if (entry.scheduling) {

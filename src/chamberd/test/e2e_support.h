@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend/kube/queue_resource.h"
+#include "backend/kube/snapshot_builder.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/errors.h"
@@ -142,7 +143,7 @@ inline bool WaitForLeaderFence(kube::Client& client, const std::string& ns,
         if (!made.ok()) return false;
         const Status bound = client.Bind(
             ns, name, (*made)["metadata"].value("uid", ""), node,
-            {{"chamber.io/leader-lease", lease}, {"chamber.io/leader-term", "deposed/0"}});
+            {{backend::keys::kLeaderLease, lease}, {backend::keys::kLeaderTerm, "deposed/0"}});
         kube::DeleteOptions now;
         now.grace_period_seconds = 0;
         (void)client.Delete(kube::resources::kPods, ns, name, now);
