@@ -12,10 +12,12 @@ uint64_t MaskOfCount(int n) { return n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n)
 
 }  // namespace
 
-NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
+NodeIndex::NodeIndex(const std::vector<Node>& nodes, const std::vector<MigResource>& mig_profiles) {
   const size_t n = nodes.size();
   facts_.resize(n);
   free_.resize(n);
+  for (size_t p = 0; p < mig_profiles.size() && p < mig_milli_.size(); ++p)
+    mig_milli_[p] = std::clamp<int32_t>(mig_profiles[p].milli, 0, kMilliPerGpu);
 
   int max_gpus = 0;
   std::array<std::unordered_map<std::string, int32_t>, kNumDomainLevels> domain_ids;
@@ -93,6 +95,18 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
     }
     free_[i] = NodeCapacity{f.healthy_mask, node.allocatable.cpu_milli(),
                             node.allocatable.memory_bytes(), node.max_pods};
+    for (size_t p = 0; p < node.mig_devices.size(); ++p) {
+      if (node.mig_devices[p] == 0) continue;
+      if (p < mig_profiles.size()) {
+        free_[i].mig[p] = node.mig_devices[p];
+        f.mig_mask |= static_cast<uint8_t>(1u << p);
+      } else {
+        issues_.push_back(
+            {"node " + node.name, "advertises " + std::to_string(node.mig_devices[p]) +
+                                      " MIG devices of profile " + std::to_string(p) +
+                                      ", which the snapshot does not name; left out"});
+      }
+    }
     max_gpus = std::max(max_gpus, f.gpu_count);
   }
 
@@ -111,8 +125,12 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes) {
       domain_nodes_[level][f.domain[level]].push_back(static_cast<int32_t>(i));
       domain_free_[level][f.domain[level]] += k;
     }
-    const Resources node_cap = Resources::Of(k, free_[i].cpu_milli, free_[i].memory_bytes);
-    capacity_ += node_cap;
+    int64_t mig = 0;
+    for (size_t p = 0; p < mig_milli_.size(); ++p) {
+      mig += int64_t{free_[i].mig[p]} * mig_milli_[p];
+      if ((f.mig_mask >> p & 1) != 0) mig_nodes_[p].push_back(static_cast<int32_t>(i));
+    }
+    capacity_ += Resources::OfMilli(Gpus(k) + mig, free_[i].cpu_milli, free_[i].memory_bytes);
   }
 }
 
@@ -121,18 +139,23 @@ namespace {
 std::shared_ptr<const NodeIndex> IndexFor(const Snapshot& snapshot,
                                           std::shared_ptr<const NodeIndex> index) {
   if (index && index->size() == snapshot.nodes.size()) return index;
-  return std::make_shared<const NodeIndex>(snapshot.nodes);
+  return std::make_shared<const NodeIndex>(snapshot.nodes, snapshot.mig_profiles);
 }
 
 }  // namespace
 
 ClusterState::ClusterState(const Snapshot& snapshot, std::shared_ptr<const NodeIndex> index)
-    : ClusterState(&snapshot.nodes, IndexFor(snapshot, std::move(index))) {}
+    : ClusterState(&snapshot.nodes, &snapshot.mig_profiles, IndexFor(snapshot, std::move(index))) {}
 
-ClusterState ClusterState::WithNothingHeld() const { return ClusterState(nodes_, index_); }
+ClusterState ClusterState::WithNothingHeld() const {
+  return ClusterState(nodes_, mig_profiles_, index_);
+}
 
-ClusterState::ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const NodeIndex> index)
+ClusterState::ClusterState(const std::vector<Node>* nodes,
+                           const std::vector<MigResource>* mig_profiles,
+                           std::shared_ptr<const NodeIndex> index)
     : nodes_(nodes),
+      mig_profiles_(mig_profiles),
       index_(std::move(index)),
       free_(index_->free_),
       releasing_(index_->facts_.size()),
@@ -206,8 +229,24 @@ void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remov
   total_free_[Resource::kMemory] += memory_bytes;
 }
 
+void ClusterState::AdjustMig(int32_t node, int profile, int delta) {
+  if (profile < 0 || delta == 0) return;
+  uint8_t& free = free_[node].mig[static_cast<size_t>(profile)];
+  const int after = std::clamp(free + delta, 0, kMaxMigDevices);
+  if (index_->facts_[node].schedulable)
+    total_free_[Resource::kGpu] += int64_t{after - free} * mig_milli(profile);
+  free = static_cast<uint8_t>(after);
+}
+
+int64_t ClusterState::FreeMigMilli(int32_t node) const {
+  int64_t milli = 0;
+  for (size_t p = 0; p < free_[node].mig.size(); ++p)
+    milli += int64_t{free_[node].mig[p]} * index_->mig_milli_[p];
+  return milli;
+}
+
 Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& request,
-                                   int64_t memory_mib) {
+                                   int64_t memory_mib, MigAsk mig) {
   if (!p.node.valid() || p.node.index() >= index_->facts_.size()) {
     return Status::InvalidArgument("placement names node index " + std::to_string(p.node.value) +
                                    ", which does not exist");
@@ -217,6 +256,28 @@ Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& reque
   if ((p.gpu_mask & ~MaskOfCount(f.gpu_count)) != 0) {
     return Status::InvalidArgument("placement on node " + node(p.node).name +
                                    " names a GPU index the node does not have");
+  }
+  if (mig.any()) {
+    const std::string profile = static_cast<size_t>(mig.profile) < mig_profiles_->size()
+                                    ? (*mig_profiles_)[static_cast<size_t>(mig.profile)].name
+                                    : "#" + std::to_string(mig.profile);
+    if (p.gpu_mask != 0) {
+      return Status::InvalidArgument("placement on node " + node(p.node).name + " holds " +
+                                     std::to_string(Popcount(p.gpu_mask)) +
+                                     " GPUs for a pod that asks for MIG devices (" + profile + ")");
+    }
+    const int free = free_[i].mig[static_cast<size_t>(mig.profile)];
+    if (free < mig.devices) {
+      return Status::FailedPrecondition(
+          "node " + node(p.node).name + ": MIG " + profile + ": pods would hold " +
+          std::to_string(node(p.node).mig_devices[static_cast<size_t>(mig.profile)] - free +
+                         mig.devices) +
+          " devices of the " +
+          std::to_string(node(p.node).mig_devices[static_cast<size_t>(mig.profile)]) +
+          " it advertises");
+    }
+    Claim(p, request, 0, mig);
+    return Status::Ok();
   }
   if (request.gpu_share()) {
     if (Popcount(p.gpu_mask) != 1) {
@@ -257,10 +318,12 @@ Status ClusterState::ClaimExisting(const PodPlacement& p, const Resources& reque
   return Status::Ok();
 }
 
-void ClusterState::Claim(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib) {
+void ClusterState::Claim(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib,
+                         MigAsk mig) {
   const int32_t i = p.node.value;
   Journal(i);
   free_[i].pods -= 1;
+  if (mig.any()) AdjustMig(i, mig.profile, -mig.devices);
   if (request.gpu_share()) {
     ClaimShare(i, p.gpu_mask, request, gpu_memory_mib);
     return;
@@ -270,7 +333,7 @@ void ClusterState::Claim(const PodPlacement& p, const Resources& request, int64_
 }
 
 NodeCapacity ClusterState::Hold(const PodPlacement& p, const Resources& request,
-                                int64_t gpu_memory_mib) {
+                                int64_t gpu_memory_mib, MigAsk mig) {
   const int32_t i = p.node.value;
   const NodeCapacity& f = free_[i];
   if (request.gpu_share()) {
@@ -286,10 +349,15 @@ NodeCapacity ClusterState::Hold(const PodPlacement& p, const Resources& request,
       return NodeCapacity::OfPod(p.gpu_mask, request);
     }
   }
-  const NodeCapacity held{
+  NodeCapacity held{
       p.gpu_mask & f.gpu_mask, std::clamp<int64_t>(f.cpu_milli, 0, request.cpu_milli()),
       std::clamp<int64_t>(f.memory_bytes, 0, request.memory_bytes()), f.pods > 0 ? 1 : 0};
   Journal(i);
+  if (mig.any()) {
+    const auto p_index = static_cast<size_t>(mig.profile);
+    held.mig[p_index] = std::min<uint8_t>(f.mig[p_index], static_cast<uint8_t>(mig.devices));
+    AdjustMig(i, mig.profile, -held.mig[p_index]);
+  }
   if (const uint64_t closing = p.gpu_mask & shared_mask_[i]; closing != 0) {
     JournalShares(i);  // the node's share room changes: RollBack recounts it
     const int64_t room_before = ShareRoomMilli(i);
@@ -304,11 +372,12 @@ NodeCapacity ClusterState::Hold(const PodPlacement& p, const Resources& request,
   return held;
 }
 
-void ClusterState::Release(const PodPlacement& p, const Resources& request,
-                           int64_t gpu_memory_mib) {
+void ClusterState::Release(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib,
+                           MigAsk mig) {
   const int32_t i = p.node.value;
   Journal(i);
   free_[i].pods += 1;
+  if (mig.any()) AdjustMig(i, mig.profile, mig.devices);
   if (request.gpu_share()) {
     ReleaseShare(i, p.gpu_mask, request, gpu_memory_mib);
     return;
@@ -401,22 +470,22 @@ int32_t ClusterState::NextWithShareRoom(int32_t from) const {
   return -1;
 }
 
-void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request) {
+void ClusterState::MarkReleasing(const PodPlacement& p, const Resources& request, MigAsk mig) {
   Journal(p.node.value);
   NodeCapacity& r = releasing_[p.node.index()];
+  r.Add(NodeCapacity::OfPod(0, {}, mig));  // the pod and its MIG devices
   if (!request.gpu_share()) r.gpu_mask |= p.gpu_mask & index_->facts_[p.node.index()].healthy_mask;
   r.cpu_milli += request.cpu_milli();
   r.memory_bytes += request.memory_bytes();
-  r.pods += 1;
 }
 
-void ClusterState::UnmarkReleasing(const PodPlacement& p, const Resources& request) {
+void ClusterState::UnmarkReleasing(const PodPlacement& p, const Resources& request, MigAsk mig) {
   Journal(p.node.value);
   NodeCapacity& r = releasing_[p.node.index()];
+  r.Remove(NodeCapacity::OfPod(0, {}, mig));            // the pod and its MIG devices
   if (!request.gpu_share()) r.gpu_mask &= ~p.gpu_mask;  // held pods' GPUs do not overlap
   r.cpu_milli -= request.cpu_milli();
   r.memory_bytes -= request.memory_bytes();
-  r.pods -= 1;
 }
 
 void ClusterState::RollBack() {
@@ -439,6 +508,8 @@ void ClusterState::RollBack() {
     AdjustFree(n, it->free.gpu_mask & ~now.gpu_mask, now.gpu_mask & ~it->free.gpu_mask,
                it->free.cpu_milli - now.cpu_milli, it->free.memory_bytes - now.memory_bytes);
     free_[n].pods = it->free.pods;
+    for (size_t p = 0; p < now.mig.size(); ++p)
+      AdjustMig(n, static_cast<int>(p), it->free.mig[p] - now.mig[p]);
     releasing_[n] = it->releasing;
     held_mask_[n] = it->held;
     shared_mask_[n] = it->shared;
@@ -491,8 +562,9 @@ Status ClusterState::CheckInvariants() const {
       bucket_sum[b] += in ? 1 : 0;
     }
     if (!f.schedulable) continue;
-    free_sum += Resources::OfMilli(Gpus(k) + ShareRoomMilli(static_cast<int32_t>(i)), fr.cpu_milli,
-                                   fr.memory_bytes);
+    free_sum += Resources::OfMilli(
+        Gpus(k) + ShareRoomMilli(static_cast<int32_t>(i)) + FreeMigMilli(static_cast<int32_t>(i)),
+        fr.cpu_milli, fr.memory_bytes);
     for (int level = 0; level < kNumDomainLevels; ++level)
       if (f.domain[level] >= 0) domain_sum[level][f.domain[level]] += k;
   }

@@ -16,6 +16,7 @@
 //     share is not free for whole pods, and a GPU held whole takes no share.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -46,6 +47,7 @@ struct NodeFacts {
   uint32_t num_islands = 0;
   uint32_t first_gpu = 0;   // its GPUs' entries in the per-GPU share tables
   bool schedulable = true;  // not cordoned and not rejected as malformed
+  uint8_t mig_mask = 0;     // bit p: it advertises MIG devices of profile p
 };
 
 // Capacity on one node: free, or (in an overlay) extra.
@@ -54,25 +56,37 @@ struct NodeCapacity {
   int64_t cpu_milli = 0;
   int64_t memory_bytes = 0;
   int32_t pods = 0;
+  // MIG devices per profile (Snapshot::mig_profiles); sums stop at kMaxMigDevices, differences
+  // at 0.
+  std::array<uint8_t, kMaxMigProfiles> mig{};
 
-  // What one pod of `request` holds on its GPUs `gpus`.
-  static NodeCapacity OfPod(uint64_t gpus, const Resources& request) {
-    return {gpus, request.cpu_milli(), request.memory_bytes(), 1};
+  // What one pod of `request` (and `mig`) holds on its GPUs `gpus`.
+  static NodeCapacity OfPod(uint64_t gpus, const Resources& request, MigAsk mig = {}) {
+    NodeCapacity c{gpus, request.cpu_milli(), request.memory_bytes(), 1};
+    if (mig.any()) c.mig[static_cast<size_t>(mig.profile)] = static_cast<uint8_t>(mig.devices);
+    return c;
   }
   void Add(const NodeCapacity& o) {
     gpu_mask |= o.gpu_mask;
     cpu_milli += o.cpu_milli;
     memory_bytes += o.memory_bytes;
     pods += o.pods;
+    for (size_t p = 0; p < mig.size(); ++p)
+      mig[p] = static_cast<uint8_t>(std::min(kMaxMigDevices, mig[p] + o.mig[p]));
   }
   void Remove(const NodeCapacity& o) {
     gpu_mask &= ~o.gpu_mask;
     cpu_milli -= o.cpu_milli;
     memory_bytes -= o.memory_bytes;
     pods -= o.pods;
+    for (size_t p = 0; p < mig.size(); ++p)
+      mig[p] = static_cast<uint8_t>(std::max(0, mig[p] - o.mig[p]));
   }
-  // Whether one more pod of `request` fits.
-  bool Fits(const Resources& request) const;
+  // Whether one more pod of `request` (and `mig`) fits.
+  bool Fits(const Resources& request, MigAsk mig_ask = {}) const;
+  bool HasMig(MigAsk ask) const {
+    return !ask.any() || mig[static_cast<size_t>(ask.profile)] >= ask.devices;
+  }
 };
 
 // What a cycle derives from the snapshot's nodes alone: their facts, interned models and
@@ -82,8 +96,10 @@ struct NodeCapacity {
 class NodeIndex {
  public:
   // Nodes that cannot be used (too many GPUs, negative allocatable) are marked unschedulable
-  // and reported in `issues`.
-  explicit NodeIndex(const std::vector<Node>& nodes);
+  // and reported in `issues`. `mig_profiles` gives the charge of the nodes' MIG devices; a node
+  // advertising a profile beyond them has those devices left out, and is reported.
+  explicit NodeIndex(const std::vector<Node>& nodes,
+                     const std::vector<MigResource>& mig_profiles = {});
 
   size_t size() const { return facts_.size(); }
   const std::vector<SnapshotIssue>& issues() const { return issues_; }
@@ -96,6 +112,8 @@ class NodeIndex {
   std::array<std::vector<std::vector<int32_t>>, kNumDomainLevels> domain_nodes_;
   std::vector<std::string> models_;
   std::unordered_map<std::string, int32_t> model_ids_;
+  std::array<int32_t, kMaxMigProfiles> mig_milli_{};  // per profile: a device's charge
+  std::array<std::vector<int32_t>, kMaxMigProfiles> mig_nodes_;
   Resources capacity_;
   std::vector<SnapshotIssue> issues_;
   // The holdings-dependent state of ClusterState, with nothing held.
@@ -135,6 +153,10 @@ class ClusterState {
   }
   // The same, all of them: for tests and explanations.
   std::vector<int32_t> nodes_with_free_gpus(int k) const;
+  // Schedulable nodes that advertise MIG devices of `profile`, in index order.
+  const std::vector<int32_t>& nodes_with_mig(int profile) const {
+    return index_->mig_nodes_[static_cast<size_t>(profile)];
+  }
 
   int num_domains(DomainLevel level) const;
   const std::vector<int32_t>& domain_nodes(DomainLevel level, int32_t domain) const;
@@ -145,8 +167,8 @@ class ClusterState {
   const std::string& model_name(int32_t id) const { return index_->models_[id]; }
 
   // Healthy GPUs, CPU and memory of schedulable nodes; and what of it is free now, GPUs in
-  // GPU-equivalents: free GPUs count 1,000 each, and the compute left beside the shares on a
-  // healthy shared GPU counts too.
+  // GPU-equivalents: free GPUs count 1,000 each, the compute left beside the shares on a
+  // healthy shared GPU counts too, and so does each MIG device, by its charge.
   const Resources& capacity() const { return index_->capacity_; }
   const Resources& total_free() const { return total_free_; }
 
@@ -194,29 +216,39 @@ class ClusterState {
 
   // A pod of `request` asking for a share of one GPU (request.gpu_share()) holds that share of
   // the one GPU its placement names, and `gpu_memory_mib` of that GPU's memory; any other pod
-  // holds its placement's GPUs whole.
+  // holds its placement's GPUs whole. A pod asking for MIG devices (`mig`) holds that many of
+  // its node's devices of the profile, and no GPU of `gpus`: the kubelet chooses the devices.
   //
   // Records a pod the snapshot says is already placed. Unhealthy GPUs may be held (a GPU can fail
   // under running work). Fails, changing nothing, when a GPU is already held by someone else (a
   // share beside a pod holding it whole, or beyond the GPU's compute or known memory), the node
   // id is out of range, or a GPU index does not exist.
-  Status ClaimExisting(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
+  Status ClaimExisting(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0,
+                       MigAsk mig = {});
   // Claims free capacity for a pod the engine places; the caller has checked that it fits.
-  void Claim(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
+  void Claim(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0,
+             MigAsk mig = {});
   // Holds for a preemptor what of a planned pod's room is free now: its free GPUs among the
   // placement's, and up to the request's CPU and memory. The rest of the room is its victims',
   // on its way back. Held room is no one else's for the rest of the cycle. Returns what it held.
   // A GPU of the placement that holds shares (all of them leaving) takes no more shares. A share
   // planned on room free now is claimed; one that counts on room its victims' shares release
   // holds its node's free CPU and memory as a whole pod does, and its GPU takes no more shares.
-  NodeCapacity Hold(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
+  NodeCapacity Hold(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0,
+                    MigAsk mig = {});
   // Returns a pod's holdings to the free pool (a pod never marked releasing).
-  void Release(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0);
+  void Release(const PodPlacement& p, const Resources& request, int64_t gpu_memory_mib = 0,
+               MigAsk mig = {});
   // Marks a held pod's capacity as being released by a preemption victim. A share's GPU is not
   // marked: it comes back only once the pod is gone.
-  void MarkReleasing(const PodPlacement& p, const Resources& request);
+  void MarkReleasing(const PodPlacement& p, const Resources& request, MigAsk mig = {});
   // Takes back what MarkReleasing recorded for the pod.
-  void UnmarkReleasing(const PodPlacement& p, const Resources& request);
+  void UnmarkReleasing(const PodPlacement& p, const Resources& request, MigAsk mig = {});
+
+  // The charge of one MIG device of `profile` (Snapshot::mig_profiles), thousandths of a GPU.
+  int32_t mig_milli(int profile) const { return index_->mig_milli_[static_cast<size_t>(profile)]; }
+  // The snapshot's MIG profiles.
+  const std::vector<MigResource>& mig_profiles() const { return *mig_profiles_; }
 
   // From BeginJournal on, the state remembers each node's holdings as they were before the
   // node's first change; RollBack returns every node to them and ends the journal. A state
@@ -228,7 +260,8 @@ class ClusterState {
   Status CheckInvariants() const;
 
  private:
-  ClusterState(const std::vector<Node>* nodes, std::shared_ptr<const NodeIndex> index);
+  ClusterState(const std::vector<Node>* nodes, const std::vector<MigResource>* mig_profiles,
+               std::shared_ptr<const NodeIndex> index);
   // The first bit set at or after `from` among the bucket_words_ words from `bits` (a bitset
   // over node indices), or -1.
   int32_t NextBit(const uint64_t* bits, int32_t from) const {
@@ -265,8 +298,13 @@ class ClusterState {
   // (docs/benchmarks.md, "Reasons kept out of the code").
   void AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove, int64_t cpu_milli,
                   int64_t memory_bytes);
+  // Changes the node's free MIG devices of `profile` by `delta`, and the free total with them.
+  void AdjustMig(int32_t node, int profile, int delta);
+  // The charge of the node's free MIG devices, thousandths of a GPU.
+  int64_t FreeMigMilli(int32_t node) const;
 
   const std::vector<Node>* nodes_;
+  const std::vector<MigResource>* mig_profiles_;
   std::shared_ptr<const NodeIndex> index_;
   std::vector<NodeCapacity> free_;
   std::vector<NodeCapacity> releasing_;

@@ -240,8 +240,8 @@ void Cycle::HoldFor(WorkloadId w, PlacementPlan plan) {
     const Resources& req = ps.request;
     // What is not free now comes from capacity on its way back: its victims', or what other
     // leaving work releases, which no one else counts on then.
-    NodeCapacity rest = NodeCapacity::OfPod(a.placement.gpu_mask, req);
-    rest.Remove(state_.Hold(a.placement, req, ps.gpu_memory_mib));
+    NodeCapacity rest = NodeCapacity::OfPod(a.placement.gpu_mask, req, ps.mig);
+    rest.Remove(state_.Hold(a.placement, req, ps.gpu_memory_mib, ps.mig));
     // A share now stays on its GPU: the GPU is not coming back whole.
     if (req.gpu_share()) rest.gpu_mask = a.placement.gpu_mask;
     if (!releasing_.empty()) releasing_.Take(a.placement.node.value, rest);
@@ -255,11 +255,11 @@ void Cycle::Commit(WorkloadId w, PlacementPlan plan, bool borrowing) {
   for (const PodAssignment& a : plan.pods) {
     const PodSet& ps = work.pod_sets[a.pod_set];
     const Resources& req = ps.request;
-    state_.Claim(a.placement, req, ps.gpu_memory_mib);
+    state_.Claim(a.placement, req, ps.gpu_memory_mib, ps.mig);
     // A share bound beside leaving shares keeps their GPU from coming back whole.
     if (req.gpu_share() && !releasing_.empty())
       releasing_.Take(a.placement.node.value, NodeCapacity{a.placement.gpu_mask, 0, 0, 0});
-    total += req;
+    total += ps.Charge();
   }
   queues_.AddRunning(work_.queue_of(w), total, work.reserved());
   if (work.state == WorkloadState::kSuspended) {
@@ -274,12 +274,14 @@ void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, st
   planner_.MarkVictim(v);
   Resources total;
   for (size_t i = 0; i < work.placements.size(); ++i) {
-    const Resources req = work.PlacementRequest(i);
-    state_.MarkReleasing(work.placements[i], req);
+    const PodSet* ps = work.PlacementPodSet(i);
+    const PodSet none;
+    const PodSet& set = ps != nullptr ? *ps : none;
+    state_.MarkReleasing(work.placements[i], set.request, set.mig);
     // Room freed by a policy preemption belongs to its preemptor; a failed GPU's workload
     // frees room for whoever comes first.
     if (reason == PreemptReason::kHardwareFault) releasing_.AddPod(state_, work, i);
-    total += req;
+    total += set.Charge();
   }
   // A workload on its way out no longer counts against its queue.
   const QueueId q = work_.queue_of(v);

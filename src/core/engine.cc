@@ -70,7 +70,7 @@ const std::vector<std::string>& PendingDecision::details() const {
   return (explanation ? *explanation : NoExplanation()).details;
 }
 
-std::string ValidateWorkload(const Workload& w) {
+std::string ValidateWorkload(const Workload& w, const std::vector<MigResource>* mig_profiles) {
   if (w.pod_sets.empty()) return "workload has no pods";
   int64_t total = 0;
   for (size_t i = 0; i < w.pod_sets.size(); ++i) {
@@ -93,6 +93,26 @@ std::string ValidateWorkload(const Workload& w) {
       return where() + "asks for " + std::to_string(ps.gpu_memory_mib) +
              " MiB of GPU memory with " + FormatGpus(ps.request.gpu_milli()) +
              " GPUs; GPU memory is asked for with a share of one GPU";
+    if (ps.mig.profile >= 0 || ps.mig.devices != 0) {
+      const auto p = static_cast<size_t>(ps.mig.profile);
+      if (ps.mig.profile < 0 || (mig_profiles != nullptr && p >= mig_profiles->size()) ||
+          ps.mig.profile >= kMaxMigProfiles)
+        return where() + "asks for MIG devices of profile " + std::to_string(ps.mig.profile) +
+               ", which the snapshot does not name";
+      const std::string name =
+          mig_profiles != nullptr ? (*mig_profiles)[p].name : "#" + std::to_string(ps.mig.profile);
+      if (ps.mig.devices < 1 || ps.mig.devices > kMaxMigDevices)
+        return where() + "asks for " + std::to_string(ps.mig.devices) + " MIG " + name +
+               " devices per pod; 1 to " + std::to_string(kMaxMigDevices);
+      if (ps.request.gpu_milli() != 0 || ps.gpu_memory_mib != 0)
+        return where() + "asks for MIG " + name + " devices with " +
+               FormatGpus(ps.request.gpu_milli()) +
+               " GPUs; a pod asks for MIG devices, whole GPUs or a share of one";
+      if (mig_profiles != nullptr && ps.mig.milli != (*mig_profiles)[p].milli)
+        return where() + "charges " + std::to_string(ps.mig.milli) + " thousandths per MIG " +
+               name + " device; the profile's charge is " +
+               std::to_string((*mig_profiles)[p].milli);
+    }
     if (ps.request.whole_gpus() > kMaxGpusPerNode)
       return where() + "requests " + std::to_string(ps.request.whole_gpus()) +
              " GPUs per pod; a node has at most " + std::to_string(kMaxGpusPerNode);
@@ -202,7 +222,7 @@ class EngineSession::Impl {
   // What the nodes derive, built again only after a node changed.
   std::shared_ptr<const NodeIndex> NodeIndexFor() {
     if (!node_index_ || node_index_->size() != snap_.nodes.size())
-      node_index_ = std::make_shared<const NodeIndex>(snap_.nodes);
+      node_index_ = std::make_shared<const NodeIndex>(snap_.nodes, snap_.mig_profiles);
     return node_index_;
   }
   void Rebuild() {

@@ -114,7 +114,9 @@ class EngineSession {
   std::unique_ptr<Impl> impl_;
 };
 
-// Why a workload's spec cannot be scheduled, or an empty string when it can.
-std::string ValidateWorkload(const Workload& w);
+// Why a workload's spec cannot be scheduled, or an empty string when it can. With the snapshot's
+// MIG profiles, a pod set's MIG devices are checked against them too.
+std::string ValidateWorkload(const Workload& w,
+                             const std::vector<MigResource>* mig_profiles = nullptr);
 
 }  // namespace chamber::core

@@ -86,7 +86,8 @@ void Explainer::SettlePolicyWaits(CycleResult* out) {
     for (size_t p = 0; p < r.placements.size(); ++p) {
       const PodSet* ps = r.PlacementPodSet(p);
       if (ps != nullptr)
-        (void)without_elastic_->ClaimExisting(r.placements[p], ps->request, ps->gpu_memory_mib);
+        (void)without_elastic_->ClaimExisting(r.placements[p], ps->request, ps->gpu_memory_mib,
+                                              ps->mig);
     }
   };
   for (WorkloadId id : work_.running()) {
@@ -106,7 +107,7 @@ void Explainer::SettlePolicyWaits(CycleResult* out) {
     }
     for (const PodAssignment& a : pods) {
       const PodSet& ps = r.pod_sets[a.pod_set];
-      (void)without_elastic_->ClaimExisting(a.placement, ps.request, ps.gpu_memory_mib);
+      (void)without_elastic_->ClaimExisting(a.placement, ps.request, ps.gpu_memory_mib, ps.mig);
     }
   };
   for (const BindDecision& b : out->binds) admitted(b.workload, b.pods);

@@ -134,7 +134,7 @@ void DecayedUsage::AdvanceByWorkloads(Time now, const std::vector<Queue>& queues
     auto it = index.find(w.queue);
     if (it == index.end()) continue;
     for (size_t i = 0; i < w.placements.size(); ++i)
-      held[it->second] += GpusOf(HeldGpuMilli(w.placements[i], w.PlacementRequest(i)));
+      held[it->second] += GpusOf(HeldGpuMilli(w.placements[i], w.PlacementPodSet(i)));
   }
   Advance(now, queues, held);
 }

@@ -116,7 +116,8 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
       const PodPlacement& pl = w.placements[p];
       const PodSet* ps = w.PlacementPodSet(p);
       const Resources req = ps != nullptr ? ps->request : Resources{};
-      Status st = state_.ClaimExisting(pl, req, ps != nullptr ? ps->gpu_memory_mib : 0);
+      const MigAsk mig = ps != nullptr ? ps->mig : MigAsk{};
+      Status st = state_.ClaimExisting(pl, req, ps != nullptr ? ps->gpu_memory_mib : 0, mig);
       if (!st.ok()) {
         Issue(id, st.message());
         clean = false;
@@ -126,7 +127,7 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
       // A GPU held externally as well (a share's pod in its grace period, which the caller can
       // only report as holding the GPU) is closed to new work, not failed.
       if ((pl.gpu_mask & state_.facts(pl.node).failed_mask) != 0) on_failed_gpu = true;
-      if (w.state == WorkloadState::kPreempting) state_.MarkReleasing(pl, req);
+      if (w.state == WorkloadState::kPreempting) state_.MarkReleasing(pl, req, mig);
     }
     if (w.placements.size() > static_cast<size_t>(w.TotalPods())) {
       Issue(id, "holds more placements than it has pods");
@@ -169,7 +170,7 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
     invalid_[id.value] = {reason, std::make_shared<const PendingExplanation>(
                                       PendingExplanation{std::move(message), {}})};
   };
-  if (std::string spec_error = ValidateWorkload(w); !spec_error.empty()) {
+  if (std::string spec_error = ValidateWorkload(w, &s_.mig_profiles); !spec_error.empty()) {
     invalid(PendingReason::kInvalidWorkload, std::move(spec_error));
   } else if (!q.valid()) {
     invalid(PendingReason::kQueueNotFound, "queue " + w.queue + " does not exist");
@@ -224,8 +225,9 @@ void LoadedWork::Unload(WorkloadId id) {
     for (size_t p = 0; p < w.placements.size(); ++p) {
       const PodSet* ps = w.PlacementPodSet(p);
       const Resources req = ps != nullptr ? ps->request : Resources{};
-      if (releasing) state_.UnmarkReleasing(w.placements[p], req);
-      state_.Release(w.placements[p], req, ps != nullptr ? ps->gpu_memory_mib : 0);
+      const MigAsk mig = ps != nullptr ? ps->mig : MigAsk{};
+      if (releasing) state_.UnmarkReleasing(w.placements[p], req, mig);
+      state_.Release(w.placements[p], req, ps != nullptr ? ps->gpu_memory_mib : 0, mig);
     }
     if (releasing) {
       EraseInOrder(releasing_ids_, id);
@@ -272,18 +274,19 @@ void LoadedWork::ShapeKey(const Workload& w, int32_t pods) {
     pods -= n;
     int32_t id = 0;
     feas_.For(ps, &id);
-    const std::array<int64_t, 6> fields = {id,
-                                           n,
-                                           ps.request.gpu_milli(),
-                                           ps.request.cpu_milli(),
-                                           ps.request.memory_bytes(),
-                                           ps.gpu_memory_mib};
+    const std::array<int64_t, kShapeFields> fields = {id,
+                                                      n,
+                                                      ps.request.gpu_milli(),
+                                                      ps.request.cpu_milli(),
+                                                      ps.request.memory_bytes(),
+                                                      ps.gpu_memory_mib,
+                                                      ps.mig.devices};
     key.append(reinterpret_cast<const char*>(fields.data()), sizeof fields);
   }
 }
 
-int32_t LoadedWork::InternOneSet(const std::array<int64_t, 6>& fields) {
-  auto slot_of = [](const std::array<int64_t, 6>& f, size_t mask) {
+int32_t LoadedWork::InternOneSet(const std::array<int64_t, kShapeFields>& fields) {
+  auto slot_of = [](const std::array<int64_t, kShapeFields>& f, size_t mask) {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int64_t x : f) {
       h ^= static_cast<uint64_t>(x) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -319,7 +322,7 @@ int32_t LoadedWork::InternShape(const Workload& w, int32_t pods) {
     int32_t constraints = 0;
     feas_.For(first, &constraints);
     return InternOneSet({constraints, pods, first.request.gpu_milli(), first.request.cpu_milli(),
-                         first.request.memory_bytes(), first.gpu_memory_mib});
+                         first.request.memory_bytes(), first.gpu_memory_mib, first.mig.devices});
   }
   ShapeKey(w, pods);
   if (auto it = shape_ids_.find(std::string_view(shape_key_)); it != shape_ids_.end())

@@ -140,10 +140,13 @@ class LoadedWork {
   // Where `key` goes in, or is in, the queue's order (order_keys_ and waiting_, once sorted_).
   std::ptrdiff_t OrderPosition(QueueId q, const OrderKey& key) const;
   void Issue(WorkloadId w, std::string message);
+  // A pod set's shape: its constraint set (FeasibilityCache, which names its MIG profile), pods,
+  // GPU, CPU and memory request, GPU memory and MIG devices.
+  static constexpr size_t kShapeFields = 7;
   // Writes the key into shape_key_, reused so that interning allocates nothing.
   void ShapeKey(const Workload& w, int32_t pods);
   int32_t InternShape(const Workload& w, int32_t pods);
-  int32_t InternOneSet(const std::array<int64_t, 6>& fields);
+  int32_t InternOneSet(const std::array<int64_t, kShapeFields>& fields);
 
   const Snapshot& s_;
   const EngineConfig& cfg_;
@@ -184,12 +187,12 @@ class LoadedWork {
   };
   std::unordered_map<std::string, int32_t, KeyHash, std::equal_to<>> shape_ids_;
   std::string shape_key_;
-  // Shapes whose pods all come from the first pod set (nearly every workload's) by their six
+  // Shapes whose pods all come from the first pod set (nearly every workload's) by their
   // fields, without building a key: open addressing over a power-of-two table at most half
   // full. Both tables draw ids from one sequence, and a key of the other table always has more
   // than one pod set, so a shape has one id whichever way it was interned.
   struct OneSetShape {
-    std::array<int64_t, 6> fields{};
+    std::array<int64_t, kShapeFields> fields{};
     int32_t id = -1;  // -1: empty slot
   };
   std::vector<OneSetShape> one_set_shapes_ = std::vector<OneSetShape>(64);

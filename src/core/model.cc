@@ -15,7 +15,7 @@ Resources Workload::RequestOfFirst(int32_t pods) const {
   for (const PodSet& ps : pod_sets) {
     if (pods <= 0) break;
     const int32_t n = ps.count < pods ? ps.count : pods;
-    total += ps.request * n;
+    total += ps.Charge() * n;
     pods -= n;
   }
   return total;

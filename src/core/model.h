@@ -5,6 +5,7 @@
 // few of them and a wrong name must become a readable reason.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <chrono>
 #include <compare>
@@ -42,6 +43,37 @@ inline constexpr int32_t kReservedPriority = 100;
 
 // A node has at most this many GPUs (placements are bitmasks over device indices).
 inline constexpr int kMaxGpusPerNode = 64;
+
+// MIG devices of the NVIDIA device plugin's mixed strategy (`nvidia.com/mig-<profile>`) are
+// counted per node and profile; the kubelet chooses which device a pod gets. A snapshot names at
+// most this many profiles, and a node advertises at most kMaxMigDevices of each.
+inline constexpr int kMaxMigProfiles = 8;
+inline constexpr int kMaxMigDevices = 255;
+
+// A MIG profile a snapshot's nodes advertise: "1g.10gb", and what one device of it is charged in
+// GPU-equivalents, its compute slices over its GPU's (MigDeviceMilli).
+struct MigResource {
+  std::string name;
+  int32_t milli = 0;
+};
+
+// Thousandths of a GPU charged for a device of `slices` compute slices on a GPU of `gpu_slices`
+// (7 on A100, H100, H200; 4 on A30), rounded down: a GPU's devices never add up to more than one
+// GPU. 1g of 7: 142, 2g: 285, 3g: 428, 4g: 571, 7g: 1000.
+constexpr int32_t MigDeviceMilli(int32_t slices, int32_t gpu_slices) {
+  return gpu_slices <= 0 ? 0 : static_cast<int32_t>(int64_t{slices} * kMilliPerGpu / gpu_slices);
+}
+
+// What one pod asks of a node's MIG devices: `devices` of profile `profile` (an index into
+// Snapshot::mig_profiles; -1: none), each charged `milli` (the profile's).
+struct MigAsk {
+  int8_t profile = -1;
+  int16_t devices = 0;
+  int32_t milli = 0;
+  bool any() const { return profile >= 0 && devices > 0; }
+  int64_t charge() const { return any() ? int64_t{devices} * milli : 0; }
+  friend bool operator==(const MigAsk&, const MigAsk&) = default;
+};
 
 struct Gpu {
   // Shared with the copies in every snapshot and fleet state (160,000 GPUs are many copies).
@@ -89,8 +121,12 @@ struct Node {
   // here. Pods asking for whole GPUs still do. (Kept beside `unschedulable`, in its padding:
   // Node's size is felt by every pass over the nodes.)
   bool device_plugin_shares = false;
-  Resources allocatable;  // cpu and memory; the gpu entry is ignored: GPUs come from `gpus`
   int32_t max_pods = 110;
+  // MIG devices of the device plugin's mixed strategy: per profile of Snapshot::mig_profiles,
+  // the devices the node advertises that no pod the engine does not schedule holds. MIG GPUs are
+  // not in `gpus`.
+  std::array<uint8_t, kMaxMigProfiles> mig_devices{};
+  Resources allocatable;  // cpu and memory; the gpu entry is ignored: GPUs come from `gpus`
   std::vector<Gpu> gpus;  // index = device index on the node
   Topology topology;
   // GPUs held by pods the engine does not schedule (another scheduler's pods, system pods): bit
@@ -112,9 +148,18 @@ struct PodSet {
   std::vector<std::string> gpu_models;  // allowed GPU models; empty: any
   // With a share: the GPU memory the pod holds on its GPU, in MiB (0: none asked).
   int64_t gpu_memory_mib = 0;
+  // MIG devices per pod; with them, `request` asks for no GPU (its gpu entry is 0).
+  MigAsk mig = {};
   // Why the caller found the pods unschedulable as they are (an annotation that does not read,
   // say); not empty: the workload waits as kInvalidWorkload with this reason.
   std::string invalid_reason = {};
+
+  // What one pod counts against its queue: `request`, and its MIG devices' charge.
+  Resources Charge() const {
+    Resources r = request;
+    r[Resource::kGpu] += mig.charge();
+    return r;
+  }
 };
 
 enum class WorkloadState {
@@ -152,9 +197,12 @@ struct Workload {
   std::optional<int32_t> checkpoint_grace_seconds;
 
   int32_t TotalPods() const;
-  Resources TotalRequest() const;                // over all pods
-  Resources RequestOfFirst(int32_t pods) const;  // over the first `pods` pods, in pod-set order
-  // The request of the pod holding placements[i] (placements follow pod-set order).
+  // What its pods count against its queue (PodSet::Charge): over all pods, and over the first
+  // `pods` pods, in pod-set order.
+  Resources TotalRequest() const;
+  Resources RequestOfFirst(int32_t pods) const;
+  // The request of the pod holding placements[i] (placements follow pod-set order): what it
+  // asks of its node, MIG devices aside.
   Resources PlacementRequest(size_t i) const;
   // The pod set of the pod holding placements[i]; nullptr past the last pod.
   const PodSet* PlacementPodSet(size_t i) const;
@@ -220,6 +268,8 @@ struct Queue {
 struct Snapshot {
   Time now{0};
   std::vector<Node> nodes;
+  // The MIG profiles that Node::mig_devices and PodSet::mig index, at most kMaxMigProfiles.
+  std::vector<MigResource> mig_profiles;
   std::vector<Queue> queues;
   std::vector<Workload> workloads;
 };
@@ -228,6 +278,11 @@ struct Snapshot {
 // for each GPU of its placement.
 inline int64_t HeldGpuMilli(const PodPlacement& p, const Resources& request) {
   return request.gpu_share() ? request.gpu_milli() : Gpus(std::popcount(p.gpu_mask));
+}
+// The same for a pod of `ps` (nullptr: none), its MIG devices' charge included.
+inline int64_t HeldGpuMilli(const PodPlacement& p, const PodSet* ps) {
+  return ps == nullptr ? Gpus(std::popcount(p.gpu_mask))
+                       : HeldGpuMilli(p, ps->request) + ps->mig.charge();
 }
 
 // Calls fn(node, gpu) for each GPU that workload `w` of `s` holds and the node has, in placement

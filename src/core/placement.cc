@@ -45,6 +45,7 @@ bool SelectorMatches(const Node& node,
 
 std::string Signature(const PodSet& ps) {
   std::string sig = ps.request.gpu_share() ? "s" : ps.request.gpu_milli() > 0 ? "g" : "c";
+  if (ps.mig.any()) sig += "\x1fmig" + std::to_string(ps.mig.profile);
   for (const auto& [k, v] : ps.node_selector) sig += "\x1fs" + k + "=" + v;
   for (const Toleration& t : ps.tolerations) {
     sig += "\x1ft" + t.key + (t.op == Toleration::Operator::kExists ? "?" : "=") + t.value;
@@ -68,6 +69,24 @@ std::vector<PodRef> ExpandPods(const Workload& w, int32_t pods) {
       out.push_back({static_cast<int32_t>(s), r, &ps});
   }
   return out;
+}
+
+// The node among those advertising the MIG profile `ps` asks for where a pod of it fits and
+// leaves the fewest devices of the profile free (ties: the lowest index), or -1.
+int32_t BestMigNode(const ClusterState& state, const GangAttempt& a,
+                    const std::vector<NodeFilter>& filter, const PodSet& ps) {
+  const auto profile = static_cast<size_t>(ps.mig.profile);
+  int32_t best = -1;
+  int best_free = 0;
+  for (int32_t n : state.nodes_with_mig(ps.mig.profile)) {
+    if (filter[n] != NodeFilter::kOk || !a.Fits(n, ps)) continue;
+    const int free = a.Effective(n).mig[profile];
+    if (best < 0 || free < best_free) {
+      best = n;
+      best_free = free;
+    }
+  }
+  return best;
 }
 
 uint64_t LowestBits(uint64_t mask, int count) {
@@ -106,8 +125,9 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
   constexpr size_t kMaxKnown = 8;
   const bool gpu = ps.request.gpu_milli() > 0;
   const bool share = ps.request.gpu_share();
+  const int8_t mig = ps.mig.any() ? ps.mig.profile : int8_t{-1};
   for (const Known& k : known_) {
-    if (k.gpu == gpu && k.share == share && k.node_selector == ps.node_selector &&
+    if (k.gpu == gpu && k.share == share && k.mig == mig && k.node_selector == ps.node_selector &&
         k.tolerations == ps.tolerations && k.gpu_models == ps.gpu_models) {
       if (id != nullptr) *id = k.id;
       return filters_[k.id];
@@ -116,7 +136,8 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
   std::string sig = Signature(ps);
   auto [it, inserted] = ids_.try_emplace(std::move(sig), static_cast<int32_t>(filters_.size()));
   if (known_.size() < kMaxKnown)
-    known_.push_back({gpu, share, ps.node_selector, ps.tolerations, ps.gpu_models, it->second});
+    known_.push_back(
+        {gpu, share, mig, ps.node_selector, ps.tolerations, ps.gpu_models, it->second});
   if (inserted) {
     int32_t model_count = 0;
     std::vector<uint8_t> allowed_model;
@@ -146,6 +167,8 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
         f[i] = NodeFilter::kGpuModel;
       } else if (share && node.device_plugin_shares) {
         f[i] = NodeFilter::kDevicePluginShares;
+      } else if (mig >= 0 && (facts.mig_mask >> mig & 1) == 0) {
+        f[i] = NodeFilter::kNoMigDevices;
       }
     }
     filters_.push_back(std::move(f));
@@ -159,12 +182,12 @@ void CapacityOverlay::AddPod(const ClusterState& state, const Workload& w, size_
   if (ps == nullptr) {
     Add(state, w.placements[i], Resources{});
   } else {
-    Add(state, w.placements[i], ps->request, ps->gpu_memory_mib);
+    Add(state, w.placements[i], ps->request, ps->gpu_memory_mib, ps->mig);
   }
 }
 
 void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
-                          const Resources& request, int64_t gpu_memory_mib) {
+                          const Resources& request, int64_t gpu_memory_mib, MigAsk mig) {
   NodeCapacity& extra = extra_[p.node.value];
   uint64_t usable = p.gpu_mask & state.facts(p.node).healthy_mask & ~extra.gpu_mask;
   // A share naming other than one GPU was never claimed (a snapshot issue): it frees no GPU.
@@ -183,7 +206,7 @@ void CapacityOverlay::Add(const ClusterState& state, const PodPlacement& p,
         (state.share_open_mask(p.node) & p.gpu_mask) == 0)
       usable = 0;
   }
-  extra.Add(NodeCapacity::OfPod(usable, request));
+  extra.Add(NodeCapacity::OfPod(usable, request, mig));
   gpus_ += std::popcount(usable);
 }
 
@@ -195,11 +218,12 @@ void CapacityOverlay::Take(int32_t node, const NodeCapacity& taken) {
   extra.cpu_milli = std::max<int64_t>(0, extra.cpu_milli - taken.cpu_milli);
   extra.memory_bytes = std::max<int64_t>(0, extra.memory_bytes - taken.memory_bytes);
   extra.pods = std::max(0, extra.pods - taken.pods);
+  extra.Remove(NodeCapacity{.mig = taken.mig});
 }
 
-bool NodeCapacity::Fits(const Resources& request) const {
+bool NodeCapacity::Fits(const Resources& request, MigAsk mig_ask) const {
   return std::popcount(gpu_mask) >= request.whole_gpus() && cpu_milli >= request.cpu_milli() &&
-         memory_bytes >= request.memory_bytes() && pods >= 1;
+         memory_bytes >= request.memory_bytes() && pods >= 1 && HasMig(mig_ask);
 }
 
 NodeCapacity EffectiveCapacity(const ClusterState& state, int32_t node,
@@ -273,7 +297,7 @@ void GangAttempt::Take(int32_t n, int32_t set, int32_t replica, const PodSet& ps
   } else {
     mask = PickGpus(Effective(n).gpu_mask, state_.islands(NodeId{n}),
                     static_cast<int>(ps.request.whole_gpus()));
-    consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request));
+    consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request, ps.mig));
   }
   plan_.pods.push_back({set, replica, PodPlacement{NodeId{n}, mask}});
 }
@@ -320,6 +344,12 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   // the fullest shared GPU it fits beside, in node and then GPU order on ties.
   if (refs.size() == 1 && overlay == nullptr) {
     const PodRef& p = refs.front();
+    if (p.ps->mig.any()) {
+      const int32_t n = BestMigNode(state, a, *filters[p.set], *p.ps);
+      if (n < 0) return std::nullopt;
+      a.Take(n, p.set, p.replica, *p.ps);
+      return a.TakePlan();
+    }
     if (p.ps->request.gpu_share()) {
       // Buckets of free compute from the share's own up: the first that holds a GPU the share
       // fits on holds the best fit, since every later bucket's GPUs have more room left.
@@ -331,7 +361,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
         for (int32_t n = state.NextWithShareRoom(b, 0); n >= 0 && best_left > 0;
              n = state.NextWithShareRoom(b, n + 1)) {
           const NodeId node{n};
-          if (!ok(n, p) || !state.free(node).Fits(p.ps->request)) continue;
+          if (!ok(n, p) || !state.free(node).Fits(p.ps->request, p.ps->mig)) continue;
           for (uint64_t m = state.share_open_mask(node); m != 0; m &= m - 1) {
             const int g = std::countr_zero(m);
             const int64_t free = kMilliPerGpu - state.share_milli(node, g);
@@ -438,7 +468,8 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
           for (int32_t n : candidates) {
             if (!ok(n, p) || a.Uses(n)) continue;
             const NodeCapacity e = a.Effective(n);
-            if (!e.Fits(p.ps->request) || (p.ps->request.gpu_share() && !a.Fits(n, *p.ps)))
+            if (!e.Fits(p.ps->request, p.ps->mig) ||
+                (p.ps->request.gpu_share() && !a.Fits(n, *p.ps)))
               continue;
             const int f = std::popcount(e.gpu_mask);
             fitting.emplace_back(f, n);
@@ -535,6 +566,10 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
         }
       }
     }
+    if (chosen < 0 && p.ps->mig.any()) {
+      chosen = BestMigNode(state, a, *filters[p.set], *p.ps);
+      if (chosen < 0) return std::nullopt;
+    }
     // A share: beside other shares, in the buckets from its size up.
     const bool share = p.ps->request.gpu_share();
     for (int b = share ? ClusterState::ShareBucket(p.ps->request.gpu_milli())
@@ -569,6 +604,15 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
   return a.TakePlan();
 }
 
+std::string FormatPodAsk(const PodSet& ps, const std::vector<MigResource>& mig_profiles) {
+  if (!ps.mig.any()) return FormatResources(ps.request);
+  const auto p = static_cast<size_t>(ps.mig.profile);
+  std::string out = (ps.mig.devices == 1 ? "" : std::to_string(ps.mig.devices) + " x ") + "MIG " +
+                    (p < mig_profiles.size() ? mig_profiles[p].name : "#" + std::to_string(p));
+  if (!ps.request.IsZero()) out += ", " + FormatResources(ps.request);
+  return out;
+}
+
 PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCache& feasibility,
                                   const Workload& w, int32_t pods) {
   enum Cause {
@@ -577,10 +621,12 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
     kTaint,
     kModel,
     kDevicePluginShares,
+    kNoMigDevices,
     kTooFewGpus,
     kUnhealthy,
     kTooFewFree,
     kNoShareRoom,
+    kTooFewFreeMig,
     kCpu,
     kMemory,
     kPods,
@@ -592,10 +638,12 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
       "untolerated taint",
       "wrong GPU model",
       "GPUs divided by the device plugin",
+      "no MIG devices of the profile",
       "too few GPUs",
       "unhealthy GPUs",
       "too few free GPUs",
       "no GPU with room for the share",
+      "too few free MIG devices of the profile",
       "insufficient cpu",
       "insufficient memory",
       "pod limit reached"};
@@ -633,6 +681,9 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
         case NodeFilter::kDevicePluginShares:
           ++causes[kDevicePluginShares];
           continue;
+        case NodeFilter::kNoMigDevices:
+          ++causes[kNoMigDevices];
+          continue;
         case NodeFilter::kOk:
           break;
       }
@@ -644,6 +695,8 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
         ++causes[kTooFewFree];
       } else if (share && ShareSlots(state, n, ps) == 0) {
         ++causes[kNoShareRoom];
+      } else if (!c.HasMig(ps.mig)) {
+        ++causes[kTooFewFreeMig];
       } else if (c.cpu_milli < ps.request.cpu_milli()) {
         ++causes[kCpu];
       } else if (c.memory_bytes < ps.request.memory_bytes()) {
@@ -657,6 +710,8 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
         } else if (g > 0) {
           fit = std::min<int64_t>(fit, std::popcount(c.gpu_mask) / g);
         }
+        if (ps.mig.any())
+          fit = std::min<int64_t>(fit, c.mig[static_cast<size_t>(ps.mig.profile)] / ps.mig.devices);
         if (ps.request.cpu_milli() > 0) fit = std::min(fit, c.cpu_milli / ps.request.cpu_milli());
         if (ps.request.memory_bytes() > 0)
           fit = std::min(fit, c.memory_bytes / ps.request.memory_bytes());
@@ -672,11 +727,12 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
       std::sort(ranked.begin(), ranked.end());
       // A gang names the pod set whose pods fit nowhere, and itself: "a pod of 1 gpu" alone
       // would read as if the whole workload asked for one GPU.
-      std::string msg = "no node fits a pod of " + FormatResources(ps.request);
+      const std::string ask = FormatPodAsk(ps, state.mig_profiles());
+      std::string msg = "no node fits a pod of " + ask;
       if (refs.size() > 1)
         msg = "no node fits a pod of pod set " + (ps.name.empty() ? std::to_string(set) : ps.name) +
-              " (" + FormatResources(ps.request) + "; " + std::to_string(count) +
-              " of the gang's " + std::to_string(refs.size()) + " pods)";
+              " (" + ask + "; " + std::to_string(count) + " of the gang's " +
+              std::to_string(refs.size()) + " pods)";
       if (ranked.empty()) {
         msg += ": the cluster has no nodes";
       } else {
@@ -697,7 +753,7 @@ PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCa
                           std::to_string(count) + " pods");
   }
   int64_t total_gpu = 0;
-  for (const PodRef& p : refs) total_gpu += p.ps->request.gpu_milli();
+  for (const PodRef& p : refs) total_gpu += p.ps->Charge().gpu_milli();
   out.message = "gang of " + std::to_string(refs.size()) + " pods (" +
                 FormatQuantity(Resource::kGpu, total_gpu) + ") does not fit at once: ";
   // Each pod set may find room for all its pods alone and the gang still not fit: the sets

@@ -25,6 +25,7 @@ enum class NodeFilter : uint8_t {
   kTaint,
   kGpuModel,
   kDevicePluginShares,  // a share of a GPU, on a node whose device plugin divides its GPUs
+  kNoMigDevices,        // MIG devices of a profile the node does not advertise
 };
 
 // Static feasibility per distinct (node selector, tolerations, GPU models), computed once per
@@ -45,6 +46,7 @@ class FeasibilityCache {
   struct Known {
     bool gpu = false;
     bool share = false;
+    int8_t mig = -1;
     std::vector<std::pair<std::string, std::string>> node_selector;
     Interned<std::vector<Toleration>> tolerations;
     std::vector<std::string> gpu_models;
@@ -65,7 +67,7 @@ class CapacityOverlay {
   void AddPod(const ClusterState& state, const Workload& w, size_t i);
   // A pod of `request` (holding `gpu_memory_mib` of its GPU's memory, for a share) at `p`.
   void Add(const ClusterState& state, const PodPlacement& p, const Resources& request,
-           int64_t gpu_memory_mib = 0);
+           int64_t gpu_memory_mib = 0, MigAsk mig = {});
   // Takes what one waiting workload counts on out of the overlay: no one else counts on it. A
   // share counting on room leaving shares release closes their GPU to other shares in the
   // ClusterState (Hold), which the overlay honours.
@@ -130,7 +132,7 @@ class GangAttempt {
     return EffectiveCapacity(state_, n, overlay_, consumed_.Find(n));
   }
   bool Fits(int32_t n, const PodSet& ps) const {
-    if (!Effective(n).Fits(ps.request)) return false;
+    if (!Effective(n).Fits(ps.request, ps.mig)) return false;
     return !ps.request.gpu_share() || ShareGpu(n, ps) >= 0;
   }
   // Places pod `replica` of pod set `set` on node `n`, which fits it.
@@ -202,6 +204,10 @@ struct PlacementExplanation {
 // Why the first `pods` pods of `w` fit nowhere on the free capacity: counts nodes by the first
 // reason each fails, e.g. "no node fits 8 gpu: 120 nodes too few free GPUs, 30 untolerated
 // taint". For a gang whose pods fit somewhere one by one, says how many of them could be placed.
+// What a pod of `ps` asks of its node, for messages: "1 gpu, 4000m cpu", "MIG 1g.10gb, 2000m cpu"
+// (FormatResources, with its MIG devices).
+std::string FormatPodAsk(const PodSet& ps, const std::vector<MigResource>& mig_profiles);
+
 PlacementExplanation ExplainNoFit(const ClusterState& state, const FeasibilityCache& feasibility,
                                   const Workload& w, int32_t pods);
 

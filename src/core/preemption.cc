@@ -119,13 +119,14 @@ Freed FreedBy(const ClusterState& state, const Snapshot& snapshot, int32_t node,
     if (p.node.value != node) continue;
     const PodSet* ps = w.PlacementPodSet(i);
     const Resources request = ps != nullptr ? ps->request : Resources{};
+    const MigAsk mig = ps != nullptr ? ps->mig : MigAsk{};
     if (request.gpu_share()) {
       f.whole.Add(NodeCapacity::OfPod(0, request));
       // A share naming other than one GPU was never claimed (a snapshot issue): it frees none.
       if (std::popcount(p.gpu_mask) == 1)
         f.shares.push_back({std::countr_zero(p.gpu_mask), request.gpu_milli(), ps->gpu_memory_mib});
     } else {
-      f.whole.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, request));
+      f.whole.Add(NodeCapacity::OfPod(p.gpu_mask & healthy, request, mig));
     }
   }
   return f;
@@ -167,11 +168,11 @@ class NodeRoom {
   bool Fits(const PodSet& ps) const {
     const Resources& request = ps.request;
     if (!request.gpu_share()) {
-      if (shared_.empty()) return cap_.Fits(request);
+      if (shared_.empty()) return cap_.Fits(request, ps.mig);
       NodeCapacity c = cap_;
       for (const Shared& sh : shared_)
         if (sh.milli <= 0) c.gpu_mask |= uint64_t{1} << sh.gpu;
-      return c.Fits(request);
+      return c.Fits(request, ps.mig);
     }
     if (!cap_.Fits(request)) return false;
     const int64_t memory = ps.gpu_memory_mib;

@@ -84,7 +84,7 @@ double GpuHoursLost(const Workload& w, Time now) {
   if (now <= since) return 0;
   int64_t milli = 0;
   for (size_t i = 0; i < w.placements.size(); ++i)
-    milli += HeldGpuMilli(w.placements[i], w.PlacementRequest(i));
+    milli += HeldGpuMilli(w.placements[i], w.PlacementPodSet(i));
   return GpusOf(milli) * Hours(now - since);
 }
 

@@ -81,6 +81,8 @@ inline bool Accepts(const Node& n, const PodSet& ps) {
   }
   // A node whose device plugin divides its GPUs takes no share of one.
   if (ps.request.gpu_share() && n.device_plugin_shares) return false;
+  // MIG devices only where the node advertises the profile.
+  if (ps.mig.any() && n.mig_devices[static_cast<size_t>(ps.mig.profile)] == 0) return false;
   return true;
 }
 
@@ -99,7 +101,7 @@ inline std::vector<Admission> Admissions(const CycleResult& r) {
 inline Resources AdmittedRequest(const Workload& w, const Admission& a) {
   Resources total;
   for (const PodAssignment& p : *a.pods)
-    total += w.pod_sets[static_cast<size_t>(p.pod_set)].request;
+    total += w.pod_sets[static_cast<size_t>(p.pod_set)].Charge();
   return total;
 }
 
@@ -114,7 +116,10 @@ inline std::string Dump(const Snapshot& s) {
       << n.allocatable.memory_bytes() / kGi << "Gi pods " << n.max_pods << " block "
       << n.topology.block
       << (n.gpus.empty() ? "" : " gpu-mem " + std::to_string(n.gpus[0].memory_mib))
-      << (n.unschedulable ? " cordoned" : "") << (n.taints.empty() ? "" : " tainted") << "\n";
+      << (n.unschedulable ? " cordoned" : "") << (n.taints.empty() ? "" : " tainted");
+    for (size_t p = 0; p < s.mig_profiles.size(); ++p)
+      if (n.mig_devices[p] > 0) o << " mig#" << p << "=" << int{n.mig_devices[p]};
+    o << "\n";
   }
   for (const Queue& q : s.queues) {
     const QueueResource& g = q.res(Resource::kGpu);
@@ -138,6 +143,7 @@ inline std::string Dump(const Snapshot& s) {
     o << " pods";
     for (const PodSet& ps : w.pod_sets) {
       o << " " << ps.count << "x" << FormatResources(ps.request);
+      if (ps.mig.any()) o << "+" << ps.mig.devices << "xMIG#" << static_cast<int>(ps.mig.profile);
       if (ps.gpu_memory_mib > 0) o << "+" << ps.gpu_memory_mib << "MiB";
     }
     for (const PodPlacement& p : w.placements)

@@ -349,17 +349,19 @@ class LimitBound {
 std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
   std::vector<NodeRoom> free = InitialRoom(s), back(s.nodes.size());
   for (size_t n = 0; n < s.nodes.size(); ++n) free[n].gpus &= HealthyMask(s.nodes[n]);
-  auto take = [&](NodeRoom& room, const PodPlacement& p, const Resources& req) {
+  auto take = [&](NodeRoom& room, const PodPlacement& p, const Resources& req, MigAsk mig) {
     room.gpus &= ~p.gpu_mask;
     room.cpu -= req.cpu_milli();
     room.memory -= req.memory_bytes();
     room.pods -= 1;
+    if (mig.any()) room.mig[static_cast<size_t>(mig.profile)] -= mig.devices;
   };
-  auto give = [&](NodeRoom& room, const PodPlacement& p, const Resources& req) {
+  auto give = [&](NodeRoom& room, const PodPlacement& p, const Resources& req, MigAsk mig) {
     room.gpus |= p.gpu_mask & HealthyMask(s.nodes[p.node.index()]);
     room.cpu += req.cpu_milli();
     room.memory += req.memory_bytes();
     room.pods += 1;
+    if (mig.any()) room.mig[static_cast<size_t>(mig.profile)] += mig.devices;
   };
   const std::set<int32_t> faulted = HardwareFaulted(r);
   // A GPU holding shares comes back only when every share on it does; until then, the room of
@@ -386,10 +388,11 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
     for (size_t k = 0; k < w.placements.size(); ++k) {
       const PodPlacement& p = w.placements[k];
       const Resources request = w.PlacementRequest(k);
-      take(free[p.node.index()], p, request);
-      if (request.gpu_share())
-        add_share(p.node.index(), p.gpu_mask, *w.PlacementPodSet(k), returning);
-      if (returning) give(back[p.node.index()], p, request);
+      const PodSet* ps = w.PlacementPodSet(k);
+      const MigAsk mig = ps != nullptr ? ps->mig : MigAsk{};
+      take(free[p.node.index()], p, request, mig);
+      if (request.gpu_share()) add_share(p.node.index(), p.gpu_mask, *ps, returning);
+      if (returning) give(back[p.node.index()], p, request, mig);
     }
   }
   for (const auto& [gpu, g] : shares)
@@ -398,7 +401,7 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
     const Workload& w = s.workloads[a.workload.index()];
     for (const PodAssignment& p : *a.pods) {
       const PodSet& ps = w.pod_sets[static_cast<size_t>(p.pod_set)];
-      take(free[p.placement.node.index()], p.placement, ps.request);
+      take(free[p.placement.node.index()], p.placement, ps.request, ps.mig);
       // A share bound beside leaving shares keeps their GPU.
       if (ps.request.gpu_share()) {
         back[p.placement.node.index()].gpus &= ~p.placement.gpu_mask;
@@ -437,7 +440,11 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
         const bool gpus_fit = ps.request.gpu_share() ? share_fits(n, ps)
                                                      : std::popcount(free[n].gpus | back[n].gpus) >=
                                                            ps.request.whole_gpus();
-        if (gpus_fit && free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
+        const bool mig_fits =
+            !ps.mig.any() || free[n].mig[static_cast<size_t>(ps.mig.profile)] +
+                                     back[n].mig[static_cast<size_t>(ps.mig.profile)] >=
+                                 ps.mig.devices;
+        if (gpus_fit && mig_fits && free[n].cpu + back[n].cpu >= ps.request.cpu_milli() &&
             free[n].memory + back[n].memory >= ps.request.memory_bytes() &&
             free[n].pods + back[n].pods >= 1)
           return w.name + " preempted although node " + s.nodes[n].name + " had room for it";
@@ -446,7 +453,14 @@ std::string CheckNoNeedlessPreemption(const Snapshot& s, const CycleResult& r) {
     for (const PodAssignment& a : held.pods) {
       const size_t n = a.placement.node.index();
       back[n].gpus &= ~a.placement.gpu_mask;
-      take(free[n], a.placement, w.pod_sets[static_cast<size_t>(a.pod_set)].request);
+      const PodSet& ps = w.pod_sets[static_cast<size_t>(a.pod_set)];
+      take(free[n], a.placement, ps.request, MigAsk{});
+      if (ps.mig.any()) {  // what is free first, then what its victims return
+        const auto p = static_cast<size_t>(ps.mig.profile);
+        const int from_free = std::clamp(free[n].mig[p], 0, int{ps.mig.devices});
+        free[n].mig[p] -= from_free;
+        back[n].mig[p] -= ps.mig.devices - from_free;
+      }
       for (uint64_t m = a.placement.gpu_mask; m != 0; m &= m - 1)
         shares[{n, std::countr_zero(m)}].nominated = true;
     }
@@ -1304,6 +1318,220 @@ RC_GTEST_PROP(EngineProperty, SharesInSeveralCyclesInARow, ()) {
     s = NextSnapshot(s, r);
   }
   RC_CLASSIFY(shares_bound > 0, "shares bound");
+}
+
+// --- MIG devices (docs/sharing.md, "MIG devices in the engine"), on snapshots that mix them with
+// whole GPUs: every check above, one cycle and several in a row, and these.
+//
+// (a) No node's devices of a profile are over-committed: a MIG pod is admitted only to a node
+// advertising its profile and holds none of the node's GPUs; per node and profile, the devices
+// that stay held (running work that is neither in its grace period nor preempted in the cycle),
+// those admitted and those nominated to preemptors add up to at most what the node advertises.
+// (b) A single MIG pod's victims, within its limits, of one queue, asking no CPU or memory on a
+// node that never ran short of pod slots, each hold a device of its profile on the node it is
+// nominated to, and none could be spared: with that victim staying, the node's devices of the
+// profile would be over-committed (the devices of other preemptors' victims counting as held:
+// their room is their preemptor's).
+
+std::string CheckMigDevices(const Snapshot& s, const CycleResult& r) {
+  std::set<int32_t> leaving;
+  for (const PreemptDecision& p : r.preemptions) leaving.insert(p.workload.value);
+  for (size_t i = 0; i < s.workloads.size(); ++i)
+    if (s.workloads[i].state == WorkloadState::kPreempting) leaving.insert(static_cast<int32_t>(i));
+  using Devices = std::pair<size_t, int>;  // node, profile
+  std::map<Devices, int> used;
+  // The devices of `ps` a pod holds.
+  auto devices = [](const PodSet* ps) {
+    return ps != nullptr && ps->mig.any() ? ps->mig.devices : 0;
+  };
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    if (!Holds(w) || leaving.contains(static_cast<int32_t>(i))) continue;
+    for (size_t k = 0; k < w.placements.size(); ++k)
+      if (const PodSet* ps = w.PlacementPodSet(k); devices(ps) > 0)
+        used[{w.placements[k].node.index(), ps->mig.profile}] += ps->mig.devices;
+  }
+  auto add = [&](const Workload& w, const std::vector<PodAssignment>& pods,
+                 const char* how) -> std::string {
+    for (const PodAssignment& p : pods) {
+      const PodSet& ps = w.pod_sets[static_cast<size_t>(p.pod_set)];
+      if (!ps.mig.any()) continue;
+      const size_t n = p.placement.node.index();
+      const Node& node = s.nodes[n];
+      if (p.placement.gpu_mask != 0)
+        return w.name + ": " + how + " MIG pod holds GPUs of node " + node.name;
+      const int advertised = node.mig_devices[static_cast<size_t>(ps.mig.profile)];
+      const int now = used[{n, ps.mig.profile}] += ps.mig.devices;
+      if (now > advertised)
+        return w.name + ": " + how + " on node " + node.name + ", whose " +
+               std::to_string(advertised) + " MIG " +
+               s.mig_profiles[static_cast<size_t>(ps.mig.profile)].name + " devices would hold " +
+               std::to_string(now);
+    }
+    return {};
+  };
+  for (const Admission& a : Admissions(r))
+    if (std::string e = add(s.workloads[a.workload.index()], *a.pods, "admitted"); !e.empty())
+      return e;
+  for (const NominationDecision& d : r.nominations)
+    if (std::string e = add(s.workloads[d.workload.index()], d.pods, "nominated"); !e.empty())
+      return e;
+
+  // The devices each preemptor's victims hold, per node and profile.
+  std::map<int32_t, std::map<Devices, int>> victims_hold;
+  std::map<Devices, int> all_victims_hold;
+  for (const PreemptDecision& p : r.preemptions) {
+    if (p.reason == PreemptReason::kHardwareFault) continue;
+    const Workload& v = s.workloads[p.workload.index()];
+    for (size_t k = 0; k < v.placements.size(); ++k)
+      if (const PodSet* vps = v.PlacementPodSet(k); devices(vps) > 0) {
+        const Devices at{v.placements[k].node.index(), vps->mig.profile};
+        victims_hold[p.preemptor.value][at] += vps->mig.devices;
+        all_victims_hold[at] += vps->mig.devices;
+      }
+  }
+  const LimitBound limits(s, r);
+  std::vector<int64_t> pods_at_most(s.nodes.size(), 0);
+  for (const Workload& w : s.workloads)
+    if (Holds(w))
+      for (const PodPlacement& p : w.placements) ++pods_at_most[p.node.index()];
+  for (const Admission& a : Admissions(r))
+    for (const PodAssignment& p : *a.pods) ++pods_at_most[p.placement.node.index()];
+  for (const NominationDecision& d : r.nominations)
+    for (const PodAssignment& p : d.pods) ++pods_at_most[p.placement.node.index()];
+  for (const NominationDecision& held : r.nominations) {
+    const Workload& w = s.workloads[held.workload.index()];
+    const PodSet& ps = w.pod_sets.front();
+    if (w.TotalPods() != 1 || !ps.mig.any() || held.pods.size() != 1 || limits.MayBeAtLimit(w) ||
+        ps.request.cpu_milli() != 0 || ps.request.memory_bytes() != 0)
+      continue;
+    const size_t n = held.pods.front().placement.node.index();
+    if (pods_at_most[n] > s.nodes[n].max_pods) continue;
+    std::vector<const Workload*> victims;
+    std::set<std::string> queues;
+    for (const PreemptDecision& p : r.preemptions) {
+      if (p.preemptor != held.workload || p.reason == PreemptReason::kHardwareFault) continue;
+      victims.push_back(&s.workloads[p.workload.index()]);
+      queues.insert(victims.back()->queue);
+    }
+    if (queues.size() != 1) continue;
+    const int advertised = s.nodes[n].mig_devices[static_cast<size_t>(ps.mig.profile)];
+    const Devices at{n, ps.mig.profile};
+    const int others = all_victims_hold[at] - victims_hold[held.workload.value][at];
+    for (const Workload* v : victims) {
+      int held_there = 0;
+      for (size_t k = 0; k < v->placements.size(); ++k)
+        if (const PodSet* vps = v->PlacementPodSet(k); v->placements[k].node.index() == n &&
+                                                       devices(vps) > 0 &&
+                                                       vps->mig.profile == ps.mig.profile)
+          held_there += vps->mig.devices;
+      if (held_there == 0)
+        return w.name + ": victim " + v->name + " holds no MIG device of its profile on node " +
+               s.nodes[n].name;
+      if (used[at] + others + held_there <= advertised)
+        return w.name + ": victim " + v->name + " was not needed: node " + s.nodes[n].name +
+               " has a device of its profile without it";
+    }
+  }
+  return {};
+}
+
+void CheckMigCycles(Snapshot (*generate)(), std::initializer_list<Check> checks) {
+  bool mig_bound = false, mig_preempts = false, mig_preempted = false;
+  CheckCycles(generate, checks, [&](const Snapshot& s, const CycleResult& r) {
+    auto asks_mig = [&](WorkloadId id) {
+      for (const PodSet& ps : s.workloads[id.index()].pod_sets)
+        if (ps.mig.any()) return true;
+      return false;
+    };
+    for (const Admission& a : Admissions(r)) mig_bound |= asks_mig(a.workload);
+    for (const PreemptDecision& p : r.preemptions) {
+      if (p.reason == PreemptReason::kHardwareFault) continue;
+      mig_preempts |= asks_mig(p.preemptor);
+      mig_preempted |= asks_mig(p.workload);
+    }
+  });
+  RC_CLASSIFY(mig_bound, "MIG pods bound");
+  RC_CLASSIFY(mig_preempts, "a MIG pod preempts");
+  RC_CLASSIFY(mig_preempted, "a MIG pod is preempted");
+}
+
+// A generator aimed at preemption of and by MIG pods: one to three nodes whose devices are all
+// held by MIG pods of random queues and priorities (some in their grace period), and waiting MIG
+// pods of high priority.
+Snapshot GenMigPreemptionSnapshot() {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  const int nodes = Pick(1, 3);
+  for (int i = 0; i < nodes; ++i) {
+    auto n = b.Node("n" + std::to_string(i), OneOf<int>({0, 0, 1, 2}));
+    n.Mig("1g.10gb", Pick(0, 4)).Mig("3g.40gb", Pick(0, 2)).MaxPods(OneOf<int>({4, 8, 32}));
+  }
+  GenQueues(b);
+  int k = 0;
+  for (size_t n = 0; n < b.snapshot().nodes.size(); ++n) {
+    const Node& node = b.snapshot().nodes[n];
+    for (int p = 0; p < 2; ++p) {
+      for (int d = 0; d < node.mig_devices[static_cast<size_t>(p)]; ++d) {
+        if (Chance(20)) continue;
+        auto w = b.Workload("held-" + std::to_string(k++), PickQueue(b.snapshot()));
+        w.Mig(1, MigProfileNames()[static_cast<size_t>(p)]).Running(node.name, 0);
+        w.Priority(PickPriority()).Start(kNow - Sec(Pick(0, 7200)));
+        if (Chance(10)) w.Preempting();
+      }
+    }
+  }
+  for (int i = Pick(1, 6); i > 0; --i) {
+    auto w = b.Workload("want-" + std::to_string(i), PickQueue(b.snapshot()));
+    w.Priority(OneOf<int32_t>({10, 50, 100, 150}));
+    if (Chance(80)) {
+      w.Mig(1, Chance(70) ? "1g.10gb" : "3g.40gb", static_cast<int16_t>(Chance(20) ? 2 : 1));
+    } else {
+      w.Pods(1, 1);
+    }
+    if (Chance(20)) w.Cpu(Pick(1, 4) * 500);
+  }
+  return b.snapshot();
+}
+
+RC_GTEST_PROP(EngineProperty, MigDevicesNeverOverCommitted, ()) {
+  CheckMigCycles(GenMigSnapshot, {CheckNoDoubleBooking, CheckMigDevices});
+}
+
+RC_GTEST_PROP(EngineProperty, MigGangsStayWholeAndLimitsChargeSlices, ()) {
+  CheckMigCycles(GenMigSnapshot, {CheckGangs, CheckLimits, CheckReservedWithinQuota});
+}
+
+RC_GTEST_PROP(EngineProperty, MigPreemptionsKeepEveryPromise, ()) {
+  const int rounds = Pick(1, 12);
+  bool several = false;
+  for (int i = 0; i < rounds; ++i) {
+    const Snapshot s = Chance(50) ? GenMigPreemptionSnapshot() : GenMigSnapshot();
+    const CycleResult r = Engine().Schedule(s);
+    for (Check check : kAllChecks)
+      if (const std::string error = check(s, r); !error.empty())
+        RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    if (const std::string error = CheckMigDevices(s, r); !error.empty())
+      RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    std::map<int32_t, int> victims;
+    for (const PreemptDecision& p : r.preemptions)
+      if (p.reason != PreemptReason::kHardwareFault) several |= ++victims[p.preemptor.value] > 1;
+  }
+  RC_CLASSIFY(several, "a preemptor takes several victims");
+}
+
+RC_GTEST_PROP(EngineProperty, MigInSeveralCyclesInARow, ()) {
+  Snapshot s = Chance(50) ? GenMigPreemptionSnapshot() : GenMigSnapshot();
+  const int cycles = Pick(2, 6);
+  for (int c = 0; c < cycles; ++c) {
+    const CycleResult r = Engine().Schedule(s);
+    for (Check check : kAllChecks)
+      if (const std::string error = check(s, r); !error.empty())
+        RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, r));
+    if (const std::string error = CheckMigDevices(s, r); !error.empty())
+      RC_FAIL("cycle " + std::to_string(c) + ": " + error + "\n" + Dump(s) + DumpResult(s, r));
+    s = NextSnapshot(s, r);
+  }
 }
 
 // --- The victim index is a way of computing, not of deciding: with it or without, one cycle

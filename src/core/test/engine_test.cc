@@ -1,6 +1,7 @@
 #include "core/engine.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -687,6 +688,122 @@ TEST_F(EngineTest, SharesAreChargedTheirFractionAndStopAtTheLimit) {
   EXPECT_EQ(Bind("half-a")->pods[0].placement.gpu_mask, Bind("half-b")->pods[0].placement.gpu_mask);
   EXPECT_NE(Bind("quarter")->pods[0].placement.gpu_mask,
             Bind("half-a")->pods[0].placement.gpu_mask);
+}
+
+// MIG devices (docs/sharing.md, "MIG devices in the engine"): counted per node and profile, the
+// kubelet choosing the device; a pod goes only where its profile has a free device, holds no GPU
+// of the node's `gpus`, and never takes more devices than the node advertises.
+TEST_F(EngineTest, MigPodsTakeTheDevicesTheirNodesAdvertiseAndNoMore) {
+  b_.Node("plain", 8);
+  b_.Node("mig-a", 0).Mig("1g.10gb", 3).Mig("3g.40gb", 1);
+  b_.Node("mig-b", 0).Mig("1g.10gb", 2);
+  b_.Queue("q").Quota(8);
+  for (int i = 0; i < 6; ++i)
+    b_.Workload("small-" + std::to_string(i), "q").Mig(1, "1g.10gb").Submit(Sec(i));
+  b_.Workload("big", "q").Mig(1, "3g.40gb").Submit(Sec(10));
+  b_.Workload("two-big", "q").Mig(1, "3g.40gb").Submit(Sec(11));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("small-0", "small-1", "small-2", "small-3", "small-4", "big"));
+  std::map<int32_t, int> small_on;
+  for (int i = 0; i < 5; ++i) {
+    const BindDecision* d = Bind("small-" + std::to_string(i));
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->pods[0].placement.gpu_mask, 0u);
+    ++small_on[d->pods[0].placement.node.value];
+  }
+  // The fullest node first: mig-b's two devices before mig-a's three.
+  EXPECT_EQ(small_on, (std::map<int32_t, int>{{1, 3}, {2, 2}}));
+  EXPECT_EQ(Bind("small-0")->pods[0].placement.node, b_.node_id("mig-b"));
+  EXPECT_EQ(Bind("big")->pods[0].placement.node, b_.node_id("mig-a"));
+  ASSERT_NE(Pending("small-5"), nullptr);
+  EXPECT_EQ(Pending("small-5")->reason, PendingReason::kNoNodeFits);
+  EXPECT_EQ(Pending("small-5")->message(),
+            "no node fits a pod of MIG 1g.10gb: 2 nodes too few free MIG devices of the profile, 1 "
+            "node no MIG devices of the profile");
+  // A MIG device is charged its compute slices over the GPU's seven, rounded down.
+  EXPECT_EQ(Status("q").allocated.gpu_milli(), 5 * 142 + 428);
+}
+
+// Pods of one profile asking for different numbers of devices are different shapes to place: a
+// pod of two devices that fits nowhere does not stop one of one device.
+TEST_F(EngineTest, AMigPodOfTwoDevicesIsNotTheSameShapeAsOneOfOne) {
+  b_.Node("n0", 0).Mig("3g.40gb", 1);
+  b_.Queue("q").Quota(4);
+  b_.Workload("two", "q").Mig(1, "3g.40gb", 2);
+  b_.Workload("one", "q").Mig(1, "3g.40gb").Submit(Sec(1));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("one"));
+  ASSERT_NE(Pending("two"), nullptr);
+  EXPECT_EQ(
+      Pending("two")->message(),
+      "no node fits a pod of 2 x MIG 3g.40gb: 1 node too few free MIG devices of the profile");
+}
+
+TEST_F(EngineTest, MigDevicesAreChargedTheirSlicesAndStopAtTheLimit) {
+  b_.Node("n0", 0).Mig("1g.10gb", 7);
+  b_.Queue("q").Quota(0).Limit(kUnlimited);
+  b_.snapshot().queues.back().res(Resource::kGpu).limit = 500;
+  for (int i = 0; i < 4; ++i)
+    b_.Workload("w" + std::to_string(i), "q").Mig(1, "1g.10gb").Submit(Sec(i));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("w0", "w1", "w2"));
+  ASSERT_NE(Pending("w3"), nullptr);
+  EXPECT_EQ(Pending("w3")->reason, PendingReason::kOverQueueLimit);
+  EXPECT_EQ(Pending("w3")->message(),
+            "queue q: needs 0.142 gpu; quota 0 gpu, in use 0.426 gpu, limit 0.5 gpu");
+  EXPECT_EQ(Status("q").allocated.gpu_milli(), 426);
+}
+
+// A MIG pod preempts only work holding a device of its profile on the node it goes to: not the
+// whole-GPU pod, nor the pod of another profile, though all are of lower priority.
+TEST_F(EngineTest, AMigPreemptorTakesOnlyAVictimHoldingItsProfile) {
+  b_.Node("n0", 1).Mig("1g.10gb", 1).Mig("2g.20gb", 1);
+  b_.Queue("q").Quota(4);
+  b_.Workload("whole", "q").Pods(1, 1).Running("n0", Mask(0, 1)).Priority(0);
+  b_.Workload("other-profile", "q").Mig(1, "2g.20gb").Running("n0", 0).Priority(0);
+  b_.Workload("same-profile", "q").Mig(1, "1g.10gb").Running("n0", 0).Priority(10);
+  b_.Workload("urgent", "q").Mig(1, "1g.10gb").Priority(50);
+  Run();
+  EXPECT_THAT(Preempted(), ElementsAre("same-profile"));
+  ASSERT_NE(Pending("urgent"), nullptr);
+  EXPECT_EQ(Pending("urgent")->reason, PendingReason::kWaitingForPreemption);
+}
+
+// Running MIG pods hold their devices: a snapshot naming more of them on a node than it
+// advertises is reported, and the extra pod is not counted.
+TEST_F(EngineTest, MigPodsBeyondTheAdvertisedDevicesAreASnapshotIssue) {
+  b_.Node("n0", 0).Mig("1g.10gb", 1);
+  b_.Queue("q").Quota(4);
+  b_.Workload("a", "q").Mig(1, "1g.10gb").Running("n0", 0);
+  b_.Workload("b", "q").Mig(1, "1g.10gb").Running("n0", 0);
+  b_.Workload("c", "q").Mig(1, "1g.10gb");
+  Run();
+  ASSERT_EQ(result_.issues.size(), 1u);
+  EXPECT_EQ(result_.issues[0].message,
+            "node n0: MIG 1g.10gb: pods would hold 2 devices of the 1 it advertises");
+  EXPECT_THAT(Bound(), IsEmpty());
+}
+
+TEST_F(EngineTest, AMigPodSetAskingForGpusTooIsInvalid) {
+  b_.Node("n0", 1).Mig("1g.10gb", 1);
+  b_.Queue("q").Quota(4);
+  b_.Workload("both", "q").Mig(1, "1g.10gb");
+  b_.snapshot().workloads.back().pod_sets[0].request[Resource::kGpu] = Gpus(1);
+  b_.Workload("none", "q").Mig(1, "1g.10gb");
+  b_.snapshot().workloads.back().pod_sets[0].mig.devices = 0;
+  b_.Workload("wrong-charge", "q").Mig(1, "1g.10gb");
+  b_.snapshot().workloads.back().pod_sets[0].mig.milli = 1000;
+  Run();
+  ASSERT_NE(Pending("both"), nullptr);
+  EXPECT_EQ(Pending("both")->reason, PendingReason::kInvalidWorkload);
+  EXPECT_EQ(Pending("both")->message(),
+            "pod set ps0: asks for MIG 1g.10gb devices with 1 GPUs; a pod asks for MIG devices, "
+            "whole GPUs or a share of one");
+  EXPECT_EQ(Pending("none")->message(),
+            "pod set ps0: asks for 0 MIG 1g.10gb devices per pod; 1 to 255");
+  EXPECT_EQ(Pending("wrong-charge")->message(),
+            "pod set ps0: charges 1000 thousandths per MIG 1g.10gb device; the profile's charge is "
+            "142");
 }
 
 // Running shares hold their GPU: a whole-GPU pod waits for a GPU no share is on, and a share

@@ -5,6 +5,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <set>
@@ -119,15 +120,21 @@ struct NodeRoom {
   int32_t pods = 0;
   std::vector<int64_t> share_milli;
   std::vector<int64_t> share_memory;
+  std::array<int, kMaxMigProfiles> mig{};  // MIG devices per profile
 };
 
 inline std::vector<NodeRoom> InitialRoom(const Snapshot& s) {
   std::vector<NodeRoom> room;
   for (const Node& n : s.nodes) {
     const uint64_t all = testing::Mask(0, static_cast<int>(n.gpus.size()));
-    room.push_back({all, n.allocatable.cpu_milli(), n.allocatable.memory_bytes(), n.max_pods,
+    room.push_back({all,
+                    n.allocatable.cpu_milli(),
+                    n.allocatable.memory_bytes(),
+                    n.max_pods,
                     std::vector<int64_t>(n.gpus.size(), 0),
-                    std::vector<int64_t>(n.gpus.size(), 0)});
+                    std::vector<int64_t>(n.gpus.size(), 0),
+                    {}});
+    for (size_t p = 0; p < n.mig_devices.size(); ++p) room.back().mig[p] = n.mig_devices[p];
   }
   return room;
 }
@@ -188,6 +195,11 @@ inline bool PlaceRunning(const Snapshot& s, std::vector<NodeRoom>& room, Workloa
       if ((req.gpu_share() ? share_gpu < 0 : std::popcount(usable) < req.whole_gpus()) ||
           r.cpu < req.cpu_milli() || r.memory < req.memory_bytes() || r.pods < 1)
         continue;
+      if (ps.mig.any()) {
+        int& free = r.mig[static_cast<size_t>(ps.mig.profile)];
+        if (free < ps.mig.devices) continue;
+        free -= ps.mig.devices;
+      }
       uint64_t mask = 0;
       if (req.gpu_share()) {
         mask = uint64_t{1} << share_gpu;
@@ -314,6 +326,71 @@ inline Snapshot GenShareSnapshot() {
   std::vector<NodeRoom> room = InitialRoom(b.snapshot());
   GenRunning(b, room, 0, 20, nullptr, /*shares=*/true);
   GenWaiting(b, 20, /*shares=*/true);
+  return b.snapshot();
+}
+
+// MIG (docs/sharing.md, "MIG devices in the engine"): three profiles of seven-slice GPUs.
+inline const std::vector<std::string>& MigProfileNames() {
+  static const std::vector<std::string> names = {"1g.10gb", "3g.40gb", "7g.80gb"};
+  return names;
+}
+
+// A pod set of `count` pods asking for MIG devices of a random profile, one or two each.
+inline void AddMigPods(SnapshotBuilder::WorkloadRef& w, int32_t count) {
+  const std::string profile = OneOf<std::string>(MigProfileNames());
+  w.Mig(count, profile, static_cast<int16_t>(profile == "1g.10gb" && Chance(20) ? 2 : 1));
+}
+
+// Small clusters where some nodes (with or without whole GPUs) advertise MIG devices of up to
+// three profiles, others none; queues whose quotas and limits may fall on a MIG device's charge;
+// running whole-GPU pods and MIG pods placed within what each node advertises, at random
+// priorities; waiting work mixing MIG pods (single, gangs, beside whole-GPU pod sets), whole GPUs
+// and pods that ask for CPU alone.
+inline Snapshot GenMigSnapshot() {
+  SnapshotBuilder b;
+  b.Now(kNow);
+  GenNodes(b, 1, 10);
+  for (const std::string& p : MigProfileNames()) MigProfileIndex(b.snapshot(), p);
+  for (Node& n : b.snapshot().nodes) {
+    if (Chance(60)) n.max_pods = std::max(n.max_pods, 32);
+    if (!Chance(70)) continue;
+    n.mig_devices[0] = static_cast<uint8_t>(Pick(0, 7));
+    n.mig_devices[1] = static_cast<uint8_t>(Pick(0, 2));
+    n.mig_devices[2] = static_cast<uint8_t>(Pick(0, 1));
+  }
+  GenQueues(b);
+  for (Queue& q : b.snapshot().queues) {
+    QueueResource& gpu = q.res(Resource::kGpu);
+    if (Chance(30) && gpu.quota >= 0) gpu.quota += OneOf<int64_t>({142, 428, 500});
+    if (Chance(30) && gpu.limit != kUnlimited) gpu.limit += OneOf<int64_t>({142, 284, 500});
+  }
+  std::vector<NodeRoom> room = InitialRoom(b.snapshot());
+  GenRunning(b, room, 0, 8);
+  for (int i = Pick(0, 16); i > 0; --i) {
+    auto w = b.Workload("mig-run-" + std::to_string(i), PickQueue(b.snapshot()));
+    AddMigPods(w, Pick(1, 3));
+    w.Priority(PickPriority()).Cpu(Pick(0, 4) * 500);
+    w.Start(kNow - Sec(Pick(0, 7200)));
+    if (b.snapshot().nodes.empty() ||
+        !PlaceRunning(b.snapshot(), room, w.get(), w.get().TotalPods(), false)) {
+      b.snapshot().workloads.pop_back();
+      continue;
+    }
+    w.get().state = Chance(10) ? WorkloadState::kPreempting : WorkloadState::kRunning;
+  }
+  for (int i = Pick(0, 16); i > 0; --i) {
+    auto w = b.Workload("mig-wait-" + std::to_string(i), PickQueue(b.snapshot()));
+    w.Priority(PickPriority()).Submit(Sec(Pick(0, 3600)));
+    AddMigPods(w, Chance(60) ? 1 : Pick(2, 6));
+    if (Chance(20)) w.Pods(Pick(1, 2), OneOf<int64_t>({0, 1, 2}));
+    w.Cpu(Pick(0, 4) * 500);
+    if (Chance(10)) w.Selector("pool", "a");
+    if (Chance(10)) w.Tolerate("dedicated");
+    const int total = w.get().TotalPods();
+    if (total > 1 && Chance(30)) w.MinMember(Pick(1, total));
+    if (Chance(15)) w.Suspended();
+  }
+  GenWaiting(b, 6);
   return b.snapshot();
 }
 

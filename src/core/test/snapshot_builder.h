@@ -27,6 +27,15 @@ inline constexpr uint64_t Mask(int first, int count) {
   return (count >= 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1) << first;
 }
 
+// The index of MIG profile `name` ("1g.10gb": its compute slices before the "g", of 7) in the
+// snapshot's profiles, added on first use.
+inline int8_t MigProfileIndex(Snapshot& s, const std::string& name) {
+  for (size_t p = 0; p < s.mig_profiles.size(); ++p)
+    if (s.mig_profiles[p].name == name) return static_cast<int8_t>(p);
+  s.mig_profiles.push_back({name, MigDeviceMilli(std::stoi(name), 7)});
+  return static_cast<int8_t>(s.mig_profiles.size() - 1);
+}
+
 class SnapshotBuilder {
  public:
   class NodeRef {
@@ -53,6 +62,12 @@ class SnapshotBuilder {
     NodeRef& Cpu(int64_t milli) { return Set(Resource::kCpu, milli); }
     NodeRef& Memory(int64_t bytes) { return Set(Resource::kMemory, bytes); }
     NodeRef& MaxPods(int32_t n) { return get().max_pods = n, *this; }
+    // The node advertises `devices` MIG devices of `profile` ("1g.10gb").
+    NodeRef& Mig(const std::string& profile, int devices) {
+      get().mig_devices[static_cast<size_t>(MigProfileIndex(*s_, profile))] =
+          static_cast<uint8_t>(devices);
+      return *this;
+    }
     NodeRef& Block(std::string b) { return get().topology.block = std::move(b), *this; }
     NodeRef& Zone(std::string z) { return get().topology.zone = std::move(z), *this; }
     NodeRef& Nvlink(std::string d) { return get().topology.nvlink_domain = std::move(d), *this; }
@@ -118,6 +133,13 @@ class SnapshotBuilder {
       ps.count = count;
       ps.request[Resource::kGpu] = Gpus(gpus);
       get().pod_sets.push_back(std::move(ps));
+      return *this;
+    }
+    // Adds a pod set of `count` pods asking each for `devices` MIG devices of `profile`.
+    WorkloadRef& Mig(int32_t count, const std::string& profile, int16_t devices = 1) {
+      Pods(count, 0);
+      const int8_t p = MigProfileIndex(b_->s_, profile);
+      last().mig = {p, devices, b_->s_.mig_profiles[static_cast<size_t>(p)].milli};
       return *this;
     }
     // Adds a pod set of `count` pods asking each for `gpu_milli` thousandths of one GPU (1 to
