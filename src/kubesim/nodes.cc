@@ -158,11 +158,12 @@ Json FakeNodeObject(const NodePoolSpec& spec, int index) {
     if (!t.value.empty()) taint["value"] = t.value;
     taints.push_back(std::move(taint));
   }
-  const Json resources = {{"cpu", spec.cpu},
-                          {"memory", spec.memory},
-                          {"pods", std::to_string(spec.pods)},
-                          {kGpuResource, std::to_string(spec.gpus)},
-                          {"ephemeral-storage", "1Ti"}};
+  Json resources = {{"cpu", spec.cpu},
+                    {"memory", spec.memory},
+                    {"pods", std::to_string(spec.pods)},
+                    {kGpuResource, std::to_string(spec.gpus)},
+                    {"ephemeral-storage", "1Ti"}};
+  for (const auto& [name, quantity] : spec.resources) resources[name] = quantity;
   auto condition = [&](const char* type, const char* status, const char* reason,
                        const char* message) {
     return Json{{"type", type},       {"status", status},         {"reason", reason},

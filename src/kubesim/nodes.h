@@ -32,6 +32,9 @@ struct NodePoolSpec {
   int pods = 110;
   std::map<std::string, std::string> labels;  // extra labels, e.g. topology.kubernetes.io/zone
   std::vector<kube::Taint> taints;
+  // Extended resources it advertises besides its GPUs, e.g. MIG devices of the NVIDIA device
+  // plugin's mixed strategy: {"nvidia.com/mig-1g.10gb", "7"}.
+  std::map<std::string, std::string> resources;
 };
 
 // Checks counts, names and quantities; errors name the field.

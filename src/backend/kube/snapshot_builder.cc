@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <initializer_list>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <system_error>
@@ -107,10 +108,53 @@ struct Meta {
 // The NVIDIA device plugin's MIG resources under its mixed strategy: nvidia.com/mig-<profile>.
 constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
 
+// The charge of a device of MIG profile `profile` ("3g.40gb", "1g.10gb+me"), thousandths of a
+// GPU: its compute slices (the number before "g") over its GPU's, 4 on an A30 (whose profiles are
+// 1g.6gb, 2g.12gb and 4g.24gb) and 7 on every other MIG GPU (A100, H100, H200); 0 when the name
+// is not a profile's.
+int32_t MigProfileMilli(std::string_view profile) {
+  int slices = 0, memory = 0;
+  const char* end = profile.data() + profile.size();
+  auto [g, e1] = std::from_chars(profile.data(), end, slices);
+  if (e1 != std::errc() || slices < 1 || slices > 8 || end - g < 4 || g[0] != 'g' || g[1] != '.')
+    return 0;
+  auto [gb, e2] = std::from_chars(g + 2, end, memory);
+  if (e2 != std::errc() || memory < 1 || end - gb < 2 || gb[0] != 'g' || gb[1] != 'b') return 0;
+  const bool a30 = (slices == 1 && memory == 6) || (slices == 2 && memory == 12) ||
+                   (slices == 4 && memory == 24);
+  return core::MigDeviceMilli(slices, a30 ? 4 : 7);
+}
+
+}  // namespace
+
+// MIG profiles by name, in the order the build cache first met them: a pod shape's
+// MigAsk::profile, a node entry's devices and a bound pod's ask index this table, not the
+// snapshot's profiles, which each build orders afresh (FinishMig). Pods are derived on several
+// threads.
+struct MigNames {
+  std::mutex mu;
+  std::vector<std::string> names;
+  // The profile's index, or -1 past the 127 an int8_t holds.
+  int Intern(std::string_view name) {
+    std::lock_guard lock(mu);
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return static_cast<int>(i);
+    if (names.size() >= 127) return -1;
+    names.emplace_back(name);
+    return static_cast<int>(names.size() - 1);
+  }
+  std::string Name(int i) {
+    std::lock_guard lock(mu);
+    return names[static_cast<size_t>(i)];
+  }
+};
+
+namespace {
+
 // `read_share`: the pod is Chamber's (or a template of Chamber's pods), so its share
 // annotations are read; another scheduler's pod holds only the GPUs its resources ask for.
 core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& gpu_resource,
-                      bool read_share = true) {
+                      MigNames& mig_names, bool read_share = true) {
   core::PodSet s;
   s.name = p.metadata.name;
   const int64_t whole_gpus = p.Request(gpu_resource);
@@ -126,17 +170,41 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
     }
   }
 
-  // A MIG device of the NVIDIA device plugin's mixed strategy (nvidia.com/mig-1g.10gb) is a
-  // resource chamberd does not count per node yet: a pod bound to a node without a free one
-  // would be refused by its kubelet, so it waits and says why instead.
+  // MIG devices of the NVIDIA device plugin's mixed strategy (nvidia.com/mig-1g.10gb: 2), of one
+  // profile; counted per node, the kubelet choosing the devices (docs/sharing.md, "MIG devices").
+  // Another scheduler's pod holds what it asks for.
+  std::string mig_error;
+  for (const auto& [name, quantity] : p.Requests().values) {
+    if (!name.starts_with(kMigResourcePrefix) || quantity <= 0) continue;
+    const std::string asked = name + ": " + std::to_string(quantity);
+    const std::string_view profile = std::string_view(name).substr(kMigResourcePrefix.size());
+    const int32_t milli = MigProfileMilli(profile);
+    if (s.mig.devices > 0) {
+      mig_error = "requests " + std::string(kMigResourcePrefix) + mig_names.Name(s.mig.profile) +
+                  " and " + asked + "; a pod asks for MIG devices of one profile";
+    } else if (milli == 0) {
+      mig_error = "requests " + asked + ", which names no MIG profile (<slices>g.<memory>gb)";
+    } else if (quantity > core::kMaxMigDevices) {
+      mig_error = "requests " + asked + "; at most " + std::to_string(core::kMaxMigDevices) +
+                  " MIG devices per pod";
+    } else if (const int index = mig_names.Intern(profile); index < 0) {
+      mig_error = "requests " + asked + "; the cluster names more MIG profiles than Chamber counts";
+    } else {
+      s.mig = {static_cast<int8_t>(index), static_cast<int16_t>(quantity), milli};
+      continue;
+    }
+    break;
+  }
   if (read_share && s.invalid_reason.empty()) {
-    for (const auto& [name, quantity] : p.Requests().values) {
-      if (!name.starts_with(kMigResourcePrefix) || quantity <= 0) continue;
-      s.invalid_reason = "requests " + name + ": " + std::to_string(quantity) +
-                         "; chamberd does not schedule MIG devices yet (docs/sharing.md#mig): "
-                         "ask for a share of a GPU (chamber.io/gpu-fraction) or for whole GPUs (" +
-                         gpu_resource + "), or leave the pod to another scheduler";
-      break;
+    if (!mig_error.empty()) {
+      s.invalid_reason = mig_error;
+    } else if (s.mig.devices > 0 && s.request.gpu_milli() > 0) {
+      s.invalid_reason =
+          "requests " + std::string(kMigResourcePrefix) + mig_names.Name(s.mig.profile) + ": " +
+          std::to_string(s.mig.devices) +
+          (s.request.gpu_share() ? " and a share of a GPU"
+                                 : " and " + gpu_resource + ": " + std::to_string(whole_gpus)) +
+          "; a pod asks for MIG devices, whole GPUs or a share of one";
     }
   }
 
@@ -232,6 +300,8 @@ struct BuildCache::State {
   struct NodeEntry : Entry<kube::Node> {
     core::Node node;
     std::vector<std::string> problems;
+    // The MIG devices it advertises: (profile in mig_names, devices).
+    std::vector<std::pair<int8_t, int32_t>> mig;
   };
   struct PodEntry : Entry<kube::Pod> {
     PodFacts facts;
@@ -262,8 +332,9 @@ struct BuildCache::State {
     std::string error;                     // why spec is empty
   };
   std::string gpu_resource;  // what the entries were derived with
-  uint64_t generation = 0;   // of the last build
-  size_t reused = 0;         // workloads the last build moved over
+  MigNames mig_names;
+  uint64_t generation = 0;  // of the last build
+  size_t reused = 0;        // workloads the last build moved over
   // What a bare pod's workload reads beyond the pod, as the last build saw it: the values, not
   // the objects, so that a namespace that changed in other ways (its status, another label, one
   // being deleted) or a PriorityClass of the same value leaves the workloads as they were.
@@ -390,6 +461,7 @@ class Builder {
     BuildNodes();
     CollectWorkloads();
     AccountBoundPods();
+    FinishMig();
     cache_.sweep_pending = true;
     return std::move(out_);
   }
@@ -402,7 +474,7 @@ class Builder {
     cache_.preparing = true;
     for (const auto& n : objects_.nodes)
       if (auto [e, derive] = cache_.Lookup(cache_.nodes, n); derive)
-        e->node = NodeOf(*n, &e->problems);
+        e->node = NodeOf(*n, &e->problems, &e->mig);
     DerivePods();
     for (const auto& j : objects_.jobs) JobOf(j);
     for (const auto& o : objects_.owners) OwnerOf(o);
@@ -441,9 +513,10 @@ class Builder {
     // Valid indices from the annotation (or the assumption): the pod's entry's or the assumed
     // bind's, both held for the whole build.
     const std::vector<int>* annotated = nullptr;
-    uint64_t mask = 0;     // assigned in AccountBoundPods
-    int workload = -1;     // snapshot workload holding it, or -1: external
-    size_t placement = 0;  // its index in that workload's placements
+    uint64_t mask = 0;      // assigned in AccountBoundPods
+    int workload = -1;      // snapshot workload holding it, or -1: external
+    size_t placement = 0;   // its index in that workload's placements
+    core::MigAsk mig = {};  // its MIG devices (profile in the cache's mig_names)
   };
 
   void Problem(std::string text) { out_.problems.push_back(std::move(text)); }
@@ -662,15 +735,18 @@ class Builder {
     f.queue = meta.Get(keys::kQueue);
     f.reserved_replicas = meta.Get(keys::kReservedReplicas);
     f.checkpoint_keys = meta.Get(keys::kCheckpointGrace) || meta.Get(keys::kLastCheckpoint);
-    f.shape = PodShape(p, meta, options_.gpu_resource,
+    f.shape = PodShape(p, meta, options_.gpu_resource, cache_.mig_names,
                        /*read_share=*/p.scheduler_name == options_.scheduler_name);
     if (!p.node_name.empty()) {
       // Bound: it holds what it was bound with. Share annotations that no longer read are
       // reported, and the pod is taken to hold its GPUs whole (never less than it may use).
       if (!f.shape.invalid_reason.empty()) {
+        const bool mig = f.shape.mig.devices > 0 && f.shape.request.gpu_milli() == 0;
         f.share_problem = "pod " + f.key + ": " + f.shape.invalid_reason + "; taken as holding " +
-                          (f.shape.request.whole_gpus() > 0 ? "its GPUs" : "one GPU") + " whole";
-        if (f.shape.request.whole_gpus() == 0)
+                          (mig                                ? "its MIG devices"
+                           : f.shape.request.whole_gpus() > 0 ? "its GPUs whole"
+                                                              : "one GPU whole");
+        if (f.shape.request.whole_gpus() == 0 && !mig)
           f.shape.request[core::Resource::kGpu] = core::Gpus(1);
         f.shape.invalid_reason.clear();
       }
@@ -694,7 +770,7 @@ class Builder {
     std::vector<const NodeEntry*> fresh;
     for (const auto& n : objects_.nodes) {
       auto [e, derive] = cache_.Lookup(cache_.nodes, n);
-      if (derive) e->node = NodeOf(*n, &e->problems);
+      if (derive) e->node = NodeOf(*n, &e->problems, &e->mig);
       if (e->derived == cache_.generation) fresh.push_back(e);
     }
     auto by_name = [](const NodeEntry* a, const NodeEntry* b) {
@@ -744,7 +820,8 @@ class Builder {
   }
 
   // The engine's node for a Kubernetes node, before the pods bound to it are accounted.
-  core::Node NodeOf(const kube::Node& kn, std::vector<std::string>* problems) const {
+  core::Node NodeOf(const kube::Node& kn, std::vector<std::string>* problems,
+                    std::vector<std::pair<int8_t, int32_t>>* mig) const {
     auto problem = [problems](std::string text) { problems->push_back(std::move(text)); };
     core::Node n;
     n.name = kn.metadata.name;
@@ -789,6 +866,22 @@ class Builder {
         for (int i : *idx)
           if (i < static_cast<int>(n.gpus.size())) n.gpus[i].healthy = false;
       }
+    }
+    // MIG devices of the device plugin's mixed strategy, per profile (FinishMig counts them).
+    for (const auto& [name, count] : kn.allocatable.values) {
+      if (!name.starts_with(kMigResourcePrefix) || count <= 0) continue;
+      const std::string_view profile = std::string_view(name).substr(kMigResourcePrefix.size());
+      const int index = MigProfileMilli(profile) > 0 ? cache_.mig_names.Intern(profile) : -1;
+      if (index < 0) {
+        problem("node " + n.name + ": allocatable " + name +
+                " names no MIG profile Chamber counts; its devices are not scheduled");
+        continue;
+      }
+      mig->emplace_back(static_cast<int8_t>(index),
+                        static_cast<int32_t>(std::min<int64_t>(count, core::kMaxMigDevices)));
+      if (count > core::kMaxMigDevices)
+        problem("node " + n.name + ": allocatable " + name + ": " + std::to_string(count) +
+                "; only " + std::to_string(core::kMaxMigDevices) + " are scheduled");
     }
     if (const std::string* v = Find(kn.metadata.labels, keys::kGpuClique))
       n.topology.nvlink_domain = *v;
@@ -1009,6 +1102,7 @@ class Builder {
         if (!f.share_problem.empty()) Problem(f.share_problem);
         e->bound_index = bound_.size();
         bound_.push_back({p, n->second, f.shape.request, annotated});
+        bound_.back().mig = f.shape.mig;
       }
       if (!ours) continue;
       const bool deleting = !p->metadata.deletion_timestamp.empty();
@@ -1410,8 +1504,8 @@ class Builder {
     };
     std::vector<std::string> shapes;
     for (const Gang::Template& t : g.templates)
-      shapes.push_back(
-          key(PodShape(*t.pod, Meta{g.meta.first, &t.pod->metadata}, options_.gpu_resource)));
+      shapes.push_back(key(PodShape(*t.pod, Meta{g.meta.first, &t.pod->metadata},
+                                    options_.gpu_resource, cache_.mig_names)));
     std::vector<std::pair<size_t, const PodEntry*>> ranked;
     for (const PodEntry* e : pods) {
       const std::string shape = key(e->facts.shape);
@@ -1478,8 +1572,8 @@ class Builder {
       // being preempted, and holds nothing.
       w.state = g.suspend_seen ? core::WorkloadState::kSuspended : core::WorkloadState::kPreempting;
       for (const Gang::Template& t : g.templates) {
-        core::PodSet s =
-            PodShape(*t.pod, Meta{meta.first, &t.pod->metadata}, options_.gpu_resource);
+        core::PodSet s = PodShape(*t.pod, Meta{meta.first, &t.pod->metadata}, options_.gpu_resource,
+                                  cache_.mig_names);
         s.name = t.name;
         s.count = t.count;
         w.pod_sets.push_back(std::move(s));
@@ -1667,8 +1761,10 @@ class Builder {
                  bool releasing = false) {
     // A workload that depends on more than its own pod is made afresh: a serving replica's (its
     // siblings decide whether it is reserved) and a basic PodGroup member's (its PodGroup may
-    // name the queue); so is a releasing one, which is not kept for the next build.
-    const bool afresh = e.facts.reserved_replicas != nullptr || group != nullptr || releasing;
+    // name the queue); so is a releasing one, which is not kept for the next build, and a MIG
+    // pod's: its pod set names the snapshot's profiles, which each build orders.
+    const bool afresh = e.facts.reserved_replicas != nullptr || group != nullptr || releasing ||
+                        e.facts.shape.mig.devices > 0;
     // Unchanged since the last build: its workload moves over from that build's snapshot. A pod
     // whose bind is only assumed takes `now` as its start, which moves on.
     if (!afresh && reuse_singles_ && e.single_generation + 1 == cache_.generation &&
@@ -1778,6 +1874,66 @@ class Builder {
 
   // --- holdings ---
 
+  // The snapshot's MIG profiles: those its nodes advertise and its pods ask for, by name, so
+  // that a build gives the same snapshot whatever the cache met before; at most
+  // kMaxMigProfiles of them, the rest reported. Nodes count their devices of each, less those
+  // other schedulers' pods hold, and pod sets name them by their index.
+  void FinishMig() {
+    core::Snapshot& snap = out_.snapshot;
+    std::vector<int> used;  // profiles in mig_names
+    auto use = [&](int p) {
+      if (p >= 0 && std::find(used.begin(), used.end(), p) == used.end()) used.push_back(p);
+    };
+    for (size_t i = 0; i < snap.nodes.size(); ++i)
+      for (const auto& [p, count] : cache_.node_order[i]->mig) use(p);
+    for (const core::Workload& w : snap.workloads)
+      for (const core::PodSet& ps : w.pod_sets)
+        if (ps.mig.devices > 0) use(ps.mig.profile);
+    snap.mig_profiles.clear();
+    if (used.empty()) {
+      for (core::Node& n : snap.nodes) n.mig_devices = {};
+      return;
+    }
+    std::vector<std::pair<std::string, int>> named;
+    for (int p : used) named.emplace_back(cache_.mig_names.Name(p), p);
+    std::sort(named.begin(), named.end());
+    std::vector<int> lane(cache_.mig_names.names.size(), -1);
+    for (const auto& [name, p] : named) {
+      if (snap.mig_profiles.size() == static_cast<size_t>(core::kMaxMigProfiles)) {
+        Problem("MIG profile " + name + ": the cluster names more than " +
+                std::to_string(core::kMaxMigProfiles) +
+                " MIG profiles; its devices are not scheduled");
+        continue;
+      }
+      lane[static_cast<size_t>(p)] = static_cast<int>(snap.mig_profiles.size());
+      snap.mig_profiles.push_back({name, MigProfileMilli(name)});
+    }
+    for (size_t i = 0; i < snap.nodes.size(); ++i) {
+      core::Node& node = snap.nodes[i];
+      node.mig_devices = {};
+      for (const auto& [p, count] : cache_.node_order[i]->mig)
+        if (const int l = lane[static_cast<size_t>(p)]; l >= 0)
+          node.mig_devices[static_cast<size_t>(l)] = static_cast<uint8_t>(count);
+    }
+    for (const auto& [n, ask] : external_mig_) {
+      const int l = lane[static_cast<size_t>(ask.profile)];
+      if (l < 0) continue;
+      uint8_t& devices = snap.nodes[n].mig_devices[static_cast<size_t>(l)];
+      devices = static_cast<uint8_t>(std::max(0, devices - ask.devices));
+    }
+    for (core::Workload& w : snap.workloads) {
+      for (core::PodSet& ps : w.pod_sets) {
+        if (ps.mig.devices == 0) continue;
+        const int l = lane[static_cast<size_t>(ps.mig.profile)];
+        if (l < 0 && ps.invalid_reason.empty())
+          ps.invalid_reason = "requests " + std::string(kMigResourcePrefix) +
+                              cache_.mig_names.Name(ps.mig.profile) + "; the cluster names more " +
+                              "than " + std::to_string(core::kMaxMigProfiles) + " MIG profiles";
+        ps.mig.profile = static_cast<int8_t>(l);
+      }
+    }
+  }
+
   void AccountBoundPods() {
     // Per node: the device plugin's own assignment of whole GPUs where the node's agent reports
     // it, then annotated claims (in pod order), then the lowest free slots. A pod holding a
@@ -1876,6 +2032,7 @@ class Builder {
           continue;
         }
         node.external_gpu_mask |= b.mask;
+        if (b.mig.devices > 0) external_mig_.push_back({n, b.mig});
         node.allocatable -= Resources::Of(0, b.request.cpu_milli(), b.request.memory_bytes());
         node.max_pods -= 1;
       }
@@ -1905,6 +2062,8 @@ class Builder {
       parts_;
   BuildCache::State& cache_;
   std::unordered_map<std::string, int32_t> node_index_;
+  // MIG devices other schedulers' bound pods hold: (node, ask), the profile in mig_names.
+  std::vector<std::pair<size_t, core::MigAsk>> external_mig_;
   std::vector<BoundPod> bound_;
   std::set<std::string> running_groups_;
   std::unordered_set<const PodEntry*> reserved_;  // serving replicas that run reserved

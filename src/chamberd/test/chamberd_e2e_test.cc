@@ -688,6 +688,66 @@ TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
     EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
 }
 
+// MIG devices of the NVIDIA device plugin's mixed strategy (docs/sharing.md, "MIG devices"): a
+// node advertising nvidia.com/mig-1g.10gb: 3 takes three pods of one device each and no fourth,
+// which waits and says why; the plain 8-GPU node beside it takes none. Each device is charged
+// 1/7 of a GPU (0.142) against the queue. A reserved Job asking for two devices suspends the
+// elastic one, runs there, and the elastic Job resumes and completes.
+TEST_F(ChamberdE2E, MigJobsTakeTheDevicesTheirNodeAdvertisesAndAReservedOnePreempts) {
+  Nodes(1, 8, "plain");
+  Nodes(1, 0, "mig", {}, {}, {{"nvidia.com/mig-1g.10gb", "3"}});
+  const std::string mig_node = ns_ + "-mig-0";
+  StartSim();
+  PriorityClass("chamber-e2e-elastic", 10);
+  PriorityClass("chamber-e2e-reserved", 1000);
+  Queue(ns_ + "-team", 2);
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("elastic", JobSpec(ns_ + "-team", 3)
+                     .Mig("1g.10gb")
+                     .Seconds(15)
+                     .Priority("chamber-e2e-elastic")
+                     .Grace("1"));
+  ASSERT_TRUE(Eventually([&] { return Bound("elastic") == 3; }, 30s)) << Bound("elastic");
+  for (const kube::Pod& p : JobPods("elastic")) EXPECT_EQ(p.node_name, mig_node) << p.metadata.name;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto q = client_->Get(kQueueType, "", ns_ + "-team");
+        return q.ok() && q->value("/status/allocated/gpu"_json_pointer, Json()).dump() == "0.426";
+      },
+      10s))
+      << "three 1g devices are charged 3 x 0.142 GPU";
+
+  Job("more", JobSpec(ns_ + "-team", 1).Mig("1g.10gb").Seconds(3).Priority("chamber-e2e-elastic"));
+  std::string why;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const kube::Pod& p : JobPods("more"))
+          for (const kube::Condition& c : p.conditions)
+            if (c.type == "PodScheduled") why = c.message;
+        return why.find("too few free MIG devices of the profile") != std::string::npos;
+      },
+      30s))
+      << why;
+  EXPECT_EQ(Bound("more"), 0);
+
+  Job("reserved",
+      JobSpec(ns_ + "-team", 2).Mig("1g.10gb").Seconds(3).Priority("chamber-e2e-reserved"));
+  ASSERT_TRUE(Eventually([&] { return GetJob("elastic").suspend; }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Bound("reserved") == 2; }, 30s)) << Bound("reserved");
+  for (const kube::Pod& p : JobPods("reserved")) {
+    if (!p.node_name.empty()) {
+      EXPECT_EQ(p.node_name, mig_node) << p.metadata.name;
+    }
+  }
+  ASSERT_TRUE(Eventually([&] { return Complete("reserved"); }, 30s));
+  ASSERT_TRUE(Eventually([&] { return !GetJob("elastic").suspend; }, 30s));
+  ASSERT_TRUE(Eventually([&] { return Complete("elastic") && Complete("more"); }, 60s));
+  // No node ever held more of its devices than it advertises: at most three pods at once.
+  const auto reasons = EventReasons("elastic");
+  for (const char* want : {"Preempted", "Resumed", "Scheduled"})
+    EXPECT_NE(std::find(reasons.begin(), reasons.end(), want), reasons.end()) << want;
+}
+
 TEST_F(ChamberdE2E, ATeamBorrowsIdleQuotaAndTheOwnerReclaimsIt) {
   Nodes(1, 8);
   StartSim();

@@ -59,8 +59,10 @@ class ChamberdCluster : public ClusterTest {
   }
 
   void Nodes(int count, int gpus, const std::string& prefix = "gpu",
-             std::vector<kube::Taint> taints = {}, std::map<std::string, std::string> labels = {}) {
+             std::vector<kube::Taint> taints = {}, std::map<std::string, std::string> labels = {},
+             std::map<std::string, std::string> resources = {}) {
     kubesim::NodePoolSpec spec;
+    spec.resources = std::move(resources);
     spec.count = count;
     spec.gpus = gpus;
     spec.prefix = ns_ + "-" + prefix;
@@ -124,6 +126,7 @@ class ChamberdCluster : public ClusterTest {
     std::string grace;      // chamber.io/checkpoint-grace-seconds
     int backoff_limit = 0;  // spec.backoffLimit
     Json scheduling;        // spec.scheduling (Kubernetes 1.37, WorkloadWithJob)
+    std::string mig;        // a MIG profile: its pods ask for `gpus` devices of it, no GPU
 
     JobSpec(std::string q, int n) : queue(std::move(q)), pods(n) {}
     JobSpec& Scheduling(Json v) { return scheduling = std::move(v), *this; }
@@ -133,6 +136,7 @@ class ChamberdCluster : public ClusterTest {
     JobSpec& Tolerate(Json v) { return tolerations = std::move(v), *this; }
     JobSpec& Grace(std::string v) { return grace = std::move(v), *this; }
     JobSpec& BackoffLimit(int v) { return backoff_limit = v, *this; }
+    JobSpec& Mig(std::string profile) { return mig = std::move(profile), *this; }
   };
 
   void Job(const std::string& name, const JobSpec& s) {
@@ -141,6 +145,11 @@ class ChamberdCluster : public ClusterTest {
                       {"resources",
                        {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", s.gpus}}},
                         {"limits", {{"nvidia.com/gpu", s.gpus}}}}}};
+    if (!s.mig.empty()) {
+      const std::string mig = "nvidia.com/mig-" + s.mig;
+      container["resources"] = {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}, {mig, s.gpus}}},
+                                {"limits", {{mig, s.gpus}}}};
+    }
     Json pod = {{"schedulerName", "chamber"},
                 {"restartPolicy", "Never"},
                 {"terminationGracePeriodSeconds", 5},

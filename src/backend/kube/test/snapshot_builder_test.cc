@@ -1,7 +1,9 @@
 #include "backend/kube/snapshot_builder.h"
 
+#include <array>
 #include <bit>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -347,31 +349,96 @@ TEST(SnapshotBuilderTest, SharesAreReadFromAnnotationsAndWaitForTheirEnvironment
 
 // A pod asking for a MIG device (the device plugin's mixed strategy) is not bound to a node
 // chamberd cannot tell has one free: it waits, naming the resource; a Job's pods alike.
-TEST(SnapshotBuilderTest, APodAskingForAMigDeviceWaitsAndSaysWhy) {
-  ClusterObjects in;
-  in.nodes = {GpuNode("n1", 2, {{"status", {{"allocatable", {{"nvidia.com/mig-1g.10gb", "7"}}}}}})};
-  const Json mig = {
+// A pod asking for `requests` (resource -> quantity) and nothing else, in queue q.
+std::shared_ptr<const kube::Pod> PodRequesting(const std::string& name, Json requests,
+                                               Json extra = {}) {
+  Json j = {
       {"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}},
       {"spec",
        {{"containers",
-         {{{"name", "main"},
-           {"image", "infer"},
-           {"resources", {{"requests", {{"cpu", "1"}, {"nvidia.com/mig-1g.10gb", "2"}}}}}}}}}}};
-  in.pods = {Pod("ml", "mig", 0, mig),
-             Pod("ml", "cpu", 0, {{"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}}})};
-  in.queues = {QueueNamed("q", 2)};
+         {{{"name", "main"}, {"image", "infer"}, {"resources", {{"requests", requests}}}}}}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return Pod("ml", name, 0, j);
+}
+
+// MIG devices of the device plugin's mixed strategy (docs/sharing.md, "MIG devices"): a node's
+// nvidia.com/mig-<profile> allocatable, less what other schedulers' pods hold, counted per
+// profile; the snapshot's profiles in name order, each charged its slices; a pod asking for
+// devices of one profile is bound to a node with them free, no GPU index named.
+TEST(SnapshotBuilderTest, MigDevicesAreCountedPerNodeAndProfile) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 2,
+                      {{"status",
+                        {{"allocatable",
+                          {{"nvidia.com/mig-3g.40gb", "1"}, {"nvidia.com/mig-1g.10gb", "7"}}}}}}),
+              GpuNode("n2", 1)};
+  in.pods = {
+      PodRequesting("mig", {{"cpu", "1"}, {"nvidia.com/mig-1g.10gb", "2"}}),
+      PodRequesting("theirs", {{"nvidia.com/mig-1g.10gb", "3"}},
+                    {{"spec", {{"schedulerName", "default-scheduler"}, {"nodeName", "n1"}}}}),
+      PodRequesting("both", {{"nvidia.com/mig-1g.10gb", "1"}, {"nvidia.com/gpu", "1"}}),
+      PodRequesting("two", {{"nvidia.com/mig-1g.10gb", "1"}, {"nvidia.com/mig-3g.40gb", "1"}}),
+      PodRequesting("odd", {{"nvidia.com/mig-big", "1"}}),
+      PodRequesting("too-many", {{"nvidia.com/mig-3g.40gb", "2"}})};
+  in.queues = {QueueNamed("q", 4)};
   BuiltSnapshot b = BuildSnapshot(in, Opts());
-  ASSERT_EQ(b.snapshot.workloads.size(), 2u);
+  ASSERT_EQ(b.snapshot.mig_profiles.size(), 2u);
+  EXPECT_EQ(b.snapshot.mig_profiles[0].name, "1g.10gb");
+  EXPECT_EQ(b.snapshot.mig_profiles[0].milli, 142);
+  EXPECT_EQ(b.snapshot.mig_profiles[1].name, "3g.40gb");
+  EXPECT_EQ(b.snapshot.mig_profiles[1].milli, 428);
+  // n1: 7 devices of 1g.10gb less the 3 another scheduler's pod holds; its GPUs are its own.
+  EXPECT_EQ(b.snapshot.nodes[0].mig_devices[0], 4);
+  EXPECT_EQ(b.snapshot.nodes[0].mig_devices[1], 1);
+  EXPECT_EQ(b.snapshot.nodes[0].gpus.size(), 2u);
+  EXPECT_EQ(b.snapshot.nodes[1].mig_devices, (std::array<uint8_t, core::kMaxMigProfiles>{}));
+
   core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  std::map<std::string, std::string> pending;
+  for (const core::PendingDecision& p : r.pending)
+    pending[b.snapshot.workloads[p.workload.index()].name] = p.message();
   ASSERT_EQ(r.binds.size(), 1u);
-  EXPECT_EQ(b.snapshot.workloads[r.binds[0].workload.index()].name, "ml/cpu");
+  const core::Workload& mig = b.snapshot.workloads[r.binds[0].workload.index()];
+  EXPECT_EQ(mig.name, "ml/mig");
+  EXPECT_EQ(mig.pod_sets[0].mig, (core::MigAsk{0, 2, 142}));
+  EXPECT_EQ(mig.TotalRequest().gpu_milli(), 284);
+  EXPECT_EQ(r.binds[0].pods[0].placement.node.value, 0);
+  EXPECT_EQ(r.binds[0].pods[0].placement.gpu_mask, 0u);
+  EXPECT_EQ(pending["ml/both"],
+            "pod set both: requests nvidia.com/mig-1g.10gb: 1 and nvidia.com/gpu: 1; a pod asks "
+            "for MIG devices, whole GPUs or a share of one");
+  EXPECT_EQ(pending["ml/two"],
+            "pod set two: requests nvidia.com/mig-1g.10gb and nvidia.com/mig-3g.40gb: 1; a pod "
+            "asks for MIG devices of one profile");
+  EXPECT_EQ(pending["ml/odd"],
+            "pod set odd: requests nvidia.com/mig-big: 1, which names no MIG profile "
+            "(<slices>g.<memory>gb)");
+  EXPECT_EQ(pending["ml/too-many"],
+            "no node fits a pod of 2 x MIG 3g.40gb: 1 node no MIG devices of the profile, 1 node "
+            "too few free MIG devices of the profile");
+}
+
+// A bound MIG pod of chamberd's holds its devices: the next build counts them, and a pod that
+// would take more devices than are left waits.
+TEST(SnapshotBuilderTest, ABoundMigPodHoldsItsDevices) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 0, {{"status", {{"allocatable", {{"nvidia.com/mig-2g.20gb", "3"}}}}}})};
+  in.pods = {PodRequesting("running", {{"nvidia.com/mig-2g.20gb", "2"}},
+                           {{"spec", {{"nodeName", "n1"}}},
+                            {"metadata", {{"annotations", {{"chamber.io/gpu-indices", ""}}}}}}),
+             PodRequesting("waiting", {{"nvidia.com/mig-2g.20gb", "2"}}),
+             PodRequesting("fits", {{"nvidia.com/mig-2g.20gb", "1"}})};
+  in.queues = {QueueNamed("q", 4)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.problems.empty()) << b.problems.front();
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  EXPECT_TRUE(r.issues.empty());
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[r.binds[0].workload.index()].name, "ml/fits");
   ASSERT_EQ(r.pending.size(), 1u);
-  EXPECT_EQ(r.pending[0].reason, core::PendingReason::kInvalidWorkload);
-  EXPECT_EQ(r.pending[0].message(),
-            "pod set mig: requests nvidia.com/mig-1g.10gb: 2; chamberd does not schedule MIG "
-            "devices yet (docs/sharing.md#mig): ask for a share of a GPU "
-            "(chamber.io/gpu-fraction) or for whole GPUs (nvidia.com/gpu), or leave the pod to "
-            "another scheduler");
+  EXPECT_EQ(
+      r.pending[0].message(),
+      "no node fits a pod of 2 x MIG 2g.20gb: 1 node too few free MIG devices of the profile");
 }
 
 // A node whose device plugin divides its GPUs, as GPU feature discovery labels it (replicas of

@@ -31,9 +31,12 @@ std::string Dump(const BuiltSnapshot& b) {
       o << " t:" << t.key << "=" << t.value << ":" << static_cast<int>(t.effect);
     for (const core::Gpu& g : n.gpus)
       o << " g:" << g.uuid << "/" << g.model << "/" << g.memory_mib << "/" << g.healthy;
-    o << " topo:" << n.topology.nvlink_domain << "/" << n.topology.block << "/" << n.topology.zone
-      << "\n";
+    o << " topo:" << n.topology.nvlink_domain << "/" << n.topology.block << "/" << n.topology.zone;
+    for (uint8_t d : n.mig_devices) o << " mig:" << int{d};
+    o << "\n";
   }
+  for (const core::MigResource& m : b.snapshot.mig_profiles)
+    o << "mig-profile " << m.name << " " << m.milli << "\n";
   for (const core::Queue& q : b.snapshot.queues) o << "queue " << q.name << "\n";
   for (size_t i = 0; i < b.snapshot.workloads.size(); ++i) {
     const core::Workload& w = b.snapshot.workloads[i];
@@ -52,6 +55,8 @@ std::string Dump(const BuiltSnapshot& b) {
         o << " tol:" << t.key << static_cast<int>(t.op) << t.value
           << (t.effect ? static_cast<int>(*t.effect) : -1);
       for (const std::string& m : s.gpu_models) o << " model:" << m;
+      o << " mig:" << int{s.mig.profile} << "x" << s.mig.devices << "@" << s.mig.milli;
+      if (!s.invalid_reason.empty()) o << " invalid:" << s.invalid_reason;
     }
     for (const core::PodPlacement& p : w.placements)
       o << " at:" << p.node.value << "/" << p.gpu_mask;
@@ -82,6 +87,7 @@ struct PodSpec {
   int indices = 0;               // 0: none, 1: valid slot, 2: malformed, 3: slot 0
   int extra = 0;                 // 0: nothing, 1: checkpoint annotations, 2: bad grace, 3: deleting
   int started = 1, version = 0;  // started: 0 no, 1 startTime, 2 PodScheduled=True only
+  int mig = 0;                   // MIG devices, with no GPU: 0 none, 1 a 3g.40gb, 2 a 1g.10gb
 };
 
 std::shared_ptr<const kube::Pod> MakePod(int id, const PodSpec& s) {
@@ -121,13 +127,13 @@ std::shared_ptr<const kube::Pod> MakePod(int id, const PodSpec& s) {
                                 {"uid", "uid-job-" + std::to_string(s.job)},
                                 {"controller", true}}};
   // Pods of ns1 take their priority from the default PriorityClass, if any.
-  Json spec = {
-      {"schedulerName", s.scheduler == 0 ? "chamber" : "default-scheduler"},
-      {"containers",
-       {{{"name", "main"},
-         {"resources",
-          {{"requests",
-            {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", std::to_string(s.gpus)}}}}}}}}};
+  Json requests = {{"cpu", "1"}, {"memory", "1Gi"}, {"nvidia.com/gpu", std::to_string(s.gpus)}};
+  if (s.mig != 0) {
+    requests.erase("nvidia.com/gpu");
+    requests[s.mig == 1 ? "nvidia.com/mig-3g.40gb" : "nvidia.com/mig-1g.10gb"] = "1";
+  }
+  Json spec = {{"schedulerName", s.scheduler == 0 ? "chamber" : "default-scheduler"},
+               {"containers", {{{"name", "main"}, {"resources", {{"requests", requests}}}}}}};
   if (s.ns == 0) spec["priority"] = 0;
   if (s.node >= 0) spec["nodeName"] = "n" + std::to_string(s.node);
   Json status = {{"phase", s.phase == 0 ? "Pending" : s.phase == 1 ? "Running" : "Succeeded"}};
@@ -145,18 +151,24 @@ std::shared_ptr<const kube::Node> MakeNode(int id, int variant) {
   if (variant == 1) annotations["chamber.io/unhealthy-gpus"] = "1";
   if (variant == 2) annotations["chamber.io/unhealthy-gpus"] = "nope";
   if (variant == 3) annotations["chamber.io/gpu-uuids"] = "GPU-a,GPU-b";
-  Json j = {{"metadata",
-             {{"name", "n" + std::to_string(id)},
-              {"uid", "node-" + std::to_string(id)},
-              {"labels",
-               {{"nvidia.com/gpu.product", variant == 4 ? "A100" : "H100"},
-                {"chamber.io/block", "b" + std::to_string(id % 2)}}},
-              {"annotations", annotations}}},
-            {"spec", variant == 5 ? Json{{"unschedulable", true}} : Json::object()},
-            {"status",
-             {{"allocatable",
-               {{"cpu", "16"}, {"memory", "64Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}}},
-              {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+  Json allocatable = {{"cpu", "16"}, {"memory", "64Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}};
+  // MIG devices beside its GPUs (the device plugin's mixed strategy), of one profile or two.
+  if (variant == 6) allocatable["nvidia.com/mig-3g.40gb"] = "2";
+  if (variant == 7) {
+    allocatable["nvidia.com/mig-1g.10gb"] = "3";
+    allocatable["nvidia.com/mig-3g.40gb"] = "1";
+  }
+  Json j = {
+      {"metadata",
+       {{"name", "n" + std::to_string(id)},
+        {"uid", "node-" + std::to_string(id)},
+        {"labels",
+         {{"nvidia.com/gpu.product", variant == 4 ? "A100" : "H100"},
+          {"chamber.io/block", "b" + std::to_string(id % 2)}}},
+        {"annotations", annotations}}},
+      {"spec", variant == 5 ? Json{{"unschedulable", true}} : Json::object()},
+      {"status",
+       {{"allocatable", allocatable}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
   return std::make_shared<const kube::Node>(kube::Node::FromJson(j).value());
 }
 
@@ -255,6 +267,7 @@ PodSpec RandomPodSpec() {
   s.indices = *rc::gen::inRange(0, 4);
   s.extra = *rc::gen::element(0, 0, 1, 2, 3);
   s.started = *rc::gen::inRange(0, 3);
+  if (*rc::gen::inRange(0, 4) == 0) s.mig = *rc::gen::inRange(1, 3);
   return s;
 }
 
@@ -264,7 +277,7 @@ RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
   std::vector<std::shared_ptr<const kube::Pod>> pods;
   for (size_t i = 0; i < specs.size(); ++i) pods.push_back(MakePod(static_cast<int>(i), specs[i]));
   ClusterObjects in;
-  for (int n = 0; n < 3; ++n) in.nodes.push_back(MakeNode(n, *rc::gen::inRange(0, 6)));
+  for (int n = 0; n < 3; ++n) in.nodes.push_back(MakeNode(n, *rc::gen::inRange(0, 8)));
   for (int j = 0; j < 3; ++j) in.jobs.push_back(MakeJob(j, *rc::gen::inRange(0, 4)));
   in.owners = MakeJobSets(*rc::gen::inRange(0, 4));
   in.namespaces = MakeNamespaces(*rc::gen::element(-1, 0, 1));
@@ -327,7 +340,7 @@ RC_GTEST_PROP(SnapshotCacheTest, ACachedBuildEqualsAFreshOne, ()) {
           break;
         case 3:  // a node replaced
           in.nodes[*rc::gen::inRange<size_t>(0, in.nodes.size())] =
-              MakeNode(*rc::gen::inRange(0, 3), *rc::gen::inRange(0, 6));
+              MakeNode(*rc::gen::inRange(0, 3), *rc::gen::inRange(0, 8));
           break;
         case 5:  // a namespace's default queue, or the default PriorityClass, changed
           if (*rc::gen::arbitrary<bool>())
