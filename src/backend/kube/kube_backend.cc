@@ -96,10 +96,48 @@ constexpr std::chrono::milliseconds kBindRetryDelay{150};
 // lags its takeover (the policy reads its parameters from a cache). Tried again this long.
 constexpr std::chrono::milliseconds kFenceLagLimit{5'000};
 constexpr std::chrono::milliseconds kFenceRetryDelay{200};
+// Binds refused because the pod changed since the snapshot, tried again with its new version.
+constexpr int kChangedPodAttempts = 3;
 
 // The chart's ValidatingAdmissionPolicy refused a binding: its leader term is not the Lease's.
 bool FenceRefused(const Status& s) {
   return kube::IsForbidden(s) && s.message().find(keys::kLeaderTerm) != std::string::npos;
+}
+
+// Chamber's own labels and annotations of a pod: its queue, gang and shares.
+std::map<std::string, std::string> ChamberKeys(const kube::ObjectMeta& m) {
+  std::map<std::string, std::string> out;
+  for (const auto* map : {&m.labels, &m.annotations})
+    for (auto it = map->lower_bound("chamber.io/");
+         it != map->end() && it->first.starts_with("chamber.io/"); ++it)
+      out.emplace((map == &m.labels ? "l:" : "a:") + it->first, it->second);
+  return out;
+}
+
+// Whether `now`, the pod as the API server holds it, is the pod chamberd placed (`placed`, as
+// its snapshot held it, trimmed) in all that placed it: the same object, unbound, not being
+// deleted, still chamberd's, asking for the same resources on the same terms, in the same queue
+// and gang, and with the same status. Only the status tells a pod another replica of chamberd
+// has written to (a successor leader's PodScheduled condition or nominated node), so a deposed
+// leader never binds again a pod its successor has seen.
+bool PlacedAsItIs(const kube::Pod& placed, const kube::Pod& now) {
+  auto same_conditions = [](const std::vector<kube::Condition>& a,
+                            const std::vector<kube::Condition>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const kube::Condition& x, const kube::Condition& y) {
+                        return x.type == y.type && x.status == y.status && x.reason == y.reason &&
+                               x.message == y.message &&
+                               x.last_transition_time == y.last_transition_time;
+                      });
+  };
+  return now.metadata.uid == placed.metadata.uid && now.node_name.empty() &&
+         now.metadata.deletion_timestamp.empty() && now.scheduler_name == placed.scheduler_name &&
+         now.Requests() == placed.Requests() && now.node_selector == placed.node_selector &&
+         *now.tolerations == *placed.tolerations && now.affinity == placed.affinity &&
+         now.priority == placed.priority && now.pod_group_name == placed.pod_group_name &&
+         now.nominated_node_name == placed.nominated_node_name &&
+         same_conditions(now.conditions, placed.conditions) &&
+         ChamberKeys(now.metadata) == ChamberKeys(placed.metadata);
 }
 
 bool HasController(const kube::Pod& pod) {
@@ -524,7 +562,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       calls.push_back(std::move(c));
     }
   }
-  std::atomic<int64_t> fence_refusals{0};
+  std::atomic<int64_t> fence_refusals{0}, changed_rebinds{0};
   ParallelFor(calls.size(), options_.writers, [&](size_t i) {
     BindCall& c = calls[i];
     if (!WritesAllowed()) {
@@ -556,6 +594,24 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
       if (!WritesAllowed()) return;
       c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
                                annotations, c.pod->resource_version());
+      unanswered |= c.status.code() == StatusCode::kUnavailable;
+    }
+    // Refused because the pod changed since the snapshot (its resourceVersion precondition): its
+    // controller wrote a label or annotation as it made the pod, say (a LeaderWorkerSet's does).
+    // Tried again with the new version while the pod is the same one, unbound, and asks for what
+    // it was placed by; a rollback would cost the gang every bound member. Not after a try
+    // without an answer: that one may have bound it (below).
+    for (int attempt = 0;
+         attempt < kChangedPodAttempts && !unanswered && kube::IsConflict(c.status); ++attempt) {
+      Result<Json> fresh =
+          client_->Get(kube::resources::kPods, c.pod->namespace_name(), c.pod->name());
+      if (!fresh.ok()) break;
+      Result<kube::Pod> now = kube::Pod::FromJson(std::move(*fresh));
+      if (!now.ok() || !PlacedAsItIs(*c.pod->pod, *now)) break;
+      if (!WritesAllowed()) return;
+      ++changed_rebinds;
+      c.status = client_->Bind(c.pod->namespace_name(), c.pod->name(), c.pod->uid(), c.node,
+                               annotations, now->metadata.resource_version);
       unanswered |= c.status.code() == StatusCode::kUnavailable;
     }
     if (c.status.ok() || !unanswered) return;
@@ -743,6 +799,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   stats_.bind_failures += failures;
   stats_.rollbacks += rollbacks;
   stats_.fence_refusals += fence_refusals;
+  stats_.changed_pod_rebinds += changed_rebinds;
 }
 
 std::vector<std::string> KubeBackend::AssumedPods() const {

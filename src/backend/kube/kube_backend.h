@@ -118,6 +118,9 @@ struct KubeBackendStats {
   // Bind tries the leader fence refused while this replica led (tried again): the API server
   // had not seen its term's Lease yet.
   int64_t fence_refusals = 0;
+  // Binds refused because the pod had changed since the snapshot (its controller wrote a label
+  // or annotation), tried again with its new version.
+  int64_t changed_pod_rebinds = 0;
 };
 
 // Fills the observation's `workload_pods` and `bare_pods` from a build's sources.

@@ -135,6 +135,81 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
 // bind the fence refuses then is tried again until the Lease shows through: the gang binds
 // whole, stamped with the term, and nothing is rolled back. Here the Lease passes from "old" to
 // "new" only after the binds began.
+// A pod its controller changed after chamberd's snapshot (a label written as it made the pod,
+// as a LeaderWorkerSet's controller does) fails the bind's resourceVersion precondition: the
+// bind is tried again with the pod's new version, and the gang is not rolled back. A pod whose
+// status another replica wrote meanwhile (its PodScheduled condition) is not bound again.
+TEST(KubeBackendOnTheControlPlane, APodItsControllerChangedIsBoundWithItsNewVersion) {
+  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  kube::Client& client = **connected;
+  const std::string ns = NamespaceWithANodeAndAQueue(client);
+  ASSERT_FALSE(ns.empty());
+  ASSERT_NO_FATAL_FAILURE(CreateGangOfTwo(client, ns));
+  KubeBackendOptions options;
+  options.writers = 2;
+  options.write_events = false;
+  auto backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  const core::CycleResult result = BindGangOfTwo(**backend, ns);
+  ASSERT_EQ(result.binds.size(), 1u);
+  auto list = client.List(kube::resources::kPods, ns);
+  ASSERT_TRUE(list.ok() && list->items.size() == 2u);
+  const std::string first = list->items[0]["metadata"]["name"];
+  ASSERT_TRUE(client
+                  .MergePatch(kube::resources::kPods, ns, first,
+                              {{"metadata", {{"labels", {{"controller-wrote", "this"}}}}}})
+                  .ok());
+  ASSERT_TRUE((*backend)->Apply(result).ok());
+  int bound = 0;
+  list = client.List(kube::resources::kPods, ns);
+  ASSERT_TRUE(list.ok());
+  for (const Json& p : list->items) bound += p["spec"].value("nodeName", "").empty() ? 0 : 1;
+  EXPECT_EQ(bound, 2);
+  EXPECT_EQ((*backend)->stats().rollbacks, 0);
+  EXPECT_EQ((*backend)->stats().changed_pod_rebinds, 1);
+
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  (void)client.Delete(kube::resources::kPods, ns, "", now);
+  ASSERT_TRUE(chamberd::e2e::Eventually(
+      [&] {
+        auto l = client.List(kube::resources::kPods, ns);
+        return l.ok() && l->items.empty();
+      },
+      std::chrono::seconds(20)));
+  // Now a status write by another replica: not bound again, the gang rolled back.
+  ASSERT_NO_FATAL_FAILURE(CreateGangOfTwo(client, ns));
+  backend->reset();
+  backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  const core::CycleResult again = BindGangOfTwo(**backend, ns);
+  ASSERT_EQ(again.binds.size(), 1u);
+  list = client.List(kube::resources::kPods, ns);
+  ASSERT_TRUE(list.ok() && list->items.size() == 2u);
+  const std::string second = list->items[1]["metadata"]["name"];
+  const Json condition = {{"type", "PodScheduled"},
+                          {"status", "False"},
+                          {"reason", "Unschedulable"},
+                          {"message", "written by another replica"}};
+  ASSERT_TRUE(client
+                  .MergePatch(kube::resources::kPods, ns, second,
+                              {{"status", {{"conditions", Json::array({condition})}}}}, "status")
+                  .ok());
+  ASSERT_TRUE((*backend)->Apply(again).ok());
+  const auto after = client.Get(kube::resources::kPods, ns, second);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)["spec"].value("nodeName", ""), "");
+  EXPECT_EQ((*backend)->stats().changed_pod_rebinds, 0);
+  EXPECT_GE((*backend)->stats().rollbacks, 1);
+
+  backend->reset();
+  (void)client.Delete(kube::resources::kPods, ns, "", now);
+  (void)client.Delete(kube::resources::kNamespaces, "", ns);
+  (void)client.Delete(kQueues, "", ns);
+  (void)kubesim::DeleteFakeNodes(client);
+}
+
 TEST(KubeBackendOnTheControlPlane, ABindTheFenceRefusesWhileLeadingIsTriedAgain) {
   auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
   ASSERT_TRUE(connected.ok()) << connected.status().ToString();
