@@ -1056,6 +1056,35 @@ RC_GTEST_PROP(EngineProperty, PreemptorKeepsItsRoom, ()) {
 // staying, the shares that stay there (those admitted and nominated in the cycle included, and
 // those of other preemptors' victims, whose room is their preemptor's) leave it no room.
 
+// The workloads `preemptor` preempts by policy in the cycle, and their queues.
+std::vector<const Workload*> PolicyVictimsOf(const Snapshot& s, const CycleResult& r,
+                                             WorkloadId preemptor) {
+  std::vector<const Workload*> victims;
+  for (const PreemptDecision& p : r.preemptions)
+    if (p.preemptor == preemptor && p.reason != PreemptReason::kHardwareFault)
+      victims.push_back(&s.workloads[p.workload.index()]);
+  return victims;
+}
+std::set<std::string> QueuesOf(const std::vector<const Workload*>& workloads) {
+  std::set<std::string> queues;
+  for (const Workload* w : workloads) queues.insert(w->queue);
+  return queues;
+}
+
+// Pod slots each node's pods take at most during the cycle: of every holder, leaving or not,
+// and of every admission and nomination.
+std::vector<int64_t> PodsAtMost(const Snapshot& s, const CycleResult& r) {
+  std::vector<int64_t> pods(s.nodes.size(), 0);
+  for (const Workload& w : s.workloads)
+    if (Holds(w))
+      for (const PodPlacement& p : w.placements) ++pods[p.node.index()];
+  for (const Admission& a : Admissions(r))
+    for (const PodAssignment& p : *a.pods) ++pods[p.placement.node.index()];
+  for (const NominationDecision& d : r.nominations)
+    for (const PodAssignment& p : d.pods) ++pods[p.placement.node.index()];
+  return pods;
+}
+
 std::string CheckShareVictimsWhereItGoes(const Snapshot& s, const CycleResult& r) {
   const LimitBound limits(s, r);
   // Room any preemptor may count on: work in its grace period and work on failed GPUs. The room
@@ -1097,16 +1126,8 @@ std::string CheckShareVictimsWhereItGoes(const Snapshot& s, const CycleResult& r
       if (const PodSet& ps = w.pod_sets[static_cast<size_t>(p.pod_set)]; ps.request.gpu_share())
         add(p.placement.node.index(), p.placement.gpu_mask, ps, true);
   }
-  // Pod slots a node's pods take at most during the cycle: of every holder, leaving or not, and
-  // of every admission and nomination. Within its limit, slots never made a victim needed.
-  std::vector<int64_t> pods_at_most(s.nodes.size(), 0);
-  for (const Workload& w : s.workloads)
-    if (Holds(w))
-      for (const PodPlacement& p : w.placements) ++pods_at_most[p.node.index()];
-  for (const Admission& a : Admissions(r))
-    for (const PodAssignment& p : *a.pods) ++pods_at_most[p.placement.node.index()];
-  for (const NominationDecision& d : r.nominations)
-    for (const PodAssignment& p : d.pods) ++pods_at_most[p.placement.node.index()];
+  // Within its limit, pod slots never made a victim needed.
+  const std::vector<int64_t> pods_at_most = PodsAtMost(s, r);
   for (const NominationDecision& held : r.nominations) {
     const Workload& w = s.workloads[held.workload.index()];
     if (w.TotalPods() != 1 || !w.AsksForShares() || held.pods.size() != 1 || limits.MayBeAtLimit(w))
@@ -1118,14 +1139,8 @@ std::string CheckShareVictimsWhereItGoes(const Snapshot& s, const CycleResult& r
     // Victims of one queue: sparing one keeps every fairness rule the set kept. Victims of
     // several may be needed for a rule rather than for room (one from the preemptor's own side
     // of the tree lowers that side's share, so that taking another flips nothing).
-    std::vector<const Workload*> victims;
-    std::set<std::string> queues;
-    for (const PreemptDecision& p : r.preemptions) {
-      if (p.preemptor != held.workload || p.reason == PreemptReason::kHardwareFault) continue;
-      victims.push_back(&s.workloads[p.workload.index()]);
-      queues.insert(victims.back()->queue);
-    }
-    if (queues.size() != 1) continue;
+    const std::vector<const Workload*> victims = PolicyVictimsOf(s, r, held.workload);
+    if (QueuesOf(victims).size() != 1) continue;
     for (const Workload* v : victims) {
       bool there = false;
       for (const PodPlacement& vp : v->placements)
@@ -1391,14 +1406,7 @@ std::string CheckMigDevices(const Snapshot& s, const CycleResult& r) {
       }
   }
   const LimitBound limits(s, r);
-  std::vector<int64_t> pods_at_most(s.nodes.size(), 0);
-  for (const Workload& w : s.workloads)
-    if (Holds(w))
-      for (const PodPlacement& p : w.placements) ++pods_at_most[p.node.index()];
-  for (const Admission& a : Admissions(r))
-    for (const PodAssignment& p : *a.pods) ++pods_at_most[p.placement.node.index()];
-  for (const NominationDecision& d : r.nominations)
-    for (const PodAssignment& p : d.pods) ++pods_at_most[p.placement.node.index()];
+  const std::vector<int64_t> pods_at_most = PodsAtMost(s, r);
   for (const NominationDecision& held : r.nominations) {
     const Workload& w = s.workloads[held.workload.index()];
     const PodSet& ps = w.pod_sets.front();
@@ -1407,14 +1415,8 @@ std::string CheckMigDevices(const Snapshot& s, const CycleResult& r) {
       continue;
     const size_t n = held.pods.front().placement.node.index();
     if (pods_at_most[n] > s.nodes[n].max_pods) continue;
-    std::vector<const Workload*> victims;
-    std::set<std::string> queues;
-    for (const PreemptDecision& p : r.preemptions) {
-      if (p.preemptor != held.workload || p.reason == PreemptReason::kHardwareFault) continue;
-      victims.push_back(&s.workloads[p.workload.index()]);
-      queues.insert(victims.back()->queue);
-    }
-    if (queues.size() != 1) continue;
+    const std::vector<const Workload*> victims = PolicyVictimsOf(s, r, held.workload);
+    if (QueuesOf(victims).size() != 1) continue;
     const int advertised = s.nodes[n].mig_devices[static_cast<size_t>(ps.mig.profile)];
     const Devices at{n, ps.mig.profile};
     const int others = all_victims_hold[at] - victims_hold[held.workload.value][at];

@@ -57,6 +57,25 @@ void CreateGangOfTwo(kube::Client& client, const std::string& ns) {
   }
 }
 
+// Pods of `ns` on a node.
+int BoundPods(kube::Client& client, const std::string& ns) {
+  int n = 0;
+  auto list = client.List(kube::resources::kPods, ns);
+  if (list.ok())
+    for (const Json& p : list->items) n += !p["spec"].value("nodeName", "").empty();
+  return n;
+}
+
+// Deletes what NamespaceWithANodeAndAQueue made, and the pods in it.
+void DeleteNamespaceNodeAndQueue(kube::Client& client, const std::string& ns) {
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  (void)client.Delete(kube::resources::kPods, ns, "", now);
+  (void)client.Delete(kube::resources::kNamespaces, "", ns);
+  (void)client.Delete(kQueues, "", ns);
+  (void)kubesim::DeleteFakeNodes(client);
+}
+
 // Once `backend`'s snapshot holds CreateGangOfTwo's gang: a cycle's decision binding its pods to
 // GPUs 0 and 1 of node "<ns>-0".
 core::CycleResult BindGangOfTwo(KubeBackend& backend, const std::string& ns) {
@@ -96,13 +115,7 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   const std::string ns = NamespaceWithANodeAndAQueue(client);
   ASSERT_FALSE(ns.empty());
   ASSERT_NO_FATAL_FAILURE(CreateGangOfTwo(client, ns));
-  auto bound = [&] {
-    int n = 0;
-    auto list = client.List(kube::resources::kPods, ns);
-    if (list.ok())
-      for (const Json& p : list->items) n += !p["spec"].value("nodeName", "").empty();
-    return n;
-  };
+  auto bound = [&] { return BoundPods(client, ns); };
 
   // Leading until the first pod of the gang is bound.
   KubeBackendOptions options;
@@ -122,19 +135,9 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   EXPECT_EQ(list->items.size(), 2u);
 
   backend->reset();
-  kube::DeleteOptions now;
-  now.grace_period_seconds = 0;
-  (void)client.Delete(kube::resources::kPods, ns, "", now);
-  (void)client.Delete(kube::resources::kNamespaces, "", ns);
-  (void)client.Delete(kQueues, "", ns);
-  (void)kubesim::DeleteFakeNodes(client);
+  DeleteNamespaceNodeAndQueue(client, ns);
 }
 
-// The leader fence (docs/reliability.md#fencing-a-deposed-leader) reads the Lease from the API
-// server's cache, which may show the previous term for a moment after a takeover. A leader's
-// bind the fence refuses then is tried again until the Lease shows through: the gang binds
-// whole, stamped with the term, and nothing is rolled back. Here the Lease passes from "old" to
-// "new" only after the binds began.
 // A pod its controller changed after chamberd's snapshot (a label written as it made the pod,
 // as a LeaderWorkerSet's controller does) fails the bind's resourceVersion precondition: the
 // bind is tried again with the pod's new version, and the gang is not rolled back. A pod whose
@@ -161,11 +164,7 @@ TEST(KubeBackendOnTheControlPlane, APodItsControllerChangedIsBoundWithItsNewVers
                               {{"metadata", {{"labels", {{"controller-wrote", "this"}}}}}})
                   .ok());
   ASSERT_TRUE((*backend)->Apply(result).ok());
-  int bound = 0;
-  list = client.List(kube::resources::kPods, ns);
-  ASSERT_TRUE(list.ok());
-  for (const Json& p : list->items) bound += p["spec"].value("nodeName", "").empty() ? 0 : 1;
-  EXPECT_EQ(bound, 2);
+  EXPECT_EQ(BoundPods(client, ns), 2);
   EXPECT_EQ((*backend)->stats().rollbacks, 0);
   EXPECT_EQ((*backend)->stats().changed_pod_rebinds, 1);
 
@@ -204,12 +203,14 @@ TEST(KubeBackendOnTheControlPlane, APodItsControllerChangedIsBoundWithItsNewVers
   EXPECT_GE((*backend)->stats().rollbacks, 1);
 
   backend->reset();
-  (void)client.Delete(kube::resources::kPods, ns, "", now);
-  (void)client.Delete(kube::resources::kNamespaces, "", ns);
-  (void)client.Delete(kQueues, "", ns);
-  (void)kubesim::DeleteFakeNodes(client);
+  DeleteNamespaceNodeAndQueue(client, ns);
 }
 
+// The leader fence (docs/reliability.md#fencing-a-deposed-leader) reads the Lease from the API
+// server's cache, which may show the previous term for a moment after a takeover. A leader's
+// bind the fence refuses then is tried again until the Lease shows through: the gang binds
+// whole, stamped with the term, and nothing is rolled back. Here the Lease passes from "old" to
+// "new" only after the binds began.
 TEST(KubeBackendOnTheControlPlane, ABindTheFenceRefusesWhileLeadingIsTriedAgain) {
   auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
   ASSERT_TRUE(connected.ok()) << connected.status().ToString();
@@ -265,12 +266,7 @@ TEST(KubeBackendOnTheControlPlane, ABindTheFenceRefusesWhileLeadingIsTriedAgain)
   backend->reset();
   chamberd::e2e::DeleteLeaderFence(*fence, dir);
   std::filesystem::remove_all(dir);
-  kube::DeleteOptions now;
-  now.grace_period_seconds = 0;
-  (void)client.Delete(kube::resources::kPods, ns, "", now);
-  (void)client.Delete(kube::resources::kNamespaces, "", ns);
-  (void)client.Delete(kQueues, "", ns);
-  (void)kubesim::DeleteFakeNodes(client);
+  DeleteNamespaceNodeAndQueue(client, ns);
 }
 
 // A gang whose bind fails half-way is rolled back by deleting the members already bound. A
