@@ -20,6 +20,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,16 +72,27 @@ struct NodeCapacity {
     cpu_milli += o.cpu_milli;
     memory_bytes += o.memory_bytes;
     pods += o.pods;
-    for (size_t p = 0; p < mig.size(); ++p)
-      mig[p] = static_cast<uint8_t>(std::min(kMaxMigDevices, mig[p] + o.mig[p]));
+    if (AnyMig(o)) {
+      for (size_t p = 0; p < mig.size(); ++p)
+        mig[p] = static_cast<uint8_t>(std::min(kMaxMigDevices, mig[p] + o.mig[p]));
+    }
   }
   void Remove(const NodeCapacity& o) {
     gpu_mask &= ~o.gpu_mask;
     cpu_milli -= o.cpu_milli;
     memory_bytes -= o.memory_bytes;
     pods -= o.pods;
-    for (size_t p = 0; p < mig.size(); ++p)
-      mig[p] = static_cast<uint8_t>(std::max(0, mig[p] - o.mig[p]));
+    if (AnyMig(o) && AnyMig(*this)) {
+      for (size_t p = 0; p < mig.size(); ++p)
+        mig[p] = static_cast<uint8_t>(std::max(0, mig[p] - o.mig[p]));
+    }
+  }
+  // Whether `c` counts any MIG device: one load, not eight (capacities are added up and taken
+  // apart in every placement, and most clusters have no MIG devices).
+  static bool AnyMig(const NodeCapacity& c) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, c.mig.data(), sizeof bits);
+    return bits != 0;
   }
   // Whether one more pod of `request` (and `mig`) fits.
   bool Fits(const Resources& request, MigAsk mig_ask = {}) const;

@@ -101,7 +101,7 @@ std::string ValidateWorkload(const Workload& w, const std::vector<MigResource>* 
                ", which the snapshot does not name";
       const std::string name =
           mig_profiles != nullptr ? (*mig_profiles)[p].name : "#" + std::to_string(ps.mig.profile);
-      if (ps.mig.devices < 1 || ps.mig.devices > kMaxMigDevices)
+      if (ps.mig.devices < 1)
         return where() + "asks for " + std::to_string(ps.mig.devices) + " MIG " + name +
                " devices per pod; 1 to " + std::to_string(kMaxMigDevices);
       if (ps.request.gpu_milli() != 0 || ps.gpu_memory_mib != 0)

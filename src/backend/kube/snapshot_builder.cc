@@ -190,7 +190,8 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
     } else if (const int index = mig_names.Intern(profile); index < 0) {
       mig_error = "requests " + asked + "; the cluster names more MIG profiles than Chamber counts";
     } else {
-      s.mig = {static_cast<int8_t>(index), static_cast<int16_t>(quantity), milli};
+      s.mig = {static_cast<int8_t>(index), static_cast<uint8_t>(quantity),
+               static_cast<int16_t>(milli)};
       continue;
     }
     break;

@@ -143,7 +143,7 @@ inline std::string Dump(const Snapshot& s) {
     o << " pods";
     for (const PodSet& ps : w.pod_sets) {
       o << " " << ps.count << "x" << FormatResources(ps.request);
-      if (ps.mig.any()) o << "+" << ps.mig.devices << "xMIG#" << static_cast<int>(ps.mig.profile);
+      if (ps.mig.any()) o << "+" << int{ps.mig.devices} << "xMIG#" << int{ps.mig.profile};
       if (ps.gpu_memory_mib > 0) o << "+" << ps.gpu_memory_mib << "MiB";
     }
     for (const PodPlacement& p : w.placements)

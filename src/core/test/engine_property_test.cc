@@ -1487,7 +1487,7 @@ Snapshot GenMigPreemptionSnapshot() {
     auto w = b.Workload("want-" + std::to_string(i), PickQueue(b.snapshot()));
     w.Priority(OneOf<int32_t>({10, 50, 100, 150}));
     if (Chance(80)) {
-      w.Mig(1, Chance(70) ? "1g.10gb" : "3g.40gb", static_cast<int16_t>(Chance(20) ? 2 : 1));
+      w.Mig(1, Chance(70) ? "1g.10gb" : "3g.40gb", Chance(20) ? 2 : 1);
     } else {
       w.Pods(1, 1);
     }

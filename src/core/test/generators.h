@@ -338,7 +338,7 @@ inline const std::vector<std::string>& MigProfileNames() {
 // A pod set of `count` pods asking for MIG devices of a random profile, one or two each.
 inline void AddMigPods(SnapshotBuilder::WorkloadRef& w, int32_t count) {
   const std::string profile = OneOf<std::string>(MigProfileNames());
-  w.Mig(count, profile, static_cast<int16_t>(profile == "1g.10gb" && Chance(20) ? 2 : 1));
+  w.Mig(count, profile, profile == "1g.10gb" && Chance(20) ? 2 : 1);
 }
 
 // Small clusters where some nodes (with or without whole GPUs) advertise MIG devices of up to

@@ -136,10 +136,11 @@ class SnapshotBuilder {
       return *this;
     }
     // Adds a pod set of `count` pods asking each for `devices` MIG devices of `profile`.
-    WorkloadRef& Mig(int32_t count, const std::string& profile, int16_t devices = 1) {
+    WorkloadRef& Mig(int32_t count, const std::string& profile, int devices = 1) {
       Pods(count, 0);
       const int8_t p = MigProfileIndex(b_->s_, profile);
-      last().mig = {p, devices, b_->s_.mig_profiles[static_cast<size_t>(p)].milli};
+      last().mig = {p, static_cast<uint8_t>(devices),
+                    static_cast<int16_t>(b_->s_.mig_profiles[static_cast<size_t>(p)].milli)};
       return *this;
     }
     // Adds a pod set of `count` pods asking each for `gpu_milli` thousandths of one GPU (1 to

@@ -541,7 +541,8 @@ class FixedBackend : public ClusterBackend {
     core::Workload running;
     running.name = "ml/train-1";
     running.queue = "ml";
-    running.pod_sets.push_back({"worker", 2, core::Resources::Of(4, 0, 0), {}, {}, {}, 0});
+    running.pod_sets.push_back(
+        {.name = "worker", .count = 2, .request = core::Resources::Of(4, 0, 0)});
     running.state = core::WorkloadState::kRunning;
     running.placements = {{core::NodeId{0}, 0x0F}, {core::NodeId{0}, 0xF0}};
     running.recent_preemptions = {core::Time(1000)};
@@ -550,13 +551,15 @@ class FixedBackend : public ClusterBackend {
     waiting.name = "ml/train-2";
     waiting.queue = "ml";
     waiting.submit_time = core::Time(2000);
-    waiting.pod_sets.push_back({"worker", 1, core::Resources::Of(8, 0, 0), {}, {}, {}, 0});
+    waiting.pod_sets.push_back(
+        {.name = "worker", .count = 1, .request = core::Resources::Of(8, 0, 0)});
     snapshot_.workloads.push_back(waiting);
     core::Workload bare;  // a pod of its own
     bare.name = "ml/notebook";
     bare.queue = "ml";
     bare.submit_time = core::Time(3000);
-    bare.pod_sets.push_back({"notebook", 1, core::Resources::Of(1, 0, 0), {}, {}, {}, 0});
+    bare.pod_sets.push_back(
+        {.name = "notebook", .count = 1, .request = core::Resources::Of(1, 0, 0)});
     snapshot_.workloads.push_back(bare);
   }
   std::string_view mode() const override { return "cluster"; }
@@ -684,8 +687,10 @@ class ScriptedBackend : public ClusterBackend {
     w.name = std::move(name);
     w.queue = std::move(queue);
     w.submit_time = submitted;
-    w.pod_sets.push_back(
-        {"pod", 1, core::Resources::Of(gpus, 0, 0), {}, {}, {std::move(model)}, 0});
+    w.pod_sets.push_back({.name = "pod",
+                          .count = 1,
+                          .request = core::Resources::Of(gpus, 0, 0),
+                          .gpu_models = {std::move(model)}});
     snapshot_.workloads.push_back(std::move(w));
   }
   void Remove(const std::string& name) {

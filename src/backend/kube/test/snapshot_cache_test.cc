@@ -55,7 +55,7 @@ std::string Dump(const BuiltSnapshot& b) {
         o << " tol:" << t.key << static_cast<int>(t.op) << t.value
           << (t.effect ? static_cast<int>(*t.effect) : -1);
       for (const std::string& m : s.gpu_models) o << " model:" << m;
-      o << " mig:" << int{s.mig.profile} << "x" << s.mig.devices << "@" << s.mig.milli;
+      o << " mig:" << int{s.mig.profile} << "x" << int{s.mig.devices} << "@" << s.mig.milli;
       if (!s.invalid_reason.empty()) o << " invalid:" << s.invalid_reason;
     }
     for (const core::PodPlacement& p : w.placements)
