@@ -71,8 +71,9 @@ struct MigAsk {
   int8_t profile = -1;
   uint8_t devices = 0;  // at most kMaxMigDevices
   int16_t milli = 0;
-  bool any() const { return profile >= 0 && devices > 0; }
-  int64_t charge() const { return any() ? int64_t{devices} * milli : 0; }
+  // A profile past kMaxMigProfiles is none: nothing indexes by it.
+  bool any() const { return profile >= 0 && profile < kMaxMigProfiles && devices > 0; }
+  int64_t charge() const { return any() && milli > 0 ? int64_t{devices} * milli : 0; }
   friend bool operator==(const MigAsk&, const MigAsk&) = default;
 };
 

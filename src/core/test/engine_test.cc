@@ -784,6 +784,23 @@ TEST_F(EngineTest, MigPodsBeyondTheAdvertisedDevicesAreASnapshotIssue) {
   EXPECT_THAT(Bound(), IsEmpty());
 }
 
+// A running pod naming a profile past the snapshot's (a caller's mistake) holds no device and
+// reads nothing out of bounds; a waiting one is invalid.
+TEST_F(EngineTest, AMigProfilePastTheLastIsNone) {
+  b_.Node("n0", 0).Mig("1g.10gb", 1);
+  b_.Queue("q").Quota(4);
+  b_.Workload("running", "q").Mig(1, "1g.10gb").Running("n0", 0);
+  b_.snapshot().workloads.back().pod_sets[0].mig.profile = 9;
+  b_.Workload("waiting", "q").Mig(1, "1g.10gb");
+  b_.snapshot().workloads.back().pod_sets[0].mig.profile = 9;
+  b_.Workload("fits", "q").Mig(1, "1g.10gb");
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("fits"));
+  ASSERT_NE(Pending("waiting"), nullptr);
+  EXPECT_EQ(Pending("waiting")->message(),
+            "pod set ps0: asks for MIG devices of profile 9, which the snapshot does not name");
+}
+
 TEST_F(EngineTest, AMigPodSetAskingForGpusTooIsInvalid) {
   b_.Node("n0", 1).Mig("1g.10gb", 1);
   b_.Queue("q").Quota(4);
