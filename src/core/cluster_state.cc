@@ -508,8 +508,10 @@ void ClusterState::RollBack() {
     AdjustFree(n, it->free.gpu_mask & ~now.gpu_mask, now.gpu_mask & ~it->free.gpu_mask,
                it->free.cpu_milli - now.cpu_milli, it->free.memory_bytes - now.memory_bytes);
     free_[n].pods = it->free.pods;
-    for (size_t p = 0; p < now.mig.size(); ++p)
-      AdjustMig(n, static_cast<int>(p), it->free.mig[p] - now.mig[p]);
+    if (NodeCapacity::AnyMig(now) || NodeCapacity::AnyMig(it->free)) {
+      for (size_t p = 0; p < now.mig.size(); ++p)
+        AdjustMig(n, static_cast<int>(p), it->free.mig[p] - now.mig[p]);
+    }
     releasing_[n] = it->releasing;
     held_mask_[n] = it->held;
     shared_mask_[n] = it->shared;

@@ -275,13 +275,12 @@ void Cycle::Preempt(WorkloadId v, PreemptReason reason, WorkloadId preemptor, st
   Resources total;
   for (size_t i = 0; i < work.placements.size(); ++i) {
     const PodSet* ps = work.PlacementPodSet(i);
-    const PodSet none;
-    const PodSet& set = ps != nullptr ? *ps : none;
-    state_.MarkReleasing(work.placements[i], set.request, set.mig);
+    state_.MarkReleasing(work.placements[i], ps != nullptr ? ps->request : Resources{},
+                         ps != nullptr ? ps->mig : MigAsk{});
     // Room freed by a policy preemption belongs to its preemptor; a failed GPU's workload
     // frees room for whoever comes first.
     if (reason == PreemptReason::kHardwareFault) releasing_.AddPod(state_, work, i);
-    total += set.Charge();
+    if (ps != nullptr) total += ps->Charge();
   }
   // A workload on its way out no longer counts against its queue.
   const QueueId q = work_.queue_of(v);

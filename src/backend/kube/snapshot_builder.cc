@@ -1881,6 +1881,9 @@ class Builder {
   // other schedulers' pods hold, and pod sets name them by their index.
   void FinishMig() {
     core::Snapshot& snap = out_.snapshot;
+    // No node or pod has named a profile since the cache began: nothing to count or number,
+    // and no node, lent or not, holds a device.
+    if (cache_.mig_names.names.empty()) return;
     std::vector<int> used;  // profiles in mig_names
     auto use = [&](int p) {
       if (p >= 0 && std::find(used.begin(), used.end(), p) == used.end()) used.push_back(p);
