@@ -14,10 +14,14 @@ using nlohmann::json;
 namespace {
 
 json Counts(const fleet::GpuCounts& g) {
-  return {
-      {"capacity", g.capacity}, {"allocated", g.allocated},           {"used", g.used},
-      {"idle", g.idle},         {"allocated_idle", g.allocated_idle}, {"unhealthy", g.unhealthy},
-      {"shared", g.shared}};
+  return {{"capacity", g.capacity},
+          {"allocated", g.allocated},
+          {"used", g.used},
+          {"idle", g.idle},
+          {"allocated_idle", g.allocated_idle},
+          {"unhealthy", g.unhealthy},
+          {"shared", g.shared},
+          {"mig", g.mig}};
 }
 
 json Rate(const fleet::CostRates& c, const std::string& currency) {
@@ -158,6 +162,7 @@ json GpusJson(const FleetState& s) {
                         {"gpu_memory_mib", sh.memory_mib > 0 ? json(sh.memory_mib) : json(nullptr)},
                         {"memory_used_bytes",
                          sh.memory_used_bytes >= 0 ? json(sh.memory_used_bytes) : json(nullptr)},
+                        {"mig_profile", NullOr(sh.mig_profile)},
                         {"over_memory_since", sh.over_memory_since > 0
                                                   ? json(FormatRfc3339Ms(sh.over_memory_since))
                                                   : json(nullptr)}});
@@ -170,6 +175,7 @@ json GpusJson(const FleetState& s) {
                      {"pod", NullOr(d.pod)}});
     gpus.push_back({{"node", ni.name},
                     {"index", g.index},
+                    {"mig", gi.mig},
                     {"mig_devices", std::move(mig)},
                     {"allocated", GpuEquivalents(g.held_milli)},
                     {"shares", std::move(shares)},
@@ -222,6 +228,7 @@ std::string GpusBody(const FleetState& s) {
     out += std::to_string(gi.memory_total_bytes);
     out += ",\"memory_used_bytes\":";
     out += std::to_string(g.memory_used_bytes);
+    out += gi.mig ? ",\"mig\":true" : ",\"mig\":false";
     out += ",\"mig_devices\":[";
     for (size_t i = 0; i < gi.mig_devices.size(); ++i) {
       const fleet::MigDeviceInput& d = gi.mig_devices[i];
@@ -258,6 +265,8 @@ std::string GpusBody(const FleetState& s) {
       out += sh.memory_mib > 0 ? std::to_string(sh.memory_mib) : "null";
       out += ",\"memory_used_bytes\":";
       out += sh.memory_used_bytes >= 0 ? std::to_string(sh.memory_used_bytes) : "null";
+      out += ",\"mig_profile\":";
+      quoted_or_null(sh.mig_profile);
       out += ",\"over_memory_since\":";
       if (sh.over_memory_since > 0)
         quoted(FormatRfc3339Ms(sh.over_memory_since));
@@ -508,6 +517,8 @@ std::string MetricsPage(const FleetState& s) {
   w.Sample(v.gpus.used);
   w.Family("chamber_gpus_shared", "GPUs whose compute pods' shares divide.", MetricType::kGauge);
   w.Sample(v.gpus.shared);
+  w.Family("chamber_gpus_mig", "GPUs in MIG mode.", MetricType::kGauge);
+  w.Sample(v.gpus.mig);
 
   w.Family("chamber_pool_gpus", "GPUs per pool by state.", MetricType::kGauge);
   for (size_t p = 0; p < s.input.pools.size(); ++p) {

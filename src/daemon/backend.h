@@ -49,6 +49,11 @@ struct Observation {
   std::vector<fleet::PoolInput> pools;
   std::vector<int32_t> node_pool;               // per snapshot node: index into pools, or -1
   std::vector<std::vector<GpuSample>> samples;  // per snapshot node, per GPU
+  // Per snapshot node (or none), its GPUs in MIG mode, which the snapshot does not list (the
+  // device plugin's mixed strategy advertises their MIG devices, not them): uuid, model, memory,
+  // the latest sample and the MIG devices as the node's agent reports them. Where no agent
+  // lists them, the backend names as many as the node has ("<node>/mig-gpu<k>") with no devices.
+  std::vector<std::vector<fleet::GpuInput>> mig_gpus;
   // Per snapshot workload, the "namespace/name" of each of its pods, when the backend has pods
   // (empty for the simulated backend): `chamber why <pod>` finds a workload through these. A
   // bare pod's workload lists none: it is marked in `bare_pods` instead.

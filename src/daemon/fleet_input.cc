@@ -1,5 +1,6 @@
 #include "daemon/fleet_input.h"
 
+#include <algorithm>
 #include <bit>
 
 #include "daemon/workload_ledger.h"
@@ -8,6 +9,79 @@ namespace chamber::daemon {
 namespace {
 
 constexpr int64_t kHourMs = 3600 * 1000;
+
+// The pod of a workload's placement `i`: a bare pod is the workload itself; the others' pods
+// follow pod-set order, as the placements do. Null where the backend has no pods (the demo).
+const std::string* PodOf(const SharedItems<fleet::WorkloadInput>& workloads, size_t w, size_t i) {
+  if (w >= workloads.size()) return nullptr;
+  const fleet::WorkloadInput& wi = workloads[w];
+  return wi.bare_pod ? &wi.name : i < wi.pods.size() ? &wi.pods[i] : nullptr;
+}
+
+// The devices of `profile` on a GPU in MIG mode that its agent names no holder of, less those
+// counted on it already for pods no agent names a device of.
+int UnnamedFree(const fleet::GpuInput& g, const std::string& profile) {
+  int unnamed = 0, named_held = 0, shares = 0;
+  for (const fleet::MigDeviceInput& d : g.mig_devices) {
+    if (d.profile != profile) continue;
+    if (d.pod.empty()) {
+      ++unnamed;
+    } else if (std::any_of(g.shares.begin(), g.shares.end(),
+                           [&](const fleet::GpuShareInput& sh) { return sh.pod == d.pod; })) {
+      ++named_held;
+    }
+  }
+  for (const fleet::GpuShareInput& sh : g.shares) shares += sh.mig_profile == profile ? 1 : 0;
+  return unnamed - (shares - named_held);
+}
+
+// Counts a MIG pod's devices on its node's GPUs in MIG mode, each as a share of its GPU of the
+// device's charge: on the GPU whose agent names the pod as the device's holder; the devices no
+// agent names (none reports the node, or the kubelet's pod-resources are off) on the first GPU
+// with a free device of the profile, or, where the GPUs' devices are not listed, with room for
+// the charge. Node, pool and cluster figures are then exact; which GPU holds such a device is
+// the kubelet's choice, which Chamber does not know.
+void MarkMigDevices(const core::Snapshot& s, const core::MigAsk& ask, int32_t workload,
+                    const std::string& pod, std::vector<fleet::GpuInput>& gpus) {
+  if (static_cast<size_t>(ask.profile) >= s.mig_profiles.size()) return;
+  const std::string& profile = s.mig_profiles[static_cast<size_t>(ask.profile)].name;
+  auto hold = [&](fleet::GpuInput& g) {
+    fleet::GpuShareInput share;
+    share.workload = workload;
+    share.gpu_milli = ask.milli;
+    share.pod = pod;
+    share.mig_profile = profile;
+    g.shares.push_back(std::move(share));
+  };
+  int devices = ask.devices;
+  if (!pod.empty()) {
+    for (fleet::GpuInput& g : gpus) {
+      if (!g.mig) continue;
+      for (const fleet::MigDeviceInput& d : g.mig_devices)
+        if (devices > 0 && d.pod == pod) {
+          hold(g);
+          --devices;
+        }
+    }
+  }
+  for (; devices > 0; --devices) {
+    fleet::GpuInput* to = nullptr;
+    for (fleet::GpuInput& g : gpus) {
+      if (!g.mig) continue;
+      if (g.mig_devices.empty() ? g.HeldMilli() + ask.milli <= fleet::kMilliPerGpu
+                                : UnnamedFree(g, profile) > 0) {
+        to = &g;
+        break;
+      }
+    }
+    if (to == nullptr) {  // more devices than the GPUs known hold: on the one with most room
+      for (fleet::GpuInput& g : gpus)
+        if (g.mig && (to == nullptr || g.HeldMilli() < to->HeldMilli())) to = &g;
+    }
+    if (to == nullptr) return;  // no GPU in MIG mode known on the node
+    hold(*to);
+  }
+}
 
 }  // namespace
 
@@ -36,6 +110,13 @@ std::vector<fleet::NodeInput> FleetNodes(const Observation& obs, fleet::Activity
       }
       gi.below_threshold_since = activity.Observe(gpu.uuid, gi.utilization, now);
     }
+    if (n < obs.mig_gpus.size()) {
+      for (const fleet::GpuInput& mig : obs.mig_gpus[n]) {
+        fleet::GpuInput& gi = ni.gpus.emplace_back(mig);
+        gi.mig = true;
+        gi.below_threshold_since = activity.Observe(gi.uuid, gi.utilization, now);
+      }
+    }
   }
   activity.Forget(now - kHourMs);
   return nodes;
@@ -54,6 +135,12 @@ void MarkHolders(const Observation& obs, const SharedItems<fleet::WorkloadInput>
       auto& gpus = nodes[p.node.index()].gpus;
       const core::Resources request = wl.PlacementRequest(i);
       const core::PodSet* set = wl.PlacementPodSet(i);
+      if (set != nullptr && set->mig.any()) {
+        const std::string* pod = PodOf(workloads, w, i);
+        MarkMigDevices(s, set->mig, static_cast<int32_t>(w), pod ? *pod : std::string(),
+                       nodes[p.node.index()].gpus);
+        continue;
+      }
       for (uint64_t mask = p.gpu_mask; mask != 0; mask &= mask - 1) {
         const auto g = static_cast<size_t>(std::countr_zero(mask));
         if (g >= gpus.size()) continue;
@@ -65,19 +152,11 @@ void MarkHolders(const Observation& obs, const SharedItems<fleet::WorkloadInput>
         share.workload = static_cast<int32_t>(w);
         share.gpu_milli = static_cast<int32_t>(request.gpu_milli());
         share.memory_mib = set ? set->gpu_memory_mib : 0;
-        if (w < workloads.size()) {
-          // The placement's pod: a bare pod is the workload itself; the others' pods follow
-          // pod-set order, as the placements do.
-          const fleet::WorkloadInput& wi = workloads[w];
-          const std::string* pod = wi.bare_pod          ? &wi.name
-                                   : i < wi.pods.size() ? &wi.pods[i]
-                                                        : nullptr;
-          if (pod != nullptr) {
-            share.pod = *pod;
-            if (auto m = obs.share_memory.find(*pod); m != obs.share_memory.end()) {
-              share.memory_used_bytes = m->second.used_bytes;
-              share.over_memory_since = m->second.over_since_ms;
-            }
+        if (const std::string* pod = PodOf(workloads, w, i)) {
+          share.pod = *pod;
+          if (auto m = obs.share_memory.find(*pod); m != obs.share_memory.end()) {
+            share.memory_used_bytes = m->second.used_bytes;
+            share.over_memory_since = m->second.over_since_ms;
           }
         }
         gpus[g].shares.push_back(share);

@@ -85,6 +85,7 @@ GpuCounts& GpuCounts::operator+=(const GpuCounts& o) {
   unhealthy += o.unhealthy;
   backfill += o.backfill;
   shared += o.shared;
+  mig += o.mig;
   return *this;
 }
 
@@ -254,7 +255,10 @@ FleetView ComputeFleet(const FleetInput& in, const FleetOptions& options) {
       nv.gpus.used += gv.utilization;
       nv.cost.total += price;
       nv.gpus.allocated += held;
-      if (!whole && !gpu.shares.empty()) nv.gpus.shared += 1;
+      if (gpu.mig)
+        nv.gpus.mig += 1;
+      else if (!whole && !gpu.shares.empty())
+        nv.gpus.shared += 1;
       switch (gv.state) {
         case GpuState::kUnhealthy:
           nv.gpus.unhealthy += 1;

@@ -43,6 +43,9 @@ struct GpuShareInput {
   int32_t gpu_milli = 0;   // thousandths of the GPU's compute, 1..999
   int64_t memory_mib = 0;  // of its memory; 0: none asked
   std::string pod;         // its pod's "namespace/name"; empty where the backend has no pods (demo)
+  // A MIG device's profile ("1g.10gb") where the share is one of the GPU's MIG devices (its
+  // gpu_milli the device's charge); empty for a share of compute.
+  std::string mig_profile;
   // What its pod's processes hold of GPU memory, as the node's agent measures them; -1: not
   // measured. While that is more than memory_mib: since when (0: not over).
   int64_t memory_used_bytes = -1;
@@ -73,7 +76,9 @@ struct GpuInput {
   // The pods holding a share of it (a fraction of its compute and memory), when no workload
   // holds it whole.
   std::vector<GpuShareInput> shares;
-  // In MIG mode: its MIG devices and who holds each, as its node's agent reports them.
+  // In MIG mode: its MIG devices and who holds each, as its node's agent reports them (none
+  // where no agent lists them), and the MIG devices Chamber's pods hold as `shares`.
+  bool mig = false;
   std::vector<MigDeviceInput> mig_devices;
   // Thousandths of it held: 1,000 when a workload holds it whole, else its shares' sum (at most
   // 1,000).
@@ -210,6 +215,9 @@ struct GpuCounts {
   // GPUs whose compute pods' shares divide (each counted whole). The other figures count a
   // shared GPU by parts: its shares' sum allocated, the rest idle.
   double shared = 0;
+  // GPUs in MIG mode (each counted whole). The other figures count them as shared GPUs: the
+  // charges of the MIG devices Chamber's pods hold allocated, the rest idle.
+  double mig = 0;
   GpuCounts& operator+=(const GpuCounts& o);
   friend bool operator==(const GpuCounts&, const GpuCounts&) = default;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -1228,6 +1229,62 @@ void ListWorkloadPods(const BuiltSnapshot& built, daemon::Observation& o) {
   }
 }
 
+namespace {
+
+// A node label's value as a whole number; empty where the node has no such label or it is none.
+std::optional<int64_t> IntLabel(const core::Node& node, std::string_view key) {
+  for (const auto& [k, v] : *node.labels) {
+    if (k != key) continue;
+    int64_t out = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (ec != std::errc() || p != v.data() + v.size() || v.empty()) return std::nullopt;
+    return out;
+  }
+  return std::nullopt;
+}
+
+// A node's GPUs in MIG mode, which its snapshot does not list (the mixed strategy advertises
+// their MIG devices instead): those its agent reports with MIG devices, in NVML's order; where
+// no agent lists any, as many as GPU feature discovery counts beyond the whole GPUs the node
+// advertises, and at least the fewest GPUs the node's MIG devices fit on, named
+// "<node>/mig-gpu<k>", their devices not known.
+std::vector<fleet::GpuInput> MigGpusOf(const core::Snapshot& s, const core::Node& node,
+                                       const std::vector<const AgentGpuSample*>& reported) {
+  std::vector<fleet::GpuInput> gpus;
+  int64_t milli = 0;
+  for (size_t l = 0; l < s.mig_profiles.size() && l < node.mig_devices.size(); ++l)
+    milli += int64_t{node.mig_devices[l]} * s.mig_profiles[l].milli;
+  if (milli == 0 && reported.empty()) return gpus;
+  SharedString model;
+  for (const auto& [k, v] : *node.labels)
+    if (k == keys::kGpuProduct) model = SharedString(v);
+  const int64_t memory_mib = IntLabel(node, keys::kGpuMemory).value_or(0);
+  auto add = [&](std::string uuid) -> fleet::GpuInput& {
+    fleet::GpuInput& g = gpus.emplace_back();
+    g.uuid = std::move(uuid);
+    g.model = model;
+    g.mig = true;
+    g.memory_total_bytes = memory_mib * 1048576;
+    return g;
+  };
+  for (const AgentGpuSample* a : reported) {
+    fleet::GpuInput& g =
+        add(a->uuid.empty() ? node.name + "/gpu" + std::to_string(a->index) : a->uuid);
+    g.utilization = a->sample.utilization;
+    g.memory_used_bytes = a->sample.memory_used_bytes;
+    g.mig_devices = a->sample.mig_devices;
+  }
+  if (!gpus.empty()) return gpus;
+  int64_t count = (milli + fleet::kMilliPerGpu - 1) / fleet::kMilliPerGpu;
+  if (auto c = IntLabel(node, keys::kGpuCount))
+    count = std::max<int64_t>(*c - static_cast<int64_t>(node.gpus.size()), count);
+  count = std::min<int64_t>(count, core::kMaxGpusPerNode);
+  for (int64_t k = 0; k < count; ++k) add(node.name + "/mig-gpu" + std::to_string(k));
+  return gpus;
+}
+
+}  // namespace
+
 daemon::Observation KubeBackend::Observe() {
   daemon::Observation o;
   o.snapshot = &built_.snapshot;
@@ -1236,22 +1293,33 @@ daemon::Observation KubeBackend::Observe() {
   o.pools = std::move(pools.pools);
   o.node_pool = std::move(pools.node_pool);
   samples_.resize(built_.snapshot.nodes.size());
+  o.mig_gpus.resize(built_.snapshot.nodes.size());
   const AgentGpuUsage usage = gpu_usage_ ? gpu_usage_() : AgentGpuUsage();
   for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n) {
     const core::Node& node = built_.snapshot.nodes[n];
     samples_[n].assign(node.gpus.size(), daemon::GpuSample{});
+    std::vector<const AgentGpuSample*> mig;
     if (auto u = usage.find(node.name); u != usage.end() && u->second) {
-      // A GPU by its UUID where the node names its GPUs' UUIDs, else by index.
+      // A GPU by its UUID where the node names its GPUs' UUIDs, else by its place among the
+      // node's GPUs not in MIG mode: the device plugin advertises those as nvidia.com/gpu, in
+      // NVML's order.
+      size_t whole = 0;
       for (const AgentGpuSample& a : *u->second) {
         size_t g = node.gpus.size();
         for (size_t i = 0; i < node.gpus.size() && !a.uuid.empty(); ++i)
           if (node.gpus[i].uuid == a.uuid) g = i;
-        if (g == node.gpus.size() && a.index >= 0 && static_cast<size_t>(a.index) < g &&
-            node.gpus[a.index].uuid.str().find('/') != std::string::npos)
-          g = static_cast<size_t>(a.index);  // no UUIDs on the node: "<node>/gpu<index>"
-        if (g < node.gpus.size()) samples_[n][g] = a.sample;
+        const bool in_mig_mode = !a.sample.mig_devices.empty();
+        if (g == node.gpus.size() && !in_mig_mode && whole < g &&
+            node.gpus[whole].uuid.str().find('/') != std::string::npos)
+          g = whole;  // no UUIDs on the node: "<node>/gpu<k>"
+        if (!in_mig_mode) ++whole;
+        if (g < node.gpus.size())
+          samples_[n][g] = a.sample;
+        else if (in_mig_mode)
+          mig.push_back(&a);
       }
     }
+    o.mig_gpus[n] = MigGpusOf(built_.snapshot, node, mig);
   }
   o.samples = samples_;
   o.share_memory = MeasureShares(usage);

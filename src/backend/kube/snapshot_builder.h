@@ -92,6 +92,7 @@ inline constexpr char kGpuUuids[] = "chamber.io/gpu-uuids";            // comma-
 // Node labels.
 inline constexpr char kGpuProduct[] = "nvidia.com/gpu.product";
 inline constexpr char kGpuMemory[] = "nvidia.com/gpu.memory";  // MiB
+inline constexpr char kGpuCount[] = "nvidia.com/gpu.count";    // physical GPUs, MIG mode or not
 inline constexpr char kGpuClique[] = "nvidia.com/gpu.clique";  // multi-node NVLink domain
 // GPU feature discovery's labels of a node whose device plugin divides its GPUs: replicas of each
 // GPU (time-slicing or MPS), the sharing strategy, and the MIG strategy (under "single", with a

@@ -695,7 +695,8 @@ TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
 // elastic one, runs there, and the elastic Job resumes and completes.
 TEST_F(ChamberdE2E, MigJobsTakeTheDevicesTheirNodeAdvertisesAndAReservedOnePreempts) {
   Nodes(1, 8, "plain");
-  Nodes(1, 0, "mig", {}, {}, {{"nvidia.com/mig-1g.10gb", "3"}});
+  // One GPU in MIG mode (GPU feature discovery counts it), three 1g.10gb devices advertised.
+  Nodes(1, 0, "mig", {}, {{"nvidia.com/gpu.count", "1"}}, {{"nvidia.com/mig-1g.10gb", "3"}});
   const std::string mig_node = ns_ + "-mig-0";
   StartSim();
   PriorityClass("chamber-e2e-elastic", 10);
@@ -716,6 +717,40 @@ TEST_F(ChamberdE2E, MigJobsTakeTheDevicesTheirNodeAdvertisesAndAReservedOnePreem
       },
       10s))
       << "three 1g devices are charged 3 x 0.142 GPU";
+  // The fleet view counts the node's GPU in MIG mode, its devices held by parts (no agent
+  // reports the node: the GPU is named for it, each pod's device counted on it).
+  httplib::Client api("127.0.0.1", ApiPort("solo"));
+  Json node, gpu;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto nodes = api.Get("/api/v1/nodes");
+        auto gpus = api.Get("/api/v1/gpus");
+        if (!nodes || nodes->status != 200 || !gpus || gpus->status != 200) return false;
+        const Json all_nodes = Json::parse(nodes->body), all_gpus = Json::parse(gpus->body);
+        for (const Json& n : all_nodes["nodes"])
+          if (n["name"] == mig_node) node = n;
+        for (const Json& g : all_gpus["gpus"])
+          if (g["node"] == mig_node) gpu = g;
+        return node.is_object() && node["gpus"]["allocated"] == 0.426;
+      },
+      20s))
+      << node.dump() << gpu.dump();
+  EXPECT_EQ(node["gpus"]["capacity"], 1);
+  EXPECT_EQ(node["gpus"]["mig"], 1);
+  EXPECT_EQ(node["gpus"]["shared"], 0);
+  EXPECT_EQ(gpu["uuid"], mig_node + "/mig-gpu0");
+  EXPECT_EQ(gpu["mig"], true);
+  ASSERT_EQ(gpu["shares"].size(), 3u) << gpu.dump();
+  std::set<std::string> holders;
+  for (const Json& sh : gpu["shares"]) {
+    EXPECT_EQ(sh["mig_profile"], "1g.10gb");
+    EXPECT_EQ(sh["gpu_fraction"], 0.142);
+    EXPECT_EQ(sh["workload"], ns_ + "/elastic");
+    holders.insert(sh["pod"].get<std::string>());
+  }
+  std::set<std::string> pods;
+  for (const kube::Pod& p : JobPods("elastic")) pods.insert(p.metadata.Key());
+  EXPECT_EQ(holders, pods);
 
   Job("more", JobSpec(ns_ + "-team", 1).Mig("1g.10gb").Seconds(3).Priority("chamber-e2e-elastic"));
   std::string why;

@@ -679,7 +679,8 @@ TEST_F(WebhookE2E, AShareOverItsMemoryIsDeletedAfterTheGraceAndItsNeighbourIsNot
 // A GPU in MIG mode: chamberd's API lists its MIG devices as the node's agent reports them, each
 // with the pod the device plugin gave it to (docs/sharing.md, "Seeing shares").
 TEST_F(WebhookE2E, AMigGpusDevicesAndTheirPodsShowInTheApi) {
-  Nodes(1, 1, "mig");
+  // The mixed strategy advertises the GPU's MIG devices, not the GPU.
+  Nodes(1, 0, "mig", {}, {}, {{"nvidia.com/mig-3g.40gb", "1"}, {"nvidia.com/mig-4g.40gb", "1"}});
   const std::string node = ns_ + "-mig-0";
   ASSERT_GT(StartWithWebhook("a"), 0);
   const Json mig = {{"enabled", true},
@@ -709,18 +710,22 @@ TEST_F(WebhookE2E, AMigGpusDevicesAndTheirPodsShowInTheApi) {
                   {{0, {{"mig", mig}}}});
   if (HasFailure()) return;
   httplib::Client api("127.0.0.1", ApiPort("a"));
-  Json devices;
+  Json gpu, devices;
   ASSERT_TRUE(Eventually(
       [&] {
         auto r = api.Get("/api/v1/gpus");
         if (!r || r->status != 200) return false;
         const Json gpus = Json::parse(r->body);
         for (const Json& g : gpus["gpus"])
-          if (g["node"] == node) devices = g["mig_devices"];
+          if (g["node"] == node) gpu = g;
+        devices = gpu.value("mig_devices", Json::array());
         return devices.size() == 2;
       },
       30s))
-      << devices.dump();
+      << gpu.dump();
+  // The node's one GPU is the agent's, in MIG mode.
+  EXPECT_EQ(gpu["uuid"], "GPU-" + ns_ + "-0");
+  EXPECT_EQ(gpu["mig"], true);
   EXPECT_EQ(devices[0], (Json{{"uuid", "MIG-" + ns_ + "-a"},
                               {"profile", "3g.40gb"},
                               {"memory_total_bytes", 42144366592},

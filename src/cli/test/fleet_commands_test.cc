@@ -117,21 +117,21 @@ TEST_F(FleetCommandsTest, NodesTableAndJson) {
   std::getline(lines, line);
   std::vector<std::string> header;
   for (std::istringstream in(line); in >> line;) header.push_back(line);
-  EXPECT_EQ(header,
-            (std::vector<std::string>{"NAME", "POOL", "MODEL", "GPUS", "ALLOCATED", "IDLE",
-                                      "ALLOC-IDLE", "UNHEALTHY", "SHARED", "UTIL", "STATE"}));
+  EXPECT_EQ(header, (std::vector<std::string>{"NAME", "POOL", "MODEL", "GPUS", "ALLOCATED", "IDLE",
+                                              "ALLOC-IDLE", "UNHEALTHY", "SHARED", "MIG", "UTIL",
+                                              "STATE"}));
   double shared = 0;
   for (const json& n : nodes) {
     ASSERT_TRUE(std::getline(lines, line));
     std::vector<std::string> fields;
     for (std::istringstream in(line); in >> line;) fields.push_back(line);
-    ASSERT_EQ(fields.size(), 11u) << line;
+    ASSERT_EQ(fields.size(), 12u) << line;
     const json& g = n["gpus"];
-    EXPECT_EQ(std::vector<std::string>(fields.begin(), fields.begin() + 9),
+    EXPECT_EQ(std::vector<std::string>(fields.begin(), fields.begin() + 10),
               (std::vector<std::string>{n["name"], n["pool"], n["model"], Number(g["capacity"]),
                                         GpuAmount(g["allocated"]), GpuAmount(g["idle"]),
                                         GpuAmount(g["allocated_idle"]), Number(g["unhealthy"]),
-                                        Number(g["shared"])}));
+                                        Number(g["shared"]), Number(g["mig"])}));
     shared += g["shared"].get<double>();
   }
   EXPECT_GT(shared, 0);  // the notebooks' shares of L40S GPUs

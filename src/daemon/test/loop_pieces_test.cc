@@ -1,8 +1,10 @@
 // The pieces the daemon's tick keeps between cycles, each on its own: the WorkloadLedger (waits,
-// lost work, borrowing) and the IncidentLog (GPUs out of service). daemon_test checks them
+// lost work, borrowing) and the IncidentLog (GPUs out of service); and the fleet input's holders
+// of GPUs in MIG mode. daemon_test checks them
 // together through the loop over the demo cluster.
 #include <gtest/gtest.h>
 
+#include "daemon/fleet_input.h"
 #include "daemon/incident_log.h"
 #include "daemon/workload_ledger.h"
 
@@ -216,6 +218,79 @@ TEST(IncidentLogTest, OldResolvedIncidentsGoAndOpenOnesStay) {
   EXPECT_EQ(all.back().uuid, "GPU-a0");  // the oldest kept is the one still open
   EXPECT_FALSE(all.back().resolved_ms);
   EXPECT_EQ(log.Latest(1).size(), 1u);
+}
+
+// A MIG pod's devices are counted on the GPU whose agent names the pod as a device's holder;
+// devices no agent names go to the first GPU with a free device of the profile, or, where the
+// GPUs' devices are not listed, with room for the charge (docs/sharing.md, "MIG GPUs in the
+// fleet view").
+TEST(FleetInputTest, MigDevicesAreCountedOnTheGpusTheAgentNamesElseWhereTheyFit) {
+  core::Snapshot s;
+  s.mig_profiles = {{"1g.10gb", 142}, {"3g.40gb", 428}};
+  for (const char* name : {"listed", "unlisted"}) {
+    core::Node n;
+    n.name = name;
+    s.nodes.push_back(n);
+  }
+  SharedItems<fleet::WorkloadInput> inputs;
+  auto add = [&](std::string name, int8_t profile, uint8_t devices, int16_t milli, int node,
+                 int pods) {
+    core::Workload w;
+    w.name = name;
+    w.state = core::WorkloadState::kRunning;
+    core::PodSet set;
+    set.count = pods;
+    set.mig = {profile, devices, milli};
+    w.pod_sets = {set};
+    fleet::WorkloadInput wi;
+    wi.name = name;
+    for (int p = 0; p < pods; ++p) {
+      w.placements.push_back(core::PodPlacement{core::NodeId{node}, 0});
+      wi.pods.push_back(name + "-" + std::to_string(p));
+    }
+    s.workloads.push_back(w);
+    inputs.Add(wi);
+  };
+  add("ns/named", 1, 1, 428, 0, 1);    // its 3g.40gb named on GPU 1
+  add("ns/unnamed", 0, 2, 142, 0, 1);  // two 1g.10gb no agent names
+  add("ns/wide", 1, 1, 428, 1, 3);     // three 3g.40gb on GPUs whose devices are not listed
+  Observation o;
+  o.snapshot = &s;
+  o.mig_gpus.resize(2);
+  auto gpu = [](std::string uuid, std::vector<fleet::MigDeviceInput> devices) {
+    fleet::GpuInput g;
+    g.uuid = std::move(uuid);
+    g.mig_devices = std::move(devices);
+    return g;
+  };
+  o.mig_gpus[0] = {gpu("GPU-0", {{"MIG-0a", "1g.10gb", 0, ""}, {"MIG-0b", "3g.40gb", 0, ""}}),
+                   gpu("GPU-1", {{"MIG-1a", "3g.40gb", 0, "ns/named-0"},
+                                 {"MIG-1b", "1g.10gb", 0, ""},
+                                 {"MIG-1c", "1g.10gb", 0, ""}})};
+  o.mig_gpus[1] = {gpu("unlisted/mig-gpu0", {}), gpu("unlisted/mig-gpu1", {})};
+  fleet::ActivityTracker activity(0.05);
+  std::vector<fleet::NodeInput> nodes = FleetNodes(o, activity, 0);
+  MarkHolders(o, inputs, nodes);
+
+  ASSERT_EQ(nodes[0].gpus.size(), 2u);
+  EXPECT_TRUE(nodes[0].gpus[0].mig && nodes[0].gpus[1].mig);
+  auto held = [](const fleet::GpuInput& g) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const fleet::GpuShareInput& sh : g.shares) out.emplace_back(sh.pod, sh.mig_profile);
+    return out;
+  };
+  using Held = std::vector<std::pair<std::string, std::string>>;
+  // GPU 0 has one free 1g.10gb: the first of "unnamed"'s two devices; GPU 1 the other beside
+  // "named"'s 3g.40gb, which its agent names.
+  EXPECT_EQ(held(nodes[0].gpus[0]), (Held{{"ns/unnamed-0", "1g.10gb"}}));
+  EXPECT_EQ(held(nodes[0].gpus[1]), (Held{{"ns/named-0", "3g.40gb"}, {"ns/unnamed-0", "1g.10gb"}}));
+  EXPECT_EQ(nodes[0].gpus[0].HeldMilli(), 142);
+  EXPECT_EQ(nodes[0].gpus[1].HeldMilli(), 428 + 142);
+  // Not listed: two 3g.40gb fit on the first GPU (856), the third goes to the second.
+  ASSERT_EQ(nodes[1].gpus.size(), 2u);
+  EXPECT_EQ(nodes[1].gpus[0].HeldMilli(), 856);
+  EXPECT_EQ(held(nodes[1].gpus[1]), (Held{{"ns/wide-2", "3g.40gb"}}));
+  EXPECT_EQ(nodes[1].gpus[1].shares[0].workload, 2);
 }
 
 }  // namespace

@@ -192,6 +192,48 @@ TEST(FleetModelTest, ASharedGpuCountsByParts) {
   EXPECT_DOUBLE_EQ(v.queue.pending_gpus, 0.25);
 }
 
+// A GPU in MIG mode counts as a shared GPU does, its pods' MIG devices its shares: GPU 0 of an
+// H100 holds a 3g.40gb of "a/infer" (0.428) and two 1g.10gb of "b/nb" (0.142 each), GPU 1 is
+// in MIG mode with no device held, GPU 2 is a whole GPU held by "a/infer"'s neighbour.
+TEST(FleetModelTest, AMigGpuCountsByTheChargesOfTheDevicesHeld) {
+  FleetInput in;
+  in.now = kNow;
+  in.pools = {{"h100", "H100", Pricing::kOnDemand, 3.0}};
+  in.workloads = {Workload("a/infer", "a", WorkloadPhase::kRunning, 0),
+                  Workload("b/nb", "b", WorkloadPhase::kRunning, 0),
+                  Workload("a/train", "a", WorkloadPhase::kRunning, 1)};
+  NodeInput n;
+  n.name = "n";
+  n.pool = 0;
+  n.gpus = {Gpu("MIG-GPU-0", 0.0, -1), Gpu("MIG-GPU-1", 0.0, -1), Gpu("g2", 0.5, 2)};
+  n.gpus[0].mig = n.gpus[1].mig = true;
+  GpuShareInput three = Share(0, 428, 0), one = Share(1, 142, 0);
+  three.mig_profile = "3g.40gb";
+  one.mig_profile = "1g.10gb";
+  n.gpus[0].shares = {three, one, one};
+  in.nodes = {n};
+  in.queues.resize(2);
+  in.queues[0].name = "a";
+  in.queues[1].name = "b";
+  const FleetView v = ComputeFleet(in, FleetOptions{});
+  ASSERT_EQ(v.gpus_flat.size(), 3u);
+  EXPECT_EQ(v.gpus_flat[0].held_milli, 712);
+  EXPECT_EQ(v.gpus_flat[0].state, GpuState::kBusy);
+  EXPECT_EQ(v.gpus_flat[1].held_milli, 0);
+  EXPECT_EQ(v.gpus_flat[1].state, GpuState::kIdle);
+  EXPECT_DOUBLE_EQ(v.gpus.capacity, 3);
+  EXPECT_DOUBLE_EQ(v.gpus.mig, 2);
+  EXPECT_DOUBLE_EQ(v.gpus.shared, 0);  // MIG GPUs are counted as such, not as shared
+  EXPECT_DOUBLE_EQ(v.gpus.allocated, 1.712);
+  EXPECT_DOUBLE_EQ(v.gpus.idle, 0.288 + 1);
+  EXPECT_DOUBLE_EQ(v.cost.unallocated, 3.0 * 1.288);
+  EXPECT_DOUBLE_EQ(v.queues[0].allocated_gpus, 1.428);
+  EXPECT_DOUBLE_EQ(v.queues[1].allocated_gpus, 0.284);
+  EXPECT_DOUBLE_EQ(v.queues[1].cost.total, 3.0 * 0.284);
+  EXPECT_DOUBLE_EQ(v.pools[0].gpus.mig, 2);
+  EXPECT_DOUBLE_EQ(v.nodes[0].gpus.mig, 2);
+}
+
 TEST(FleetModelTest, HeldMilliIsTheWholeGpuOrTheSharesSumAtMostOne) {
   GpuInput g;
   EXPECT_EQ(g.HeldMilli(), 0);
