@@ -91,6 +91,12 @@ Status RunSaturation(const SimCommandOptions& o, const std::vector<core::Node>& 
                      const sim::Trace& trace, const sim::RunInfo& run) {
   if (!o.events.empty())
     return Status::InvalidArgument("--events: saturation mode has no event log");
+  for (const core::Node& n : nodes)
+    for (uint8_t devices : n.mig_devices)
+      if (devices > 0)
+        return Status::InvalidArgument(
+            "--saturation: " + o.cluster + ": node " + n.name +
+            " has GPUs in MIG mode (mig:), which saturation mode does not simulate");
   sim::SaturationOptions options;
   options.until_permille = std::llround(o.saturation_until * 1000);
   options.step_permille = std::llround(o.saturation_step * 1000);
@@ -134,6 +140,8 @@ Status RunSim(const SimCommandOptions& o) {
     CHAMBER_ASSIGN_OR_RETURN(base, core::io::ReadEngineConfig(file));
   }
   sim::SimOptions options;
+  options.mig_profiles = cluster.MigProfiles();
+  options.mig_gpus = cluster.MigGpus();
   if (!o.queues.empty()) {
     CHAMBER_ASSIGN_OR_RETURN(options.queues, core::io::LoadQueuesFile(o.queues));
   }

@@ -108,6 +108,8 @@ int32_t GpuInput::HeldMilli() const {
 GpuState ClassifyGpu(const GpuInput& gpu, TimeMs now, const FleetOptions& options) {
   if (!gpu.healthy) return GpuState::kUnhealthy;
   if (gpu.HeldMilli() == 0) return GpuState::kIdle;
+  // NVML measures no utilization of a GPU in MIG mode: its held devices are not called idle.
+  if (gpu.mig) return GpuState::kBusy;
   if (gpu.below_threshold_since && now - *gpu.below_threshold_since >= options.idle_window_ms)
     return GpuState::kAllocatedIdle;
   return GpuState::kBusy;

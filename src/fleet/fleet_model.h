@@ -308,7 +308,8 @@ struct FleetView {
 };
 
 // Classifies a GPU: unhealthy beats everything; an allocated GPU below the threshold for the
-// whole idle window is allocated-idle; other allocated GPUs are busy; the rest idle.
+// whole idle window is allocated-idle (never one in MIG mode, whose utilization NVML does not
+// measure); other allocated GPUs are busy; the rest idle.
 GpuState ClassifyGpu(const GpuInput& gpu, TimeMs now, const FleetOptions& options);
 
 // Nearest-rank percentile (p in (0, 1]); 0 for no values.

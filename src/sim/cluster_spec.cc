@@ -1,7 +1,11 @@
 #include "sim/cluster_spec.h"
 
+#include <algorithm>
+#include <map>
+
 #include "common/file.h"
 #include "common/yaml_reader.h"
+#include "core/gpu_share.h"
 #include "sim/trace/trace.h"
 
 namespace chamber::sim {
@@ -24,13 +28,94 @@ int64_t ClusterSpec::TotalGpus() const {
   return n;
 }
 
+int64_t ClusterSpec::MigGpus() const {
+  int64_t n = 0;
+  for (const NodePool& p : pools) n += static_cast<int64_t>(p.count) * p.mig_gpus;
+  return n;
+}
+
+std::vector<core::MigResource> ClusterSpec::MigProfiles() const {
+  std::map<std::string, int32_t> by_name;
+  for (const NodePool& p : pools) {
+    if (p.mig_gpus == 0) continue;
+    const core::MigModel* model = core::FindMigModel(p.gpu_model);
+    for (const auto& [name, count] : p.mig_devices) {
+      const core::MigProfile* profile = model ? core::FindMigProfile(*model, name) : nullptr;
+      if (profile != nullptr) by_name[name] = core::MigDeviceMilli(profile->compute_slices, 7);
+    }
+  }
+  std::vector<core::MigResource> out;
+  for (const auto& [name, milli] : by_name) out.push_back({name, milli});
+  return out;
+}
+
 namespace {
+
+// Whether instances[i..] have places on a GPU whose slots `used` are held: each at one of its
+// profile's starts, clear of the others (at most 7 instances of at most 7 starts: a short search).
+bool MigLayoutFits(const std::vector<const core::MigProfile*>& instances, size_t i, uint8_t used) {
+  if (i == instances.size()) return true;
+  const core::MigProfile& profile = *instances[i];
+  for (int32_t start = 0; start < 8; ++start) {
+    if ((profile.starts >> start & 1) == 0) continue;
+    const uint8_t slots = core::MigSlots(profile, start);
+    if ((slots & used) == 0 && MigLayoutFits(instances, i + 1, used | slots)) return true;
+  }
+  return false;
+}
+
+// `mig: {gpus, devices: {<profile>: <count>}}`: the layout must be the GPU model's and fit on one
+// GPU in the placements NVIDIA allows.
+Status ParseMig(const YamlReader& y, const YAML::Node& m, const std::string& path, NodePool* p) {
+  CHAMBER_RETURN_IF_ERROR(y.CheckKeys(m, path, {"gpus", "devices"}));
+  const core::MigModel* model = core::FindMigModel(p->gpu_model);
+  if (model == nullptr)
+    return y.Error(m, path,
+                   "gpuModel \"" + p->gpu_model +
+                       "\" has no MIG profiles Chamber knows (A100 40GB or 80GB, H100 80GB)");
+  p->mig_gpus = p->gpus_per_node;
+  if (m["gpus"]) {
+    CHAMBER_ASSIGN_OR_RETURN(int64_t v, y.Int(m["gpus"], path + ".gpus"));
+    if (v < 1 || v > p->gpus_per_node)
+      return y.Error(
+          m["gpus"], path + ".gpus",
+          "must be between 1 and gpusPerNode (" + std::to_string(p->gpus_per_node) + ")");
+    p->mig_gpus = static_cast<int32_t>(v);
+  }
+  if (!m["devices"]) return y.Error(m, path + ".devices", "a MIG layout needs its devices");
+  CHAMBER_ASSIGN_OR_RETURN(auto devices, y.StringMap(m["devices"], path + ".devices"));
+  std::vector<const core::MigProfile*> instances;
+  for (const auto& [name, text] : devices) {
+    const std::string at = path + ".devices." + name;
+    const core::MigProfile* profile = core::FindMigProfile(*model, name);
+    if (profile == nullptr) {
+      std::string known;
+      for (const core::MigProfile& k : model->profiles)
+        known += (known.empty() ? "" : ", ") + std::string(k.name);
+      return y.Error(m["devices"], at,
+                     "no MIG profile " + name + " on " + p->gpu_model + " (" + known + ")");
+    }
+    CHAMBER_ASSIGN_OR_RETURN(int64_t count, y.Int(m["devices"][name], at));
+    if (count < 1 || count > 7) return y.Error(m["devices"][name], at, "must be between 1 and 7");
+    p->mig_devices.emplace_back(name, static_cast<int32_t>(count));
+    for (int64_t i = 0; i < count; ++i) instances.push_back(profile);
+  }
+  if (instances.empty()) return y.Error(m["devices"], path + ".devices", "no devices");
+  std::stable_sort(
+      instances.begin(), instances.end(),
+      [](const core::MigProfile* a, const core::MigProfile* b) { return a->size > b->size; });
+  if (!MigLayoutFits(instances, 0, 0))
+    return y.Error(m["devices"], path + ".devices",
+                   "the devices do not fit on one " + p->gpu_model +
+                       " in any of the placements NVIDIA allows");
+  return Status::Ok();
+}
 
 Status ParsePool(const YamlReader& y, const YAML::Node& e, const std::string& path, NodePool* p) {
   CHAMBER_RETURN_IF_ERROR(
       y.CheckKeys(e, path,
                   {"name", "count", "gpusPerNode", "gpuModel", "gpuMemory", "cpu", "memory", "zone",
-                   "nodesPerBlock", "nodesPerNvlinkDomain", "price", "taints", "labels"}));
+                   "nodesPerBlock", "nodesPerNvlinkDomain", "price", "taints", "labels", "mig"}));
   if (!e["name"]) return y.Error(e, path + ".name", "a pool needs a name");
   CHAMBER_ASSIGN_OR_RETURN(p->name, y.String(e["name"], path + ".name"));
   if (p->name.empty()) return y.Error(e["name"], path + ".name", "a pool needs a name");
@@ -117,6 +202,7 @@ Status ParsePool(const YamlReader& y, const YAML::Node& e, const std::string& pa
   if (e["labels"]) {
     CHAMBER_ASSIGN_OR_RETURN(p->labels, y.StringMap(e["labels"], path + ".labels"));
   }
+  if (e["mig"]) CHAMBER_RETURN_IF_ERROR(ParseMig(y, e["mig"], path + ".mig", p));
   return Status::Ok();
 }
 
@@ -138,6 +224,11 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view text, std::string_view sou
                        "duplicate pool name " + p.name);
     spec.pools.push_back(std::move(p));
   }
+  if (spec.MigProfiles().size() > static_cast<size_t>(core::kMaxMigProfiles))
+    return y.Error(root["pools"], "pools",
+                   "the pools' MIG layouts name " + std::to_string(spec.MigProfiles().size()) +
+                       " profiles; a cluster may have at most " +
+                       std::to_string(core::kMaxMigProfiles));
   if (spec.TotalGpus() == 0 && spec.pools.empty())
     return y.Error(root["pools"], "pools", "a cluster needs at least one pool");
   return spec;
@@ -165,6 +256,7 @@ Result<ClusterSpec> LoadClusterSpec(const std::string& path) {
 
 std::vector<core::Node> BuildNodes(const ClusterSpec& spec) {
   std::vector<core::Node> nodes;
+  const std::vector<core::MigResource> profiles = spec.MigProfiles();
   // A pool without CPU or memory never runs out of them: far more than any pod asks for, yet
   // small enough that the engine's cluster-wide sums cannot overflow (2^44 bytes, 16 TiB, over
   // half a million nodes stays below 2^63).
@@ -181,12 +273,19 @@ std::vector<core::Node> BuildNodes(const ClusterSpec& spec) {
       n.allocatable = core::Resources::Of(0, p.cpu_milli > 0 ? p.cpu_milli : kUnboundedCpu,
                                           p.memory_bytes > 0 ? p.memory_bytes : kUnboundedMemory);
       n.max_pods = 1'000'000;
-      n.gpus.resize(static_cast<size_t>(p.gpus_per_node));
-      for (int32_t g = 0; g < p.gpus_per_node; ++g) {
+      const int32_t whole = p.gpus_per_node - p.mig_gpus;
+      n.gpus.resize(static_cast<size_t>(whole));
+      for (int32_t g = 0; g < whole; ++g) {
         core::Gpu& gpu = n.gpus[static_cast<size_t>(g)];
         gpu.uuid = "GPU-" + n.name + "-" + std::to_string(g);
         gpu.model = p.gpu_model;
         gpu.memory_mib = p.gpu_memory_bytes / (1024 * 1024);
+      }
+      for (const auto& [name, count] : p.mig_devices) {
+        for (size_t l = 0; l < profiles.size(); ++l)
+          if (profiles[l].name == name)
+            n.mig_devices[l] = static_cast<uint8_t>(
+                std::min<int64_t>(int64_t{count} * p.mig_gpus, core::kMaxMigDevices));
       }
       n.topology.zone = p.zone;
       if (p.nodes_per_block > 0)

@@ -29,21 +29,33 @@ struct NodePool {
   PricingType pricing = PricingType::kOnDemand;
   std::vector<core::Taint> taints;
   std::vector<std::pair<std::string, std::string>> labels;
+  // The last `mig_gpus` GPUs of each node are in MIG mode, each divided into `mig_devices`
+  // (profile, count), as the device plugin's mixed strategy advertises them: the node's MIG
+  // devices, not those GPUs.
+  int32_t mig_gpus = 0;
+  std::vector<std::pair<std::string, int32_t>> mig_devices;
 };
 
 struct ClusterSpec {
   std::vector<NodePool> pools;
-  int64_t TotalGpus() const;
+  int64_t TotalGpus() const;  // every GPU, in MIG mode or not
+  // The MIG profiles the pools' layouts name, in name order, with their charge: the snapshot's
+  // `mig_profiles`, which BuildNodes' nodes index.
+  std::vector<core::MigResource> MigProfiles() const;
+  int64_t MigGpus() const;  // GPUs in MIG mode
 };
 
 // YAML: `pools: [{name, count, gpusPerNode, gpuModel, gpuMemory, cpu, memory, zone,
-// nodesPerBlock, nodesPerNvlinkDomain, price: {perGpuHour, type}, taints, labels}]`.
+// nodesPerBlock, nodesPerNvlinkDomain, price: {perGpuHour, type}, taints, labels,
+// mig: {gpus, devices: {<profile>: <count>}}}]`. A MIG layout must be one the GPU model has
+// (core/gpu_share.h's tables: A100 40GB and 80GB, H100 80GB) and fit on one GPU.
 Result<ClusterSpec> ParseClusterSpec(std::string_view text, std::string_view source);
 // A path ending in .csv is read as an openb node list (sn,cpu_milli,memory_mib,gpu,model), one
 // pool per node; anything else as YAML.
 Result<ClusterSpec> LoadClusterSpec(const std::string& path);
 
-// Nodes named <pool>-<i>, with GPUs, topology, taints and labels (label chamber.io/pool).
+// Nodes named <pool>-<i>, with GPUs, topology, taints and labels (label chamber.io/pool); GPUs in
+// MIG mode as the node's MIG devices, indexed by spec.MigProfiles().
 std::vector<core::Node> BuildNodes(const ClusterSpec& spec);
 
 }  // namespace chamber::sim

@@ -69,7 +69,8 @@ enum class Phase { kFuture, kWaiting, kRunning, kStopping, kDone };
 
 struct JobRun {
   const TraceJob* job = nullptr;
-  int64_t gpu_milli_per_pod = 0;  // whole GPUs (x 1,000) or a share of one GPU
+  int64_t gpu_milli_per_pod = 0;  // whole GPUs (x 1,000), a share of one GPU, or MIG charges
+  core::MigAsk mig;               // its pods' MIG devices, if any
   int32_t first_unit = 0;
   int32_t units = 0;
   int32_t units_running = 0;
@@ -114,9 +115,11 @@ struct Event {
   }
 };
 
-core::Snapshot SnapshotOf(const std::vector<core::Node>& nodes) {
+core::Snapshot SnapshotOf(const std::vector<core::Node>& nodes,
+                          const std::vector<core::MigResource>& mig_profiles) {
   core::Snapshot s;
   s.nodes = nodes;
+  s.mig_profiles = mig_profiles;
   return s;
 }
 
@@ -134,11 +137,12 @@ class Sim {
         sink_(sink),
         scheduling_(scheduling),
         engine_(policy.config, policy.policies),
-        session_(engine_, SnapshotOf(nodes)),
+        session_(engine_, SnapshotOf(nodes, options.mig_profiles)),
         usage_(policy.config.usage_half_life),
         rng_(options.seed) {
     for (const core::Node& n : nodes)
       for (const core::Gpu& g : n.gpus) capacity_ += g.healthy ? 1 : 0;
+    capacity_ += options.mig_gpus;
   }
 
   Status Setup();
@@ -307,6 +311,20 @@ Status Sim::Setup() {
       r.gpu_milli_per_pod = t.gpu_milli_per_pod;
       ++m_.fractional_jobs;
     }
+    if (!t.mig_profile.empty()) {
+      const auto& profiles = options_.mig_profiles;
+      auto it = std::find_if(profiles.begin(), profiles.end(),
+                             [&](const core::MigResource& m) { return m.name == t.mig_profile; });
+      if (it == profiles.end())
+        return Status::InvalidArgument("job " + t.id + " asks for MIG devices of profile " +
+                                       t.mig_profile + ", which no pool's MIG layout has");
+      r.mig.profile = static_cast<int8_t>(it - profiles.begin());
+      r.mig.devices =
+          static_cast<uint8_t>(std::clamp<int32_t>(t.mig_devices_per_pod, 1, core::kMaxMigDevices));
+      r.mig.milli = static_cast<int16_t>(it->milli);
+      r.gpu_milli_per_pod = r.mig.charge();  // charged as GPU-equivalents
+      ++m_.fractional_jobs;
+    }
     r.remaining = t.duration;
     r.first_unit = static_cast<int32_t>(units_.size());
     r.units = policy_.per_pod ? std::max(1, t.pods) : 1;
@@ -402,8 +420,9 @@ void Sim::AddWorkload(int32_t u, core::WorkloadState state) {
   w.recent_preemptions = r.preemptions;
   core::PodSet ps;
   ps.count = unit.pods;
-  ps.request =
-      core::Resources::OfMilli(r.gpu_milli_per_pod, t.cpu_milli_per_pod, t.memory_bytes_per_pod);
+  ps.request = core::Resources::OfMilli(r.mig.any() ? 0 : r.gpu_milli_per_pod, t.cpu_milli_per_pod,
+                                        t.memory_bytes_per_pod);
+  ps.mig = r.mig;
   ps.gpu_models = t.gpu_models;
   w.pod_sets.push_back(std::move(ps));
   unit.wl = session_.AddWorkload(std::move(w)).value;
@@ -551,7 +570,8 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     int64_t milli = 0;
     for (const core::PodAssignment& a : pods) {
       w.placements.push_back(a.placement);
-      milli += core::HeldGpuMilli(a.placement, w.pod_sets[a.pod_set].request);
+      const core::PodSet& set = w.pod_sets[a.pod_set];
+      milli += core::HeldGpuMilli(a.placement, set.request) + set.mig.charge();
     }
     unit.gpu_milli_held = milli;
     allocated_ += milli;
@@ -732,6 +752,7 @@ SimMetrics Sim::Finalize(Time end) {
   m_.capacity_gpus = 0;
   for (const core::Node& n : session_.snapshot().nodes)
     m_.capacity_gpus += static_cast<int64_t>(n.gpus.size());
+  m_.capacity_gpus += options_.mig_gpus;
   m_.jobs = total;
   m_.finished = done;
   m_.unfinished = total - done;

@@ -32,6 +32,10 @@ struct SimOptions {
   // cluster keeps between cycles (EngineSession). The same decisions, more slowly: for
   // comparing the two.
   bool fresh_cycles = false;
+  // The MIG profiles the cluster's nodes index (ClusterSpec::MigProfiles()), and its GPUs in
+  // MIG mode, which its nodes list as MIG devices and capacity counts.
+  std::vector<core::MigResource> mig_profiles;
+  int64_t mig_gpus = 0;
 };
 
 enum class EventKind { kSubmit, kStart, kPreempt, kResume, kFinish, kFail };

@@ -135,6 +135,14 @@ export function hitTest(layout: HeatmapLayout, gpus: Gpu[], px: number, py: numb
 
 export type ColorMode = 'state' | 'utilization';
 
+/** The mark in the top-right corner of a GPU in MIG mode. */
+export const migMarkColor = '#6d28d9';
+
+/** The side of the MIG mark of a cell `cell` pixels wide. */
+export function migMarkSize(cell: number): number {
+  return Math.max(2, Math.round(cell / 3));
+}
+
 function utilizationColor(u: number): string {
   // From pale grey-blue (0) to deep blue (1), in 11 steps.
   const steps = ['#eef2f7', '#dbe6f4', '#c6d9f1', '#aecbee', '#94bbea', '#79aae5', '#5e98df', '#4586d6', '#3174c9', '#2262b5', '#17509c'];
@@ -190,8 +198,8 @@ export function drawHeatmap(
     for (const i of list) ctx.fillRect(layout.x[i], layout.y[i], cell, cell);
     drawn += list.length;
   }
-  // A GPU that shares divide shows the part they hold: the free part of its cell, at the top,
-  // in the idle colour.
+  // A GPU that shares (or the MIG devices of a GPU in MIG mode) divide shows the part they hold:
+  // the free part of its cell, at the top, in the idle colour.
   if (mode === 'state') {
     ctx.fillStyle = stateColors.idle;
     for (let i = 0; i < gpus.length; i++) {
@@ -200,6 +208,13 @@ export function drawHeatmap(
       if (gpus[i].state === 'unhealthy' || dimmed(gpus[i])) continue;
       ctx.fillRect(layout.x[i], layout.y[i], cell, cell * (1 - held));
     }
+  }
+  // A GPU in MIG mode carries a mark in its top-right corner, in either mode.
+  ctx.fillStyle = migMarkColor;
+  const mark = migMarkSize(cell);
+  for (let i = 0; i < gpus.length; i++) {
+    if (layout.x[i] < 0 || !gpus[i].mig || dimmed(gpus[i])) continue;
+    ctx.fillRect(layout.x[i] + cell - mark, layout.y[i], mark, mark);
   }
   if (selected >= 0 && selected < gpus.length && layout.x[selected] >= 0) {
     ctx.strokeStyle = '#111827';

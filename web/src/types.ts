@@ -8,6 +8,7 @@ export interface GpuCounts {
   allocated_idle: number;
   unhealthy: number;
   shared?: number; // GPUs that pods' shares divide
+  mig?: number; // GPUs in MIG mode
 }
 
 export interface CostRate {
@@ -86,7 +87,17 @@ export interface Gpu {
   workload: string | null;
   queue?: string | null;
   allocated?: number; // part held, 0..1: 1 when held whole, else its shares' sum
-  shares?: GpuShare[]; // pods holding a share of it
+  shares?: GpuShare[]; // pods holding a share of it (in MIG mode: the MIG devices they hold)
+  mig?: boolean; // in MIG mode: its MIG devices are advertised, not it
+  mig_devices?: MigDevice[]; // as its node's agent lists them
+}
+
+/** A MIG device of a GPU in MIG mode, as its node's agent lists it. */
+export interface MigDevice {
+  uuid: string;
+  profile: string;
+  memory_total_bytes: number;
+  pod: string | null; // the pod the device plugin gave it to
 }
 
 /** A pod's share of one GPU's compute and memory. */
@@ -98,6 +109,7 @@ export interface GpuShare {
   gpu_memory_mib: number | null;
   memory_used_bytes?: number | null; // measured by the node's agent
   over_memory_since?: string | null; // while it holds more memory than it asked for
+  mig_profile?: string | null; // a MIG device of the GPU, of this profile
 }
 
 export interface GpuList {

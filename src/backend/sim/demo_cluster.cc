@@ -12,6 +12,8 @@ namespace chamber::backend {
 constexpr int64_t kJobsPerWeek = 12000;
 // Notebooks on shares of a GPU per simulated week at scale 1: about 10 an hour.
 constexpr int64_t kNotebooksPerWeek = 1680;
+// Inference servers on MIG devices per simulated week at scale 1: about 3 an hour.
+constexpr int64_t kInferencePerWeek = 504;
 
 namespace {
 
@@ -46,6 +48,32 @@ void AddNotebooks(int64_t count, core::Duration span, uint64_t seed, sim::Trace&
   }
 }
 
+// Inference servers of the recsys and llm-training teams, each one pod on one MIG device of an
+// A100 (a 1g.10gb for half of them, a 2g.20gb for three in ten, a 3g.40gb for the rest) for two
+// to eight hours, submitted evenly over `span`.
+void AddInference(int64_t count, core::Duration span, uint64_t seed, sim::Trace& trace) {
+  uint64_t state = seed ^ 0x696E666572656E63ULL;  // "inferenc"
+  const auto span_ms = static_cast<uint64_t>(std::max<int64_t>(1, span.count()));
+  constexpr uint64_t kHourMs = 3'600'000;
+  for (int64_t i = 0; i < count; ++i) {
+    sim::TraceJob j;
+    j.id = "inference-" + std::to_string(i);
+    j.user = "inference";
+    j.queue = NextRandom(state) % 2 == 0 ? "recsys" : "llm-training";
+    j.group = j.queue;
+    j.priority = 50;
+    j.submit = core::Time(static_cast<int64_t>(NextRandom(state) % span_ms));
+    j.duration =
+        core::Duration(static_cast<int64_t>(2 * kHourMs + NextRandom(state) % (6 * kHourMs)));
+    const uint64_t kind = NextRandom(state) % 10;
+    j.mig_profile = kind < 5 ? "1g.10gb" : kind < 8 ? "2g.20gb" : "3g.40gb";
+    j.mig_devices_per_pod = 1;
+    j.cpu_milli_per_pod = 4000;
+    j.memory_bytes_per_pod = int64_t{32} << 30;
+    trace.jobs.push_back(std::move(j));
+  }
+}
+
 }  // namespace
 
 SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
@@ -73,6 +101,10 @@ SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
   pool("h100", 16, 8, "H100-SXM5-80GB", 80, 3.90, sim::PricingType::kOnDemand, "zone-a", 192, 2048);
   pool("a100", 12, 8, "A100-SXM4-80GB", 80, 1.60, sim::PricingType::kReserved, "zone-a", 128, 1024);
   pool("l40s", 10, 4, "L40S-48GB", 48, 0.75, sim::PricingType::kSpot, "zone-b", 64, 512);
+  // The last GPU of each A100 node is in MIG mode, divided for inference servers.
+  sim::NodePool& a100 = b.cluster.pools[1];
+  a100.mig_gpus = 1;
+  a100.mig_devices = {{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}};
 
   const char* names[] = {"llm-training", "vision", "recsys", "research"};
   const int64_t quotas[] = {112, 64, 48, 40};
@@ -105,6 +137,9 @@ SimulatedBackendOptions DemoCluster(const DemoClusterOptions& o) {
   }
   AddNotebooks(
       static_cast<int64_t>(static_cast<double>(kNotebooksPerWeek) * k * std::max(0.01, o.load)),
+      spec.span, o.seed, b.trace);
+  AddInference(
+      static_cast<int64_t>(static_cast<double>(kInferencePerWeek) * k * std::max(0.01, o.load)),
       spec.span, o.seed, b.trace);
   b.step = o.step;
   b.gpu_mtbf_hours = o.gpu_mtbf_hours;

@@ -29,9 +29,11 @@ inline double DemoScaleForGpus(int64_t gpus) {
 }
 
 // Pools at scale 1: h100 (16 nodes x 8 H100, on-demand), a100 (12 x 8 A100, reserved), l40s
-// (10 x 4 L40S, spot). Queues: llm-training, vision, recsys, research. Besides the synthetic
-// jobs, the research and vision teams run notebooks on shares of L40S GPUs (a quarter or a half
-// of one, for one to four hours; about 25 at once at scale 1).
+// (10 x 4 L40S, spot), the last GPU of each A100 node in MIG mode (2 x 1g.10gb, a 2g.20gb and a
+// 3g.40gb). Queues: llm-training, vision, recsys, research. Besides the synthetic jobs, the
+// research and vision teams run notebooks on shares of L40S GPUs (a quarter or a half of one,
+// for one to four hours; about 25 at once at scale 1), and the recsys and llm-training teams
+// inference servers on MIG devices (two to eight hours; about 15 at once at scale 1).
 SimulatedBackendOptions DemoCluster(const DemoClusterOptions& options);
 
 }  // namespace chamber::backend

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/gpu_health_rules.h"
+#include "core/gpu_share.h"
 
 namespace chamber::backend {
 
@@ -118,6 +119,33 @@ GpuFault SimulatedBackend::SimulatedFault(const std::string& uuid, int64_t at_ms
   }
 }
 
+namespace {
+
+// A node's GPUs in MIG mode, after its whole GPUs (BuildNodes names those GPU-<node>-<g>), each
+// with the pool's layout of devices. NVML measures no utilization of a GPU in MIG mode, so none
+// is given.
+std::vector<fleet::GpuInput> MigGpusOf(const sim::NodePool& p, const core::Node& node) {
+  std::vector<fleet::GpuInput> gpus;
+  const core::MigModel* model = core::FindMigModel(p.gpu_model);
+  for (int32_t g = p.gpus_per_node - p.mig_gpus; g < p.gpus_per_node; ++g) {
+    fleet::GpuInput& gpu = gpus.emplace_back();
+    gpu.uuid = "GPU-" + node.name + "-" + std::to_string(g);
+    gpu.model = p.gpu_model;
+    gpu.memory_total_bytes = p.gpu_memory_bytes;
+    gpu.mig = true;
+    for (const auto& [name, count] : p.mig_devices) {
+      const core::MigProfile* profile = model ? core::FindMigProfile(*model, name) : nullptr;
+      for (int32_t k = 0; k < count; ++k)
+        gpu.mig_devices.push_back(
+            {fmt::format("MIG-{}-{}-{}", node.name, g, gpu.mig_devices.size()), name,
+             profile ? profile->memory_mib * 1048576 : 0, ""});
+    }
+  }
+  return gpus;
+}
+
+}  // namespace
+
 SimulatedBackend::SimulatedBackend(SimulatedBackendOptions options)
     : options_(std::move(options)) {}
 
@@ -132,6 +160,8 @@ Result<std::unique_ptr<SimulatedBackend>> SimulatedBackend::Create(
   b->sim_options_.gpu_mtbf_hours = o.gpu_mtbf_hours;
   b->sim_options_.repair_time = o.repair_time;
   b->sim_options_.seed = o.seed;
+  b->sim_options_.mig_profiles = o.cluster.MigProfiles();
+  b->sim_options_.mig_gpus = o.cluster.MigGpus();
 
   std::map<std::string, int32_t> pool_index;
   for (const sim::NodePool& p : o.cluster.pools) {
@@ -144,6 +174,8 @@ Result<std::unique_ptr<SimulatedBackend>> SimulatedBackend::Create(
     for (const auto& [k, v] : n.labels)
       if (k == "chamber.io/pool" && pool_index.contains(v)) pool = pool_index[v];
     b->node_pool_.push_back(pool);
+    b->mig_gpus_.push_back(pool >= 0 ? MigGpusOf(o.cluster.pools[static_cast<size_t>(pool)], n)
+                                     : std::vector<fleet::GpuInput>{});
   }
   CHAMBER_ASSIGN_OR_RETURN(b->cluster_,
                            sim::SimCluster::Create(nodes, o.trace, b->policy_, b->sim_options_, {},
@@ -205,6 +237,7 @@ Observation SimulatedBackend::Observe() {
   o.node_pool = node_pool_;
   o.samples.resize(snap.nodes.size());
   for (size_t n = 0; n < snap.nodes.size(); ++n) o.samples[n].resize(snap.nodes[n].gpus.size());
+  o.mig_gpus = mig_gpus_;
   const int64_t minute = cluster_->now().count() / 60000;
   for (size_t w = 0; w < snap.workloads.size(); ++w) {
     const core::Workload& wl = snap.workloads[w];

@@ -69,6 +69,9 @@ class SimulatedBackend : public daemon::ClusterBackend {
   sim::SimPolicy policy_;
   std::vector<fleet::PoolInput> pools_;
   std::vector<int32_t> node_pool_;
+  // Per node, its GPUs in MIG mode with their devices, as an agent would list them (the demo
+  // has no pods, so no device names its holder).
+  std::vector<std::vector<fleet::GpuInput>> mig_gpus_;
   std::unique_ptr<sim::SimCluster> cluster_;
   bool started_ = false;
   // The faults of the GPUs unhealthy now, by UUID, and the workloads requeued off each.

@@ -66,8 +66,8 @@ TEST_F(FleetCommandsTest, StatusTable) {
   const json f = daemon::FleetJson(*daemon_->state());
   const json& g = f["summary"]["gpus"];
   EXPECT_NE(o.out.find("264 capacity"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find(std::to_string(g["allocated"].get<int>()) + " allocated"),
-            std::string::npos);
+  EXPECT_NE(o.out.find(Number(g["allocated"].get<double>()) + " allocated"), std::string::npos)
+      << o.out;
   EXPECT_NE(o.out.find("$682.80/h"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("(demo, simulated time)"), std::string::npos);
   EXPECT_NE(o.out.find("h100  H100-SXM5-80GB  on-demand  128"), std::string::npos) << o.out;

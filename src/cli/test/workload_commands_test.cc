@@ -148,8 +148,9 @@ TEST_F(WorkloadCommandsTest, WorkloadsTableFollowsTheWorkloadsResource) {
             "(20 of " + std::to_string(all["total"].get<size_t>()) + " shown; --limit shows more)");
 }
 
-// The demo's notebooks ask for a quarter or a half of a GPU: the table and `why` say 0.25 and
-// 0.5, not a rounded figure.
+// The demo's notebooks ask for a quarter or a half of a GPU, its inference servers for a MIG
+// device charged its compute slices over 7: the table and `why` say 0.25, 0.5, 0.142, 0.285 and
+// 0.428, not a rounded figure.
 TEST_F(WorkloadCommandsTest, SharesAreShownAsExactGpuEquivalents) {
   daemon::WorkloadFilter f;
   f.limit = 100000;
@@ -162,7 +163,7 @@ TEST_F(WorkloadCommandsTest, SharesAreShownAsExactGpuEquivalents) {
     fractions.insert(g);
     if (notebook.empty() && g == 0.25) notebook = w["name"];
   }
-  EXPECT_EQ(fractions, (std::set<double>{0.25, 0.5}));
+  EXPECT_EQ(fractions, (std::set<double>{0.142, 0.25, 0.285, 0.428, 0.5}));
   ASSERT_FALSE(notebook.empty());
   Output o = Cli({"why", notebook});
   ASSERT_EQ(o.code, 0) << o.err;

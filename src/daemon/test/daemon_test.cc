@@ -81,10 +81,19 @@ TEST(DemoClusterTest, ScaleGrowsPoolsQuotasAndWorkInProportion) {
   o.load = 1;
   const SimulatedBackendOptions base = DemoCluster(o);
   EXPECT_EQ(Gpus(base), kDemoClusterGpus);
-  // 12,000 synthetic jobs and 1,680 notebooks, each one pod on a quarter or a half of an L40S.
-  EXPECT_EQ(base.trace.jobs.size(), 12000u + 1680u);
+  // 12,000 synthetic jobs, 1,680 notebooks, each one pod on a quarter or a half of an L40S,
+  // and 504 inference servers, each one pod on one MIG device of an A100.
+  EXPECT_EQ(base.trace.jobs.size(), 12000u + 1680u + 504u);
   std::map<int32_t, int> notebooks;
+  std::map<std::string, int> inference;
   for (const sim::TraceJob& j : base.trace.jobs) {
+    if (j.id.starts_with("inference-")) {
+      ++inference[j.mig_profile];
+      EXPECT_EQ(j.pods, 1);
+      EXPECT_EQ(j.mig_devices_per_pod, 1);
+      EXPECT_EQ(j.gpus_per_pod + j.gpu_milli_per_pod, 0);
+      EXPECT_TRUE(j.queue == "recsys" || j.queue == "llm-training") << j.queue;
+    }
     if (!j.id.starts_with("notebook-")) continue;
     ++notebooks[j.gpu_milli_per_pod];
     EXPECT_EQ(j.pods, 1);
@@ -97,6 +106,12 @@ TEST(DemoClusterTest, ScaleGrowsPoolsQuotasAndWorkInProportion) {
   EXPECT_EQ(notebooks.size(), 2u);
   EXPECT_EQ(notebooks[250] + notebooks[500], 1680);
   EXPECT_GT(notebooks[250], notebooks[500]);  // two in three are quarters
+  EXPECT_EQ(inference.size(), 3u);
+  EXPECT_GT(inference["1g.10gb"], inference["3g.40gb"]);  // half are 1g.10gb, a fifth 3g.40gb
+  // The last GPU of each A100 node is in MIG mode: its devices, not it, are the node's.
+  const sim::NodePool& a100 = base.cluster.pools[1];
+  EXPECT_EQ(a100.mig_gpus, 1);
+  EXPECT_EQ(base.cluster.MigProfiles().size(), 3u);
 
   o.scale = DemoScaleForGpus(10000);
   o.load = 0.1;  // a tenth of the work keeps the test fast; jobs scale with both
@@ -110,7 +125,7 @@ TEST(DemoClusterTest, ScaleGrowsPoolsQuotasAndWorkInProportion) {
   for (const core::Queue& q : big.queues) quotas += q.res(core::Resource::kGpu).quota;
   EXPECT_EQ(big.queues[0].res(core::Resource::kGpu).quota, core::Gpus(4242));  // 112 x 37.88
   EXPECT_EQ(quotas, core::Gpus(9999));
-  EXPECT_EQ(big.trace.jobs.size(), 45454u + 6363u);  // (12,000 + 1,680) x 37.88 x 0.1
+  EXPECT_EQ(big.trace.jobs.size(), 45454u + 6363u + 1909u);  // (12,000 + 1,680 + 504) x 3.788
   // Every team still gets work.
   std::map<std::string, int> per_queue;
   for (const sim::TraceJob& j : big.trace.jobs) ++per_queue[j.queue];
@@ -438,12 +453,27 @@ TEST(ApiJsonTest, DirectGpusBodyMatchesTheJsonDocument) {
   // The part of each busy GPU held adds up to the fleet's busy GPU-equivalents (allocated GPUs
   // that failed count as unhealthy, not busy); a shared GPU's part is its shares' sum.
   double busy = 0, failed_held = 0;
-  int shared = 0;
+  int shared = 0, mig = 0, mig_held = 0;
   for (const auto& g : parsed["gpus"]) {
     if (g["state"] == "busy") busy += g["allocated"].get<double>();
     if (g["state"] == "unhealthy") failed_held += g["allocated"].get<double>();
+    mig += g["mig"].get<bool>() ? 1 : 0;
     if (g["shares"].empty()) continue;
-    ++shared;
+    if (g["mig"].get<bool>()) {
+      // A GPU in MIG mode: its shares are MIG devices of its layout, each charged its slices.
+      ++mig_held;
+      EXPECT_EQ(g["mig_devices"].size(), 4u) << g.dump();
+      for (const auto& sh : g["shares"]) {
+        const std::string profile = sh["mig_profile"];
+        EXPECT_EQ(std::llround(sh["gpu_fraction"].get<double>() * 1000), profile == "1g.10gb" ? 142
+                                                                         : profile == "2g.20gb"
+                                                                             ? 285
+                                                                             : 428)
+            << sh.dump();
+      }
+    } else {
+      ++shared;
+    }
     EXPECT_TRUE(g["workload"].is_null()) << g.dump();
     int64_t sum = 0;
     for (const auto& sh : g["shares"]) {
@@ -459,10 +489,14 @@ TEST(ApiJsonTest, DirectGpusBodyMatchesTheJsonDocument) {
   }
   EXPECT_GT(shared, 0);
   EXPECT_EQ(shared, s->view.gpus.shared);
+  EXPECT_EQ(mig, 12);  // the last GPU of each of the 12 A100 nodes
+  EXPECT_EQ(mig, s->view.gpus.mig);
+  EXPECT_GT(mig_held, 0);  // inference servers on MIG devices
 
   // Prometheus: each GPU's held part, and per GPU and workload the part its shares hold.
   const std::string page = MetricsPage(*s);
   EXPECT_EQ(MetricValue(page, "chamber_gpus_shared"), shared);
+  EXPECT_EQ(MetricValue(page, "chamber_gpus_mig"), mig);
   for (const auto& g : parsed["gpus"]) {
     const std::string gpu = "node=\"" + g["node"].get<std::string>() + "\",gpu=\"" +
                             std::to_string(g["index"].get<int>()) + "\",uuid=\"" +

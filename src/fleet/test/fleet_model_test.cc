@@ -211,6 +211,8 @@ TEST(FleetModelTest, AMigGpuCountsByTheChargesOfTheDevicesHeld) {
   three.mig_profile = "3g.40gb";
   one.mig_profile = "1g.10gb";
   n.gpus[0].shares = {three, one, one};
+  // NVML gives no utilization of a GPU in MIG mode: held, it is not called idle.
+  n.gpus[0].below_threshold_since = kNow - 60 * kMinute;
   in.nodes = {n};
   in.queues.resize(2);
   in.queues[0].name = "a";

@@ -57,6 +57,85 @@ TEST(ClusterSpec, ErrorsNameTheField) {
   EXPECT_NE(spec.status().message().find("field nodes: unknown field"), std::string::npos);
 }
 
+// MIG layouts: the last `gpus` GPUs of each node in MIG mode, their devices the node's, checked
+// against the GPU model's profiles and NVIDIA's placements.
+TEST(ClusterSpec, MigLayoutsMakeTheNodesMigDevices) {
+  Result<ClusterSpec> spec = ParseClusterSpec(R"(
+pools:
+  - name: a100
+    count: 2
+    gpusPerNode: 8
+    gpuModel: A100-SXM4-80GB
+    mig: {gpus: 2, devices: {3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}}
+  - name: h100
+    count: 1
+    gpusPerNode: 4
+    gpuModel: H100-SXM5-80GB
+    mig: {devices: {1g.10gb: 7}}
+)",
+                                              "cluster.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->TotalGpus(), 20);       // GPUs in MIG mode count
+  EXPECT_EQ(spec->pools[1].mig_gpus, 4);  // every GPU of the node when `gpus` is not given
+  const std::vector<core::MigResource> profiles = spec->MigProfiles();
+  ASSERT_EQ(profiles.size(), 3u);  // in name order, charged by compute slices over 7
+  EXPECT_EQ(profiles[0].name, "1g.10gb");
+  EXPECT_EQ(profiles[0].milli, 142);
+  EXPECT_EQ(profiles[1].name, "2g.20gb");
+  EXPECT_EQ(profiles[1].milli, 285);
+  EXPECT_EQ(profiles[2].name, "3g.40gb");
+  EXPECT_EQ(profiles[2].milli, 428);
+  const std::vector<core::Node> nodes = BuildNodes(*spec);
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0].gpus.size(), 6u);    // 8 less the 2 in MIG mode
+  EXPECT_EQ(nodes[0].mig_devices[0], 4);  // 2 GPUs x 2 x 1g.10gb
+  EXPECT_EQ(nodes[0].mig_devices[1], 2);
+  EXPECT_EQ(nodes[0].mig_devices[2], 2);
+  EXPECT_EQ(nodes[2].gpus.size(), 0u);
+  EXPECT_EQ(nodes[2].mig_devices[0], 28);
+  EXPECT_EQ(nodes[2].mig_devices[2], 0);
+
+  auto error = [](const std::string& mig, const std::string& model = "A100-SXM4-80GB") {
+    Result<ClusterSpec> s = ParseClusterSpec(
+        "pools:\n  - name: a\n    gpuModel: " + model + "\n    mig: " + mig + "\n", "cluster.yaml");
+    return s.ok() ? std::string("ok") : s.status().message();
+  };
+  EXPECT_EQ(error("{devices: {5g.50gb: 1}}"),
+            "cluster.yaml:4:20: field pools[0].mig.devices.5g.50gb: no MIG profile 5g.50gb on "
+            "A100-SXM4-80GB (1g.10gb, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)");
+  // Two 3g.40gb take all eight memory slots: no place for a 1g.10gb.
+  EXPECT_EQ(error("{devices: {3g.40gb: 2, 1g.10gb: 1}}"),
+            "cluster.yaml:4:20: field pools[0].mig.devices: the devices do not fit on one "
+            "A100-SXM4-80GB in any of the placements NVIDIA allows");
+  EXPECT_EQ(error("{devices: {1g.10gb: 8}}"),
+            "cluster.yaml:4:30: field pools[0].mig.devices.1g.10gb: must be between 1 and 7");
+  EXPECT_EQ(error("{gpus: 9, devices: {1g.10gb: 1}}"),
+            "cluster.yaml:4:17: field pools[0].mig.gpus: must be between 1 and gpusPerNode (8)");
+  EXPECT_EQ(error("{devices: {1g.10gb: 1}}", "L40S-48GB"),
+            "cluster.yaml:4:10: field pools[0].mig: gpuModel \"L40S-48GB\" has no MIG profiles "
+            "Chamber knows (A100 40GB or 80GB, H100 80GB)");
+  EXPECT_EQ(error("{gpus: 1}"),
+            "cluster.yaml:4:10: field pools[0].mig.devices: a MIG layout "
+            "needs its devices");
+  // Pools of A100 40GB and 80GB may name 11 profiles; a snapshot holds 8.
+  Result<ClusterSpec> many = ParseClusterSpec(R"(pools:
+  - {name: a, gpuModel: A100-40GB, mig: {devices: {1g.5gb: 1, 2g.10gb: 1, 3g.20gb: 1}}}
+  - {name: b, gpuModel: A100-40GB, mig: {devices: {4g.20gb: 1, 1g.10gb: 1}}}
+  - {name: c, gpuModel: A100-80GB, mig: {devices: {1g.20gb: 1, 2g.20gb: 1, 3g.40gb: 1}}}
+  - {name: d, gpuModel: A100-80GB, mig: {devices: {4g.40gb: 1}}}
+)",
+                                              "cluster.yaml");
+  ASSERT_FALSE(many.ok());
+  EXPECT_EQ(many.status().message(),
+            "cluster.yaml:2:3: field pools: the pools' MIG layouts name 9 profiles; a cluster may "
+            "have at most 8");
+  // The layouts NVIDIA's mig-parted offers fit: all 1g.10gb, balanced, all 3g.40gb, one 7g.
+  for (const char* ok :
+       {"{devices: {1g.10gb: 7}}", "{devices: {3g.40gb: 2}}",
+        "{devices: {4g.40gb: 1, 2g.20gb: 1, 1g.10gb: 1}}", "{devices: {7g.80gb: 1}}"})
+    EXPECT_EQ(error(ok), "ok") << ok;
+}
+
 // Found by the cluster_spec fuzz harness: an empty name (`name: ""`, or a bare tag such as
 // `name: !x`) made a pool whose nodes were named "-0", "-1", ...
 TEST(ClusterSpec, EmptyPoolNameIsAnError) {

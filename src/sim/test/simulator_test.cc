@@ -88,6 +88,54 @@ TEST(Simulator, SharesOfOneGpuRunSideBySide) {
                     }));
 }
 
+// MIG devices from the cluster's layout: one node whose one GPU in MIG mode holds two 3g.40gb.
+// Two 3g.40gb servers run from t=0 for 1h; a third waits for a device, 1h-2h. Each is charged
+// 0.428 GPU: 3 x 0.428 GPU-hours of capacity 2 GPUs (one whole, one in MIG mode) x 2h.
+TEST(Simulator, MigDevicesOfTheLayoutRunOneServerEach) {
+  ClusterSpec spec;
+  NodePool p;
+  p.name = "n";
+  p.gpus_per_node = 2;
+  p.gpu_model = "A100-SXM4-80GB";
+  p.mig_gpus = 1;
+  p.mig_devices = {{"3g.40gb", 2}};
+  spec.pools.push_back(p);
+  auto server = [](std::string id) {
+    TraceJob j = Job(std::move(id), Time(0), hours(1), 1, 0);
+    j.mig_profile = "3g.40gb";
+    j.mig_devices_per_pod = 1;
+    return j;
+  };
+  Trace trace;
+  for (const char* id : {"a", "b", "c"}) trace.jobs.push_back(server(id));
+  SimOptions options;
+  options.mig_profiles = spec.MigProfiles();
+  options.mig_gpus = 1;
+  std::vector<std::pair<std::string, Time>> starts;
+  const EventSink sink = [&](const SimEvent& e) {
+    if (e.kind != EventKind::kStart) return;
+    starts.emplace_back(e.job->id, e.time);
+    EXPECT_EQ(e.placements.at(0).gpu_mask, 0u) << "a MIG pod holds no whole GPU";
+  };
+  Result<SimMetrics> m = Simulate(BuildNodes(spec), trace, Policy("chamber"), options, sink);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 3);
+  EXPECT_EQ(m->capacity_gpus, 2);
+  EXPECT_DOUBLE_EQ(m->makespan_hours, 2);
+  EXPECT_NEAR(m->allocation, 3 * 0.428 / 4, 1e-12);
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts[0].second, Time(0));
+  EXPECT_EQ(starts[1].second, Time(0));
+  EXPECT_EQ(starts[2].second, Time(hours(1)));
+
+  // A profile no layout has is an error, named.
+  trace.jobs[2].mig_profile = "1g.10gb";
+  m = Simulate(BuildNodes(spec), trace, Policy("chamber"), options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "job c asks for MIG devices of profile 1g.10gb, which no pool's MIG layout has");
+}
+
 TEST(Simulator, KubeDefaultDeadlocksGangsThatChamberRunsInTurn) {
   // Two 2-pod x 4-GPU jobs on two 4-GPU nodes. Pod by pod, a/0 and b/0 take one node each and
   // both jobs wait forever for their second pod; as gangs, a runs and then b.

@@ -30,6 +30,9 @@ struct TraceJob {
   int32_t pods = 1;
   int32_t gpus_per_pod = 0;       // whole GPUs per pod
   int32_t gpu_milli_per_pod = 0;  // a fraction of one GPU in thousandths (openb); 0: whole GPUs
+  // MIG devices of one profile per pod ("1g.10gb"), without GPUs or a fraction; empty: none.
+  std::string mig_profile;
+  int32_t mig_devices_per_pod = 0;
   int64_t cpu_milli_per_pod = 0;
   int64_t memory_bytes_per_pod = 0;
   std::vector<std::string> gpu_models;  // allowed models; empty: any

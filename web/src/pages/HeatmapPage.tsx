@@ -3,7 +3,7 @@ import { useResource } from '../api';
 import { Panel, Status } from '../components/Card';
 import { stateColors } from '../components/StateBar';
 import { formatBytes, formatGpuState, formatNumber, formatPercent } from '../format';
-import { drawHeatmap, hitTest, layoutHeatmap, poolOf, type ColorMode } from '../heatmap';
+import { drawHeatmap, hitTest, layoutHeatmap, migMarkColor, poolOf, type ColorMode } from '../heatmap';
 import type { Gpu, GpuList, GpuState } from '../types';
 
 const states: GpuState[] = ['busy', 'allocated_idle', 'idle', 'unhealthy'];
@@ -17,7 +17,7 @@ function GpuDetails({ gpu }: { gpu: Gpu }) {
       <div><dt>Memory</dt><dd>{formatBytes(gpu.memory_used_bytes)} of {formatBytes(gpu.memory_total_bytes)}</dd></div>
       <div><dt>Model</dt><dd>{gpu.model}</dd></div>
       {gpu.pool && <div><dt>Pool</dt><dd>{gpu.pool}</dd></div>}
-      <div><dt>Workload</dt><dd data-testid="gpu-details-workload">{gpu.workload ?? (gpu.shares?.length ? 'shared' : '–')}</dd></div>
+      <div><dt>Workload</dt><dd data-testid="gpu-details-workload">{gpu.workload ?? (gpu.shares?.length ? (gpu.mig ? 'MIG devices' : 'shared') : '–')}</dd></div>
       {gpu.queue && <div><dt>Queue</dt><dd>{gpu.queue}</dd></div>}
       {gpu.shares && gpu.shares.length > 0 && (
         <div>
@@ -27,13 +27,31 @@ function GpuDetails({ gpu }: { gpu: Gpu }) {
             <ul class="gpu-shares">
               {gpu.shares.map((s, i) => (
                 <li key={i} data-testid="gpu-details-share">
-                  {s.workload} ({s.queue}): {formatPercent(s.gpu_fraction)}
+                  {s.workload} ({s.queue}): {s.mig_profile ? `MIG ${s.mig_profile}, ` : ''}{formatPercent(s.gpu_fraction)}
                   {s.gpu_memory_mib !== null ? `, ${formatBytes(s.gpu_memory_mib * 1048576)}` : ''}
                   {s.memory_used_bytes != null ? `; uses ${formatBytes(s.memory_used_bytes)}` : ''}
                   {s.over_memory_since ? ' (over its memory)' : ''}
                 </li>
               ))}
             </ul>
+          </dd>
+        </div>
+      )}
+      {gpu.mig && (
+        <div>
+          <dt>MIG mode</dt>
+          <dd data-testid="gpu-details-mig">
+            {gpu.mig_devices && gpu.mig_devices.length > 0 ? (
+              <ul class="gpu-shares">
+                {gpu.mig_devices.map((d) => (
+                  <li key={d.uuid} data-testid="gpu-details-mig-device">
+                    {d.profile || 'unknown profile'}: {d.pod ?? 'free'}
+                  </li>
+                ))}
+              </ul>
+            ) : (
+              'devices not listed (no agent reports them)'
+            )}
           </dd>
         </div>
       )}
@@ -80,6 +98,7 @@ export function HeatmapPage() {
     for (const g of shown) c[g.state] = (c[g.state] ?? 0) + 1;
     return c;
   }, [shown]);
+  const migCount = useMemo(() => shown.filter((g) => g.mig).length, [shown]);
   const layout = useMemo(() => (width > 0 ? layoutHeatmap(shown, width) : null), [shown, width]);
 
   useLayoutEffect(() => {
@@ -195,6 +214,12 @@ export function HeatmapPage() {
                   {formatGpuState(s)} <strong data-testid={`heatmap-count-${s}`}>{formatNumber(counts[s] ?? 0)}</strong>
                 </li>
               ))}
+              {migCount > 0 && (
+                <li>
+                  <span class="swatch" style={{ background: migMarkColor }} aria-hidden="true" />
+                  MIG mode <strong data-testid="heatmap-count-mig">{formatNumber(migCount)}</strong>
+                </li>
+              )}
               <li>
                 GPUs <strong data-testid="heatmap-total">{formatNumber(shown.length)}</strong> on{' '}
                 <strong data-testid="heatmap-nodes">{formatNumber(layout?.nodeCount ?? 0)}</strong> nodes

@@ -175,14 +175,14 @@ describe('dashboard', () => {
     );
   });
 
-  test('a GPU that shares divide lists each share, and its cell shows the part they hold', async () => {
-    const { stateColors } = await loadModule('src/components/StateBar.tsx');
+  // On the heatmap of `pool`: selects a GPU the API's answer says is `wanted` (whenever the
+  // selected one is not, or no longer: the demo's work comes and goes) and runs `check` on it and
+  // on what the page shows of it for the same snapshot: its details, and the colours of its cell
+  // at the top, at the bottom, and in its top-right corner.
+  async function checkSelectedGpu(pool, what, wanted, check) {
     await open('/gpus', 'page-heatmap');
-    await page.selectOption('[data-testid="heatmap-pool"]', 'l40s');
+    await page.selectOption('[data-testid="heatmap-pool"]', pool);
     const canvas = page.locator('[data-testid="heatmap-canvas"]');
-    const sharedNotFull = (g) => g && g.shares.length > 0 && g.allocated < 1 && g.state !== 'unhealthy';
-    // What the page shows of the selected GPU, read in one go: the snapshot's time, its details
-    // and the colours of its cell at the top and at the bottom.
     const readSelected = () =>
       page.evaluate(() => {
         const side = document.querySelector('.heat-side [data-testid="gpu-details"]');
@@ -193,46 +193,82 @@ describe('dashboard', () => {
           const d = canvas.getContext('2d').getImageData(Math.floor(px * r), Math.floor(py * r), 1, 1).data;
           return '#' + [d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join('');
         };
+        const texts = (id) => [...(side?.querySelectorAll(`[data-testid="${id}"]`) ?? [])].map((e) => e.textContent.trim());
         const [x, y, size] = cell ? cell.split(',').map(Number) : [0, 0, 0];
         return {
           time: document.querySelector('[data-testid="page-heatmap"]').getAttribute('data-time'),
           uuid: side?.getAttribute('data-uuid') ?? null,
           held: side?.querySelector('[data-testid="gpu-details-held"]')?.textContent.trim(),
-          shares: [...(side?.querySelectorAll('[data-testid="gpu-details-share"]') ?? [])].map((e) => e.textContent.trim()),
-          top: cell ? colour(x + size / 2, y + 1) : null,
+          shares: texts('gpu-details-share'),
+          mig: texts('gpu-details-mig-device'),
+          top: cell ? colour(x + 1, y + 1) : null,
           bottom: cell ? colour(x + size / 2, y + size - 2) : null,
+          corner: cell ? colour(x + size - 1, y + 1) : null,
         };
       });
-    // Notebooks come and go while the demo runs: whenever the selected GPU is not (or no longer)
-    // an L40S GPU that shares divide, not all of it held, select one that is, and check it against
-    // the API's answer for the snapshot the page shows.
     await eventually(async () => {
       const list = await getJson(`${server.url}/api/v1/gpus`);
       const screen = await readSelected();
       if (screen.time !== list.time) throw new Error(`screen ${screen.time}, API ${list.time}`);
-      const shown = list.gpus.filter((g) => (g.pool ?? g.model) === 'l40s');
+      const shown = list.gpus.filter((g) => (g.pool ?? g.model) === pool);
       const gpu = shown.find((g) => g.uuid === screen.uuid);
-      if (!sharedNotFull(gpu)) {
-        const i = shown.findIndex(sharedNotFull);
-        assert.ok(i >= 0, 'an L40S GPU that shares divide');
+      if (!gpu || !wanted(gpu)) {
+        const i = shown.findIndex(wanted);
+        assert.ok(i >= 0, what);
         await canvas.focus();
         await page.keyboard.press('Home');
         for (let k = 0; k < i; k++) await page.keyboard.press('ArrowRight');
         throw new Error(`selected ${shown[i].uuid}; it is checked next`);
       }
+      await check(gpu, screen);
+    }, 60_000);
+  }
+
+  test('a GPU that shares divide lists each share, and its cell shows the part they hold', async () => {
+    const { stateColors } = await loadModule('src/components/StateBar.tsx');
+    const sharedNotFull = (g) => g.shares.length > 0 && g.allocated < 1 && g.state !== 'unhealthy';
+    await checkSelectedGpu('l40s', 'an L40S GPU that shares divide', sharedNotFull, (gpu, screen) => {
       const sum = gpu.shares.reduce((a, sh) => a + Math.round(sh.gpu_fraction * 1000), 0);
       assert.equal(Math.round(gpu.allocated * 1000), sum, 'allocated is the shares sum');
       assert.equal(gpu.workload, null);
+      assert.equal(gpu.mig, false);
       assert.equal(screen.held, `${f.formatPercent(gpu.allocated)} held`);
       assert.deepEqual(
         screen.shares,
         gpu.shares.map((sh) => `${sh.workload} (${sh.queue}): ${f.formatPercent(sh.gpu_fraction)}`),
       );
-      // The cell: the free part at the top in the idle colour, the held part below in the state's.
+      // The cell: the free part at the top in the idle colour, the held part below in the state's,
+      // and no MIG mark.
       assert.equal(screen.top, stateColors.idle, 'free part');
       assert.equal(screen.bottom, stateColors[gpu.state], 'held part');
-    }, 60_000);
+      assert.equal(screen.corner, stateColors.idle, 'no MIG mark');
+    });
     await screenshot('heatmap-shares');
+  });
+
+  test('a GPU in MIG mode lists its devices and the servers on them, and its cell is marked', async () => {
+    const { stateColors } = await loadModule('src/components/StateBar.tsx');
+    const { migMarkColor } = await loadModule('src/heatmap.ts');
+    const migHeld = (g) => g.mig && g.shares.length > 0 && g.state !== 'unhealthy';
+    await checkSelectedGpu('a100', 'an A100 GPU in MIG mode holding servers', migHeld, (gpu, screen) => {
+      // The demo's layout of each MIG GPU, as the API lists it: 2 x 1g.10gb, a 2g.20gb, a 3g.40gb.
+      assert.deepEqual(gpu.mig_devices.map((d) => d.profile).sort(), ['1g.10gb', '1g.10gb', '2g.20gb', '3g.40gb']);
+      assert.deepEqual(screen.mig, gpu.mig_devices.map((d) => `${d.profile}: free`), 'the demo has no pods to name');
+      const charge = { '1g.10gb': 142, '2g.20gb': 285, '3g.40gb': 428 };
+      const sum = gpu.shares.reduce((a, sh) => a + charge[sh.mig_profile], 0);
+      assert.equal(Math.round(gpu.allocated * 1000), sum, 'allocated is the devices charges sum');
+      assert.equal(gpu.state, 'busy', 'held MIG devices are busy: NVML measures no MIG utilization');
+      assert.deepEqual(
+        screen.shares,
+        gpu.shares.map((sh) => `${sh.workload} (${sh.queue}): MIG ${sh.mig_profile}, ${f.formatPercent(sh.gpu_fraction)}`),
+      );
+      assert.equal(screen.corner, migMarkColor, 'the MIG mark');
+      assert.equal(screen.bottom, stateColors.busy, 'held part');
+    });
+    const legend = Number((await page.locator('[data-testid="heatmap-count-mig"]').textContent()).replace(/,/g, ''));
+    const list = await getJson(`${server.url}/api/v1/gpus`);
+    assert.equal(legend, list.gpus.filter((g) => (g.pool ?? g.model) === 'a100' && g.mig).length);
+    await screenshot('heatmap-mig');
   });
 
   test('queues and teams show quota, usage, borrowed, lent, fair share, waits and lost work per queue', async () => {
@@ -318,9 +354,11 @@ describe('dashboard', () => {
     };
     const all = await expectScreenMatches(page, 'page-workloads', `${server.url}/api/v1/workloads?limit=5000`, check);
     assert.ok(all.total > 0, 'the demo has workloads');
-    // Notebooks ask for a quarter or a half of a GPU, and say so.
+    // Notebooks ask for a quarter or a half of a GPU, inference servers for a MIG device charged
+    // its compute slices over 7, and say so.
     const shares = new Set(all.workloads.filter((w) => !Number.isInteger(w.gpus)).map((w) => w.gpus));
-    assert.ok([...shares].every((g) => g === 0.25 || g === 0.5) && shares.size > 0, [...shares].join());
+    const parts = [0.25, 0.5, 0.142, 0.285, 0.428];
+    assert.ok([...shares].every((g) => parts.includes(g)) && shares.size > 0, [...shares].join());
     await screenshot('workloads');
 
     // Filter by the state of the first workload listed (pending ones come first when there are
