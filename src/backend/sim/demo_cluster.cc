@@ -25,21 +25,32 @@ uint64_t NextRandom(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+constexpr uint64_t kHourMs = 3'600'000;
+
+// Job `i` of a kind of one-pod work the demo adds beside the synthetic jobs: `<kind>-<i>`, of
+// queue `a` or `b` (evenly), priority 50, submitted evenly over `span_ms`, running for `hours`
+// hours and up to `more_hours` more. Draws from `state` in that order.
+sim::TraceJob OnePodJob(const std::string& kind, int64_t i, const char* a, const char* b,
+                        uint64_t span_ms, uint64_t hours, uint64_t more_hours, uint64_t& state) {
+  sim::TraceJob j;
+  j.id = kind + "-" + std::to_string(i);
+  j.user = kind;
+  j.queue = NextRandom(state) % 2 == 0 ? a : b;
+  j.group = j.queue;
+  j.priority = 50;
+  j.submit = core::Time(static_cast<int64_t>(NextRandom(state) % span_ms));
+  j.duration = core::Duration(
+      static_cast<int64_t>(hours * kHourMs + NextRandom(state) % (more_hours * kHourMs)));
+  return j;
+}
+
 // Interactive notebooks of the research and vision teams, each one pod holding a quarter or a
 // half of one L40S GPU for one to four hours, submitted evenly over `span`.
 void AddNotebooks(int64_t count, core::Duration span, uint64_t seed, sim::Trace& trace) {
   uint64_t state = seed ^ 0x6E6F7465626F6F6BULL;  // "notebook"
   const auto span_ms = static_cast<uint64_t>(std::max<int64_t>(1, span.count()));
-  constexpr uint64_t kHourMs = 3'600'000;
   for (int64_t i = 0; i < count; ++i) {
-    sim::TraceJob j;
-    j.id = "notebook-" + std::to_string(i);
-    j.user = "notebook";
-    j.queue = NextRandom(state) % 2 == 0 ? "research" : "vision";
-    j.group = j.queue;
-    j.priority = 50;
-    j.submit = core::Time(static_cast<int64_t>(NextRandom(state) % span_ms));
-    j.duration = core::Duration(static_cast<int64_t>(kHourMs + NextRandom(state) % (3 * kHourMs)));
+    sim::TraceJob j = OnePodJob("notebook", i, "research", "vision", span_ms, 1, 3, state);
     j.gpu_milli_per_pod = NextRandom(state) % 3 == 0 ? 500 : 250;
     j.cpu_milli_per_pod = 2000;
     j.memory_bytes_per_pod = int64_t{16} << 30;
@@ -54,17 +65,8 @@ void AddNotebooks(int64_t count, core::Duration span, uint64_t seed, sim::Trace&
 void AddInference(int64_t count, core::Duration span, uint64_t seed, sim::Trace& trace) {
   uint64_t state = seed ^ 0x696E666572656E63ULL;  // "inferenc"
   const auto span_ms = static_cast<uint64_t>(std::max<int64_t>(1, span.count()));
-  constexpr uint64_t kHourMs = 3'600'000;
   for (int64_t i = 0; i < count; ++i) {
-    sim::TraceJob j;
-    j.id = "inference-" + std::to_string(i);
-    j.user = "inference";
-    j.queue = NextRandom(state) % 2 == 0 ? "recsys" : "llm-training";
-    j.group = j.queue;
-    j.priority = 50;
-    j.submit = core::Time(static_cast<int64_t>(NextRandom(state) % span_ms));
-    j.duration =
-        core::Duration(static_cast<int64_t>(2 * kHourMs + NextRandom(state) % (6 * kHourMs)));
+    sim::TraceJob j = OnePodJob("inference", i, "recsys", "llm-training", span_ms, 2, 6, state);
     const uint64_t kind = NextRandom(state) % 10;
     j.mig_profile = kind < 5 ? "1g.10gb" : kind < 8 ? "2g.20gb" : "3g.40gb";
     j.mig_devices_per_pod = 1;
