@@ -1302,17 +1302,21 @@ daemon::Observation KubeBackend::Observe() {
     if (auto u = usage.find(node.name); u != usage.end() && u->second) {
       // A GPU by its UUID where the node names its GPUs' UUIDs, else by its place among the
       // node's GPUs not in MIG mode: the device plugin advertises those as nvidia.com/gpu, in
-      // NVML's order.
-      size_t whole = 0;
+      // NVML's order, and the agent reports every GPU in MIG mode (a GPU it skips, lost or idle
+      // without processes, is not one).
       for (const AgentGpuSample& a : *u->second) {
         size_t g = node.gpus.size();
         for (size_t i = 0; i < node.gpus.size() && !a.uuid.empty(); ++i)
           if (node.gpus[i].uuid == a.uuid) g = i;
         const bool in_mig_mode = !a.sample.mig_devices.empty();
-        if (g == node.gpus.size() && !in_mig_mode && whole < g &&
-            node.gpus[whole].uuid.str().find('/') != std::string::npos)
-          g = whole;  // no UUIDs on the node: "<node>/gpu<k>"
-        if (!in_mig_mode) ++whole;
+        if (g == node.gpus.size() && !in_mig_mode && a.index >= 0) {
+          int mig_before = 0;
+          for (const AgentGpuSample& b : *u->second)
+            mig_before += !b.sample.mig_devices.empty() && b.index < a.index ? 1 : 0;
+          const auto k = static_cast<size_t>(a.index - mig_before);
+          if (k < g && node.gpus[k].uuid.str().find('/') != std::string::npos)
+            g = k;  // no UUIDs on the node: "<node>/gpu<k>"
+        }
         if (g < node.gpus.size())
           samples_[n][g] = a.sample;
         else if (in_mig_mode)

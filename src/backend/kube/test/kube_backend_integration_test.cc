@@ -138,6 +138,87 @@ TEST(KubeBackendOnTheControlPlane, ADeposedLeaderLeavesAHalfBoundGangAsItIs) {
   DeleteNamespaceNodeAndQueue(client, ns);
 }
 
+// On a node that names no GPU UUIDs, the agent's samples of GPUs not in MIG mode go to the node's
+// whole GPUs in NVML's order, skipping the GPUs in MIG mode (not among its nvidia.com/gpu); those
+// are listed apart with their devices (docs/sharing.md, "MIG GPUs in the fleet view"). Without
+// an agent, the node's nvidia.com/gpu.count label says how many it has.
+TEST(KubeBackendOnTheControlPlane, AgentSamplesGoToTheWholeGpusAndGpusInMigModeAreListedApart) {
+  auto connected = chamberd::e2e::ConnectWithQueueCrd(CHAMBER_QUEUE_CRD);
+  ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+  kube::Client& client = **connected;
+  const std::string ns = NamespaceWithANodeAndAQueue(client);
+  ASSERT_FALSE(ns.empty());
+  kubesim::NodePoolSpec mixed;
+  mixed.prefix = ns + "-mixed";
+  mixed.gpus = 2;
+  mixed.labels = {{"nvidia.com/gpu.count", "4"}};
+  mixed.resources = {{"nvidia.com/mig-1g.10gb", "7"}, {"nvidia.com/mig-3g.40gb", "2"}};
+  ASSERT_TRUE(kubesim::CreateFakeNodes(client, mixed).ok());
+  const std::string node = kubesim::FakeNodeName(mixed, 0);
+
+  KubeBackendOptions options;
+  options.write_events = false;
+  auto backend = KubeBackend::Create(&client, options);
+  ASSERT_TRUE(backend.ok()) << backend.status().ToString();
+  // NVML's GPUs 0 and 2 in MIG mode, 1 and 3 not.
+  auto sample = [](int index, double utilization, bool mig) {
+    AgentGpuSample a;
+    a.index = index;
+    a.uuid = "GPU-" + std::to_string(index);
+    a.sample.utilization = utilization;
+    if (mig) a.sample.mig_devices = {{"MIG-" + std::to_string(index), "3g.40gb", 0, ""}};
+    return a;
+  };
+  bool agent = false;
+  (*backend)->SetGpuUsageSource([&] {
+    AgentGpuUsage usage;
+    if (agent)
+      usage[node] = std::make_shared<const std::vector<AgentGpuSample>>(std::vector{
+          sample(0, 0, true), sample(1, 0.25, false), sample(2, 0, true), sample(3, 0.75, false)});
+    return usage;
+  });
+  size_t n = 0;
+  auto observe = [&] {
+    daemon::Observation o;
+    EXPECT_TRUE(chamberd::e2e::Eventually(
+        [&] {
+          auto s = (*backend)->Refresh();
+          if (!s.ok()) return false;
+          for (n = 0; n < (*s)->nodes.size(); ++n)
+            if ((*s)->nodes[n].name == node) break;
+          if (n == (*s)->nodes.size()) return false;
+          o = (*backend)->Observe();
+          return true;
+        },
+        std::chrono::seconds(20)));
+    return o;
+  };
+  // No agent: 4 GPUs less the 2 whole ones, named for the node, their devices not known.
+  daemon::Observation o = observe();
+  ASSERT_EQ(o.mig_gpus.size(), o.snapshot->nodes.size());
+  ASSERT_EQ(o.mig_gpus[n].size(), 2u);
+  EXPECT_EQ(o.mig_gpus[n][1].uuid, node + "/mig-gpu1");
+  EXPECT_TRUE(o.mig_gpus[n][0].mig && o.mig_gpus[n][0].mig_devices.empty());
+  // The agent: whole GPU 0 of the node is NVML's GPU 1, whole GPU 1 NVML's 3.
+  agent = true;
+  o = observe();
+  ASSERT_EQ(o.samples[n].size(), 2u);
+  EXPECT_DOUBLE_EQ(o.samples[n][0].utilization, 0.25);
+  EXPECT_DOUBLE_EQ(o.samples[n][1].utilization, 0.75);
+  ASSERT_EQ(o.mig_gpus[n].size(), 2u);
+  EXPECT_EQ(o.mig_gpus[n][0].uuid, "GPU-0");
+  EXPECT_EQ(o.mig_gpus[n][1].uuid, "GPU-2");
+  EXPECT_EQ(o.mig_gpus[n][1].mig_devices.at(0).uuid, "MIG-2");
+  // The 8-GPU node has neither.
+  for (size_t m = 0; m < o.snapshot->nodes.size(); ++m)
+    if (m != n) {
+      EXPECT_TRUE(o.mig_gpus[m].empty()) << o.snapshot->nodes[m].name;
+    }
+
+  backend->reset();
+  DeleteNamespaceNodeAndQueue(client, ns);
+}
+
 // A pod its controller changed after chamberd's snapshot (a label written as it made the pod,
 // as a LeaderWorkerSet's controller does) fails the bind's resourceVersion precondition: the
 // bind is tried again with the pod's new version, and the gang is not rolled back. A pod whose
