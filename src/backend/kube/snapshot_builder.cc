@@ -16,6 +16,7 @@
 
 #include "common/gpu_share_ask.h"
 #include "common/time.h"
+#include "core/mig_profile.h"
 #include "kube/client.h"
 
 namespace chamber::backend {
@@ -108,23 +109,6 @@ struct Meta {
 // The NVIDIA device plugin's MIG resources under its mixed strategy: nvidia.com/mig-<profile>.
 constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
 
-// The charge of a device of MIG profile `profile` ("3g.40gb", "1g.10gb+me"), thousandths of a
-// GPU: its compute slices (the number before "g") over its GPU's, 4 on an A30 (whose profiles are
-// 1g.6gb, 2g.12gb and 4g.24gb) and 7 on every other MIG GPU (A100, H100, H200); 0 when the name
-// is not a profile's.
-int32_t MigProfileMilli(std::string_view profile) {
-  int slices = 0, memory = 0;
-  const char* end = profile.data() + profile.size();
-  auto [g, e1] = std::from_chars(profile.data(), end, slices);
-  if (e1 != std::errc() || slices < 1 || slices > 8 || end - g < 4 || g[0] != 'g' || g[1] != '.')
-    return 0;
-  auto [gb, e2] = std::from_chars(g + 2, end, memory);
-  if (e2 != std::errc() || memory < 1 || end - gb < 2 || gb[0] != 'g' || gb[1] != 'b') return 0;
-  const bool a30 = (slices == 1 && memory == 6) || (slices == 2 && memory == 12) ||
-                   (slices == 4 && memory == 24);
-  return core::MigDeviceMilli(slices, a30 ? 4 : 7);
-}
-
 }  // namespace
 
 // MIG profiles by name, in the order the build cache first met them: a pod shape's
@@ -178,7 +162,7 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
     if (!name.starts_with(kMigResourcePrefix) || quantity <= 0) continue;
     const std::string asked = name + ": " + std::to_string(quantity);
     const std::string_view profile = std::string_view(name).substr(kMigResourcePrefix.size());
-    const int32_t milli = MigProfileMilli(profile);
+    const int32_t milli = core::MigProfileMilli(profile);
     if (s.mig.devices > 0) {
       mig_error = "requests " + std::string(kMigResourcePrefix) + mig_names.Name(s.mig.profile) +
                   " and " + asked + "; a pod asks for MIG devices of one profile";
@@ -872,7 +856,7 @@ class Builder {
     for (const auto& [name, count] : kn.allocatable.values) {
       if (!name.starts_with(kMigResourcePrefix) || count <= 0) continue;
       const std::string_view profile = std::string_view(name).substr(kMigResourcePrefix.size());
-      const int index = MigProfileMilli(profile) > 0 ? cache_.mig_names.Intern(profile) : -1;
+      const int index = core::MigProfileMilli(profile) > 0 ? cache_.mig_names.Intern(profile) : -1;
       if (index < 0) {
         problem("node " + n.name + ": allocatable " + name +
                 " names no MIG profile Chamber counts; its devices are not scheduled");
@@ -1910,7 +1894,7 @@ class Builder {
         continue;
       }
       lane[static_cast<size_t>(p)] = static_cast<int>(snap.mig_profiles.size());
-      snap.mig_profiles.push_back({name, MigProfileMilli(name)});
+      snap.mig_profiles.push_back({name, core::MigProfileMilli(name)});
     }
     for (size_t i = 0; i < snap.nodes.size(); ++i) {
       core::Node& node = snap.nodes[i];

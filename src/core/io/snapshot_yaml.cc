@@ -5,6 +5,7 @@
 #include "common/file.h"
 #include "common/yaml_reader.h"
 #include "core/io/queue_yaml.h"
+#include "core/mig_profile.h"
 
 namespace chamber::core::io {
 namespace {
@@ -32,6 +33,7 @@ class SnapshotParser {
     if (root.IsNull()) return Snapshot{};
     CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(root, "", {"now", "nodes", "queues", "workloads"}));
     Snapshot s;
+    snapshot_ = &s;
     if (root["now"]) {
       CHAMBER_ASSIGN_OR_RETURN(s.now, ParseTime(y_, root["now"], "now"));
     }
@@ -62,12 +64,30 @@ class SnapshotParser {
   }
 
  private:
+  // The index of MIG profile `node` names in the snapshot's profiles, which gain it when new:
+  // profiles in the order the file first names them, with their charge.
+  Result<int8_t> MigProfileIndex(const YAML::Node& node, const std::string& path, Snapshot* s) {
+    CHAMBER_ASSIGN_OR_RETURN(const std::string name, y_.String(node, path));
+    for (size_t l = 0; l < s->mig_profiles.size(); ++l)
+      if (s->mig_profiles[l].name == name) return static_cast<int8_t>(l);
+    const int32_t milli = MigProfileMilli(name);
+    if (milli <= 0)
+      return y_.Error(node, path,
+                      "\"" + name + "\" is not a MIG profile (forms like 1g.10gb, 3g.40gb)");
+    if (s->mig_profiles.size() >= static_cast<size_t>(kMaxMigProfiles))
+      return y_.Error(
+          node, path,
+          "a snapshot names at most " + std::to_string(kMaxMigProfiles) + " MIG profiles");
+    s->mig_profiles.push_back({name, milli});
+    return static_cast<int8_t>(s->mig_profiles.size() - 1);
+  }
+
   // One entry may describe `count` identical nodes, named <name>-0, <name>-1, ...
   Status ParseNodes(const YAML::Node& e, const std::string& path, Snapshot* s) {
     CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(
         e, path,
         {"name", "count", "gpus", "gpuModel", "gpuMemory", "cpu", "memory", "maxPods", "labels",
-         "taints", "unschedulable", "unhealthyGpus", "nvlinkIslands", "topology"}));
+         "taints", "unschedulable", "unhealthyGpus", "nvlinkIslands", "topology", "mig"}));
     Node n;
     if (!e["name"]) return y_.Error(e, path + ".name", "a node needs a name");
     CHAMBER_ASSIGN_OR_RETURN(n.name, y_.String(e["name"], path + ".name"));
@@ -174,6 +194,19 @@ class SnapshotParser {
                                  y_.String(topo["nvlinkDomain"], path + ".topology.nvlinkDomain"));
       }
     }
+    if (const YAML::Node mig = e["mig"]) {
+      // MIG devices per profile, as the device plugin's mixed strategy advertises them.
+      CHAMBER_RETURN_IF_ERROR(y_.ExpectMap(mig, path + ".mig"));
+      for (const auto& kv : mig) {
+        const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "";
+        const std::string at = path + ".mig." + name;
+        CHAMBER_ASSIGN_OR_RETURN(const int8_t profile, MigProfileIndex(kv.first, at, s));
+        CHAMBER_ASSIGN_OR_RETURN(const int64_t devices, y_.Int(kv.second, at));
+        if (devices < 0 || devices > kMaxMigDevices)
+          return y_.Error(kv.second, at, "must be between 0 and " + std::to_string(kMaxMigDevices));
+        n.mig_devices[static_cast<size_t>(profile)] = static_cast<uint8_t>(devices);
+      }
+    }
     for (int64_t c = 0; c < count; ++c) {
       Node copy = n;
       if (count > 1) copy.name = n.name + "-" + std::to_string(c);
@@ -188,9 +221,9 @@ class SnapshotParser {
 
   Status ParsePodSet(const YAML::Node& e, const std::string& path, bool in_workload, PodSet* ps) {
     if (!in_workload) {
-      CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(
-          e, path,
-          {"name", "count", "gpu", "cpu", "memory", "nodeSelector", "tolerations", "gpuModels"}));
+      CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(e, path,
+                                           {"name", "count", "gpu", "gpuMemory", "mig", "cpu",
+                                            "memory", "nodeSelector", "tolerations", "gpuModels"}));
       if (e["name"]) {
         CHAMBER_ASSIGN_OR_RETURN(ps->name, y_.String(e["name"], path + ".name"));
       }
@@ -202,11 +235,48 @@ class SnapshotParser {
         return y_.Error(e[count_key], path + "." + count_key, "must be between 1 and 1000000");
       ps->count = static_cast<int32_t>(c);
     }
-    if (e["gpu"]) {
-      CHAMBER_ASSIGN_OR_RETURN(const int64_t gpus, y_.Int(e["gpu"], path + ".gpu"));
-      if (gpus < 0) return y_.Error(e["gpu"], path + ".gpu", "must not be negative");
-      if (gpus > 1000000) return y_.Error(e["gpu"], path + ".gpu", "must be at most 1000000");
-      ps->request[Resource::kGpu] = Gpus(gpus);
+    if (const YAML::Node gpu = e["gpu"]) {
+      const std::string text = gpu.IsScalar() ? gpu.Scalar() : "";
+      if (text.find_first_of(".m") != std::string::npos) {
+        // A share of one GPU's compute: "0.25", "250m".
+        CHAMBER_ASSIGN_OR_RETURN(const int64_t milli, y_.GpuMilli(gpu, path + ".gpu", 1000000));
+        if (milli >= kMilliPerGpu && milli % kMilliPerGpu != 0)
+          return y_.Error(gpu, path + ".gpu",
+                          "a share of one GPU is below 1; more than one GPU is whole GPUs");
+        ps->request[Resource::kGpu] = milli;
+      } else {
+        CHAMBER_ASSIGN_OR_RETURN(const int64_t gpus, y_.Int(gpu, path + ".gpu"));
+        if (gpus < 0) return y_.Error(gpu, path + ".gpu", "must not be negative");
+        if (gpus > 1000000) return y_.Error(gpu, path + ".gpu", "must be at most 1000000");
+        ps->request[Resource::kGpu] = Gpus(gpus);
+      }
+    }
+    if (const YAML::Node memory = e["gpuMemory"]) {
+      // With a share: the GPU memory the pod holds.
+      CHAMBER_ASSIGN_OR_RETURN(const int64_t bytes, y_.Bytes(memory, path + ".gpuMemory"));
+      if (bytes <= 0) return y_.Error(memory, path + ".gpuMemory", "must be positive");
+      ps->gpu_memory_mib = (bytes + 1048575) / 1048576;
+    }
+    if (const YAML::Node mig = e["mig"]) {
+      // MIG devices of one profile per pod: {profile: 1g.10gb, devices: 1}.
+      CHAMBER_RETURN_IF_ERROR(y_.CheckKeys(mig, path + ".mig", {"profile", "devices"}));
+      if (!mig["profile"])
+        return y_.Error(mig, path + ".mig.profile", "MIG devices need a profile");
+      CHAMBER_ASSIGN_OR_RETURN(const int8_t profile,
+                               MigProfileIndex(mig["profile"], path + ".mig.profile", snapshot_));
+      int64_t devices = 1;
+      if (mig["devices"]) {
+        CHAMBER_ASSIGN_OR_RETURN(devices, y_.Int(mig["devices"], path + ".mig.devices"));
+        if (devices < 1 || devices > kMaxMigDevices)
+          return y_.Error(mig["devices"], path + ".mig.devices",
+                          "must be between 1 and " + std::to_string(kMaxMigDevices));
+      }
+      if (ps->request.gpu_milli() != 0 || ps->gpu_memory_mib != 0)
+        return y_.Error(
+            mig, path + ".mig",
+            "a pod asks for MIG devices, whole GPUs or a share of one, not two of them");
+      ps->mig = {profile, static_cast<uint8_t>(devices),
+                 static_cast<int16_t>(snapshot_->mig_profiles[static_cast<size_t>(profile)].milli)};
     }
     if (e["cpu"]) {
       CHAMBER_ASSIGN_OR_RETURN(ps->request[Resource::kCpu], y_.CpuMilli(e["cpu"], path + ".cpu"));
@@ -270,6 +340,8 @@ class SnapshotParser {
                                           "podSets",
                                           "pods",
                                           "gpu",
+                                          "gpuMemory",
+                                          "mig",
                                           "cpu",
                                           "memory",
                                           "nodeSelector",
@@ -399,6 +471,7 @@ class SnapshotParser {
   }
 
   YamlReader y_;
+  Snapshot* snapshot_ = nullptr;  // the one Parse is filling
   std::unordered_map<std::string, int32_t> node_ids_;
 };
 

@@ -91,6 +91,47 @@ TEST(SnapshotYaml, ReadsEveryField) {
   EXPECT_EQ(g.TotalPods(), 4);
 }
 
+// Shares of a GPU and MIG devices: profiles in the order the file names them, each charged its
+// compute slices over its GPU's.
+TEST(SnapshotYaml, ReadsSharesAndMigDevices) {
+  Result<Snapshot> s = ParseSnapshot(R"(
+nodes:
+  - {name: mig, mig: {3g.40gb: 2, 1g.10gb: 7}}
+  - {name: a30, mig: {1g.6gb: 4}}
+  - {name: l40s, gpus: 4, gpuMemory: 48Gi}
+workloads:
+  - {name: nb, gpu: 0.25, gpuMemory: 10Gi}
+  - {name: half, gpu: 500m}
+  - {name: server, pods: 2, mig: {profile: 1g.10gb, devices: 2}}
+  - name: mixed
+    podSets:
+      - {name: leader, count: 1, mig: {profile: 2g.20gb}}
+      - {name: worker, count: 2, gpu: 1}
+)",
+                                     "s.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->mig_profiles.size(), 4u);
+  EXPECT_EQ(s->mig_profiles[0].name, "3g.40gb");
+  EXPECT_EQ(s->mig_profiles[0].milli, 428);
+  EXPECT_EQ(s->mig_profiles[1].name, "1g.10gb");
+  EXPECT_EQ(s->mig_profiles[1].milli, 142);
+  EXPECT_EQ(s->mig_profiles[2].milli, 250);       // an A30's 1g.6gb: one slice of 4
+  EXPECT_EQ(s->mig_profiles[3].name, "2g.20gb");  // named first by a workload
+  EXPECT_EQ(s->nodes[0].mig_devices[0], 2);
+  EXPECT_EQ(s->nodes[0].mig_devices[1], 7);
+  EXPECT_EQ(s->nodes[1].mig_devices[2], 4);
+  EXPECT_TRUE(s->nodes[0].gpus.empty());
+  EXPECT_EQ(s->workloads[0].pod_sets[0].request.gpu_milli(), 250);
+  EXPECT_EQ(s->workloads[0].pod_sets[0].gpu_memory_mib, 10 * 1024);
+  EXPECT_EQ(s->workloads[1].pod_sets[0].request.gpu_milli(), 500);
+  const PodSet& server = s->workloads[2].pod_sets[0];
+  EXPECT_EQ(server.mig, (MigAsk{1, 2, 142}));
+  EXPECT_EQ(server.request.gpu_milli(), 0);
+  EXPECT_EQ(s->workloads[2].TotalRequest().gpu_milli(), 2 * 2 * 142);
+  EXPECT_EQ(s->workloads[3].pod_sets[0].mig, (MigAsk{3, 1, 285}));
+  EXPECT_EQ(s->workloads[3].pod_sets[1].request.gpu_milli(), 1000);
+}
+
 struct BadSnapshot {
   const char* yaml;
   const char* expected;
@@ -107,24 +148,39 @@ TEST_P(SnapshotErrors, NameTheField) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, SnapshotErrors,
-    testing::Values(BadSnapshot{"nodes:\n  - {name: a, gpus: 65}\n",
-                                "s.yaml:2:21: field nodes[0].gpus: must be between 0 and 64"},
-                    BadSnapshot{"nodes:\n  - {name: a, gpus: 2, unhealthyGpus: [2]}\n",
-                                "GPU index 2 does not exist on this node"},
-                    BadSnapshot{"nodes:\n  - {name: a}\n  - {name: a}\n", "duplicate node name a"},
-                    BadSnapshot{
-                        "workloads:\n  - {name: w, state: Running, placements: [{node: x}]}\n",
-                        "field workloads[0].placements[0].node: no node named x"},
-                    BadSnapshot{"workloads:\n  - {name: w, state: Running}\n",
-                                "a running workload needs its placements"},
-                    BadSnapshot{"workloads:\n  - {name: w, state: Done}\n",
-                                "expected Pending, Running, Preempting or Suspended"},
-                    BadSnapshot{"workloads:\n  - {name: w, gpu: -1}\n", "field workloads[0].gpu"},
-                    BadSnapshot{"workloads:\n  - {name: w, pods: 2, podSets: [{count: 1}]}\n",
-                                "give pod fields inside podSets"},
-                    BadSnapshot{"workloads:\n  - {name: w, cpu: lots}\n", "is not a CPU quantity"},
-                    BadSnapshot{"nodes: {a: 1}\n", "field nodes: expected a list"},
-                    BadSnapshot{"workload: []\n", "field workload: unknown field"}));
+    testing::Values(
+        BadSnapshot{"nodes:\n  - {name: a, gpus: 65}\n",
+                    "s.yaml:2:21: field nodes[0].gpus: must be between 0 and 64"},
+        BadSnapshot{"nodes:\n  - {name: a, gpus: 2, unhealthyGpus: [2]}\n",
+                    "GPU index 2 does not exist on this node"},
+        BadSnapshot{"nodes:\n  - {name: a}\n  - {name: a}\n", "duplicate node name a"},
+        BadSnapshot{"workloads:\n  - {name: w, state: Running, placements: [{node: x}]}\n",
+                    "field workloads[0].placements[0].node: no node named x"},
+        BadSnapshot{"workloads:\n  - {name: w, state: Running}\n",
+                    "a running workload needs its placements"},
+        BadSnapshot{"workloads:\n  - {name: w, state: Done}\n",
+                    "expected Pending, Running, Preempting or Suspended"},
+        BadSnapshot{"workloads:\n  - {name: w, gpu: -1}\n", "field workloads[0].gpu"},
+        BadSnapshot{"workloads:\n  - {name: w, pods: 2, podSets: [{count: 1}]}\n",
+                    "give pod fields inside podSets"},
+        BadSnapshot{"workloads:\n  - {name: w, cpu: lots}\n", "is not a CPU quantity"},
+        BadSnapshot{"nodes: {a: 1}\n", "field nodes: expected a list"},
+        BadSnapshot{"workload: []\n", "field workload: unknown field"},
+        BadSnapshot{"nodes:\n  - {name: a, mig: {5g.big: 1}}\n",
+                    "s.yaml:2:21: field nodes[0].mig.5g.big: \"5g.big\" is not a "
+                    "MIG profile (forms like 1g.10gb, 3g.40gb)"},
+        BadSnapshot{"nodes:\n  - {name: a, mig: {1g.10gb: 256}}\n",
+                    "field nodes[0].mig.1g.10gb: must be between 0 and 255"},
+        BadSnapshot{"workloads:\n  - {name: w, gpu: 1, mig: {profile: 1g.10gb}}\n",
+                    "field workloads[0].mig: a pod asks for MIG devices, whole GPUs "
+                    "or a share of one, not two of them"},
+        BadSnapshot{"workloads:\n  - {name: w, mig: {devices: 1}}\n",
+                    "field workloads[0].mig.profile: MIG devices need a profile"},
+        BadSnapshot{"workloads:\n  - {name: w, gpu: 1.5}\n",
+                    "field workloads[0].gpu: a share of one GPU is below 1"},
+        BadSnapshot{"workloads:\n  - {name: w, gpu: 0.0001}\n", "has more than 3 decimals"},
+        BadSnapshot{"workloads:\n  - {name: w, gpu: 0.5, gpuMemory: 0}\n",
+                    "field workloads[0].gpuMemory: must be positive"}));
 
 }  // namespace
 }  // namespace chamber::core::io
