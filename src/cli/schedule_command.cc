@@ -38,37 +38,51 @@ std::string GpuList(uint64_t mask) {
   return out;
 }
 
-std::string Placement(const Snapshot& s, const std::vector<core::PodAssignment>& pods) {
+// Where each pod goes: node[GPUs], or node[MIG <profile>] for a pod of MIG devices.
+std::string Placement(const Snapshot& s, core::WorkloadId w,
+                      const std::vector<core::PodAssignment>& pods) {
   std::string out;
   for (const core::PodAssignment& a : pods) {
     if (!out.empty()) out += " ";
-    out += s.nodes[a.placement.node.index()].name + "[" + GpuList(a.placement.gpu_mask) + "]";
+    const std::vector<core::PodSet>& sets = s.workloads[w.index()].pod_sets;
+    const auto set = static_cast<size_t>(a.pod_set);
+    const core::MigAsk mig = set < sets.size() ? sets[set].mig : core::MigAsk{};
+    std::string where = GpuList(a.placement.gpu_mask);
+    if (mig.any() && static_cast<size_t>(mig.profile) < s.mig_profiles.size())
+      where = (mig.devices > 1 ? std::to_string(mig.devices) + " x " : "") + "MIG " +
+              s.mig_profiles[static_cast<size_t>(mig.profile)].name;
+    out += s.nodes[a.placement.node.index()].name + "[" + where + "]";
   }
   return out;
 }
 
 void PrintTables(const Snapshot& s, const CycleResult& r, std::ostream& out) {
   auto name = [&](core::WorkloadId w) { return s.workloads[w.index()].name; };
-  int64_t gpus = 0;
-  for (const core::Node& n : s.nodes) gpus += static_cast<int64_t>(n.gpus.size());
-  out << fmt::format("Cycle at {} over {} nodes ({} GPUs), {} queues, {} workloads\n\n",
-                     FormatDuration(s.now), s.nodes.size(), gpus, s.queues.size(),
+  int64_t gpus = 0, mig_devices = 0;
+  for (const core::Node& n : s.nodes) {
+    gpus += static_cast<int64_t>(n.gpus.size());
+    for (uint8_t d : n.mig_devices) mig_devices += d;
+  }
+  const std::string mig =
+      mig_devices > 0 ? fmt::format(", {} MIG devices", mig_devices) : std::string();
+  out << fmt::format("Cycle at {} over {} nodes ({} GPUs{}), {} queues, {} workloads\n\n",
+                     FormatDuration(s.now), s.nodes.size(), gpus, mig, s.queues.size(),
                      s.workloads.size());
 
   out << fmt::format("{:<9} {:<28} {}\n", "DECISION", "WORKLOAD", "DETAIL");
   for (const core::BindDecision& b : r.binds)
-    out << fmt::format("{:<9} {:<28} {}{}\n", "bind", name(b.workload), Placement(s, b.pods),
-                       b.borrowing ? "  (borrowing)" : "");
+    out << fmt::format("{:<9} {:<28} {}{}\n", "bind", name(b.workload),
+                       Placement(s, b.workload, b.pods), b.borrowing ? "  (borrowing)" : "");
   for (const core::ResumeDecision& b : r.resumes)
-    out << fmt::format("{:<9} {:<28} {}{}\n", "resume", name(b.workload), Placement(s, b.pods),
-                       b.borrowing ? "  (borrowing)" : "");
+    out << fmt::format("{:<9} {:<28} {}{}\n", "resume", name(b.workload),
+                       Placement(s, b.workload, b.pods), b.borrowing ? "  (borrowing)" : "");
   for (const core::PreemptDecision& p : r.preemptions)
     out << fmt::format("{:<9} {:<28} {}: {}; grace {}s, {:.1f} GPU-hours lost\n", "preempt",
                        name(p.workload), core::PreemptReasonName(p.reason), p.message,
                        p.grace_seconds, p.gpu_hours_lost);
   for (const core::NominationDecision& n : r.nominations)
     out << fmt::format("{:<9} {:<28} {}  (held while its victims leave)\n", "nominate",
-                       name(n.workload), Placement(s, n.pods));
+                       name(n.workload), Placement(s, n.workload, n.pods));
   for (const core::PendingDecision& p : r.pending) {
     out << fmt::format("{:<9} {:<28} {}: {}", "pending", name(p.workload),
                        core::PendingReasonName(p.reason), p.message());

@@ -91,6 +91,30 @@ TEST_F(ScheduleCommandTest, TableListsEveryDecisionAndTheQueues) {
   EXPECT_EQ(Lines(o.out), expected) << o.out;
 }
 
+// A snapshot of MIG devices: the header counts them, and a MIG pod's placement names its profile.
+TEST(ScheduleCommandMigTest, PlacementsNameTheMigProfile) {
+  const std::string path = testing::TestPath("mig-snapshot.yaml");
+  std::ofstream(path) << R"(now: 2h
+nodes:
+  - {name: n, gpus: 2, mig: {1g.10gb: 4, 3g.40gb: 1}}
+queues:
+  - {name: a, resources: {gpu: {quota: 4}}}
+workloads:
+  - {name: a/server, queue: a, mig: {profile: 3g.40gb}}
+  - {name: a/pair, queue: a, mig: {profile: 1g.10gb, devices: 2}, submitTime: 1h}
+  - {name: a/whole, queue: a, gpu: 1, submitTime: 1h30m}
+)";
+  const Output o = RunCli({"schedule", "--snapshot", path});
+  std::filesystem::remove(path);
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  const std::vector<std::string> lines = Lines(o.out);
+  ASSERT_GE(lines.size(), 6u) << o.out;
+  EXPECT_EQ(lines[0], "Cycle at 2h over 1 nodes (2 GPUs, 5 MIG devices), 1 queues, 3 workloads");
+  EXPECT_EQ(lines[3], "bind      a/server                     n[MIG 3g.40gb]") << o.out;
+  EXPECT_EQ(lines[4], "bind      a/pair                       n[2 x MIG 1g.10gb]") << o.out;
+  EXPECT_EQ(lines[5], "bind      a/whole                      n[0]") << o.out;
+}
+
 TEST_F(ScheduleCommandTest, JsonHasTheSameDecisions) {
   const Output o = RunCli({"schedule", "--snapshot", snapshot_, "-o", "json"});
   ASSERT_EQ(o.code, kExitOk) << o.err;
