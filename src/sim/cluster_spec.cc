@@ -224,9 +224,10 @@ Result<ClusterSpec> ParseClusterSpec(std::string_view text, std::string_view sou
                        "duplicate pool name " + p.name);
     spec.pools.push_back(std::move(p));
   }
-  if (spec.MigProfiles().size() > static_cast<size_t>(core::kMaxMigProfiles))
+  if (const size_t profiles = spec.MigProfiles().size();
+      profiles > static_cast<size_t>(core::kMaxMigProfiles))
     return y.Error(root["pools"], "pools",
-                   "the pools' MIG layouts name " + std::to_string(spec.MigProfiles().size()) +
+                   "the pools' MIG layouts name " + std::to_string(profiles) +
                        " profiles; a cluster may have at most " +
                        std::to_string(core::kMaxMigProfiles));
   if (spec.TotalGpus() == 0 && spec.pools.empty())
