@@ -157,7 +157,14 @@ std::string ExplainWorkload(const json& d) {
   for (const json& line : w.value("pending_details", json::array())) out += "  " + Str(line) + "\n";
 
   const auto gpus = w.at("gpus").get<double>();
-  out += "It asks for " + Gpus(gpus) + " at priority " +
+  std::string mig;
+  const json mig_devices = w.value("mig_devices", json::object());
+  for (const auto& [profile, count] : mig_devices.items()) {
+    const int64_t n = count.get<int64_t>();
+    mig += (mig.empty() ? " as " : " and ") + std::to_string(n) + " MIG " + profile +
+           (n == 1 ? " device" : " devices");
+  }
+  out += "It asks for " + Gpus(gpus) + mig + " at priority " +
          std::to_string(w.at("priority").get<int64_t>()) +
          (w.value("reserved", false) ? " (reserved: runs within quota, never preempted)"
                                      : " (elastic: may borrow beyond quota and be preempted)") +

@@ -331,6 +331,12 @@ json QueueJson(const FleetState& s, size_t q) {
   return out;
 }
 
+json MigDevicesJson(const fleet::WorkloadInput& w) {
+  json out = json::object();
+  for (const auto& [profile, count] : w.mig_devices) out[profile] = count;
+  return out;
+}
+
 json WorkloadJson(const fleet::WorkloadInput& w) {
   return {{"name", w.name},
           {"queue", w.queue},
@@ -338,6 +344,7 @@ json WorkloadJson(const fleet::WorkloadInput& w) {
           {"reserved", w.reserved},
           {"state", fleet::WorkloadPhaseName(w.phase)},
           {"gpus", GpuEquivalents(w.gpu_milli)},
+          {"mig_devices", MigDevicesJson(w)},
           {"borrowing", w.borrowing},
           {"pending_reason", NullOr(w.pending->reason)},
           {"pending_message", NullOr(w.pending->message)},

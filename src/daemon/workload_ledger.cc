@@ -1,5 +1,6 @@
 #include "daemon/workload_ledger.h"
 
+#include <algorithm>
 #include <set>
 
 namespace chamber::daemon {
@@ -150,6 +151,15 @@ SharedItems<fleet::WorkloadInput> WorkloadLedger::Workloads(Observation& obs) {
     wi.priority = w.priority;
     wi.phase = PhaseOf(w.state);
     wi.gpu_milli = w.TotalRequest().gpu_milli();
+    for (const core::PodSet& ps : w.pod_sets) {
+      if (!ps.mig.any() || static_cast<size_t>(ps.mig.profile) >= s.mig_profiles.size()) continue;
+      const std::string& profile = s.mig_profiles[static_cast<size_t>(ps.mig.profile)].name;
+      auto it = std::find_if(wi.mig_devices.begin(), wi.mig_devices.end(),
+                             [&](const auto& d) { return d.first == profile; });
+      if (it == wi.mig_devices.end())
+        it = wi.mig_devices.insert(wi.mig_devices.end(), {profile, 0});
+      it->second += ps.count * ps.mig.devices;
+    }
     wi.submitted = obs.clock_offset_ms + w.submit_time.count();
     wi.reserved = w.reserved();
     if (i < obs.workload_pods.size()) wi.pods = std::move(obs.workload_pods[i]);

@@ -146,7 +146,10 @@ struct WorkloadInput {
   std::string queue;
   int32_t priority = 0;
   WorkloadPhase phase = WorkloadPhase::kPending;
-  int64_t gpu_milli = 0;   // GPU-equivalents requested over all pods, in thousandths
+  int64_t gpu_milli = 0;  // GPU-equivalents requested over all pods, in thousandths
+  // The MIG devices its pods ask for over all pods, per profile ("3g.40gb"), by name; their
+  // charge is part of gpu_milli.
+  std::vector<std::pair<std::string, int32_t>> mig_devices;
   bool borrowing = false;  // admitted beyond its queue's quota (backfill)
   // Why it waits, as the engine said; empty unless pending. Shared with the daemon's record of
   // the cycle's decisions: most workloads of a large cluster run, and carry none.

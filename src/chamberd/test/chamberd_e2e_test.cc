@@ -751,6 +751,14 @@ TEST_F(ChamberdE2E, MigJobsTakeTheDevicesTheirNodeAdvertisesAndAReservedOnePreem
   std::set<std::string> pods;
   for (const kube::Pod& p : JobPods("elastic")) pods.insert(p.metadata.Key());
   EXPECT_EQ(holders, pods);
+  // The workload names its MIG devices, and `chamber why` reads them from here.
+  auto workloads = api.Get("/api/v1/workloads?queue=" + ns_ + "-team");
+  ASSERT_TRUE(workloads && workloads->status == 200);
+  Json elastic;
+  for (const Json& w : Json::parse(workloads->body)["workloads"])
+    if (w["name"] == ns_ + "/elastic") elastic = w;
+  EXPECT_EQ(elastic["gpus"], 0.426) << elastic.dump();
+  EXPECT_EQ(elastic["mig_devices"], Json::parse(R"({"1g.10gb": 3})")) << elastic.dump();
 
   Job("more", JobSpec(ns_ + "-team", 1).Mig("1g.10gb").Seconds(3).Priority("chamber-e2e-elastic"));
   std::string why;

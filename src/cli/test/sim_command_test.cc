@@ -470,6 +470,47 @@ TEST(SimCommand, HeliosTraceEndToEnd) {
   }
 }
 
+// MIG asks in a Chamber CSV trace, on a node whose second A100 is in MIG mode with two 3g.40gb
+// devices: srv-1 takes one device, srv-2 asks for two and waits until srv-1 ends at 1 h; the
+// training job has the whole GPU throughout.
+TEST(SimCommand, MigAsksOfAChamberTraceRunOnTheLayoutsDevices) {
+  TestFiles files;
+  const std::string cluster =
+      files.Write("mig.yaml",
+                  "pools:\n  - {name: a100, count: 1, gpusPerNode: 2, gpuModel: A100-SXM4-80GB,\n"
+                  "     mig: {gpus: 1, devices: {3g.40gb: 2}}}\n");
+  const std::string trace =
+      files.Write("mig.csv",
+                  "id,queue,submit_time,duration,gpus_per_pod,mig_profile,mig_devices_per_pod\n"
+                  "train,a,0,2h,1,,\n"
+                  "srv-1,b,0,1h,,3g.40gb,\n"
+                  "srv-2,b,1,1h,,3g.40gb,2\n");
+  const std::string queues =
+      files.Write("mig-queues.yaml", "queues:\n  - {name: a}\n  - {name: b}\n");
+  const std::string events = files.Path("mig-events.jsonl");
+  const Output o = RunCli({"sim", "--cluster", cluster, "--trace", trace, "--queues", queues,
+                           "--policies", "chamber", "--events", events});
+  ASSERT_EQ(o.code, kExitOk) << o.err;
+  EXPECT_EQ(Lines(o.out).at(0), "Trace " + trace + ": 3 jobs on " + cluster + " (2 GPUs)");
+  auto rows = Rows(o.out);
+  EXPECT_EQ(rows["finished / jobs"], Row{"3/3"});
+  EXPECT_EQ(
+      EventsOf(events, "chamber"),
+      (std::vector<std::string>{"0 srv-1 submit", "0 train submit", "0 train start",
+                                "0 srv-1 start", "1 srv-2 submit", "3600 srv-1 finish",
+                                "3600 srv-2 start", "7200 train finish", "7200 srv-2 finish"}));
+
+  // A profile the cluster's layouts lack is an error naming the job.
+  const std::string other =
+      files.Write("mig-other.csv", "id,submit_time,duration,mig_profile\nx,0,1,1g.10gb\n");
+  const Output bad = RunCli({"sim", "--cluster", cluster, "--trace", other});
+  EXPECT_NE(bad.code, kExitOk);
+  EXPECT_NE(bad.err.find("job x asks for MIG devices of profile 1g.10gb, which no pool's MIG "
+                         "layout has"),
+            std::string::npos)
+      << bad.err;
+}
+
 }  // namespace
 }  // namespace chamber::cli
 

@@ -156,18 +156,27 @@ TEST_F(WorkloadCommandsTest, SharesAreShownAsExactGpuEquivalents) {
   f.limit = 100000;
   const json all = Workloads(f)["workloads"];
   std::set<double> fractions;
-  std::string notebook;
+  std::string notebook, server;
   for (const json& w : all) {
     const double g = w["gpus"].get<double>();
+    // A MIG server names its profile; nothing else has MIG devices.
+    EXPECT_EQ(w["mig_devices"].empty(), g != 0.142 && g != 0.285 && g != 0.428) << w.dump();
     if (g >= 1) continue;
     fractions.insert(g);
     if (notebook.empty() && g == 0.25) notebook = w["name"];
+    if (server.empty() && g == 0.428) server = w["name"];
   }
   EXPECT_EQ(fractions, (std::set<double>{0.142, 0.25, 0.285, 0.428, 0.5}));
   ASSERT_FALSE(notebook.empty());
   Output o = Cli({"why", notebook});
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("It asks for 0.25 GPUs at priority 50"), std::string::npos) << o.out;
+  ASSERT_FALSE(server.empty());
+  o = Cli({"why", server});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("It asks for 0.428 GPUs as 1 MIG 3g.40gb device at priority"),
+            std::string::npos)
+      << o.out;
   o = Cli({"workloads", "--limit", "100000"});
   ASSERT_EQ(o.code, 0) << o.err;
   bool found = false;

@@ -22,12 +22,25 @@ enum Col : size_t {
   kCpu,
   kMemory,
   kModels,
+  kMigProfile,
+  kMigDevices,
 };
 
 constexpr CsvColumn kColumns[] = {
-    {"id", true},          {"queue"},          {"user"},           {"priority"},
-    {"submit_time", true}, {"duration", true}, {"pods"},           {"gpus_per_pod"},
-    {"gpu_milli_per_pod"}, {"cpu_per_pod"},    {"memory_per_pod"}, {"gpu_models"},
+    {"id", true},
+    {"queue"},
+    {"user"},
+    {"priority"},
+    {"submit_time", true},
+    {"duration", true},
+    {"pods"},
+    {"gpus_per_pod"},
+    {"gpu_milli_per_pod"},
+    {"cpu_per_pod"},
+    {"memory_per_pod"},
+    {"gpu_models"},
+    {"mig_profile"},
+    {"mig_devices_per_pod"},
 };
 
 constexpr int64_t kMaxCount = std::numeric_limits<int32_t>::max();
@@ -78,8 +91,13 @@ Status CsvRowToJob(const CsvRow& row, ParsedJob* out) {
     job.memory_bytes_per_pod = *v;
   }
   job.gpu_models = SplitModels(row.Get(kModels));
+  job.mig_profile = std::string(row.Get(kMigProfile));
+  CHAMBER_RETURN_IF_ERROR(IntColumn(row, kMigDevices, 0, kMaxCount, &job.mig_devices_per_pod));
   std::string_view field;
-  if (Status s = CheckShape(&job, &field, "pods", "gpus_per_pod", "gpu_milli_per_pod"); !s.ok()) {
+  if (Status s = CheckShape(
+          &job, &field,
+          {"pods", "gpus_per_pod", "gpu_milli_per_pod", "mig_profile", "mig_devices_per_pod"});
+      !s.ok()) {
     for (size_t c = 0; c < std::size(kColumns); ++c) {
       if (kColumns[c].name == field) return row.Error(c, s.message());
     }
@@ -129,7 +147,7 @@ std::string WriteChamberCsv(const std::vector<TraceJob>& jobs) {
   using trace_internal::FormatSeconds;
   std::string out =
       "id,queue,user,priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,"
-      "cpu_per_pod,memory_per_pod,gpu_models\n";
+      "cpu_per_pod,memory_per_pod,gpu_models,mig_profile,mig_devices_per_pod\n";
   out.reserve(out.size() + jobs.size() * 96);
   for (const TraceJob& j : jobs) {
     AppendCsvField(j.id, &out);
@@ -157,6 +175,10 @@ std::string WriteChamberCsv(const std::vector<TraceJob>& jobs) {
     std::string models;
     for (const std::string& m : j.gpu_models) models += (models.empty() ? "" : "|") + m;
     AppendCsvField(models, &out);
+    out += ',';
+    AppendCsvField(j.mig_profile, &out);
+    out += ',';
+    if (j.mig_devices_per_pod != 0) out += std::to_string(j.mig_devices_per_pod);
     out += '\n';
   }
   return out;

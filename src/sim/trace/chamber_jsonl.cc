@@ -29,12 +29,15 @@ enum Key : size_t {
   kCpu,
   kMemory,
   kModels,
+  kMigProfile,
+  kMigDevices,
   kNumKeys,
 };
 
 constexpr std::string_view kKeys[kNumKeys] = {
-    "id",   "queue",      "user",           "priority",  "submitTime",   "duration",
-    "pods", "gpusPerPod", "gpuMilliPerPod", "cpuPerPod", "memoryPerPod", "gpuModels",
+    "id",           "queue",     "user",       "priority",         "submitTime",
+    "duration",     "pods",      "gpusPerPod", "gpuMilliPerPod",   "cpuPerPod",
+    "memoryPerPod", "gpuModels", "migProfile", "migDevicesPerPod",
 };
 
 // One top-level value of a line, as the SAX events gave it.
@@ -360,8 +363,15 @@ Status ToJob(const LineHandler& h, const LineErrors& at, ParsedJob* out) {
     return at.Field("gpuModels",
                     "expected a list of strings, got " + std::string(models.type_name()));
   }
+  if (const Value& mig = h[kMigProfile]; mig.given() && mig.kind != Value::Kind::kString) {
+    return at.Field(kKeys[kMigProfile], "expected a string, got " + std::string(mig.type_name()));
+  }
+  CHAMBER_RETURN_IF_ERROR(text(kMigProfile, &job.mig_profile));
+  CHAMBER_RETURN_IF_ERROR(integer(kMigDevices, 0, kMaxCount, &job.mig_devices_per_pod));
   std::string_view field;
-  if (Status s = CheckShape(&job, &field, "pods", "gpusPerPod", "gpuMilliPerPod"); !s.ok()) {
+  if (Status s = CheckShape(
+          &job, &field, {"pods", "gpusPerPod", "gpuMilliPerPod", "migProfile", "migDevicesPerPod"});
+      !s.ok()) {
     return at.Field(field, s.message());
   }
   return Status::Ok();

@@ -4,6 +4,8 @@
 #include <functional>
 #include <limits>
 
+#include "core/mig_profile.h"
+#include "core/model.h"
 #include "sim/trace/fields.h"
 
 namespace chamber::sim::trace_internal {
@@ -133,19 +135,34 @@ Status AddCsvJob(JobSink* sink, const CsvRow& row, size_t id_col, ParsedJob job)
   return Status::Ok();
 }
 
-Status CheckShape(TraceJob* job, std::string_view* field, std::string_view pods_name,
-                  std::string_view gpus_name, std::string_view milli_name) {
+namespace {
+
+// As the device plugin names its resources (nvidia.com/mig-<profile>): "3g.40gb", with an
+// attribute suffix such as "+me".
+bool IsMigProfileName(std::string_view name) {
+  if (core::MigProfileMilli(name) <= 0) return false;
+  const std::string_view suffix = name.substr(name.find("gb") + 2);
+  if (suffix.empty()) return true;
+  if (suffix.size() < 2 || suffix[0] != '+') return false;
+  for (char c : suffix.substr(1))
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.')) return false;
+  return true;
+}
+
+}  // namespace
+
+Status CheckShape(TraceJob* job, std::string_view* field, const ShapeFields& names) {
   if (job->pods < 1) {
-    *field = pods_name;
+    *field = names.pods;
     return Status::InvalidArgument("must be at least 1, got " + std::to_string(job->pods));
   }
   if (job->gpus_per_pod < 0) {
-    *field = gpus_name;
+    *field = names.gpus;
     return Status::InvalidArgument("must not be negative, got " +
                                    std::to_string(job->gpus_per_pod));
   }
   if (job->gpu_milli_per_pod < 0 || job->gpu_milli_per_pod > 1000) {
-    *field = milli_name;
+    *field = names.milli;
     return Status::InvalidArgument("must be between 0 and 1000, got " +
                                    std::to_string(job->gpu_milli_per_pod));
   }
@@ -155,11 +172,39 @@ Status CheckShape(TraceJob* job, std::string_view* field, std::string_view pods_
   } else if (job->gpu_milli_per_pod == 1000) {
     job->gpu_milli_per_pod = 0;
   } else if (job->gpu_milli_per_pod > 0 && job->gpus_per_pod > 0) {
-    *field = milli_name;
+    *field = names.milli;
     return Status::InvalidArgument("a GPU fraction (" + std::to_string(job->gpu_milli_per_pod) +
                                    ") is for pods with less than one GPU, but " +
-                                   std::string(gpus_name) + " is " +
+                                   std::string(names.gpus) + " is " +
                                    std::to_string(job->gpus_per_pod));
+  }
+  if (job->mig_profile.empty()) {
+    if (job->mig_devices_per_pod != 0) {
+      *field = names.mig_devices;
+      return Status::InvalidArgument(
+          "asks for " + std::to_string(job->mig_devices_per_pod) +
+          (job->mig_devices_per_pod == 1 ? " MIG device" : " MIG devices") +
+          " of no profile: " + std::string(names.mig_profile) + " is empty");
+    }
+    return Status::Ok();
+  }
+  if (!IsMigProfileName(job->mig_profile)) {
+    *field = names.mig_profile;
+    return Status::InvalidArgument(Quote(job->mig_profile) +
+                                   " is not a MIG profile (e.g. 1g.10gb, 3g.40gb, 1g.10gb+me)");
+  }
+  if (job->mig_devices_per_pod == 0) job->mig_devices_per_pod = 1;
+  if (job->mig_devices_per_pod < 1 || job->mig_devices_per_pod > core::kMaxMigDevices) {
+    *field = names.mig_devices;
+    return Status::InvalidArgument("must be between 1 and " + std::to_string(core::kMaxMigDevices) +
+                                   ", got " + std::to_string(job->mig_devices_per_pod));
+  }
+  if (job->gpus_per_pod > 0 || job->gpu_milli_per_pod > 0) {
+    *field = names.mig_profile;
+    return Status::InvalidArgument(
+        "a pod asks for MIG devices or for GPUs, not both: " +
+        std::string(job->gpus_per_pod > 0 ? names.gpus : names.milli) + " is " +
+        std::to_string(job->gpus_per_pod > 0 ? job->gpus_per_pod : job->gpu_milli_per_pod));
   }
   return Status::Ok();
 }

@@ -80,9 +80,14 @@ Status ParseHelios(std::string_view text, JobSink* sink);
 Status ParsePhilly(std::string_view text, JobSink* sink);
 Status ParseOpenb(std::string_view text, JobSink* sink);
 
-// Checks pods, GPU counts and GPU fractions; normalises a whole GPU given as 1000 milli.
-// Returns the reason and the offending field (`*field` is one of the given names).
-Status CheckShape(TraceJob* job, std::string_view* field, std::string_view pods_name,
-                  std::string_view gpus_name, std::string_view milli_name);
+// A format's names of the fields CheckShape checks, for its messages.
+struct ShapeFields {
+  std::string_view pods, gpus, milli, mig_profile, mig_devices;
+};
+
+// Checks pods, GPU counts, GPU fractions and MIG devices; normalises a whole GPU given as 1000
+// milli, and a MIG profile without a device count to one device. Returns the reason and the
+// offending field (`*field` is one of `names`).
+Status CheckShape(TraceJob* job, std::string_view* field, const ShapeFields& names);
 
 }  // namespace chamber::sim::trace_internal

@@ -141,12 +141,13 @@ TEST(ChamberCsvTest, HeaderProblemsAreFatalEvenWhenSkipping) {
           .status()
           .message(),
       "t.csv:1:25: column gpus: unknown column (known: id,queue,user,priority,submit_time,"
-      "duration,pods,gpus_per_pod,gpu_milli_per_pod,cpu_per_pod,memory_per_pod,gpu_models)");
+      "duration,pods,gpus_per_pod,gpu_milli_per_pod,cpu_per_pod,memory_per_pod,gpu_models,"
+      "mig_profile,mig_devices_per_pod)");
   EXPECT_EQ(
       ParseTrace("id,duration\n", "t.csv", TraceFormat::kChamberCsv, Skipping()).status().message(),
       "t.csv:1:12: column submit_time: missing from the header (expected columns id,queue,user,"
       "priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,cpu_per_pod,memory_per_"
-      "pod,gpu_models)");
+      "pod,gpu_models,mig_profile,mig_devices_per_pod)");
   // A header alone is an empty trace.
   Result<Trace> empty =
       ParseTrace("id,submit_time,duration\n\n", "t.csv", TraceFormat::kChamberCsv, {});
@@ -202,7 +203,8 @@ TEST(ChamberJsonlTest, ErrorsNameLineColumnAndField) {
        "t.jsonl:2:30: field duration: seconds out of range"},
       {R"({"id": "e", "submitTime": 1, "duration": 3, "gpus": 2})",
        "t.jsonl:2:45: field gpus: unknown field (known: id, queue, user, priority, submitTime, "
-       "duration, pods, gpusPerPod, gpuMilliPerPod, cpuPerPod, memoryPerPod, gpuModels)"},
+       "duration, pods, gpusPerPod, gpuMilliPerPod, cpuPerPod, memoryPerPod, gpuModels, "
+       "migProfile, migDevicesPerPod)"},
       {R"({"id": "f", "duration": 3})", "t.jsonl:2:1: field submitTime: is required"},
       {R"({"id": "g", "submitTime": 1, "duration": 3, "pods": "two"})",
        "t.jsonl:2:45: field pods: \"two\" is not an integer"},
@@ -247,10 +249,90 @@ TEST(ChamberFormatTest, WriterOutput) {
   j.cpu_milli_per_pod = 500;
   j.memory_bytes_per_pod = kGi;
   j.gpu_models = {"A100", "H100"};
-  EXPECT_EQ(WriteChamberCsv({j}),
+  TraceJob mig;
+  mig.id = "m";
+  mig.queue = "inference";
+  mig.duration = milliseconds(1000);
+  mig.mig_profile = "3g.40gb";
+  mig.mig_devices_per_pod = 2;
+  EXPECT_EQ(WriteChamberCsv({j, mig}),
             "id,queue,user,priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,"
-            "cpu_per_pod,memory_per_pod,gpu_models\n"
-            "\"a,\"\"b\"\"\",q,\" u\",3,1.5,60,2,4,,500m,1073741824,A100|H100\n");
+            "cpu_per_pod,memory_per_pod,gpu_models,mig_profile,mig_devices_per_pod\n"
+            "\"a,\"\"b\"\"\",q,\" u\",3,1.5,60,2,4,,500m,1073741824,A100|H100,,\n"
+            "m,inference,,0,0,1,1,0,,,,,3g.40gb,2\n");
+}
+
+// MIG devices of one profile per pod: the profile alone is one device; a count without a
+// profile, a name that is not a profile's, a count out of range, or MIG devices beside GPUs are
+// errors that name the column.
+TEST(ChamberCsvTest, MigDevices) {
+  const std::string header =
+      "id,submit_time,duration,gpus_per_pod,gpu_milli_per_pod,mig_profile,mig_devices_per_pod\n";
+  Result<Trace> t = ParseTrace(header +
+                                   "one,0,1,,,1g.10gb,\ntwo,1,1,0,,3g.40gb,2\n"
+                                   "me,2,1,,,1g.10gb+me,1\na30,3,1,,,2g.12gb,\n",
+                               "t.csv", TraceFormat::kChamberCsv, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 4u);
+  EXPECT_EQ(t->jobs[0].mig_profile, "1g.10gb");
+  EXPECT_EQ(t->jobs[0].mig_devices_per_pod, 1);
+  EXPECT_EQ(t->jobs[0].gpus_per_pod, 0);
+  EXPECT_EQ(t->jobs[1].mig_profile, "3g.40gb");
+  EXPECT_EQ(t->jobs[1].mig_devices_per_pod, 2);
+  EXPECT_EQ(t->jobs[2].mig_profile, "1g.10gb+me");
+  EXPECT_EQ(t->jobs[3].mig_profile, "2g.12gb");
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a,0,1,,,,2\n",
+       "t.csv:2:10: column mig_devices_per_pod: asks for 2 MIG devices of no profile: mig_profile "
+       "is empty"},
+      {"b,0,1,,,4x.10gb,\n",
+       "t.csv:2:9: column mig_profile: \"4x.10gb\" is not a MIG profile (e.g. 1g.10gb, 3g.40gb, "
+       "1g.10gb+me)"},
+      {"c,0,1,,,1g.10gb,256\n",
+       "t.csv:2:17: column mig_devices_per_pod: must be between 1 and 255, got 256"},
+      {"d,0,1,1,,1g.10gb,\n",
+       "t.csv:2:10: column mig_profile: a pod asks for MIG devices or for GPUs, not both: "
+       "gpus_per_pod is 1"},
+      {"e,0,1,,250,1g.10gb,\n",
+       "t.csv:2:12: column mig_profile: a pod asks for MIG devices or for GPUs, not both: "
+       "gpu_milli_per_pod is 250"},
+      {"f,0,1,,,1g.10gb,-1\n",
+       "t.csv:2:17: column mig_devices_per_pod: \"-1\" is out of range [0, 2147483647]"},
+  };
+  for (const auto& [line, want] : cases) {
+    Result<Trace> bad = ParseTrace(header + line, "t.csv", TraceFormat::kChamberCsv, {});
+    ASSERT_FALSE(bad.ok()) << line;
+    EXPECT_EQ(bad.status().message(), want) << line;
+  }
+}
+
+TEST(ChamberJsonlTest, MigDevices) {
+  Result<Trace> t = ParseTrace(
+      R"({"id": "a", "submitTime": 0, "duration": 1, "migProfile": "1g.10gb", "migDevicesPerPod": 3})"
+      "\n"
+      R"({"id": "b", "submitTime": 0, "duration": 1, "migProfile": "7g.80gb", "migDevicesPerPod": null})",
+      "t.jsonl", TraceFormat::kChamberJsonl, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].mig_profile, "1g.10gb");
+  EXPECT_EQ(t->jobs[0].mig_devices_per_pod, 3);
+  EXPECT_EQ(t->jobs[1].mig_devices_per_pod, 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"id": "c", "submitTime": 0, "duration": 1, "migProfile": 7})",
+       "t.jsonl:1:45: field migProfile: expected a string, got number"},
+      {R"({"id": "d", "submitTime": 0, "duration": 1, "migProfile": "3g.40gb", "gpusPerPod": 8})",
+       "t.jsonl:1:45: field migProfile: a pod asks for MIG devices or for GPUs, not both: "
+       "gpusPerPod is 8"},
+      {R"({"id": "e", "submitTime": 0, "duration": 1, "migDevicesPerPod": 1})",
+       "t.jsonl:1:45: field migDevicesPerPod: asks for 1 MIG device of no profile: migProfile "
+       "is empty"},
+  };
+  for (const auto& [line, want] : cases) {
+    Result<Trace> bad = ParseTrace(line, "t.jsonl", TraceFormat::kChamberJsonl, {});
+    ASSERT_FALSE(bad.ok()) << line;
+    EXPECT_EQ(bad.status().message(), want) << line;
+  }
 }
 
 TEST(TraceFormatTest, Names) {
