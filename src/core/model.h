@@ -253,12 +253,25 @@ struct QueueResource {
   int64_t limit = kUnlimited;          // hard cap, -1 for none
   double over_quota_weight = 1.0;      // share of the surplus beyond quota
   int64_t lending_limit = kUnlimited;  // how much unused quota others may borrow; -1: all
+  friend bool operator==(const QueueResource&, const QueueResource&) = default;
+};
+
+// A queue's GPUs of one model (docs/queues.md, "GPU models"): quota, limit, weight and lending
+// limit of the GPU-equivalents it holds on GPUs of that model.
+struct GpuModelQuota {
+  std::string model;  // as the nodes name it (Gpu::model)
+  QueueResource gpu;
+  friend bool operator==(const GpuModelQuota&, const GpuModelQuota&) = default;
 };
 
 struct Queue {
   std::string name;
   std::string parent;  // empty for a top-level queue
   std::array<QueueResource, kNumResources> resources{};
+  // GPU models its work may run on, each with its own GPU quota (resources.gpu.models). Before a
+  // cycle, SplitGpuModelQueues (core/gpu_model_queues.h) makes the queue the parent of one queue
+  // per model and clears this; the engine rejects a queue that still has it.
+  std::vector<GpuModelQuota> gpu_models;
   int32_t priority = 0;                      // higher-priority queues are served first
   std::optional<QueueingStrategy> queueing;  // empty: the configured default
   QueuePreemption preemption;

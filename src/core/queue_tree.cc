@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/gpu_model_queues.h"
+
 namespace chamber::core {
 namespace {
 
@@ -19,7 +21,7 @@ std::string CheckSpec(const Queue& q) {
     if (!(qr.over_quota_weight >= 0)) return field + "overQuotaWeight must not be negative";
     if (qr.lending_limit < kUnlimited) return field + "lendingLimit must be -1 (all) or at least 0";
   }
-  return {};
+  return CheckGpuModels(q);
 }
 
 // FNV-1a: queue names are short, and this is cheaper on them than a general string hash.
@@ -77,6 +79,20 @@ QueueTree::QueueTree(const std::vector<Queue>& queues) : queues_(&queues) {
       continue;
     }
     nodes_[i].parent = p;
+  }
+  // A valid list of GPU models is split into queues per model before the cycle
+  // (SplitGpuModelQueues), except on a queue that is a parent.
+  for (size_t i = 0; i < n; ++i) {
+    if (queues[i].gpu_models.empty() || !nodes_[i].error.empty()) continue;
+    std::string child;
+    for (size_t c = 0; c < n && child.empty(); ++c)
+      if (nodes_[c].parent.index() == i && nodes_[c].parent.valid()) child = queues[c].name;
+    nodes_[i].error =
+        child.empty()
+            ? "resources.gpu.models: the queue was not split into one queue per GPU model"
+            : "resources.gpu.models: a queue with GPU models holds its work itself, in one queue "
+              "per model, and cannot be the parent of queue " +
+                  child;
   }
   // Cycles: walk up from each queue; a walk longer than n steps is in a cycle.
   for (size_t i = 0; i < n; ++i) {

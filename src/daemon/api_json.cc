@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/prometheus_text.h"
+#include "core/gpu_model_queues.h"
 
 namespace chamber::daemon {
 
@@ -368,7 +369,8 @@ json QueuesJson(const FleetState& s) {
 json WorkloadsJson(const FleetState& s, const WorkloadFilter& f) {
   std::vector<const fleet::WorkloadInput*> rows;
   for (const fleet::WorkloadInput& w : s.input.workloads) {
-    if (f.queue && w.queue != *f.queue) continue;
+    // A queue names its work in its queues per GPU model too ("team" lists "team/H100"'s).
+    if (f.queue && w.queue != *f.queue && core::GpuModelQueueOwner(w.queue) != *f.queue) continue;
     if (f.state && fleet::WorkloadPhaseName(w.phase) != *f.state) continue;
     rows.push_back(&w);
   }

@@ -254,6 +254,11 @@ class Sim {
 };
 
 Status Sim::Setup() {
+  for (const core::Queue& q : options_.queues)
+    if (!q.gpu_models.empty())
+      return Status::InvalidArgument("queue " + q.name +
+                                     ": quotas per GPU model (resources.gpu.models) are not "
+                                     "simulated yet; give the queue one GPU quota instead");
   // Queues the engine sees.
   std::vector<core::Queue>& queues = session_.MutableQueues();
   if (policy_.one_queue) {

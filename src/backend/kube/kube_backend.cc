@@ -17,6 +17,7 @@
 #include "common/gpu_share_ask.h"
 #include "common/log.h"
 #include "common/time.h"
+#include "core/gpu_model_queues.h"
 #include "kube/errors.h"
 
 namespace chamber::backend {
@@ -1157,7 +1158,19 @@ void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, const char* 
 
 void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
   std::map<std::string, core::QueueStatus> statuses;
-  for (const core::QueueStatus& q : result.queues) statuses[q.name] = q;
+  // A queue per GPU model is no object of its own: its figures go in its queue's status.models,
+  // in the order of the queue's spec (the order of the snapshot's queues).
+  std::map<std::string, Json> models;
+  for (const core::QueueStatus& q : result.queues) {
+    const std::string_view owner = core::GpuModelQueueOwner(q.name);
+    if (owner.size() == q.name.size()) {
+      statuses[q.name] = q;
+      continue;
+    }
+    Json& list = models[std::string(owner)];
+    if (!list.is_array()) list = Json::array();
+    list.push_back(QueueModelStatusJson(q));
+  }
   for (const auto& [name, error] : queue_errors_) {
     core::QueueStatus s;
     s.name = name;
@@ -1168,6 +1181,7 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
     if (!WritesAllowed()) return;
     auto gen = queue_generation_.find(name);
     Json status = QueueStatusJson(s, gen == queue_generation_.end() ? 0 : gen->second);
+    if (auto m = models.find(name); m != models.end()) status["models"] = m->second;
     auto it = queue_status_written_.find(name);
     // Decayed usage changes every cycle; it is written every usage_write_every, and in between
     // the last written figure stays.

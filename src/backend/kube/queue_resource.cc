@@ -1,5 +1,6 @@
 #include "backend/kube/queue_resource.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <thread>
@@ -8,6 +9,7 @@
 
 #include "common/time.h"
 #include "common/yaml_reader.h"
+#include "core/gpu_model_queues.h"
 #include "core/io/queue_yaml.h"
 #include "core/io/result_json.h"
 #include "kube/errors.h"
@@ -195,6 +197,17 @@ json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation) {
       {"runningWorkloads", s.running_workloads},
       {"conditions", json::array({valid})},
   };
+}
+
+json QueueModelStatusJson(const core::QueueStatus& s) {
+  const std::string_view owner = core::GpuModelQueueOwner(s.name);
+  const double share = s.fair_share[static_cast<int>(core::Resource::kGpu)] / core::kMilliPerGpu;
+  return {{"name", s.name.substr(std::min(s.name.size(), owner.size() + 1))},
+          {"allocated", core::io::GpuAmountJson(s.allocated.gpu_milli())},
+          {"fairShare", std::isfinite(share) ? std::round(share * 100) / 100 : 0.0},
+          {"borrowed", core::io::GpuAmountJson(s.borrowed.gpu_milli())},
+          {"pendingWorkloads", s.pending_workloads},
+          {"runningWorkloads", s.running_workloads}};
 }
 
 json DecayedUsageJson(double gpu_hours, int64_t unix_ms) {

@@ -32,6 +32,9 @@ Result<core::Queue> QueueFromResource(const nlohmann::json& object);
 // rounded to 2 decimals. The Valid condition is False with reason InvalidSpec and the error as
 // message when `s.error` is set, else True with reason Accepted.
 nlohmann::json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation);
+// One entry of status.models, for the queue per GPU model `s` ("team/H100"): its model's name,
+// GPUs allocated, fair share (2 decimals) and borrowed, and its workloads pending and running.
+nlohmann::json QueueModelStatusJson(const core::QueueStatus& s);
 
 // A queue's decayed GPU-hours as status.decayedUsage holds them, for the next leader:
 // {"gpuHours": 12.345, "time": "2026-12-02T18:40:57Z"} (GPU-hours as of that time, to 3

@@ -16,6 +16,7 @@
 
 #include "common/gpu_share_ask.h"
 #include "common/time.h"
+#include "core/gpu_model_queues.h"
 #include "core/mig_profile.h"
 #include "kube/client.h"
 
@@ -447,6 +448,9 @@ class Builder {
     CollectWorkloads();
     AccountBoundPods();
     FinishMig();
+    // Queues per GPU model (docs/queues.md): the workloads of a queue with GPU models move to
+    // them, their pods narrowed to the model, afresh each build (AddSingle keeps none over).
+    core::SplitGpuModelQueues(out_.snapshot);
     cache_.sweep_pending = true;
     return std::move(out_);
   }
@@ -1742,6 +1746,12 @@ class Builder {
   // afresh.
   // `releasing`: a bound pod being deleted, whose workload holds its placement as a victim in
   // its grace period (kPreempting) does.
+  // A workload that SplitGpuModelQueues moved to a queue per GPU model and narrowed to its model:
+  // the next build makes it afresh, so that waiting work chooses its model again.
+  static bool InGpuModelQueue(const core::Workload& w) {
+    return w.queue.find(core::kGpuModelQueueSeparator) != std::string::npos;
+  }
+
   void AddSingle(const PodEntry& e, bool running, const UpstreamGroup* group = nullptr,
                  bool releasing = false) {
     // A workload that depends on more than its own pod is made afresh: a serving replica's (its
@@ -1754,7 +1764,8 @@ class Builder {
     // whose bind is only assumed takes `now` as its start, which moves on.
     if (!afresh && reuse_singles_ && e.single_generation + 1 == cache_.generation &&
         e.single_running == running && !(running && StartMs(e) == 0) &&
-        e.single_index < options_.recycle->snapshot.workloads.size()) {
+        e.single_index < options_.recycle->snapshot.workloads.size() &&
+        !InGpuModelQueue(options_.recycle->snapshot.workloads[e.single_index])) {
       const int id = static_cast<int>(out_.snapshot.workloads.size());
       if (running) {
         BoundPod& b = bound_[e.bound_index];

@@ -693,6 +693,71 @@ TEST_F(ChamberdE2E, AReservedJobPreemptsAnElasticJobWhichResumesAndCompletes) {
 // which waits and says why; the plain 8-GPU node beside it takes none. Each device is charged
 // 1/7 of a GPU (0.142) against the queue. A reserved Job asking for two devices suspends the
 // elastic one, runs there, and the elastic Job resumes and completes.
+// Quotas per GPU model (docs/queues.md, "GPU models"): a team lists H100 (quota 2, limit 2)
+// before A100 (quota 4). Its first job of two GPUs runs on the H100 node, within that quota; the
+// next one-GPU job would pass it there and goes to the A100 node; the Queue's status gives each
+// model's figures. The API server refuses a model list that breaks the rules, naming the field.
+TEST_F(ChamberdE2E, QuotasPerGpuModelHoldPerModelAndShowInTheQueuesStatus) {
+  Nodes(1, 4, "h100", {}, {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}});
+  Nodes(1, 4, "a100", {}, {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}});
+  const std::string team = ns_ + "-team";
+  Json q = {
+      {"apiVersion", "chamber.io/v1alpha1"},
+      {"kind", "Queue"},
+      {"metadata", {{"name", team}}},
+      {"spec",
+       {{"resources",
+         {{"gpu",
+           {{"models", Json::array({{{"name", "NVIDIA-H100-80GB-HBM3"}, {"quota", 2}, {"limit", 2}},
+                                    {{"name", "NVIDIA-A100-SXM4-80GB"}, {"quota", 4}}})}}}}}}}};
+  (void)client_->Delete(kQueueType, "", team);
+  ASSERT_TRUE(Eventually([&] { return client_->Create(kQueueType, "", q).ok(); }, 10s));
+  queues_.push_back(team);
+  Json bad = q;
+  bad["metadata"]["name"] = team + "-bad";
+  bad["spec"]["resources"]["gpu"]["models"][0]["limit"] = 1;
+  auto refused = client_->Create(kQueueType, "", bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("spec.resources.gpu.models[0].limit: Invalid value"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("must not be below quota"), std::string::npos)
+      << refused.status().message();
+  bad["spec"]["resources"]["gpu"]["models"][0] = {{"name", "NVIDIA-A100-SXM4-80GB"}};
+  refused = client_->Create(kQueueType, "", bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("spec.resources.gpu.models[1]: Duplicate value"),
+            std::string::npos)
+      << refused.status().message();
+
+  StartSim();
+  StartChamberd("solo", {"--no-leader-elect"});
+  Job("h", JobSpec(team, 2));
+  ASSERT_TRUE(Eventually([&] { return Bound("h") == 2; }, 30s)) << Bound("h");
+  for (const kube::Pod& p : JobPods("h")) EXPECT_EQ(p.node_name, ns_ + "-h100-0");
+  Job("more", JobSpec(team, 1));
+  ASSERT_TRUE(Eventually([&] { return Bound("more") == 1; }, 30s)) << Bound("more");
+  for (const kube::Pod& p : JobPods("more")) EXPECT_EQ(p.node_name, ns_ + "-a100-0");
+
+  Json status;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto got = client_->Get(kQueueType, "", team);
+        if (!got.ok()) return false;
+        status = got->value("status", Json::object());
+        return StatusGpu(*got, "allocated") == 3 && status.contains("models");
+      },
+      20s))
+      << status.dump();
+  ASSERT_EQ(status["models"].size(), 2u) << status.dump();
+  EXPECT_EQ(status["models"][0]["name"], "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(status["models"][0]["allocated"], 2);
+  EXPECT_EQ(status["models"][0]["runningWorkloads"], 1);
+  EXPECT_EQ(status["models"][1]["name"], "NVIDIA-A100-SXM4-80GB");
+  EXPECT_EQ(status["models"][1]["allocated"], 1);
+  EXPECT_EQ(status["conditions"][0]["status"], "True") << status.dump();
+}
+
 TEST_F(ChamberdE2E, MigJobsTakeTheDevicesTheirNodeAdvertisesAndAReservedOnePreempts) {
   Nodes(1, 8, "plain");
   // One GPU in MIG mode (GPU feature discovery counts it), three 1g.10gb devices advertised.
@@ -752,11 +817,20 @@ TEST_F(ChamberdE2E, MigJobsTakeTheDevicesTheirNodeAdvertisesAndAReservedOnePreem
   for (const kube::Pod& p : JobPods("elastic")) pods.insert(p.metadata.Key());
   EXPECT_EQ(holders, pods);
   // The workload names its MIG devices, and `chamber why` reads them from here.
-  auto workloads = api.Get("/api/v1/workloads?queue=" + ns_ + "-team");
-  ASSERT_TRUE(workloads && workloads->status == 200);
   Json elastic;
-  for (const Json& w : Json::parse(workloads->body)["workloads"])
-    if (w["name"] == ns_ + "/elastic") elastic = w;
+  std::string body;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto workloads = api.Get("/api/v1/workloads?queue=" + ns_ + "-team");
+        if (!workloads || workloads->status != 200) return false;
+        body = workloads->body;
+        const Json all = Json::parse(body);
+        for (const Json& w : all["workloads"])
+          if (w["name"] == ns_ + "/elastic") elastic = w;
+        return elastic.is_object();
+      },
+      10s))
+      << body;
   EXPECT_EQ(elastic["gpus"], 0.426) << elastic.dump();
   EXPECT_EQ(elastic["mig_devices"], Json::parse(R"({"1g.10gb": 3})")) << elastic.dump();
 

@@ -11,10 +11,49 @@ namespace {
 // A bound that keeps GPU amounts in thousandths far from overflowing.
 constexpr int64_t kMaxQueueGpus = 1'000'000'000;
 
+// `models`, where not null, takes the GPU models of resources.gpu.models (docs/queues.md); a
+// `named` resource is one of them, with its model's name beside its quantities.
 Status ParseQueueResource(const YamlReader& y, const YAML::Node& node, const std::string& path,
-                          Resource r, QueueResource* out) {
-  CHAMBER_RETURN_IF_ERROR(
-      y.CheckKeys(node, path, {"quota", "limit", "overQuotaWeight", "lendingLimit"}));
+                          Resource r, QueueResource* out,
+                          std::vector<GpuModelQuota>* models = nullptr, bool named = false) {
+  if (named) {
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(node, path, {"name", "quota", "limit", "overQuotaWeight", "lendingLimit"}));
+  } else if (models != nullptr) {
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(node, path, {"quota", "limit", "overQuotaWeight", "lendingLimit", "models"}));
+  } else {
+    CHAMBER_RETURN_IF_ERROR(
+        y.CheckKeys(node, path, {"quota", "limit", "overQuotaWeight", "lendingLimit"}));
+  }
+  if (const YAML::Node list = models != nullptr ? node["models"] : YAML::Node();
+      models != nullptr && list) {
+    // A list, not a map: the order is the order in which waiting work tries the models, and a
+    // Kubernetes object keeps the order of a list only.
+    const std::string at = path + ".models";
+    if (!list.IsSequence() || list.size() == 0)
+      return y.Error(
+          list, at,
+          "expected a list of GPU models with their quotas, e.g. [{name: H100-SXM5-80GB, "
+          "quota: 8}]");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string item = at + "[" + std::to_string(i) + "]";
+      const YAML::Node e = list[i];
+      CHAMBER_RETURN_IF_ERROR(y.ExpectMap(e, item));
+      if (!e["name"]) return y.Error(e, item + ".name", "a GPU model needs a name");
+      GpuModelQuota m;
+      CHAMBER_ASSIGN_OR_RETURN(m.model, y.String(e["name"], item + ".name"));
+      if (m.model.empty() || m.model.find('/') != std::string::npos)
+        return y.Error(e["name"], item + ".name",
+                       "a GPU model is a name without '/', got \"" + m.model + "\"");
+      for (const GpuModelQuota& before : *models)
+        if (before.model == m.model)
+          return y.Error(e["name"], item + ".name", "model " + m.model + " is listed twice");
+      CHAMBER_RETURN_IF_ERROR(
+          ParseQueueResource(y, e, item, Resource::kGpu, &m.gpu, nullptr, true));
+      models->push_back(std::move(m));
+    }
+  }
   // GPUs are amounts exact to a thousandth (kept in thousandths), CPU and memory Kubernetes
   // quantities; -1 means "none" for limits.
   auto quantity = [&](const YAML::Node& n, const std::string& p,
@@ -146,8 +185,9 @@ Status ParseQueueSpec(const YamlReader& y, const YAML::Node& node, const std::st
     for (Resource r : kAllResources) {
       const std::string key(ResourceName(r));
       if (res[key])
-        CHAMBER_RETURN_IF_ERROR(
-            ParseQueueResource(y, res[key], path + ".resources." + key, r, &q->res(r)));
+        CHAMBER_RETURN_IF_ERROR(ParseQueueResource(y, res[key], path + ".resources." + key, r,
+                                                   &q->res(r),
+                                                   r == Resource::kGpu ? &q->gpu_models : nullptr));
     }
   }
   return Status::Ok();

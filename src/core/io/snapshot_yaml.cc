@@ -4,6 +4,7 @@
 
 #include "common/file.h"
 #include "common/yaml_reader.h"
+#include "core/gpu_model_queues.h"
 #include "core/io/queue_yaml.h"
 #include "core/mig_profile.h"
 
@@ -60,6 +61,7 @@ class SnapshotParser {
       for (size_t i = 0; i < workloads.size(); ++i)
         CHAMBER_RETURN_IF_ERROR(ParseWorkload(workloads[i], At("workloads", i), &s));
     }
+    SplitGpuModelQueues(s);  // queues per GPU model, as every caller of the engine makes them
     return s;
   }
 

@@ -40,6 +40,7 @@
 #include "core/bench/synthetic.h"
 #include "core/cluster_state.h"
 #include "core/engine.h"
+#include "core/gpu_model_queues.h"
 #include "core/queue_tree.h"
 #include "core/test/checks.h"
 #include "core/test/generators.h"
@@ -1035,6 +1036,101 @@ RC_GTEST_PROP(EngineProperty, AllPropertiesOnReclaimSnapshots, ()) {
       if (!error.empty()) RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
     }
   }
+}
+
+// --- Quotas per GPU model (docs/queues.md, "GPU models"): a leaf queue that lists GPU models is
+// split into one queue per model before the cycle; every promise above then holds per model,
+// and the work of a queue per model runs on GPUs of its model only.
+
+// The GPU models some teams list, by team name, as given (before the split).
+using DeclaredModels = std::map<std::string, std::vector<GpuModelQuota>>;
+
+// Gives some leaf queues of `s` a list of GPU models (H100, A100, in either order, with their own
+// quotas, limits, weights and lending limits; the queue's own GPU quota kept or made 0) and
+// splits them, as every caller of the engine does. Returns the lists.
+DeclaredModels ListGpuModels(Snapshot& s) {
+  DeclaredModels declared;
+  std::set<std::string> parents;
+  for (const Queue& q : s.queues) parents.insert(q.parent);
+  for (Queue& q : s.queues) {
+    if (parents.contains(q.name) || !Chance(60)) continue;
+    std::vector<std::string> models = {"H100", "A100"};
+    if (Chance(50)) std::swap(models[0], models[1]);
+    if (Chance(30)) models.pop_back();
+    for (const std::string& m : models) {
+      GpuModelQuota g{m, {}};
+      g.gpu.quota = Gpus(Pick(0, 8));
+      if (Chance(50)) g.gpu.limit = g.gpu.quota + Gpus(Pick(0, 8));
+      if (Chance(20)) g.gpu.lending_limit = Gpus(Pick(0, 4));
+      g.gpu.over_quota_weight = OneOf<double>({0.5, 1, 2});
+      q.gpu_models.push_back(std::move(g));
+    }
+    if (Chance(50)) q.res(Resource::kGpu).quota = 0;  // the models' quotas add up to the queue's
+    declared.emplace(q.name, q.gpu_models);
+  }
+  SplitGpuModelQueues(s);
+  return declared;
+}
+
+// Against the lists as declared: every pod that asks for GPUs of a queue per model's admitted
+// work is on a node of that model, and no model's admissions take its GPUs beyond its declared
+// limit, counted after the cycle's victims leave.
+std::string CheckModelQueues(const DeclaredModels& declared, const Snapshot& s,
+                             const CycleResult& r) {
+  std::map<std::string, int64_t> after, added;  // per queue per model
+  std::set<int32_t> victims;
+  for (const PreemptDecision& p : r.preemptions) victims.insert(p.workload.value);
+  for (size_t i = 0; i < s.workloads.size(); ++i) {
+    const Workload& w = s.workloads[i];
+    if (w.state == WorkloadState::kRunning && !victims.contains(static_cast<int32_t>(i)))
+      after[w.queue] += w.RequestOfFirst(static_cast<int32_t>(w.placements.size())).gpu_milli();
+  }
+  for (const Admission& a : Admissions(r)) {
+    const Workload& w = s.workloads[a.workload.index()];
+    const std::string_view owner = GpuModelQueueOwner(w.queue);
+    if (owner.size() == w.queue.size()) continue;
+    const std::string model = w.queue.substr(owner.size() + 1);
+    for (const PodAssignment& p : *a.pods) {
+      if (w.pod_sets[static_cast<size_t>(p.pod_set)].request.gpu_milli() == 0) continue;
+      const Node& n = s.nodes[p.placement.node.index()];
+      const std::string on = n.gpus.empty() ? std::string("no GPUs") : std::string(n.gpus[0].model);
+      if (on != model)
+        return w.name + " of queue " + w.queue + ": a pod placed on node " + n.name + " of " + on;
+    }
+    const int64_t gpus = AdmittedRequest(w, a).gpu_milli();
+    after[w.queue] += gpus;
+    added[w.queue] += gpus;
+  }
+  for (const auto& [team, models] : declared) {
+    for (const GpuModelQuota& m : models) {
+      const std::string queue = team + "/" + m.model;
+      if (m.gpu.limit == kUnlimited || added[queue] == 0 || after[queue] <= m.gpu.limit) continue;
+      return "queue " + queue + ": " + FormatQuantity(Resource::kGpu, after[queue]) +
+             " after the cycle, its model's limit " + FormatQuantity(Resource::kGpu, m.gpu.limit);
+    }
+  }
+  return {};
+}
+
+RC_GTEST_PROP(EngineProperty, GpuModelQueuesKeepEveryPromise, ()) {
+  bool admitted = false, preempted = false;
+  const int rounds = Pick(1, 12);
+  for (int i = 0; i < rounds; ++i) {
+    Snapshot s = Chance(50) ? GenSnapshot() : GenReclaimSnapshot();
+    const DeclaredModels declared = ListGpuModels(s);
+    const CycleResult r = Engine().Schedule(s);
+    for (Check check : kAllChecks)
+      if (const std::string error = check(s, r); !error.empty())
+        RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    if (const std::string error = CheckModelQueues(declared, s, r); !error.empty())
+      RC_FAIL(error + "\n" + Dump(s) + DumpResult(s, r));
+    for (const Admission& a : Admissions(r))
+      admitted |= s.workloads[a.workload.index()].queue.find('/') != std::string::npos;
+    for (const PreemptDecision& p : r.preemptions)
+      preempted |= s.workloads[p.workload.index()].queue.find('/') != std::string::npos;
+  }
+  RC_CLASSIFY(admitted, "work of a queue per model admitted");
+  RC_CLASSIFY(preempted, "work of a queue per model preempted");
 }
 
 // Promise 10 on both kinds of snapshot: the reclaim-heavy ones preempt with free room beside the

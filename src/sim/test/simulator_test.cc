@@ -35,6 +35,22 @@ TEST(Simulator, OneJobOnAnIdleCluster) {
   EXPECT_DOUBLE_EQ(m->idle_gpu_hours_while_queued, 0.0);
 }
 
+// Quotas per GPU model are not simulated: a queue file that sets them is refused, named.
+TEST(Simulator, RefusesQuotasPerGpuModel) {
+  Trace trace;
+  trace.jobs.push_back(Job("a", Time(0), hours(1), 1, 1));
+  SimOptions options;
+  core::Queue q;
+  q.name = "a";
+  q.gpu_models.push_back({"H100", {}});
+  options.queues.push_back(q);
+  Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, Policy("chamber"), options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "queue a: quotas per GPU model (resources.gpu.models) are not simulated yet; give the "
+            "queue one GPU quota instead");
+}
+
 TEST(Simulator, FifoQueuesTheSecondFullNodeJob) {
   // Two 8-GPU jobs at t=0 on one 8-GPU node: a runs 0-1h, b waits 1h and runs 1h-3h.
   Trace trace;

@@ -12,6 +12,7 @@
 
 #include "backend/kube/queue_resource.h"
 #include "common/fuzz/fuzz_check.h"
+#include "core/gpu_model_queues.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace fuzz = chamber::fuzz;
@@ -30,6 +31,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Check(r.limit == chamber::core::kUnlimited || r.limit >= r.quota,
                   "a limit below the quota", q->name);
       fuzz::Check(r.over_quota_weight >= 0, "a negative or NaN over-quota weight", q->name);
+    }
+    // A list of GPU models that reads is one the engine accepts, and splits into one queue per
+    // model, each with the model's quantities.
+    fuzz::Check(chamber::core::CheckGpuModels(*q).empty(), "GPU models the engine refuses",
+                chamber::core::CheckGpuModels(*q));
+    if (!q->gpu_models.empty()) {
+      chamber::core::Snapshot s;
+      s.queues.push_back(*q);
+      s.queues.back().parent.clear();
+      chamber::core::SplitGpuModelQueues(s);
+      fuzz::Check(s.queues.size() == q->gpu_models.size() + 1 && s.queues[0].gpu_models.empty(),
+                  "GPU models not split into one queue each", q->name);
+      for (size_t i = 0; i < q->gpu_models.size() && i + 1 < s.queues.size(); ++i)
+        fuzz::Check(s.queues[i + 1].res(chamber::core::Resource::kGpu) == q->gpu_models[i].gpu &&
+                        s.queues[i + 1].parent == q->name,
+                    "a queue per model without its model's quantities", q->name);
     }
   }
   const std::optional<chamber::backend::StoredUsage> usage =

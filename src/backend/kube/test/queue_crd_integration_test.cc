@@ -147,7 +147,7 @@ TEST_F(QueueCrdTest, ExampleQueuesRoundTrip) {
   Result<std::vector<json>> docs =
       ManifestToJson(ReadText(CHAMBER_QUEUE_EXAMPLES), CHAMBER_QUEUE_EXAMPLES);
   ASSERT_TRUE(docs.ok()) << docs.status().ToString();
-  ASSERT_EQ(docs->size(), 3u);
+  ASSERT_EQ(docs->size(), 4u);
   for (json object : *docs) {
     Result<core::Queue> want = QueueFromResource(object);
     ASSERT_TRUE(want.ok()) << want.status().ToString();
@@ -164,6 +164,7 @@ TEST_F(QueueCrdTest, ExampleQueuesRoundTrip) {
     EXPECT_EQ(q->priority, want->priority);
     EXPECT_EQ(q->queueing, want->queueing);
     EXPECT_EQ(q->preemption, want->preemption) << q->name;
+    EXPECT_EQ(q->gpu_models, want->gpu_models) << q->name;
     for (Resource r : core::kAllResources) {
       EXPECT_EQ(q->res(r).quota, want->res(r).quota) << q->name;
       EXPECT_EQ(q->res(r).limit, want->res(r).limit) << q->name;

@@ -121,7 +121,7 @@ TEST(QueueFromResource, BadFieldsNameQueueAndField) {
             "queue team-a: field spec.resources.gpus: unknown field (known: gpu, cpu, memory)");
   EXPECT_EQ(ErrorOf({{"resources", {{"gpu", {{"qouta", 1}}}}}}),
             "queue team-a: field spec.resources.gpu.qouta: unknown field (known: quota, limit, "
-            "overQuotaWeight, lendingLimit)");
+            "overQuotaWeight, lendingLimit, models)");
   EXPECT_EQ(ErrorOf({{"resources", "all"}}),
             "queue team-a: field spec.resources: expected a mapping");
 }
@@ -280,8 +280,8 @@ TEST(Examples, QueuesYamlDecodesBothWays) {
   ASSERT_TRUE(docs.ok()) << docs.status().ToString();
   Result<std::vector<core::Queue>> from_file = core::io::ParseQueues(text, "queues.yaml");
   ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
-  ASSERT_EQ(docs->size(), 3u);
-  ASSERT_EQ(from_file->size(), 3u);
+  ASSERT_EQ(docs->size(), 4u);
+  ASSERT_EQ(from_file->size(), 4u);
   std::vector<core::Queue> queues;
   for (size_t i = 0; i < docs->size(); ++i) {
     Result<core::Queue> q = QueueFromResource((*docs)[i]);
@@ -291,6 +291,7 @@ TEST(Examples, QueuesYamlDecodesBothWays) {
     EXPECT_EQ(q->parent, f.parent);
     EXPECT_EQ(q->priority, f.priority);
     EXPECT_EQ(q->queueing, f.queueing);
+    EXPECT_EQ(q->gpu_models, f.gpu_models) << q->name;
     for (Resource r : core::kAllResources) {
       EXPECT_EQ(q->res(r).quota, f.res(r).quota) << q->name;
       EXPECT_EQ(q->res(r).limit, f.res(r).limit) << q->name;
@@ -307,6 +308,10 @@ TEST(Examples, QueuesYamlDecodesBothWays) {
   EXPECT_EQ(queues[2].res(Resource::kCpu).quota, 1500);
   EXPECT_EQ(queues[2].res(Resource::kMemory).limit, int64_t{1536} << 30);
   EXPECT_EQ(queues[0].res(Resource::kMemory).quota, int64_t{4} << 40);
+  ASSERT_EQ(queues[3].gpu_models.size(), 2u);
+  EXPECT_EQ(queues[3].gpu_models[0].model, "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(queues[3].gpu_models[0].gpu.limit, core::Gpus(16));
+  EXPECT_DOUBLE_EQ(queues[3].gpu_models[1].gpu.over_quota_weight, 2.0);
 }
 
 // The CRD's spec schema and core/io's reader are one contract: every field the schema declares
@@ -355,12 +360,29 @@ TEST(Crd, SchemaMatchesTheReader) {
     std::set<std::string> fields;
     for (const auto& [field, field_schema] : schema["properties"].items()) {
       fields.insert(field);
+      if (field == "models") continue;  // below
       const json value = field == "overQuotaWeight" ? json(1.5) : json(2);
       EXPECT_EQ(ErrorOf({{"resources", {{name, {{field, value}}}}}}), "(accepted)")
           << name << "." << field;
     }
-    EXPECT_EQ(fields, (std::set<std::string>{"quota", "limit", "overQuotaWeight", "lendingLimit"}));
+    std::set<std::string> want = {"quota", "limit", "overQuotaWeight", "lendingLimit"};
+    if (name == "gpu") want.insert("models");
+    EXPECT_EQ(fields, want) << name;
   }
+  // Every field of a GPU model the schema has, the reader takes.
+  const json& model = spec["resources"]["properties"]["gpu"]["properties"]["models"]["items"];
+  std::set<std::string> model_fields;
+  json entry = json::object();
+  for (const auto& [field, field_schema] : model["properties"].items()) {
+    model_fields.insert(field);
+    entry[field] = field == "name"              ? json("H100")
+                   : field == "overQuotaWeight" ? json(1.5)
+                                                : json(2);
+  }
+  EXPECT_EQ(model_fields,
+            (std::set<std::string>{"name", "quota", "limit", "overQuotaWeight", "lendingLimit"}));
+  EXPECT_EQ(model["required"], json({"name"}));
+  EXPECT_EQ(ErrorOf({{"resources", {{"gpu", {{"models", json::array({entry})}}}}}}), "(accepted)");
   EXPECT_EQ(resources, (std::set<std::string>{"gpu", "cpu", "memory"}));
 
   // The status schema holds every field QueueStatusJson writes.

@@ -170,5 +170,56 @@ TEST(QueueYaml, ErrorsNameFieldAndLine) {
   EXPECT_NE(q.status().message().find("expected chamber.io/v1alpha1"), std::string::npos);
 }
 
+// resources.gpu.models (docs/queues.md, "GPU models"): a list, in order, each model with the
+// quantities of a GPU resource; errors name the entry.
+TEST(QueueYaml, ReadsGpuModels) {
+  Result<std::vector<Queue>> q = ParseQueues(R"(
+kind: Queue
+metadata: {name: research}
+spec:
+  resources:
+    gpu:
+      quota: 12
+      models:
+        - {name: NVIDIA-H100-80GB-HBM3, quota: 4, limit: 8, lendingLimit: 2}
+        - {name: NVIDIA-A100-SXM4-80GB, quota: 8, overQuotaWeight: 2}
+)",
+                                             "queues.yaml");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  const Queue& r = (*q)[0];
+  EXPECT_EQ(r.res(Resource::kGpu).quota, Gpus(12));
+  ASSERT_EQ(r.gpu_models.size(), 2u);
+  EXPECT_EQ(r.gpu_models[0].model, "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(r.gpu_models[0].gpu.quota, Gpus(4));
+  EXPECT_EQ(r.gpu_models[0].gpu.limit, Gpus(8));
+  EXPECT_EQ(r.gpu_models[0].gpu.lending_limit, Gpus(2));
+  EXPECT_EQ(r.gpu_models[1].model, "NVIDIA-A100-SXM4-80GB");
+  EXPECT_EQ(r.gpu_models[1].gpu.limit, kUnlimited);
+  EXPECT_DOUBLE_EQ(r.gpu_models[1].gpu.over_quota_weight, 2.0);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"models: {H100: {quota: 4}}",
+       "q.yaml:1:46: field queues[0].resources.gpu.models: expected a list of GPU models with "
+       "their quotas, e.g. [{name: H100-SXM5-80GB, quota: 8}]"},
+      {"models: [{quota: 4}]",
+       "q.yaml:1:47: field queues[0].resources.gpu.models[0].name: a GPU model needs a name"},
+      {"models: [{name: H100, quota: 4, limit: 2}]",
+       "q.yaml:1:77: field queues[0].resources.gpu.models[0].limit: must not be below quota"},
+      {"models: [{name: H100}, {name: H100}]",
+       "q.yaml:1:68: field queues[0].resources.gpu.models[1].name: model H100 is listed twice"},
+      {"models: [{name: a/b}]",
+       "q.yaml:1:54: field queues[0].resources.gpu.models[0].name: a GPU model is a name without "
+       "'/', got \"a/b\""},
+      {"models: [{name: H100, models: []}]",
+       "q.yaml:1:60: field queues[0].resources.gpu.models[0].models: unknown field (known: name, "
+       "quota, limit, overQuotaWeight, lendingLimit)"},
+  };
+  for (const auto& [models, want] : bad) {
+    q = ParseQueues("queues: [{name: a, resources: {gpu: {" + models + "}}}]\n", "q.yaml");
+    ASSERT_FALSE(q.ok()) << models;
+    EXPECT_EQ(q.status().message(), want) << models;
+  }
+}
+
 }  // namespace
 }  // namespace chamber::core::io
