@@ -134,7 +134,8 @@ void SplitGpuModelQueues(Snapshot& s) {
       lane.priority = team.priority;
       lane.queueing = team.queueing;
       lane.preemption = team.preemption;
-      lane.decayed_usage = team.decayed_usage;
+      // Parents add up their leaves' decayed usage: the queue's goes to its first model.
+      if (s.queues.size() == split.first_lane) lane.decayed_usage = team.decayed_usage;
       lane.res(Resource::kGpu) = m.gpu;
       s.queues.push_back(std::move(lane));  // `team` is not read past this point
     }

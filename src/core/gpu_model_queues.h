@@ -16,7 +16,8 @@ inline constexpr char kGpuModelQueueSeparator = '/';
 
 // Splits each leaf queue with GPU model quotas (Queue::gpu_models) into one child queue per
 // model, in the order listed: the child has the model's GPU quota, limit, weight and lending
-// limit, and the parent's priority, queueing and preemption policy; the parent keeps its own
+// limit, and the parent's priority, queueing and preemption policy (the first child also its
+// decayed usage, which parents add up from their children); the parent keeps its own
 // resources (a GPU quota of 0 groups its models: its effective quota is their sum) and loses
 // its list. Each workload of such a queue goes to one of its models' queues, and its pods that
 // ask for GPUs may then use GPUs of that model only:

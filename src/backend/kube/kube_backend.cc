@@ -1181,7 +1181,9 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
     if (!WritesAllowed()) return;
     auto gen = queue_generation_.find(name);
     Json status = QueueStatusJson(s, gen == queue_generation_.end() ? 0 : gen->second);
-    if (auto m = models.find(name); m != models.end()) status["models"] = m->second;
+    // Null takes away a list written while the queue had GPU models (the status is merged).
+    auto m = models.find(name);
+    status["models"] = m != models.end() ? m->second : Json(nullptr);
     auto it = queue_status_written_.find(name);
     // Decayed usage changes every cycle; it is written every usage_write_every, and in between
     // the last written figure stays.

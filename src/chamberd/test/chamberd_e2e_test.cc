@@ -756,6 +756,21 @@ TEST_F(ChamberdE2E, QuotasPerGpuModelHoldPerModelAndShowInTheQueuesStatus) {
   EXPECT_EQ(status["models"][1]["name"], "NVIDIA-A100-SXM4-80GB");
   EXPECT_EQ(status["models"][1]["allocated"], 1);
   EXPECT_EQ(status["conditions"][0]["status"], "True") << status.dump();
+
+  // Without its list the queue holds its work itself again, and its status lists no models.
+  ASSERT_TRUE(client_
+                  ->MergePatch(kQueueType, "", team,
+                               {{"spec", {{"resources", {{"gpu", {{"models", nullptr}}}}}}}})
+                  .ok());
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto got = client_->Get(kQueueType, "", team);
+        if (!got.ok()) return false;
+        status = got->value("status", Json::object());
+        return !status.contains("models") && StatusGpu(*got, "allocated") == 3;
+      },
+      20s))
+      << status.dump();
 }
 
 TEST_F(ChamberdE2E, MigJobsTakeTheDevicesTheirNodeAdvertisesAndAReservedOnePreempts) {

@@ -34,7 +34,7 @@ SnapshotBuilder TwoModels() {
   b.Node("h0", 4, "H100");
   b.Node("h1", 4, "H100");
   b.Node("a0", 4, "A100");
-  b.Queue("team").Priority(5).StrictFifo();
+  b.Queue("team").Priority(5).StrictFifo().DecayedUsage(7);
   b.snapshot().queues.back().gpu_models = {Model("H100", 2, 4), Model("A100", 4)};
   b.snapshot().queues.back().preemption.within_queue = WithinQueuePreemption::kNever;
   b.Queue("other").Quota(4);
@@ -59,6 +59,8 @@ TEST(GpuModelQueuesTest, AQueueBecomesTheParentOfOneQueuePerModel) {
   EXPECT_EQ(h100->priority, 5);
   EXPECT_EQ(h100->queueing, QueueingStrategy::kStrictFifo);
   EXPECT_EQ(h100->preemption.within_queue, WithinQueuePreemption::kNever);
+  EXPECT_EQ(h100->decayed_usage, 7);  // the parent adds up its children's
+  EXPECT_EQ(a100->decayed_usage, 0);
   const QueueTree tree(s.queues);
   EXPECT_EQ(tree.effective_quota(tree.Find("team"))[Resource::kGpu], Gpus(6));
   for (size_t q = 0; q < tree.size(); ++q)
