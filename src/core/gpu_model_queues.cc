@@ -73,10 +73,16 @@ std::unordered_map<std::string, int64_t> FreeMilliByModel(const Snapshot& s) {
   return free;
 }
 
-std::string ModelList(const std::vector<GpuModelQuota>& models) {
+std::string CommaList(const std::vector<std::string>& names) {
   std::string out;
-  for (size_t i = 0; i < models.size(); ++i) out += (i == 0 ? "" : ", ") + models[i].model;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : ", ") + names[i];
   return out;
+}
+
+std::string ModelList(const std::vector<GpuModelQuota>& models) {
+  std::vector<std::string> names;
+  for (const GpuModelQuota& m : models) names.push_back(m.model);
+  return CommaList(names);
 }
 
 }  // namespace
@@ -190,11 +196,10 @@ void SplitGpuModelQueues(Snapshot& s) {
     if (allowed.empty()) {
       for (PodSet& ps : w.pod_sets) {
         if (ps.request.gpu_milli() <= 0 || !ps.invalid_reason.empty()) continue;
-        std::string asked;
-        for (const std::string& g : ps.gpu_models) asked += (asked.empty() ? "" : ", ") + g;
-        ps.invalid_reason = "pod set " + ps.name + " may use GPU models " + asked +
-                            " only, and queue " + team + " runs work on GPU models " +
-                            ModelList(split.models) + " only (resources.gpu.models)";
+        ps.invalid_reason = "pod set " + ps.name + " may use GPU models " +
+                            CommaList(ps.gpu_models) + " only, and queue " + team +
+                            " runs work on GPU models " + ModelList(split.models) +
+                            " only (resources.gpu.models)";
         break;
       }
       w.queue = lane_name(split, 0);

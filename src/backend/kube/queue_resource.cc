@@ -128,6 +128,12 @@ json Amounts(const core::Resources& r) {
 
 int64_t RoundShare(double v) { return std::isfinite(v) ? std::llround(v) : 0; }
 
+// A fair share of GPUs (thousandths) as the status writes it: GPUs to 2 decimals.
+double GpuShareJson(double milli) {
+  const double gpus = milli / core::kMilliPerGpu;
+  return std::isfinite(gpus) ? std::round(gpus * 100) / 100 : 0.0;
+}
+
 }  // namespace
 
 Result<core::Queue> QueueFromResource(const json& object) {
@@ -173,7 +179,6 @@ std::string MemoryQuantity(int64_t bytes) {
 
 json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation) {
   const auto share = [&](core::Resource r) { return s.fair_share[static_cast<int>(r)]; };
-  const double gpu_share = share(core::Resource::kGpu) / core::kMilliPerGpu;
   json valid = {{"type", "Valid"}, {"observedGeneration", observed_generation}};
   if (s.error.empty()) {
     valid["status"] = "True";
@@ -188,7 +193,7 @@ json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation) {
       {"observedGeneration", observed_generation},
       {"allocated", Amounts(s.allocated)},
       {"fairShare",
-       {{"gpu", std::isfinite(gpu_share) ? std::round(gpu_share * 100) / 100 : 0.0},
+       {{"gpu", GpuShareJson(share(core::Resource::kGpu))},
         {"cpu", CpuQuantity(RoundShare(share(core::Resource::kCpu)))},
         {"memory", MemoryQuantity(RoundShare(share(core::Resource::kMemory)))}}},
       {"borrowed", Amounts(s.borrowed)},
@@ -201,10 +206,9 @@ json QueueStatusJson(const core::QueueStatus& s, int64_t observed_generation) {
 
 json QueueModelStatusJson(const core::QueueStatus& s) {
   const std::string_view owner = core::GpuModelQueueOwner(s.name);
-  const double share = s.fair_share[static_cast<int>(core::Resource::kGpu)] / core::kMilliPerGpu;
   return {{"name", s.name.substr(std::min(s.name.size(), owner.size() + 1))},
           {"allocated", core::io::GpuAmountJson(s.allocated.gpu_milli())},
-          {"fairShare", std::isfinite(share) ? std::round(share * 100) / 100 : 0.0},
+          {"fairShare", GpuShareJson(s.fair_share[static_cast<int>(core::Resource::kGpu)])},
           {"borrowed", core::io::GpuAmountJson(s.borrowed.gpu_milli())},
           {"pendingWorkloads", s.pending_workloads},
           {"runningWorkloads", s.running_workloads}};
