@@ -254,10 +254,11 @@ void RegisterSimCommand(CommandRegistry& registry) {
   cmd->add_option("--config", o->config, "Engine configuration YAML");
   cmd->add_option("--mapping", o->mapping, "Queue and priority mapping rules YAML");
   cmd->add_flag("--skip-bad-lines", o->skip_bad_lines, "Skip and count malformed trace lines");
-  cmd->add_option("--policies", o->policies,
-                  "Comma-separated: chamber, fifo, kube-default, drf, las, quota; with "
-                  "--saturation: first-fit, best-fit, fgd, chamber (= fgd), default "
-                  "first-fit,best-fit,chamber")
+  cmd->add_option(
+         "--policies", o->policies,
+         "Comma-separated: chamber, fifo, kube-default, drf, las, quota; with "
+         "--saturation: first-fit, best-fit, fgd, chamber (FGD weighed by demand), default "
+         "first-fit,best-fit,chamber")
       ->capture_default_str();
   cmd->add_option("-o,--output", o->output, "Report format")
       ->check(CLI::IsMember({"table", "json", "html"}))

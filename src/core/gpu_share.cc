@@ -399,6 +399,8 @@ std::string_view ShareStrategyName(ShareStrategy s) {
       return "best-fit";
     case ShareStrategy::kFgd:
       return "fgd";
+    case ShareStrategy::kChamber:
+      return "chamber";
   }
   return "?";
 }
@@ -406,7 +408,8 @@ std::string_view ShareStrategyName(ShareStrategy s) {
 Result<ShareStrategy> ParseShareStrategy(std::string_view name) {
   if (name == "first-fit") return ShareStrategy::kFirstFit;
   if (name == "best-fit") return ShareStrategy::kBestFit;
-  if (name == "fgd" || name == "chamber") return ShareStrategy::kFgd;
+  if (name == "fgd") return ShareStrategy::kFgd;
+  if (name == "chamber") return ShareStrategy::kChamber;
   return Status::InvalidArgument(fmt::format(
       "policy: \"{}\" is not a GPU-sharing policy (first-fit, best-fit, fgd, chamber)", name));
 }
@@ -446,7 +449,8 @@ constexpr int64_t kInfeasible = std::numeric_limits<int64_t>::max();
 // increase, lowest node first. A placement or release recomputes only its node.
 class SharePlacer::Fgd {
  public:
-  Fgd(const ShareCluster& cluster, FgdOptions options) : cluster_(&cluster), options_(options) {
+  Fgd(const ShareCluster& cluster, FgdOptions options, bool by_demand)
+      : cluster_(&cluster), options_(options), by_demand_(by_demand) {
     const size_t n = static_cast<size_t>(cluster.node_count());
     nodes_.resize(n);
     leaves_ = std::bit_ceil(std::max<size_t>(1, n));
@@ -456,7 +460,11 @@ class SharePlacer::Fgd {
   int64_t refreshes() const { return refreshes_; }
 
   void Refresh(const WorkloadMix& mix) {
-    scored_ = mix.classes();
+    counted_ = mix.classes();
+    scored_ = counted_;
+    // Weighed by demand, a class counts the GPU thousandths its requests bring.
+    if (by_demand_)
+      for (MixClass& c : scored_) c.weight *= c.request.DemandMilli();
     scored_total_ = mix.total();
     since_check_ = 0;
     ++refreshes_;
@@ -487,7 +495,7 @@ class SharePlacer::Fgd {
     int64_t distance = 0;
     for (size_t c = 0; c < mix.classes().size(); ++c) {
       const int64_t now = mix.classes()[c].weight;
-      const int64_t then = c < scored_.size() ? scored_[c].weight : 0;
+      const int64_t then = c < counted_.size() ? counted_[c].weight : 0;
       distance += std::abs(now * s - then * w);
     }
     if (distance * kMilliPerGpu > options_.refresh_drift_milli * w * s) Refresh(mix);
@@ -665,7 +673,9 @@ class SharePlacer::Fgd {
 
   const ShareCluster* cluster_;
   FgdOptions options_;
-  std::vector<MixClass> scored_;
+  bool by_demand_ = false;
+  std::vector<MixClass> counted_;  // the mix as counted when the scores were computed
+  std::vector<MixClass> scored_;   // the weights the scores use
   int64_t scored_total_ = 0;
   int64_t since_check_ = 0;
   int64_t refreshes_ = 0;
@@ -679,7 +689,8 @@ class SharePlacer::Fgd {
 SharePlacer::SharePlacer(ShareStrategy strategy, const std::vector<ShareNodeSpec>& nodes,
                          FgdOptions options)
     : strategy_(strategy), cluster_(nodes), mix_(options.window, options.max_classes) {
-  if (strategy_ == ShareStrategy::kFgd) fgd_ = std::make_unique<Fgd>(cluster_, options);
+  if (strategy_ == ShareStrategy::kFgd || strategy_ == ShareStrategy::kChamber)
+    fgd_ = std::make_unique<Fgd>(cluster_, options, strategy_ == ShareStrategy::kChamber);
 }
 
 SharePlacer::~SharePlacer() = default;
@@ -693,7 +704,7 @@ int64_t SharePlacer::refreshes() const { return fgd_ ? fgd_->refreshes() : 0; }
 std::optional<SharePlacement> SharePlacer::Place(const ShareRequest& r) {
   if (r.kind() == ShareRequest::Kind::kMig) return PlaceMig(r);
   std::optional<SharePlacement> p;
-  if (strategy_ == ShareStrategy::kFgd) {
+  if (fgd_) {
     mix_.Record(r);
     const int32_t c = mix_.Find(r);
     fgd_->MaybeRefresh(mix_, c);

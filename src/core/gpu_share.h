@@ -244,9 +244,13 @@ enum class ShareStrategy {
   kFirstFit,  // the lowest-numbered node and GPU that fit
   kBestFit,   // the GPU (node, for whole GPUs) left with the least free after the placement
   kFgd,       // the placement that increases the node's fragmentation the least
+  // FGD with each class of the mix weighed by the GPU demand its requests bring (count times
+  // GPU thousandths), not by their count: capacity a placement leaves unusable to a 1-GPU class
+  // weighs as much as it turns away, however few pods ask for it.
+  kChamber,
 };
 std::string_view ShareStrategyName(ShareStrategy s);
-// "first-fit", "best-fit", "fgd" (also "chamber", the same as fgd).
+// "first-fit", "best-fit", "fgd", "chamber".
 Result<ShareStrategy> ParseShareStrategy(std::string_view name);
 
 struct FgdOptions {
@@ -275,7 +279,8 @@ class SharePlacer {
 
   ShareStrategy strategy() const { return strategy_; }
   const ShareCluster& cluster() const { return cluster_; }
-  // FGD: the mix it learned, and the mix its node scores are computed for.
+  // FGD: the mix it learned, and the mix its node scores are computed for (for kChamber each
+  // class weighed by its demand).
   const WorkloadMix& mix() const { return mix_; }
   std::span<const MixClass> scored_mix() const;
   // FGD: the node's fragmentation as kept incrementally, under scored_mix().

@@ -60,7 +60,8 @@ struct SaturationCurve {
 // out).
 std::vector<core::ShareNodeSpec> ShareNodesOf(const std::vector<core::Node>& nodes);
 
-// One policy over the arrivals. `policy` is first-fit, best-fit, fgd or chamber (FGD).
+// One policy over the arrivals. `policy` is first-fit, best-fit, fgd or chamber (FGD weighed by
+// demand).
 Result<SaturationCurve> RunSaturation(const std::vector<core::ShareNodeSpec>& nodes,
                                       const SaturationArrivals& arrivals, const std::string& policy,
                                       const SaturationOptions& options);

@@ -20,15 +20,38 @@ constexpr GpuBucket kGpuMix[] = {{1, 70.0},  {2, 8.0},    {4, 8.0},    {8, 8.0},
 }  // namespace
 
 const std::vector<SharingMixEntry>& SharingMix() {
-  // Weng et al. (USENIX ATC 2023) on Alibaba's 2023 openb GPU trace: most GPU pods ask for part
-  // of one GPU, and multi-GPU pods are a thin tail. These shares are a rounded stand-in for that
-  // shape: 55% of pods below one GPU, 30% one GPU, 15% two to eight.
+  // The request shapes of the GPU pods of Alibaba's openb_pod_list_default.csv
+  // (alibaba/clusterdata, cluster-trace-gpu-v2023; Weng et al., USENIX ATC 2023), each with the
+  // number of its pods there: every shape of one GPU or a share of one that 20 or more pods ask
+  // for, and every multi-GPU shape of 3 or more, 6,702 of the trace's 7,064 GPU pods.
+  // {gpu_milli, gpus, cpu_milli, memory_mib, pods}
   static const std::vector<SharingMixEntry> mix = {
-      {100, 0, 0.05}, {200, 0, 0.08}, {250, 0, 0.08}, {300, 0, 0.06}, {400, 0, 0.06},
-      {500, 0, 0.12}, {600, 0, 0.05}, {700, 0, 0.04}, {750, 0, 0.03}, {800, 0, 0.03},
-      {0, 1, 0.25},   {0, 2, 0.07},   {0, 4, 0.05},   {0, 8, 0.03},
+      {160, 0, 4000, 15258, 53},  {160, 0, 6000, 22888, 20},  {220, 0, 4000, 15258, 24},
+      {230, 0, 4000, 22888, 26},  {230, 0, 4000, 30517, 84},  {320, 0, 1000, 2048, 22},
+      {320, 0, 4000, 15258, 78},  {320, 0, 4000, 22888, 111}, {320, 0, 4000, 30517, 43},
+      {320, 0, 8000, 30517, 72},  {370, 0, 4152, 10600, 45},  {460, 0, 6000, 6144, 51},
+      {460, 0, 6000, 12288, 29},  {470, 0, 8000, 30517, 360}, {470, 0, 11908, 47104, 388},
+      {550, 0, 4152, 10600, 72},  {590, 0, 3152, 5600, 75},   {650, 0, 11908, 47104, 237},
+      {810, 0, 3152, 5600, 1047}, {810, 0, 4152, 10600, 31},  {0, 1, 3152, 5600, 470},
+      {0, 1, 4000, 24576, 104},   {0, 1, 4000, 31250, 40},    {0, 1, 8000, 16384, 104},
+      {0, 1, 8000, 32768, 55},    {0, 1, 8200, 33792, 41},    {0, 1, 9810, 41560, 195},
+      {0, 1, 11300, 49152, 857},  {0, 1, 11400, 48128, 534},  {0, 1, 11400, 77824, 65},
+      {0, 1, 11900, 77824, 51},   {0, 1, 11908, 47104, 153},  {0, 1, 12000, 15360, 44},
+      {0, 1, 12000, 16384, 99},   {0, 1, 12000, 24576, 158},  {0, 1, 14200, 58368, 93},
+      {0, 1, 15200, 80896, 36},   {0, 1, 15700, 58368, 158},  {0, 1, 16000, 32768, 108},
+      {0, 1, 16000, 65536, 33},   {0, 1, 16400, 125952, 27},  {0, 1, 18708, 64512, 255},
+      {0, 1, 24200, 93184, 84},   {0, 2, 6000, 65536, 3},     {0, 2, 16200, 66560, 7},
+      {0, 2, 30200, 160768, 3},   {0, 4, 32000, 131072, 3},   {0, 4, 32200, 132096, 9},
+      {0, 4, 60200, 320512, 3},   {0, 8, 64000, 262144, 3},   {0, 8, 64200, 263168, 18},
+      {0, 8, 88000, 327680, 18},  {0, 8, 120000, 737280, 3},
   };
   return mix;
+}
+
+int64_t SharingMixPods() {
+  int64_t pods = 0;
+  for (const SharingMixEntry& e : SharingMix()) pods += e.pods;
+  return pods;
 }
 
 DurationModel DurationModelOf(SyntheticSpec::Profile p) {
@@ -94,20 +117,20 @@ Trace GenerateSyntheticTrace(const SyntheticSpec& spec) {
     j.duration = Duration(static_cast<int64_t>(seconds * 1000));
     if (spec.profile == SyntheticSpec::Profile::kOpenb) {
       // One pod, a share of a GPU or whole GPUs from the sharing mix.
-      double g = uniform();
+      int64_t g = static_cast<int64_t>(uniform() * static_cast<double>(SharingMixPods()));
       const SharingMixEntry* e = &SharingMix().back();
       for (const SharingMixEntry& m : SharingMix()) {
-        if (g < m.share) {
+        if (g < m.pods) {
           e = &m;
           break;
         }
-        g -= m.share;
+        g -= m.pods;
       }
       j.priority = r < spec.reserved_fraction ? 150 : (r < spec.reserved_fraction + 0.3 ? 50 : 10);
       j.gpus_per_pod = e->gpus;
       j.gpu_milli_per_pod = e->gpu_milli;
-      j.cpu_milli_per_pod = int64_t{4000} * std::max(1, e->gpus);
-      j.memory_bytes_per_pod = (int64_t{32} << 30) * std::max(1, e->gpus);
+      j.cpu_milli_per_pod = e->cpu_milli;
+      j.memory_bytes_per_pod = e->memory_mib << 20;
       trace.jobs.push_back(std::move(j));
       continue;
     }

@@ -233,7 +233,8 @@ TEST(Fragmentation, ANodeWithoutCpuLeftStrandsItsGpus) {
   EXPECT_EQ(c.free_cpu_milli(0), 4000);
   // Every policy skips a node without the CPU.
   nodes.push_back(nodes[0]);
-  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd}) {
+  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd,
+                          ShareStrategy::kChamber}) {
     SharePlacer p(s, nodes);
     EXPECT_EQ(p.Place(GpuShare(100, 0, 3000))->node, 0);
     EXPECT_EQ(p.Place(GpuShare(100, 0, 3000))->node, 1) << ShareStrategyName(s);
@@ -245,7 +246,8 @@ TEST(Fragmentation, GpuModelsAPodDoesNotAcceptCountWhole) {
   std::vector<ShareNodeSpec> nodes = UniformShareNodes(1, 2, 81920, "H100-SXM5-80GB");
   const std::vector<ShareNodeSpec> a100 = UniformShareNodes(1, 2, 40960, "A100-SXM4-40GB");
   nodes.push_back(a100[0]);
-  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd}) {
+  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd,
+                          ShareStrategy::kChamber}) {
     SharePlacer p(s, nodes);
     const ShareCluster& c = p.cluster();
     EXPECT_EQ(c.node_model(0), 0);
@@ -321,7 +323,8 @@ TEST(SharePolicies, FgdAvoidsBreakingAnEmptyNode) {
 }
 
 TEST(SharePolicies, WholeGpusUseEntirelyFreeGpus) {
-  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd}) {
+  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd,
+                          ShareStrategy::kChamber}) {
     SCOPED_TRACE(ShareStrategyName(s));
     SharePlacer p(s, UniformShareNodes(2, 4));
     // Every policy puts a lone 0.1 share on node 0, GPU 0.
@@ -337,8 +340,53 @@ TEST(SharePolicies, WholeGpusUseEntirelyFreeGpus) {
   }
 }
 
+TEST(SharePolicies, ChamberWeighsClassesByDemandWhereFgdCountsThem) {
+  // One node of two GPUs. The mixes both policies learn: 31 requests of 0.3 GPU, one of 0.65
+  // and one of a whole GPU. Then GPU 0 holds the 0.65 (0.35 free), GPU 1 is free, and a 0.3
+  // arrives. On GPU 0 it leaves 0.05: +50 for the 0.3 class, -300 for the whole GPU's (the free
+  // compute of GPUs not entirely free goes from 350 to 50), -300 for the 0.65's. On GPU 1 it
+  // leaves 0.7: +700 for the whole GPU's (no GPU entirely free), 0 for the others.
+  //   FGD, counts 31, 1, 1: 50*31 - 300 - 300 = 950 against 700: GPU 1.
+  //   Chamber, demand 31*300, 1000, 650: 465,000 - 300,000 - 195,000 = -30,000 against
+  //   700,000: GPU 0, which keeps GPU 1 whole for the next 1-GPU pod.
+  FgdOptions options;
+  options.check_every = 1;  // scores follow every change of the mix
+  options.refresh_drift_milli = 0;
+  for (ShareStrategy s : {ShareStrategy::kFgd, ShareStrategy::kChamber}) {
+    SCOPED_TRACE(ShareStrategyName(s));
+    SharePlacer p(s, UniformShareNodes(1, 2), options);
+    ASSERT_EQ(p.Place(GpuShare(650))->gpu_mask, 0b01u);
+    const std::optional<SharePlacement> whole = p.Place(WholeGpus(1));
+    ASSERT_EQ(whole->gpu_mask, 0b10u);
+    const std::optional<SharePlacement> first = p.Place(GpuShare(300));
+    ASSERT_EQ(first->gpu_mask, 0b01u);
+    for (int i = 0; i < 29; ++i) ASSERT_FALSE(p.Place(GpuShare(300)).has_value());
+    p.Release(*whole);
+    p.Release(*first);
+    const std::optional<SharePlacement> q = p.Place(GpuShare(300));
+    ASSERT_TRUE(q.has_value());
+    const std::span<const MixClass> mix = p.scored_mix();
+    ASSERT_EQ(mix.size(), 3u);
+    if (s == ShareStrategy::kFgd) {
+      EXPECT_EQ(q->gpu_mask, 0b10u);
+      EXPECT_EQ(mix[0].weight, 1);  // 0.65, counted
+      EXPECT_EQ(mix[2].weight, 31);
+      EXPECT_EQ(p.KeptFragmentation(0), 31 * 0 + 1 * 1050 + 1 * 350);
+      EXPECT_FALSE(p.Place(WholeGpus(1)).has_value());
+    } else {
+      EXPECT_EQ(q->gpu_mask, 0b01u);
+      EXPECT_EQ(mix[0].weight, 650);  // 0.65, weighed by demand
+      EXPECT_EQ(mix[1].weight, 1000);
+      EXPECT_EQ(mix[2].weight, 31 * 300);
+      EXPECT_EQ(p.KeptFragmentation(0), 9300 * 50 + 1000 * 50 + 650 * 50);
+      EXPECT_EQ(p.Place(WholeGpus(1))->gpu_mask, 0b10u);
+    }
+  }
+}
+
 TEST(SharePolicies, ParseNames) {
-  EXPECT_EQ(*ParseShareStrategy("chamber"), ShareStrategy::kFgd);
+  EXPECT_EQ(*ParseShareStrategy("chamber"), ShareStrategy::kChamber);
+  EXPECT_EQ(ShareStrategyName(ShareStrategy::kChamber), "chamber");
   EXPECT_EQ(*ParseShareStrategy("fgd"), ShareStrategy::kFgd);
   EXPECT_EQ(*ParseShareStrategy("best-fit"), ShareStrategy::kBestFit);
   EXPECT_EQ(*ParseShareStrategy("first-fit"), ShareStrategy::kFirstFit);
@@ -389,7 +437,7 @@ std::optional<int64_t> BruteForceBestDelta(const ShareCluster& cluster,
 }
 
 TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
-  for (uint64_t seed = 1; seed <= 30; ++seed) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
     SCOPED_TRACE(seed);
     std::mt19937_64 rng(seed);
     auto pick = [&](int64_t lo, int64_t hi) {
@@ -411,7 +459,9 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
     options.window = pick(5, 50);
     options.max_classes = static_cast<size_t>(pick(2, 8));
     options.check_every = pick(1, 8);
-    SharePlacer p(ShareStrategy::kFgd, nodes, options);
+    // FGD and Chamber's weighing by demand alike: each choice is the least increase under the
+    // weights the placer scores with.
+    SharePlacer p(seed % 2 == 0 ? ShareStrategy::kFgd : ShareStrategy::kChamber, nodes, options);
     // A small pool of request classes so that they repeat; sometimes more than the mix keeps.
     std::vector<ShareRequest> pool;
     for (int64_t i = 0, n = pick(1, 8); i < n; ++i) {
@@ -467,7 +517,11 @@ TEST(FgdProperty, KeptFragmentationAndChoicesMatchFullRecomputation) {
     }
     for (const SharePlacement& h : held) p.Release(h);
     EXPECT_EQ(p.cluster().FreeMilli(), p.cluster().CapacityMilli());
-    EXPECT_GE(p.refreshes(), 1);
+    // Scores are computed once a request FGD measures has arrived (a pool of MIG devices only
+    // has none).
+    EXPECT_EQ(p.refreshes() >= 1, std::any_of(pool.begin(), pool.end(), [](const ShareRequest& r) {
+                return r.kind() != ShareRequest::Kind::kMig;
+              }));
   }
 }
 

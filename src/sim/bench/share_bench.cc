@@ -1,15 +1,17 @@
 // GPU sharing, the figures issue 27 asks for.
 //
-// Saturation (BM_Saturation): synthetic openb pods (--profile openb's mix, SharingMix) arrive on
-// a cluster and never finish, until arrived demand reaches the cluster's capacity; counters give
-// each policy's unallocated and stranded share of GPU capacity at that point (the median over
-// seeds 1 to 5) and the ratio of FGD's unallocated share to best fit's. Arguments: the cluster
-// (0: 1,000 nodes of 8 H100s; 1: 400 nodes each of 8, 4, 2 and 1 GPUs).
+// Saturation (BM_Saturation): synthetic openb pods (--profile openb's mix, SharingMix: the
+// shapes of the openb trace's GPU pods, with their CPU and memory) arrive on a cluster and never
+// finish, until arrived demand reaches the cluster's capacity; counters give each policy's
+// unallocated and stranded share of GPU capacity at that point (the median over seeds 1 to 5)
+// and the ratios of FGD's and Chamber's unallocated share to best fit's. Arguments: the cluster
+// (0: 1,000 nodes of 8 H100s, no CPU or memory limit; 1: 400 nodes each of 8, 4, 2 and 1 GPUs,
+// no limit; 2: the openb cluster's GPU nodes, src/sim/examples/openb-nodes.yaml).
 //
 // Placement rate (BM_Place): a cluster of N nodes of 8 GPUs held at about 80% allocated; each
 // iteration places one pod drawn from the mix and releases the oldest one placed. items/s is
 // placements per second (each with its release). Arguments: nodes, policy (0 first fit, 1 best
-// fit, 2 FGD), and 1 for pods that ask for a share of one GPU only, 0 for the whole mix.
+// fit, 2 FGD, 3 Chamber), and 1 for pods that ask for a share of one GPU only, 0 for the whole mix.
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -20,6 +22,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/gpu_share.h"
+#include "sim/cluster_spec.h"
 #include "sim/saturation.h"
 #include "sim/synthetic.h"
 
@@ -28,6 +31,10 @@ namespace {
 
 std::vector<core::ShareNodeSpec> Cluster(int64_t kind) {
   if (kind == 0) return core::UniformShareNodes(1000, 8);
+  if (kind == 2) {
+    const Result<ClusterSpec> spec = LoadClusterSpec(CHAMBER_OPENB_NODES);
+    return spec.ok() ? ShareNodesOf(BuildNodes(*spec)) : std::vector<core::ShareNodeSpec>{};
+  }
   std::vector<core::ShareNodeSpec> nodes;
   for (int32_t gpus : {8, 4, 2, 1}) {
     const std::vector<core::ShareNodeSpec> pool = core::UniformShareNodes(400, gpus);
@@ -44,9 +51,13 @@ double Median(std::vector<double> v) {
 
 void BM_Saturation(benchmark::State& state) {
   const std::vector<core::ShareNodeSpec> nodes = Cluster(state.range(0));
+  if (nodes.empty()) {
+    state.SkipWithError("cannot read " CHAMBER_OPENB_NODES);
+    return;
+  }
   const core::ShareCluster empty(nodes);
   const int64_t capacity = empty.CapacityMilli();
-  const std::vector<std::string> policies = {"first-fit", "best-fit", "fgd"};
+  const std::vector<std::string> policies = {"first-fit", "best-fit", "fgd", "chamber"};
   std::vector<std::vector<double>> unallocated(policies.size()), stranded(policies.size());
   for (auto _ : state) {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
@@ -81,30 +92,32 @@ void BM_Saturation(benchmark::State& state) {
   }
   const double best = Median(unallocated[1]);
   state.counters["fgd/best-fit"] = best > 0 ? Median(unallocated[2]) / best : 0;
+  state.counters["chamber/best-fit"] = best > 0 ? Median(unallocated[3]) / best : 0;
 }
 BENCHMARK(BM_Saturation)
     ->ArgName("cluster")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
 std::vector<core::ShareRequest> Stream(bool shares_only, size_t n) {
   std::vector<core::ShareRequest> out;
   std::mt19937_64 rng(1);
-  double total = 0;
+  int64_t total = 0;
   for (const SharingMixEntry& e : SharingMix())
-    if (!shares_only || e.gpu_milli > 0) total += e.share;
-  std::uniform_real_distribution<double> u(0, total);
+    if (!shares_only || e.gpu_milli > 0) total += e.pods;
+  std::uniform_int_distribution<int64_t> u(0, total - 1);
   while (out.size() < n) {
-    double x = u(rng);
+    int64_t x = u(rng);
     for (const SharingMixEntry& e : SharingMix()) {
       if (shares_only && e.gpu_milli == 0) continue;
-      if (x < e.share) {
+      if (x < e.pods) {
         out.push_back(e.gpus > 0 ? core::WholeGpus(e.gpus) : core::GpuShare(e.gpu_milli));
         break;
       }
-      x -= e.share;
+      x -= e.pods;
     }
   }
   return out;
@@ -151,6 +164,7 @@ void BM_Place(benchmark::State& state) {
 BENCHMARK(BM_Place)
     ->ArgNames({"nodes", "policy", "shares_only"})
     ->Args({5000, 2, 1})
+    ->Args({5000, 3, 1})
     ->Args({5000, 2, 0})
     ->Args({5000, 1, 1})
     ->Args({5000, 0, 1})
