@@ -212,6 +212,10 @@ void ClusterState::MoveBucket(int32_t node, int from, int to) {
 // Changes a node's free capacity and keeps the bucket, domain and cluster totals in step.
 void ClusterState::AdjustFree(int32_t node, uint64_t gpu_add, uint64_t gpu_remove,
                               int64_t cpu_milli, int64_t memory_bytes) {
+  if (tracking_ && changed_flag_[static_cast<size_t>(node)] == 0) {
+    changed_flag_[static_cast<size_t>(node)] = 1;
+    changed_.push_back(node);
+  }
   NodeCapacity& f = free_[node];
   const int before = Popcount(f.gpu_mask);
   f.gpu_mask = (f.gpu_mask | gpu_add) & ~gpu_remove;

@@ -271,6 +271,23 @@ class ClusterState {
   // Sanity check used by tests: holdings, buckets and domain totals agree.
   Status CheckInvariants() const;
 
+  // Indexes kept over the state behind a const reference (the share scores of placement) follow
+  // it through this log: once TrackChanges was called, every node whose free capacity or shares
+  // change (claims, holds, releases, roll-backs) is noted, once until it is next taken.
+  void TrackChanges() const {
+    if (!tracking_) changed_flag_.assign(free_.size(), 0);
+    tracking_ = true;
+  }
+  // Calls fn(node) for each node changed since the last call, and forgets them.
+  template <class Fn>
+  void TakeChanged(Fn&& fn) const {
+    for (const int32_t n : changed_) {
+      changed_flag_[static_cast<size_t>(n)] = 0;
+      fn(n);
+    }
+    changed_.clear();
+  }
+
  private:
   ClusterState(const std::vector<Node>* nodes, const std::vector<MigResource>* mig_profiles,
                std::shared_ptr<const NodeIndex> index);
@@ -357,6 +374,10 @@ class ClusterState {
   std::vector<Saved> journal_;
   std::vector<SavedShare> share_journal_;
   std::vector<uint8_t> journaled_;  // per node: kJournaledNode, kJournaledShares
+  // TrackChanges: the nodes changed since TakeChanged, and a flag per node for those listed.
+  mutable bool tracking_ = false;
+  mutable std::vector<int32_t> changed_;
+  mutable std::vector<uint8_t> changed_flag_;
 };
 
 }  // namespace chamber::core

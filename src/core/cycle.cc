@@ -363,6 +363,7 @@ void Cycle::EndRun() {
 
 CycleResult Cycle::Run(const CycleOptions& options) {
   explain_ = options.explain;
+  feas_.ForgetShareScores();  // a kept cycle scores shares under this snapshot's mix
   BeginRun();
   ComputeFairShare();
   work_.SortWaiting(keep_);

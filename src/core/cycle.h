@@ -53,7 +53,7 @@ class Cycle {
         keep_(keep),
         tree_(s.queues),
         state_(s, std::move(node_index)),
-        feas_(state_),
+        feas_(state_, &s),
         queues_(tree_),
         work_(s, cfg, tree_, state_, feas_, queues_),
         admission_(tree_, queues_, state_),

@@ -282,7 +282,7 @@ void ShareCluster::Release(const SharePlacement& p) {
 
 WorkloadMix::WorkloadMix(int64_t window, size_t max_classes)
     : window_(std::max<int64_t>(1, window)),
-      max_classes_(max_classes),
+      max_classes_(std::min(max_classes, kMaxMixClasses)),
       ring_(static_cast<size_t>(window_), -1) {}
 
 int32_t WorkloadMix::Find(const ShareRequest& r) const {
@@ -364,6 +364,102 @@ int64_t NodeFragmentation(const NodeFree& node, std::span<const MixClass> mix) {
   return total;
 }
 
+NodeScorer::NodeScorer(const NodeFree& node, std::span<const MixClass> mix)
+    : node_(&node), mix_(mix.first(std::min(mix.size(), kMaxMixClasses))) {
+  totals_.cpu = node.cpu_milli;
+  totals_.memory = node.memory_bytes;
+  for (const GpuFree& g : node.gpus) {
+    totals_.free += g.UsableMilli();
+    if (g.Shareable() && g.EntirelyFree())
+      ++totals_.entirely_free;
+    else
+      totals_.partial += g.UsableMilli();
+    for (size_t t = 0; t < mix_.size(); ++t) unfit_[t] += UnfitMilli(g, t);
+  }
+  frag_ = Fragmentation(totals_);
+}
+
+// The GPU's free compute when share class t cannot use it, else 0 (0 for whole classes).
+int64_t NodeScorer::UnfitMilli(const GpuFree& g, size_t t) const {
+  const ShareRequest& c = mix_[t].request;
+  return c.gpus == 0 && !g.Fits(c.gpu_milli, c.gpu_memory_mib) ? g.UsableMilli() : 0;
+}
+
+int64_t NodeScorer::Fragmentation(const Totals& n, const GpuFree* from, const GpuFree* to,
+                                  int64_t count) const {
+  int64_t total = 0;
+  for (size_t t = 0; t < mix_.size(); ++t) {
+    const MixClass& c = mix_[t];
+    int64_t f = 0;
+    if (n.cpu < c.request.cpu_milli || n.memory < c.request.memory_bytes ||
+        !ShareCluster::ModelAllowed(c.request.gpu_model_mask, node_->model))
+      f = n.free;
+    else if (c.request.gpus > 0)
+      f = n.entirely_free >= c.request.gpus ? n.partial : n.free;
+    else
+      f = from == nullptr ? unfit_[t]
+                          : unfit_[t] - count * (UnfitMilli(*from, t) - UnfitMilli(*to, t));
+    total += c.weight * f;
+  }
+  return total;
+}
+
+NodeScorer::Choice NodeScorer::Best(const ShareRequest& r) const {
+  Choice best;
+  if (totals_.cpu < r.cpu_milli || totals_.memory < r.memory_bytes ||
+      !ShareCluster::ModelAllowed(r.gpu_model_mask, node_->model))
+    return best;
+  const std::span<const GpuFree> gpus = node_->gpus;
+  Totals after = totals_;
+  after.cpu -= r.cpu_milli;
+  after.memory -= r.memory_bytes;
+  if (r.gpus > 0) {
+    if (totals_.entirely_free < r.gpus) return best;
+    const GpuFree* free_gpu = nullptr;
+    for (const GpuFree& g : gpus)
+      if (g.Shareable() && g.EntirelyFree()) {
+        free_gpu = &g;
+        break;
+      }
+    GpuFree held = *free_gpu;
+    held.milli = 0;
+    held.memory_mib = 0;
+    after.free -= int64_t{r.gpus} * kMilliPerGpu;
+    after.entirely_free -= r.gpus;
+    best.delta = Fragmentation(after, free_gpu, &held, r.gpus) - frag_;
+    return best;
+  }
+  int32_t best_left = 0;
+  // GPUs in the same state score the same: each state once, at its lowest index.
+  std::array<std::pair<int32_t, int64_t>, kMaxSharedGpusPerNode> seen;
+  size_t seen_count = 0;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const GpuFree& g = gpus[i];
+    if (!g.Fits(r.gpu_milli, r.gpu_memory_mib)) continue;
+    const std::pair<int32_t, int64_t> state{g.milli, g.memory_mib};
+    const auto seen_end = seen.begin() + static_cast<std::ptrdiff_t>(seen_count);
+    if (std::find(seen.begin(), seen_end, state) != seen_end) continue;
+    if (seen_count < seen.size()) seen[seen_count++] = state;
+    GpuFree h = g;
+    h.milli -= r.gpu_milli;
+    h.memory_mib -= r.gpu_memory_mib;
+    Totals a = after;
+    a.free -= r.gpu_milli;
+    if (g.EntirelyFree()) {
+      --a.entirely_free;
+      a.partial += h.UsableMilli();
+    } else {
+      a.partial -= r.gpu_milli;
+    }
+    const int64_t delta = Fragmentation(a, &g, &h, 1) - frag_;
+    if (delta < best.delta || (delta == best.delta && h.milli < best_left)) {
+      best = {delta, static_cast<int32_t>(i)};
+      best_left = h.milli;
+    }
+  }
+  return best;
+}
+
 int64_t NodeStrandedMilli(const NodeFree& node, std::span<const MixClass> mix) {
   int64_t entirely_free = 0;
   for (const GpuFree& g : node.gpus) entirely_free += g.Shareable() && g.EntirelyFree() ? 1 : 0;
@@ -438,21 +534,16 @@ constexpr int64_t kInfeasible = std::numeric_limits<int64_t>::max();
 
 }  // namespace
 
-// FGD's kept state. Per node: its free compute (U), the free compute of its GPUs that are not
-// entirely free (P), the number that are (E), its free CPU and memory, and per share class of
-// the scored mix the free compute of its GPUs that cannot hold the class (S(t)). The node's
-// fragmentation is then the sum over classes of weight times: U when the node lacks the class's
-// CPU or memory; else S(t) for a share class; for k whole GPUs, P when E >= k, else U. A
-// candidate placement changes one GPU (or k entirely free ones) and the node's CPU and memory,
-// so it is scored in time proportional to the classes. Per class, each node's best placement
-// (the least increase of its fragmentation) and a tournament tree over nodes for the least
-// increase, lowest node first. A placement or release recomputes only its node.
+// FGD's kept state: per node its fragmentation under the scored mix; per class of the mix, each
+// node's best placement (the least increase of its fragmentation, NodeScorer) and a tournament
+// tree over nodes for the least increase, lowest node first. A placement or release recomputes
+// only its node.
 class SharePlacer::Fgd {
  public:
   Fgd(const ShareCluster& cluster, FgdOptions options, bool by_demand)
       : cluster_(&cluster), options_(options), by_demand_(by_demand) {
     const size_t n = static_cast<size_t>(cluster.node_count());
-    nodes_.resize(n);
+    frag_.resize(n);
     leaves_ = std::bit_ceil(std::max<size_t>(1, n));
   }
 
@@ -469,13 +560,12 @@ class SharePlacer::Fgd {
     since_check_ = 0;
     ++refreshes_;
     const size_t k = scored_.size();
-    unfit_.assign(nodes_.size() * k, 0);
-    best_.assign(k, std::vector<Best>(nodes_.size()));
+    best_.assign(k, std::vector<NodeScorer::Choice>(frag_.size()));
     tree_.assign(k, std::vector<int32_t>(2 * leaves_, -1));
-    for (int32_t n = 0; n < static_cast<int32_t>(nodes_.size()); ++n) Recompute(n, false);
+    for (int32_t n = 0; n < static_cast<int32_t>(frag_.size()); ++n) Recompute(n, false);
     for (size_t c = 0; c < k; ++c) {
       std::vector<int32_t>& t = tree_[c];
-      for (size_t i = 0; i < nodes_.size(); ++i) t[leaves_ + i] = static_cast<int32_t>(i);
+      for (size_t i = 0; i < frag_.size(); ++i) t[leaves_ + i] = static_cast<int32_t>(i);
       for (size_t i = leaves_ - 1; i >= 1; --i) t[i] = Winner(c, t[2 * i], t[2 * i + 1]);
     }
   }
@@ -505,14 +595,16 @@ class SharePlacer::Fgd {
     if (request_class >= 0 && static_cast<size_t>(request_class) < scored_.size()) {
       const size_t c = static_cast<size_t>(request_class);
       const int32_t n = tree_[c][1];
-      if (n < 0 || best_[c][static_cast<size_t>(n)].delta == kInfeasible) return std::nullopt;
+      if (n < 0 || best_[c][static_cast<size_t>(n)].delta == NodeScorer::kNoPlacement)
+        return std::nullopt;
       return Build(r, n, best_[c][static_cast<size_t>(n)]);
     }
     // A request outside the scored mix: every node, once.
     int32_t node = -1;
-    Best best;
-    for (int32_t n = 0; n < static_cast<int32_t>(nodes_.size()); ++n) {
-      const Best b = BestOn(n, r);
+    NodeScorer::Choice best;
+    for (int32_t n = 0; n < static_cast<int32_t>(frag_.size()); ++n) {
+      const NodeFree free = NodeFreeOf(*cluster_, n);
+      const NodeScorer::Choice b = NodeScorer(free, scored_).Best(r);
       if (b.delta < best.delta) {
         best = b;
         node = n;
@@ -524,24 +616,11 @@ class SharePlacer::Fgd {
 
   // After the node's GPUs, CPU or memory changed.
   void Recompute(int32_t n, bool update_trees = true) {
-    Node& node = nodes_[static_cast<size_t>(n)];
-    node = Node{};
-    node.cpu = cluster_->free_cpu_milli(n);
-    node.memory = cluster_->free_memory_bytes(n);
-    node.model = cluster_->node_model(n);
-    int64_t* unfit = Unfit(n);
-    std::fill(unfit, unfit + scored_.size(), 0);
-    for (const GpuFree& g : cluster_->gpus(n)) {
-      node.free += g.UsableMilli();
-      if (g.Shareable() && g.EntirelyFree())
-        ++node.entirely_free;
-      else
-        node.partial += g.UsableMilli();
-      for (size_t t = 0; t < scored_.size(); ++t) unfit[t] += UnfitMilli(g, t);
-    }
-    node.frag = Fragmentation(node, unfit);
+    const NodeFree free = NodeFreeOf(*cluster_, n);
+    const NodeScorer scorer(free, scored_);
+    frag_[static_cast<size_t>(n)] = scorer.fragmentation();
     for (size_t c = 0; c < scored_.size(); ++c) {
-      best_[c][static_cast<size_t>(n)] = BestOn(n, scored_[c].request);
+      best_[c][static_cast<size_t>(n)] = scorer.Best(scored_[c].request);
       if (update_trees) {
         std::vector<int32_t>& t = tree_[c];
         for (size_t i = (leaves_ + static_cast<size_t>(n)) / 2; i >= 1; i /= 2)
@@ -550,114 +629,9 @@ class SharePlacer::Fgd {
     }
   }
 
-  int64_t Kept(int32_t n) const { return nodes_[static_cast<size_t>(n)].frag; }
+  int64_t Kept(int32_t n) const { return frag_[static_cast<size_t>(n)]; }
 
  private:
-  struct Node {
-    int64_t free = 0;
-    int64_t partial = 0;
-    int32_t entirely_free = 0;
-    int64_t cpu = 0;
-    int64_t memory = 0;
-    int64_t frag = 0;  // the node's fragmentation under the scored mix
-    int32_t model = -1;
-  };
-  struct Best {
-    int64_t delta = kInfeasible;
-    int32_t gpu = -1;  // share requests: the GPU
-  };
-
-  int64_t* Unfit(int32_t n) { return unfit_.data() + static_cast<size_t>(n) * scored_.size(); }
-  const int64_t* Unfit(int32_t n) const {
-    return unfit_.data() + static_cast<size_t>(n) * scored_.size();
-  }
-
-  // The GPU's free compute when share class t cannot use it, else 0 (0 for whole classes).
-  int64_t UnfitMilli(const GpuFree& g, size_t t) const {
-    const ShareRequest& c = scored_[t].request;
-    return c.gpus == 0 && !g.Fits(c.gpu_milli, c.gpu_memory_mib) ? g.UsableMilli() : 0;
-  }
-
-  // The node's fragmentation; with `count` GPUs of state `from` changed to `to`, when given.
-  int64_t Fragmentation(const Node& n, const int64_t* unfit, const GpuFree* from = nullptr,
-                        const GpuFree* to = nullptr, int64_t count = 0) const {
-    int64_t total = 0;
-    for (size_t t = 0; t < scored_.size(); ++t) {
-      const MixClass& c = scored_[t];
-      int64_t f = 0;
-      if (n.cpu < c.request.cpu_milli || n.memory < c.request.memory_bytes ||
-          !ShareCluster::ModelAllowed(c.request.gpu_model_mask, n.model))
-        f = n.free;
-      else if (c.request.gpus > 0)
-        f = n.entirely_free >= c.request.gpus ? n.partial : n.free;
-      else
-        f = from == nullptr ? unfit[t]
-                            : unfit[t] - count * (UnfitMilli(*from, t) - UnfitMilli(*to, t));
-      total += c.weight * f;
-    }
-    return total;
-  }
-
-  Best BestOn(int32_t n, const ShareRequest& r) const {
-    const Node& node = nodes_[static_cast<size_t>(n)];
-    Best best;
-    if (node.cpu < r.cpu_milli || node.memory < r.memory_bytes ||
-        !ShareCluster::ModelAllowed(r.gpu_model_mask, node.model))
-      return best;
-    const std::span<const GpuFree> gpus = cluster_->gpus(n);
-    const int64_t* unfit = Unfit(n);
-    Node after = node;
-    after.cpu -= r.cpu_milli;
-    after.memory -= r.memory_bytes;
-    if (r.gpus > 0) {
-      if (node.entirely_free < r.gpus) return best;
-      const GpuFree* free_gpu = nullptr;
-      for (const GpuFree& g : gpus)
-        if (g.Shareable() && g.EntirelyFree()) {
-          free_gpu = &g;
-          break;
-        }
-      GpuFree held = *free_gpu;
-      held.milli = 0;
-      held.memory_mib = 0;
-      after.free -= int64_t{r.gpus} * kMilliPerGpu;
-      after.entirely_free -= r.gpus;
-      best.delta = Fragmentation(after, unfit, free_gpu, &held, r.gpus) - node.frag;
-      return best;
-    }
-    int32_t best_left = 0;
-    // GPUs in the same state score the same: each state once, at its lowest index.
-    std::array<std::pair<int32_t, int64_t>, kMaxSharedGpusPerNode> seen;
-    size_t seen_count = 0;
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      const GpuFree& g = gpus[i];
-      if (!g.Fits(r.gpu_milli, r.gpu_memory_mib)) continue;
-      const std::pair<int32_t, int64_t> state{g.milli, g.memory_mib};
-      if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(seen_count), state) !=
-          seen.begin() + static_cast<std::ptrdiff_t>(seen_count))
-        continue;
-      seen[seen_count++] = state;
-      GpuFree h = g;
-      h.milli -= r.gpu_milli;
-      h.memory_mib -= r.gpu_memory_mib;
-      Node a = after;
-      a.free -= r.gpu_milli;
-      if (g.EntirelyFree()) {
-        --a.entirely_free;
-        a.partial += h.UsableMilli();
-      } else {
-        a.partial -= r.gpu_milli;
-      }
-      const int64_t delta = Fragmentation(a, unfit, &g, &h, 1) - node.frag;
-      // Least increase; then the GPU left with the least free compute; then the lowest index.
-      if (delta < best.delta || (delta == best.delta && h.milli < best_left)) {
-        best = {delta, static_cast<int32_t>(i)};
-        best_left = h.milli;
-      }
-    }
-    return best;
-  }
-
   int32_t Winner(size_t c, int32_t a, int32_t b) const {
     if (a < 0) return b;
     if (b < 0) return a;
@@ -666,7 +640,7 @@ class SharePlacer::Fgd {
     return db < da || (db == da && b < a) ? b : a;
   }
 
-  SharePlacement Build(const ShareRequest& r, int32_t n, const Best& b) const {
+  SharePlacement Build(const ShareRequest& r, int32_t n, const NodeScorer::Choice& b) const {
     if (r.gpus > 0) return WholeOn(n, LowestEntirelyFree(cluster_->gpus(n), r.gpus), r);
     return ShareOn(n, static_cast<size_t>(b.gpu), r);
   }
@@ -679,11 +653,10 @@ class SharePlacer::Fgd {
   int64_t scored_total_ = 0;
   int64_t since_check_ = 0;
   int64_t refreshes_ = 0;
-  std::vector<Node> nodes_;
-  std::vector<int64_t> unfit_;  // [node * classes + class]
+  std::vector<int64_t> frag_;  // per node, under the scored mix
   size_t leaves_ = 1;
-  std::vector<std::vector<Best>> best_;     // [class][node]
-  std::vector<std::vector<int32_t>> tree_;  // [class]: tournament tree, root at 1
+  std::vector<std::vector<NodeScorer::Choice>> best_;  // [class][node]
+  std::vector<std::vector<int32_t>> tree_;             // [class]: tournament tree, root at 1
 };
 
 SharePlacer::SharePlacer(ShareStrategy strategy, const std::vector<ShareNodeSpec>& nodes,

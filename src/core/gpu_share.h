@@ -6,11 +6,13 @@
 // ask for the node's CPU and memory, which can leave a node's GPUs unusable.
 // docs/sharing.md describes the model and what each policy promises.
 //
-// A self-contained component: the engine places shares itself (placement.h, best fit over
-// GPUs) and does not call these policies yet.
+// The policies are a self-contained component (saturation runs, share_bench); the engine scores
+// its placements of single shares with NodeScorer (share_scores.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -190,11 +192,14 @@ class ShareCluster {
 struct MixClass {
   ShareRequest request;  // whole or share; MIG requests are not part of the mix
   int64_t weight = 0;
+  friend bool operator==(const MixClass&, const MixClass&) = default;
 };
 
+inline constexpr size_t kMaxMixClasses = 64;
+
 // The mix of recent requests, learned as they arrive: a bounded histogram of request classes
-// over the last `window` requests. A request of a new class when `max_classes` are known is
-// counted as untracked.
+// over the last `window` requests. A request of a new class when `max_classes` (at most
+// kMaxMixClasses) are known is counted as untracked.
 class WorkloadMix {
  public:
   explicit WorkloadMix(int64_t window = 10'000, size_t max_classes = 64);
@@ -234,6 +239,45 @@ NodeFree NodeFreeOf(const ShareCluster& cluster, int32_t node);
 // GPUs: the free compute of GPUs that are not entirely free, or of all GPUs when fewer than k are
 // entirely free.
 int64_t NodeFragmentation(const NodeFree& node, std::span<const MixClass> mix);
+
+// FGD's measure of one node, kept so that each placement on it is scored in time proportional to
+// the mix's classes (at most kMaxMixClasses): its free compute, the free compute of its GPUs that
+// are not entirely free, how many are, and per share class the free compute of the GPUs that
+// cannot hold it. A placement changes one GPU (or k entirely free ones) and the node's CPU and
+// memory. The node and mix must outlive the scorer.
+class NodeScorer {
+ public:
+  static constexpr int64_t kNoPlacement = std::numeric_limits<int64_t>::max();
+  NodeScorer(const NodeFree& node, std::span<const MixClass> mix);
+  int64_t fragmentation() const { return frag_; }
+  struct Choice {
+    int64_t delta = kNoPlacement;  // the increase of the node's fragmentation
+    int32_t gpu = -1;              // a share: the GPU
+  };
+  // The least increase a placement of `r` (whole GPUs or a share) on the node makes; for a share,
+  // ties go to the GPU left with the least free compute, then the lowest index. kNoPlacement
+  // when `r` does not fit the node (its CPU, memory or GPU model, or no GPU with room).
+  Choice Best(const ShareRequest& r) const;
+
+ private:
+  struct Totals {
+    int64_t free = 0;     // usable compute of every GPU
+    int64_t partial = 0;  // of the GPUs that are not entirely free
+    int32_t entirely_free = 0;
+    int64_t cpu = 0;
+    int64_t memory = 0;
+  };
+  int64_t UnfitMilli(const GpuFree& g, size_t t) const;
+  // The fragmentation at `t`, with `count` GPUs of state `from` changed to `to`, when given.
+  int64_t Fragmentation(const Totals& t, const GpuFree* from = nullptr, const GpuFree* to = nullptr,
+                        int64_t count = 0) const;
+
+  const NodeFree* node_;
+  std::span<const MixClass> mix_;
+  Totals totals_;
+  std::array<int64_t, kMaxMixClasses> unfit_{};
+  int64_t frag_ = 0;
+};
 // Free compute (thousandths) on the node that no class of the mix (with weight > 0) can use.
 int64_t NodeStrandedMilli(const NodeFree& node, std::span<const MixClass> mix);
 int64_t StrandedMilli(const ShareCluster& cluster, std::span<const MixClass> mix);

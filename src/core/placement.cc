@@ -6,6 +6,8 @@
 #include <map>
 #include <span>
 
+#include "core/share_scores.h"
+
 namespace chamber::core {
 namespace {
 
@@ -120,6 +122,19 @@ int64_t ShareSlots(const ClusterState& state, NodeId n, const PodSet& ps) {
 }
 
 }  // namespace
+
+FeasibilityCache::FeasibilityCache(const ClusterState& state, const Snapshot* snapshot)
+    : state_(&state), snapshot_(snapshot) {}
+
+FeasibilityCache::~FeasibilityCache() = default;
+
+void FeasibilityCache::ForgetShareScores() { scores_.reset(); }
+
+ShareScores* FeasibilityCache::ScoresFor(const ClusterState& state) const {
+  if (snapshot_ == nullptr || &state != state_) return nullptr;
+  if (!scores_) scores_ = std::make_unique<ShareScores>(state, SnapshotShareMix(*snapshot_));
+  return scores_.get();
+}
 
 const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* id) const {
   constexpr size_t kMaxKnown = 8;
@@ -287,18 +302,21 @@ int GangAttempt::ShareGpu(int32_t n, const PodSet& ps) const {
 }
 
 void GangAttempt::Take(int32_t n, int32_t set, int32_t replica, const PodSet& ps) {
-  uint64_t mask = 0;
   if (ps.request.gpu_share()) {
-    const int g = ShareGpu(n, ps);
-    mask = uint64_t{1} << g;
-    // No later pod of the try takes the GPU whole, from the free GPUs or the overlay.
-    consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request));
-    shares_.push_back({n, g, ps.request.gpu_milli(), ps.gpu_memory_mib});
-  } else {
-    mask = PickGpus(Effective(n).gpu_mask, state_.islands(NodeId{n}),
-                    static_cast<int>(ps.request.whole_gpus()));
-    consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request, ps.mig));
+    TakeShare(n, ShareGpu(n, ps), set, replica, ps);
+    return;
   }
+  const uint64_t mask = PickGpus(Effective(n).gpu_mask, state_.islands(NodeId{n}),
+                                 static_cast<int>(ps.request.whole_gpus()));
+  consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request, ps.mig));
+  plan_.pods.push_back({set, replica, PodPlacement{NodeId{n}, mask}});
+}
+
+void GangAttempt::TakeShare(int32_t n, int g, int32_t set, int32_t replica, const PodSet& ps) {
+  const uint64_t mask = uint64_t{1} << g;
+  // No later pod of the try takes the GPU whole, from the free GPUs or the overlay.
+  consumed_[n].Add(NodeCapacity::OfPod(mask, ps.request));
+  shares_.push_back({n, g, ps.request.gpu_milli(), ps.gpu_memory_mib});
   plan_.pods.push_back({set, replica, PodPlacement{NodeId{n}, mask}});
 }
 
@@ -334,20 +352,31 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
     return a.ps->request.whole_gpus() > b.ps->request.whole_gpus();
   });
   std::vector<const std::vector<NodeFilter>*> filters(w.pod_sets.size());
-  for (size_t s = 0; s < w.pod_sets.size(); ++s) filters[s] = &feasibility.For(w.pod_sets[s]);
+  std::vector<int32_t> filter_ids(w.pod_sets.size(), -1);
+  for (size_t s = 0; s < w.pod_sets.size(); ++s)
+    filters[s] = &feasibility.For(w.pod_sets[s], &filter_ids[s]);
   auto ok = [&](int32_t n, const PodRef& p) { return (*filters[p.set])[n] == NodeFilter::kOk; };
   if (overlay != nullptr && overlay->empty()) overlay = nullptr;
   const int max_k = state.max_gpus_per_node();
   GangAttempt a(state, overlay);
 
-  // Fast path: one pod, best fit straight from the free-GPU buckets; a share first looks for
-  // the fullest shared GPU it fits beside, in node and then GPU order on ties.
+  // Fast path: one pod, best fit straight from the free-GPU buckets; a share goes where it least
+  // fragments the cluster under the cycle's mix (share_scores.h), or, without scores (a state
+  // other than the cycle's), to the fullest shared GPU it fits beside, in node and GPU order on
+  // ties.
   if (refs.size() == 1 && overlay == nullptr) {
     const PodRef& p = refs.front();
     if (p.ps->mig.any()) {
       const int32_t n = BestMigNode(state, a, *filters[p.set], *p.ps);
       if (n < 0) return std::nullopt;
       a.Take(n, p.set, p.replica, *p.ps);
+      return a.TakePlan();
+    }
+    if (ShareScores* scores = p.ps->request.gpu_share() ? feasibility.ScoresFor(state) : nullptr) {
+      const std::optional<ShareScores::Spot> spot =
+          scores->Choose(*p.ps, filter_ids[p.set], *filters[p.set]);
+      if (!spot) return std::nullopt;
+      a.TakeShare(spot->node, spot->gpu, p.set, p.replica, *p.ps);
       return a.TakePlan();
     }
     if (p.ps->request.gpu_share()) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,16 +31,30 @@ enum class NodeFilter : uint8_t {
 
 // Static feasibility per distinct (node selector, tolerations, GPU models), computed once per
 // cycle on first use. Most workloads share a handful of such constraint sets.
+class ShareScores;
+
 class FeasibilityCache {
  public:
-  explicit FeasibilityCache(const ClusterState& state) : state_(&state) {}
+  // With `snapshot`, shares placed on `state`'s free capacity go where they least fragment it
+  // under the snapshot's mix (share_scores.h); without, to the fullest GPU they fit beside.
+  explicit FeasibilityCache(const ClusterState& state, const Snapshot* snapshot = nullptr);
+  ~FeasibilityCache();
+  FeasibilityCache(const FeasibilityCache&) = delete;
+  FeasibilityCache& operator=(const FeasibilityCache&) = delete;
   // Filter result per node for the pod set's constraints; the id names the constraint set.
   // Computed on first use and kept: the cache is filled behind a const reference, so policies
   // read it without being able to change what it says.
   const std::vector<NodeFilter>& For(const PodSet& pod_set, int32_t* id = nullptr) const;
+  // The share scores over `state` (the state this cache was built for), built on first use;
+  // nullptr without a snapshot, or for another state.
+  ShareScores* ScoresFor(const ClusterState& state) const;
+  // Drops the share scores: the next use builds them from the snapshot as it is then.
+  void ForgetShareScores();
 
  private:
   const ClusterState* state_;
+  const Snapshot* snapshot_;
+  mutable std::unique_ptr<ShareScores> scores_;
   mutable std::unordered_map<std::string, int32_t> ids_;
   // The first few constraint sets seen, compared field by field before a signature is built
   // and hashed: comparing is cheaper, and most pod sets of a cycle match one of them.
@@ -137,6 +152,8 @@ class GangAttempt {
   }
   // Places pod `replica` of pod set `set` on node `n`, which fits it.
   void Take(int32_t n, int32_t set, int32_t replica, const PodSet& ps);
+  // A share of `ps` on GPU `g` of node `n`, which the caller found room on.
+  void TakeShare(int32_t n, int g, int32_t set, int32_t replica, const PodSet& ps);
   void Reset() {
     consumed_.clear();
     shares_.clear();
@@ -184,7 +201,9 @@ class PlacementPolicy {
 //   - a gang goes on one node if one can hold it, else into the tightest multi-node NVLink
 //     domain, then block, then zone that can, else anywhere; within that, each pod first tries
 //     the nodes the gang already uses, then the fullest node that fits;
-//   - within a node, GPUs come from the NVLink island that fits them most tightly.
+//   - within a node, GPUs come from the NVLink island that fits them most tightly;
+//   - a single share goes where it least raises fragmentation under the cycle's mix
+//     (share_scores.h); a gang's shares go beside other shares on the fullest GPU they fit.
 class TopologyBinPacking final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "topology-bin-packing"; }

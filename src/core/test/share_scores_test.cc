@@ -1,0 +1,161 @@
+// Where the engine puts a share (share_scores.h): against trying every node and GPU, as the state
+// changes under it through claims, holds, releases and roll-backs; the mix a snapshot gives; and
+// a scenario worked out by hand in
+// src/core/io/test/scenarios/share-goes-where-it-fragments-least.yaml.
+#include "core/share_scores.h"
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "core/placement.h"
+#include "core/test/generators.h"
+#include "core/test/snapshot_builder.h"
+
+namespace chamber::core {
+namespace {
+
+using testing::Chance;
+using testing::Pick;
+
+// The choice a scan of every node and GPU makes: least increase of the node's fragmentation
+// (NodeFragmentation, recomputed in full), then least compute left, then lowest node and GPU.
+struct Scan {
+  int64_t delta = 0;
+  int32_t left = 0;
+  int32_t node = -1;
+  int gpu = -1;
+  auto Key() const { return std::tuple(delta, left, node, gpu); }
+};
+
+std::optional<Scan> ScanEveryGpu(const ClusterState& state, const PodSet& ps,
+                                 const std::vector<NodeFilter>& filter,
+                                 std::span<const MixClass> mix) {
+  std::optional<Scan> best;
+  StateNodeFree f;
+  for (int32_t n = 0; n < static_cast<int32_t>(state.num_nodes()); ++n) {
+    const NodeId id{n};
+    if (filter[static_cast<size_t>(n)] != NodeFilter::kOk ||
+        !state.free(id).Fits(ps.request, ps.mig))
+      continue;
+    const uint64_t room = state.free(id).gpu_mask | state.share_open_mask(id);
+    for (int g = 0; g < state.facts(id).gpu_count; ++g) {
+      if ((room >> g & 1) == 0) continue;
+      const bool free_gpu = (state.free(id).gpu_mask >> g & 1) != 0;
+      const bool fits = free_gpu
+                            ? ps.gpu_memory_mib <= state.gpu_memory_mib(id, g)
+                            : state.ShareFits(id, g, ps.request.gpu_milli(), ps.gpu_memory_mib);
+      if (!fits) continue;
+      FillNodeFree(state, n, f);
+      const int64_t before = NodeFragmentation(f.node, mix);
+      GpuFree& gpu = f.gpus[static_cast<size_t>(g)];
+      gpu.milli -= static_cast<int32_t>(ps.request.gpu_milli());
+      gpu.memory_mib -= ps.gpu_memory_mib;
+      f.node.cpu_milli -= ps.request.cpu_milli();
+      f.node.memory_bytes -= ps.request.memory_bytes();
+      const Scan s{NodeFragmentation(f.node, mix) - before, gpu.milli, n, g};
+      if (!best || s.Key() < best->Key()) best = s;
+    }
+  }
+  return best;
+}
+
+// Share pod sets of the snapshot, or one made up when it has none.
+std::vector<PodSet> SharePodSets(const Snapshot& s) {
+  std::vector<PodSet> out;
+  for (const Workload& w : s.workloads)
+    for (const PodSet& ps : w.pod_sets)
+      if (ps.request.gpu_share()) out.push_back(ps);
+  if (out.empty()) {
+    PodSet ps;
+    ps.request = Resources::Of(250, 1000, 0);  // a quarter of a GPU, one core
+    out.push_back(ps);
+  }
+  return out;
+}
+
+RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ()) {
+  const Snapshot s = testing::GenShareSnapshot();
+  ClusterState state(s);
+  for (const Workload& w : s.workloads) {
+    if (w.state != WorkloadState::kRunning) continue;
+    for (size_t i = 0; i < w.placements.size(); ++i) {
+      const PodSet* ps = w.PlacementPodSet(i);
+      if (ps != nullptr)
+        (void)state.ClaimExisting(w.placements[i], ps->request, ps->gpu_memory_mib, ps->mig);
+    }
+  }
+  FeasibilityCache feas(state, &s);
+  ShareScores* scores = feas.ScoresFor(state);
+  RC_ASSERT(scores != nullptr);
+  RC_ASSERT(feas.ScoresFor(ClusterState(s)) == nullptr);  // another state: none
+  const std::vector<MixClass> mix(scores->mix().begin(), scores->mix().end());
+  RC_ASSERT(mix == SnapshotShareMix(s));
+  const std::vector<PodSet> sets = SharePodSets(s);
+  struct Held {
+    PodPlacement p;
+    PodSet ps;
+  };
+  std::vector<Held> held;
+  bool journaling = false;
+  int placed = 0;
+  for (int step = 0; step < 60; ++step) {
+    const int action = Pick(0, 9);
+    if (action < 6) {
+      const PodSet& ps = sets[static_cast<size_t>(Pick(0, static_cast<int>(sets.size()) - 1))];
+      int32_t id = -1;
+      const std::vector<NodeFilter>& filter = feas.For(ps, &id);
+      const std::optional<ShareScores::Spot> got = scores->Choose(ps, id, filter);
+      const std::optional<Scan> want = ScanEveryGpu(state, ps, filter, mix);
+      RC_ASSERT(got.has_value() == want.has_value());
+      if (!got) continue;
+      RC_ASSERT(got->node == want->node);
+      RC_ASSERT(got->gpu == want->gpu);
+      const PodPlacement p{NodeId{got->node}, uint64_t{1} << got->gpu};
+      state.Claim(p, ps.request, ps.gpu_memory_mib);
+      held.push_back({p, ps});
+      ++placed;
+    } else if (action < 8 && !held.empty()) {
+      const size_t i = static_cast<size_t>(Pick(0, static_cast<int>(held.size()) - 1));
+      state.Release(held[i].p, held[i].ps.request, held[i].ps.gpu_memory_mib);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (!journaling) {
+      state.BeginJournal();
+      journaling = true;
+      held.clear();  // claimed before the journal: kept, no longer released here
+    } else {
+      state.RollBack();  // what was claimed since BeginJournal is gone
+      journaling = false;
+      held.clear();
+    }
+  }
+  RC_ASSERT(state.CheckInvariants().ok());
+  RC_CLASSIFY(placed >= 10, "10 or more shares placed");
+}
+
+TEST(ShareScoresTest, TheMixWeighsEachClassByItsPodsDemand) {
+  testing::SnapshotBuilder b;
+  b.Node("n", 8);
+  b.Queue("a");
+  b.Workload("a/nb", "a").Shares(3, 250).Cpu(2000);
+  b.Workload("a/train", "a").Pods(2, 1).Cpu(8000);
+  b.Workload("a/nb2", "a").Shares(1, 250).Cpu(2000);
+  b.Workload("a/cpu", "a").Pods(4, 0).Cpu(1000);
+  const std::vector<MixClass> mix = SnapshotShareMix(b.snapshot());
+  ASSERT_EQ(mix.size(), 2u);
+  // Two 1-GPU pods (2,000) weigh more than four quarter shares (1,000); CPU-only pods are not
+  // part of the mix.
+  EXPECT_EQ(mix[0].request.gpus, 1);
+  EXPECT_EQ(mix[0].request.cpu_milli, 8000);
+  EXPECT_EQ(mix[0].weight, 2000);
+  EXPECT_EQ(mix[1].request.gpu_milli, 250);
+  EXPECT_EQ(mix[1].weight, 1000);
+  EXPECT_EQ(SnapshotShareMix(b.snapshot(), 1).size(), 1u);
+}
+
+}  // namespace
+}  // namespace chamber::core
