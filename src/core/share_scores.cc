@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <unordered_map>
 #include <utility>
 
 namespace chamber::core {
@@ -24,18 +25,33 @@ ShareRequest RequestOf(const PodSet& ps) {
 }  // namespace
 
 std::vector<MixClass> SnapshotShareMix(const Snapshot& snapshot, size_t max_classes) {
+  // Classes by request, in order of first appearance; a hash index over them, since a cluster's
+  // pods may ask for many different amounts of CPU and memory.
+  struct Key {
+    int64_t gpus, milli, gpu_memory, cpu, memory;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = 1469598103934665603u;
+      for (const int64_t v : {k.gpus, k.milli, k.gpu_memory, k.cpu, k.memory})
+        h = (h ^ static_cast<uint64_t>(v)) * 1099511628211u;
+      return static_cast<size_t>(h);
+    }
+  };
   std::vector<MixClass> mix;
+  std::unordered_map<Key, size_t, KeyHash> index;
   for (const Workload& w : snapshot.workloads) {
     for (const PodSet& ps : w.pod_sets) {
       if (ps.mig.any() || ps.request.gpu_milli() <= 0 || ps.count <= 0) continue;
       const ShareRequest r = RequestOf(ps);
       const int64_t weight = int64_t{ps.count} * r.DemandMilli();
-      auto it =
-          std::find_if(mix.begin(), mix.end(), [&](const MixClass& c) { return c.request == r; });
-      if (it == mix.end())
+      const auto [it, added] = index.try_emplace(
+          Key{r.gpus, r.gpu_milli, r.gpu_memory_mib, r.cpu_milli, r.memory_bytes}, mix.size());
+      if (added)
         mix.push_back({r, weight});
       else
-        it->weight += weight;
+        mix[it->second].weight += weight;
     }
   }
   std::stable_sort(mix.begin(), mix.end(),
@@ -73,21 +89,30 @@ void FillNodeFree(const ClusterState& state, int32_t node, StateNodeFree& out) {
 }
 
 ShareScores::ShareScores(const ClusterState& state, std::vector<MixClass> mix)
-    : state_(&state), mix_(std::move(mix)) {
+    : state_(&state), mix_(std::move(mix)), nodes_(state.num_nodes()) {
   leaves_ = std::bit_ceil(std::max<size_t>(1, state.num_nodes()));
   state.TrackChanges();
   state.TakeChanged([](int32_t) {});  // the shapes read the state as it stands when built
 }
 
-ShareScores::Best ShareScores::Score(const NodeScorer& scorer, const Shape& shape,
-                                     int32_t node) const {
+const ShareScores::Scored& ShareScores::ScoredNode(int32_t node) {
+  Scored& s = nodes_[static_cast<size_t>(node)];
+  if (!s.valid) {
+    FillNodeFree(*state_, node, s.free);
+    s.scorer.emplace(s.free.node, mix_);
+    s.valid = true;
+  }
+  return s;
+}
+
+ShareScores::Best ShareScores::Score(const Scored& scored, const Shape& shape, int32_t node) const {
   Best b;
   if (shape.filter[static_cast<size_t>(node)] != NodeFilter::kOk) return b;
-  const NodeScorer::Choice c = scorer.Best(shape.request);
+  const NodeScorer::Choice c = scored.scorer->Best(shape.request);
   if (c.delta == NodeScorer::kNoPlacement) return b;
   b.delta = c.delta;
   b.gpu = c.gpu;
-  b.left = scratch_.gpus[static_cast<size_t>(c.gpu)].milli - shape.request.gpu_milli;
+  b.left = scored.free.gpus[static_cast<size_t>(c.gpu)].milli - shape.request.gpu_milli;
   return b;
 }
 
@@ -113,6 +138,7 @@ void ShareScores::Update(Shape& shape, int32_t node) {
 
 void ShareScores::NoteChanges() {
   state_->TakeChanged([&](int32_t n) {
+    nodes_[static_cast<size_t>(n)].valid = false;
     for (Shape& s : shapes_) {
       // A node the shape's constraints rule out is never its choice, whatever changes there.
       if (s.pending_flag[static_cast<size_t>(n)] != 0 ||
@@ -127,8 +153,7 @@ void ShareScores::NoteChanges() {
 void ShareScores::Refresh(Shape& shape) {
   for (const int32_t n : shape.pending) {
     shape.pending_flag[static_cast<size_t>(n)] = 0;
-    FillNodeFree(*state_, n, scratch_);
-    shape.best[static_cast<size_t>(n)] = Score(NodeScorer(scratch_.node, mix_), shape, n);
+    shape.best[static_cast<size_t>(n)] = Score(ScoredNode(n), shape, n);
     Update(shape, n);
   }
   shape.pending.clear();
@@ -154,8 +179,7 @@ std::optional<ShareScores::Spot> ShareScores::Choose(const PodSet& ps, int32_t f
     for (size_t i = 0; i < n; ++i) {
       const auto node = static_cast<int32_t>(i);
       if (filter[i] != NodeFilter::kOk) continue;
-      FillNodeFree(*state_, node, scratch_);
-      shape.best[i] = Score(NodeScorer(scratch_.node, mix_), shape, node);
+      shape.best[i] = Score(ScoredNode(node), shape, node);
     }
     shape.tree.assign(2 * leaves_, -1);
     for (size_t i = 0; i < n; ++i) shape.tree[leaves_ + i] = static_cast<int32_t>(i);

@@ -71,7 +71,15 @@ class ShareScores {
     std::vector<int32_t> pending;
     std::vector<uint8_t> pending_flag;
   };
-  Best Score(const NodeScorer& scorer, const Shape& shape, int32_t node) const;
+  // A node's free state and its scorer under the mix, kept until the node changes: the shapes
+  // asked about share it.
+  struct Scored {
+    bool valid = false;
+    StateNodeFree free;
+    std::optional<NodeScorer> scorer;
+  };
+  const Scored& ScoredNode(int32_t node);
+  Best Score(const Scored& scored, const Shape& shape, int32_t node) const;
   static bool Better(const Best& a, int32_t an, const Best& b, int32_t bn);
   int32_t Winner(const Shape& shape, int32_t a, int32_t b) const;
   void Update(Shape& shape, int32_t node);
@@ -85,7 +93,7 @@ class ShareScores {
   std::vector<MixClass> mix_;
   size_t leaves_ = 1;
   std::vector<Shape> shapes_;
-  StateNodeFree scratch_;
+  std::vector<Scored> nodes_;  // per node; never resized, so each scorer's node stays in place
 };
 
 }  // namespace chamber::core

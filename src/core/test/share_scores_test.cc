@@ -137,6 +137,34 @@ RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ())
   RC_CLASSIFY(placed >= 10, "10 or more shares placed");
 }
 
+TEST(ShareScoresTest, ANodesGpusAsTheSharingModelSeesThem) {
+  // Four GPUs of 80 GiB: 0 free, 1 holding 0.3 and 10 GiB of shares, 2 held whole, 3 failed.
+  testing::SnapshotBuilder b;
+  b.Node("n", 4).GpuMemory(81920).Unhealthy({3}).MaxPods(3);
+  ClusterState state(b.snapshot());
+  const NodeId n{0};
+  state.Claim({n, 0b0010}, Resources::OfMilli(300, 2000, 0), 10240);
+  state.Claim({n, 0b0100}, Resources::Of(1, 4000, 0));
+  StateNodeFree f;
+  FillNodeFree(state, 0, f);
+  ASSERT_EQ(f.gpus.size(), 4u);
+  EXPECT_EQ(f.gpus[0].milli, 1000);
+  EXPECT_TRUE(f.gpus[0].EntirelyFree() && f.gpus[0].Shareable());
+  EXPECT_EQ(f.gpus[1].milli, 700);
+  EXPECT_EQ(f.gpus[1].memory_mib, 81920 - 10240);
+  EXPECT_FALSE(f.gpus[1].EntirelyFree());
+  EXPECT_EQ(f.gpus[2].UsableMilli(), 0);
+  EXPECT_EQ(f.gpus[3].UsableMilli(), 0);
+  EXPECT_EQ(f.node.cpu_milli, state.free(n).cpu_milli);
+  EXPECT_EQ(f.node.gpus.size(), 4u);
+  // With its last pod slot taken, the node fits no class.
+  state.Claim({n, 0b0001}, Resources::OfMilli(100, 0, 0));
+  FillNodeFree(state, 0, f);
+  EXPECT_EQ(f.gpus[0].milli, 900);
+  EXPECT_EQ(f.node.cpu_milli, -1);
+  EXPECT_EQ(NodeScorer(f.node, {}).Best(GpuShare(100)).delta, NodeScorer::kNoPlacement);
+}
+
 TEST(ShareScoresTest, TheMixWeighsEachClassByItsPodsDemand) {
   testing::SnapshotBuilder b;
   b.Node("n", 8);
