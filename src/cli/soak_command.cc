@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,6 +24,13 @@
 
 namespace chamber::cli {
 namespace {
+
+// CPU time of the calling thread, in milliseconds.
+double ThreadCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 struct SoakOptions {
   int64_t gpus = 10000;
@@ -128,10 +136,11 @@ Status RunSoak(const SoakOptions& o) {
   double next_sample = 0;
   const auto begin = std::chrono::steady_clock::now();
   for (double hours = 0; hours < o.hours;) {
-    const auto t0 = std::chrono::steady_clock::now();
+    // The cycle's CPU time on this thread, which runs it: a machine busy with other work must
+    // not read as an engine growing slower.
+    const double t0 = ThreadCpuMs();
     CHAMBER_RETURN_IF_ERROR(d.Tick());
-    tick_ms.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    tick_ms.push_back(ThreadCpuMs() - t0);
 #if defined(__GLIBC__)
     malloc_trim(0);  // as chamberd does after every cycle (chamberd/lead.cc)
 #endif
