@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstdlib>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -129,9 +130,6 @@ Status ValidateShareRequest(const ShareRequest& r) {
         "gpus: {} with gpu_milli: {} and gpu_memory_mib: {}; a pod asks for whole GPUs or a share "
         "of one, not both",
         r.gpus, r.gpu_milli, r.gpu_memory_mib));
-  if (r.gpus == 0 && r.gpu_milli == 0 && r.gpu_memory_mib == 0)
-    return Status::InvalidArgument(
-        "the request asks for no GPU: give gpus, gpu_milli, gpu_memory_mib or mig_profile");
   return Status::Ok();
 }
 
@@ -141,6 +139,8 @@ std::string ShareRequestText(const ShareRequest& r) {
       return "MIG " + r.mig_profile;
     case ShareRequest::Kind::kWhole:
       return fmt::format("{} GPU{}", r.gpus, r.gpus == 1 ? "" : "s");
+    case ShareRequest::Kind::kCpu:
+      return "no GPU";
     case ShareRequest::Kind::kShare:
       break;
   }
@@ -209,7 +209,9 @@ Status ShareCluster::Apply(const SharePlacement& p) {
     return Status::InvalidArgument(fmt::format("node: {} is not a node", p.node));
   const size_t first = static_cast<size_t>(first_[static_cast<size_t>(p.node)]);
   const size_t count = gpus(p.node).size();
-  if (p.gpu_mask == 0 || (count < 64 && (p.gpu_mask >> count) != 0))
+  // A pod without a GPU names none; every other names GPUs the node has.
+  const bool no_gpu = p.mig == nullptr && p.gpu_milli == 0 && p.gpu_memory_mib == 0;
+  if ((p.gpu_mask == 0) != no_gpu || (count < 64 && (p.gpu_mask >> count) != 0))
     return Status::InvalidArgument(
         fmt::format("gpu_mask: {:#x} names no GPU or GPUs node {} lacks", p.gpu_mask, p.node));
   const size_t node = static_cast<size_t>(p.node);
@@ -413,6 +415,11 @@ NodeScorer::Choice NodeScorer::Best(const ShareRequest& r) const {
   Totals after = totals_;
   after.cpu -= r.cpu_milli;
   after.memory -= r.memory_bytes;
+  if (r.kind() == ShareRequest::Kind::kCpu) {
+    best.delta = Fragmentation(after) - frag_;  // only the node's CPU and memory change
+    best.tie = totals_.free;
+    return best;
+  }
   if (r.gpus > 0) {
     if (totals_.entirely_free < r.gpus) return best;
     const GpuFree* free_gpu = nullptr;
@@ -468,7 +475,9 @@ int64_t NodeStrandedMilli(const NodeFree& node, std::span<const MixClass> mix) {
     if (g.UsableMilli() == 0) continue;
     bool usable = false;
     for (const MixClass& c : mix) {
-      if (c.weight <= 0 || NodeLacks(node, c.request)) continue;
+      if (c.weight <= 0 || c.request.kind() == ShareRequest::Kind::kCpu ||
+          NodeLacks(node, c.request))
+        continue;
       usable = c.request.gpus > 0 ? g.EntirelyFree() && entirely_free >= c.request.gpus
                                   : g.Fits(c.request.gpu_milli, c.request.gpu_memory_mib);
       if (usable) break;
@@ -529,6 +538,9 @@ SharePlacement ShareOn(int32_t node, size_t gpu, const ShareRequest& r) {
 SharePlacement WholeOn(int32_t node, uint64_t mask, const ShareRequest& r) {
   return {node, mask, kMilliPerGpu, 0, nullptr, -1, r.cpu_milli, r.memory_bytes};
 }
+SharePlacement CpuOn(int32_t node, const ShareRequest& r) {
+  return {node, 0, 0, 0, nullptr, -1, r.cpu_milli, r.memory_bytes};
+}
 
 constexpr int64_t kInfeasible = std::numeric_limits<int64_t>::max();
 
@@ -553,9 +565,12 @@ class SharePlacer::Fgd {
   void Refresh(const WorkloadMix& mix) {
     counted_ = mix.classes();
     scored_ = counted_;
-    // Weighed by demand, a class counts the GPU thousandths its requests bring.
-    if (by_demand_)
-      for (MixClass& c : scored_) c.weight *= c.request.DemandMilli();
+    // Weighed by demand, a class counts the GPU thousandths its requests bring. A class asking
+    // for no GPU weighs nothing either way: no GPU compute is usable or not to it.
+    for (MixClass& c : scored_) {
+      if (by_demand_) c.weight *= c.request.DemandMilli();
+      if (c.request.kind() == ShareRequest::Kind::kCpu) c.weight = 0;
+    }
     scored_total_ = mix.total();
     since_check_ = 0;
     ++refreshes_;
@@ -605,7 +620,7 @@ class SharePlacer::Fgd {
     for (int32_t n = 0; n < static_cast<int32_t>(frag_.size()); ++n) {
       const NodeFree free = NodeFreeOf(*cluster_, n);
       const NodeScorer::Choice b = NodeScorer(free, scored_).Best(r);
-      if (b.delta < best.delta) {
+      if (std::pair(b.delta, b.tie) < std::pair(best.delta, best.tie)) {
         best = b;
         node = n;
       }
@@ -635,12 +650,13 @@ class SharePlacer::Fgd {
   int32_t Winner(size_t c, int32_t a, int32_t b) const {
     if (a < 0) return b;
     if (b < 0) return a;
-    const int64_t da = best_[c][static_cast<size_t>(a)].delta;
-    const int64_t db = best_[c][static_cast<size_t>(b)].delta;
-    return db < da || (db == da && b < a) ? b : a;
+    const NodeScorer::Choice& ca = best_[c][static_cast<size_t>(a)];
+    const NodeScorer::Choice& cb = best_[c][static_cast<size_t>(b)];
+    return std::tuple(cb.delta, cb.tie, b) < std::tuple(ca.delta, ca.tie, a) ? b : a;
   }
 
   SharePlacement Build(const ShareRequest& r, int32_t n, const NodeScorer::Choice& b) const {
+    if (r.kind() == ShareRequest::Kind::kCpu) return CpuOn(n, r);
     if (r.gpus > 0) return WholeOn(n, LowestEntirelyFree(cluster_->gpus(n), r.gpus), r);
     return ShareOn(n, static_cast<size_t>(b.gpu), r);
   }
@@ -735,6 +751,7 @@ std::optional<SharePlacement> SharePlacer::PlaceMig(const ShareRequest& r) {
 std::optional<SharePlacement> SharePlacer::FirstFit(const ShareRequest& r) const {
   for (int32_t n = 0; n < cluster_.node_count(); ++n) {
     if (!cluster_.NodeFits(n, r)) continue;
+    if (r.kind() == ShareRequest::Kind::kCpu) return CpuOn(n, r);
     const std::span<const GpuFree> gpus = cluster_.gpus(n);
     if (r.gpus > 0) {
       if (const uint64_t mask = LowestEntirelyFree(gpus, r.gpus); mask != 0)
@@ -752,6 +769,16 @@ std::optional<SharePlacement> SharePlacer::BestFit(const ShareRequest& r) const 
   std::pair<int64_t, int64_t> best_left{kInfeasible, kInfeasible};
   for (int32_t n = 0; n < cluster_.node_count(); ++n) {
     if (!cluster_.NodeFits(n, r)) continue;
+    if (r.kind() == ShareRequest::Kind::kCpu) {
+      // The node left with the least free CPU, then memory.
+      const std::pair<int64_t, int64_t> left{cluster_.free_cpu_milli(n) - r.cpu_milli,
+                                             cluster_.free_memory_bytes(n) - r.memory_bytes};
+      if (left < best_left) {
+        best_left = left;
+        best = CpuOn(n, r);
+      }
+      continue;
+    }
     const std::span<const GpuFree> gpus = cluster_.gpus(n);
     if (r.gpus > 0) {
       // The node left with the least free compute.

@@ -58,8 +58,8 @@ uint8_t MigSlots(const MigProfile& profile, int32_t start);
 // ---- Requests -----------------------------------------------------------------------------------
 
 // What one pod asks of the GPUs of one node: whole GPUs (exclusive), or a share of one GPU (a
-// fraction of its compute, an amount of its memory, or both), or one MIG device; and of the
-// node's CPU and memory.
+// fraction of its compute, an amount of its memory, or both), or one MIG device, or no GPU at all;
+// and of the node's CPU and memory.
 struct ShareRequest {
   int32_t gpus = 0;            // whole GPUs, 1..64
   int32_t gpu_milli = 0;       // a share of one GPU's compute, 1..999
@@ -70,9 +70,12 @@ struct ShareRequest {
   // The GPU models the pod accepts, as ShareCluster::ModelMask gives them; 0: any.
   uint64_t gpu_model_mask = 0;
 
-  enum class Kind { kWhole, kShare, kMig };
+  enum class Kind { kWhole, kShare, kMig, kCpu };  // kCpu: no GPU, the node's CPU and memory
   Kind kind() const {
-    return !mig_profile.empty() ? Kind::kMig : gpus > 0 ? Kind::kWhole : Kind::kShare;
+    return !mig_profile.empty()                  ? Kind::kMig
+           : gpus > 0                            ? Kind::kWhole
+           : gpu_milli > 0 || gpu_memory_mib > 0 ? Kind::kShare
+                                                 : Kind::kCpu;
   }
   // GPU compute asked for, in thousandths (whole GPUs count 1,000 each; MIG 0).
   int64_t DemandMilli() const { return gpus > 0 ? int64_t{gpus} * kMilliPerGpu : gpu_milli; }
@@ -87,7 +90,8 @@ ShareRequest MigDevice(std::string profile);
 // Errors name the field and its value: "gpu_milli: 1500 is not in 1..999 (ask for whole GPUs
 // with gpus)".
 Status ValidateShareRequest(const ShareRequest& r);
-std::string ShareRequestText(const ShareRequest& r);  // "0.25 GPU", "2 GPUs", "MIG 3g.40gb"
+// "0.25 GPU", "2 GPUs", "MIG 3g.40gb", "no GPU"
+std::string ShareRequestText(const ShareRequest& r);
 
 // ---- Nodes and their free state -----------------------------------------------------------------
 
@@ -188,7 +192,8 @@ class ShareCluster {
 
 // ---- The workload mix ---------------------------------------------------------------------------
 
-// One class of request and its weight (how many recent requests were of it).
+// One class of request and its weight (how many recent requests were of it). Requests for no GPU
+// are classes too, so that placers can index them; they weigh nothing in the measures below.
 struct MixClass {
   ShareRequest request;  // whole or share; MIG requests are not part of the mix
   int64_t weight = 0;
@@ -253,10 +258,14 @@ class NodeScorer {
   struct Choice {
     int64_t delta = kNoPlacement;  // the increase of the node's fragmentation
     int32_t gpu = -1;              // a share: the GPU
+    // Between nodes of equal delta, the lower goes first: for a pod without GPUs, the node's
+    // free GPU compute (it goes where it leaves the fewest GPUs short of CPU); else 0.
+    int64_t tie = 0;
   };
-  // The least increase a placement of `r` (whole GPUs or a share) on the node makes; for a share,
-  // ties go to the GPU left with the least free compute, then the lowest index. kNoPlacement
-  // when `r` does not fit the node (its CPU, memory or GPU model, or no GPU with room).
+  // The least increase a placement of `r` (whole GPUs, a share or no GPU) on the node makes; for
+  // a share, ties go to the GPU left with the least free compute, then the lowest index.
+  // kNoPlacement when `r` does not fit the node (its CPU, memory or GPU model, or no GPU with
+  // room).
   Choice Best(const ShareRequest& r) const;
 
  private:

@@ -30,7 +30,6 @@ Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace,
       r.gpus = (j.gpu_milli_per_pod + core::kMilliPerGpu - 1) / core::kMilliPerGpu;
     else
       r.gpus = j.gpus_per_pod;
-    if (r.gpus == 0 && r.gpu_milli == 0) continue;
     r.cpu_milli = j.cpu_milli_per_pod;
     r.memory_bytes = j.memory_bytes_per_pod;
     r.gpu_model_mask = cluster.ModelMask(j.gpu_models);
@@ -38,7 +37,9 @@ Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace,
       return Status::InvalidArgument("job " + j.id + ": " + s.message());
     for (int32_t p = 0; p < std::max(1, j.pods); ++p) pods.push_back(r);
   }
-  if (pods.empty()) return Status::InvalidArgument("the trace has no pod that asks for a GPU");
+  if (std::none_of(pods.begin(), pods.end(),
+                   [](const core::ShareRequest& r) { return r.DemandMilli() > 0; }))
+    return Status::InvalidArgument("the trace has no pod that asks for a GPU");
   const int64_t until = options.until_permille * capacity_milli;  // in milli x 1000
   int64_t arrived = 0;
   for (const core::ShareRequest& r : pods) {
@@ -86,9 +87,11 @@ Result<SaturationCurve> RunSaturation(const std::vector<core::ShareNodeSpec>& no
   c.capacity_milli = placer.cluster().CapacityMilli();
   if (c.capacity_milli <= 0)
     return Status::InvalidArgument("the cluster has no GPU that pods can share");
-  // The stranded share is measured against every request class that arrives, by its count.
+  // The stranded share is measured against every request class that arrives and asks for GPU
+  // compute, by its count.
   std::vector<core::MixClass> mix;
   for (const core::ShareRequest& r : arrivals.requests) {
+    if (r.kind() == core::ShareRequest::Kind::kCpu) continue;
     auto it = std::find_if(mix.begin(), mix.end(),
                            [&](const core::MixClass& m) { return m.request == r; });
     if (it == mix.end())

@@ -28,9 +28,9 @@ struct SaturationOptions {
 
 // The pods that arrive, in order: one request per pod of the trace (jobs in trace order; a
 // fraction of a GPU as a share, else whole GPUs, with the pod's CPU, memory and accepted GPU
-// models; pods without GPUs left out), then, while arrived demand is short of `until_permille`
-// of the cluster's capacity, requests drawn with the seed from the trace's own pods (`sampled`
-// counts those). With options.sampled, every arrival is drawn.
+// models; a pod without GPUs asks for its CPU and memory alone), then, while arrived demand is
+// short of `until_permille` of the cluster's capacity, requests drawn with the seed from the
+// trace's own pods (`sampled` counts those). With options.sampled, every arrival is drawn.
 struct SaturationArrivals {
   std::vector<core::ShareRequest> requests;
   int64_t from_trace = 0;

@@ -35,12 +35,12 @@ DurationModel DurationModelOf(SyntheticSpec::Profile p);
 
 Trace GenerateSyntheticTrace(const SyntheticSpec& spec);
 
-// The openb profile's request mix, per pod: the request shapes of the GPU pods of Alibaba's
-// openb trace (docs/simulator.md), each a share of one GPU in thousandths or whole GPUs, with the
-// pod's CPU and memory, and how many of the trace's pods ask for it.
+// The openb profile's request mix, per pod: the request shapes of the pods of Alibaba's openb
+// trace (docs/simulator.md), each a share of one GPU in thousandths, whole GPUs or no GPU, with
+// the pod's CPU and memory, and how many of the trace's pods ask for it.
 struct SharingMixEntry {
-  int32_t gpu_milli = 0;  // 1..999, or 0 for whole GPUs
-  int32_t gpus = 0;
+  int32_t gpu_milli = 0;  // 1..999, or 0 for whole GPUs or none
+  int32_t gpus = 0;       // 0 with gpu_milli 0: no GPU
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int32_t pods = 0;

@@ -101,8 +101,14 @@ TEST(ShareRequest, ValidationNamesTheFieldAndValue) {
   EXPECT_EQ(ValidateShareRequest(mig).message(),
             "mig_profile: \"1g.10gb\" comes alone (the request also has gpus: 0, gpu_milli: 100, "
             "gpu_memory_mib: 0)");
-  EXPECT_EQ(ValidateShareRequest(ShareRequest{}).message(),
-            "the request asks for no GPU: give gpus, gpu_milli, gpu_memory_mib or mig_profile");
+  // A pod that asks for no GPU asks for its node's CPU and memory alone.
+  ShareRequest cpu_only;
+  cpu_only.cpu_milli = 4000;
+  EXPECT_TRUE(ValidateShareRequest(cpu_only).ok());
+  EXPECT_EQ(cpu_only.kind(), ShareRequest::Kind::kCpu);
+  EXPECT_EQ(ShareRequestText(cpu_only), "no GPU");
+  EXPECT_EQ(cpu_only.DemandMilli(), 0);
+  EXPECT_EQ(GpuShare(0, 20480).kind(), ShareRequest::Kind::kShare);
 }
 
 TEST(ShareRequest, TextAndDemand) {
@@ -381,6 +387,38 @@ TEST(SharePolicies, ChamberWeighsClassesByDemandWhereFgdCountsThem) {
       EXPECT_EQ(p.KeptFragmentation(0), 9300 * 50 + 1000 * 50 + 650 * 50);
       EXPECT_EQ(p.Place(WholeGpus(1))->gpu_mask, 0b10u);
     }
+  }
+}
+
+TEST(SharePolicies, APodWithoutGpusGoesWhereItStrandsTheFewestGpus) {
+  // Two nodes of two GPUs and 16 cores; node 1's GPUs are held whole. The mix: 1-GPU pods of 8
+  // cores. A pod of 8 cores and no GPU leaves 8 on either node, enough for the 1-GPU class:
+  // neither node's fragmentation changes. FGD and Chamber break the tie by free GPU compute and
+  // take node 1, whose GPUs are all taken; first fit and best fit (the node left with the least
+  // CPU, then the lowest) take node 0, whose GPUs a 1-GPU pod could still use.
+  std::vector<ShareNodeSpec> nodes = UniformShareNodes(2, 2);
+  for (ShareNodeSpec& n : nodes) n.cpu_milli = 16'000;
+  ShareRequest cpu_only;
+  cpu_only.cpu_milli = 8000;
+  for (ShareStrategy s : {ShareStrategy::kFirstFit, ShareStrategy::kBestFit, ShareStrategy::kFgd,
+                          ShareStrategy::kChamber}) {
+    SCOPED_TRACE(ShareStrategyName(s));
+    SharePlacer p(s, nodes);
+    // Learn the 1-GPU class of 8 cores on node 0, then take node 1's GPUs whole and free node 0.
+    const std::optional<SharePlacement> first = p.Place(WholeGpus(1, 8000));
+    ASSERT_EQ(first->node, 0);
+    const std::optional<SharePlacement> second = p.Place(WholeGpus(2, 0));
+    ASSERT_EQ(second->node, 1);
+    p.Release(*first);
+    const std::optional<SharePlacement> q = p.Place(cpu_only);
+    ASSERT_TRUE(q.has_value());
+    EXPECT_EQ(q->gpu_mask, 0u);
+    EXPECT_EQ(q->cpu_milli, 8000);
+    const bool fgd = s == ShareStrategy::kFgd || s == ShareStrategy::kChamber;
+    EXPECT_EQ(q->node, fgd ? 1 : 0);
+    EXPECT_EQ(p.cluster().free_cpu_milli(q->node), 8000);
+    p.Release(*q);
+    EXPECT_EQ(p.cluster().free_cpu_milli(q->node), 16'000);
   }
 }
 

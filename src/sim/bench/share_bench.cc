@@ -106,13 +106,17 @@ std::vector<core::ShareRequest> Stream(bool shares_only, size_t n) {
   std::vector<core::ShareRequest> out;
   std::mt19937_64 rng(1);
   int64_t total = 0;
+  // The mix's GPU requests (its pods without GPUs left out), or its shares only.
+  auto drawn = [&](const SharingMixEntry& e) {
+    return shares_only ? e.gpu_milli > 0 : e.gpu_milli > 0 || e.gpus > 0;
+  };
   for (const SharingMixEntry& e : SharingMix())
-    if (!shares_only || e.gpu_milli > 0) total += e.pods;
+    if (drawn(e)) total += e.pods;
   std::uniform_int_distribution<int64_t> u(0, total - 1);
   while (out.size() < n) {
     int64_t x = u(rng);
     for (const SharingMixEntry& e : SharingMix()) {
-      if (shares_only && e.gpu_milli == 0) continue;
+      if (!drawn(e)) continue;
       if (x < e.pods) {
         out.push_back(e.gpus > 0 ? core::WholeGpus(e.gpus) : core::GpuShare(e.gpu_milli));
         break;

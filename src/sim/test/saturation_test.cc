@@ -75,8 +75,8 @@ TEST(Saturation, HandWorkedCurves) {
 }
 
 TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
-  // A 2-pod job of one GPU each and a CPU-only job, on 8 GPUs until 100%: the two pods, then 6
-  // more drawn from the trace's pods (all 1-GPU).
+  // A 2-pod job of one GPU each and a CPU-only job, on 8 GPUs until 100%: the three pods (the
+  // last asking for no GPU), then more drawn from the trace's pods until 8 GPUs have arrived.
   const core::ShareCluster eight(core::UniformShareNodes(1, 8));
   Trace trace;
   trace.jobs = {Job("a", 1, 0, 2), Job("cpu", 0, 0)};
@@ -84,9 +84,22 @@ TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
   options.until_permille = 1000;
   const Result<SaturationArrivals> a = MakeSaturationArrivals(trace, eight, options);
   ASSERT_TRUE(a.ok());
-  EXPECT_EQ(a->from_trace, 2);
-  EXPECT_EQ(a->sampled, 6);
-  EXPECT_EQ(a->requests, std::vector<core::ShareRequest>(8, core::WholeGpus(1)));
+  EXPECT_EQ(a->from_trace, 3);
+  ASSERT_GE(a->requests.size(), 10u);
+  EXPECT_EQ(a->requests[2].kind(), core::ShareRequest::Kind::kCpu);
+  EXPECT_EQ(a->sampled, static_cast<int64_t>(a->requests.size()) - 3);
+  int64_t whole = 0;
+  for (const core::ShareRequest& r : a->requests) {
+    EXPECT_TRUE(r == core::WholeGpus(1) || r.kind() == core::ShareRequest::Kind::kCpu);
+    whole += r.gpus;
+  }
+  EXPECT_EQ(whole, 8);
+  EXPECT_EQ(a->requests.back(), core::WholeGpus(1));  // arrivals stop once demand reaches 8
+  // A trace of pods without GPUs brings no demand: refused.
+  trace.jobs = {Job("cpu", 0, 0)};
+  EXPECT_EQ(MakeSaturationArrivals(trace, eight, options).status().message(),
+            "the trace has no pod that asks for a GPU");
+  trace.jobs = {Job("a", 1, 0, 2), Job("cpu", 0, 0)};
   // A longer trace stops where demand reaches the end.
   trace.jobs = {Job("a", 4, 0), Job("b", 0, 500), Job("c", 4, 0), Job("d", 8, 0)};
   const Result<SaturationArrivals> b = MakeSaturationArrivals(trace, eight, options);
@@ -178,9 +191,12 @@ TEST(SyntheticOpenb, OnTheOpenbNodesChamberLeavesLessUnallocatedThanFgdAndBestFi
     ASSERT_TRUE(c.ok());
     unallocated[policy] = PointAt(*c, 1000, options)->unallocated;
   }
-  // docs/simulator.md's figures: FGD about 9% below best fit, chamber about 12%.
-  EXPECT_LT(unallocated["fgd"], unallocated["best-fit"] * 0.95);
+  // docs/simulator.md's figures (medians of five seeds): best fit 11.97%, FGD 5.77%, chamber
+  // 5.22%, at most half of best fit's.
+  EXPECT_LE(unallocated["chamber"], unallocated["best-fit"] * 0.5)
+      << unallocated["chamber"] << " against " << unallocated["best-fit"];
   EXPECT_LT(unallocated["chamber"], unallocated["fgd"]);
+  EXPECT_LT(unallocated["fgd"], unallocated["best-fit"]);
   EXPECT_GT(unallocated["chamber"], 0.027);  // the floor of any policy on this mix
 }
 
@@ -195,22 +211,25 @@ TEST(SyntheticOpenb, DrawsTheSharingMix) {
   std::map<Shape, int64_t> counts;
   for (const TraceJob& j : t.jobs) {
     EXPECT_EQ(j.pods, 1);
-    EXPECT_TRUE((j.gpus_per_pod == 0) != (j.gpu_milli_per_pod == 0)) << j.id;
+    EXPECT_FALSE(j.gpus_per_pod > 0 && j.gpu_milli_per_pod > 0) << j.id;
     ++counts[{j.gpu_milli_per_pod, j.gpus_per_pod, j.cpu_milli_per_pod,
               j.memory_bytes_per_pod >> 20}];
   }
-  // The openb trace's shapes: 6,702 pods, 42.8% of them asking for a share of a GPU.
-  ASSERT_EQ(SharingMixPods(), 6702);
-  int64_t share_pods = 0, drawn = 0;
+  // The openb trace's shapes: 7,728 pods, 2,868 of them asking for a share of a GPU and 1,026
+  // for no GPU.
+  ASSERT_EQ(SharingMixPods(), 7728);
+  int64_t share_pods = 0, cpu_pods = 0, drawn = 0;
   for (const SharingMixEntry& e : SharingMix()) {
     if (e.gpu_milli > 0) share_pods += e.pods;
+    if (e.gpu_milli == 0 && e.gpus == 0) cpu_pods += e.pods;
     const int64_t got = counts[{e.gpu_milli, e.gpus, e.cpu_milli, e.memory_mib}];
     drawn += got;
-    const double want = static_cast<double>(e.pods) / 6702.0;
+    const double want = static_cast<double>(e.pods) / 7728.0;
     EXPECT_NEAR(static_cast<double>(got) / 40'000.0, want, 0.006)
         << e.gpu_milli << " " << e.gpus << " " << e.cpu_milli;
   }
   EXPECT_EQ(share_pods, 2868);
+  EXPECT_EQ(cpu_pods, 1026);
   EXPECT_EQ(drawn, 40'000);  // every job has one of the shapes
   EXPECT_EQ(GenerateSyntheticTrace(spec).jobs, GenerateSyntheticTrace(spec).jobs);  // seeded
 }
