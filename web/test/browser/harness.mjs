@@ -169,19 +169,26 @@ export async function readScreen(page, pageId) {
 }
 
 /**
- * Waits until the page [data-testid=pageId] shows the same snapshot as the API's answer at
- * apiUrl (equal `time`), then runs compare(answer, screen). Both go on changing while the server
- * runs, so this retries with fresh answers until they line up and compare passes.
+ * Waits until the page [data-testid=pageId] shows a snapshot the API's answer at apiUrl was for
+ * (equal `time`), then runs compare(answer, screen). Both go on changing while the server runs,
+ * so this retries with fresh answers. The answers of the last few snapshots are kept: on a busy
+ * machine the page's own fetch and render may take longer than a tick, so that the screen is
+ * always a snapshot behind the newest answer, and it is then compared with the answer for the
+ * snapshot it shows.
  */
 export async function expectScreenMatches(page, pageId, apiUrl, compare, timeoutMs = 30_000) {
+  const answers = new Map(); // time -> answer, oldest first
   return eventually(async () => {
     const answer = await getJson(apiUrl);
+    answers.set(answer.time, answer);
+    while (answers.size > 4) answers.delete(answers.keys().next().value);
     const screen = await readScreen(page, pageId);
-    if (screen.time !== answer.time) {
+    const shown = answers.get(screen.time);
+    if (shown === undefined) {
       throw new Error(`screen shows the snapshot of ${screen.time}, the API ${answer.time}`);
     }
-    await compare(answer, screen);
-    return answer;
+    await compare(shown, screen);
+    return shown;
   }, timeoutMs);
 }
 
