@@ -352,9 +352,7 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
     return a.ps->request.whole_gpus() > b.ps->request.whole_gpus();
   });
   std::vector<const std::vector<NodeFilter>*> filters(w.pod_sets.size());
-  std::vector<int32_t> filter_ids(w.pod_sets.size(), -1);
-  for (size_t s = 0; s < w.pod_sets.size(); ++s)
-    filters[s] = &feasibility.For(w.pod_sets[s], &filter_ids[s]);
+  for (size_t s = 0; s < w.pod_sets.size(); ++s) filters[s] = &feasibility.For(w.pod_sets[s]);
   auto ok = [&](int32_t n, const PodRef& p) { return (*filters[p.set])[n] == NodeFilter::kOk; };
   if (overlay != nullptr && overlay->empty()) overlay = nullptr;
   const int max_k = state.max_gpus_per_node();
@@ -373,8 +371,9 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
       return a.TakePlan();
     }
     if (ShareScores* scores = p.ps->request.gpu_share() ? feasibility.ScoresFor(state) : nullptr) {
-      const std::optional<ShareScores::Spot> spot =
-          scores->Choose(*p.ps, filter_ids[p.set], *filters[p.set]);
+      int32_t filter_id = -1;  // the constraint set's id: one more look in the cache
+      const std::vector<NodeFilter>& filter = feasibility.For(*p.ps, &filter_id);
+      const std::optional<ShareScores::Spot> spot = scores->Choose(*p.ps, filter_id, filter);
       if (!spot) return std::nullopt;
       a.TakeShare(spot->node, spot->gpu, p.set, p.replica, *p.ps);
       return a.TakePlan();
