@@ -8,10 +8,13 @@
 #   kuberay-operator    github.com/ray-project/kuberay/ray-operator .../kuberay
 #   lws-controller      sigs.k8s.io/lws                             .../lws
 #   trainer-controller  github.com/kubeflow/trainer/v2              .../trainer
+#   cert-manager        github.com/cert-manager/cert-manager        .../certmanager
+# (cert-manager is no workload controller: its controllers and CA injector in one binary, for the
+# chart test of the admission webhook's certificate, deploy/helm/test/chart_test.sh.)
 #
 # Usage:
 #   scripts/workload-controllers.sh build
-#       Build the five controllers into the cache and copy their CRDs next to them, unless all
+#       Build the six binaries into the cache and copy their CRDs next to them, unless all
 #       are there for these exact modules already; print the bin dir.
 #   scripts/workload-controllers.sh bin-dir
 #       Print the bin dir for the pinned modules (built or not). It holds:
@@ -21,11 +24,13 @@
 #         lws-controller           run: lws-controller --kubeconfig <file>
 #         trainer-controller       run: trainer-controller --kubeconfig <file> (needs the JobSet
 #                                  CRD, and jobset-controller running to make the Jobs)
+#         cert-manager             run: cert-manager --kubeconfig <file>
 #         crds/jobset.x-k8s.io_jobsets.yaml
 #         crds/kubeflow.org_{pytorchjobs,tfjobs,mpijobs,xgboostjobs,paddlejobs,mxjobs}.yaml
 #         crds/ray.io_{rayclusters,rayjobs}.yaml
 #         crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml
 #         crds/trainer.kubeflow.org_{trainjobs,trainingruntimes,clustertrainingruntimes}.yaml
+#         crds/cert-manager.io_{certificates,certificaterequests,issuers,clusterissuers}.yaml
 #       (the CRDs to apply before starting the controller that reconciles them).
 #
 # Environment:
@@ -48,6 +53,7 @@ readonly controllers=(
   "kuberay-operator|kuberay|github.com/ray-project/kuberay/ray-operator||config/crd/bases/ray.io_rayclusters.yaml config/crd/bases/ray.io_rayjobs.yaml"
   "lws-controller|lws|sigs.k8s.io/lws|sigs.k8s.io/lws/pkg/version.GitVersion=@V@|config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
   "trainer-controller|trainer|github.com/kubeflow/trainer/v2||manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml manifests/base/crds/trainer.kubeflow.org_trainingruntimes.yaml manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml"
+  "cert-manager|certmanager|github.com/cert-manager/cert-manager|github.com/cert-manager/cert-manager/pkg/util.AppVersion=@V@|deploy/crds/cert-manager.io_certificates.yaml deploy/crds/cert-manager.io_certificaterequests.yaml deploy/crds/cert-manager.io_issuers.yaml deploy/crds/cert-manager.io_clusterissuers.yaml"
 )
 
 log() { printf 'workload-controllers: %s\n' "$*" >&2; }
@@ -83,13 +89,15 @@ bin_dir() {
   fi
   local cache="${XDG_CACHE_HOME:-${HOME}/.cache}/chamber/workload-controllers"
   cache="${CHAMBER_WORKLOAD_CONTROLLERS_CACHE:-${cache}}"
-  # e.g. jobset-v0.8.2-trainingoperator-v1.8.1-kuberay-v1.4.0-lws-v0.7.0-trainer-v2.0.0-<hash>
-  printf '%s/jobset-%s-trainingoperator-%s-kuberay-%s-lws-%s-trainer-%s-%s/bin\n' "${cache}" \
+  # e.g. jobset-v0.8.2-trainingoperator-v1.8.1-kuberay-v1.4.0-lws-v0.7.0-trainer-v2.0.0-
+  # certmanager-v1.21.2-<hash>
+  printf '%s/jobset-%s-trainingoperator-%s-kuberay-%s-lws-%s-trainer-%s-certmanager-%s-%s/bin\n' "${cache}" \
     "$(module_version . sigs.k8s.io/jobset)" \
     "$(module_version trainingoperator github.com/kubeflow/training-operator)" \
     "$(module_version kuberay github.com/ray-project/kuberay/ray-operator)" \
     "$(module_version lws sigs.k8s.io/lws)" \
-    "$(module_version trainer github.com/kubeflow/trainer/v2)" "$(module_hash)"
+    "$(module_version trainer github.com/kubeflow/trainer/v2)" \
+    "$(module_version certmanager github.com/cert-manager/cert-manager)" "$(module_hash)"
 }
 
 # True when every binary and CRD is in <dir>.

@@ -21,6 +21,11 @@
 #                         default StorageClass, volume
 #                         claims per replica, kept on upgrade and after uninstall; one
 #                         time-to-dashboard run (below), which must stay under 180 s.
+#   chart_test.sh cert-manager  against the test control plane, with cert-manager's
+#                         controllers and CA injector (scripts/workload-controllers.sh builds
+#                         them) and its CRDs for this run only: the webhook's certificate issued
+#                         from the release's CA, injected, served by chamberd, renewed without a
+#                         change of the caBundle (run_cert_manager below).
 #   chart_test.sh timing [N]  time to first dashboard, N runs (default 3) and their median:
 #                         from `helm install` to the first /api/v1/fleet answer listing the
 #                         fake GPU nodes' GPUs (docs/install.md). scripts/time-to-dashboard.sh
@@ -65,7 +70,7 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-if [[ "${mode}" == apply || "${mode}" == timing ]]; then
+if [[ "${mode}" == apply || "${mode}" == timing || "${mode}" == cert-manager ]]; then
   [[ -n "${CHAMBER_TEST_CONTROLPLANE_DIR:-}" && -f "${CHAMBER_TEST_CONTROLPLANE_DIR}/env" ]] ||
     die "${mode}: CHAMBER_TEST_CONTROLPLANE_DIR/env is missing (run through ctest, fixture controlplane)"
   # shellcheck disable=SC1091
@@ -313,6 +318,7 @@ run_lint() {
 --set webhook.timeoutSeconds=60|at '/webhook/timeoutSeconds': maximum: got 60, want 30
 --set webhook.certificate.source=vault|at '/webhook/certificate/source': value must be one of 'auto', 'helm', 'cert-manager'
 --set webhook.certificate.validityDays=10|at '/webhook/certificate/validityDays': minimum: got 10, want 60
+--set webhook.certificate.caValidityDays=30|at '/webhook/certificate/caValidityDays': minimum: got 30, want 60
 --set webhook.excludeNamespaces[0]=Kube_System|at '/webhook/excludeNamespaces/0'
 --set webhook.workloads.rules[0].operations[0]=UPDATE|at '/webhook/workloads/rules/0/operations/0'
 --set webhook.bogus=1|at '/webhook': additional properties 'bogus' not allowed
@@ -435,14 +441,33 @@ check_webhook() {
   expect_eq "webhook: chamberd's exclusions" '["kube-system", "monitoring"]' \
     "$(query "${work}/narrow.yaml" "[${args}[i + 1] for i, a in enumerate(${args}) if a == '--webhook-exclude-namespace']")"
 
-  # cert-manager, when the cluster serves it: a Certificate from a self-signed Issuer of the
-  # release (or issuerRef), the caBundle injected; no Secret of Helm's.
+  # cert-manager, when the cluster serves it: the webhook's Certificate from the release's CA
+  # (a CA Certificate from a self-signed Issuer, and a CA Issuer over it), or from issuerRef;
+  # the caBundle injected; no Secret of Helm's.
   "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
     --api-versions cert-manager.io/v1 >"${work}/cert-manager.yaml" || fail "helm template (cert-manager)"
-  expect_eq "webhook (cert-manager): objects" '[["Certificate", "Issuer"], 0, "chamber-system/chamber-webhook", false]' \
-    "$(query "${work}/cert-manager.yaml" "[sorted(d['kind'] for d in docs if d['apiVersion'] == 'cert-manager.io/v1'), sum(d['kind'] == 'Secret' for d in docs), ${mwc}['metadata']['annotations']['cert-manager.io/inject-ca-from'], any('caBundle' in w['clientConfig'] for w in ${mwc}['webhooks'])]")"
-  expect_eq "webhook (cert-manager): certificate" '{"commonName": "chamber-webhook.chamber-system.svc", "dnsNames": ["chamber-webhook.chamber-system.svc", "chamber-webhook.chamber-system.svc.cluster.local"], "duration": "87600h", "issuerRef": {"kind": "Issuer", "name": "chamber-webhook"}, "renewBefore": "720h", "secretName": "chamber-webhook-tls"}' \
+  expect_eq "webhook (cert-manager): objects" '[["Certificate/chamber-webhook", "Certificate/chamber-webhook-ca", "Issuer/chamber-webhook-ca", "Issuer/chamber-webhook-selfsigned"], 0, "chamber-system/chamber-webhook", false]' \
+    "$(query "${work}/cert-manager.yaml" "[sorted(d['kind'] + '/' + d['metadata']['name'] for d in docs if d['apiVersion'] == 'cert-manager.io/v1'), sum(d['kind'] == 'Secret' for d in docs), ${mwc}['metadata']['annotations']['cert-manager.io/inject-ca-from'], any('caBundle' in w['clientConfig'] for w in ${mwc}['webhooks'])]")"
+  expect_eq "webhook (cert-manager): certificate" '{"commonName": "chamber-webhook.chamber-system.svc", "dnsNames": ["chamber-webhook.chamber-system.svc", "chamber-webhook.chamber-system.svc.cluster.local"], "duration": "87600h", "issuerRef": {"kind": "Issuer", "name": "chamber-webhook-ca"}, "renewBefore": "720h", "secretName": "chamber-webhook-tls"}' \
     "$(query "${work}/cert-manager.yaml" 'find("Certificate", "chamber-webhook")["spec"]')"
+  expect_eq "webhook (cert-manager): the release's CA" '[{"commonName": "chamber-webhook-ca", "duration": "87600h", "isCA": true, "issuerRef": {"kind": "Issuer", "name": "chamber-webhook-selfsigned"}, "secretName": "chamber-webhook-ca"}, {"ca": {"secretName": "chamber-webhook-ca"}}, {"selfSigned": {}}]' \
+    "$(query "${work}/cert-manager.yaml" '[find("Certificate", "chamber-webhook-ca")["spec"], find("Issuer", "chamber-webhook-ca")["spec"], find("Issuer", "chamber-webhook-selfsigned")["spec"]]')"
+  "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
+    --api-versions cert-manager.io/v1 --set webhook.certificate.validityDays=90 \
+    --set webhook.certificate.caValidityDays=365 >"${work}/cert-manager-days.yaml" ||
+    fail "helm template (cert-manager, validity)"
+  expect_eq "webhook (cert-manager): validityDays and caValidityDays" '["2160h", "8760h"]' \
+    "$(query "${work}/cert-manager-days.yaml" '[find("Certificate", "chamber-webhook")["spec"]["duration"], find("Certificate", "chamber-webhook-ca")["spec"]["duration"]]')"
+  local src out
+  for src in helm cert-manager; do
+    if out="$("${helm}" template chamber "${chart}" -f "${chart}/examples/scheduling.yaml" \
+      --api-versions cert-manager.io/v1 --set webhook.certificate.source=${src} \
+      --set webhook.certificate.validityDays=400 --set webhook.certificate.caValidityDays=365 2>&1)"; then
+      fail "webhook (${src}): a certificate outliving its CA rendered"
+    else
+      expect_contains "webhook (${src}): a certificate outliving its CA" "webhook.certificate.validityDays (400) is longer than webhook.certificate.caValidityDays (365): the certificate would outlive its CA" "${out}"
+    fi
+  done
   "${helm}" template chamber "${chart}" -n chamber-system -f "${chart}/examples/scheduling.yaml" \
     --api-versions cert-manager.io/v1 --set webhook.certificate.issuerRef.name=corp-ca \
     --set webhook.certificate.issuerRef.kind=ClusterIssuer >"${work}/cert-manager-issuer.yaml" ||
@@ -454,7 +479,6 @@ check_webhook() {
     fail "helm template (certificate source helm)"
   expect_eq "webhook: source helm despite cert-manager" '[1, 0]' \
     "$(query "${work}/forced-helm.yaml" '[sum(d["kind"] == "Secret" for d in docs), sum(d["apiVersion"] == "cert-manager.io/v1" for d in docs)]')"
-  local out
   if out="$("${helm}" template chamber "${chart}" -f "${chart}/examples/scheduling.yaml" \
     --set webhook.certificate.source=cert-manager 2>&1)"; then
     fail "webhook.certificate.source=cert-manager without cert-manager.io/v1 rendered"
@@ -682,6 +706,47 @@ check_webhook_installed() {
     "$("${kubectl}" get mutatingwebhookconfiguration "${release}" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
 }
 
+# secret_files <secret> <namespace> <dir>: each key of the Secret as a file in <dir>, each
+# replaced whole (written aside, then renamed), as the kubelet swaps a Secret volume's files.
+secret_files() {
+  local k
+  for k in $("${kubectl}" get secret "$1" -n "$2" -o go-template='{{range $k, $v := .data}}{{$k}} {{end}}'); do
+    "${kubectl}" get secret "$1" -n "$2" -o jsonpath="{.data.${k//./\\.}}" | base64 -d >"$3/.${k}.new"
+    mv -f "$3/.${k}.new" "$3/${k}"
+  done
+}
+
+# review_labelled_pod <host> <port> <CA bundle file>: chamberd's answer to an AdmissionReview of
+# a labelled pod, over HTTPS to 127.0.0.1:<port> as the API server reaches <host> (the
+# certificate must name <host> and be trusted through the bundle), as [allowed, uid, patch];
+# review_patched is the answer that sets the scheduler.
+review_patched='[true, "u1", [{"op": "add", "path": "/spec/schedulerName", "value": "chamber"}]]'
+review_labelled_pod() {
+  local review answer
+  review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"namespace":"ml","operation":"CREATE","object":{"metadata":{"name":"p","labels":{"chamber.io/queue":"q"}},"spec":{"containers":[{"name":"main","image":"x"}]}}}}'
+  answer="$(curl -sS --cacert "$3" --resolve "$1:$2:127.0.0.1" -H 'Content-Type: application/json' \
+    -d "${review}" "https://$1:$2/mutate/pods" 2>&1)"
+  python3 -c 'import base64, json, sys; r = json.loads(sys.argv[1])["response"]; print(json.dumps([r["allowed"], r["uid"], json.loads(base64.b64decode(r["patch"]))]))' "${answer}" 2>/dev/null ||
+    printf '%s\n' "${answer}"
+}
+
+# installed_chamberd_args <release> <namespace> <dir> <port> <health port> <webhook port>: sets
+# `args` to the installed StatefulSet's chamberd arguments with local paths and loopback ports:
+# the configuration from the release's ConfigMap in <dir>/chamber.yaml, the history in
+# <dir>/data, the webhook's certificate files in <dir>/webhook/, and the Service's address (from
+# which a standby copies the history) this chamberd's own.
+installed_chamberd_args() {
+  local rel="$1" ns="$2" dir="$3" port="$4" hport="$5" wport="$6"
+  "${kubectl}" get configmap "${rel}" -n "${ns}" -o jsonpath='{.data.chamber\.yaml}' >"${dir}/chamber.yaml"
+  mapfile -t args < <("${kubectl}" get statefulset "${rel}" -n "${ns}" \
+    -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
+    sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
+      -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" \
+      -e "s|^0.0.0.0:9443$|127.0.0.1:${wport}|" -e "s|^/etc/chamber-webhook/|${dir}/webhook/|" \
+      -e "s|^/var/lib/chamber$|${dir}/data|" \
+      -e "s|^http://${rel}.${ns}.svc:80$|http://127.0.0.1:${port}|")
+}
+
 # run_chamberd <scheduling|monitoring>: the chamberd binary (CHAMBER_CHAMBERD) with the installed
 # StatefulSet's arguments and its service account's token, against the test apiserver. It must
 # take the Lease, list and watch everything, answer a dashboard token through TokenReview, and
@@ -708,22 +773,9 @@ run_chamberd() {
   # The webhook's certificate files, from the Secret the volume would mount.
   mkdir -p "${dir}/webhook"
   if "${kubectl}" get secret "${release}-webhook-tls" -n "${release_ns}" >/dev/null 2>&1; then
-    local k
-    for k in tls.crt tls.key ca.crt; do
-      "${kubectl}" get secret "${release}-webhook-tls" -n "${release_ns}" \
-        -o jsonpath="{.data.${k/./\\.}}" | base64 -d >"${dir}/webhook/${k}"
-    done
+    secret_files "${release}-webhook-tls" "${release_ns}" "${dir}/webhook"
   fi
-  "${kubectl}" get configmap "${release}" -n "${release_ns}" -o jsonpath='{.data.chamber\.yaml}' \
-    >"${dir}/chamber.yaml"
-  # The Service's address, from which a standby copies the history, is this chamberd here.
-  mapfile -t args < <("${kubectl}" get statefulset "${release}" -n "${release_ns}" \
-    -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
-    sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
-      -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" \
-      -e "s|^0.0.0.0:9443$|127.0.0.1:${wport}|" -e "s|^/etc/chamber-webhook/|${dir}/webhook/|" \
-      -e "s|^/var/lib/chamber$|${dir}/data|" \
-      -e "s|^http://${release}.${release_ns}.svc:80$|http://127.0.0.1:${port}|")
+  installed_chamberd_args "${release}" "${release_ns}" "${dir}" "${port}" "${hport}" "${wport}"
   expect_contains "chamberd args (${what})" "--leader-elect --lease-namespace ${release_ns}" "${args[*]}"
 
   if [[ "${what}" == scheduling ]]; then
@@ -805,13 +857,8 @@ EOF
   # The webhook (scheduling): HTTPS with Helm's certificate for the Service's host name, trusted
   # through the CA in the caBundle; a labelled pod gets the scheduler.
   if [[ "${what}" == scheduling ]]; then
-    local host="${release}-webhook.${release_ns}.svc" review answer
-    review='{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u1","kind":{"group":"","version":"v1","kind":"Pod"},"namespace":"ml","operation":"CREATE","object":{"metadata":{"name":"p","labels":{"chamber.io/queue":"q"}},"spec":{"containers":[{"name":"main","image":"x"}]}}}}'
-    answer="$(curl -s --cacert "${dir}/webhook/ca.crt" --resolve "${host}:${wport}:127.0.0.1" \
-      -H 'Content-Type: application/json' -d "${review}" "https://${host}:${wport}/mutate/pods" 2>&1)"
-    expect_eq "webhook over the chart's certificate (${what})" \
-      '[true, "u1", [{"op": "add", "path": "/spec/schedulerName", "value": "chamber"}]]' \
-      "$(python3 -c 'import base64, json, sys; r = json.loads(sys.argv[1])["response"]; print(json.dumps([r["allowed"], r["uid"], json.loads(base64.b64decode(r["patch"]))]))' "${answer}" 2>&1)"
+    expect_eq "webhook over the chart's certificate (${what})" "${review_patched}" \
+      "$(review_labelled_pod "${release}-webhook.${release_ns}.svc" "${wport}" "${dir}/webhook/ca.crt")"
   else
     expect_not_contains "no webhook in monitoring mode" "--webhook" "${args[*]}"
   fi
@@ -1150,12 +1197,7 @@ time_to_dashboard() {
   sa_kubeconfig "${rel}" "${ns}" >"${dir}/kubeconfig" || fail "time-to-dashboard: token for ${rel}"
   port="$(free_port)"
   hport="$(free_port)"
-  "${kubectl}" get configmap "${rel}" -n "${ns}" -o jsonpath='{.data.chamber\.yaml}' >"${dir}/chamber.yaml"
-  mapfile -t args < <("${kubectl}" get statefulset "${rel}" -n "${ns}" \
-    -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
-    sed -e "s|^0.0.0.0:8080$|127.0.0.1:${port}|" -e "s|^0.0.0.0:8081$|127.0.0.1:${hport}|" \
-      -e "s|^/etc/chamber/chamber.yaml$|${dir}/chamber.yaml|" -e "s|^/var/lib/chamber$|${dir}/data|" \
-      -e "s|^http://${rel}.${ns}.svc:80$|http://127.0.0.1:${port}|")
+  installed_chamberd_args "${rel}" "${ns}" "${dir}" "${port}" "${hport}" 0
   local t_start
   t_start="$(date +%s.%N)"
   POD_NAMESPACE="${ns}" "${CHAMBER_CHAMBERD}" --kubeconfig "${dir}/kubeconfig" "${args[@]}" \
@@ -1201,11 +1243,205 @@ run_timing() {
       "$(wc -l <"${work}/ttd-seconds")"
 }
 
+# pem_fingerprints <PEM file>: the SHA-256 fingerprint of each certificate in the file, sorted,
+# one per line (a caBundle compared by what it trusts, not by how its PEM is laid out).
+pem_fingerprints() {
+  python3 - "$1" <<'EOF'
+import base64, hashlib, re, sys
+pem = open(sys.argv[1]).read()
+blocks = re.findall(r"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", pem, re.S)
+print("\n".join(sorted(hashlib.sha256(base64.b64decode("".join(b.split()))).hexdigest()[:16] for b in blocks)))
+EOF
+}
+
+# served_fingerprint <host> <port>: the fingerprint of the certificate served on 127.0.0.1:<port>
+# to a client asking for <host>.
+served_fingerprint() {
+  openssl s_client -connect "127.0.0.1:$2" -servername "$1" </dev/null 2>/dev/null |
+    openssl x509 >"${work}/served.pem" 2>/dev/null && pem_fingerprints "${work}/served.pem"
+}
+
+# wait_for <seconds> <want> <command>...: runs the command every 0.2 s until it prints <want> or
+# the time is up; prints its last output.
+wait_for() {
+  local deadline=$((SECONDS + $1)) want="$2" got=""
+  shift 2
+  while :; do
+    got="$("$@" 2>&1 || true)"
+    [[ "${got}" == "${want}" || ${SECONDS} -ge ${deadline} ]] && break
+    sleep 0.2
+  done
+  printf '%s\n' "${got}"
+}
+
+# mwc_bundles <configuration> <file prefix>: each entry's caBundle decoded into
+# <prefix>.<index>.pem; prints the fingerprints each entry trusts, one entry a word.
+mwc_bundles() {
+  local i=0 b out=()
+  for b in $("${kubectl}" get mutatingwebhookconfiguration "$1" \
+    -o jsonpath='{range .webhooks[*]}-{.clientConfig.caBundle} {end}'); do
+    printf '%s' "${b#-}" | base64 -d >"$2.${i}.pem" 2>/dev/null || true
+    out+=("$(pem_fingerprints "$2.${i}.pem" | paste -sd, -)")
+    i=$((i + 1))
+  done
+  printf '%s\n' "${out[*]}"
+}
+
+# run_cert_manager: the webhook's certificate from a live cert-manager on the test control plane
+# (docs/admission.md, "The certificate"): the cert-manager binary that
+# scripts/workload-controllers.sh builds from upstream's module (its controllers and CA
+# injector). The cluster serves cert-manager.io/v1 only while this runs (the CRDs go again at
+# the end, so that other tests' installs keep Helm's certificate), and `source: auto` picks
+# cert-manager. The release's CA and the webhook's certificate are issued; the CA injector puts
+# the CA, and only it, in every entry's caBundle; chamberd, run with the installed arguments and
+# the Secret's files, answers an AdmissionReview over HTTPS for the Service's host name, trusted
+# through that caBundle. A renewal issues a new certificate from the same CA: the caBundle stays
+# as it was, and chamberd serves the new certificate from the first handshake after the files
+# change, still trusted. helm uninstall takes the Certificates and Issuers away.
+run_cert_manager() {
+  [[ -x "${kubectl}" ]] || die "kubectl not found"
+  [[ -n "${CHAMBER_CHAMBERD:-}" && -x "${CHAMBER_CHAMBERD}" ]] ||
+    die "cert-manager: CHAMBER_CHAMBERD must name the built chamberd"
+  command -v openssl >/dev/null || die "openssl is needed"
+  local bin
+  bin="$("${root}/scripts/workload-controllers.sh" bin-dir)"
+  [[ -x "${bin}/cert-manager" ]] ||
+    die "cert-manager is not built in ${bin}; run scripts/workload-controllers.sh build"
+  "${kubectl}" get crd certificates.cert-manager.io >/dev/null 2>&1 &&
+    die "the cluster already serves cert-manager.io: this test installs and removes its CRDs"
+  release="chamber-cm$$"
+  release_ns="chamber-cm-test-$$"
+  local name="${release}-webhook" out crds=() f
+  local host="${name}.${release_ns}.svc" dir="${work}/cm"
+  mkdir -p "${dir}/webhook" "${dir}/data" "${dir}/ca" "${dir}/renewed"
+
+  for f in certificates certificaterequests issuers clusterissuers; do
+    crds+=(-f "${bin}/crds/cert-manager.io_${f}.yaml")
+  done
+  cleanup_steps+=("'${kubectl}' delete ${crds[*]} --ignore-not-found --wait=true >/dev/null 2>&1")
+  out="$("${kubectl}" apply --server-side "${crds[@]}" 2>&1)" || die "cert-manager CRDs: ${out}"
+  expect_eq "cert-manager CRDs established" "True True True True" \
+    "$(wait_for 60 "True True True True" "${kubectl}" get "${crds[@]}" \
+      -o jsonpath='{.items[*].status.conditions[?(@.type=="Established")].status}')"
+  "${bin}/cert-manager" --kubeconfig "${KUBECONFIG}" >"${work}/cert-manager.log" 2>&1 &
+  local cm_pid=$!
+  cleanup_steps+=("kill ${cm_pid} 2>/dev/null; wait ${cm_pid} 2>/dev/null")
+
+  "${kubectl}" create namespace "${release_ns}" >/dev/null
+  cleanup_steps+=("'${kubectl}' delete namespace '${release_ns}' --wait=false >/dev/null 2>&1")
+  cleanup_steps+=("'${kubectl}' delete clusterrole,clusterrolebinding,mutatingwebhookconfiguration -l app.kubernetes.io/instance=${release} >/dev/null 2>&1")
+  # Scheduling mode, the webhook limited to a namespace no pod is made in; a 90-day certificate.
+  local webhook_selector="{\"matchLabels\":{\"chamber-helm-test/webhook\":\"${release_ns}\"}}"
+  out="$("${helm}" install "${release}" "${chart}" -n "${release_ns}" --set mode=scheduling \
+    --set webhook.certificate.validityDays=90 --set-json "webhook.namespaceSelector=${webhook_selector}" 2>&1)" ||
+    fail "helm install (cert-manager): ${out}"
+  expect_eq "source auto: cert-manager's objects, no Secret of Helm's" \
+    "Certificate/${name} Certificate/${name}-ca Issuer/${name}-ca Issuer/${name}-selfsigned Secret:0" \
+    "$("${helm}" get manifest "${release}" -n "${release_ns}" | python3 -c '
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+cm = sorted(d["kind"] + "/" + d["metadata"]["name"] for d in docs if d["apiVersion"] == "cert-manager.io/v1")
+print(" ".join(cm), "Secret:%d" % sum(d["kind"] == "Secret" for d in docs))')"
+
+  local ready='{.status.conditions[?(@.type=="Ready")].status}'
+  expect_eq "the release's CA issued" "True" \
+    "$(wait_for 60 True "${kubectl}" get certificate "${name}-ca" -n "${release_ns}" -o jsonpath="${ready}")"
+  expect_eq "the webhook's certificate issued" "True" \
+    "$(wait_for 60 True "${kubectl}" get certificate "${name}" -n "${release_ns}" -o jsonpath="${ready}")"
+  secret_files "${name}-tls" "${release_ns}" "${dir}/webhook"
+  secret_files "${name}-ca" "${release_ns}" "${dir}/ca"
+  expect_eq "the CA's certificate is a CA" "CA:TRUE" \
+    "$(openssl x509 -in "${dir}/ca/tls.crt" -noout -ext basicConstraints 2>&1 | grep -o 'CA:[A-Z]*')"
+  expect_eq "the webhook's Secret names the release's CA" "$(pem_fingerprints "${dir}/ca/tls.crt")" \
+    "$(pem_fingerprints "${dir}/webhook/ca.crt")"
+  expect_eq "the webhook's certificate is not a CA" "" \
+    "$(openssl x509 -in "${dir}/webhook/tls.crt" -noout -ext basicConstraints 2>&1 | grep -o 'CA:TRUE')"
+  local h
+  for h in "${host}" "${name}.${release_ns}.svc.cluster.local"; do
+    expect_eq "the certificate verifies for ${h} through the CA" "${dir}/webhook/tls.crt: OK" \
+      "$(openssl verify -CAfile "${dir}/webhook/ca.crt" -verify_hostname "${h}" "${dir}/webhook/tls.crt" 2>&1)"
+  done
+  expect_eq "the certificate lasts validityDays" "90" "$(python3 -c '
+import subprocess, sys
+from datetime import datetime
+out = subprocess.run(["openssl", "x509", "-in", sys.argv[1], "-noout", "-startdate", "-enddate"],
+                     capture_output=True, text=True, check=True).stdout.splitlines()
+t = [datetime.strptime(l.split("=", 1)[1], "%b %d %H:%M:%S %Y %Z") for l in out]
+print(round((t[1] - t[0]).total_seconds() / 86400))' "${dir}/webhook/tls.crt")"
+
+  # The CA injector: every entry trusts the release's CA and nothing else.
+  local ca_fp entries
+  ca_fp="$(pem_fingerprints "${dir}/webhook/ca.crt")"
+  entries="${ca_fp} ${ca_fp} ${ca_fp} ${ca_fp}"
+  expect_eq "caBundle of every entry: the release's CA" "${entries}" \
+    "$(wait_for 30 "${entries}" mwc_bundles "${release}" "${dir}/bundle")"
+
+  # chamberd, as the kubelet would start it: the installed arguments and the Secret's files.
+  local port hport wport args=()
+  sa_kubeconfig "${release}" "${release_ns}" >"${dir}/kubeconfig" || fail "token for ${release}"
+  port="$(free_port)"
+  hport="$(free_port)"
+  wport="$(free_port)"
+  installed_chamberd_args "${release}" "${release_ns}" "${dir}" "${port}" "${hport}" "${wport}"
+  POD_NAMESPACE="${release_ns}" POD_NAME="${release}-0" "${CHAMBER_CHAMBERD}" \
+    --kubeconfig "${dir}/kubeconfig" "${args[@]}" --identity "test-cm" >"${dir}/log" 2>&1 &
+  local pid=$!
+  cleanup_steps+=("kill ${pid} 2>/dev/null; wait ${pid} 2>/dev/null")
+  expect_eq "chamberd /healthz" "ok" \
+    "$(wait_for 30 ok bash -c "curl -s -m 1 http://127.0.0.1:${port}/healthz | cut -c1-2")"
+  expect_eq "webhook over cert-manager's certificate, trusted through the injected caBundle" \
+    "${review_patched}" "$(review_labelled_pod "${host}" "${wport}" "${dir}/bundle.0.pem")"
+  local first
+  first="$(pem_fingerprints "${dir}/webhook/tls.crt")"
+  expect_eq "chamberd serves the issued certificate" "${first}" "$(served_fingerprint "${host}" "${wport}")"
+
+  # A renewal, asked for as `cmctl renew` asks: the Issuing condition.
+  local now
+  now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  out="$("${kubectl}" patch certificate "${name}" -n "${release_ns}" --subresource status --type json \
+    -p "[{\"op\":\"add\",\"path\":\"/status/conditions/-\",\"value\":{\"type\":\"Issuing\",\"status\":\"True\",\"reason\":\"ManuallyTriggered\",\"message\":\"renewal asked for by the test\",\"lastTransitionTime\":\"${now}\"}}]" 2>&1)" ||
+    fail "asking for a renewal: ${out}"
+  expect_eq "renewed: the certificate's second revision" "2 True" \
+    "$(wait_for 60 "2 True" "${kubectl}" get certificate "${name}" -n "${release_ns}" -o jsonpath="{.status.revision} ${ready}")"
+  secret_files "${name}-tls" "${release_ns}" "${dir}/renewed"
+  local second
+  second="$(pem_fingerprints "${dir}/renewed/tls.crt")"
+  if [[ -n "${second}" && "${second}" != "${first}" ]]; then pass; else
+    fail "renewal: the Secret still holds the first certificate (${first})"
+  fi
+  expect_eq "renewal keeps the CA" "${ca_fp}" "$(pem_fingerprints "${dir}/renewed/ca.crt")"
+  expect_eq "the renewed certificate verifies for ${host} through the same CA" "${dir}/renewed/tls.crt: OK" \
+    "$(openssl verify -CAfile "${dir}/webhook/ca.crt" -verify_hostname "${host}" "${dir}/renewed/tls.crt" 2>&1)"
+  # The injector answers a Secret's change within a second here; a CA that changed with the
+  # certificate would be in every entry by then, beside the old one.
+  sleep 3
+  expect_eq "renewal leaves the caBundle as it was" "${entries}" "$(mwc_bundles "${release}" "${dir}/bundle")"
+  # Until the kubelet swaps the files, chamberd serves the first certificate, still trusted; from
+  # the first handshake after the swap, the renewed one.
+  expect_eq "before the swap: the first certificate" "${first}" "$(served_fingerprint "${host}" "${wport}")"
+  secret_files "${name}-tls" "${release_ns}" "${dir}/webhook"
+  expect_eq "after the swap: the renewed certificate" "${second}" \
+    "$(wait_for 10 "${second}" served_fingerprint "${host}" "${wport}")"
+  expect_eq "webhook over the renewed certificate, same caBundle" "${review_patched}" \
+    "$(review_labelled_pod "${host}" "${wport}" "${dir}/bundle.0.pem")"
+  expect_contains "chamberd counts the reload (its health port's metrics)" \
+    "chamber_webhook_certificate_reloads_total 1" "$(curl -s "http://127.0.0.1:${hport}/metrics")"
+  kill -TERM "${pid}" 2>/dev/null || true
+  wait "${pid}" 2>/dev/null || true
+
+  out="$("${helm}" uninstall "${release}" -n "${release_ns}" --wait --timeout 60s 2>&1)" ||
+    fail "helm uninstall (cert-manager): ${out}"
+  expect_eq "uninstall: no Certificate or Issuer left" "" \
+    "$("${kubectl}" get certificates.cert-manager.io,issuers.cert-manager.io -n "${release_ns}" -o name 2>&1)"
+  ((failures == 0)) || { echo "--- cert-manager log, last 40 lines:"; tail -n 40 "${work}/cert-manager.log"; }
+}
+
 case "${mode}" in
   lint) run_lint ;;
   apply) run_apply ;;
   timing) run_timing "${2:-3}" ;;
-  *) die "usage: chart_test.sh lint|apply|timing [runs]" ;;
+  cert-manager) run_cert_manager ;;
+  *) die "usage: chart_test.sh lint|apply|cert-manager|timing [runs]" ;;
 esac
 
 printf 'chart_test %s: %d checks passed, %d failed\n' "${mode}" "${checks}" "${failures}"
