@@ -55,7 +55,7 @@ Result<std::shared_ptr<daemon::Authenticator>> MakeAuth(const Flags& f, kube::Cl
 
 Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
             std::unique_ptr<fleet::HistoryStore> history, const kube::CancellationToken& leading,
-            const LeaderTerm& term, std::atomic<bool>& serving,
+            const kube::CancellationToken& stop, const LeaderTerm& term, std::atomic<bool>& serving,
             const std::function<void()>& serving_changed) {
   KubeBackendOptions bo;
   bo.scheduler_name = f.scheduler_name;
@@ -141,11 +141,11 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
 
   KubeBackendStats before = kb->stats();
   daemon::Daemon::LoopHooks hooks;
-  hooks.wait_until = [&leading](std::chrono::steady_clock::time_point deadline) {
+  hooks.wait_until = [&stop](std::chrono::steady_clock::time_point deadline) {
     const auto now = std::chrono::steady_clock::now();
     if (deadline > now)
-      leading.WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
-    return !leading.cancelled();
+      stop.WaitFor(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now));
+    return !stop.cancelled();
   };
   // A line per cycle that changed something: what it took to decide and to write.
   hooks.after_tick = [&](const Status&) {
@@ -168,7 +168,7 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
     malloc_trim(0);
 #endif
   };
-  if (!leading.cancelled()) d.Run(hooks);
+  if (!stop.cancelled()) d.Run(hooks);
   serving = false;
   serving_changed();
   if (health_service) health_service->Stop();

@@ -21,12 +21,17 @@ struct LeaderTerm {
   std::string lease, term;
 };
 
-// Leads until `leading` is cancelled: informers, scheduling cycles, the API, and the history
-// (`history`, null for none). `serving` is true while the API is served (the informers have
-// synced): /readyz and the leader label; `serving_changed` runs after it changes.
+// Leads until `stop` is cancelled: informers, scheduling cycles, the API, and the history
+// (`history`, null for none); writes only while `leading` is not cancelled. With leader
+// election both are the leadership token: a deposed leader stops writing at once, even half-way
+// through a gang's binds (the next leader binds the rest or rolls it back). Without it,
+// `leading` is never cancelled, so a stop lets the cycle in flight finish its writes (a gang
+// bound whole, or rolled back) before the loop ends. `serving` is true while the API is served
+// (the informers have synced): /readyz and the leader label; `serving_changed` runs after it
+// changes.
 Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* client,
             std::unique_ptr<fleet::HistoryStore> history, const kube::CancellationToken& leading,
-            const LeaderTerm& term, std::atomic<bool>& serving,
+            const kube::CancellationToken& stop, const LeaderTerm& term, std::atomic<bool>& serving,
             const std::function<void()>& serving_changed);
 
 }  // namespace chamber::chamberd

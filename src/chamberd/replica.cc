@@ -119,7 +119,9 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
       std::cerr << "chamberd: " << health.status().message() << "\n";
       return 2;
     }
-    Status s = Lead(f, engine, client, std::move(history), stop, {}, serving, serving_changed);
+    // No other replica writes: the fence never falls, and a stop finishes the cycle in flight.
+    Status s = Lead(f, engine, client, std::move(history), kube::CancellationToken(), stop, {},
+                    serving, serving_changed);
     if (!s.ok()) spdlog::error("{}", s.message());
     if (labeler) labeler->Stop();
     return s.ok() ? 0 : 1;
@@ -172,8 +174,8 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
     // The elector is set before it runs; its term is the Lease as this replica took it.
     const kube::LeaderElector* e = leader_elector.load();
     const LeaderTerm term{le.lease_namespace + "/" + le.lease_name, e ? e->term() : ""};
-    lead_status =
-        Lead(f, engine, client, std::move(history), leading, term, serving, serving_changed);
+    lead_status = Lead(f, engine, client, std::move(history), leading, leading, term, serving,
+                       serving_changed);
     // The label goes before the Lease does, so the Service stops routing here first.
     if (labeler) {
       if (Status s = labeler->Step(); !s.ok()) spdlog::warn("{}", s.message());

@@ -390,8 +390,10 @@ class FaultE2E : public e2e::ChamberdCluster {
   std::string Leader() { return LeaseHolder(); }
 
   // `nodes` fake nodes of 8 GPUs, queue `queue` with all their GPUs as quota and limit, and
-  // one replica, r1 with `writers` bind writers, leading through the fault proxy.
-  void OneReplicaThroughTheProxy(int nodes, const std::string& queue, const std::string& writers) {
+  // one replica, r1 with `writers` bind writers, leading through the fault proxy (with
+  // `leader_elect` false, r1 runs with --no-leader-elect and takes no Lease).
+  void OneReplicaThroughTheProxy(int nodes, const std::string& queue, const std::string& writers,
+                                 bool leader_elect = true) {
     const char* cp_dir = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR");
     ASSERT_NE(cp_dir, nullptr) << "CHAMBER_TEST_CONTROLPLANE_DIR is not set: run through ctest";
     Nodes(nodes, kGpusPerNode);
@@ -402,6 +404,10 @@ class FaultE2E : public e2e::ChamberdCluster {
     ASSERT_TRUE(rc.ok()) << rc.status().ToString();
     ASSERT_TRUE(proxy_.Start(dir_, std::string(cp_dir) + "/pki", rc->server, 1));
     chamberd_kubeconfig_ = proxy_.kubeconfig();
+    if (!leader_elect) {
+      StartChamberd("r1", {"--writers", writers, "--no-leader-elect"});
+      return;
+    }
     StartChamberd("r1", {"--writers", writers});
     ASSERT_TRUE(Eventually([&] { return Leader() == "r1"; }, 30s));
   }
@@ -809,6 +815,34 @@ TEST_F(FaultE2E, ARolledBackJobIsSuspendedAndResumedNotFailed) {
   const std::vector<std::string> reasons = EventReasons("gang");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Resumed"), reasons.end())
       << ::testing::PrintToString(reasons);
+  ExpectNoDoubleBooking(kGpusPerNode);
+}
+
+// A single replica (--no-leader-elect) stopped half-way through a gang's binds finishes them
+// before it exits: no other replica would bind the rest, so the gang would stay half bound,
+// holding its GPUs, until chamberd ran again. The proxy holds the first of a 3-pod gang's binds
+// (one writer: binds go one at a time); chamberd gets SIGTERM while it waits; once the bind is
+// let through, it binds the other two, then exits.
+TEST_F(FaultE2E, ASingleReplicaStoppedHalfWayThroughAGangBindsTheRestBeforeItExits) {
+  if (std::string(CHAMBER_FAULTPROXY).empty()) GTEST_SKIP() << "the fault proxy is not built";
+  const std::string q = ns_ + "-q";
+  ASSERT_NO_FATAL_FAILURE(OneReplicaThroughTheProxy(1, q, "1", /*leader_elect=*/false));
+  ASSERT_TRUE(proxy_.Post("/hold?suffix=/binding&count=1"));
+  Job("gang", JobSpec(q, 3));
+  ASSERT_TRUE(Eventually([&] { return proxy_.Held().size() == 1; }, 30s))
+      << "no bind of the gang reached the proxy";
+  pid_t pid = chamberd_.at("r1");
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  ASSERT_TRUE(Eventually([&] { return LoggedLines("stopping") >= 1; }, 10s))
+      << "chamberd did not take the signal";
+  ASSERT_TRUE(proxy_.Post("/release"));
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  chamberd_.at("r1") = -1;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  // Nothing runs chamberd now: what is bound was bound before it exited.
+  EXPECT_EQ(Bound("gang"), 3) << "the gang was left half bound";
+  EXPECT_EQ(LoggedLines("half-way"), 0);
   ExpectNoDoubleBooking(kGpusPerNode);
 }
 
