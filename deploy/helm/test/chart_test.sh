@@ -1297,7 +1297,8 @@ mwc_bundles() {
 # the Secret's files, answers an AdmissionReview over HTTPS for the Service's host name, trusted
 # through that caBundle. A renewal issues a new certificate from the same CA: the caBundle stays
 # as it was, and chamberd serves the new certificate from the first handshake after the files
-# change, still trusted. helm uninstall takes the Certificates and Issuers away.
+# change, still trusted. Then issuerRef: a CA ClusterIssuer's certificate, its CA in every
+# entry. helm uninstall takes the Certificates and Issuers away.
 run_cert_manager() {
   [[ -x "${kubectl}" ]] || die "kubectl not found"
   [[ -n "${CHAMBER_CHAMBERD:-}" && -x "${CHAMBER_CHAMBERD}" ]] ||
@@ -1323,12 +1324,16 @@ run_cert_manager() {
   expect_eq "cert-manager CRDs established" "True True True True" \
     "$(wait_for 60 "True True True True" "${kubectl}" get "${crds[@]}" \
       -o jsonpath='{.items[*].status.conditions[?(@.type=="Established")].status}')"
-  "${bin}/cert-manager" --kubeconfig "${KUBECONFIG}" >"${work}/cert-manager.log" 2>&1 &
+  # ClusterIssuers read their Secrets in a namespace of this test's.
+  "${kubectl}" create namespace "${release_ns}" >/dev/null
+  cleanup_steps+=("'${kubectl}' delete namespace '${release_ns}' --wait=false >/dev/null 2>&1")
+  "${kubectl}" create namespace "${release_ns}-issuers" >/dev/null
+  cleanup_steps+=("'${kubectl}' delete namespace '${release_ns}-issuers' --wait=false >/dev/null 2>&1")
+  "${bin}/cert-manager" --kubeconfig "${KUBECONFIG}" \
+    --cluster-resource-namespace "${release_ns}-issuers" >"${work}/cert-manager.log" 2>&1 &
   local cm_pid=$!
   cleanup_steps+=("kill ${cm_pid} 2>/dev/null; wait ${cm_pid} 2>/dev/null")
 
-  "${kubectl}" create namespace "${release_ns}" >/dev/null
-  cleanup_steps+=("'${kubectl}' delete namespace '${release_ns}' --wait=false >/dev/null 2>&1")
   cleanup_steps+=("'${kubectl}' delete clusterrole,clusterrolebinding,mutatingwebhookconfiguration -l app.kubernetes.io/instance=${release} >/dev/null 2>&1")
   # Scheduling mode, the webhook limited to a namespace no pod is made in; a 90-day certificate.
   local webhook_selector="{\"matchLabels\":{\"chamber-helm-test/webhook\":\"${release_ns}\"}}"
@@ -1428,6 +1433,43 @@ print(round((t[1] - t[0]).total_seconds() / 86400))' "${dir}/webhook/tls.crt")"
     "chamber_webhook_certificate_reloads_total 1" "$(curl -s "http://127.0.0.1:${hport}/metrics")"
   kill -TERM "${pid}" 2>/dev/null || true
   wait "${pid}" 2>/dev/null || true
+
+  # issuerRef: a CA ClusterIssuer of the cluster's own (a CA made here) signs the certificate
+  # instead; the release's CA objects go, and every entry trusts the new CA (beside the
+  # release's, which the injector keeps while its certificate is valid).
+  mkdir -p "${dir}/corp"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=corp-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -keyout "${dir}/corp/tls.key" -out "${dir}/corp/tls.crt" >/dev/null 2>&1 || fail "making the corp CA"
+  out="$("${kubectl}" create secret tls corp-ca -n "${release_ns}-issuers" \
+    --cert "${dir}/corp/tls.crt" --key "${dir}/corp/tls.key" 2>&1)" || fail "corp CA Secret: ${out}"
+  out="$("${kubectl}" apply -f - 2>&1 <<EOF
+apiVersion: cert-manager.io/v1
+kind: ClusterIssuer
+metadata: {name: ${release}-corp}
+spec: {ca: {secretName: corp-ca}}
+EOF
+  )" || fail "ClusterIssuer: ${out}"
+  out="$("${helm}" upgrade "${release}" "${chart}" -n "${release_ns}" --reuse-values \
+    --set "webhook.certificate.issuerRef.name=${release}-corp" \
+    --set webhook.certificate.issuerRef.kind=ClusterIssuer 2>&1)" || fail "helm upgrade (issuerRef): ${out}"
+  expect_eq "issuerRef: the release's CA objects gone" "" \
+    "$("${kubectl}" get issuers.cert-manager.io -n "${release_ns}" -o name 2>&1)$("${kubectl}" get \
+      certificates.cert-manager.io -n "${release_ns}" -o name 2>&1 | grep -v "/${name}$")"
+  expect_eq "issuerRef: re-issued by the ClusterIssuer" "3 True" \
+    "$(wait_for 60 "3 True" "${kubectl}" get certificate "${name}" -n "${release_ns}" -o jsonpath="{.status.revision} ${ready}")"
+  mkdir -p "${dir}/corp-issued"
+  secret_files "${name}-tls" "${release_ns}" "${dir}/corp-issued"
+  local corp_fp
+  corp_fp="$(pem_fingerprints "${dir}/corp/tls.crt")"
+  expect_eq "issuerRef: the Secret's CA is the ClusterIssuer's" "${corp_fp}" \
+    "$(pem_fingerprints "${dir}/corp-issued/ca.crt")"
+  expect_eq "issuerRef: the certificate verifies through it" "${dir}/corp-issued/tls.crt: OK" \
+    "$(openssl verify -CAfile "${dir}/corp/tls.crt" -verify_hostname "${host}" "${dir}/corp-issued/tls.crt" 2>&1)"
+  local both
+  both="$(printf '%s\n%s\n' "${ca_fp}" "${corp_fp}" | sort | paste -sd, -)"
+  expect_eq "issuerRef: every entry trusts the ClusterIssuer's CA" "${both} ${both} ${both} ${both}" \
+    "$(wait_for 30 "${both} ${both} ${both} ${both}" mwc_bundles "${release}" "${dir}/bundle")"
 
   out="$("${helm}" uninstall "${release}" -n "${release_ns}" --wait --timeout 60s 2>&1)" ||
     fail "helm uninstall (cert-manager): ${out}"
