@@ -76,6 +76,8 @@ enum class PendingReason {
   kWaitingForPreemption,  // victims are releasing the room it will take
   kBlockedByQueueHead,    // strict FIFO: an earlier workload of the queue cannot start
   kWaitingForPods,        // its gang lacks pods that do not exist yet (Workload::awaited_pods)
+  kBindBackoff,           // its gang's bind failed and was rolled back: not tried again before
+                          // Workload::bind_retry_at
 };
 std::string_view PendingReasonName(PendingReason r);
 

@@ -51,6 +51,8 @@ std::string_view PendingReasonName(PendingReason r) {
       return "BlockedByQueueHead";
     case PendingReason::kWaitingForPods:
       return "WaitingForPods";
+    case PendingReason::kBindBackoff:
+      return "BindBackoff";
   }
   return "Unknown";
 }
@@ -120,6 +122,7 @@ std::string ValidateWorkload(const Workload& w, const std::vector<MigResource>* 
   }
   if (w.min_member < 0) return "min-member must not be negative";
   if (w.awaited_pods < 0) return "awaited pods must not be negative";
+  if (w.bind_rollbacks < 0) return "bind rollbacks must not be negative";
   if (w.min_member > total)
     return "min-member " + std::to_string(w.min_member) + " exceeds the workload's " +
            std::to_string(total) + " pods";
@@ -197,6 +200,16 @@ class EngineSession::Impl {
     // A placement that cannot be recorded is reported in workload order, and a change to one
     // workload may settle another's conflict: with such a snapshot each cycle loads afresh.
     if (cycle_ && cycle_->work().HasIssues()) Rebuild();
+    // A workload loaded in bind backoff is loaded again once its time has come: nothing else
+    // about it changes then.
+    if (cycle_) {
+      std::erase_if(backoff_, [&](WorkloadId w) {
+        if (w.index() >= snap_.workloads.size()) return true;
+        if (snap_.workloads[w.index()].bind_retry_at > snap_.now) return false;
+        Unload(w);
+        return true;
+      });
+    }
     if (cycle_) {
       LoadedWork::QueueLookup lookup;
       for (WorkloadId w : dirty_) {
@@ -206,6 +219,7 @@ class EngineSession::Impl {
           Rebuild();
           break;
         }
+        NoteBackoff(w);
       }
       dirty_.clear();
     }
@@ -214,6 +228,9 @@ class EngineSession::Impl {
                                        /*keep=*/true, NodeIndexFor());
       cycle_->work().LoadAll();
       loaded_.assign(snap_.workloads.size(), 1);
+      backoff_.clear();
+      for (size_t i = 0; i < snap_.workloads.size(); ++i)
+        NoteBackoff(WorkloadId{static_cast<int32_t>(i)});
     }
     return cycle_->Run(options);
   }
@@ -228,6 +245,9 @@ class EngineSession::Impl {
   void Rebuild() {
     cycle_.reset();
     dirty_.clear();
+  }
+  void NoteBackoff(WorkloadId w) {
+    if (snap_.workloads[w.index()].bind_retry_at > snap_.now) backoff_.push_back(w);
   }
   // Before the workload changes: its part leaves the loaded state, to be loaded again as it
   // is at the next cycle.
@@ -248,6 +268,7 @@ class EngineSession::Impl {
   std::unique_ptr<Cycle> cycle_;                 // null: built and loaded at the next cycle
   std::vector<uint8_t> loaded_;                  // per workload: its part is in cycle_
   std::vector<WorkloadId> dirty_;                // unloaded or added since the last cycle
+  std::vector<WorkloadId> backoff_;              // loaded while in bind backoff
 };
 
 EngineSession::EngineSession(const Engine& engine, Snapshot snapshot)

@@ -1,7 +1,10 @@
 #include "core/loaded_work.h"
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <limits>
+#include <string>
 
 #include "core/engine.h"
 
@@ -87,6 +90,20 @@ bool EraseInOrder(std::vector<WorkloadId>& ids, WorkloadId w) {
   if (it == ids.end() || *it != w) return false;
   ids.erase(it);
   return true;
+}
+
+// Why a gang in bind backoff waits: the same words for every cycle of its backoff, so that its
+// pods' condition is written once. The time is UTC, to the second.
+std::string BindBackoffMessage(const Workload& w) {
+  const std::time_t t = std::chrono::duration_cast<std::chrono::seconds>(w.bind_retry_at).count();
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::string m = "its gang's bind failed and was rolled back";
+  if (w.bind_rollbacks > 1) m += " " + std::to_string(w.bind_rollbacks) + " times in a row";
+  if (!w.bind_failure.empty()) m += " (" + w.bind_failure + ")";
+  return m + "; it is tried again from " + at;
 }
 
 }  // namespace
@@ -185,6 +202,8 @@ bool LoadedWork::Load(WorkloadId id, QueueLookup& lookup) {
             "the gang needs " + std::to_string(have + w.awaited_pods) + " pods and " +
                 std::to_string(have) + (have == 1 ? " exists" : " exist") +
                 "; it is placed once the rest are created");
+  } else if (w.bind_retry_at > s_.now) {
+    invalid(PendingReason::kBindBackoff, BindBackoffMessage(w));
   } else {
     const OrderKey key{-w.priority, id, w.submit_time};
     std::vector<OrderKey>& keys = order_keys_[q.index()];

@@ -198,6 +198,14 @@ struct Workload {
   std::optional<Time> last_checkpoint_time;
   std::vector<Time> recent_preemptions;  // when this workload was preempted before
   std::optional<int32_t> checkpoint_grace_seconds;
+  // Bind backoff (docs/scheduling.md, "When a bind fails"): a waiting gang whose bind failed
+  // and was rolled back is not placed before `bind_retry_at` (a time after the snapshot's
+  // `now`: it waits with kBindBackoff, holds nothing and takes no place in its queue).
+  // `bind_rollbacks` counts its rollbacks in a row and `bind_failure` says what failed last,
+  // for its reason.
+  Time bind_retry_at{0};
+  int32_t bind_rollbacks = 0;
+  std::string bind_failure;
 
   int32_t TotalPods() const;
   // What its pods count against its queue (PodSet::Charge): over all pods, and over the first

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -445,6 +447,21 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
     bo.devices = &devices_;
   }
   built_ = BuildSnapshot(objects, bo);
+  // Gangs in bind backoff wait it out; the backoff of a workload gone is forgotten.
+  if (!bind_backoff_.empty()) {
+    std::unordered_set<std::string_view> present;
+    for (core::Workload& w : built_.snapshot.workloads) {
+      auto it = bind_backoff_.find(w.name);
+      if (it == bind_backoff_.end()) continue;
+      present.insert(it->first);
+      if (w.state != core::WorkloadState::kPending && w.state != core::WorkloadState::kSuspended)
+        continue;
+      w.bind_retry_at = core::Time(it->second.retry_at_ms);
+      w.bind_rollbacks = it->second.rollbacks;
+      w.bind_failure = it->second.failure;
+    }
+    std::erase_if(bind_backoff_, [&](const auto& kv) { return !present.contains(kv.first); });
+  }
   release_retired_ = true;
   prepare_cv_.notify_all();
   // What each queue's work held since the last cycle (snapshot times are Unix milliseconds).
@@ -461,6 +478,15 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   last_derived_ = build_cache_.last_derived();
   last_reused_ = build_cache_.last_reused();
   return &built_.snapshot;
+}
+
+void KubeBackend::BackOff(const std::string& workload, const std::string& failure) {
+  BindBackoff& b = bind_backoff_[workload];
+  b.rollbacks = std::min(b.rollbacks + 1, 30);
+  int64_t wait = options_.bind_backoff.count();
+  for (int i = 1; i < b.rollbacks && wait < options_.bind_backoff_max.count(); ++i) wait *= 2;
+  b.retry_at_ms = NowMs() + std::min(wait, static_cast<int64_t>(options_.bind_backoff_max.count()));
+  b.failure = failure;
 }
 
 void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
@@ -669,6 +695,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
                             (result.binds[d].borrowing ? ", borrowing idle quota" : ""),
                         false});
       WritePodGroupCondition(src, kInitiallyScheduled, true, "Scheduled", events.back().message);
+      bind_backoff_.erase(name);  // bound whole: its rollbacks in a row are over
       continue;
     }
     ++failures;
@@ -686,6 +713,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
                  maybe_bound > 0 ? ", " + std::to_string(maybe_bound) +
                                        " pod(s) perhaps bound (the API server could not be asked)"
                                  : "");
+    BackOff(name, failed);
     // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
     // the gang is placed again whole. A Job is suspended instead, and its pods are left to the
     // Job controller, which deletes the active pods of a Job it has seen suspended: it counts a

@@ -76,8 +76,12 @@ struct FaultRequeue {
 struct KubeBackendOptions {
   std::string scheduler_name = kDefaultSchedulerName;
   std::string gpu_resource = kGpuResource;
-  int32_t writers = 16;                                 // parallel API writes within a cycle
-  std::chrono::milliseconds assume_timeout{30'000};     // how long an unseen bind is assumed
+  int32_t writers = 16;                              // parallel API writes within a cycle
+  std::chrono::milliseconds assume_timeout{30'000};  // how long an unseen bind is assumed
+  // A gang rolled back after a failed bind is tried again this long after (docs/scheduling.md,
+  // "When a bind fails"), doubled for each further rollback in a row, up to the most.
+  std::chrono::milliseconds bind_backoff{5'000};
+  std::chrono::milliseconds bind_backoff_max{300'000};
   int32_t max_condition_writes_per_cycle = 500;         // PodScheduled updates (binds go first)
   std::chrono::milliseconds condition_refresh{10'000};  // a changed message waits this long
   bool write_events = true;
@@ -258,6 +262,15 @@ class KubeBackend : public daemon::ClusterBackend {
   BuildCache build_cache_;  // what Refresh() and Prepare() derived from objects still unchanged
   AssumedBinds assumed_;
   AssumedSuspends suspending_;  // gangs rolled back, suspended until the informer shows it
+  // Gangs in bind backoff, by workload name: this leader's memory, not the cluster's.
+  struct BindBackoff {
+    int64_t retry_at_ms = 0;
+    int32_t rollbacks = 0;
+    std::string failure;
+  };
+  std::unordered_map<std::string, BindBackoff> bind_backoff_;
+  // Starts, or doubles, the bind backoff of `workload` after a rollback.
+  void BackOff(const std::string& workload, const std::string& failure);
   std::map<std::string, std::string> queue_errors_;         // queue -> decode error
   std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
   std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written

@@ -543,6 +543,19 @@ TEST_F(ChamberdE2E, AGangOfBarePodsRolledBackKeepsEveryPodPending) {
   };
   const pid_t pid = StartChamberd("solo", {"--no-leader-elect"});
   ASSERT_TRUE(Eventually([&] { return !rollback_message().empty(); }, 30s)) << "no rollback";
+  // The gang waits out a backoff before it is tried again, and its pods say why.
+  auto scheduled = [&](const std::string& name) {
+    Result<Json> p = client_->Get(kube::resources::kPods, ns_, name);
+    if (p.ok())
+      for (const Json& c : p->value("/status/conditions"_json_pointer, Json::array()))
+        if (c.value("type", "") == "PodScheduled")
+          return c.value("reason", "") + ": " + c.value("message", "");
+    return std::string();
+  };
+  EXPECT_TRUE(Eventually([&] { return scheduled("gang-2").starts_with("BindBackoff: "); }, 20s))
+      << scheduled("gang-2");
+  EXPECT_NE(scheduled("gang-2").find("rolled back ("), std::string::npos) << scheduled("gang-2");
+  EXPECT_NE(scheduled("gang-2").find("tried again from"), std::string::npos) << scheduled("gang-2");
   pid_t stopped = pid;
   Stop(stopped, SIGTERM);
   chamberd_.erase("solo");

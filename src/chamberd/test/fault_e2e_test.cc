@@ -370,7 +370,9 @@ class FaultE2E : public e2e::ChamberdCluster {
     int used = 0;
     for (const auto& [queue, gpus] : queue_gpus) used += gpus;
     for (const auto& [name, rec, why, live] : waiting)
-      if (why.starts_with("WaitingForPods")) {
+      if (why.starts_with("BindBackoff")) {
+        continue;  // its bind failed a moment ago (an injected fault): it waits a backoff out
+      } else if (why.starts_with("WaitingForPods")) {
         if (live >= rec.pods)
           wrong.push_back("Job " + name + " has all its " + std::to_string(rec.pods) +
                           " pods and waits for pods (" + why + ")");

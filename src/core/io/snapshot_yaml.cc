@@ -339,6 +339,9 @@ class SnapshotParser {
                                           "submitTime",
                                           "minMember",
                                           "awaitedPods",
+                                          "bindRetryAt",
+                                          "bindRollbacks",
+                                          "bindFailure",
                                           "podSets",
                                           "pods",
                                           "gpu",
@@ -381,6 +384,19 @@ class SnapshotParser {
       if (m < 0 || m > 1000000)
         return y_.Error(e["awaitedPods"], path + ".awaitedPods", "out of range");
       w.awaited_pods = static_cast<int32_t>(m);
+    }
+    if (e["bindRetryAt"]) {
+      CHAMBER_ASSIGN_OR_RETURN(w.bind_retry_at,
+                               ParseTime(y_, e["bindRetryAt"], path + ".bindRetryAt"));
+    }
+    if (e["bindRollbacks"]) {
+      CHAMBER_ASSIGN_OR_RETURN(int64_t m, y_.Int(e["bindRollbacks"], path + ".bindRollbacks"));
+      if (m < 0 || m > 1000000)
+        return y_.Error(e["bindRollbacks"], path + ".bindRollbacks", "out of range");
+      w.bind_rollbacks = static_cast<int32_t>(m);
+    }
+    if (e["bindFailure"]) {
+      CHAMBER_ASSIGN_OR_RETURN(w.bind_failure, y_.String(e["bindFailure"], path + ".bindFailure"));
     }
     if (const YAML::Node sets = e["podSets"]) {
       for (const char* k :

@@ -136,7 +136,8 @@ RC_GTEST_PROP(EngineProperty, NoGpuDoubleBooked, ()) {
 }
 
 // --- b. No gang is partly placed: all pods, or at least min-member of them (the first ones).
-// A gang whose last pods do not exist yet is not placed at all, and says why.
+// A gang whose last pods do not exist yet is not placed at all, and says why; nor is a gang in
+// bind backoff.
 
 std::string CheckGangs(const Snapshot& s, const CycleResult& r) {
   for (const PendingDecision& p : r.pending) {
@@ -149,12 +150,19 @@ std::string CheckGangs(const Snapshot& s, const CycleResult& r) {
              std::string(PendingReasonName(p.reason));
     if (w.awaited_pods == 0 && p.reason == PendingReason::kWaitingForPods)
       return w.name + ": has all its pods, but says WaitingForPods";
+    const bool backing_off = w.bind_retry_at > s.now;
+    if (backing_off && w.awaited_pods == 0 && p.reason != PendingReason::kBindBackoff &&
+        !earlier_cause)
+      return w.name + ": in bind backoff, but says " + std::string(PendingReasonName(p.reason));
+    if (!backing_off && p.reason == PendingReason::kBindBackoff)
+      return w.name + ": says BindBackoff after its backoff";
   }
   for (const Admission& a : Admissions(r)) {
     const Workload& w = s.workloads[a.workload.index()];
     if (w.awaited_pods > 0)
       return w.name + ": placed while " + std::to_string(w.awaited_pods) +
              " of its pods do not exist";
+    if (w.bind_retry_at > s.now) return w.name + ": placed during its bind backoff";
     const int32_t total = w.TotalPods();
     const int32_t placed = static_cast<int32_t>(a.pods->size());
     const int32_t minimum = w.min_member > 0 ? w.min_member : total;
@@ -930,7 +938,7 @@ std::string CheckOneDecisionEach(const Snapshot& s, const CycleResult& r) {
 // Queue positions: a pending workload of a valid leaf queue is numbered among its queue's
 // pending workloads 1, 2, ... in queue order (priority, then submit time, then name); work that
 // never entered a queue (bad spec, unknown, invalid or non-leaf queue, a gang whose last pods do
-// not exist yet) has position 0. Every
+// not exist yet, a gang in bind backoff) has position 0. Every
 // pending decision explains itself.
 std::string CheckQueuePositions(const Snapshot& s, const CycleResult& r) {
   const QueueTree tree(s.queues);
@@ -940,7 +948,7 @@ std::string CheckQueuePositions(const Snapshot& s, const CycleResult& r) {
     if (p.message().empty()) return w.name + ": pending without a message";
     const QueueId q = tree.Find(w.queue);
     const bool queued = ValidateWorkload(w).empty() && q.valid() && tree.valid(q) && tree.leaf(q) &&
-                        w.awaited_pods == 0;
+                        w.awaited_pods == 0 && w.bind_retry_at <= s.now;
     if (!queued) {
       if (p.queue_position != 0) return w.name + ": position in no queue";
       continue;
@@ -1758,8 +1766,20 @@ void ChangeThroughSession(EngineSession& session, const CycleResult& r, int* ser
     w.placements.clear();
     for (const PodAssignment& a : pods) w.placements.push_back(a.placement);
   };
-  for (const BindDecision& d : r.binds)
-    if (!Chance(10)) start(d.workload, d.pods);  // a bind may fail
+  for (const BindDecision& d : r.binds) {
+    if (!Chance(10)) {
+      start(d.workload, d.pods);
+      continue;
+    }
+    // A bind may fail; the gang then mostly waits out a bind backoff (a session must place it
+    // once the time has come, with nothing else about it changed).
+    if (Chance(80)) {
+      Workload& w = session.MutableWorkload(d.workload);
+      w.bind_retry_at = now + Sec(OneOf<int>({1, 20, 45, 900}));
+      ++w.bind_rollbacks;
+      w.bind_failure = "a bind refused";
+    }
+  }
   for (const ResumeDecision& d : r.resumes) start(d.workload, d.pods);
   for (const PreemptDecision& d : r.preemptions) {
     Workload& w = session.MutableWorkload(d.workload);

@@ -423,6 +423,32 @@ TEST_F(EngineTest, AGangMissingPodsWaitsForThemAndHoldsNothing) {
   EXPECT_THAT(Bound(), ElementsAre("team-a/gang", "team-a/later"));
 }
 
+// A gang rolled back after a failed bind waits out its backoff (docs/scheduling.md, "When a
+// bind fails"): it holds nothing and takes no place in its queue, even a strict-FIFO one, so
+// work behind it starts; its reason names the failure and when it is tried again. Once the
+// time has come it is placed as any other.
+TEST_F(EngineTest, AGangInBindBackoffWaitsItOutAndHoldsNothing) {
+  b_.Node("n0", 4);
+  b_.Queue("team-a").Quota(4).StrictFifo();
+  b_.Workload("team-a/gang", "team-a").Pods(3, 1).Submit(Sec(1));
+  b_.Workload("team-a/later", "team-a").Pods(1, 1).Submit(Sec(2));
+  b_.Now(Sec(1'796'600'000));
+  W("team-a/gang").bind_retry_at = Sec(1'796'600'020);
+  W("team-a/gang").bind_rollbacks = 2;
+  W("team-a/gang").bind_failure = "ml/gang-2: admission refused the binding";
+  Run();
+  ASSERT_NE(Pending("team-a/gang"), nullptr);
+  EXPECT_EQ(Pending("team-a/gang")->reason, PendingReason::kBindBackoff);
+  EXPECT_EQ(PendingReasonName(PendingReason::kBindBackoff), "BindBackoff");
+  EXPECT_EQ(Pending("team-a/gang")->message(),
+            "its gang's bind failed and was rolled back 2 times in a row (ml/gang-2: admission "
+            "refused the binding); it is tried again from 2026-12-06T23:33:40Z");
+  EXPECT_THAT(Bound(), ElementsAre("team-a/later"));
+  b_.Now(Sec(1'796'600'020));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("team-a/gang", "team-a/later"));
+}
+
 TEST_F(EngineTest, StrictFifoBlocksBehindHead) {
   b_.Node("n0", 4);
   b_.Queue("team-a").Quota(4).StrictFifo();
@@ -1255,6 +1281,28 @@ TEST_F(EngineTest, SessionFindsAMovedWorkloadInItsNewQueue) {
   EXPECT_EQ(Pending("to-b")->reason, PendingReason::kOverQueueLimit);
   EXPECT_THAT(Pending("to-b")->message(), ::testing::HasSubstr("queue b:"));
   EXPECT_EQ(Status("a").allocated.whole_gpus(), 1);
+}
+
+// A kept session loads a workload in bind backoff again once its time has come, with nothing
+// else about it changed: it decides as a fresh cycle would.
+TEST_F(EngineTest, SessionPlacesAGangOnceItsBindBackoffIsOver) {
+  b_.Node("n0", 4);
+  b_.Queue("a").Quota(4);
+  b_.Workload("gang", "a").Pods(2, 1);
+  b_.Now(Sec(100));
+  W("gang").bind_retry_at = Sec(130);
+  W("gang").bind_rollbacks = 1;
+  const Engine engine;
+  EngineSession session(engine, b_.snapshot());
+  result_ = session.Schedule();
+  ASSERT_NE(Pending("gang"), nullptr);
+  EXPECT_EQ(Pending("gang")->reason, PendingReason::kBindBackoff);
+  session.SetNow(Sec(120));
+  result_ = session.Schedule();
+  EXPECT_THAT(Bound(), IsEmpty());
+  session.SetNow(Sec(130));
+  result_ = session.Schedule();
+  EXPECT_THAT(Bound(), ElementsAre("gang"));
 }
 
 }  // namespace

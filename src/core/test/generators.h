@@ -287,6 +287,12 @@ inline void GenWaiting(SnapshotBuilder& b, int max_waiting, bool shares = false)
       w.get().awaited_pods = Pick(1, 4);  // a gang whose last pods do not exist yet
       w.get().min_member = 0;
     }
+    if ((w.get().state == WorkloadState::kPending || w.get().state == WorkloadState::kSuspended) &&
+        Chance(5)) {
+      // A gang whose bind failed: in backoff, or with its backoff just over.
+      w.get().bind_retry_at = kNow + Sec(OneOf<int>({-1, 0, 30}));
+      w.get().bind_rollbacks = Pick(1, 3);
+    }
     if (Chance(2)) w.Cpu(-1);
     if (Chance(2)) w.MinMember(total + 1);
   }
