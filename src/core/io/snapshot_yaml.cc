@@ -373,27 +373,20 @@ class SnapshotParser {
     if (e["submitTime"]) {
       CHAMBER_ASSIGN_OR_RETURN(w.submit_time, ParseTime(y_, e["submitTime"], path + ".submitTime"));
     }
-    if (e["minMember"]) {
-      CHAMBER_ASSIGN_OR_RETURN(int64_t m, y_.Int(e["minMember"], path + ".minMember"));
-      if (m < 0 || m > 1000000)
-        return y_.Error(e["minMember"], path + ".minMember", "out of range");
-      w.min_member = static_cast<int32_t>(m);
-    }
-    if (e["awaitedPods"]) {
-      CHAMBER_ASSIGN_OR_RETURN(int64_t m, y_.Int(e["awaitedPods"], path + ".awaitedPods"));
-      if (m < 0 || m > 1000000)
-        return y_.Error(e["awaitedPods"], path + ".awaitedPods", "out of range");
-      w.awaited_pods = static_cast<int32_t>(m);
-    }
+    // A count of pods or tries: 0 to a million.
+    auto count = [&](const char* key, int32_t* out) -> Status {
+      if (!e[key]) return Status::Ok();
+      CHAMBER_ASSIGN_OR_RETURN(int64_t m, y_.Int(e[key], path + "." + key));
+      if (m < 0 || m > 1000000) return y_.Error(e[key], path + "." + key, "out of range");
+      *out = static_cast<int32_t>(m);
+      return Status::Ok();
+    };
+    CHAMBER_RETURN_IF_ERROR(count("minMember", &w.min_member));
+    CHAMBER_RETURN_IF_ERROR(count("awaitedPods", &w.awaited_pods));
+    CHAMBER_RETURN_IF_ERROR(count("bindRollbacks", &w.bind_rollbacks));
     if (e["bindRetryAt"]) {
       CHAMBER_ASSIGN_OR_RETURN(w.bind_retry_at,
                                ParseTime(y_, e["bindRetryAt"], path + ".bindRetryAt"));
-    }
-    if (e["bindRollbacks"]) {
-      CHAMBER_ASSIGN_OR_RETURN(int64_t m, y_.Int(e["bindRollbacks"], path + ".bindRollbacks"));
-      if (m < 0 || m > 1000000)
-        return y_.Error(e["bindRollbacks"], path + ".bindRollbacks", "out of range");
-      w.bind_rollbacks = static_cast<int32_t>(m);
     }
     if (e["bindFailure"]) {
       CHAMBER_ASSIGN_OR_RETURN(w.bind_failure, y_.String(e["bindFailure"], path + ".bindFailure"));
