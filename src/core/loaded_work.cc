@@ -1,11 +1,10 @@
 #include "core/loaded_work.h"
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <limits>
 #include <string>
 
+#include "common/time.h"
 #include "core/engine.h"
 
 namespace chamber::core {
@@ -95,11 +94,7 @@ bool EraseInOrder(std::vector<WorkloadId>& ids, WorkloadId w) {
 // Why a gang in bind backoff waits: the same words for every cycle of its backoff, so that its
 // pods' condition is written once. The time is UTC, to the second.
 std::string BindBackoffMessage(const Workload& w) {
-  const std::time_t t = std::chrono::duration_cast<std::chrono::seconds>(w.bind_retry_at).count();
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char at[32];
-  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const std::string at = FormatRfc3339Ms(w.bind_retry_at.count(), TimeFraction::kNone);
   std::string m = "its gang's bind failed and was rolled back";
   if (w.bind_rollbacks > 1) m += " " + std::to_string(w.bind_rollbacks) + " times in a row";
   if (!w.bind_failure.empty()) m += " (" + w.bind_failure + ")";
