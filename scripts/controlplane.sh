@@ -3,16 +3,19 @@
 # kube-controller-manager and kube-scheduler, built from the Go module in tools/controlplane.
 #
 # Usage:
-#   scripts/controlplane.sh build [--all] [--controller-manager] [--scheduler]
-#       Build etcd and kube-apiserver (--all: also kube-controller-manager and kube-scheduler)
+#   scripts/controlplane.sh build [--all] [--controller-manager] [--scheduler] [--k8s-1.35]
+#       Build etcd and kube-apiserver (--all: also kube-controller-manager and kube-scheduler;
+#       --k8s-1.35: also the kube-apiserver of Kubernetes 1.35, from tools/controlplane-1.35)
 #       into the cache, skipping binaries already built for this exact module; print the bin dir.
-#   scripts/controlplane.sh bin-dir
-#       Print the bin dir for the pinned module (built or not).
-#   scripts/controlplane.sh start <dir> [--controller-manager] [--scheduler]
+#   scripts/controlplane.sh bin-dir [--k8s-1.35]
+#       Print the bin dir for the pinned module, or the 1.35 one (built or not).
+#   scripts/controlplane.sh start <dir> [--controller-manager] [--scheduler] [--k8s-1.35]
 #       Generate certificates and keys, start the components on free loopback ports, wait until
 #       they are ready, and write <dir>/kubeconfig, <dir>/env and <dir>/pids; logs go to
 #       <dir>/logs/. Anything still running from an earlier start in <dir> is stopped first.
-#       On any failure everything started is stopped again.
+#       On any failure everything started is stopped again. --k8s-1.35: the 1.35 kube-apiserver
+#       (with the v1alpha1 Workload API on) in place of the pinned one, with the pinned etcd;
+#       neither controller-manager nor scheduler.
 #   scripts/controlplane.sh stop <dir>
 #       Stop everything started in <dir> (TERM, then KILL after a grace period). Idempotent.
 #   scripts/controlplane.sh status <dir>
@@ -28,7 +31,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 readonly root
-readonly module_dir="${root}/tools/controlplane"
+readonly pinned_module_dir="${root}/tools/controlplane"
+# The module the functions below build from: the pinned one, or tools/controlplane-1.35.
+module_dir="${pinned_module_dir}"
 
 log() { printf 'controlplane: %s\n' "$*" >&2; }
 die() {
@@ -79,22 +84,44 @@ check_go() {
   have="$(go env GOVERSION)"
   have="${have#go}"
   [[ "$(printf '%s\n%s\n' "${want}" "${have}" | sort -V | head -n 1)" == "${want}" ]] ||
-    die "Go ${have} is older than ${want}, which tools/controlplane/go.mod needs"
+    die "Go ${have} is older than ${want}, which ${module_dir#"${root}/"}/go.mod needs"
+}
+
+readonly k8s_135_module_dir="${root}/tools/controlplane-1.35"
+
+cmd_bin_dir() {
+  case "${1:-}" in
+    "") ;;
+    --k8s-1.35) module_dir="${k8s_135_module_dir}" ;;
+    *) die "bin-dir: unknown option '$1'" ;;
+  esac
+  bin_dir
 }
 
 cmd_build() {
-  local components=(etcd kube-apiserver) arg
+  local components=(etcd kube-apiserver) arg k8s_135=0
   for arg in "$@"; do
     case "${arg}" in
       --all) components+=(kube-controller-manager kube-scheduler) ;;
       --controller-manager) components+=(kube-controller-manager) ;;
       --scheduler) components+=(kube-scheduler) ;;
+      --k8s-1.35) k8s_135=1 ;;
       *) die "build: unknown option '${arg}'" ;;
     esac
   done
+  build_module "${components[@]}"
+  if ((k8s_135)); then
+    module_dir="${k8s_135_module_dir}"
+    build_module kube-apiserver >/dev/null
+    module_dir="${pinned_module_dir}"
+  fi
+}
+
+# build_module <component>...: builds what is missing of them from ${module_dir} into its bin dir.
+build_module() {
   local dir missing=() pkgs=() c
   dir="$(bin_dir)"
-  for c in $(printf '%s\n' "${components[@]}" | sort -u); do
+  for c in $(printf '%s\n' "$@" | sort -u); do
     [[ -x "${dir}/${c}" ]] || { missing+=("${c}") && pkgs+=("./cmd/${c}"); }
   done
   if [[ ${#missing[@]} -eq 0 ]]; then
@@ -260,20 +287,30 @@ wait_ready() {
 
 cmd_start() {
   [[ $# -ge 1 && "$1" != --* ]] || die "start: missing <dir>"
-  local dir="$1" with_cm=0 with_sched=0 arg
+  local dir="$1" with_cm=0 with_sched=0 k8s_135=0 arg
   shift
   for arg in "$@"; do
     case "${arg}" in
       --controller-manager) with_cm=1 ;;
       --scheduler) with_sched=1 ;;
+      --k8s-1.35) k8s_135=1 ;;
       *) die "start: unknown option '${arg}'" ;;
     esac
   done
-  local bin needed=(etcd kube-apiserver) build_cmd="scripts/controlplane.sh build" c
+  ((k8s_135 && (with_cm || with_sched))) &&
+    die "start: --k8s-1.35 starts etcd and kube-apiserver only"
+  local bin apiserver needed=(etcd kube-apiserver) build_cmd="scripts/controlplane.sh build" c
   bin="$(bin_dir)"
+  apiserver="${bin}/kube-apiserver"
   ((with_cm)) && needed+=(kube-controller-manager)
   ((with_sched)) && needed+=(kube-scheduler)
   ((with_cm || with_sched)) && build_cmd+=" --all"
+  if ((k8s_135)); then
+    needed=(etcd)
+    build_cmd+=" --k8s-1.35"
+    apiserver="$(cmd_bin_dir --k8s-1.35)/kube-apiserver"
+    [[ -x "${apiserver}" ]] || die "${apiserver} is not built; run: ${build_cmd}"
+  fi
   for c in "${needed[@]}"; do
     [[ -x "${bin}/${c}" ]] || die "${c} is not built in ${bin}; run: ${build_cmd}"
   done
@@ -309,8 +346,15 @@ cmd_start() {
   # GenericWorkload (beta, off by default) serves the upstream gang API, Workloads and PodGroups
   # in scheduling.k8s.io/v1beta1, which Chamber honours (docs/workloads/podgroup.md);
   # WorkloadWithJob (alpha) gives Jobs spec.scheduling and has the Job controller make a Workload
-  # and a PodGroup for each Job and name the PodGroup on its pods.
+  # and a PodGroup for each Job and name the PodGroup on its pods. Kubernetes 1.35 knows only
+  # GenericWorkload (alpha there): Workloads in scheduling.k8s.io/v1alpha1 and pods'
+  # spec.workloadRef.
   local gates=(--feature-gates GenericWorkload=true,WorkloadWithJob=true)
+  local runtime_config=scheduling.k8s.io/v1beta1=true
+  if ((k8s_135)); then
+    gates=(--feature-gates GenericWorkload=true)
+    runtime_config=scheduling.k8s.io/v1alpha1=true
+  fi
   # No endpoint reconciler: the API server listens on loopback, which it will not publish as
   # the `kubernetes` Service's endpoint (no pod runs here to call it).
   # ServiceAccount admission is off: pods need no "default" ServiceAccount to exist in a
@@ -318,7 +362,7 @@ cmd_start() {
   # taints every new node not-ready, and without kubelets and the node lifecycle controller
   # nothing would lift the taint. TokenRequest and service-account
   # token authentication work through the signing keys.
-  launch "${dir}" kube-apiserver "${bin}/kube-apiserver" \
+  launch "${dir}" kube-apiserver "${apiserver}" \
     --etcd-servers "http://127.0.0.1:${etcd_port}" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${api_port}" \
     --cert-dir "${pki}" --tls-cert-file "${pki}/apiserver.crt" \
@@ -330,7 +374,7 @@ cmd_start() {
     --service-cluster-ip-range 10.0.0.0/24 \
     --disable-admission-plugins ServiceAccount,TaintNodesByCondition \
     --allow-privileged=true --profiling=false --v=1 --endpoint-reconciler-type none \
-    "${gates[@]}" --runtime-config scheduling.k8s.io/v1beta1=true
+    "${gates[@]}" --runtime-config "${runtime_config}"
   local tls=(--cacert "${pki}/ca.crt" --cert "${pki}/admin.crt" --key "${pki}/admin.key")
   wait_ready "${dir}" kube-apiserver "${server}/readyz" "${tls[@]}"
   local api_ready
@@ -436,7 +480,7 @@ cmd_status() {
 
 case "${1:-}" in
   build) shift && cmd_build "$@" ;;
-  bin-dir) bin_dir ;;
+  bin-dir) shift && cmd_bin_dir "$@" ;;
   start) shift && cmd_start "$@" ;;
   stop) shift && cmd_stop "$@" ;;
   status) shift && cmd_status "$@" ;;

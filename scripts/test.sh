@@ -73,8 +73,9 @@ finish() {
 stage "dependencies" scripts/install-deps.sh || finish
 stage "format check" scripts/format.sh --check || finish
 # etcd, kube-apiserver, kube-controller-manager and kube-scheduler for the integration and e2e
-# tests' control plane (cached: a no-op unless tools/controlplane changed).
-stage "control plane" scripts/controlplane.sh build --all || true
+# tests' control plane, and the kube-apiserver of Kubernetes 1.35 for the tests of its gang API
+# (cached: a no-op unless tools/controlplane or tools/controlplane-1.35 changed).
+stage "control plane" scripts/controlplane.sh build --all --k8s-1.35 || true
 # The workload controllers (JobSet, Kubeflow training operator, KubeRay) and their CRDs for the
 # integration tests (cached the same way: a no-op unless tools/workloadcontrollers changed).
 stage "workload controllers" scripts/workload-controllers.sh build || true

@@ -169,34 +169,47 @@ Result<PodDecision> DecidePod(const AdmissionRequest& request, const OptInPolicy
   }
 
   bool label_pod = false;  // the queue came from an owner: the pod gets it as a label
-  // The upstream PodGroup the pod names (spec.schedulingGroup.podGroupName), read before its
-  // owners: in the newest version first (Kubernetes 1.37, then 1.36).
-  std::string pod_group;
+  // The upstream group the pod names, read before its owners: the PodGroup of
+  // spec.schedulingGroup.podGroupName in the newest version first (Kubernetes 1.37, then 1.36),
+  // or the Workload of spec.workloadRef.name (1.35).
+  std::string group_kind, group_name;
+  std::vector<const char*> group_versions;
   const Json* group = nullptr;
   CHAMBER_RETURN_IF_ERROR(r.Object(*spec, "schedulingGroup", "spec", &group));
   if (group != nullptr)
-    CHAMBER_RETURN_IF_ERROR(r.String(*group, "podGroupName", "spec.schedulingGroup", &pod_group));
+    CHAMBER_RETURN_IF_ERROR(r.String(*group, "podGroupName", "spec.schedulingGroup", &group_name));
+  if (!group_name.empty()) {
+    group_kind = "PodGroup";
+    group_versions = {"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2"};
+  } else {
+    CHAMBER_RETURN_IF_ERROR(r.Object(*spec, "workloadRef", "spec", &group));
+    if (group != nullptr)
+      CHAMBER_RETURN_IF_ERROR(r.String(*group, "name", "spec.workloadRef", &group_name));
+    group_kind = "Workload";
+    group_versions = {"scheduling.k8s.io/v1alpha1"};
+  }
   if (const std::string* q = QueueOf(meta, policy.queue_key)) {
     d.queue = *q;
     d.source = "the pod";
   }
-  if (d.source.empty() && !pod_group.empty()) {
-    for (const char* version : {"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2"}) {
-      const kube::OwnerReference ref{version, "PodGroup", pod_group, "", false};
+  if (d.source.empty() && !group_name.empty()) {
+    const std::string named = Named(group_kind, ns, group_name);
+    for (const char* version : group_versions) {
+      const kube::OwnerReference ref{version, group_kind, group_name, "", false};
       Result<kube::ObjectMeta> read = source.Owner(ns, ref);
       if (!read.ok()) {
         if (kube::IsNotFound(read.status())) continue;
         if (kube::IsForbidden(read.status())) {
-          d.warnings.push_back("chamber: may not read " + Named("PodGroup", ns, pod_group) +
+          d.warnings.push_back("chamber: may not read " + named +
                                ", the pod's group, so its queue label is not seen");
           break;
         }
-        return Status::Unavailable("reading " + Named("PodGroup", ns, pod_group) +
-                                   ", the group of " + where + ": " + read.status().message());
+        return Status::Unavailable("reading " + named + ", the group of " + where + ": " +
+                                   read.status().message());
       }
       if (const std::string* q = QueueOf(*read, policy.queue_key)) {
         d.queue = *q;
-        d.source = Named("PodGroup", ns, pod_group);
+        d.source = named;
         label_pod = true;
       }
       break;

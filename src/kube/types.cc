@@ -163,6 +163,15 @@ Result<Pod> Pod::FromJson(Json raw) {
     if (group != nullptr)
       CHAMBER_RETURN_IF_ERROR(
           r.String(*group, "podGroupName", "spec.schedulingGroup", &pod.pod_group_name));
+    const Json* ref = nullptr;
+    CHAMBER_RETURN_IF_ERROR(r.Object(*spec, "workloadRef", "spec", &ref));
+    if (ref != nullptr) {
+      Pod::WorkloadRef& w = pod.workload_ref;
+      CHAMBER_RETURN_IF_ERROR(r.String(*ref, "name", "spec.workloadRef", &w.workload));
+      CHAMBER_RETURN_IF_ERROR(r.String(*ref, "podGroup", "spec.workloadRef", &w.pod_group));
+      CHAMBER_RETURN_IF_ERROR(
+          r.String(*ref, "podGroupReplicaKey", "spec.workloadRef", &w.replica_key));
+    }
     CHAMBER_RETURN_IF_ERROR(r.StringMap(*spec, "nodeSelector", "spec", &pod.node_selector));
     const Json* containers = nullptr;
     CHAMBER_RETURN_IF_ERROR(r.Array(*spec, "containers", "spec", &containers));

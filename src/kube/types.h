@@ -97,6 +97,12 @@ struct Pod {
   // spec.schedulingGroup.podGroupName: the upstream PodGroup (scheduling.k8s.io, Kubernetes
   // 1.36 and later) the pod belongs to; empty when it names none.
   std::string pod_group_name;
+  // spec.workloadRef (Kubernetes 1.35, scheduling.k8s.io/v1alpha1): the Workload, the pod group
+  // in it, and the replica of that group the pod belongs to; `workload` empty when it names none.
+  struct WorkloadRef {
+    std::string workload, pod_group, replica_key;
+    auto operator<=>(const WorkloadRef&) const = default;
+  } workload_ref;
   std::optional<int32_t> priority;
   // Shared with every pod of the same containers, and of the same tolerations (Interned).
   Interned<std::vector<Container>> containers;

@@ -293,6 +293,43 @@ TEST(DecidePod, AnUpstreamPodGroupsQueueReachesItsPods) {
       << "an unreadable group refuses the pod rather than guess";
 }
 
+// Kubernetes 1.35: a pod names its group in spec.workloadRef; the Workload's queue reaches it
+// before its owners', and a Workload without one leaves the walk to them.
+TEST(DecidePod, AWorkloadsQueueReachesThePodsOfItsGroups) {
+  MapSource src;
+  src.AddOwner("Workload", "llm", {{"chamber.io/queue", "team-a"}});
+  src.AddOwner("Workload", "plain", {});
+  src.AddOwner("Job", "train", {{"chamber.io/queue", "team-b"}});
+  src.AddNamespace("ml", {});
+  auto pod = [](const std::string& workload, Json metadata) {
+    Json p = Pod(std::move(metadata));
+    p["spec"]["workloadRef"] = {
+        {"name", workload}, {"podGroup", "workers"}, {"podGroupReplicaKey", "0"}};
+    return p;
+  };
+  auto d = DecidePod(
+      PodCreate(pod("llm", {{"name", "w-0"}, {"ownerReferences", OwnedBy("Job", "train")}})),
+      OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->outcome, PodOutcome::kMutate);
+  EXPECT_EQ(d->queue, "team-a") << "the Workload's, before the Job's";
+  EXPECT_EQ(d->source, "Workload ml/llm");
+
+  d = DecidePod(
+      PodCreate(pod("plain", {{"name", "w-1"}, {"ownerReferences", OwnedBy("Job", "train")}})),
+      OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->source, "Job ml/train");
+
+  src.failing["Workload ml/llm"] = 403;
+  d = DecidePod(PodCreate(pod("llm", {{"name", "w-2"}})), OptInPolicy{}, src);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_EQ(d->warnings.size(), 1u);
+  EXPECT_EQ(d->warnings[0],
+            "chamber: may not read Workload ml/llm, the pod's group, so its queue label is not "
+            "seen");
+}
+
 TEST(DecidePod, OnlyControllerReferencesAreWalkedAndTheDepthIsBounded) {
   MapSource src;
   src.AddOwner("Job", "train", {{"chamber.io/queue", "team-a"}});

@@ -139,6 +139,7 @@ bool PlacedAsItIs(const kube::Pod& placed, const kube::Pod& now) {
          now.Requests() == placed.Requests() && now.node_selector == placed.node_selector &&
          *now.tolerations == *placed.tolerations && now.affinity == placed.affinity &&
          now.priority == placed.priority && now.pod_group_name == placed.pod_group_name &&
+         now.workload_ref == placed.workload_ref &&
          now.nominated_node_name == placed.nominated_node_name &&
          same_conditions(now.conditions, placed.conditions) &&
          ChamberKeys(now.metadata) == ChamberKeys(placed.metadata);
@@ -258,6 +259,7 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
     b->kinds_.push_back({&kind.type, &kind, nullptr});
   for (const kube::ResourceType& type : PodGroupTypes())
     b->kinds_.push_back({&type, nullptr, nullptr});
+  b->kinds_.push_back({&WorkloadV1alpha1Type(), nullptr, nullptr});
   for (const KindInformer* k : b->DiscoverKinds()) {
     const std::string what = k->type->plural + "." + k->type->group;
     if (!k->informer->WaitForSync(left()))

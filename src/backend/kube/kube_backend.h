@@ -238,11 +238,12 @@ class KubeBackend : public daemon::ClusterBackend {
   std::unique_ptr<kube::Informer<kube::Node>> nodes_;
   std::unique_ptr<kube::Informer<kube::Pod>> pods_;
   std::unique_ptr<kube::Informer<kube::Job>> jobs_;
-  // One per kind of WorkloadKinds() and per version of PodGroupTypes(); the informer is started
-  // once the cluster serves the kind (of PodGroups, only the newest version served).
+  // One per kind of WorkloadKinds(), per version of PodGroupTypes() and for 1.35's Workloads
+  // (WorkloadV1alpha1Type()); the informer is started once the cluster serves the kind (of
+  // PodGroups, only the newest version served).
   struct KindInformer {
     const kube::ResourceType* type = nullptr;
-    const WorkloadKind* kind = nullptr;  // null: PodGroups
+    const WorkloadKind* kind = nullptr;  // null: PodGroups, or 1.35's Workloads
     std::unique_ptr<kube::Informer<kube::Object>> informer;
     bool warned = false;  // a look that failed was logged as a warning (later ones are debug)
   };

@@ -475,11 +475,49 @@ class Builder {
   }
 
  private:
-  // An upstream PodGroup that reads.
+  // An upstream PodGroup that reads, or a pod group of a 1.35 Workload that reads.
   struct UpstreamGroup {
-    std::shared_ptr<const kube::Object> object;
+    std::shared_ptr<const kube::Object> object;  // the PodGroup, or the Workload
     UpstreamPodGroup group;
+    bool in_workload = false;  // a Workload's pod group
+    // The object whose status conditions say how the gang fares: a PodGroup's own; a 1.35
+    // Workload has no status.
+    std::shared_ptr<const kube::Object> StatusObject() const {
+      return in_workload ? nullptr : object;
+    }
   };
+
+  // The upstream group a pod names: its key in pod_groups_ ("namespace/name" of a PodGroup,
+  // "namespace/<workload>:<group>" of a Workload's), the name of the gang the pod is in (the
+  // same, or with ":<replicaKey>" for a Workload group's replica), and the field that names it.
+  struct UpstreamRef {
+    std::string group, gang;
+    const char* field = "";
+  };
+  // `ns`: the pod's namespace (a template's is its object's).
+  static std::optional<UpstreamRef> UpstreamRefOf(const kube::Pod& p, const std::string& ns) {
+    if (!p.pod_group_name.empty()) {
+      std::string key = ns + "/" + p.pod_group_name;
+      return UpstreamRef{key, key, "spec.schedulingGroup.podGroupName"};
+    }
+    if (p.workload_ref.workload.empty()) return std::nullopt;
+    return UpstreamRef{ns + "/" + WorkloadGroupName(p.workload_ref, false),
+                       ns + "/" + WorkloadGroupName(p.workload_ref, true), "spec.workloadRef"};
+  }
+
+  // Why a pod that names an upstream group no group here answers waits.
+  std::string MissingGroup(const kube::Pod& p, const UpstreamRef& ref) const {
+    const std::string& ns = p.metadata.namespace_name;
+    if (p.workload_ref.workload.empty())
+      return std::string(ref.field) + ": PodGroup " + ref.group +
+             " does not exist, or does not read; the pod waits for it";
+    const std::string workload = ns + "/" + p.workload_ref.workload;
+    if (!workloads_.contains(workload))
+      return std::string(ref.field) + ": Workload " + workload +
+             " does not exist, or does not read; the pod waits for it";
+    return std::string(ref.field) + ".podGroup: Workload " + workload + " has no pod group \"" +
+           p.workload_ref.pod_group + "\"; the pod waits until it has";
+  }
 
   using PodEntry = BuildCache::State::PodEntry;
 
@@ -534,6 +572,18 @@ class Builder {
     for (const auto& job : objects_.jobs) jobs_by_uid_[job->metadata.uid] = job.get();
     for (const auto& o : objects_.owners) owners_by_uid_[o->metadata.uid] = o.get();
     for (const auto& g : objects_.pod_groups) {
+      if (StringField(g->raw, "kind") == WorkloadV1alpha1Type().kind) {
+        Result<std::vector<WorkloadPodGroup>> read = ReadWorkload(g->raw);
+        if (!read.ok()) {
+          Problem(read.status().message() + "; its pods wait");
+          continue;
+        }
+        const std::string key = g->metadata.Key();
+        workloads_.insert(key);
+        for (WorkloadPodGroup& w : *read)
+          pod_groups_.emplace(key + ":" + w.name, UpstreamGroup{g, std::move(w.group), true});
+        continue;
+      }
       Result<UpstreamPodGroup> read = ReadPodGroup(g->raw);
       if (read.ok())
         pod_groups_.emplace(g->metadata.Key(), UpstreamGroup{g, std::move(*read)});
@@ -1056,7 +1106,7 @@ class Builder {
       }
     };
     std::map<std::string, Pods> group_pending, group_bound;
-    std::map<std::string, Pods> upstream_pending, upstream_bound;  // by PodGroup
+    std::map<std::string, Pods> upstream_pending, upstream_bound;  // by UpstreamRef::gang
     // Pods of basic PodGroups, each a workload of its own, with their group.
     std::vector<std::pair<const PodEntry*, const UpstreamGroup*>> basic_pending, basic_bound;
     std::map<std::string, Pods> lws_pending, lws_bound;  // by "namespace/name-<group>"
@@ -1126,23 +1176,21 @@ class Builder {
         // the GPU, which only a workload can say: it is one, releasing. A pod held whole is
         // counted as holding its GPUs outside the engine until it is gone (AccountBoundPods).
         if (!node->empty() && f.shape.request.gpu_share() && f.pod_group == nullptr &&
-            p->pod_group_name.empty())
+            p->pod_group_name.empty() && p->workload_ref.workload.empty())
           single_releasing.push_back(e);
         continue;
       }
-      if (!p->pod_group_name.empty()) {
-        // A pod that names an upstream PodGroup waits for it, as kube-scheduler's pods do; a
-        // gang's pods are one workload; a basic group's are each their own.
-        const std::string key = p->metadata.namespace_name + "/" + p->pod_group_name;
-        auto g = pod_groups_.find(key);
+      if (std::optional<UpstreamRef> ref = UpstreamRefOf(*p, p->metadata.namespace_name)) {
+        // A pod that names an upstream group waits for it, as kube-scheduler's pods do; a
+        // gang's pods (of one replica, in a Workload's group) are one workload; a basic group's
+        // are each their own.
+        auto g = pod_groups_.find(ref->group);
         if (g == pod_groups_.end()) {
-          if (node->empty())
-            Problem("pod " + f.key + ": spec.schedulingGroup.podGroupName: PodGroup " + key +
-                    " does not exist, or does not read; the pod waits for it");
+          if (node->empty()) Problem("pod " + f.key + ": " + MissingGroup(*p, *ref));
           continue;
         }
         if (g->second.group.gang)
-          (node->empty() ? upstream_pending : upstream_bound)[key].push_back(e);
+          (node->empty() ? upstream_pending : upstream_bound)[ref->gang].push_back(e);
         else
           (node->empty() ? basic_pending : basic_bound).emplace_back(e, &g->second);
         continue;
@@ -1342,12 +1390,9 @@ class Builder {
     g.want = job.parallelism.value_or(1);
     if (job.completions) g.want = std::min(g.want, *job.completions - job.succeeded);
     g.templates.push_back({tmpl, std::max(g.want, 1), job.metadata.name});
-    if (!tmpl->pod_group_name.empty()) {
-      // Its pods name an upstream PodGroup with a gang policy: the gang's minimum is its
-      // minCount.
-      if (const UpstreamGroup* group =
-              GangPodGroup(job.metadata.namespace_name, tmpl->pod_group_name))
-        g.min_pods = group->group.min_count;
+    if (std::optional<UpstreamRef> ref = UpstreamRefOf(*tmpl, job.metadata.namespace_name)) {
+      // Its pods name an upstream group with a gang policy: the gang's minimum is its minCount.
+      if (const UpstreamGroup* group = GangGroup(ref->group)) g.min_pods = group->group.min_count;
     } else if (!entry.scheduling_error.empty()) {
       Problem(entry.scheduling_error + "; the Job is scheduled as one gang of all its pods");
     } else if (entry.scheduling) {
@@ -1363,41 +1408,42 @@ class Builder {
     AddGang(g, std::move(src), pending, bound, terminating);
   }
 
-  // The PodGroup "namespace/name" if it exists, reads and has a gang policy; else null.
-  const UpstreamGroup* GangPodGroup(const std::string& ns, const std::string& name) const {
-    auto it = pod_groups_.find(ns + "/" + name);
+  // The upstream group of that key (UpstreamRef::group) if it exists, reads and has a gang
+  // policy; else null.
+  const UpstreamGroup* GangGroup(const std::string& key) const {
+    auto it = pod_groups_.find(key);
     return it == pod_groups_.end() || !it->second.group.gang ? nullptr : &it->second;
   }
 
   // The gang PodGroup a Job's pods name, whose status conditions say how its gang fares: the one
   // its template names, else the one the Job controller made for it and named on its pods
-  // (WorkloadWithJob). Null for none, or a basic one.
+  // (WorkloadWithJob). Null for none, a basic one, or a Workload's group (no status).
   std::shared_ptr<const kube::Object> JobsGangPodGroup(
       const kube::Pod& tmpl, const std::string& ns,
       std::initializer_list<const std::vector<const PodEntry*>*> pod_lists) const {
-    const std::string* name = tmpl.pod_group_name.empty() ? nullptr : &tmpl.pod_group_name;
+    std::optional<UpstreamRef> ref = UpstreamRefOf(tmpl, ns);
     // The first pod that names one is enough: the controller names the same on each.
-    for (auto pods = pod_lists.begin(); name == nullptr && pods != pod_lists.end(); ++pods)
+    for (auto pods = pod_lists.begin(); !ref && pods != pod_lists.end(); ++pods)
       for (const PodEntry* e : **pods)
-        if (!e->object->pod_group_name.empty()) {
-          name = &e->object->pod_group_name;
-          break;
-        }
-    const UpstreamGroup* group = name != nullptr ? GangPodGroup(ns, *name) : nullptr;
-    return group != nullptr ? group->object : nullptr;
+        if ((ref = UpstreamRefOf(*e->object, ns))) break;
+    const UpstreamGroup* group = ref ? GangGroup(ref->group) : nullptr;
+    return group != nullptr ? group->StatusObject() : nullptr;
   }
 
-  // The gang PodGroup every pod template of a top-level object names: one group for the whole
+  // The gang group every pod template of a top-level object names: one group for the whole
   // gang. Templates naming different groups, or some none, say nothing the gang can follow
   // (the kind's own gang holds); nor do the PodGroups a controller names on the pods of its
   // parts (the Job controller's, one per child Job of a JobSet).
   const UpstreamGroup* OwnersGangPodGroup(const std::vector<kube::Pod>& templates,
                                           const std::string& ns) const {
     if (templates.empty()) return nullptr;
-    const std::string& name = templates.front().pod_group_name;
-    for (const kube::Pod& t : templates)
-      if (t.pod_group_name != name) return nullptr;
-    return name.empty() ? nullptr : GangPodGroup(ns, name);
+    const std::optional<UpstreamRef> ref = UpstreamRefOf(templates.front(), ns);
+    if (!ref) return nullptr;
+    for (const kube::Pod& t : templates) {
+      const std::optional<UpstreamRef> other = UpstreamRefOf(t, ns);
+      if (!other || other->group != ref->group) return nullptr;
+    }
+    return GangGroup(ref->group);
   }
 
   // A top-level object's workload. `part`: for a kind whose gang is that of a part
@@ -1472,7 +1518,7 @@ class Builder {
     if (const UpstreamGroup* group =
             OwnersGangPodGroup(gang.pod_templates, object->metadata.namespace_name)) {
       g.min_pods = group->group.min_count;
-      src.pod_group = group->object;
+      src.pod_group = group->StatusObject();
     }
     AddGang(g, std::move(src), pending, bound, terminating);
   }
@@ -1648,13 +1694,15 @@ class Builder {
     AddGroupWorkload(std::move(w), key, members, meta, running, min_member);
   }
 
-  // An upstream PodGroup with a gang policy ("namespace/name"): all or nothing above its
-  // minCount; its queue and Chamber's keys from the PodGroup, then its first pod; its priority
-  // the PodGroup's when it names a PriorityClass, else its first pod's.
+  // An upstream group with a gang policy (UpstreamRef::gang: a PodGroup's "namespace/name", a
+  // Workload group's replica "namespace/<workload>:<group>[:<replicaKey>]"): all or nothing
+  // above its minCount; its queue and Chamber's keys from the PodGroup (or Workload), then its
+  // first pod; its priority the PodGroup's when it names a PriorityClass, else its first pod's.
   void AddUpstreamGroup(const std::string& key, const std::vector<const PodEntry*>& members,
                         bool running) {
-    const UpstreamGroup& g = pod_groups_.at(key);
     const kube::Pod& first = *members.front()->object;
+    const UpstreamGroup& g =
+        pod_groups_.at(UpstreamRefOf(first, first.metadata.namespace_name)->group);
     const Meta meta{&g.object->metadata, &first.metadata};
     core::Workload w;
     w.name = key;
@@ -1669,10 +1717,11 @@ class Builder {
       if (submit == 0 || (e->facts.created_ms != 0 && e->facts.created_ms < submit))
         submit = e->facts.created_ms;
     w.submit_time = core::Time(submit);
-    CommonFields(&w, meta, "podgroup", key);
+    const char* what = g.in_workload ? "workload pod group" : "podgroup";
+    CommonFields(&w, meta, what, key);
     int64_t min_member = g.group.min_count;
-    if (auto m = IntKey(meta, keys::kMinMember, "podgroup", key)) min_member = *m;
-    AddGroupWorkload(std::move(w), key, members, meta, running, min_member, g.object);
+    if (auto m = IntKey(meta, keys::kMinMember, what, key)) min_member = *m;
+    AddGroupWorkload(std::move(w), key, members, meta, running, min_member, g.StatusObject());
   }
 
   // A group's workload ("namespace/name"): running with its bound members; or pending, all or
@@ -2055,7 +2104,8 @@ class Builder {
   std::unordered_set<const kube::Object*> stopping_;
   std::unordered_map<std::string, const kube::Object*> lws_by_name_;  // by "namespace/name"
   // The upstream PodGroups that read, by "namespace/name".
-  std::unordered_map<std::string, UpstreamGroup> pod_groups_;
+  std::unordered_map<std::string, UpstreamGroup> pod_groups_;  // by UpstreamRef::group
+  std::unordered_set<std::string> workloads_;  // 1.35 Workloads that read, "namespace/name"
   // The objects of known kinds each one controls (a TrainJob's JobSet, a RayJob's RayCluster).
   std::unordered_map<const kube::Object*, std::vector<const std::shared_ptr<const kube::Object>*>>
       parts_;

@@ -13,9 +13,11 @@
 //     label `chamber.io/pod-group` form one gang per namespace and group, all-or-nothing above
 //     `chamber.io/min-member` (label or annotation; default all members); bare pods naming an
 //     upstream PodGroup (spec.schedulingGroup.podGroupName) with a gang policy form one gang at
-//     its minCount, with its queue and priority, and wait while it does not exist; any other pod
-//     is a gang of one. A Job may also set `chamber.io/min-member`, or name a gang PodGroup in
-//     its template, whose minCount is then its minimum.
+//     its minCount, with its queue and priority, and wait while it does not exist; so do, in
+//     Kubernetes 1.35, bare pods naming a pod group of a v1alpha1 Workload (spec.workloadRef),
+//     one gang per replica key; any other pod is a gang of one. A Job may also set
+//     `chamber.io/min-member`, or name a gang PodGroup (or Workload pod group) in its template,
+//     whose minCount is then its minimum.
 //   - Priority: the pod's `spec.priority` (filled from its PriorityClass by the API server); for
 //     a Job without pods, its template's PriorityClass (or the global default).
 //   - `chamber.io/checkpoint-grace-seconds` and `chamber.io/last-checkpoint` (RFC 3339) on the
@@ -111,7 +113,8 @@ struct ClusterObjects {
   std::vector<std::shared_ptr<const kube::Job>> jobs;
   // Top-level objects of the kinds in WorkloadKinds() (JobSets, ...).
   std::vector<std::shared_ptr<const kube::Object>> owners;
-  // Upstream PodGroups (scheduling.k8s.io), where the cluster serves them.
+  // Upstream PodGroups (scheduling.k8s.io), and Kubernetes 1.35's Workloads (v1alpha1), where
+  // the cluster serves them; each object says its kind.
   std::vector<std::shared_ptr<const kube::Object>> pod_groups;
   std::vector<std::shared_ptr<const kube::PriorityClass>> priority_classes;
   std::vector<std::shared_ptr<const kube::Namespace>> namespaces;

@@ -575,6 +575,43 @@ Result<UpstreamPodGroup> ReadPodGroup(const kube::Json& object) {
   return g;
 }
 
+Result<std::vector<WorkloadPodGroup>> ReadWorkload(const kube::Json& object) {
+  const FieldReader r(Where("workload", object));
+  if (!object.is_object()) return r.Error("", "must be an object");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* spec, r.Object(object, "spec", "spec"));
+  if (spec == nullptr) return r.Error("spec", "is missing");
+  CHAMBER_ASSIGN_OR_RETURN(const kube::Json* groups, r.Array(*spec, "podGroups", "spec.podGroups"));
+  if (groups == nullptr || groups->empty()) return r.Error("spec.podGroups", "is missing");
+  std::vector<WorkloadPodGroup> out;
+  for (size_t i = 0; i < groups->size(); ++i) {
+    const std::string at = "spec.podGroups[" + std::to_string(i) + "]";
+    const kube::Json& g = (*groups)[i];
+    if (!g.is_object()) return r.Error(at, "must be an object");
+    WorkloadPodGroup w;
+    CHAMBER_ASSIGN_OR_RETURN(w.name, r.String(g, "name", at + ".name"));
+    if (w.name.empty()) return r.Error(at + ".name", "is missing");
+    for (const WorkloadPodGroup& seen : out)
+      if (seen.name == w.name) return r.Error(at + ".name", "\"" + w.name + "\" is named twice");
+    CHAMBER_ASSIGN_OR_RETURN(const kube::Json* policy, r.Object(g, "policy", at + ".policy"));
+    if (policy == nullptr) return r.Error(at + ".policy", "is missing");
+    CHAMBER_RETURN_IF_ERROR(ReadSchedulingPolicy(r, *policy, at + ".policy", true, &w.group));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+const kube::ResourceType& WorkloadV1alpha1Type() {
+  static const kube::ResourceType type = {
+      .group = kSchedulingGroup, .version = "v1alpha1", .plural = "workloads", .kind = "Workload"};
+  return type;
+}
+
+std::string WorkloadGroupName(const kube::Pod::WorkloadRef& ref, bool replica) {
+  std::string name = ref.workload + ":" + ref.pod_group;
+  if (replica && !ref.replica_key.empty()) name += ":" + ref.replica_key;
+  return name;
+}
+
 const std::vector<kube::ResourceType>& PodGroupTypes() {
   static const std::vector<kube::ResourceType> types = {
       {.group = kSchedulingGroup, .version = "v1beta1", .plural = "podgroups", .kind = "PodGroup"},

@@ -20,6 +20,7 @@
 
 #include "common/status.h"
 #include "kube/client.h"
+#include "kube/types.h"
 
 namespace chamber::backend {
 
@@ -100,6 +101,23 @@ Result<std::optional<UpstreamPodGroup>> ReadJobSchedulingPolicy(const kube::Json
 // The PodGroup resource in the versions Chamber reads, newest first; the first one the API
 // server serves is watched.
 const std::vector<kube::ResourceType>& PodGroupTypes();
+
+// The first upstream gang API (Kubernetes 1.35: scheduling.k8s.io/v1alpha1 Workload, behind
+// the alpha GenericWorkload gate; 1.36 replaced it with the PodGroup above). A Workload lists
+// its pod groups, each with a policy; a pod names its Workload, the group and, optionally, the
+// group's replica in `spec.workloadRef`. Each replica of a group is scheduled as its policy says.
+struct WorkloadPodGroup {
+  std::string name;  // podGroups[].name
+  UpstreamPodGroup group;
+};
+// Errors name the object and the field ("workload ml/x: spec.podGroups[1].policy: ...").
+Result<std::vector<WorkloadPodGroup>> ReadWorkload(const kube::Json& object);
+const kube::ResourceType& WorkloadV1alpha1Type();
+// The name Chamber gives the group a pod's workloadRef names, within its namespace:
+// "<workload>:<podGroup>", and ":<replicaKey>" after it for the replica's own gang. No part
+// can hold a ':' (Kubernetes names and labels), so no two groups share a name, nor any group a
+// name with another workload.
+std::string WorkloadGroupName(const kube::Pod::WorkloadRef& ref, bool replica);
 
 inline constexpr char kJobSetGroup[] = "jobset.x-k8s.io";
 inline constexpr char kKubeflowGroup[] = "kubeflow.org";

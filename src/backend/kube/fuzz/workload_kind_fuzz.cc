@@ -3,16 +3,18 @@
 // an error names the kind's object ("jobset ns/name: ..."); a spec that reads has no negative
 // counts and a minimum not below 0, and one whose gang is a part's (a TrainJob) no pod sets of
 // its own; an upstream PodGroup (scheduling.k8s.io) reads as a gang with a minimum of 1 or more,
-// or as basic, and its pod names it; so does a Job's spec.scheduling, whose gang may leave its
-// minimum to the Job's parallelism (0); the build makes at most one workload of the object and its
-// pod, and every workload it makes has as many pods as its pod sets say. An input's "part" (a
-// JobSet, say) is added as an object the top one controls, and the pod is then the part's: a
-// TrainJob with its JobSet.
+// or as basic, and its pod names it; so does each pod group of a 1.35 Workload (v1alpha1), named
+// once each, whose pod names its first group; so does a Job's spec.scheduling, whose gang may
+// leave its minimum to the Job's parallelism (0); the build makes at most one workload of the
+// object and its pod, and every workload it makes has as many pods as its pod sets say. An input's
+// "part" (a JobSet, say) is added as an object the top one controls, and the pod is then the
+// part's: a TrainJob with its JobSet.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -62,6 +64,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::Check(group->gang ? group->min_count >= 1 : group->min_count == 0,
                 "a gang without a minimum, or a basic group with one", object.dump());
 
+  // A 1.35 Workload's pod groups: an error names the object; each group has a name of its own
+  // and reads as a PodGroup does.
+  chamber::Result<std::vector<backend::WorkloadPodGroup>> workload = backend::ReadWorkload(object);
+  if (!workload.ok()) {
+    fuzz::Check(workload.status().message().rfind("workload ", 0) == 0,
+                "the error does not name the object", workload.status().message());
+  } else {
+    fuzz::Check(!workload->empty(), "a Workload without pod groups", object.dump());
+    for (size_t i = 0; i < workload->size(); ++i) {
+      const backend::WorkloadPodGroup& g = (*workload)[i];
+      fuzz::Check(!g.name.empty(), "a pod group without a name", object.dump());
+      for (size_t j = 0; j < i; ++j)
+        fuzz::Check((*workload)[j].name != g.name, "a pod group named twice", g.name);
+      fuzz::Check(g.group.gang ? g.group.min_count >= 1 : g.group.min_count == 0,
+                  "a gang without a minimum, or a basic group with one", object.dump());
+    }
+  }
+
   // A Job's own scheduling policy (spec.scheduling): an error names the Job; a gang's minimum is
   // 0 (all of its parallelism) or more, a basic policy has none.
   chamber::Result<std::optional<backend::UpstreamPodGroup>> job_policy =
@@ -110,10 +130,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         {"containers",
          {{{"name", "main"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}}}}}}}},
       {"status", {{"phase", "Pending"}}}};
-  // A PodGroup's pod names it, and the object is offered as an upstream PodGroup too.
+  // A PodGroup's pod names it, a Workload's pod its first group (replica "0"), and the object is
+  // offered as an upstream group too.
   nlohmann::json member = pod;
   if (StringField(object, "kind") == "PodGroup")
     member["spec"]["schedulingGroup"] = {{"podGroupName", owner->metadata.name}};
+  if (StringField(object, "kind") == "Workload" && workload.ok())
+    member["spec"]["workloadRef"] = {{"name", owner->metadata.name},
+                                     {"podGroup", workload->front().name},
+                                     {"podGroupReplicaKey", "0"}};
   chamber::Result<chamber::kube::Pod> p = chamber::kube::Pod::FromJson(member);
   if (!p.ok()) return 0;
   backend::ClusterObjects in;

@@ -911,6 +911,100 @@ TEST(SnapshotBuilderTest, AJobsOwnSchedulingPolicySetsItsMinimum) {
             "gang; the Job is scheduled as one gang of all its pods");
 }
 
+std::shared_ptr<const kube::Object> WorkloadObject(const std::string& ns, const std::string& name,
+                                                   Json pod_groups, Json extra = {}) {
+  Json j = {{"apiVersion", "scheduling.k8s.io/v1alpha1"},
+            {"kind", "Workload"},
+            {"metadata",
+             {{"name", name},
+              {"namespace", ns},
+              {"uid", "uid-wl-" + name},
+              {"creationTimestamp", "2026-11-30T09:30:00Z"}}},
+            {"spec", {{"podGroups", std::move(pod_groups)}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return std::make_shared<const kube::Object>(kube::Object::FromJson(j).value());
+}
+
+Json InWorkload(const std::string& workload, const std::string& group,
+                const std::string& replica = "") {
+  Json ref = {{"name", workload}, {"podGroup", group}};
+  if (!replica.empty()) ref["podGroupReplicaKey"] = replica;
+  return {{"spec", {{"workloadRef", std::move(ref)}}}};
+}
+
+// Kubernetes 1.35's gang API: a pod names a pod group of a v1alpha1 Workload in
+// spec.workloadRef. A gang group's pods of one replica key are one workload, all or nothing
+// above its minCount, with the Workload's queue; each replica is a gang of its own; a basic
+// group's pods are each their own; a pod whose Workload, or whose group in it, does not exist
+// waits and says which; a Workload that does not read is a problem naming the field. A Job
+// whose template names a gang group starts at its minCount. A Workload has no status: no
+// workload carries it for conditions.
+TEST(SnapshotBuilderTest, PodsOfAWorkloadsGroupsFollowTheirPolicyPerReplica) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 8)};
+  in.pod_groups = {
+      WorkloadObject("ml", "llm",
+                     {{{"name", "workers"}, {"policy", {{"gang", {{"minCount", 2}}}}}},
+                      {{"name", "notebooks"}, {"policy", {{"basic", Json::object()}}}}},
+                     {{"metadata", {{"labels", {{"chamber.io/queue", "research"}}}}}}),
+      WorkloadObject(
+          "ml", "bad",
+          {{{"name", "g"}, {"policy", {{"gang", {{"minCount", 2}}}, {"basic", Json::object()}}}}})};
+  in.pods = {Pod("ml", "w-a-0", 1, InWorkload("llm", "workers", "a")),
+             Pod("ml", "w-a-1", 1, InWorkload("llm", "workers", "a")),
+             Pod("ml", "w-b-0", 1, InWorkload("llm", "workers", "b")),
+             Pod("ml", "w-b-1", 1, InWorkload("llm", "workers", "b")),
+             Pod("ml", "w-b-2", 1, InWorkload("llm", "workers", "b")),
+             Pod("ml", "nb-0", 1, InWorkload("llm", "notebooks")),
+             Pod("ml", "lost-0", 1, InWorkload("absent", "workers")),
+             Pod("ml", "stray-0", 1, InWorkload("llm", "ps")),
+             Pod("ml", "bad-0", 1, InWorkload("bad", "g"))};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 3u);
+  const core::Workload& a = b.snapshot.workloads[0];
+  EXPECT_EQ(a.name, "ml/llm:workers:a");
+  EXPECT_EQ(a.TotalPods(), 2);
+  EXPECT_EQ(a.min_member, 2) << "the group's gang minCount";
+  EXPECT_EQ(a.queue, "research") << "the Workload's label";
+  EXPECT_EQ(a.submit_time, core::Time(UnixMs("2026-11-30T09:30:00Z"))) << "the Workload's";
+  EXPECT_EQ(b.sources[0].kind, WorkloadSource::Kind::kPodGroup);
+  EXPECT_EQ(b.sources[0].pod_group, nullptr) << "a Workload has no status to write";
+  const core::Workload& replica_b = b.snapshot.workloads[1];
+  EXPECT_EQ(replica_b.name, "ml/llm:workers:b") << "each replica key is a gang of its own";
+  EXPECT_EQ(replica_b.TotalPods(), 3);
+  EXPECT_EQ(replica_b.min_member, 2);
+  EXPECT_EQ(b.snapshot.workloads[2].name, "ml/nb-0") << "a basic group's pods are their own";
+  EXPECT_EQ(b.snapshot.workloads[2].queue, "research");
+  EXPECT_EQ(b.snapshot.workloads[2].min_member, 0);
+  ASSERT_EQ(b.problems.size(), 4u);
+  EXPECT_EQ(b.problems[0],
+            "workload ml/bad: spec.podGroups[0].policy: must set exactly one of basic and gang; "
+            "its pods wait");
+  EXPECT_EQ(b.problems[1],
+            "pod ml/bad-0: spec.workloadRef: Workload ml/bad does not exist, or does not read; "
+            "the pod waits for it");
+  EXPECT_EQ(b.problems[2],
+            "pod ml/lost-0: spec.workloadRef: Workload ml/absent does not exist, or does not "
+            "read; the pod waits for it");
+  EXPECT_EQ(b.problems[3],
+            "pod ml/stray-0: spec.workloadRef.podGroup: Workload ml/llm has no pod group \"ps\"; "
+            "the pod waits until it has");
+
+  // A Job whose template names the gang group: its minimum is the group's minCount.
+  in.pods.clear();
+  in.jobs = {JobObj("ml", "train", 4, 1, {{"spec", {{"template", InWorkload("llm", "workers")}}}})};
+  for (int i = 0; i < 4; ++i) {
+    Json pod = OwnedBy("train");
+    pod.merge_patch(InWorkload("llm", "workers"));
+    in.pods.push_back(Pod("ml", "train-" + std::to_string(i), 1, pod));
+  }
+  b = BuildSnapshot(in, Opts());
+  ASSERT_EQ(b.snapshot.workloads.size(), 1u);
+  EXPECT_EQ(b.snapshot.workloads[0].name, "ml/train");
+  EXPECT_EQ(b.snapshot.workloads[0].min_member, 2);
+  EXPECT_EQ(b.sources[0].pod_group, nullptr);
+}
+
 // A PodGroup that does not read is a problem naming the object and the field; its pods wait.
 TEST(SnapshotBuilderTest, AnUpstreamPodGroupThatDoesNotReadIsAProblem) {
   ClusterObjects in;
