@@ -210,13 +210,22 @@ class ControllerE2E : public e2e::ChamberdCluster {
   };
 
   // A JobSet written out in full (the JobSet webhook, which would default it, does not run
-  // here; tools/workloadcontrollers/cmd/jobset-controller/main.go).
+  // here; tools/workloadcontrollers/cmd/jobset-controller/main.go). `pod_group`: the upstream
+  // PodGroup every pod template names, if any.
   void JobSet(const std::string& name, const std::string& queue, std::vector<ReplicatedJob> jobs,
-              double seconds, const std::string& priority_class = "") {
+              double seconds, const std::string& priority_class = "",
+              const std::string& pod_group = "") {
+    Create(JobSets(),
+           JobSetObject(name, queue, std::move(jobs), seconds, priority_class, pod_group));
+  }
+  Json JobSetObject(const std::string& name, const std::string& queue,
+                    std::vector<ReplicatedJob> jobs, double seconds,
+                    const std::string& priority_class = "", const std::string& pod_group = "") {
     Json replicated = Json::array();
     for (const ReplicatedJob& rj : jobs) {
       Json pod = Template(Container("main", rj.gpus), seconds, priority_class);
       pod["spec"]["restartPolicy"] = "Never";
+      if (!pod_group.empty()) pod["spec"]["schedulingGroup"] = {{"podGroupName", pod_group}};
       replicated.push_back({{"name", rj.name},
                             {"replicas", rj.replicas},
                             {"template",
@@ -236,7 +245,7 @@ class ControllerE2E : public e2e::ChamberdCluster {
                  {"startupPolicy", {{"startupPolicyOrder", "AnyOrder"}}},
                  {"network", {{"enableDNSHostnames", false}}},
                  {"suspend", false}}}};
-    Create(JobSets(), js);
+    return js;
   }
 
   // A PyTorchJob of a Master and `workers` Workers, each with `gpus` GPUs, running `seconds`.
@@ -425,6 +434,76 @@ TEST_F(JobSetE2E, AReservedJobSuspendsAJobSetWhichResumesAndCompletes) {
   EXPECT_FALSE(Annotations(GetJobSet("elastic")).contains(backend::keys::kPreemptedAt));
   ASSERT_TRUE(Eventually([&] { return Condition("elastic", "Completed"); }, 90s));
   ExpectPreemptedAndResumedEvents("elastic");
+}
+
+// A JobSet whose every pod template names one gang PodGroup (docs/workloads/podgroup.md) starts
+// at the PodGroup's minCount, not with all of its pods, and the PodGroup says it is scheduled.
+// JobSet v0.8.2's CRD predates spec.schedulingGroup (the API server would prune it from the
+// templates), so the test adds the field to the CRD's pod template schema, as a JobSet CRD built
+// against Kubernetes 1.36 or later has it, and takes it out again after. The v0.8.2 controller
+// drops the field from the Jobs it makes, so the pods do not name the group: chamberd reads it
+// from the JobSet's templates. Two Jobs of two 4-GPU pods on one 8-GPU node: all 4 pods never
+// fit at once, so only a minimum of 2 lets the JobSet run and complete.
+TEST_F(JobSetE2E, AJobSetWhoseTemplatesNameAGangPodGroupStartsAtItsMinCount) {
+  const std::string field =
+      "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/replicatedJobs/items/"
+      "properties/template/properties/spec/properties/template/properties/spec/properties/"
+      "schedulingGroup";
+  const std::string crd = "jobsets.jobset.x-k8s.io";
+  auto added = client_->JsonPatch(
+      backend::kCustomResourceDefinitions, "", crd,
+      Json::array(
+          {{{"op", "add"},
+            {"path", field},
+            {"value",
+             {{"type", "object"}, {"properties", {{"podGroupName", {{"type", "string"}}}}}}}}}));
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  struct Restore {
+    kube::Client* client;
+    std::string crd, field;
+    ~Restore() {
+      (void)client->JsonPatch(backend::kCustomResourceDefinitions, "", crd,
+                              Json::array({{{"op", "remove"}, {"path", field}}}));
+    }
+  } restore{client_.get(), crd, field};
+
+  const kube::ResourceType& podgroups = backend::PodGroupTypes().front();
+  Json group = {{"apiVersion", podgroups.ApiVersion()},
+                {"kind", "PodGroup"},
+                {"metadata", {{"name", "train-pg"}}},
+                {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 2}}}}}}}};
+  auto made = client_->Create(podgroups, ns_, group);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  // The API server serves the new schema a moment after the CRD changes: until then it prunes
+  // the field. Suspended probes (no Jobs, no pods) tell when it keeps it.
+  int probes = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string probe = "probe-" + std::to_string(++probes);
+        Json js = JobSetObject(probe, team(), {{"workers", 1, 1, 1}}, 1, "", "train-pg");
+        js["spec"]["suspend"] = true;
+        Create(JobSets(), js);
+        return GetJobSet(probe).contains(
+            "/spec/replicatedJobs/0/template/spec/template/spec/schedulingGroup"_json_pointer);
+      },
+      20s));
+
+  StartGangCluster(1, 24);
+  JobSet("train", team(), {{"workers", 2, 2, 4}}, 2, "", "train-pg");
+  ASSERT_TRUE(Eventually([&] { return Pods("train").second == 2; }, 60s))
+      << "the PodGroup's minimum of 2 starts; all 4 pods would never fit";
+  ExpectNoDoubleBooking(8);
+  auto scheduled = [&] {
+    Result<Json> g = client_->Get(podgroups, ns_, "train-pg");
+    if (g.ok())
+      for (const Json& c : g->value("/status/conditions"_json_pointer, Json::array()))
+        if (c.value("type", "") == "PodGroupInitiallyScheduled")
+          return c.value("status", "") + " " + c.value("reason", "");
+    return std::string();
+  };
+  EXPECT_TRUE(Eventually([&] { return scheduled() == "True Scheduled"; }, 10s)) << scheduled();
+  ASSERT_TRUE(Eventually([&] { return Condition("train", "Completed"); }, 60s));
+  ExpectNoDoubleBooking(8);
 }
 
 // --- Kubeflow training operator ---
