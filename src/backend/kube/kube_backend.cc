@@ -422,10 +422,15 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
       continue;
     }
     objects.queues.push_back(std::move(*decoded));
-    // A leader continues from where the last one left each queue's decayed usage.
-    if (!usage_restored_ && usage_.enabled())
+    // A leader continues from where the last one left each queue's decayed usage, and each of
+    // its GPU models' (the queues per model are named "<queue>/<model>").
+    if (!usage_restored_ && usage_.enabled()) {
       if (std::optional<StoredUsage> u = DecayedUsageFromResource(q->raw))
         usage_.Restore(q->metadata.name, u->gpu_hours, core::Time(u->unix_ms));
+      for (const auto& [model, u] : ModelDecayedUsageFromResource(q->raw))
+        usage_.Restore(q->metadata.name + core::kGpuModelQueueSeparator + model, u.gpu_hours,
+                       core::Time(u.unix_ms));
+    }
   }
   usage_restored_ = true;
   std::sort(objects.queues.begin(), objects.queues.end(),
@@ -1186,6 +1191,31 @@ void KubeBackend::WritePodGroupCondition(const WorkloadSource& src, const char* 
     CountError(r.status(), "condition of podgroup " + group.metadata.Key());
 }
 
+namespace {
+
+// The decayedUsage of GPU model `model` in a queue's status as written, or null.
+const Json* ModelUsageIn(const Json& status, const std::string& model) {
+  auto models = status.find("models");
+  if (models == status.end() || !models->is_array()) return nullptr;
+  for (const Json& m : *models)
+    if (m.value("name", "") == model && m.contains("decayedUsage")) return &m["decayedUsage"];
+  return nullptr;
+}
+
+}  // namespace
+
+Json KubeBackend::UsageToWrite(const std::string& queue, const core::DecayedUsage::Entry& now,
+                               const Json* written) const {
+  // Decayed usage changes every cycle; it is written every usage_write_every, and in between
+  // the last written figure stays.
+  const int64_t at = now.at.count();
+  auto last = usage_written_ms_.find(queue);
+  if (written != nullptr && last != usage_written_ms_.end() &&
+      at - last->second < options_.usage_write_every.count())
+    return *written;
+  return DecayedUsageJson(now.gpu_hours, at);
+}
+
 void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
   std::map<std::string, core::QueueStatus> statuses;
   // A queue per GPU model is no object of its own: its figures go in its queue's status.models,
@@ -1200,6 +1230,15 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
     Json& list = models[std::string(owner)];
     if (!list.is_array()) list = Json::array();
     list.push_back(QueueModelStatusJson(q));
+    // Its own decayed usage, for the next leader, written as often as the queue's (below).
+    if (auto u = usage_.entries().find(q.name); u != usage_.entries().end()) {
+      auto it = queue_status_written_.find(std::string(owner));
+      list.back()["decayedUsage"] =
+          UsageToWrite(q.name, u->second,
+                       it == queue_status_written_.end()
+                           ? nullptr
+                           : ModelUsageIn(it->second, list.back()["name"].get<std::string>()));
+    }
   }
   for (const auto& [name, error] : queue_errors_) {
     core::QueueStatus s;
@@ -1215,18 +1254,12 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
     auto m = models.find(name);
     status["models"] = m != models.end() ? m->second : Json(nullptr);
     auto it = queue_status_written_.find(name);
-    // Decayed usage changes every cycle; it is written every usage_write_every, and in between
-    // the last written figure stays.
-    if (auto u = usage_.entries().find(name); u != usage_.entries().end()) {
-      const int64_t now = u->second.at.count();
-      auto last = usage_written_ms_.find(name);
-      if (it != queue_status_written_.end() && it->second.contains("decayedUsage") &&
-          last != usage_written_ms_.end() &&
-          now - last->second < options_.usage_write_every.count())
-        status["decayedUsage"] = it->second["decayedUsage"];
-      else
-        status["decayedUsage"] = DecayedUsageJson(u->second.gpu_hours, now);
-    }
+    if (auto u = usage_.entries().find(name); u != usage_.entries().end())
+      status["decayedUsage"] =
+          UsageToWrite(name, u->second,
+                       it != queue_status_written_.end() && it->second.contains("decayedUsage")
+                           ? &it->second["decayedUsage"]
+                           : nullptr);
     // The Valid condition keeps its lastTransitionTime while its status stays: from what this
     // leader wrote, else from what the API holds (written by an earlier leader).
     Json& valid = status["conditions"][0];
@@ -1252,10 +1285,20 @@ void KubeBackend::ApplyQueueStatus(const core::CycleResult& result) {
       if (!kube::IsNotFound(r.status())) CountError(r.status(), "status of queue " + name);
       continue;
     }
+    // When each decayed usage written anew was as of.
+    const Json* before = it != queue_status_written_.end() ? &it->second : nullptr;
     if (status.contains("decayedUsage") &&
-        (it == queue_status_written_.end() ||
-         it->second.value("decayedUsage", Json()) != status["decayedUsage"]))
+        (before == nullptr || before->value("decayedUsage", Json()) != status["decayedUsage"]))
       usage_written_ms_[name] = usage_.entries().at(name).at.count();
+    if (status["models"].is_array())
+      for (const Json& m : status["models"]) {
+        if (!m.contains("decayedUsage")) continue;
+        const std::string model = m["name"].get<std::string>();
+        const Json* was = before != nullptr ? ModelUsageIn(*before, model) : nullptr;
+        const std::string queue = name + core::kGpuModelQueueSeparator + model;
+        if (was == nullptr || *was != m["decayedUsage"])
+          usage_written_ms_[queue] = usage_.entries().at(queue).at.count();
+      }
     queue_status_written_[name] = std::move(status);
     std::lock_guard<std::mutex> l(stats_mu_);
     stats_.queue_status_writes++;

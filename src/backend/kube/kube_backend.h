@@ -219,6 +219,10 @@ class KubeBackend : public daemon::ClusterBackend {
   void WritePodGroupCondition(const WorkloadSource& src, const char* condition_type, bool value,
                               const std::string& reason, const std::string& message);
   void ApplyQueueStatus(const core::CycleResult& result);
+  // The decayedUsage to write for `queue` (a queue, or "<queue>/<model>"): `written`, the one
+  // written last, while it is younger than usage_write_every; else the figure of `now`.
+  kube::Json UsageToWrite(const std::string& queue, const core::DecayedUsage::Entry& now,
+                          const kube::Json* written) const;
   void Event(const WorkloadSource& about, const std::string& reason, const std::string& message,
              bool warning = false);
   void Event(kube::Json involved, const std::string& reason, const std::string& message,
@@ -277,7 +281,8 @@ class KubeBackend : public daemon::ClusterBackend {
   std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written
   core::DecayedUsage usage_{core::Duration(0)};             // fairShare.usageHalfLife
   bool usage_restored_ = false;  // read the Queues' status.decayedUsage once, at the start
-  std::map<std::string, int64_t> usage_written_ms_;  // queue -> when decayedUsage was written
+  // queue (or "<queue>/<model>") -> what time the decayedUsage written last was as of
+  std::map<std::string, int64_t> usage_written_ms_;
   struct ConditionWritten {
     std::string reason, message;
     int64_t at_ms = 0;

@@ -220,11 +220,12 @@ json DecayedUsageJson(double gpu_hours, int64_t unix_ms) {
           {"time", FormatRfc3339(at)}};
 }
 
-std::optional<StoredUsage> DecayedUsageFromResource(const json& object) {
-  const json* status =
-      object.is_object() && object.contains("status") ? &object["status"] : nullptr;
-  if (status == nullptr || !status->is_object() || !status->contains("decayedUsage")) return {};
-  const json& u = (*status)["decayedUsage"];
+namespace {
+
+// `holder`.decayedUsage (a queue's status, or an entry of its status.models), if it reads.
+std::optional<StoredUsage> StoredUsageIn(const json& holder) {
+  if (!holder.is_object() || !holder.contains("decayedUsage")) return {};
+  const json& u = holder["decayedUsage"];
   if (!u.is_object() || !u.contains("gpuHours") || !u["gpuHours"].is_number() ||
       !u.contains("time") || !u["time"].is_string())
     return {};
@@ -234,6 +235,33 @@ std::optional<StoredUsage> DecayedUsageFromResource(const json& object) {
   return StoredUsage{
       gpu_hours,
       std::chrono::duration_cast<std::chrono::milliseconds>(at->time_since_epoch()).count()};
+}
+
+const json* StatusOf(const json& object) {
+  if (!object.is_object() || !object.contains("status")) return nullptr;
+  const json& status = object["status"];
+  return status.is_object() ? &status : nullptr;
+}
+
+}  // namespace
+
+std::optional<StoredUsage> DecayedUsageFromResource(const json& object) {
+  const json* status = StatusOf(object);
+  return status != nullptr ? StoredUsageIn(*status) : std::nullopt;
+}
+
+std::vector<std::pair<std::string, StoredUsage>> ModelDecayedUsageFromResource(const json& object) {
+  std::vector<std::pair<std::string, StoredUsage>> out;
+  const json* status = StatusOf(object);
+  if (status == nullptr || !status->contains("models") || !(*status)["models"].is_array())
+    return out;
+  for (const json& m : (*status)["models"]) {
+    if (!m.is_object() || !m.contains("name") || !m["name"].is_string()) continue;
+    const std::string name = m["name"].get<std::string>();
+    if (name.empty()) continue;
+    if (std::optional<StoredUsage> u = StoredUsageIn(m)) out.emplace_back(name, *u);
+  }
+  return out;
 }
 
 Result<std::vector<json>> ManifestToJson(std::string_view yaml_text, std::string_view source) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,10 @@ struct StoredUsage {
   int64_t unix_ms = 0;
 };
 std::optional<StoredUsage> DecayedUsageFromResource(const nlohmann::json& object);
+// The same of each GPU model's entry of status.models[] (its own decayedUsage), by the model's
+// name, in the list's order; entries without one, or whose one is malformed, are left out.
+std::vector<std::pair<std::string, StoredUsage>> ModelDecayedUsageFromResource(
+    const nlohmann::json& object);
 
 // Kubernetes quantity text for CPU millicores and memory bytes, as QueueStatusJson writes them.
 std::string CpuQuantity(int64_t millicores);

@@ -1010,43 +1010,84 @@ TEST_F(ChamberdE2E, TheLeaderIsKilledMidCycleAndNothingIsLostOrBoundTwice) {
   for (int j = 0; j < 12; ++j) EXPECT_EQ(JobPods("job-" + std::to_string(j)).size(), 10u);
 }
 
-// With fairShare.usageHalfLife set, each queue's decayed GPU-hours go to its status, and the
-// next leader continues from them rather than from zero.
+// With fairShare.usageHalfLife set, each queue's decayed GPU-hours go to its status, and each
+// GPU model's to its entry of status.models[]; the next leader continues from them rather than
+// from zero.
 TEST_F(ChamberdE2E, DecayedUsageSurvivesALeaderChange) {
   std::ofstream(dir_ / "config.yaml", std::ios::app) << "fairShare: {usageHalfLife: 1h}\n";
   Nodes(1, 8);
+  Nodes(1, 8, "h100", {}, {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}});
   StartSim();
-  const std::string team = ns_ + "-team";
+  const std::string team = ns_ + "-team", speech = ns_ + "-speech";
   Queue(team, 8);
+  Json q = {
+      {"apiVersion", "chamber.io/v1alpha1"},
+      {"kind", "Queue"},
+      {"metadata", {{"name", speech}}},
+      {"spec",
+       {{"resources",
+         {{"gpu",
+           {{"models", Json::array({{{"name", "NVIDIA-H100-80GB-HBM3"}, {"quota", 8}}})}}}}}}}};
+  (void)client_->Delete(kQueueType, "", speech);
+  ASSERT_TRUE(Eventually([&] { return client_->Create(kQueueType, "", q).ok(); }, 10s));
+  queues_.push_back(speech);
   const std::vector<std::string> flags = {
       "--lease-duration", "3",   "--renew-deadline",           "2",
       "--retry-period",   "0.5", "--queue-usage-write-period", "1"};
   StartChamberd("first", flags);
+  // The H100 queue's Job first, so that the other one takes the plain node.
+  Job("asr", JobSpec(speech, 1).Gpus(8));
+  ASSERT_TRUE(Eventually([&] { return Bound("asr") == 1; }, 30s));
   Job("train", JobSpec(team, 1).Gpus(8));
-  auto usage = [&]() -> std::pair<double, std::string> {
-    auto q = client_->Get(kQueueType, "", team);
-    if (!q.ok() || !q->contains("status") || !(*q)["status"].contains("decayedUsage")) return {};
-    const Json& u = (*q)["status"]["decayedUsage"];
+  // The queue's figure, or its GPU model's (`model` not empty).
+  auto usage = [&](const std::string& queue,
+                   const std::string& model = "") -> std::pair<double, std::string> {
+    auto got = client_->Get(kQueueType, "", queue);
+    if (!got.ok() || !got->contains("status")) return {};
+    const Json* holder = &(*got)["status"];
+    if (!model.empty()) {
+      holder = nullptr;
+      const Json& status = (*got)["status"];
+      if (status.contains("models") && status["models"].is_array())
+        for (const Json& m : status["models"])
+          if (m.value("name", "") == model) holder = &m;
+      if (holder == nullptr) return {};
+    }
+    if (!holder->contains("decayedUsage")) return {};
+    const Json& u = (*holder)["decayedUsage"];
     return {u.value("gpuHours", 0.0), u.value("time", "")};
   };
+  const std::string h100 = "NVIDIA-H100-80GB-HBM3";
   // 8 GPUs for 5 s: 0.011 GPU-hours (a one-hour half-life takes off a thousandth of that).
-  std::pair<double, std::string> first;
-  ASSERT_TRUE(Eventually([&] { return (first = usage()).first >= 0.011; }, 40s)) << first.first;
+  std::pair<double, std::string> first, first_model;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        first = usage(team);
+        first_model = usage(speech, h100);
+        return first.first >= 0.011 && first_model.first >= 0.011;
+      },
+      40s))
+      << first.first << " " << first_model.first;
   EXPECT_LE(first.first, 8.0 * 40 / 3600);
+  EXPECT_LE(first_model.first, 8.0 * 80 / 3600);
   Stop(chamberd_["first"], SIGKILL);
   StartChamberd("second", flags);
   ASSERT_TRUE(Eventually([&] { return LeaseHolder() == "second"; }, 20s));
-  // The second leader's first figure carries on from the first's (8 GPUs were held throughout):
-  // a fresh start would write about 0.
-  std::pair<double, std::string> second;
+  // The second leader's first figures carry on from the first's (8 GPUs were held throughout
+  // by each queue): a fresh start would write about 0.
+  std::pair<double, std::string> second, second_model;
   ASSERT_TRUE(Eventually(
       [&] {
-        second = usage();
-        return second.second > first.second;
+        second = usage(team);
+        second_model = usage(speech, h100);
+        return second.second > first.second && second_model.second > first_model.second;
       },
       20s));
   EXPECT_GE(second.first, first.first) << first.second << " -> " << second.second;
+  EXPECT_GE(second_model.first, first_model.first)
+      << first_model.second << " -> " << second_model.second;
   EXPECT_EQ(Bound("train"), 1);
+  EXPECT_EQ(Bound("asr"), 1);
 }
 
 // The API answers Kubernetes tokens through TokenReview: a service account in an admin group

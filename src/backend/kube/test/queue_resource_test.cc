@@ -169,6 +169,30 @@ TEST(DecayedUsage, RoundTripsThroughTheStatusAndRefusesWhatIsMalformed) {
     EXPECT_FALSE(DecayedUsageFromResource(bad).has_value()) << bad.dump();
 }
 
+// Each GPU model's entry of status.models[] carries its own decayed usage; entries without a
+// name, or whose figure does not read, are left out.
+TEST(DecayedUsage, EachModelsFigureIsReadFromItsEntry) {
+  const int64_t at = 1'796'612'400'000;  // 2026-12-07T03:00:00Z
+  const json status = {
+      {"decayedUsage", DecayedUsageJson(9, at)},
+      {"models",
+       {{{"name", "H100"}, {"allocated", 8}, {"decayedUsage", DecayedUsageJson(6.5, at)}},
+        {{"name", "A100"}, {"allocated", 0}},
+        {{"name", "L4"}, {"decayedUsage", {{"gpuHours", -2}, {"time", "2026-12-07T03:00:00Z"}}}},
+        {{"allocated", 1}, {"decayedUsage", DecayedUsageJson(1, at)}},
+        {{"name", "B200"}, {"decayedUsage", DecayedUsageJson(2.25, at - 1000)}}}}};
+  const auto models = ModelDecayedUsageFromResource({{"status", status}});
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].first, "H100");
+  EXPECT_DOUBLE_EQ(models[0].second.gpu_hours, 6.5);
+  EXPECT_EQ(models[0].second.unix_ms, at);
+  EXPECT_EQ(models[1].first, "B200");
+  EXPECT_DOUBLE_EQ(models[1].second.gpu_hours, 2.25);
+  EXPECT_EQ(models[1].second.unix_ms, at - 1000);
+  EXPECT_TRUE(ModelDecayedUsageFromResource({{"status", {{"models", "H100"}}}}).empty());
+  EXPECT_TRUE(ModelDecayedUsageFromResource(json::object()).empty());
+}
+
 TEST(Quantities, RenderAsKubernetesQuantities) {
   EXPECT_EQ(CpuQuantity(0), "0");
   EXPECT_EQ(CpuQuantity(2000), "2");
