@@ -690,18 +690,28 @@ TEST(SnapshotBuilderTest, PodGroupsQueuesAndPriorities) {
   EXPECT_TRUE(solo.reserved());
 }
 
-std::shared_ptr<const kube::Object> PodGroupObject(const std::string& ns, const std::string& name,
-                                                   Json policy, Json extra = {}) {
-  Json j = {{"apiVersion", "scheduling.k8s.io/v1beta1"},
-            {"kind", "PodGroup"},
+// An object of the upstream gang API (scheduling.k8s.io `version`), created at 09:30, with
+// `spec` and `extra` merged over it.
+std::shared_ptr<const kube::Object> SchedulingObject(const std::string& version,
+                                                     const std::string& kind, const std::string& ns,
+                                                     const std::string& name, Json spec,
+                                                     const Json& extra) {
+  Json j = {{"apiVersion", "scheduling.k8s.io/" + version},
+            {"kind", kind},
             {"metadata",
              {{"name", name},
               {"namespace", ns},
-              {"uid", "uid-pg-" + name},
+              {"uid", "uid-" + kind + "-" + name},
               {"creationTimestamp", "2026-11-30T09:30:00Z"}}},
-            {"spec", {{"schedulingPolicy", std::move(policy)}}}};
+            {"spec", std::move(spec)}};
   if (!extra.is_null()) j.merge_patch(extra);
   return std::make_shared<const kube::Object>(kube::Object::FromJson(j).value());
+}
+
+std::shared_ptr<const kube::Object> PodGroupObject(const std::string& ns, const std::string& name,
+                                                   Json policy, Json extra = {}) {
+  return SchedulingObject("v1beta1", "PodGroup", ns, name,
+                          {{"schedulingPolicy", std::move(policy)}}, extra);
 }
 
 Json InGroup(const std::string& group) {
@@ -913,16 +923,8 @@ TEST(SnapshotBuilderTest, AJobsOwnSchedulingPolicySetsItsMinimum) {
 
 std::shared_ptr<const kube::Object> WorkloadObject(const std::string& ns, const std::string& name,
                                                    Json pod_groups, Json extra = {}) {
-  Json j = {{"apiVersion", "scheduling.k8s.io/v1alpha1"},
-            {"kind", "Workload"},
-            {"metadata",
-             {{"name", name},
-              {"namespace", ns},
-              {"uid", "uid-wl-" + name},
-              {"creationTimestamp", "2026-11-30T09:30:00Z"}}},
-            {"spec", {{"podGroups", std::move(pod_groups)}}}};
-  if (!extra.is_null()) j.merge_patch(extra);
-  return std::make_shared<const kube::Object>(kube::Object::FromJson(j).value());
+  return SchedulingObject("v1alpha1", "Workload", ns, name, {{"podGroups", std::move(pod_groups)}},
+                          extra);
 }
 
 Json InWorkload(const std::string& workload, const std::string& group,
