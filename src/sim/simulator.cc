@@ -10,6 +10,7 @@
 
 #include "core/cluster_state.h"
 #include "core/engine.h"
+#include "core/gpu_model_queues.h"
 
 namespace chamber::sim {
 
@@ -153,7 +154,7 @@ class Sim {
   Time now() const { return now_; }
   const core::Snapshot& PrepareCycle() {
     PrepareCycle(now_);
-    return session_.snapshot();
+    return CycleSnapshot();
   }
   void ApplyCycle(const core::CycleResult& result) { ApplyCycle(now_, result); }
   const core::Snapshot& snapshot() const { return session_.snapshot(); }
@@ -181,6 +182,17 @@ class Sim {
     return session_.MutableWorkload(core::WorkloadId{i});
   }
   const std::vector<core::Workload>& workloads() const { return session_.snapshot().workloads; }
+  // What the cycle schedules: the session's snapshot; with quotas per GPU model, a copy of it
+  // whose queues are split per model and whose work is sent to a model's queue, as chamberd
+  // does before every cycle (core/gpu_model_queues.h). The split keeps every workload where it
+  // is, so the cycle's decisions name the session's workloads. The copy costs a cycle the
+  // kept session's savings; only queue files with models pay it.
+  const core::Snapshot& CycleSnapshot() {
+    if (!split_models_) return session_.snapshot();
+    split_ = session_.snapshot();
+    core::SplitGpuModelQueues(split_);
+    return split_;
+  }
   // Fails a healthy GPU at `t` and plans its repair; false when it had failed already.
   bool FailGpuAt(Time t, size_t node, size_t gpu, Duration repair_after);
   void Submit(int32_t j);
@@ -213,7 +225,9 @@ class Sim {
   const SimCluster::Scheduling scheduling_;
   core::Engine engine_;
   core::EngineSession session_;  // the simulated cluster's snapshot
-  core::DecayedUsage usage_;     // each queue's decayed GPU-hours (fairShare.usageHalfLife)
+  bool split_models_ = false;    // some queue has quotas per GPU model (CycleSnapshot)
+  core::Snapshot split_;
+  core::DecayedUsage usage_;  // each queue's decayed GPU-hours (fairShare.usageHalfLife)
   std::mt19937_64 rng_;
   std::vector<JobRun> jobs_;
   std::vector<Unit> units_;
@@ -254,11 +268,20 @@ class Sim {
 };
 
 Status Sim::Setup() {
-  for (const core::Queue& q : options_.queues)
-    if (!q.gpu_models.empty())
+  // Quotas per GPU model: each cycle splits the queues as chamberd does (CycleSnapshot), so a
+  // list the engine would refuse is refused here, named.
+  std::set<std::string> parent_names;
+  for (const core::Queue& q : options_.queues) parent_names.insert(q.parent);
+  for (const core::Queue& q : options_.queues) {
+    if (q.gpu_models.empty()) continue;
+    if (std::string e = core::CheckGpuModels(q); !e.empty())
+      return Status::InvalidArgument("queue " + q.name + ": " + e);
+    if (parent_names.contains(q.name))
       return Status::InvalidArgument("queue " + q.name +
-                                     ": quotas per GPU model (resources.gpu.models) are not "
-                                     "simulated yet; give the queue one GPU quota instead");
+                                     ": resources.gpu.models: a queue with GPU models holds its "
+                                     "work itself and cannot have child queues");
+    split_models_ = policy_.quotas && !policy_.one_queue;
+  }
   // Queues the engine sees.
   std::vector<core::Queue>& queues = session_.MutableQueues();
   if (policy_.one_queue) {
@@ -277,6 +300,7 @@ Status Sim::Setup() {
           q.res(r) = core::QueueResource{};
           q.res(r).over_quota_weight = 1;
         }
+        q.gpu_models.clear();
       }
     }
   }
@@ -494,8 +518,9 @@ void Sim::Cycle(Time t) {
   const auto begin = std::chrono::steady_clock::now();
   // The simulator reads decisions only: why work waits is not asked for.
   const core::CycleOptions cycle{.explain = false};
-  const core::CycleResult result =
-      options_.fresh_cycles ? session_.ScheduleAfresh(cycle) : session_.Schedule(cycle);
+  const core::CycleResult result = split_models_ ? engine_.Schedule(CycleSnapshot(), cycle)
+                                   : options_.fresh_cycles ? session_.ScheduleAfresh(cycle)
+                                                           : session_.Schedule(cycle);
   cycle_ms_.push_back(
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
   ApplyCycle(t, result);
@@ -613,6 +638,10 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     Time next = Time::max();
     if (policy_.attained_service && running_ > 0 && options_.recheck_interval.count() > 0)
       next = t + options_.recheck_interval;
+    // With quotas per GPU model, where waiting work goes depends on what runs (CycleSnapshot):
+    // work that started changes that, so the next cycle comes one period later, as chamberd's.
+    if (split_models_ && (!result.binds.empty() || !result.resumes.empty()))
+      next = std::min(next, t + policy_.config.cycle_period);
     if (policy_.config.reclaim_enabled || policy_.config.priority_preemption_enabled) {
       for (const core::Workload& w : workloads()) {
         if (w.state != core::WorkloadState::kRunning || w.reserved()) continue;
@@ -785,8 +814,15 @@ SimMetrics Sim::Finalize(Time end) {
   std::vector<double> quota(queue_names_.size(), 0);
   for (size_t q = 0; q < queue_names_.size(); ++q)
     for (const core::Queue& spec : options_.queues)
-      if (spec.name == queue_names_[q])
-        quota[q] = core::GpusOf(spec.res(core::Resource::kGpu).quota);
+      if (spec.name == queue_names_[q]) {
+        // A queue with quotas per GPU model is entitled to their sum.
+        int64_t milli = spec.res(core::Resource::kGpu).quota;
+        if (!spec.gpu_models.empty()) {
+          milli = 0;
+          for (const core::GpuModelQuota& m : spec.gpu_models) milli += m.gpu.quota;
+        }
+        quota[q] = core::GpusOf(milli);
+      }
   for (double v : quota) total_quota += v;
   double sum = 0, sum_sq = 0;
   for (size_t q = 0; q < queue_names_.size(); ++q) {

@@ -1,6 +1,7 @@
 // Tiny traces whose metrics are worked out by hand in the comments.
 #include "sim/simulator.h"
 
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -35,20 +36,98 @@ TEST(Simulator, OneJobOnAnIdleCluster) {
   EXPECT_DOUBLE_EQ(m->idle_gpu_hours_while_queued, 0.0);
 }
 
-// Quotas per GPU model are not simulated: a queue file that sets them is refused, named.
-TEST(Simulator, RefusesQuotasPerGpuModel) {
+// Quotas per GPU model, as chamberd splits them before each cycle (docs/queues.md, "GPU
+// models"): queue speech may hold 4 H100s (quota and limit) and 8 A100s; five 4-GPU jobs of 1 h
+// at t=0, one 8-GPU node of each model. Each waiting job goes to the first model within quota as
+// the running work stands: at the first cycle all five choose H100, whose limit lets a start
+// (t=0); at the next cycle (1 s later) H100 is at its quota, so the rest go to A100, where b
+// and c start. At 1h a is done: d and e choose H100 and d starts; at 1h+1s b and c are done and
+// H100 is at its quota again: e starts on A100. The H100s the queue holds never pass 4.
+TEST(Simulator, QuotasPerGpuModelHoldPerModel) {
+  ClusterSpec spec;
+  for (const char* model : {"H100", "A100"}) {
+    NodePool p;
+    p.name = model;
+    p.gpus_per_node = 8;
+    p.gpu_model = model;
+    spec.pools.push_back(p);
+  }
+  Trace trace;
+  for (const char* id : {"a", "b", "c", "d", "e"})
+    trace.jobs.push_back(Job(id, Time(0), hours(1), 1, 4, "speech"));
+  SimOptions options;
+  core::Queue q;
+  q.name = "speech";
+  core::GpuModelQuota h100{"H100", {}};
+  h100.gpu.quota = core::Gpus(4);
+  h100.gpu.limit = core::Gpus(4);
+  core::GpuModelQuota a100{"A100", {}};
+  a100.gpu.quota = core::Gpus(8);
+  q.gpu_models = {h100, a100};
+  options.queues.push_back(q);
+  const std::vector<core::Node> nodes = BuildNodes(spec);
+  std::map<std::string, std::string> started;  // job -> "<seconds> <model>"
+  std::map<std::string, std::string> model_of;
+  int64_t h100_held = 0, most_h100 = 0;
+  const EventSink sink = [&](const SimEvent& e) {
+    if (e.kind == EventKind::kStart) {
+      const core::Node& n = nodes.at(static_cast<size_t>(e.placements.at(0).node.value));
+      model_of[e.job->id] = n.gpus.at(0).model.str();
+      started[e.job->id] = std::to_string(e.time.count() / 1000) + " " + model_of[e.job->id];
+      if (model_of[e.job->id] == "H100") most_h100 = std::max(most_h100, h100_held += 4);
+    }
+    if (e.kind == EventKind::kFinish && model_of[e.job->id] == "H100") h100_held -= 4;
+  };
+  Result<SimMetrics> m = Simulate(nodes, trace, Policy("chamber"), options, sink);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 5);
+  EXPECT_EQ(started, (std::map<std::string, std::string>{{"a", "0 H100"},
+                                                         {"b", "1 A100"},
+                                                         {"c", "1 A100"},
+                                                         {"d", "3600 H100"},
+                                                         {"e", "3601 A100"}}));
+  EXPECT_EQ(most_h100, 4) << "the H100 limit";
+  EXPECT_DOUBLE_EQ(m->makespan_hours, 7201.0 / 3600);
+
+  // Its entitlement is its models' quotas, 12 GPUs: half, beside a queue of quota 12.
+  core::Queue other;
+  other.name = "other";
+  other.res(core::Resource::kGpu).quota = core::Gpus(12);
+  options.queues.push_back(other);
+  trace.jobs.push_back(Job("x", Time(0), hours(1), 1, 1, "other"));
+  m = Simulate(nodes, trace, Policy("chamber"), options);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->queues.size(), 2u);
+  EXPECT_EQ(m->queues[0].name, "speech");
+  EXPECT_DOUBLE_EQ(m->queues[0].entitlement, 0.5);
+}
+
+// A list of GPU models the engine would refuse is refused before the run, named.
+TEST(Simulator, RefusesAListOfGpuModelsThatDoesNotRead) {
   Trace trace;
   trace.jobs.push_back(Job("a", Time(0), hours(1), 1, 1));
   SimOptions options;
   core::Queue q;
   q.name = "a";
-  q.gpu_models.push_back({"H100", {}});
+  core::GpuModelQuota h100{"H100", {}};
+  h100.gpu.quota = core::Gpus(8);
+  h100.gpu.limit = core::Gpus(4);
+  q.gpu_models = {h100};
   options.queues.push_back(q);
   Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, Policy("chamber"), options);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().message(),
-            "queue a: quotas per GPU model (resources.gpu.models) are not simulated yet; give the "
-            "queue one GPU quota instead");
+            "queue a: resources.gpu.models[H100].limit 4 gpu is below quota 8 gpu");
+  options.queues[0].gpu_models[0].gpu.limit = core::kUnlimited;
+  core::Queue child;
+  child.name = "b";
+  child.parent = "a";
+  options.queues.push_back(child);
+  m = Simulate(Cluster(1, 8), trace, Policy("chamber"), options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "queue a: resources.gpu.models: a queue with GPU models holds its work itself and "
+            "cannot have child queues");
 }
 
 TEST(Simulator, FifoQueuesTheSecondFullNodeJob) {
