@@ -487,13 +487,15 @@ Result<const core::Snapshot*> KubeBackend::Refresh() {
   return &built_.snapshot;
 }
 
-void KubeBackend::BackOff(const std::string& workload, const std::string& failure) {
+const KubeBackend::BindBackoff& KubeBackend::BackOff(const std::string& workload,
+                                                     const std::string& failure) {
   BindBackoff& b = bind_backoff_[workload];
   b.rollbacks = std::min(b.rollbacks + 1, 30);
   int64_t wait = options_.bind_backoff.count();
   for (int i = 1; i < b.rollbacks && wait < options_.bind_backoff_max.count(); ++i) wait *= 2;
   b.retry_at_ms = NowMs() + std::min(wait, static_cast<int64_t>(options_.bind_backoff_max.count()));
   b.failure = failure;
+  return b;
 }
 
 void KubeBackend::Event(const WorkloadSource& about, const std::string& reason,
@@ -716,11 +718,15 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
           name, failed);
       continue;
     }
-    spdlog::warn("gang {}: bind failed ({}); rolling back{}", name, failed,
-                 maybe_bound > 0 ? ", " + std::to_string(maybe_bound) +
-                                       " pod(s) perhaps bound (the API server could not be asked)"
-                                 : "");
-    BackOff(name, failed);
+    const BindBackoff& backoff = BackOff(name, failed);
+    spdlog::warn(
+        "gang {}: bind failed ({}); rolling back{}; placed again in {} s at the earliest ({} "
+        "rollback(s) in a row)",
+        name, failed,
+        maybe_bound > 0 ? ", " + std::to_string(maybe_bound) +
+                              " pod(s) perhaps bound (the API server could not be asked)"
+                        : "",
+        (backoff.retry_at_ms - NowMs() + 999) / 1000, backoff.rollbacks);
     // All or nothing: a bound pod cannot be unbound, so the pods already bound are deleted and
     // the gang is placed again whole. A Job is suspended instead, and its pods are left to the
     // Job controller, which deletes the active pods of a Job it has seen suspended: it counts a

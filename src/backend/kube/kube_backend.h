@@ -274,8 +274,8 @@ class KubeBackend : public daemon::ClusterBackend {
     std::string failure;
   };
   std::unordered_map<std::string, BindBackoff> bind_backoff_;
-  // Starts, or doubles, the bind backoff of `workload` after a rollback.
-  void BackOff(const std::string& workload, const std::string& failure);
+  // Starts, or doubles, the bind backoff of `workload` after a rollback; returns it.
+  const BindBackoff& BackOff(const std::string& workload, const std::string& failure);
   std::map<std::string, std::string> queue_errors_;         // queue -> decode error
   std::map<std::string, int64_t> queue_generation_;         // queue -> metadata.generation
   std::map<std::string, kube::Json> queue_status_written_;  // queue -> last status written

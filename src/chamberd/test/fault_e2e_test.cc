@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -463,6 +464,23 @@ class FaultE2E : public e2e::ChamberdCluster {
     return n;
   }
 
+  // The largest number logged just before `suffix` ("... (3 rollback(s) in a row)": 3), 0 if
+  // none.
+  int MostLogged(const std::string& suffix) {
+    int most = 0;
+    for (const auto& [name, pid] : chamberd_) {
+      std::ifstream log(dir_ / (name + ".log"));
+      for (std::string line; std::getline(log, line);) {
+        size_t end = line.find(suffix);
+        if (end == std::string::npos) continue;
+        size_t begin = end;
+        while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+        if (begin < end) most = std::max(most, std::stoi(line.substr(begin, end - begin)));
+      }
+    }
+    return most;
+  }
+
   // Stands in for the kubelet: a replica that exited (a leader that lost its Lease exits) is
   // started again.
   void Supervise(const std::vector<std::string>& flags) {
@@ -709,7 +727,9 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
             << pods_checked_ << " pod checks\n"
             << "  replicas that exited on their own and were restarted: " << restarts_
             << " (leadership lost: " << LoggedLines("leadership lost") << ")\n"
-            << "  gang binds rolled back: " << LoggedLines("rolling back") << "\n"
+            << "  gang binds rolled back, each starting or doubling its gang's bind backoff: "
+            << LoggedLines("rolling back")
+            << " (most in a row: " << MostLogged(" rollback(s) in a row") << ")\n"
             << "  cycles whose binds the leader fence refused while leading (tried again): "
             << LoggedLines("refused by the leader fence") << "\n"
             << "  proxy: " << proxy_.Stats() << "  violations: " << violations_.size() << "\n"
@@ -813,6 +833,9 @@ TEST_F(FaultE2E, ARolledBackJobIsSuspendedAndResumedNotFailed) {
   EXPECT_FALSE(j.metadata.annotations.contains(backend::keys::kPreemptedAt))
       << "a rollback is not a preemption";
   EXPECT_EQ(LoggedLines("rolling back"), 1);
+  EXPECT_EQ(LoggedLines("; placed again in 5 s at the earliest (1 rollback(s) in a row)"), 1)
+      << "the first rollback's bind backoff: 5 s";
+  EXPECT_EQ(MostLogged(" rollback(s) in a row"), 1);
   EXPECT_NE(proxy_.Stats().find("\"errors\":3"), std::string::npos) << proxy_.Stats();
   const std::vector<std::string> reasons = EventReasons("gang");
   EXPECT_NE(std::find(reasons.begin(), reasons.end(), "Resumed"), reasons.end())
