@@ -7,6 +7,7 @@
 #include <queue>
 #include <random>
 #include <set>
+#include <unordered_map>
 
 #include "core/cluster_state.h"
 #include "core/engine.h"
@@ -91,6 +92,7 @@ struct Unit {
   int32_t pods = 0;
   int32_t wl = -1;             // index in the snapshot's workloads, -1 when not there
   int64_t gpu_milli_held = 0;  // GPU-equivalents, thousandths
+  int32_t usage_queue = -1;    // while it holds GPUs: the queue they count on (UsageQueues())
 };
 
 enum class Ev { kSubmit, kFinish, kGraceEnd, kGpuFail, kGpuRepair, kCycle };
@@ -191,7 +193,13 @@ class Sim {
     if (!split_models_) return session_.snapshot();
     split_ = session_.snapshot();
     core::SplitGpuModelQueues(split_);
+    usage_.Fill(split_.queues);  // each model's own decayed usage, as chamberd keeps it
     return split_;
+  }
+  // The queues decayed usage is kept for: the snapshot's, or with quotas per GPU model, those
+  // of the split (each model its own).
+  const std::vector<core::Queue>& UsageQueues() const {
+    return split_models_ ? usage_queues_ : session_.snapshot().queues;
   }
   // Fails a healthy GPU at `t` and plans its repair; false when it had failed already.
   bool FailGpuAt(Time t, size_t node, size_t gpu, Duration repair_after);
@@ -227,6 +235,8 @@ class Sim {
   core::EngineSession session_;  // the simulated cluster's snapshot
   bool split_models_ = false;    // some queue has quotas per GPU model (CycleSnapshot)
   core::Snapshot split_;
+  std::vector<core::Queue> usage_queues_;  // with split_models_: UsageQueues()
+  std::unordered_map<std::string, int32_t> usage_queue_index_;
   core::DecayedUsage usage_;  // each queue's decayed GPU-hours (fairShare.usageHalfLife)
   std::mt19937_64 rng_;
   std::vector<JobRun> jobs_;
@@ -252,7 +262,7 @@ class Sim {
   double alloc_while_waiting_gpu_ms_ = 0;
   double idle_while_queued_gpu_ms_ = 0;
   std::vector<int64_t> queue_alloc_;  // per queue, thousandths
-  std::vector<double> engine_alloc_;  // GPUs held, per snapshot queue (for decayed usage)
+  std::vector<double> engine_alloc_;  // GPUs held, per queue of UsageQueues() (decayed usage)
   std::vector<double> queue_gpu_ms_;
   std::vector<double> jct_, wait_;
   std::map<std::string, std::vector<double>> jct_by_prio_, wait_by_prio_, jct_by_gang_,
@@ -361,8 +371,17 @@ Status Sim::Setup() {
       units_.push_back({static_cast<int32_t>(j), policy_.per_pod ? 1 : std::max(1, t.pods), -1, 0});
   }
   queue_alloc_.assign(queue_names_.size(), 0);
-  engine_alloc_.assign(session_.snapshot().queues.size(), 0);
-  usage_.Advance(Time(0), session_.snapshot().queues, engine_alloc_);  // starts its clock
+  if (split_models_) {
+    // The queues per GPU model are the same at every cycle: decayed usage is kept for each.
+    core::Snapshot lanes;
+    lanes.queues = session_.snapshot().queues;
+    core::SplitGpuModelQueues(lanes);
+    usage_queues_ = std::move(lanes.queues);
+    for (size_t i = 0; i < usage_queues_.size(); ++i)
+      usage_queue_index_.try_emplace(usage_queues_[i].name, static_cast<int32_t>(i));
+  }
+  engine_alloc_.assign(UsageQueues().size(), 0);
+  usage_.Advance(Time(0), UsageQueues(), engine_alloc_);  // starts its clock
   queue_gpu_ms_.assign(queue_names_.size(), 0);
   series_queue_ms_.assign(queue_names_.size(), 0);
 
@@ -387,7 +406,7 @@ Status Sim::Setup() {
 
 void Sim::Advance(Time t) {
   // What each queue held since last_ counts towards its decayed usage.
-  if (usage_.enabled() && last_ < t) usage_.Advance(t, session_.snapshot().queues, engine_alloc_);
+  if (usage_.enabled() && last_ < t) usage_.Advance(t, UsageQueues(), engine_alloc_);
   while (last_ < t) {
     const Time until = std::min(t, series_next_);
     const auto dt = static_cast<double>((until - last_).count());
@@ -484,8 +503,9 @@ void Sim::Release(int32_t u) {
   Unit& unit = units_[u];
   allocated_ -= unit.gpu_milli_held;
   queue_alloc_[jobs_[unit.job].queue] -= unit.gpu_milli_held;
-  engine_alloc_[jobs_[unit.job].engine_queue] -= core::GpusOf(unit.gpu_milli_held);
+  if (unit.usage_queue >= 0) engine_alloc_[unit.usage_queue] -= core::GpusOf(unit.gpu_milli_held);
   unit.gpu_milli_held = 0;
+  unit.usage_queue = -1;
 }
 
 // A running job stops (preempted or hit by a failure): progress since the last checkpoint is lost.
@@ -606,7 +626,13 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     unit.gpu_milli_held = milli;
     allocated_ += milli;
     queue_alloc_[r.queue] += milli;
-    engine_alloc_[r.engine_queue] += core::GpusOf(milli);
+    // Its queue's, or with quotas per GPU model the queue of the model it was sent to.
+    unit.usage_queue = r.engine_queue;
+    if (split_models_)
+      if (auto it = usage_queue_index_.find(split_.workloads[wid.index()].queue);
+          it != usage_queue_index_.end())
+        unit.usage_queue = it->second;
+    engine_alloc_[unit.usage_queue] += core::GpusOf(milli);
     if (++r.units_running < r.units) return;  // a gang starts when all its pods run
     const bool first = !r.started;
     r.started = true;

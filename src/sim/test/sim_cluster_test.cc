@@ -1,6 +1,9 @@
 // The steppable simulated cluster: internal stepping matches Simulate, and external scheduling
 // (the daemon's way) runs the same jobs through the same engine.
+#include <cmath>
+#include <map>
 #include <optional>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +93,56 @@ TEST(SimCluster, ExternalSchedulingAndInjectedFaults) {
 
 // The snapshot each cycle sees carries a running job's last checkpoint as of that cycle (every
 // checkpoint_interval from the start of its current run), through a restart after a fault.
+// With quotas per GPU model, the cycle sees the queues split per model, as chamberd's, and each
+// model's queue carries its own decayed usage: queue speech lists H100 and A100 (quota 8
+// each); a runs on 8 A100s (it allows only A100), b on 4 H100s, both from t=0. After an hour at
+// a one-hour half-life, each model's decayed GPU-hours are what it held times (1 - 1/2) / ln 2:
+// 5.771 for A100, 2.885 for H100, twice as many.
+TEST(SimCluster, EachGpuModelOfAQueueKeepsItsOwnDecayedUsage) {
+  ClusterSpec spec;
+  for (const char* model : {"H100", "A100"}) {
+    NodePool p;
+    p.name = model;
+    p.gpus_per_node = 8;
+    p.gpu_model = model;
+    spec.pools.push_back(p);
+  }
+  Trace trace;
+  trace.jobs = {Job("a", Time(0), hours(10), 1, 8, "speech"),
+                Job("b", Time(0), hours(10), 1, 4, "speech")};
+  trace.jobs[0].gpu_models = {"A100"};
+  core::EngineConfig config;
+  config.usage_half_life = hours(1);
+  const SimPolicy policy = *MakePolicy("chamber", config);
+  SimOptions options;
+  core::Queue q;
+  q.name = "speech";
+  for (const char* model : {"H100", "A100"}) {
+    core::GpuModelQuota m{model, {}};
+    m.gpu.quota = core::Gpus(8);
+    q.gpu_models.push_back(m);
+  }
+  options.queues = {q};
+  auto c = SimCluster::Create(BuildNodes(spec), trace, policy, options, {},
+                              SimCluster::Scheduling::kExternal);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  SimCluster& sim = **c;
+  const core::Engine engine(policy.config, policy.policies);
+  sim.AdvanceTo(Time(0));
+  sim.ApplyCycle(engine.Schedule(sim.PrepareCycle()));
+  for (size_t w = 0; w < 2; ++w)
+    ASSERT_EQ(sim.snapshot().workloads[w].state, core::WorkloadState::kRunning) << w;
+  sim.AdvanceTo(Time(hours(1)));
+  const core::Snapshot& s = sim.PrepareCycle();
+  std::map<std::string, double> usage;
+  for (const core::Queue& queue : s.queues) usage[queue.name] = queue.decayed_usage;
+  ASSERT_TRUE(usage.contains("speech/H100") && usage.contains("speech/A100"))
+      << "the cycle sees the queues per model";
+  const double per_gpu = 0.5 / std::log(2.0);
+  EXPECT_NEAR(usage["speech/A100"], 8 * per_gpu, 1e-9);
+  EXPECT_NEAR(usage["speech/H100"], 4 * per_gpu, 1e-9);
+}
+
 TEST(SimCluster, CyclesSeeEachRunningJobsLastCheckpoint) {
   Trace trace;
   trace.jobs = {Job("a", Time(0), hours(10), 1, 8)};
