@@ -99,14 +99,6 @@ TEST(SimCluster, ExternalSchedulingAndInjectedFaults) {
 // a one-hour half-life, each model's decayed GPU-hours are what it held times (1 - 1/2) / ln 2:
 // 5.771 for A100, 2.885 for H100, twice as many.
 TEST(SimCluster, EachGpuModelOfAQueueKeepsItsOwnDecayedUsage) {
-  ClusterSpec spec;
-  for (const char* model : {"H100", "A100"}) {
-    NodePool p;
-    p.name = model;
-    p.gpus_per_node = 8;
-    p.gpu_model = model;
-    spec.pools.push_back(p);
-  }
   Trace trace;
   trace.jobs = {Job("a", Time(0), hours(10), 1, 8, "speech"),
                 Job("b", Time(0), hours(10), 1, 4, "speech")};
@@ -117,14 +109,10 @@ TEST(SimCluster, EachGpuModelOfAQueueKeepsItsOwnDecayedUsage) {
   SimOptions options;
   core::Queue q;
   q.name = "speech";
-  for (const char* model : {"H100", "A100"}) {
-    core::GpuModelQuota m{model, {}};
-    m.gpu.quota = core::Gpus(8);
-    q.gpu_models.push_back(m);
-  }
+  q.gpu_models = {testing::ModelQuota("H100", 8), testing::ModelQuota("A100", 8)};
   options.queues = {q};
-  auto c = SimCluster::Create(BuildNodes(spec), trace, policy, options, {},
-                              SimCluster::Scheduling::kExternal);
+  auto c = SimCluster::Create(testing::NodePerModel({"H100", "A100"}, 8), trace, policy, options,
+                              {}, SimCluster::Scheduling::kExternal);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   SimCluster& sim = **c;
   const core::Engine engine(policy.config, policy.policies);

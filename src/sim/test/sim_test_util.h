@@ -25,6 +25,27 @@ inline std::vector<core::Node> Cluster(int nodes, int gpus) {
   return BuildNodes(spec);
 }
 
+// One node of `gpus` GPUs of each model, in the order given, each its own pool.
+inline std::vector<core::Node> NodePerModel(const std::vector<std::string>& models, int gpus) {
+  ClusterSpec spec;
+  for (const std::string& model : models) {
+    NodePool p;
+    p.name = model;
+    p.gpus_per_node = gpus;
+    p.gpu_model = model;
+    spec.pools.push_back(p);
+  }
+  return BuildNodes(spec);
+}
+
+// A queue's quota for one GPU model, in GPUs (`limit` -1: none).
+inline core::GpuModelQuota ModelQuota(std::string model, int quota, int limit = -1) {
+  core::GpuModelQuota m{std::move(model), {}};
+  m.gpu.quota = core::Gpus(quota);
+  m.gpu.limit = limit < 0 ? core::kUnlimited : core::Gpus(limit);
+  return m;
+}
+
 inline TraceJob Job(std::string id, Time submit, Duration duration, int32_t pods, int32_t gpus,
                     std::string queue = "default", int32_t priority = 10) {
   TraceJob j;

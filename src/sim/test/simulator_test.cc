@@ -21,6 +21,8 @@ using std::chrono::seconds;
 
 using testing::Cluster;
 using testing::Job;
+using testing::ModelQuota;
+using testing::NodePerModel;
 using testing::Policy;
 
 TEST(Simulator, OneJobOnAnIdleCluster) {
@@ -44,28 +46,15 @@ TEST(Simulator, OneJobOnAnIdleCluster) {
 // and c start. At 1h a is done: d and e choose H100 and d starts; at 1h+1s b and c are done and
 // H100 is at its quota again: e starts on A100. The H100s the queue holds never pass 4.
 TEST(Simulator, QuotasPerGpuModelHoldPerModel) {
-  ClusterSpec spec;
-  for (const char* model : {"H100", "A100"}) {
-    NodePool p;
-    p.name = model;
-    p.gpus_per_node = 8;
-    p.gpu_model = model;
-    spec.pools.push_back(p);
-  }
   Trace trace;
   for (const char* id : {"a", "b", "c", "d", "e"})
     trace.jobs.push_back(Job(id, Time(0), hours(1), 1, 4, "speech"));
   SimOptions options;
   core::Queue q;
   q.name = "speech";
-  core::GpuModelQuota h100{"H100", {}};
-  h100.gpu.quota = core::Gpus(4);
-  h100.gpu.limit = core::Gpus(4);
-  core::GpuModelQuota a100{"A100", {}};
-  a100.gpu.quota = core::Gpus(8);
-  q.gpu_models = {h100, a100};
+  q.gpu_models = {ModelQuota("H100", 4, 4), ModelQuota("A100", 8)};
   options.queues.push_back(q);
-  const std::vector<core::Node> nodes = BuildNodes(spec);
+  const std::vector<core::Node> nodes = NodePerModel({"H100", "A100"}, 8);
   std::map<std::string, std::string> started;  // job -> "<seconds> <model>"
   std::map<std::string, std::string> model_of;
   int64_t h100_held = 0, most_h100 = 0;
@@ -109,10 +98,7 @@ TEST(Simulator, RefusesAListOfGpuModelsThatDoesNotRead) {
   SimOptions options;
   core::Queue q;
   q.name = "a";
-  core::GpuModelQuota h100{"H100", {}};
-  h100.gpu.quota = core::Gpus(8);
-  h100.gpu.limit = core::Gpus(4);
-  q.gpu_models = {h100};
+  q.gpu_models = {ModelQuota("H100", 8, 4)};
   options.queues.push_back(q);
   Result<SimMetrics> m = Simulate(Cluster(1, 8), trace, Policy("chamber"), options);
   ASSERT_FALSE(m.ok());
