@@ -10,7 +10,8 @@
 #       control plane. As the control plane is its own, the faults include restarts of the
 #       kube-apiserver and of etcd. --kinds injects only those (apiserver-restart, etcd-restart,
 #       kill-leader, stop-leader, latency, errors, watch-cut, 410-gone, outage; default: all).
-#       --keep leaves the control plane's directory (logs) behind.
+#       --keep leaves the control plane's directory behind, with the logs of the control plane
+#       and of the chamberd replicas in its logs/.
 #
 # Build first: cmake --build build/release --target chamberd faultproxy fault_e2e_test
 # and the control plane: scripts/controlplane.sh build --all
@@ -62,6 +63,7 @@ export CHAMBER_FAULTS="${faults}"
 export CHAMBER_FAULT_OWN_CONTROLPLANE=1
 [[ -n "${seed}" ]] && export CHAMBER_FAULT_SEED="${seed}"
 [[ -n "${kinds}" ]] && export CHAMBER_FAULT_KINDS="${kinds}"
+((keep)) && export CHAMBER_FAULT_LOG_DIR="${dir}/logs"
 start=${SECONDS}
 rc=0
 "${test_bin}" --gtest_filter='FaultE2E.FaultsOnTheControlPlaneBreakNoPromise' || rc=$?

@@ -154,6 +154,19 @@ class FaultE2E : public e2e::ChamberdCluster {
   void TearDown() override {
     for (auto& [name, pid] : chamberd_)
       if (pid > 0) kill(pid, SIGCONT);
+    // CHAMBER_FAULT_LOG_DIR (scripts/fault-run.sh --keep): the replicas' logs are kept there,
+    // passed or not, named after the test.
+    if (const char* keep = std::getenv("CHAMBER_FAULT_LOG_DIR"); keep != nullptr && *keep) {
+      const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+      for (const auto& [name, pid] : chamberd_) {
+        std::error_code ec;
+        std::filesystem::copy_file(
+            dir_ / (name + ".log"),
+            std::filesystem::path(keep) / (test + "-chamberd-" + name + ".log"),
+            std::filesystem::copy_options::overwrite_existing, ec);
+        if (ec) std::cerr << "could not keep the log of " << name << ": " << ec.message() << "\n";
+      }
+    }
     proxy_.Stop();
     if (!fence_.empty()) e2e::DeleteLeaderFence(fence_, dir_);
     ChamberdCluster::TearDown();
