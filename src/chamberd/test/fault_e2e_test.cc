@@ -295,6 +295,7 @@ class FaultE2E : public e2e::ChamberdCluster {
   std::vector<std::string> FinalState(std::map<std::string, int>* outcome) {
     std::vector<std::string> wrong;
     outcome->clear();
+    jobs_with_pod_failures_.clear();
     const std::map<std::string, JobRecord> known = JobsSoFar();
     std::map<std::string, int> queue_gpus;
     // Pending with a reason: the Job, the reason and message on its first pod, and how many of
@@ -312,7 +313,10 @@ class FaultE2E : public e2e::ChamberdCluster {
         complete |= c.type == "Complete" && c.status == "True";
         failed |= c.type == "Failed" && c.status == "True";
       }
-      if (job.failed > 0) (*outcome)["pod failures counted by the Job controller"] += job.failed;
+      if (job.failed > 0) {
+        (*outcome)["pod failures counted by the Job controller"] += job.failed;
+        jobs_with_pod_failures_.push_back(name + " (" + std::to_string(job.failed) + ")");
+      }
       if (complete) {
         ++(*outcome)["finished"];
         continue;
@@ -528,7 +532,8 @@ class FaultE2E : public e2e::ChamberdCluster {
   std::map<std::string, Clock::time_point> partial_since_;
   std::set<std::string> partial_reported_, reserved_suspended_, double_booked_;
   std::atomic<int64_t> samples_{0}, failed_samples_{0}, pods_checked_{0};
-  int restarts_ = 0;   // replicas that exited on their own and were started again
+  int restarts_ = 0;  // replicas that exited on their own and were started again
+  std::vector<std::string> jobs_with_pod_failures_;  // "<job> (<failed>)", by FinalState
   std::string fence_;  // the applied leader fence's file, deleted in TearDown
   // While the control plane restarts: the stream waits, the checker pauses (and a gang's time
   // partly bound starts again after it).
@@ -743,6 +748,10 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
             << "  gang binds rolled back, each starting or doubling its gang's bind backoff: "
             << LoggedLines("rolling back")
             << " (most in a row: " << MostLogged(" rollback(s) in a row") << ")\n"
+            << "  Jobs with pod failures (look them up in the kept logs, --keep): "
+            << (jobs_with_pod_failures_.empty() ? std::string("none")
+                                                : ::testing::PrintToString(jobs_with_pod_failures_))
+            << "\n"
             << "  cycles whose binds the leader fence refused while leading (tried again): "
             << LoggedLines("refused by the leader fence") << "\n"
             << "  proxy: " << proxy_.Stats() << "  violations: " << violations_.size() << "\n"
