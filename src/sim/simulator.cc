@@ -280,13 +280,13 @@ class Sim {
 Status Sim::Setup() {
   // Quotas per GPU model: each cycle splits the queues as chamberd does (CycleSnapshot), so a
   // list the engine would refuse is refused here, named.
-  std::set<std::string> parent_names;
-  for (const core::Queue& q : options_.queues) parent_names.insert(q.parent);
+  std::set<std::string> parents;  // queues with child queues
+  for (const core::Queue& q : options_.queues) parents.insert(q.parent);
   for (const core::Queue& q : options_.queues) {
     if (q.gpu_models.empty()) continue;
     if (std::string e = core::CheckGpuModels(q); !e.empty())
       return Status::InvalidArgument("queue " + q.name + ": " + e);
-    if (parent_names.contains(q.name))
+    if (parents.contains(q.name))
       return Status::InvalidArgument("queue " + q.name +
                                      ": resources.gpu.models: a queue with GPU models holds its "
                                      "work itself and cannot have child queues");
@@ -323,8 +323,6 @@ Status Sim::Setup() {
   };
   std::set<std::string> known;
   for (const core::Queue& q : options_.queues) known.insert(q.name);
-  std::set<std::string> parents;
-  for (const core::Queue& q : options_.queues) parents.insert(q.parent);
   std::map<std::string, int32_t> engine_queue;  // the first of a name, as the engine finds it
   for (size_t i = 0; i < queues.size(); ++i)
     engine_queue.try_emplace(queues[i].name, static_cast<int32_t>(i));
