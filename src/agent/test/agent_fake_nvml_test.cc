@@ -193,7 +193,7 @@ TEST(AgentOnceTest, GpuProcessesWithTheirMemoryUseAndPod) {
       {"pid": 4242, "used_memory_mib": 30000, "sm_util": 71, "mem_util": 12},
       {"pid": 4343, "used_memory_mib": 2048},
       {"pid": 4444, "used_memory_mib": 512}])");
-  const std::string proc = testing::TempDir() + "/agent-host-proc";
+  const std::string proc = chamber::agent::test::TestPath("agent-host-proc");
   const std::vector<std::pair<std::string, std::string>> cgroups = {
       {"4242", "0::/kubepods/burstable/pod0b5e6a7c-1d2e-4f3a-8b9c-0d1e2f3a4b5c/3f1e2d\n"},
       {"4343",

@@ -31,8 +31,6 @@ std::string Scenario(const std::string& tag) {
                                                        "/fake_nvml/examples/hgx-h100x2.json"));
 }
 
-std::string SocketPath(const std::string& name) { return testing::TempDir() + "/" + name; }
-
 std::vector<std::string> Args(const std::string& socket, std::vector<std::string> extra) {
   std::vector<std::string> args = {"--nvml-library",
                                    CHAMBER_FAKE_NVML,
@@ -60,7 +58,7 @@ size_t Count(const std::string& text, const std::string& what) {
 }
 
 TEST(AgentPodResourcesTest, OnceJsonNamesThePodOfEachGpu) {
-  FakeKubelet kubelet(SocketPath("once.sock"));
+  FakeKubelet kubelet(test::TestPath("once.sock"));
   kubelet.SetAssignments({{"nvidia.com/gpu", kUuid1, "team-a", "trainer-0", "main"},
                           {"nvidia.com/mig-1g.10gb", "MIG-0d1e", "team-b", "small", "c"}});
   std::vector<std::string> args = Args(kubelet.socket_path(), {"--once", "-o", "json"});
@@ -87,7 +85,7 @@ constexpr const char* kMig40 = "MIG-4b0e7f5c-1a2d-5e6f-8a9b-0c1d2e3f4a5b";
 constexpr const char* kMig10 = "MIG-2e3f4a5b-6c7d-5e8f-a0b1-c2d3e4f5a6b7";
 
 TEST(AgentPodResourcesTest, MigDevicesAreAttributedToTheirParentGpu) {
-  FakeKubelet kubelet(SocketPath("mig.sock"));
+  FakeKubelet kubelet(test::TestPath("mig.sock"));
   kubelet.SetAssignments({{"nvidia.com/mig-3g.40gb", kMig40, "team-a", "trainer", "main"},
                           {"nvidia.com/mig-1g.10gb", "1:2", "team-b", "infer", "server"},
                           {"nvidia.com/mig-1g.10gb", "MIG-0d1e", "team-c", "stale", "c"}});
@@ -132,7 +130,7 @@ TEST(AgentPodResourcesTest, MigDevicesAreAttributedToTheirParentGpu) {
 }
 
 TEST(AgentPodResourcesTest, OnceTextNamesThePod) {
-  FakeKubelet kubelet(SocketPath("once-text.sock"));
+  FakeKubelet kubelet(test::TestPath("once-text.sock"));
   kubelet.SetAssignments({{"nvidia.com/gpu", kUuid0, "team-a", "trainer-0", "main"}});
   AgentProcess p(Args(kubelet.socket_path(), {"--once"}), Scenario("once-text"), "once-text");
   ASSERT_EQ(p.Wait(), 0) << p.Stderr();
@@ -141,7 +139,7 @@ TEST(AgentPodResourcesTest, OnceTextNamesThePod) {
 }
 
 TEST(AgentPodResourcesTest, ServingAgentPicksUpAPodChange) {
-  FakeKubelet kubelet(SocketPath("change.sock"));
+  FakeKubelet kubelet(test::TestPath("change.sock"));
   kubelet.SetAssignments({{"nvidia.com/gpu", kUuid0, "team-a", "trainer-0", "main"}});
   ServingAgent agent(
       Args(kubelet.socket_path(), {"--interval", "0.1", "--pod-resources-interval", "0.1"}),
@@ -174,7 +172,7 @@ TEST(AgentPodResourcesTest, ServingAgentPicksUpAPodChange) {
 }
 
 TEST(AgentPodResourcesTest, MissingSocketIsUnavailableSaidOnceAndTheAgentKeepsServing) {
-  const std::string socket = SocketPath("absent.sock");
+  const std::string socket = test::TestPath("absent.sock");
   std::remove(socket.c_str());
   ServingAgent agent(Args(socket, {"--interval", "0.1", "--pod-resources-interval", "0.05"}),
                      Scenario("absent"), "absent");
@@ -218,7 +216,7 @@ TEST(AgentPodResourcesTest, MissingSocketIsUnavailableSaidOnceAndTheAgentKeepsSe
 }
 
 TEST(AgentPodResourcesTest, AHangingKubeletDoesNotStallSampling) {
-  FakeKubelet kubelet(SocketPath("hang.sock"));
+  FakeKubelet kubelet(test::TestPath("hang.sock"));
   kubelet.SetAssignments({{"nvidia.com/gpu", kUuid0, "team-a", "trainer-0", "main"}});
   kubelet.SetHang(true);
   const double deadline_s = 2.0;

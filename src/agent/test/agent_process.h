@@ -22,6 +22,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/test/test_dir.h"
+
 namespace chamber::agent::test {
 
 using Clock = std::chrono::steady_clock;
@@ -34,7 +36,7 @@ inline std::string ReadFile(const std::string& path) {
 }
 
 inline std::string WriteTemp(const std::string& name, const std::string& text) {
-  std::string path = testing::TempDir() + "/" + name;
+  std::string path = TestPath(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -54,8 +56,8 @@ class AgentProcess {
  public:
   AgentProcess(std::vector<std::string> args, const std::string& scenario_path,
                const std::string& tag) {
-    out_ = testing::TempDir() + "/agent_" + tag + ".out";
-    err_ = testing::TempDir() + "/agent_" + tag + ".err";
+    out_ = TestPath("agent_" + tag + ".out");
+    err_ = TestPath("agent_" + tag + ".err");
     args.insert(args.begin(), CHAMBER_AGENT_BINARY);
     pid_ = fork();
     if (pid_ == 0) {
@@ -111,7 +113,7 @@ class ServingAgent {
  public:
   ServingAgent(std::vector<std::string> args, const std::string& scenario_path,
                const std::string& tag)
-      : port_file_(testing::TempDir() + "/agent_" + tag + ".port") {
+      : port_file_(TestPath("agent_" + tag + ".port")) {
     std::remove(port_file_.c_str());
     args.insert(args.end(),
                 {"--listen", "127.0.0.1:0", "--port-file", port_file_, "--boot-grace", "0"});

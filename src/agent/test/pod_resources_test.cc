@@ -13,6 +13,7 @@
 #include "agent/proto/kubelet_podresources_v1.pb.h"
 #include "agent/report.h"
 #include "agent/test/fake_kubelet.h"
+#include "agent/test/test_dir.h"
 
 namespace chamber::agent {
 namespace {
@@ -171,14 +172,12 @@ TEST(PodResourcesWireTest, DecodesTheKubeletsEncodingAndSkipsFieldsItDoesNotDecl
   EXPECT_THAT(p.containers(0).devices(0).device_ids(), ::testing::ElementsAre(kUuid0, kUuid1));
 }
 
-std::string SocketPath(const std::string& name) { return testing::TempDir() + "/" + name; }
-
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
 TEST(ListPodDevicesTest, ReadsEveryAssignmentFromTheKubelet) {
-  test::FakeKubelet kubelet(SocketPath("kubelet-list.sock"));
+  test::FakeKubelet kubelet(test::TestPath("kubelet-list.sock"));
   std::vector<DeviceAssignment> want = {
       A("nvidia.com/gpu", kUuid0, "team-a", "trainer-0", "main"),
       A("nvidia.com/gpu", kUuid1, "team-a", "trainer-0", "main"),
@@ -200,7 +199,7 @@ TEST(ListPodDevicesTest, ReadsEveryAssignmentFromTheKubelet) {
 }
 
 TEST(ListPodDevicesTest, MissingSocketIsUnavailableAndNamesIt) {
-  std::string path = SocketPath("no-kubelet-here.sock");
+  std::string path = test::TestPath("no-kubelet-here.sock");
   auto start = std::chrono::steady_clock::now();
   auto got = ListPodDevices(path, 2);
   double took = Seconds(std::chrono::steady_clock::now() - start);
@@ -212,7 +211,7 @@ TEST(ListPodDevicesTest, MissingSocketIsUnavailableAndNamesIt) {
 }
 
 TEST(ListPodDevicesTest, AKubeletThatDoesNotAnswerFailsAtTheDeadline) {
-  test::FakeKubelet kubelet(SocketPath("kubelet-hang.sock"));
+  test::FakeKubelet kubelet(test::TestPath("kubelet-hang.sock"));
   kubelet.SetAssignments({A("nvidia.com/gpu", kUuid0, "ns", "p", "c")});
   kubelet.SetHang(true);
   auto start = std::chrono::steady_clock::now();

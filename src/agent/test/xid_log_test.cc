@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/gpu_collector.h"
+#include "agent/test/test_dir.h"
 
 namespace chamber::agent {
 namespace {
@@ -96,7 +97,7 @@ TEST(XidLogTest, RejectsOtherLines) {
 }
 
 TEST(XidLogTest, ScansAFileOfDmesgLines) {
-  std::string path = testing::TempDir() + "/xid_dmesg.txt";
+  std::string path = test::TestPath("xid_dmesg.txt");
   {
     std::ofstream out(path);
     out << "[    0.000000] Linux version 6.1.0-18-amd64\n"
