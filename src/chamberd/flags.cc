@@ -126,6 +126,17 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "deletes its pod; 0: never delete, only show and log it")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu-reservations", f.gpu_reservations,
+                 "on nodes whose agent reports pod resources, bind a share only to a GPU that a "
+                 "reservation pod of chamberd's (in its namespace) holds from the device plugin")
+      ->capture_default_str();
+  app.add_option("--gpu-reservation-grace", f.gpu_reservation_grace_s,
+                 "seconds a reservation pod with no share on its GPU is kept")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--gpu-reservation-image", f.gpu_reservation_image,
+                 "the reservation pods' container image (a pause container)")
+      ->capture_default_str();
   app.add_option("--data-dir", f.data_dir, "where the utilization history is kept (none: none)");
   app.add_option("--history-step", f.history_step_s,
                  "seconds per fine point of the history; a divisor of 3600, the same on every "

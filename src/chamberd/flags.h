@@ -58,6 +58,10 @@ struct Flags {
   double usage_write_period_s = 60;  // Queue status.decayedUsage
   // A share over its GPU memory this long is deleted; 0: never (docs/sharing.md).
   double share_memory_grace_s = 60;
+  // Reservation pods for shares, in chamberd's namespace (docs/sharing.md).
+  bool gpu_reservations = true;
+  double gpu_reservation_grace_s = 10;
+  std::string gpu_reservation_image = "registry.k8s.io/pause:3.10";
   std::string data_dir;
   int history_step_s = 60;         // the history's fine step
   std::string history_follow_url;  // the leader's API, copied from while standby

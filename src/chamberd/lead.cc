@@ -72,6 +72,12 @@ Status Lead(const Flags& f, const core::EngineConfig& engine, kube::Client* clie
       std::chrono::milliseconds(static_cast<int64_t>(f.usage_write_period_s * 1000));
   bo.share_memory_grace =
       std::chrono::milliseconds(static_cast<int64_t>(f.share_memory_grace_s * 1000));
+  if (f.gpu_reservations) {
+    bo.reservation_namespace = f.pod_namespace;
+    bo.reservation_image = f.gpu_reservation_image;
+    bo.reservations.grace =
+        std::chrono::milliseconds(static_cast<int64_t>(f.gpu_reservation_grace_s * 1000));
+  }
   spdlog::info("leading: listing and watching the cluster");
   CHAMBER_ASSIGN_OR_RETURN(std::unique_ptr<KubeBackend> backend,
                            KubeBackend::Create(client, std::move(bo)));

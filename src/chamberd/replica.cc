@@ -89,6 +89,7 @@ int RunReplica(Flags& f, const core::EngineConfig& engine, const kube::RestConfi
   const std::string own_namespace = !f.pod_namespace.empty()   ? f.pod_namespace
                                     : pod_namespace != nullptr ? pod_namespace
                                                                : rest.namespace_name;
+  f.pod_namespace = own_namespace;  // where Lead() makes its reservation pods
   if (f.pod_name.empty() && std::getenv("POD_NAME") != nullptr)
     f.pod_name = std::getenv("POD_NAME");
   // Set while the elector exists: the label says "true" only while this replica leads.

@@ -437,13 +437,14 @@ NodeScorer::Choice NodeScorer::Best(const ShareRequest& r) const {
     return best;
   }
   int32_t best_left = 0;
+  bool best_reserved = false;
   // GPUs in the same state score the same: each state once, at its lowest index.
-  std::array<std::pair<int32_t, int64_t>, kMaxSharedGpusPerNode> seen;
+  std::array<std::tuple<int32_t, int64_t, bool>, kMaxSharedGpusPerNode> seen;
   size_t seen_count = 0;
   for (size_t i = 0; i < gpus.size(); ++i) {
     const GpuFree& g = gpus[i];
     if (!g.Fits(r.gpu_milli, r.gpu_memory_mib)) continue;
-    const std::pair<int32_t, int64_t> state{g.milli, g.memory_mib};
+    const std::tuple<int32_t, int64_t, bool> state{g.milli, g.memory_mib, g.reserved};
     const auto seen_end = seen.begin() + static_cast<std::ptrdiff_t>(seen_count);
     if (std::find(seen.begin(), seen_end, state) != seen_end) continue;
     if (seen_count < seen.size()) seen[seen_count++] = state;
@@ -459,9 +460,12 @@ NodeScorer::Choice NodeScorer::Best(const ShareRequest& r) const {
       a.partial -= r.gpu_milli;
     }
     const int64_t delta = Fragmentation(a, &g, &h, 1) - frag_;
-    if (delta < best.delta || (delta == best.delta && h.milli < best_left)) {
+    if (delta < best.delta ||
+        (delta == best.delta &&
+         (h.milli < best_left || (h.milli == best_left && g.reserved && !best_reserved)))) {
       best = {delta, static_cast<int32_t>(i)};
       best_left = h.milli;
+      best_reserved = g.reserved;
     }
   }
   return best;

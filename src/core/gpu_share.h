@@ -119,6 +119,9 @@ struct GpuFree {
   uint8_t mig_used = 0;           // MIG GPUs: slots held
   const MigModel* mig = nullptr;  // MIG GPUs: the profile table; nullptr otherwise
   bool healthy = true;
+  // A reservation pod holds it for shares (Node::reserved_gpu_mask): between GPUs a share
+  // would leave equally, it goes on such a one.
+  bool reserved = false;
   bool Shareable() const { return healthy && mig == nullptr; }
   bool EntirelyFree() const {
     return milli == kMilliPerGpu && memory_mib == total_memory_mib && mig_used == 0;
@@ -263,7 +266,8 @@ class NodeScorer {
     int64_t tie = 0;
   };
   // The least increase a placement of `r` (whole GPUs, a share or no GPU) on the node makes; for
-  // a share, ties go to the GPU left with the least free compute, then the lowest index.
+  // a share, ties go to the GPU left with the least free compute, then to a reserved one, then
+  // the lowest index.
   // kNoPlacement when `r` does not fit the node (its CPU, memory or GPU model, or no GPU with
   // room).
   Choice Best(const ShareRequest& r) const;

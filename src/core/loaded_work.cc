@@ -92,9 +92,12 @@ bool EraseInOrder(std::vector<WorkloadId>& ids, WorkloadId w) {
 }
 
 // Why a gang in bind backoff waits: the same words for every cycle of its backoff, so that its
-// pods' condition is written once. The time is UTC, to the second.
+// pods' condition is written once. The time is UTC, to the second. Without a rollback, the
+// caller held the bind back and `bind_failure` says why.
 std::string BindBackoffMessage(const Workload& w) {
   const std::string at = FormatRfc3339Ms(w.bind_retry_at.count(), TimeFraction::kNone);
+  if (w.bind_rollbacks == 0 && !w.bind_failure.empty())
+    return w.bind_failure + "; it is tried again from " + at;
   std::string m = "its gang's bind failed and was rolled back";
   if (w.bind_rollbacks > 1) m += " " + std::to_string(w.bind_rollbacks) + " times in a row";
   if (!w.bind_failure.empty()) m += " (" + w.bind_failure + ")";

@@ -135,6 +135,11 @@ struct Node {
   // i = GPU i. They are never free and never preempted. Their CPU and memory are left out of
   // `allocatable` by the caller.
   uint64_t external_gpu_mask = 0;
+  // GPUs that a reservation pod holds from the device plugin so that shares may sit on them
+  // (docs/sharing.md, "Reservation pods"): bit i = GPU i. To the engine they are free or shared
+  // as their pods make them; a share goes on one of them before a GPU of equal standing that
+  // none holds, so that it needs no new reservation.
+  uint64_t reserved_gpu_mask = 0;
 };
 
 // A set of identical pods within a workload (a Job's pod template, a pod group's members).
@@ -202,7 +207,8 @@ struct Workload {
   // and was rolled back is not placed before `bind_retry_at` (a time after the snapshot's
   // `now`: it waits with kBindBackoff, holds nothing and takes no place in its queue).
   // `bind_rollbacks` counts its rollbacks in a row and `bind_failure` says what failed last,
-  // for its reason.
+  // for its reason; with no rollback, `bind_failure` says why the caller held its bind back
+  // (a share waiting for a reservation pod's GPU, docs/sharing.md).
   Time bind_retry_at{0};
   int32_t bind_rollbacks = 0;
   std::string bind_failure;

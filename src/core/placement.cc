@@ -264,6 +264,7 @@ int GangAttempt::ShareGpu(int32_t n, const PodSet& ps) const {
   for (const ShareTaken& t : shares_)
     if (t.node == n) opened |= uint64_t{1} << t.gpu;
   const bool released = overlay_ != nullptr && overlay_->ReleasesShares(n);
+  const uint64_t reserved = state_.node(node).reserved_gpu_mask;
   int best = -1;
   int64_t best_left = kMilliPerGpu;
   for (uint64_t m = (state_.share_open_mask(node) & ~taken) | opened; m != 0; m &= m - 1) {
@@ -284,7 +285,9 @@ int GangAttempt::ShareGpu(int32_t n, const PodSet& ps) const {
     if (used + milli > kMilliPerGpu) continue;
     if (memory > 0 && used_memory + memory > state_.gpu_memory_mib(node, g)) continue;
     const int64_t left = kMilliPerGpu - used - milli;
-    if (best < 0 || left < best_left) {
+    // The fullest fit; on a tie, a GPU a reservation pod holds.
+    if (best < 0 || left < best_left ||
+        (left == best_left && (reserved >> g & 1) != 0 && (reserved >> best & 1) == 0)) {
       best = g;
       best_left = left;
     }
@@ -298,6 +301,8 @@ int GangAttempt::ShareGpu(int32_t n, const PodSet& ps) const {
     }
   }
   if (free == 0) return -1;
+  // A free GPU a reservation pod holds first: the share needs no new reservation there.
+  if ((free & reserved) != 0) free &= reserved;
   return std::countr_zero(PickGpus(free, state_.islands(node), 1));
 }
 

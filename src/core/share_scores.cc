@@ -65,10 +65,12 @@ void FillNodeFree(const ClusterState& state, int32_t node, StateNodeFree& out) {
   const NodeCapacity& free = state.free(id);
   const uint64_t open = state.share_open_mask(id);
   const int count = state.facts(id).gpu_count;
+  const uint64_t reserved = state.node(id).reserved_gpu_mask;
   out.gpus.assign(static_cast<size_t>(count), GpuFree{});
   for (int g = 0; g < count; ++g) {
     GpuFree& gpu = out.gpus[static_cast<size_t>(g)];
     const uint64_t bit = uint64_t{1} << g;
+    gpu.reserved = (reserved & bit) != 0;
     const int64_t memory = state.gpu_memory_mib(id, g);
     gpu.total_memory_mib = memory;
     if ((free.gpu_mask & bit) != 0) {
@@ -112,15 +114,19 @@ ShareScores::Best ShareScores::Score(const Scored& scored, const Shape& shape, i
   if (c.delta == NodeScorer::kNoPlacement) return b;
   b.delta = c.delta;
   b.gpu = c.gpu;
-  b.left = scored.free.gpus[static_cast<size_t>(c.gpu)].milli - shape.request.gpu_milli;
+  const GpuFree& gpu = scored.free.gpus[static_cast<size_t>(c.gpu)];
+  b.left = gpu.milli - shape.request.gpu_milli;
+  b.reserved = gpu.reserved;
   return b;
 }
 
-// Least increase, then the least compute left on the GPU, then the lowest node.
+// Least increase, then the least compute left on the GPU, then a GPU a reservation pod holds,
+// then the lowest node.
 bool ShareScores::Better(const Best& a, int32_t an, const Best& b, int32_t bn) {
   if (a.delta != b.delta) return a.delta < b.delta;
   if (a.delta == NodeScorer::kNoPlacement) return an < bn;
   if (a.left != b.left) return a.left < b.left;
+  if (a.reserved != b.reserved) return a.reserved;
   return an < bn;
 }
 

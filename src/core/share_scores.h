@@ -3,7 +3,7 @@
 // GPU requests of the snapshot's pods, running and waiting, each class weighed by the GPU demand
 // it brings (the `chamber` sharing policy's weights, gpu_share.h); a share goes to the node and
 // GPU where it least increases that node's fragmentation under the mix (NodeScorer), then to the
-// GPU it leaves the least room on, then to the lowest node.
+// GPU it leaves the least room on, then to a GPU a reservation pod holds, then to the lowest node.
 //
 // For each shape of share pod set asked about (its share, GPU memory, CPU, memory and node
 // constraints), each node's best placement and a tournament tree over nodes are kept: built on
@@ -32,7 +32,8 @@ std::vector<MixClass> SnapshotShareMix(const Snapshot& snapshot, size_t max_clas
 
 // A node's GPUs as the sharing model sees them: a free GPU entirely free, an open shared GPU
 // with the compute and memory its shares leave, any other GPU (held whole, closed to shares,
-// failed) unusable; the node's free CPU and memory, none when it has no pod slot left.
+// failed) unusable, each marked reserved as its node's reserved_gpu_mask says; the node's free
+// CPU and memory, none when it has no pod slot left.
 struct StateNodeFree {
   std::vector<GpuFree> gpus;
   NodeFree node;
@@ -60,6 +61,7 @@ class ShareScores {
     int64_t delta = NodeScorer::kNoPlacement;
     int32_t left = 0;  // compute left on the GPU after the share
     int32_t gpu = -1;
+    bool reserved = false;  // a reservation pod holds the GPU (Node::reserved_gpu_mask)
   };
   struct Shape {
     ShareRequest request;

@@ -148,7 +148,7 @@ run_lint() {
     "$(query "${work}/default.yaml" 'find("Role")["metadata"]["namespace"]')"
   local args='find("StatefulSet")["spec"]["template"]["spec"]["containers"][0]["args"]'
   expect_eq "chamberd args (defaults)" \
-    '["--leader-elect", "--lease-namespace", "chamber-system", "--lease-name", "chamber-scheduler", "--listen", "0.0.0.0:8080", "--health-listen", "0.0.0.0:8081", "--config", "/etc/chamber/chamber.yaml", "--scheduler-name", "chamber-disabled", "--kube-api-qps", "200", "--kube-api-burst", "400", "--writers", "16", "--share-memory-grace", "60", "--admin-group", "chamber:admins", "--admin-group", "system:masters", "--viewer-group", "chamber:viewers", "--viewer-group", "system:serviceaccounts:chamber-system", "--agent-user", "system:serviceaccount:chamber-system:chamber-agent", "--data-dir", "/var/lib/chamber", "--history-follow-url", "http://chamber.chamber-system.svc:80", "--replica-user", "system:serviceaccount:chamber-system:chamber", "--log-level", "info", "--log-json"]' \
+    '["--leader-elect", "--lease-namespace", "chamber-system", "--lease-name", "chamber-scheduler", "--listen", "0.0.0.0:8080", "--health-listen", "0.0.0.0:8081", "--config", "/etc/chamber/chamber.yaml", "--scheduler-name", "chamber-disabled", "--kube-api-qps", "200", "--kube-api-burst", "400", "--writers", "16", "--share-memory-grace", "60", "--gpu-reservations=true", "--gpu-reservation-grace", "10", "--gpu-reservation-image", "registry.k8s.io/pause:3.10", "--admin-group", "chamber:admins", "--admin-group", "system:masters", "--viewer-group", "chamber:viewers", "--viewer-group", "system:serviceaccounts:chamber-system", "--agent-user", "system:serviceaccount:chamber-system:chamber-agent", "--data-dir", "/var/lib/chamber", "--history-follow-url", "http://chamber.chamber-system.svc:80", "--replica-user", "system:serviceaccount:chamber-system:chamber", "--log-level", "info", "--log-json"]' \
     "$(query "${work}/default.yaml" "${args}")"
   local pod='find("StatefulSet")["spec"]["template"]["spec"]'
   expect_eq "replicas" "2" "$(query "${work}/default.yaml" 'find("StatefulSet")["spec"]["replicas"]')"
@@ -302,6 +302,7 @@ run_lint() {
 --set chamberd.bogus=1|at '/chamberd': additional properties 'bogus' not allowed
 --set chamberd.writers=300|at '/chamberd/writers': maximum: got 300, want 256
 --set chamberd.shareMemoryGraceSeconds=-1|at '/chamberd/shareMemoryGraceSeconds': minimum: got -1, want 0
+--set chamberd.gpuReservations.graceSeconds=-5|at '/chamberd/gpuReservations/graceSeconds': minimum: got -5, want 0
 --set config.queueOrder=Random|at '/config/queueOrder': value must be one of 'FairShare', 'DominantShare', 'OldestHead'
 --set config.preemption.minRuntime=soon|at '/config/preemption/minRuntime'
 --set config.typo=1|at '/config': additional properties 'typo' not allowed

@@ -102,6 +102,9 @@ constexpr std::chrono::milliseconds kFenceLagLimit{5'000};
 constexpr std::chrono::milliseconds kFenceRetryDelay{200};
 // Binds refused because the pod changed since the snapshot, tried again with its new version.
 constexpr int kChangedPodAttempts = 3;
+// A gang held back for a reservation pod (docs/sharing.md, "Reservation pods") is placed again
+// this long after: the node's agent reports a new pod's GPU at once.
+constexpr std::chrono::milliseconds kReservationWait{1'000};
 
 // The chart's ValidatingAdmissionPolicy refused a binding: its leader term is not the Lease's.
 bool FenceRefused(const Status& s) {
@@ -390,6 +393,7 @@ BuildOptions KubeBackend::BuildOptionsAt(int64_t now_ms) {
   bo.assumed = &assumed_;
   bo.suspending = &suspending_;
   bo.cache = &build_cache_;
+  bo.reservation_namespace = options_.reservation_namespace;
   return bo;
 }
 
@@ -568,9 +572,36 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     bool maybe_bound = false;
   };
   std::vector<BindCall> calls;
+  // On nodes whose agent reports pod resources, a share is bound only to a GPU a reservation
+  // pod holds, and whole-GPU pods only where the device plugin has GPUs left (docs/sharing.md,
+  // "Reservation pods"): a gang that must wait for either is held back whole.
+  ReservationPlan reserving;
+  if (!options_.reservation_namespace.empty()) {
+    const int64_t now = NowMs();
+    std::unordered_set<std::string_view> shown;
+    for (const GpuReservation& r : built_.reservations) shown.insert(r.uid);
+    std::erase_if(made_reservations_, [&](const auto& kv) {
+      return shown.contains(kv.first) || kv.second.expires_ms < now;
+    });
+    std::unordered_map<std::string_view, int32_t> node_at;
+    for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n)
+      node_at[built_.snapshot.nodes[n].name] = static_cast<int32_t>(n);
+    std::vector<int32_t> unseen;
+    for (const auto& [uid, made] : made_reservations_)
+      if (auto it = node_at.find(made.node); it != node_at.end()) unseen.push_back(it->second);
+    reserving = PlanReservations(built_, result, devices_, now, options_.reservations,
+                                 reservation_idle_, unseen);
+  }
+  auto held = [&](size_t d) { return d < reserving.wait.size() && !reserving.wait[d].empty(); };
   for (size_t d = 0; d < result.binds.size(); ++d) {
     const core::BindDecision& bind = result.binds[d];
     const WorkloadSource& src = built_.sources[bind.workload.index()];
+    if (held(d)) {
+      const std::string& name = built_.snapshot.workloads[bind.workload.index()].name;
+      bind_backoff_[name] = {NowMs() + kReservationWait.count(), 0, reserving.wait[d]};
+      spdlog::debug("gang {}: not bound yet: {}", name, reserving.wait[d]);
+      continue;
+    }
     for (const core::PodAssignment& a : bind.pods) {
       if (a.pod_set < 0 || static_cast<size_t>(a.pod_set) >= src.pods.size() || a.replica < 0 ||
           static_cast<size_t>(a.replica) >= src.pods[a.pod_set].size())
@@ -679,6 +710,7 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   };
   std::vector<EventCall> events;
   for (size_t d = 0; d < result.binds.size(); ++d) {
+    if (held(d)) continue;
     const WorkloadSource& src = built_.sources[result.binds[d].workload.index()];
     const std::string& name = built_.snapshot.workloads[result.binds[d].workload.index()].name;
     std::string failed;
@@ -837,12 +869,52 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
     events.push_back({&src, "FailedScheduling", message, true});
   }
   for (const EventCall& e : events) Event(*e.about, e.reason, e.message, e.warning);
+  ApplyReservations(reserving);
   std::lock_guard<std::mutex> l(stats_mu_);
   stats_.binds += binds;
   stats_.bind_failures += failures;
   stats_.rollbacks += rollbacks;
   stats_.fence_refusals += fence_refusals;
   stats_.changed_pod_rebinds += changed_rebinds;
+}
+
+void KubeBackend::ApplyReservations(const ReservationPlan& plan) {
+  const std::string& ns = options_.reservation_namespace;
+  for (const ReservationPlan::Removal& r : plan.remove) {
+    const GpuReservation& pod = built_.reservations[r.reservation];
+    if (!WritesAllowed()) return;
+    kube::DeleteOptions del;
+    del.uid = pod.uid;
+    del.grace_period_seconds = 0;
+    const std::string name = pod.key.substr(pod.key.find('/') + 1);
+    Status s = client_->Delete(kube::resources::kPods, ns, name, del);
+    if (s.ok() || kube::IsNotFound(s)) {
+      reservation_idle_.erase(pod.uid);
+      spdlog::info("reservation pod {} on node {} deleted: {}", pod.key,
+                   built_.snapshot.nodes[static_cast<size_t>(pod.node)].name, r.why);
+    } else {
+      CountError(s, "deleting reservation pod " + pod.key);
+    }
+  }
+  for (int32_t n : plan.create) {
+    if (!WritesAllowed()) return;
+    const std::string& node = built_.snapshot.nodes[static_cast<size_t>(n)].name;
+    Result<Json> made = client_->Create(
+        kube::resources::kPods, ns,
+        ReservationPod(ns, node, options_.reservation_image, options_.gpu_resource));
+    if (made.ok()) {
+      const Json& meta = (*made)["metadata"];
+      made_reservations_[meta.value("uid", std::string())] = {
+          node, NowMs() + options_.assume_timeout.count()};
+      spdlog::info("reservation pod {}/{} made on node {}, for shares of a GPU", ns,
+                   meta.value("name", std::string()), node);
+    } else {
+      CountError(made.status(), "making a reservation pod on node " + node);
+    }
+  }
+  std::lock_guard<std::mutex> l(stats_mu_);
+  stats_.reservations_made += static_cast<int64_t>(plan.create.size());
+  stats_.reservations_deleted += static_cast<int64_t>(plan.remove.size());
 }
 
 std::vector<std::string> KubeBackend::AssumedPods() const {

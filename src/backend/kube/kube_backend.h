@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "backend/kube/gpu_pricing.h"
+#include "backend/kube/gpu_reservations.h"
 #include "backend/kube/snapshot_builder.h"
 #include "core/fair_share.h"
 #include "daemon/backend.h"
@@ -111,11 +112,17 @@ struct KubeBackendOptions {
   // node's agent measures the pod's processes, for this long in a row is deleted; 0: shown and
   // logged, never deleted (docs/sharing.md, "Memory a share holds").
   std::chrono::milliseconds share_memory_grace{60'000};
+  // Reservation pods (docs/sharing.md, "Reservation pods"), made in this namespace (chamberd's
+  // own); empty: none are made, and shares are bound without them.
+  std::string reservation_namespace;
+  std::string reservation_image = "registry.k8s.io/pause:3.10";
+  ReservationOptions reservations;
 };
 
 // Counters since start, for metrics and tests.
 struct KubeBackendStats {
   int64_t binds = 0, bind_failures = 0, rollbacks = 0;
+  int64_t reservations_made = 0, reservations_deleted = 0;  // reservation pods
   int64_t suspends = 0, resumes = 0, evictions = 0, eviction_blocked = 0;
   int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0, events_dropped = 0;
   int64_t share_memory_evictions = 0;  // shares deleted for holding more memory than they asked
@@ -274,6 +281,17 @@ class KubeBackend : public daemon::ClusterBackend {
     std::string failure;
   };
   std::unordered_map<std::string, BindBackoff> bind_backoff_;
+  // Reservation pods without a share since (by UID), for PlanReservations.
+  std::unordered_map<std::string, int64_t> reservation_idle_;
+  // Reservation pods made, by UID: their node and when to stop waiting for the informer to show
+  // them (until then they count as made, so a lagging informer never gets a node a second one).
+  struct MadeReservation {
+    std::string node;
+    int64_t expires_ms = 0;
+  };
+  std::unordered_map<std::string, MadeReservation> made_reservations_;
+  // Creates and deletes the reservation pods `plan` names.
+  void ApplyReservations(const ReservationPlan& plan);
   // Starts, or doubles, the bind backoff of `workload` after a rollback; returns it.
   const BindBackoff& BackOff(const std::string& workload, const std::string& failure);
   std::map<std::string, std::string> queue_errors_;         // queue -> decode error

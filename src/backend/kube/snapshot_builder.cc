@@ -837,6 +837,7 @@ class Builder {
         nodes[i].allocatable = e->node.allocatable;
         nodes[i].max_pods = e->node.max_pods;
         nodes[i].external_gpu_mask = e->node.external_gpu_mask;
+        nodes[i].reserved_gpu_mask = e->node.reserved_gpu_mask;
         continue;
       }
       nodes[i] = e->node;
@@ -1117,6 +1118,7 @@ class Builder {
     for (const PodEntry* e : pods) {
       const kube::Pod* p = e->object;
       const PodFacts& f = e->facts;
+      if (ReadReservation(*p, f)) continue;
       if (f.terminal) continue;
       const std::string* node = &p->node_name;
       const std::vector<int>* annotated = &f.gpu_indices;
@@ -1980,6 +1982,44 @@ class Builder {
         ps.mig.profile = static_cast<int8_t>(l);
       }
     }
+  }
+
+  // A reservation pod of chamberd's (docs/sharing.md, "Reservation pods"): recorded, its GPU
+  // marked reserved where the node's agent reports it, its CPU, memory and pod slot left out of
+  // the node's; never a workload, nor another scheduler's pod holding a GPU. Whether `p` is one.
+  bool ReadReservation(const kube::Pod& p, const PodFacts& f) {
+    if (options_.reservation_namespace.empty() ||
+        p.metadata.namespace_name != options_.reservation_namespace ||
+        !p.metadata.labels.contains(keys::kGpuReservation))
+      return false;
+    auto n = node_index_.find(p.node_name);
+    if (n == node_index_.end()) return true;  // on no node we know: holds nothing we see
+    GpuReservation r;
+    r.key = f.key;
+    r.uid = p.metadata.uid;
+    r.node = n->second;
+    r.deleting = !p.metadata.deletion_timestamp.empty();
+    r.failed = f.terminal;
+    r.created_ms = p.metadata.creation_timestamp.unix_ms();
+    core::Node& node = out_.snapshot.nodes[static_cast<size_t>(r.node)];
+    if (options_.devices != nullptr) {
+      auto d = options_.devices->find(node.name);
+      if (d != options_.devices->end() && d->second != nullptr) {
+        auto it = d->second->find(r.key);
+        const int gpus = static_cast<int>(node.gpus.size());
+        if (it != d->second->end() && std::popcount(it->second) == 1 &&
+            std::countr_zero(it->second) < gpus)
+          r.gpu = std::countr_zero(it->second);
+      }
+    }
+    if (!r.failed) {
+      if (r.gpu >= 0 && !r.deleting) node.reserved_gpu_mask |= uint64_t{1} << r.gpu;
+      node.allocatable -=
+          Resources::Of(0, f.shape.request.cpu_milli(), f.shape.request.memory_bytes());
+      node.max_pods -= 1;
+    }
+    out_.reservations.push_back(std::move(r));
+    return true;
   }
 
   void AccountBoundPods() {

@@ -91,6 +91,8 @@ inline constexpr char kGpuHoursLost[] = "chamber.io/gpu-hours-lost";
 // Node annotations written by the health controller and the agent.
 inline constexpr char kUnhealthyGpus[] = "chamber.io/unhealthy-gpus";  // "2,5"
 inline constexpr char kGpuUuids[] = "chamber.io/gpu-uuids";            // comma-separated
+// On a reservation pod of chamberd's (docs/sharing.md, "Reservation pods"), in its namespace.
+inline constexpr char kGpuReservation[] = "chamber.io/gpu-reservation";  // label
 // Node labels.
 inline constexpr char kGpuProduct[] = "nvidia.com/gpu.product";
 inline constexpr char kGpuMemory[] = "nvidia.com/gpu.memory";  // MiB
@@ -211,6 +213,18 @@ struct BuiltSnapshot;
 using NodeDevices = std::map<std::string, uint64_t>;
 using DeviceAssignments = std::unordered_map<std::string, std::shared_ptr<const NodeDevices>>;
 
+// A reservation pod (docs/sharing.md, "Reservation pods"): a pod of chamberd's, in its
+// namespace, that holds one GPU from the device plugin so that shares may be bound to it.
+struct GpuReservation {
+  std::string key;  // "namespace/name"
+  std::string uid;
+  int32_t node = -1;  // the snapshot's node index
+  int gpu = -1;  // the GPU the device plugin gave it, as the node's agent reports; -1: none yet
+  bool deleting = false;  // being deleted: it still holds its GPU, and no share is bound there
+  bool failed = false;    // ended (the kubelet could not run it, say): it holds nothing
+  int64_t created_ms = 0;
+};
+
 struct BuildOptions {
   std::string scheduler_name = kDefaultSchedulerName;
   std::string gpu_resource = kGpuResource;
@@ -222,6 +236,9 @@ struct BuildOptions {
   // The device plugin's own assignment of whole GPUs: where a node's agent reports a pod's
   // GPUs, the pod holds those, whatever its chamber.io/gpu-indices says (null: none known).
   const DeviceAssignments* devices = nullptr;
+  // chamberd's namespace, where its reservation pods are (labelled kGpuReservation); empty:
+  // none are read, and such pods count as any other scheduler's.
+  std::string reservation_namespace;
   size_t max_preemptions_kept = 10;
   // What earlier builds derived from objects that have not changed since (null: derive
   // everything). The snapshot is the same with or without it.
@@ -244,6 +261,11 @@ struct BuiltSnapshot {
   std::vector<std::string> problems;
   // Pods of ours waiting for the rest of their gang to be created.
   int32_t incomplete_gangs = 0;
+  // Reservation pods on known nodes (BuildOptions::reservation_namespace), in name order. Those
+  // whose GPU is reported, live and not being deleted, mark it in their node's
+  // reserved_gpu_mask; none holds a GPU in the snapshot otherwise (a reserved GPU without
+  // shares is free to the engine).
+  std::vector<GpuReservation> reservations;
   // UIDs of assumed binds whose pods now show a node: the caller may drop those assumptions.
   std::vector<std::string> assumptions_shown;
   // UIDs of assumed suspensions the objects now show: the caller may drop those.

@@ -523,12 +523,13 @@ TEST_F(WebhookE2E, NoShareGoesToATimeSlicedNodeAndWholeGpusStillDo) {
 // The device plugin, not chamberd, picks the GPU of a pod asking nvidia.com/gpu. chamberd
 // binds a whole-GPU pod to GPU 0 of a 2-GPU node, but the node's agent reports (pod-resources)
 // that the device plugin gave it GPU 1: a half share then goes on GPU 0, never on GPU 1, and is
-// told GPU 0's UUID, which the health controller wrote from the same report.
+// told GPU 0's UUID, which the health controller wrote from the same report. (Without
+// reservation pods: with them, below, the share goes where its reservation pod was given.)
 TEST_F(WebhookE2E, AShareNeverGoesOnTheGpuTheDevicePluginGaveAWholeGpuPod) {
   const std::string pool = "pool-" + ns_;
   Nodes(1, 2, "two", {}, {{"chamber-test/pool", pool}});
   const std::string node = ns_ + "-two-0";
-  const int port = StartWithWebhook("a");
+  const int port = StartWithWebhook("a", {"--gpu-reservations=false"});
   ASSERT_GT(port, 0);
   RegisterWebhook(port, queue_);
   if (HasFailure()) return;
@@ -567,6 +568,114 @@ TEST_F(WebhookE2E, AShareNeverGoesOnTheGpuTheDevicePluginGaveAWholeGpuPod) {
   const Json half = GetPod(default_ns_, "half");
   EXPECT_EQ(Annotation(half, "chamber.io/gpu-indices"), "0") << "GPU 1 is held whole";
   EXPECT_EQ(Annotation(half, "chamber.io/visible-devices"), "GPU-" + ns_ + "-0");
+}
+
+// docs/sharing.md, "Reservation pods": on a node whose agent reports pod resources, a share is
+// bound only to a GPU a reservation pod holds. A whole-GPU pod that chamberd put on GPU 0 was
+// given GPU 2 by the device plugin. A half share makes chamberd create one reservation pod on
+// the node and waits, saying so; the device plugin gives the reservation GPU 3 (not the GPU
+// chamberd placed the share on), and the share is bound there with GPU 3's UUID. A second half
+// share goes beside it with no new reservation. Once both are gone, the reservation pod is
+// deleted after its grace.
+TEST_F(WebhookE2E, AShareIsBoundToTheGpuItsReservationPodWasGiven) {
+  const std::string pool = "pool-" + ns_;
+  Nodes(1, 4, "four", {}, {{"chamber-test/pool", pool}});
+  const std::string node = ns_ + "-four-0";
+  // chamberd's own namespace, where its reservation pods go.
+  const std::string own = ns_ + "-own";
+  ASSERT_TRUE(
+      client_->Create(kube::resources::kNamespaces, "", {{"metadata", {{"name", own}}}}).ok());
+  struct Cleanup {
+    kube::Client* client;
+    std::string ns;
+    ~Cleanup() { (void)client->Delete(kube::resources::kNamespaces, "", ns); }
+  } cleanup{client_.get(), own};
+  const int port = StartWithWebhook("a", {"--pod-namespace", own, "--gpu-reservation-grace", "2"});
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, queue_);
+  if (HasFailure()) return;
+  Json whole = BarePod("whole");
+  whole["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
+  ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, whole).ok());
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "whole")).empty(); }, 30s));
+  EXPECT_EQ(Annotation(GetPod(default_ns_, "whole"), "chamber.io/gpu-indices"), "0");
+  auto holder = [](const std::string& ns, const std::string& pod, const std::string& uuid) {
+    return Json{{"namespace", ns},     {"pod", pod},
+                {"container", "main"}, {"resource", "nvidia.com/gpu"},
+                {"device_id", uuid},   {"mig_uuid", nullptr}};
+  };
+  auto uuid = [&](int g) { return "GPU-" + ns_ + "-" + std::to_string(g); };
+  std::map<int, Json> held = {{0, {{"pods", Json::array()}}},
+                              {1, {{"pods", Json::array()}}},
+                              {2, {{"pods", Json::array({holder(default_ns_, "whole", uuid(2))})}}},
+                              {3, {{"pods", Json::array()}}}};
+  PostAgentReport("a", node, 4, held, /*pod_resources=*/true);
+  if (HasFailure()) return;
+
+  auto reservations = [&] {
+    std::vector<Json> out;
+    auto list = client_->List(kube::resources::kPods, own);
+    if (list.ok())
+      for (Json& p : list->items)
+        if (p["metadata"]["labels"].contains("chamber.io/gpu-reservation") &&
+            !p["metadata"].contains("deletionTimestamp"))
+          out.push_back(std::move(p));
+    return out;
+  };
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kPods, default_ns_,
+                           SharePod("half", "0.5", Json::object(), pool))
+                  .ok());
+  ASSERT_TRUE(Eventually([&] { return reservations().size() == 1; }, 30s))
+      << "chamberd made no reservation pod";
+  const Json r = reservations().front();
+  EXPECT_EQ(NodeOf(r), node);
+  EXPECT_EQ(r["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+  const std::string r_name = r["metadata"]["name"];
+  EXPECT_TRUE(r_name.starts_with("gpu-reservation-")) << r_name;
+  std::string waiting;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const Json& c : GetPod(default_ns_, "half")["status"].value("conditions", Json()))
+          if (c.value("type", "") == "PodScheduled" && c.value("reason", "") == "BindBackoff")
+            waiting = c.value("message", "");
+        return !waiting.empty();
+      },
+      30s))
+      << "the share's condition does not say why it waits";
+  EXPECT_NE(waiting.find("its share waits for the device plugin to give a GPU to a reservation "
+                         "pod on node " +
+                         node),
+            std::string::npos)
+      << waiting;
+  EXPECT_TRUE(NodeOf(GetPod(default_ns_, "half")).empty()) << "bound before its reservation";
+
+  // The device plugin gave the reservation GPU 3.
+  held[3] = {{"pods", Json::array({holder(own, r_name, uuid(3))})}};
+  PostAgentReport("a", node, 4, held, /*pod_resources=*/true);
+  if (HasFailure()) return;
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "half")).empty(); }, 30s));
+  EXPECT_EQ(Annotation(GetPod(default_ns_, "half"), "chamber.io/gpu-indices"), "3");
+  EXPECT_EQ(Annotation(GetPod(default_ns_, "half"), "chamber.io/visible-devices"), uuid(3));
+
+  // A second half share sits beside it, on the same reservation.
+  ASSERT_TRUE(client_
+                  ->Create(kube::resources::kPods, default_ns_,
+                           SharePod("half-2", "0.5", Json::object(), pool))
+                  .ok());
+  ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "half-2")).empty(); }, 30s));
+  EXPECT_EQ(Annotation(GetPod(default_ns_, "half-2"), "chamber.io/gpu-indices"), "3");
+  std::this_thread::sleep_for(3s);  // past the grace: shares hold it, so it stays
+  ASSERT_EQ(reservations().size(), 1u);
+  EXPECT_EQ(reservations().front()["metadata"]["name"], r_name);
+
+  // Both shares gone: the reservation pod follows after its grace.
+  kube::DeleteOptions now;
+  now.grace_period_seconds = 0;
+  for (const char* name : {"half", "half-2"})
+    ASSERT_TRUE(client_->Delete(kube::resources::kPods, default_ns_, name, now).ok());
+  EXPECT_TRUE(Eventually([&] { return reservations().empty(); }, 30s))
+      << "the idle reservation pod was not deleted";
 }
 
 // docs/sharing.md, "Memory a share holds": three quarter shares asking 10 GiB each on one GPU.

@@ -447,6 +447,18 @@ TEST_F(EngineTest, AGangInBindBackoffWaitsItOutAndHoldsNothing) {
   b_.Now(Sec(1'796'600'020));
   Run();
   EXPECT_THAT(Bound(), ElementsAre("team-a/gang", "team-a/later"));
+
+  // A bind the caller held back, with no rollback: its reason is the caller's.
+  b_.Now(Sec(1'796'600'000));
+  W("team-a/gang").bind_rollbacks = 0;
+  W("team-a/gang").bind_failure =
+      "its share waits for the device plugin to give a GPU to a reservation pod on node n0";
+  Run();
+  ASSERT_NE(Pending("team-a/gang"), nullptr);
+  EXPECT_EQ(Pending("team-a/gang")->reason, PendingReason::kBindBackoff);
+  EXPECT_EQ(Pending("team-a/gang")->message(),
+            "its share waits for the device plugin to give a GPU to a reservation pod on node "
+            "n0; it is tried again from 2026-12-06T23:33:40Z");
 }
 
 TEST_F(EngineTest, StrictFifoBlocksBehindHead) {
@@ -1033,6 +1045,53 @@ TEST_F(EngineTest, NoShareGoesToANodeWhoseDevicePluginDividesItsGpus) {
   EXPECT_NE(Pending("half")->message().find("1 node GPUs divided by the device plugin"),
             std::string::npos)
       << Pending("half")->message();
+}
+
+// A share goes on a GPU a reservation pod holds before another free GPU of equal standing
+// (docs/sharing.md, "Reservation pods"), on the same node and across nodes, placed alone (the
+// fragmentation scores) or in a gang (the bucketed fit); between GPUs it would leave unequally,
+// the reservation does not count.
+TEST_F(EngineTest, ASharePrefersAGpuAReservationPodHolds) {
+  b_.Node("n0", 4);
+  b_.Node("n1", 4);
+  b_.snapshot().nodes[0].reserved_gpu_mask = Mask(2, 1);
+  b_.snapshot().nodes[1].reserved_gpu_mask = Mask(1, 1);
+  b_.Queue("q").Quota(8);
+  b_.Workload("single", "q").Shares(1, 500);
+  Run();
+  ASSERT_THAT(Bound(), ElementsAre("single"));
+  EXPECT_EQ(result_.binds[0].pods[0].placement.node.value, 0);
+  EXPECT_EQ(result_.binds[0].pods[0].placement.gpu_mask, Mask(2, 1));
+
+  // Only the second node holds a reservation: the share goes there, not to the lower node.
+  b_.snapshot().nodes[0].reserved_gpu_mask = 0;
+  Run();
+  ASSERT_THAT(Bound(), ElementsAre("single"));
+  EXPECT_EQ(result_.binds[0].pods[0].placement.node.value, 1);
+  EXPECT_EQ(result_.binds[0].pods[0].placement.gpu_mask, Mask(1, 1));
+
+  // A gang of two shares of 0.6 (one GPU each) takes the node's reserved GPUs first.
+  b_ = SnapshotBuilder();
+  b_.Node("n0", 4);
+  b_.snapshot().nodes[0].reserved_gpu_mask = Mask(1, 1) | Mask(3, 1);
+  b_.Queue("q").Quota(8);
+  b_.Workload("gang", "q").Shares(2, 600);
+  Run();
+  ASSERT_THAT(Bound(), ElementsAre("gang"));
+  uint64_t gpus = 0;
+  for (const PodAssignment& a : result_.binds[0].pods) gpus |= a.placement.gpu_mask;
+  EXPECT_EQ(gpus, Mask(1, 1) | Mask(3, 1));
+
+  // A GPU with a share on it that the new share fills exactly wins over a reserved free GPU.
+  b_ = SnapshotBuilder();
+  b_.Node("n0", 2);
+  b_.snapshot().nodes[0].reserved_gpu_mask = Mask(1, 1);
+  b_.Queue("q").Quota(8);
+  b_.Workload("running", "q").Shares(1, 500).Running("n0", Mask(0, 1));
+  b_.Workload("half", "q").Shares(1, 500);
+  Run();
+  ASSERT_THAT(Bound(), ElementsAre("half"));
+  EXPECT_EQ(result_.binds[0].pods[0].placement.gpu_mask, Mask(0, 1));
 }
 
 // The cycles after: a share waits for the room its victims' shares release and preempts no

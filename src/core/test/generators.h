@@ -322,6 +322,10 @@ inline Snapshot GenShareSnapshot() {
     for (Gpu& g : n.gpus) g.memory_mib = memory;
     if (Chance(60)) n.max_pods = std::max(n.max_pods, 32);  // room for many small pods
     n.device_plugin_shares = Chance(15);  // no share goes there; whole GPUs still do
+    // GPUs reservation pods hold for shares, free or shared as the pods below make them.
+    if (Chance(30))
+      for (size_t g = 0; g < n.gpus.size(); ++g)
+        if (Chance(40)) n.reserved_gpu_mask |= uint64_t{1} << g;
   }
   GenQueues(b);
   for (Queue& q : b.snapshot().queues) {

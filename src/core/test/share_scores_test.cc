@@ -23,13 +23,15 @@ using testing::Chance;
 using testing::Pick;
 
 // The choice a scan of every node and GPU makes: least increase of the node's fragmentation
-// (NodeFragmentation, recomputed in full), then least compute left, then lowest node and GPU.
+// (NodeFragmentation, recomputed in full), then least compute left, then a GPU a reservation
+// pod holds, then lowest node and GPU.
 struct Scan {
   int64_t delta = 0;
   int32_t left = 0;
+  bool reserved = false;
   int32_t node = -1;
   int gpu = -1;
-  auto Key() const { return std::tuple(delta, left, node, gpu); }
+  auto Key() const { return std::tuple(delta, left, !reserved, node, gpu); }
 };
 
 std::optional<Scan> ScanEveryGpu(const ClusterState& state, const PodSet& ps,
@@ -57,7 +59,8 @@ std::optional<Scan> ScanEveryGpu(const ClusterState& state, const PodSet& ps,
       gpu.memory_mib -= ps.gpu_memory_mib;
       f.node.cpu_milli -= ps.request.cpu_milli();
       f.node.memory_bytes -= ps.request.memory_bytes();
-      const Scan s{NodeFragmentation(f.node, mix) - before, gpu.milli, n, g};
+      const bool reserved = (state.node(id).reserved_gpu_mask >> g & 1) != 0;
+      const Scan s{NodeFragmentation(f.node, mix) - before, gpu.milli, reserved, n, g};
       if (!best || s.Key() < best->Key()) best = s;
     }
   }
@@ -102,7 +105,7 @@ RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ())
   };
   std::vector<Held> held;
   bool journaling = false;
-  int placed = 0;
+  int placed = 0, on_reserved = 0;
   for (int step = 0; step < 60; ++step) {
     const int action = Pick(0, 9);
     if (action < 6) {
@@ -115,6 +118,7 @@ RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ())
       if (!got) continue;
       RC_ASSERT(got->node == want->node);
       RC_ASSERT(got->gpu == want->gpu);
+      if (want->reserved) ++on_reserved;
       const PodPlacement p{NodeId{got->node}, uint64_t{1} << got->gpu};
       state.Claim(p, ps.request, ps.gpu_memory_mib);
       held.push_back({p, ps});
@@ -135,6 +139,7 @@ RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ())
   }
   RC_ASSERT(state.CheckInvariants().ok());
   RC_CLASSIFY(placed >= 10, "10 or more shares placed");
+  RC_CLASSIFY(on_reserved > 0, "a share went on a GPU a reservation pod holds");
 }
 
 TEST(ShareScoresTest, ANodesGpusAsTheSharingModelSeesThem) {

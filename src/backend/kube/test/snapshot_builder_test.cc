@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/kube/gpu_reservations.h"
 #include "backend/kube/queue_resource.h"
 #include "common/gpu_share_ask.h"
 #include "common/time.h"
@@ -2400,6 +2401,212 @@ TEST(SnapshotBuilderTest, IndexLists) {
   EXPECT_EQ(ParseIndexList("64").status().message(), "\"64\" is not a GPU index (0 to 63)");
   EXPECT_EQ(ParseIndexList("-1").status().message(), "\"-1\" is not a GPU index (0 to 63)");
   EXPECT_EQ(FormatIndexList(MaskToIndices(0b1010'0001)), "0,5,7");
+}
+
+// --- Reservation pods (docs/sharing.md, "Reservation pods") ---
+
+// A reservation pod of chamberd's in namespace "chamber" on node n1, as the API server holds it.
+std::shared_ptr<const kube::Pod> ReservationPodOn(const std::string& name, Json extra = {}) {
+  Json j = PodJson("chamber", name, 1,
+                   {{"metadata", {{"labels", {{"chamber.io/gpu-reservation", "true"}}}}},
+                    {"spec", {{"nodeName", "n1"}, {"schedulerName", "default-scheduler"}}},
+                    {"status", {{"phase", "Running"}}}});
+  j["spec"]["containers"][0]["resources"]["requests"] = {
+      {"cpu", "1m"}, {"memory", "8Mi"}, {"nvidia.com/gpu", "1"}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return std::make_shared<const kube::Pod>(kube::Pod::FromJson(j).value());
+}
+
+// A waiting half-GPU share of queue q, given its GPU's environment by the webhook.
+std::shared_ptr<const kube::Pod> HalfShare(const std::string& name, Json extra = {}) {
+  Json j = {{"metadata",
+             {{"annotations",
+               {{"chamber.io/gpu-fraction", "0.5"}, {"chamber.io/gpu-env", "downward-api"}}},
+              {"labels", {{"chamber.io/queue", "q"}}}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return Pod("ml", name, 0, j);
+}
+
+TEST(SnapshotBuilderTest, AReservationPodsReportedGpuIsReservedNotHeld) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 4)};
+  in.pods = {ReservationPodOn("gpu-reservation-a"),
+             ReservationPodOn("gpu-reservation-b"),  // not reported yet
+             ReservationPodOn("gpu-reservation-c",
+                              {{"metadata", {{"deletionTimestamp", "2026-11-30T10:00:05Z"}}}}),
+             ReservationPodOn("gpu-reservation-d", {{"status", {{"phase", "Failed"}}}})};
+  in.queues = {QueueNamed("q", 4)};
+  const DeviceAssignments devices = {
+      {"n1", std::make_shared<const NodeDevices>(NodeDevices{
+                 {"chamber/gpu-reservation-a", 0b0100}, {"chamber/gpu-reservation-c", 0b0001}})}};
+  BuildOptions o = Opts();
+  o.devices = &devices;
+  o.reservation_namespace = "chamber";
+  BuiltSnapshot b = BuildSnapshot(in, o);
+  const core::Node& n = b.snapshot.nodes[0];
+  EXPECT_EQ(n.reserved_gpu_mask, 0b0100u) << "a: reported and live; c is being deleted";
+  EXPECT_EQ(n.external_gpu_mask, 0u) << "to the engine a reserved GPU without shares is free";
+  EXPECT_EQ(n.max_pods, 110 - 3) << "the live ones' pod slots";
+  EXPECT_TRUE(b.snapshot.workloads.empty());
+  ASSERT_EQ(b.reservations.size(), 4u);
+  EXPECT_EQ(b.reservations[0].key, "chamber/gpu-reservation-a");
+  EXPECT_EQ(b.reservations[0].gpu, 2);
+  EXPECT_EQ(b.reservations[1].gpu, -1);
+  EXPECT_TRUE(b.reservations[2].deleting);
+  EXPECT_EQ(b.reservations[2].gpu, 0);
+  EXPECT_TRUE(b.reservations[3].failed);
+  EXPECT_EQ(b.reservations[0].created_ms, UnixMs("2026-11-30T10:00:00Z"));
+
+  // Without chamberd's namespace they are any other scheduler's pods, holding their GPUs.
+  o.reservation_namespace = "";
+  b = BuildSnapshot(in, o);
+  EXPECT_TRUE(b.reservations.empty());
+  EXPECT_EQ(b.snapshot.nodes[0].reserved_gpu_mask, 0u);
+  EXPECT_EQ(std::popcount(b.snapshot.nodes[0].external_gpu_mask), 3);
+}
+
+// A share is bound only to a GPU a reservation pod holds: the first placement makes one and
+// waits; a reservation not reported yet is counted on, not made twice; once reported, the share
+// goes on its GPU and is bound, making nothing more.
+TEST(SnapshotBuilderTest, AShareWaitsForAReservationPodThenGoesOnItsGpu) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 4), GpuNode("n2", 4)};
+  in.pods = {HalfShare("s")};
+  in.queues = {QueueNamed("q", 4)};
+  auto devices = [](NodeDevices n1) {
+    return DeviceAssignments{{"n1", std::make_shared<const NodeDevices>(std::move(n1))}};
+  };
+  BuildOptions o = Opts();
+  o.reservation_namespace = "chamber";
+  DeviceAssignments reported = devices({});
+  o.devices = &reported;
+  std::unordered_map<std::string, int64_t> idle;
+  const int64_t now = o.now.count();
+  auto plan = [&](const BuiltSnapshot& b, const core::CycleResult& r) {
+    return PlanReservations(b, r, reported, now, ReservationOptions{}, idle);
+  };
+
+  BuiltSnapshot b = BuildSnapshot(in, o);
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u);
+  ASSERT_EQ(r.binds[0].pods[0].placement.node.value, 0) << "n1, the lower node";
+  ReservationPlan p = plan(b, r);
+  EXPECT_EQ(p.wait[0],
+            "its share waits for the device plugin to give a GPU to a reservation pod on node n1");
+  EXPECT_EQ(p.create, std::vector<int32_t>{0});
+  EXPECT_TRUE(p.remove.empty());
+
+  // Made, and not shown by the informer yet: counted on, not made again.
+  p = PlanReservations(b, r, reported, now, ReservationOptions{}, idle, {0});
+  EXPECT_FALSE(p.wait[0].empty());
+  EXPECT_TRUE(p.create.empty());
+
+  // Shown, not reported yet: counted on.
+  in.pods.push_back(ReservationPodOn("gpu-reservation-a"));
+  b = BuildSnapshot(in, o);
+  r = core::Engine().Schedule(b.snapshot);
+  p = plan(b, r);
+  EXPECT_FALSE(p.wait[0].empty());
+  EXPECT_TRUE(p.create.empty());
+  EXPECT_TRUE(p.remove.empty());
+
+  // Reported on GPU 3: the share goes there and is bound.
+  reported = devices({{"chamber/gpu-reservation-a", 0b1000}});
+  b = BuildSnapshot(in, o);
+  r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(r.binds[0].pods[0].placement, (core::PodPlacement{core::NodeId{0}, 0b1000}));
+  p = plan(b, r);
+  EXPECT_EQ(p.wait[0], "");
+  EXPECT_TRUE(p.create.empty());
+  EXPECT_TRUE(p.remove.empty());
+
+  // A node whose agent reports no pod resources binds shares as without reservations.
+  reported = {};
+  in.pods = {HalfShare("s")};
+  b = BuildSnapshot(in, o);
+  r = core::Engine().Schedule(b.snapshot);
+  p = plan(b, r);
+  EXPECT_EQ(p.wait[0], "");
+  EXPECT_TRUE(p.create.empty());
+}
+
+// A reservation pod outlives the shares on its GPU by the grace; one never reported, or ended,
+// goes; and whole-GPU pods wait for idle reservation pods to leave when the device plugin would
+// have too few GPUs for them, which are deleted at once, never one a share holds.
+TEST(SnapshotBuilderTest, ReservationPodsLeaveWhenIdleOrNeededAndNeverUnderAShare) {
+  ClusterObjects in;
+  in.nodes = {GpuNode("n1", 4)};
+  Json bound_share = {{"metadata",
+                       {{"annotations",
+                         {{"chamber.io/gpu-fraction", "0.5"},
+                          {"chamber.io/gpu-env", "downward-api"},
+                          {"chamber.io/gpu-indices", "1"}}},
+                        {"labels", {{"chamber.io/queue", "q"}}}}},
+                      {"spec", {{"nodeName", "n1"}}},
+                      {"status", {{"phase", "Running"}}}};
+  in.pods = {ReservationPodOn("gpu-reservation-busy"), ReservationPodOn("gpu-reservation-idle"),
+             Pod("ml", "s", 0, bound_share)};
+  in.queues = {QueueNamed("q", 8)};
+  const DeviceAssignments devices = {{"n1", std::make_shared<const NodeDevices>(NodeDevices{
+                                                {"chamber/gpu-reservation-busy", 0b0010},
+                                                {"chamber/gpu-reservation-idle", 0b0100}})}};
+  BuildOptions o = Opts();
+  o.reservation_namespace = "chamber";
+  o.devices = &devices;
+  std::unordered_map<std::string, int64_t> idle;
+  const ReservationOptions opts;  // a grace of 10 s
+  const int64_t t0 = o.now.count();
+  BuiltSnapshot b = BuildSnapshot(in, o);
+  const core::CycleResult none;
+  EXPECT_TRUE(PlanReservations(b, none, devices, t0, opts, idle).remove.empty());
+  EXPECT_TRUE(PlanReservations(b, none, devices, t0 + 9'999, opts, idle).remove.empty());
+  ReservationPlan p = PlanReservations(b, none, devices, t0 + 10'000, opts, idle);
+  ASSERT_EQ(p.remove.size(), 1u);
+  EXPECT_EQ(b.reservations[p.remove[0].reservation].key, "chamber/gpu-reservation-idle");
+  EXPECT_EQ(p.remove[0].why, "no share has held its GPU for 10 s");
+  EXPECT_EQ(idle.size(), 1u) << "the busy one is not idle";
+
+  // A whole-GPU pod of 3 on the node: the device plugin has 4 - 2 reserved = 2 to give. The
+  // idle reservation goes at once, before its grace; the pod waits.
+  idle.clear();
+  in.pods.push_back(
+      Pod("ml", "whole", 3, {{"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}}}));
+  b = BuildSnapshot(in, o);
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u) << "to the engine the idle reservation's GPU is free";
+  p = PlanReservations(b, r, devices, t0, opts, idle);
+  EXPECT_EQ(p.wait[0],
+            "waits for 1 reservation pod(s) to leave node n1, so that the device plugin has GPUs "
+            "to give its pods");
+  ASSERT_EQ(p.remove.size(), 1u);
+  EXPECT_EQ(b.reservations[p.remove[0].reservation].key, "chamber/gpu-reservation-idle");
+  EXPECT_EQ(p.remove[0].why, "no share holds its GPU, and whole-GPU pods need it");
+  // Being deleted, it still holds its GPU: the pod waits on, and nothing more is deleted.
+  in.pods[1] = ReservationPodOn("gpu-reservation-idle",
+                                {{"metadata", {{"deletionTimestamp", "2026-11-30T10:00:05Z"}}}});
+  b = BuildSnapshot(in, o);
+  r = core::Engine().Schedule(b.snapshot);
+  p = PlanReservations(b, r, devices, t0, opts, idle);
+  EXPECT_FALSE(p.wait[0].empty());
+  EXPECT_TRUE(p.remove.empty());
+  // Gone: bound.
+  in.pods.erase(in.pods.begin() + 1);
+  b = BuildSnapshot(in, o);
+  r = core::Engine().Schedule(b.snapshot);
+  p = PlanReservations(b, r, devices, t0, opts, idle);
+  EXPECT_EQ(p.wait[0], "");
+
+  // Never reported in 2 minutes, or ended: deleted.
+  in.pods = {ReservationPodOn("gpu-reservation-lost"),
+             ReservationPodOn("gpu-reservation-ended", {{"status", {{"phase", "Failed"}}}})};
+  b = BuildSnapshot(in, o);
+  p = PlanReservations(b, none, devices, UnixMs("2026-11-30T10:02:00Z"), opts, idle);
+  ASSERT_EQ(p.remove.size(), 2u);
+  EXPECT_EQ(p.remove[0].why,
+            "its node's agent has not reported the GPU the device plugin gave it in 120 s");
+  EXPECT_EQ(p.remove[1].why, "it ended");
+  EXPECT_TRUE(idle.empty()) << "entries of pods no longer live are dropped";
 }
 
 }  // namespace
