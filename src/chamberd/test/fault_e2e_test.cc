@@ -289,6 +289,40 @@ class FaultE2E : public e2e::ChamberdCluster {
     }
   }
 
+  // What is left to tell why the Job controller counted pods of Job `name` as failed: its pods
+  // that ended Failed (the kubelet's reason and exit codes; the simulated kubelet deletes
+  // finished pods, so most are gone by the end), and the Events of the Job and its pods, the
+  // Job controller's among them. Into pod_failure_traces_, a line each.
+  void TracePodFailures(const std::string& name) {
+    for (const kube::Pod& p : JobPods(name)) {
+      if (p.phase != "Failed") continue;
+      std::string line = name + ": pod " + p.metadata.name + " Failed on " + p.node_name;
+      const kube::Json& status = p.raw.contains("status") ? p.raw["status"] : kube::Json();
+      if (status.is_object() && status.contains("reason"))
+        line += " (" + status.value("reason", "") + ": " + status.value("message", "") + ")";
+      if (status.is_object() && status.contains("containerStatuses"))
+        for (const kube::Json& c : status["containerStatuses"])
+          if (c.contains("state") && c["state"].contains("terminated"))
+            line += "; " + c.value("name", "") + " exit " +
+                    std::to_string(c["state"]["terminated"].value("exitCode", -1));
+      pod_failure_traces_.push_back(line);
+    }
+    auto events = client_->List(kube::resources::kEvents, ns_);
+    if (!events.ok()) return;
+    for (const kube::Json& e : events->items) {
+      const std::string about = e.contains("involvedObject")
+                                    ? e["involvedObject"].value("name", std::string())
+                                    : std::string();
+      if (about != name && !about.starts_with(name + "-")) continue;
+      const std::string source =
+          e.contains("source") ? e["source"].value("component", std::string()) : std::string();
+      pod_failure_traces_.push_back(name + ": event on " + about + " from " +
+                                    (source.empty() ? "?" : source) + ": " + e.value("reason", "") +
+                                    ": " + e.value("message", "") + " (x" +
+                                    std::to_string(e.value("count", 1)) + ")");
+    }
+  }
+
   // How every Job stands once the faults have stopped: each finished, fully running, suspended
   // by Chamber (its preempted-at annotation) or pending with Chamber's reason on every pod; and
   // no queue over its limit. Returns what is wrong (nothing: settled).
@@ -296,6 +330,7 @@ class FaultE2E : public e2e::ChamberdCluster {
     std::vector<std::string> wrong;
     outcome->clear();
     jobs_with_pod_failures_.clear();
+    pod_failure_traces_.clear();
     const std::map<std::string, JobRecord> known = JobsSoFar();
     std::map<std::string, int> queue_gpus;
     // Pending with a reason: the Job, the reason and message on its first pod, and how many of
@@ -316,6 +351,7 @@ class FaultE2E : public e2e::ChamberdCluster {
       if (job.failed > 0) {
         (*outcome)["pod failures counted by the Job controller"] += job.failed;
         jobs_with_pod_failures_.push_back(name + " (" + std::to_string(job.failed) + ")");
+        TracePodFailures(name);
       }
       if (complete) {
         ++(*outcome)["finished"];
@@ -534,6 +570,7 @@ class FaultE2E : public e2e::ChamberdCluster {
   std::atomic<int64_t> samples_{0}, failed_samples_{0}, pods_checked_{0};
   int restarts_ = 0;  // replicas that exited on their own and were started again
   std::vector<std::string> jobs_with_pod_failures_;  // "<job> (<failed>)", by FinalState
+  std::vector<std::string> pod_failure_traces_;      // by TracePodFailures
   std::string fence_;  // the applied leader fence's file, deleted in TearDown
   // While the control plane restarts: the stream waits, the checker pauses (and a gang's time
   // partly bound starts again after it).
@@ -751,8 +788,9 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
             << "  Jobs with pod failures (look them up in the kept logs, --keep): "
             << (jobs_with_pod_failures_.empty() ? std::string("none")
                                                 : ::testing::PrintToString(jobs_with_pod_failures_))
-            << "\n"
-            << "  cycles whose binds the leader fence refused while leading (tried again): "
+            << "\n";
+  for (const std::string& t : pod_failure_traces_) std::cout << "    " << t << "\n";
+  std::cout << "  cycles whose binds the leader fence refused while leading (tried again): "
             << LoggedLines("refused by the leader fence") << "\n"
             << "  proxy: " << proxy_.Stats() << "  violations: " << violations_.size() << "\n"
             << "  run time (from the first replica leading): " << total << " s" << std::endl;

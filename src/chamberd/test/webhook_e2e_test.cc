@@ -134,6 +134,21 @@ class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
     return pod;
   }
 
+  // Starts replica "a" with the webhook and `flags`, then has it bind a one-GPU pod "whole" of
+  // default_ns_ to the node of `pool`: chamberd's own choice, the lowest free GPU, 0.
+  void StartAndBindWhole(const std::string& pool, const std::vector<std::string>& flags) {
+    const int port = StartWithWebhook("a", flags);
+    ASSERT_GT(port, 0);
+    RegisterWebhook(port, queue_);
+    if (HasFailure()) return;
+    Json whole = BarePod("whole");
+    whole["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
+    ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, whole).ok());
+    ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "whole")).empty(); }, 30s));
+    EXPECT_EQ(Annotation(GetPod(default_ns_, "whole"), "chamber.io/gpu-indices"), "0")
+        << "chamberd's own choice: the lowest free GPU";
+  }
+
   // Posts what `node`'s chamber-agent would report (docs/agent.md) to replica `replica`'s API:
   // `gpus` GPUs named GPU-<ns>-<index>, each sample extended by `extra[index]` (its `pods`,
   // `processes`), each inventory entry by `inventory_extra[index]` (its `mig`), and whether
@@ -529,16 +544,8 @@ TEST_F(WebhookE2E, AShareNeverGoesOnTheGpuTheDevicePluginGaveAWholeGpuPod) {
   const std::string pool = "pool-" + ns_;
   Nodes(1, 2, "two", {}, {{"chamber-test/pool", pool}});
   const std::string node = ns_ + "-two-0";
-  const int port = StartWithWebhook("a", {"--gpu-reservations=false"});
-  ASSERT_GT(port, 0);
-  RegisterWebhook(port, queue_);
+  StartAndBindWhole(pool, {"--gpu-reservations=false"});
   if (HasFailure()) return;
-  Json whole = BarePod("whole");
-  whole["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
-  ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, whole).ok());
-  ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "whole")).empty(); }, 30s));
-  EXPECT_EQ(Annotation(GetPod(default_ns_, "whole"), "chamber.io/gpu-indices"), "0")
-      << "chamberd's own choice: the lowest free GPU";
 
   // The node's agent: GPU 1 is the whole pod's, as the kubelet's pod-resources API says.
   const Json holder = {{"namespace", default_ns_},
@@ -590,15 +597,8 @@ TEST_F(WebhookE2E, AShareIsBoundToTheGpuItsReservationPodWasGiven) {
     std::string ns;
     ~Cleanup() { (void)client->Delete(kube::resources::kNamespaces, "", ns); }
   } cleanup{client_.get(), own};
-  const int port = StartWithWebhook("a", {"--pod-namespace", own, "--gpu-reservation-grace", "2"});
-  ASSERT_GT(port, 0);
-  RegisterWebhook(port, queue_);
+  StartAndBindWhole(pool, {"--pod-namespace", own, "--gpu-reservation-grace", "2"});
   if (HasFailure()) return;
-  Json whole = BarePod("whole");
-  whole["spec"]["nodeSelector"] = {{"chamber-test/pool", pool}};
-  ASSERT_TRUE(client_->Create(kube::resources::kPods, default_ns_, whole).ok());
-  ASSERT_TRUE(Eventually([&] { return !NodeOf(GetPod(default_ns_, "whole")).empty(); }, 30s));
-  EXPECT_EQ(Annotation(GetPod(default_ns_, "whole"), "chamber.io/gpu-indices"), "0");
   auto holder = [](const std::string& ns, const std::string& pod, const std::string& uuid) {
     return Json{{"namespace", ns},     {"pod", pod},
                 {"container", "main"}, {"resource", "nvidia.com/gpu"},
