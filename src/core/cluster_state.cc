@@ -66,8 +66,9 @@ NodeIndex::NodeIndex(const std::vector<Node>& nodes, const std::vector<MigResour
       island_masks_[f.first_island + k] |= uint64_t{1} << g;
     }
     f.num_islands = static_cast<uint32_t>(island_ids.size());
-    if (!node.gpus.empty()) {
-      const std::string& model = node.gpus.front().model;
+    if (!node.gpus.empty() || !node.mig_model.empty()) {
+      const std::string& model =
+          node.gpus.empty() ? node.mig_model.str() : node.gpus.front().model.str();
       if (last_model_id < 0 || model != last_model) {
         auto [it, inserted] = model_ids_.try_emplace(model, static_cast<int32_t>(models_.size()));
         if (inserted) models_.push_back(model);

@@ -18,10 +18,13 @@ struct Split {
   std::vector<int64_t> usage;  // GPU thousandths its running work holds, per model
 };
 
-// Whether every pod set of `w` that asks for GPUs (whole or a share) allows `model`.
+// Whether a pod of `ps` asks for GPUs: whole, a share or MIG devices.
+bool UsesGpus(const PodSet& ps) { return ps.request.gpu_milli() > 0 || ps.mig.any(); }
+
+// Whether every pod set of `w` that asks for GPUs allows `model`.
 bool Allows(const Workload& w, const std::string& model) {
   for (const PodSet& ps : w.pod_sets) {
-    if (ps.request.gpu_milli() <= 0 || ps.gpu_models.empty()) continue;
+    if (!UsesGpus(ps) || ps.gpu_models.empty()) continue;
     if (std::find(ps.gpu_models.begin(), ps.gpu_models.end(), model) == ps.gpu_models.end())
       return false;
   }
@@ -29,18 +32,19 @@ bool Allows(const Workload& w, const std::string& model) {
 }
 
 bool AsksForGpus(const Workload& w) {
-  return std::any_of(w.pod_sets.begin(), w.pod_sets.end(),
-                     [](const PodSet& ps) { return ps.request.gpu_milli() > 0; });
+  return std::any_of(w.pod_sets.begin(), w.pod_sets.end(), UsesGpus);
 }
 
-// The GPU model of the node that running work's first pod with GPUs is on; empty if none.
+// The GPU model of the node that running work's first pod with GPUs is on (of its GPUs in MIG
+// mode, for a pod of MIG devices); empty if none.
 std::string RunningModel(const Snapshot& s, const Workload& w) {
   for (size_t i = 0; i < w.placements.size(); ++i) {
     const PodSet* ps = w.PlacementPodSet(i);
     const PodPlacement& p = w.placements[i];
-    if (ps == nullptr || ps->request.gpu_milli() <= 0) continue;
+    if (ps == nullptr || !UsesGpus(*ps)) continue;
     if (!p.node.valid() || p.node.index() >= s.nodes.size()) continue;
     const Node& n = s.nodes[p.node.index()];
+    if (ps->mig.any() && !n.mig_model.empty()) return n.mig_model.str();
     if (!n.gpus.empty()) return std::string(n.gpus.front().model);
   }
   return {};
@@ -53,15 +57,22 @@ int64_t HeldMilli(const Workload& w) {
   return milli;
 }
 
-// Free whole GPUs per model, in thousandths: healthy GPUs of schedulable nodes that no running
-// work and no pod outside the engine holds.
+// Free GPUs per model, in thousandths: healthy GPUs of schedulable nodes that no running work
+// and no pod outside the engine holds, and the MIG devices no running work holds, by their
+// charge, under the model of the node's GPUs in MIG mode.
 std::unordered_map<std::string, int64_t> FreeMilliByModel(const Snapshot& s) {
   std::vector<uint64_t> used(s.nodes.size());
+  std::vector<int64_t> mig_held(s.nodes.size(), 0);
   for (size_t n = 0; n < s.nodes.size(); ++n) used[n] = s.nodes[n].external_gpu_mask;
   for (const Workload& w : s.workloads) {
     if (w.state != WorkloadState::kRunning && w.state != WorkloadState::kPreempting) continue;
-    for (const PodPlacement& p : w.placements)
-      if (p.node.valid() && p.node.index() < used.size()) used[p.node.index()] |= p.gpu_mask;
+    for (size_t i = 0; i < w.placements.size(); ++i) {
+      const PodPlacement& p = w.placements[i];
+      if (!p.node.valid() || p.node.index() >= used.size()) continue;
+      used[p.node.index()] |= p.gpu_mask;
+      if (const PodSet* ps = w.PlacementPodSet(i); ps != nullptr)
+        mig_held[p.node.index()] += ps->mig.charge();
+    }
   }
   std::unordered_map<std::string, int64_t> free;
   for (size_t n = 0; n < s.nodes.size(); ++n) {
@@ -69,6 +80,11 @@ std::unordered_map<std::string, int64_t> FreeMilliByModel(const Snapshot& s) {
     if (node.unschedulable) continue;
     for (size_t g = 0; g < node.gpus.size() && g < static_cast<size_t>(kMaxGpusPerNode); ++g)
       if (node.gpus[g].healthy && (used[n] >> g & 1) == 0) free[node.gpus[g].model] += Gpus(1);
+    if (node.mig_model.empty()) continue;
+    int64_t mig = -mig_held[n];
+    for (size_t p = 0; p < s.mig_profiles.size() && p < node.mig_devices.size(); ++p)
+      mig += int64_t{node.mig_devices[p]} * s.mig_profiles[p].milli;
+    if (mig > 0) free[node.mig_model.str()] += mig;
   }
   return free;
 }
@@ -151,7 +167,7 @@ void SplitGpuModelQueues(Snapshot& s) {
 
   auto narrow = [](Workload& w, const std::string& model) {
     for (PodSet& ps : w.pod_sets)
-      if (ps.request.gpu_milli() > 0) ps.gpu_models = {model};
+      if (UsesGpus(ps)) ps.gpu_models = {model};
   };
   auto lane_name = [&](const Split& split, size_t m) -> const std::string& {
     return s.queues[split.first_lane + m].name;
@@ -195,7 +211,7 @@ void SplitGpuModelQueues(Snapshot& s) {
       if (Allows(w, split.models[m].model)) allowed.push_back(m);
     if (allowed.empty()) {
       for (PodSet& ps : w.pod_sets) {
-        if (ps.request.gpu_milli() <= 0 || !ps.invalid_reason.empty()) continue;
+        if (!UsesGpus(ps) || !ps.invalid_reason.empty()) continue;
         ps.invalid_reason = "pod set " + ps.name + " may use GPU models " +
                             CommaList(ps.gpu_models) + " only, and queue " + team +
                             " runs work on GPU models " + ModelList(split.models) +

@@ -27,8 +27,9 @@ inline constexpr char kGpuModelQueueSeparator = '/';
 //     and the cluster has that many GPUs of the model free; else the first within the limit;
 //     else the first it allows. Work that allows none of the queue's models waits as an invalid
 //     workload, with the models named.
-//   - work that asks for no GPU, or only for MIG devices (whose GPU model the snapshot does not
-//     name), goes to the first model's queue and keeps its pods' models.
+//   - work that asks for no GPU goes to the first model's queue and keeps its pods' models.
+// MIG devices count as GPUs of the model of their node's GPUs in MIG mode (Node::mig_model),
+// by their charge; a node that does not name it counts for no model.
 // A queue that has children, or whose list is invalid, is left as it is: the engine rejects it
 // with the reason (QueueTree).
 void SplitGpuModelQueues(Snapshot& s);

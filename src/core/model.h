@@ -130,6 +130,9 @@ struct Node {
   std::array<uint8_t, kMaxMigProfiles> mig_devices{};
   Resources allocatable;  // cpu and memory; the gpu entry is ignored: GPUs come from `gpus`
   std::vector<Gpu> gpus;  // index = device index on the node
+  // The model of its GPUs in MIG mode (empty: none, or not known): a node without whole GPUs
+  // counts as of this model for pods naming GPU models and for quotas per GPU model.
+  SharedString mig_model;
   Topology topology;
   // GPUs held by pods the engine does not schedule (another scheduler's pods, system pods): bit
   // i = GPU i. They are never free and never preempted. Their CPU and memory are left out of

@@ -163,7 +163,7 @@ const std::vector<NodeFilter>& FeasibilityCache::For(const PodSet& ps, int32_t* 
       allowed_model[mid] = 1;
       ++model_count;
     }
-    const bool check_model = !ps.gpu_models.empty() && gpu;
+    const bool check_model = !ps.gpu_models.empty() && (gpu || mig >= 0);
     std::vector<NodeFilter> f(state_->num_nodes(), NodeFilter::kOk);
     for (size_t i = 0; i < f.size(); ++i) {
       const NodeId n{static_cast<int32_t>(i)};

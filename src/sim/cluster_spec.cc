@@ -282,6 +282,7 @@ std::vector<core::Node> BuildNodes(const ClusterSpec& spec) {
         gpu.model = p.gpu_model;
         gpu.memory_mib = p.gpu_memory_bytes / (1024 * 1024);
       }
+      if (p.mig_gpus > 0) n.mig_model = p.gpu_model;
       for (const auto& [name, count] : p.mig_devices) {
         for (size_t l = 0; l < profiles.size(); ++l)
           if (profiles[l].name == name)

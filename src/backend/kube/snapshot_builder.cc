@@ -919,6 +919,7 @@ class Builder {
       }
       mig->emplace_back(static_cast<int8_t>(index),
                         static_cast<int32_t>(std::min<int64_t>(count, core::kMaxMigDevices)));
+      n.mig_model = model;  // GPU feature discovery's product: the GPU's, not a device's
       if (count > core::kMaxMigDevices)
         problem("node " + n.name + ": allocatable " + name + ": " + std::to_string(count) +
                 "; only " + std::to_string(core::kMaxMigDevices) + " are scheduled");

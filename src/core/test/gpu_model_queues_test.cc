@@ -172,5 +172,60 @@ TEST(GpuModelQueuesTest, AModelsLimitHoldsWhileAnotherModelRuns) {
       << r.pending[0].message();
 }
 
+// MIG devices count under the model of their node's GPUs in MIG mode (Node::mig_model): running
+// MIG work goes to that model's queue and its charge is that model's usage; waiting MIG work
+// chooses a model as whole GPUs do, by its charge, and is then placed only on that model's
+// nodes. A node that does not name its model counts for none.
+TEST(GpuModelQueuesTest, MigDevicesCountUnderTheModelOfTheirNode) {
+  SnapshotBuilder b;
+  b.Node("h0", 4, "H100");
+  b.Node("a-mig", 0, "A100").Mig("3g.40gb", 2);
+  b.snapshot().nodes.back().mig_model = "A100";
+  b.Node("h-mig", 0, "H100").Mig("3g.40gb", 2);
+  b.snapshot().nodes.back().mig_model = "H100";
+  b.Queue("team");
+  // H100 quota 1 (the 0.428 of a 3g device fits twice: 0.856), A100 quota 0.5.
+  b.snapshot().queues.back().gpu_models = {Model("H100", 1), Model("A100", 0)};
+  b.snapshot().queues.back().gpu_models[1].gpu.quota = 500;
+  b.Workload("mig-on-a100", "team").Mig(1, "3g.40gb").Running("a-mig", 0);
+  b.Workload("next", "team").Mig(1, "3g.40gb");
+  Snapshot s = b.snapshot();
+  SplitGpuModelQueues(s);
+  auto w = [&](const std::string& name) -> const Workload& {
+    for (const Workload& x : s.workloads)
+      if (x.name == name) return x;
+    throw std::runtime_error(name);
+  };
+  EXPECT_EQ(w("mig-on-a100").queue, "team/A100");
+  // H100 first in the list and within its quota: 0 + 0.428 <= 1.
+  EXPECT_EQ(w("next").queue, "team/H100");
+  EXPECT_EQ(w("next").pod_sets[0].gpu_models, std::vector<std::string>{"H100"});
+  const CycleResult r = Engine().Schedule(s);
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(s.nodes[r.binds[0].pods[0].placement.node.index()].name, "h-mig")
+      << "only the H100 node's devices, though the A100 node has one free";
+
+  // A100's quota holds 0.428 already: with H100 listed second, the next one still goes to H100
+  // (A100: 0.428 + 0.428 > 0.5), where the free devices are.
+  b.snapshot().queues.back().gpu_models = {Model("A100", 0), Model("H100", 1)};
+  b.snapshot().queues.back().gpu_models[0].gpu.quota = 500;
+  s = b.snapshot();
+  SplitGpuModelQueues(s);
+  EXPECT_EQ(w("next").queue, "team/H100");
+
+  // A node that names no model: its MIG work counts on the first model, and no model's pod
+  // goes there.
+  SnapshotBuilder c;
+  c.Node("mig", 0, "A100").Mig("3g.40gb", 2);
+  c.Queue("team");
+  c.snapshot().queues.back().gpu_models = {Model("H100", 1), Model("A100", 1)};
+  c.Workload("running", "team").Mig(1, "3g.40gb").Running("mig", 0);
+  c.Workload("next", "team").Mig(1, "3g.40gb");
+  Snapshot t = c.snapshot();
+  SplitGpuModelQueues(t);
+  EXPECT_EQ(t.workloads[0].queue, "team/H100");
+  EXPECT_TRUE(Engine().Schedule(t).binds.empty());
+}
+
 }  // namespace
 }  // namespace chamber::core

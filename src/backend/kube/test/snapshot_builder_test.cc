@@ -392,7 +392,9 @@ TEST(SnapshotBuilderTest, MigDevicesAreCountedPerNodeAndProfile) {
   EXPECT_EQ(b.snapshot.nodes[0].mig_devices[0], 4);
   EXPECT_EQ(b.snapshot.nodes[0].mig_devices[1], 1);
   EXPECT_EQ(b.snapshot.nodes[0].gpus.size(), 2u);
+  EXPECT_EQ(b.snapshot.nodes[0].mig_model, "H100") << "its GPUs in MIG mode: the product label";
   EXPECT_EQ(b.snapshot.nodes[1].mig_devices, (std::array<uint8_t, core::kMaxMigProfiles>{}));
+  EXPECT_TRUE(b.snapshot.nodes[1].mig_model.empty()) << "no MIG devices";
 
   core::CycleResult r = core::Engine().Schedule(b.snapshot);
   std::map<std::string, std::string> pending;
