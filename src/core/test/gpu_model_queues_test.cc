@@ -1,5 +1,6 @@
 #include "core/gpu_model_queues.h"
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ const Queue* Find(const Snapshot& s, const std::string& name) {
   for (const Queue& q : s.queues)
     if (q.name == name) return &q;
   return nullptr;
+}
+
+// The workload of `s` named `name`.
+const Workload& Named(const Snapshot& s, const std::string& name) {
+  for (const Workload& x : s.workloads)
+    if (x.name == name) return x;
+  throw std::runtime_error(name);
 }
 
 // Two nodes of four H100s and one of four A100s; queue "team" lists H100 (quota 2, limit 4)
@@ -85,11 +93,7 @@ TEST(GpuModelQueuesTest, EachWorkloadGoesToTheQueueOfOneModel) {
   b.Workload("elsewhere", "other").Pods(1, 1).Models({"A100"});
   Snapshot s = b.snapshot();
   SplitGpuModelQueues(s);
-  auto w = [&](const std::string& name) -> const Workload& {
-    for (const Workload& x : s.workloads)
-      if (x.name == name) return x;
-    throw std::runtime_error(name);
-  };
+  auto w = [&](const std::string& name) -> const Workload& { return Named(s, name); };
   EXPECT_EQ(w("on-a100").queue, "team/A100");
   EXPECT_EQ(w("on-h100").queue, "team/H100");
   // H100 holds 2 of quota 2: one more goes over it; A100 holds 2 of 4 and takes it.
@@ -191,11 +195,7 @@ TEST(GpuModelQueuesTest, MigDevicesCountUnderTheModelOfTheirNode) {
   b.Workload("next", "team").Mig(1, "3g.40gb");
   Snapshot s = b.snapshot();
   SplitGpuModelQueues(s);
-  auto w = [&](const std::string& name) -> const Workload& {
-    for (const Workload& x : s.workloads)
-      if (x.name == name) return x;
-    throw std::runtime_error(name);
-  };
+  auto w = [&](const std::string& name) -> const Workload& { return Named(s, name); };
   EXPECT_EQ(w("mig-on-a100").queue, "team/A100");
   // H100 first in the list and within its quota: 0 + 0.428 <= 1.
   EXPECT_EQ(w("next").queue, "team/H100");
