@@ -61,6 +61,11 @@ ReservationPlan PlanReservations(const BuiltSnapshot& built, const core::CycleRe
         whole[p.node.index()] |= p.gpu_mask;
     }
   }
+  // GPUs whose shares were bound without a reservation (before reservations, or while the
+  // node's agent did not report): none can be had for them, so more shares go there as before.
+  std::vector<uint64_t> unreserved_shared(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n)
+    unreserved_shared[n] = nodes[n].share_gpus & ~snap.nodes[n].reserved_gpu_mask;
   for (size_t n = 0; n < nodes.size(); ++n) {
     const core::Node& node = snap.nodes[n];
     nodes[n].plugin_free = static_cast<int64_t>(node.gpus.size()) -
@@ -81,7 +86,8 @@ ReservationPlan PlanReservations(const BuiltSnapshot& built, const core::CycleRe
       if (n >= nodes.size()) continue;
       if (ps.request.gpu_share()) {
         nodes[n].share_gpus |= a.placement.gpu_mask;  // in use, whether it waits or not
-        if (nodes[n].reports && (a.placement.gpu_mask & ~snap.nodes[n].reserved_gpu_mask) != 0)
+        const uint64_t open = snap.nodes[n].reserved_gpu_mask | unreserved_shared[n];
+        if (nodes[n].reports && (a.placement.gpu_mask & ~open) != 0)
           unreserved[n] |= a.placement.gpu_mask;
       } else if (ps.request.whole_gpus() > 0 && nodes[n].live.size() + nodes[n].unseen > 0) {
         whole_gpus[n] += ps.request.whole_gpus();

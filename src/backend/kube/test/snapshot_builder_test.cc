@@ -2523,6 +2523,26 @@ TEST(SnapshotBuilderTest, AShareWaitsForAReservationPodThenGoesOnItsGpu) {
   EXPECT_TRUE(p.create.empty());
   EXPECT_TRUE(p.remove.empty());
 
+  // A GPU whose shares were bound without a reservation (before reservations, or while the
+  // agent did not report) takes more as before: no reservation can be had for it.
+  Json bound = {{"metadata",
+                 {{"annotations",
+                   {{"chamber.io/gpu-fraction", "0.5"},
+                    {"chamber.io/gpu-env", "downward-api"},
+                    {"chamber.io/gpu-indices", "1"}}},
+                  {"labels", {{"chamber.io/queue", "q"}}}}},
+                {"spec", {{"nodeName", "n1"}}},
+                {"status", {{"phase", "Running"}}}};
+  in.pods = {HalfShare("s"), Pod("ml", "old", 0, bound)};
+  reported = devices({});
+  b = BuildSnapshot(in, o);
+  r = core::Engine().Schedule(b.snapshot);
+  ASSERT_EQ(r.binds.size(), 1u);
+  EXPECT_EQ(r.binds[0].pods[0].placement, (core::PodPlacement{core::NodeId{0}, 0b0010}));
+  p = plan(b, r);
+  EXPECT_EQ(p.wait[0], "");
+  EXPECT_TRUE(p.create.empty());
+
   // A node whose agent reports no pod resources binds shares as without reservations.
   reported = {};
   in.pods = {HalfShare("s")};
