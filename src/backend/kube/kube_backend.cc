@@ -576,19 +576,20 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
   // pod holds, and whole-GPU pods only where the device plugin has GPUs left (docs/sharing.md,
   // "Reservation pods"): a gang that must wait for either is held back whole.
   ReservationPlan reserving;
-  if (!options_.reservation_namespace.empty()) {
+  // Nothing to plan, and no pass over the workloads, where no agent reports pod resources and
+  // no reservation pod exists or was just made.
+  if (!options_.reservation_namespace.empty() &&
+      (!devices_.empty() || !built_.reservations.empty() || !made_reservations_.empty())) {
     const int64_t now = NowMs();
-    std::unordered_set<std::string_view> shown;
-    for (const GpuReservation& r : built_.reservations) shown.insert(r.uid);
-    std::erase_if(made_reservations_, [&](const auto& kv) {
-      return shown.contains(kv.first) || kv.second.expires_ms < now;
-    });
-    std::unordered_map<std::string_view, int32_t> node_at;
-    for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n)
-      node_at[built_.snapshot.nodes[n].name] = static_cast<int32_t>(n);
+    // Reservation pods made that the snapshot does not show yet (rare: the informer lags).
     std::vector<int32_t> unseen;
-    for (const auto& [uid, made] : made_reservations_)
-      if (auto it = node_at.find(made.node); it != node_at.end()) unseen.push_back(it->second);
+    if (!made_reservations_.empty()) {
+      for (const GpuReservation& r : built_.reservations) made_reservations_.erase(r.uid);
+      std::erase_if(made_reservations_, [&](const auto& kv) { return kv.second.expires_ms < now; });
+      for (const auto& [uid, made] : made_reservations_)
+        for (size_t n = 0; n < built_.snapshot.nodes.size(); ++n)
+          if (built_.snapshot.nodes[n].name == made.node) unseen.push_back(static_cast<int32_t>(n));
+    }
     reserving = PlanReservations(built_, result, devices_, now, options_.reservations,
                                  reservation_idle_, unseen);
   }
@@ -912,9 +913,6 @@ void KubeBackend::ApplyReservations(const ReservationPlan& plan) {
       CountError(made.status(), "making a reservation pod on node " + node);
     }
   }
-  std::lock_guard<std::mutex> l(stats_mu_);
-  stats_.reservations_made += static_cast<int64_t>(plan.create.size());
-  stats_.reservations_deleted += static_cast<int64_t>(plan.remove.size());
 }
 
 std::vector<std::string> KubeBackend::AssumedPods() const {

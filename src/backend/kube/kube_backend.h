@@ -122,7 +122,6 @@ struct KubeBackendOptions {
 // Counters since start, for metrics and tests.
 struct KubeBackendStats {
   int64_t binds = 0, bind_failures = 0, rollbacks = 0;
-  int64_t reservations_made = 0, reservations_deleted = 0;  // reservation pods
   int64_t suspends = 0, resumes = 0, evictions = 0, eviction_blocked = 0;
   int64_t condition_writes = 0, queue_status_writes = 0, write_errors = 0, events_dropped = 0;
   int64_t share_memory_evictions = 0;  // shares deleted for holding more memory than they asked

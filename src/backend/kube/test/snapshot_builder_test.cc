@@ -2429,6 +2429,13 @@ std::shared_ptr<const kube::Pod> HalfShare(const std::string& name, Json extra =
   return Pod("ml", name, 0, j);
 }
 
+// The same share, bound to GPU 1 of node n1 and running.
+std::shared_ptr<const kube::Pod> HalfShareOnGpu1(const std::string& name) {
+  return HalfShare(name, {{"metadata", {{"annotations", {{"chamber.io/gpu-indices", "1"}}}}},
+                          {"spec", {{"nodeName", "n1"}}},
+                          {"status", {{"phase", "Running"}}}});
+}
+
 TEST(SnapshotBuilderTest, AReservationPodsReportedGpuIsReservedNotHeld) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 4)};
@@ -2525,15 +2532,7 @@ TEST(SnapshotBuilderTest, AShareWaitsForAReservationPodThenGoesOnItsGpu) {
 
   // A GPU whose shares were bound without a reservation (before reservations, or while the
   // agent did not report) takes more as before: no reservation can be had for it.
-  Json bound = {{"metadata",
-                 {{"annotations",
-                   {{"chamber.io/gpu-fraction", "0.5"},
-                    {"chamber.io/gpu-env", "downward-api"},
-                    {"chamber.io/gpu-indices", "1"}}},
-                  {"labels", {{"chamber.io/queue", "q"}}}}},
-                {"spec", {{"nodeName", "n1"}}},
-                {"status", {{"phase", "Running"}}}};
-  in.pods = {HalfShare("s"), Pod("ml", "old", 0, bound)};
+  in.pods = {HalfShare("s"), HalfShareOnGpu1("old")};
   reported = devices({});
   b = BuildSnapshot(in, o);
   r = core::Engine().Schedule(b.snapshot);
@@ -2559,16 +2558,8 @@ TEST(SnapshotBuilderTest, AShareWaitsForAReservationPodThenGoesOnItsGpu) {
 TEST(SnapshotBuilderTest, ReservationPodsLeaveWhenIdleOrNeededAndNeverUnderAShare) {
   ClusterObjects in;
   in.nodes = {GpuNode("n1", 4)};
-  Json bound_share = {{"metadata",
-                       {{"annotations",
-                         {{"chamber.io/gpu-fraction", "0.5"},
-                          {"chamber.io/gpu-env", "downward-api"},
-                          {"chamber.io/gpu-indices", "1"}}},
-                        {"labels", {{"chamber.io/queue", "q"}}}}},
-                      {"spec", {{"nodeName", "n1"}}},
-                      {"status", {{"phase", "Running"}}}};
   in.pods = {ReservationPodOn("gpu-reservation-busy"), ReservationPodOn("gpu-reservation-idle"),
-             Pod("ml", "s", 0, bound_share)};
+             HalfShareOnGpu1("s")};
   in.queues = {QueueNamed("q", 8)};
   const DeviceAssignments devices = {{"n1", std::make_shared<const NodeDevices>(NodeDevices{
                                                 {"chamber/gpu-reservation-busy", 0b0010},
