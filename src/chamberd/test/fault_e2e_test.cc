@@ -855,16 +855,20 @@ TEST_F(FaultE2E, APodThatMayBeBoundIsRolledBackWithItsGang) {
   ASSERT_TRUE(proxy_.Post("/fail?suffix=/pods/a/binding,/pods/a&code=503&count=9&after=1"));
   std::map<std::string, std::string> first_uid;
   for (const std::string name : {"a", "b"}) {
-    const Json pod = {
-        {"metadata",
-         {{"name", name}, {"labels", {{"chamber.io/pod-group", "g"}, {"chamber.io/queue", q}}}}},
-        {"spec",
-         {{"schedulerName", "chamber"},
-          {"containers", Json::array({{{"name", "main"},
-                                       {"image", "trainer:latest"},
-                                       {"resources",
-                                        {{"requests", {{"nvidia.com/gpu", 1}}},
-                                         {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
+    const Json pod = {{"metadata",
+                       {{"name", name},
+                        // min-member 2: a cycle between the two creates must not place `a` alone.
+                        {"labels",
+                         {{"chamber.io/pod-group", "g"},
+                          {"chamber.io/min-member", "2"},
+                          {"chamber.io/queue", q}}}}},
+                      {"spec",
+                       {{"schedulerName", "chamber"},
+                        {"containers", Json::array({{{"name", "main"},
+                                                     {"image", "trainer:latest"},
+                                                     {"resources",
+                                                      {{"requests", {{"nvidia.com/gpu", 1}}},
+                                                       {"limits", {{"nvidia.com/gpu", 1}}}}}}})}}}};
     auto made = client_->Create(kube::resources::kPods, ns_, pod);
     ASSERT_TRUE(made.ok()) << made.status().ToString();
     first_uid[name] = (*made)["metadata"].value("uid", "");
