@@ -743,6 +743,15 @@ std::string MetricsPage(const FleetState& s) {
   w.Sample(s.cycle_ms / 1000);
   w.Family("chamber_scheduling_cycles_total", "Scheduling cycles run.", MetricType::kCounter);
   w.Sample(static_cast<double>(s.cycles));
+  for (size_t i = 0; i < s.backend_metrics.size(); ++i) {
+    const BackendMetric& m = s.backend_metrics[i];
+    if (i == 0 || s.backend_metrics[i - 1].name != m.name)
+      w.Family(m.name, m.help, m.counter ? MetricType::kCounter : MetricType::kGauge);
+    std::vector<prometheus::Label> labels;
+    labels.reserve(m.labels.size());
+    for (const auto& [name, value] : m.labels) labels.push_back({name, value});
+    w.Sample(labels, m.value);
+  }
   return w.Take();
 }
 

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/gpu_evidence.h"
@@ -38,6 +39,17 @@ struct GpuFault {
   std::string severity;   // "unhealthy" or "fatal"
   std::string message;    // one line: "Xid 79 (GPU has fallen off the bus): ..."
   EvidenceList evidence;  // readings, the rule, and what was done (the last item, an `action`)
+};
+
+// A counter or gauge of the backend's own, served on /metrics as it is: what the backend did
+// to the cluster (binds, rollbacks, reservation pods) rather than what the fleet holds. The
+// samples of one family are consecutive, its first sample giving the family's help and type.
+struct BackendMetric {
+  std::string name;  // a Prometheus metric name: "chamber_binds_total"
+  std::string help;
+  bool counter = false;  // else a gauge
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0;
 };
 
 // What the fleet model needs beyond the snapshot, as of the last Refresh() and Apply().
@@ -78,6 +90,8 @@ struct Observation {
     int64_t over_since_ms = 0;
   };
   std::unordered_map<std::string, ShareMemory> share_memory;
+  // The backend's own counters and gauges (none for the simulated backend).
+  std::vector<BackendMetric> metrics;
 };
 
 class ClusterBackend {

@@ -89,6 +89,7 @@ Status Daemon::Tick() {
   state->cycle_cpu_ms = cycle_cpu_ms;
   state->cycles = cycles_;
   state->currency = options_.fleet.currency;
+  state->backend_metrics = std::move(obs.metrics);
   fleet::FleetInput& in = state->input;
   in.now = now;
   in.pools = obs.pools;

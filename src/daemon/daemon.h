@@ -51,6 +51,7 @@ struct FleetState {
   double cycle_cpu_ms = 0;  // the engine's CPU time in that cycle
   int64_t cycles = 0;
   std::string currency = "USD";
+  std::vector<BackendMetric> backend_metrics;  // Observation::metrics
 
   // Serialized responses, filled on first use (see api_json.h).
   mutable std::mutex cache_mu;

@@ -136,8 +136,10 @@ ReservationPlan PlanReservations(const BuiltSnapshot& built, const core::CycleRe
         busy = pending_seen++ < v.pending_claimed;
         if (now_ms - r.created_ms >= options.report_timeout.count()) {
           plan.remove.push_back(
-              {i, "its node's agent has not reported the GPU the device plugin gave it in " +
-                      std::to_string(options.report_timeout.count() / 1000) + " s"});
+              {i,
+               "its node's agent has not reported the GPU the device plugin gave it in " +
+                   std::to_string(options.report_timeout.count() / 1000) + " s",
+               kRemovalReasons[1]});
           continue;
         }
       }
@@ -148,16 +150,19 @@ ReservationPlan PlanReservations(const BuiltSnapshot& built, const core::CycleRe
       const int64_t since = idle_since.try_emplace(r.uid, now_ms).first->second;
       if (v.to_free > 0) {
         --v.to_free;
-        plan.remove.push_back({i, "no share holds its GPU, and whole-GPU pods need it"});
+        plan.remove.push_back(
+            {i, "no share holds its GPU, and whole-GPU pods need it", kRemovalReasons[3]});
       } else if (now_ms - since >= options.grace.count()) {
-        plan.remove.push_back({i, "no share has held its GPU for " +
-                                      std::to_string(options.grace.count() / 1000) + " s"});
+        plan.remove.push_back(
+            {i,
+             "no share has held its GPU for " + std::to_string(options.grace.count() / 1000) + " s",
+             kRemovalReasons[2]});
       }
     }
   }
   for (size_t i = 0; i < built.reservations.size(); ++i) {
     const GpuReservation& r = built.reservations[i];
-    if (r.failed && !r.deleting) plan.remove.push_back({i, "it ended"});
+    if (r.failed && !r.deleting) plan.remove.push_back({i, "it ended", kRemovalReasons[0]});
   }
   std::erase_if(idle_since, [&](const auto& kv) { return !listed.contains(kv.first); });
   return plan;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -23,16 +24,22 @@ struct ReservationOptions {
   std::chrono::milliseconds report_timeout{120'000};
 };
 
+// Why a reservation pod is deleted, as the metrics label it: it ended; its node's agent never
+// reported its GPU; no share held its GPU through the grace; whole-GPU pods needed its GPU.
+inline constexpr std::string_view kRemovalReasons[] = {"ended", "unreported", "idle", "needed"};
+
 struct ReservationPlan {
   // Per bind decision of the cycle (its index in CycleResult::binds): empty when it is bound;
   // else why the whole decision waits (a gang waits whole).
   std::vector<std::string> wait;
   // A new reservation pod on each of these nodes (snapshot node indices; a node once per pod).
   std::vector<int32_t> create;
-  // Reservation pods to delete (indices into BuiltSnapshot::reservations), each with why.
+  // Reservation pods to delete (indices into BuiltSnapshot::reservations), each with why: one
+  // line for the log, and its reason for the metrics (kRemovalReasons).
   struct Removal {
     size_t reservation;
     std::string why;
+    std::string_view reason;
   };
   std::vector<Removal> remove;
 };

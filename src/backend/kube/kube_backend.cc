@@ -300,6 +300,45 @@ Result<std::unique_ptr<KubeBackend>> KubeBackend::Create(kube::Client* client,
   return b;
 }
 
+std::vector<daemon::BackendMetric> BackendMetrics(const KubeBackendStats& stats,
+                                                  const std::vector<GpuReservation>& reservations) {
+  std::vector<daemon::BackendMetric> out;
+  auto add = [&](const char* name, const char* help, bool counter, int64_t value,
+                 std::vector<std::pair<std::string, std::string>> labels = {}) {
+    out.push_back({name, help, counter, std::move(labels), static_cast<double>(value)});
+  };
+  add("chamber_binds_total", "Pods bound to nodes.", true, stats.binds);
+  add("chamber_bind_failures_total", "Binds that failed for good (after their tries).", true,
+      stats.bind_failures);
+  add("chamber_rolled_back_pods_total",
+      "Bound pods undone because a bind of their gang failed (docs/reliability.md).", true,
+      stats.rollbacks);
+  add("chamber_leader_fence_refusals_total",
+      "Binds the API server's leader fence refused while this replica led (tried again).", true,
+      stats.fence_refusals);
+  add("chamber_api_write_errors_total",
+      "Writes to the API server that failed (binds, suspends, evictions, statuses, events).", true,
+      stats.write_errors);
+  // Reservation pods (docs/sharing.md, "Reservation pods"), by what they are now.
+  std::array<int64_t, 4> states{};
+  for (const GpuReservation& r : reservations)
+    ++states[r.failed ? 3 : r.deleting ? 2 : r.gpu >= 0 ? 0 : 1];
+  const char* state_names[] = {"reported", "unreported", "deleting", "ended"};
+  for (size_t i = 0; i < states.size(); ++i)
+    add("chamber_gpu_reservation_pods",
+        "Reservation pods chamberd sees, by state: reported (the node's agent names the GPU the "
+        "device plugin gave it), unreported (not yet), deleting, ended.",
+        false, states[i], {{"state", state_names[i]}});
+  add("chamber_gpu_reservation_pods_created_total", "Reservation pods made.", true,
+      stats.reservations_made);
+  for (size_t i = 0; i < std::size(kRemovalReasons); ++i)
+    add("chamber_gpu_reservation_pods_deleted_total",
+        "Reservation pods deleted, by reason: ended, unreported (past the report timeout), idle "
+        "(no share past the grace), needed (by whole-GPU pods).",
+        true, stats.reservations_deleted[i], {{"reason", std::string(kRemovalReasons[i])}});
+  return out;
+}
+
 KubeBackendStats KubeBackend::stats() const {
   std::lock_guard<std::mutex> l(stats_mu_);
   return stats_;
@@ -891,6 +930,13 @@ void KubeBackend::ApplyReservations(const ReservationPlan& plan) {
     Status s = client_->Delete(kube::resources::kPods, ns, name, del);
     if (s.ok() || kube::IsNotFound(s)) {
       reservation_idle_.erase(pod.uid);
+      {
+        std::lock_guard<std::mutex> l(stats_mu_);
+        const auto* reason =
+            std::find(std::begin(kRemovalReasons), std::end(kRemovalReasons), r.reason);
+        if (reason != std::end(kRemovalReasons))
+          ++stats_.reservations_deleted[static_cast<size_t>(reason - std::begin(kRemovalReasons))];
+      }
       spdlog::info("reservation pod {} on node {} deleted: {}", pod.key,
                    built_.snapshot.nodes[static_cast<size_t>(pod.node)].name, r.why);
     } else {
@@ -907,6 +953,10 @@ void KubeBackend::ApplyReservations(const ReservationPlan& plan) {
       const Json& meta = (*made)["metadata"];
       made_reservations_[meta.value("uid", std::string())] = {
           node, NowMs() + options_.assume_timeout.count()};
+      {
+        std::lock_guard<std::mutex> l(stats_mu_);
+        ++stats_.reservations_made;
+      }
       spdlog::info("reservation pod {}/{} made on node {}, for shares of a GPU", ns,
                    meta.value("name", std::string()), node);
     } else {
@@ -1504,6 +1554,7 @@ daemon::Observation KubeBackend::Observe() {
     }
   }
   ListWorkloadPods(built_, o);
+  o.metrics = BackendMetrics(stats(), built_.reservations);
   o.stored_losses.resize(built_.sources.size());
   for (size_t i = 0; i < built_.sources.size(); ++i)
     o.stored_losses[i] = {built_.sources[i].stored_preemptions,

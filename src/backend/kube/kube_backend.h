@@ -25,6 +25,7 @@
 // as soon as `options.writes_allowed` turns false (leadership lost).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -131,7 +132,14 @@ struct KubeBackendStats {
   // Binds refused because the pod had changed since the snapshot (its controller wrote a label
   // or annotation), tried again with its new version.
   int64_t changed_pod_rebinds = 0;
+  // Reservation pods made, and deleted by reason (as kRemovalReasons orders them).
+  int64_t reservations_made = 0;
+  std::array<int64_t, std::size(kRemovalReasons)> reservations_deleted{};
 };
+
+// The counters and the reservation pods seen now, as Observation::metrics serves them.
+std::vector<daemon::BackendMetric> BackendMetrics(const KubeBackendStats& stats,
+                                                  const std::vector<GpuReservation>& reservations);
 
 // Fills the observation's `workload_pods` and `bare_pods` from a build's sources.
 void ListWorkloadPods(const BuiltSnapshot& built, daemon::Observation& o);

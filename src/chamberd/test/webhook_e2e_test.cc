@@ -185,6 +185,17 @@ class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
     ASSERT_LT(posted->status, 300) << posted->body;
   }
 
+  // The value of one sample of replica `replica`'s /metrics (`name{labels}` as written); -1 when
+  // it is not there.
+  double Metric(const std::string& replica, const std::string& sample) {
+    httplib::Client api("127.0.0.1", ApiPort(replica));
+    auto r = api.Get("/metrics");
+    if (!r || r->status != 200) return -1;
+    const size_t at = r->body.find("\n" + sample + " ");
+    if (at == std::string::npos) return -1;
+    return std::stod(r->body.substr(at + sample.size() + 2));
+  }
+
   // Live pods of `ns` (not being deleted), bound or not, by name.
   std::map<std::string, Json> LivePods(const std::string& ns) {
     std::map<std::string, Json> out;
@@ -668,6 +679,9 @@ TEST_F(WebhookE2E, AShareIsBoundToTheGpuItsReservationPodWasGiven) {
   std::this_thread::sleep_for(3s);  // past the grace: shares hold it, so it stays
   ASSERT_EQ(reservations().size(), 1u);
   EXPECT_EQ(reservations().front()["metadata"]["name"], r_name);
+  EXPECT_EQ(Metric("a", "chamber_gpu_reservation_pods{state=\"reported\"}"), 1);
+  EXPECT_EQ(Metric("a", "chamber_gpu_reservation_pods{state=\"unreported\"}"), 0);
+  EXPECT_EQ(Metric("a", "chamber_gpu_reservation_pods_created_total"), 1);
 
   // Both shares gone: the reservation pod follows after its grace.
   kube::DeleteOptions now;
@@ -676,6 +690,14 @@ TEST_F(WebhookE2E, AShareIsBoundToTheGpuItsReservationPodWasGiven) {
     ASSERT_TRUE(client_->Delete(kube::resources::kPods, default_ns_, name, now).ok());
   EXPECT_TRUE(Eventually([&] { return reservations().empty(); }, 30s))
       << "the idle reservation pod was not deleted";
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Metric("a", "chamber_gpu_reservation_pods_deleted_total{reason=\"idle\"}") == 1;
+      },
+      10s));
+  EXPECT_EQ(Metric("a", "chamber_gpu_reservation_pods_deleted_total{reason=\"needed\"}"), 0);
+  EXPECT_EQ(Metric("a", "chamber_gpu_reservation_pods_created_total"), 1);
+  EXPECT_EQ(Metric("a", "chamber_binds_total"), 3) << "whole, half and half-2";
 }
 
 // docs/sharing.md, "Memory a share holds": three quarter shares asking 10 GiB each on one GPU.

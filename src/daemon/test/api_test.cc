@@ -577,6 +577,10 @@ class FixedBackend : public ClusterBackend {
     o.samples = {std::vector<GpuSample>(8)};
     o.workload_pods = {{"ml/train-1-0", "ml/train-1-1"}, {"ml/train-2-0"}, {}};
     o.bare_pods = {false, false, true};
+    o.metrics = {
+        {"chamber_binds_total", "Pods bound.", true, {}, 3},
+        {"chamber_gpu_reservation_pods", "Reservation pods.", false, {{"state", "a\"b"}}, 1},
+        {"chamber_gpu_reservation_pods", "Reservation pods.", false, {{"state", "c"}}, 2}};
     return o;
   }
   Status SetSchedulable(std::string_view node, bool) override {
@@ -586,6 +590,28 @@ class FixedBackend : public ClusterBackend {
  private:
   core::Snapshot snapshot_;
 };
+
+// The backend's own counters and gauges follow the fleet's on /metrics: one family per name,
+// its type and help from the backend, label values escaped.
+TEST(BackendMetricsPageTest, TheBackendsMetricsAreServedAsItNamesThem) {
+  Daemon daemon(std::make_unique<FixedBackend>(), DaemonOptions{}, nullptr);
+  ASSERT_TRUE(daemon.Tick().ok());
+  const std::string page = MetricsPage(*daemon.state());
+  EXPECT_NE(page.find("# HELP chamber_binds_total Pods bound.\n# TYPE chamber_binds_total "
+                      "counter\nchamber_binds_total 3\n"),
+            std::string::npos)
+      << page;
+  EXPECT_NE(page.find("# TYPE chamber_gpu_reservation_pods gauge\n"
+                      "chamber_gpu_reservation_pods{state=\"a\\\"b\"} 1\n"
+                      "chamber_gpu_reservation_pods{state=\"c\"} 2\n"),
+            std::string::npos)
+      << page;
+  size_t families = 0;
+  for (size_t at = 0;
+       (at = page.find("# TYPE chamber_gpu_reservation_pods ", at)) != std::string::npos; ++at)
+    ++families;
+  EXPECT_EQ(families, 1u);
+}
 
 TEST(NamespacedWorkloadTest, FoundByNameOrPodAndAnsweredAsDocumented) {
   Daemon daemon(std::make_unique<FixedBackend>(), DaemonOptions{}, nullptr);

@@ -4,11 +4,13 @@
 #include <bit>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "backend/kube/gpu_reservations.h"
+#include "backend/kube/kube_backend.h"
 #include "backend/kube/queue_resource.h"
 #include "common/gpu_share_ask.h"
 #include "common/time.h"
@@ -2578,6 +2580,7 @@ TEST(SnapshotBuilderTest, ReservationPodsLeaveWhenIdleOrNeededAndNeverUnderAShar
   ASSERT_EQ(p.remove.size(), 1u);
   EXPECT_EQ(b.reservations[p.remove[0].reservation].key, "chamber/gpu-reservation-idle");
   EXPECT_EQ(p.remove[0].why, "no share has held its GPU for 10 s");
+  EXPECT_EQ(p.remove[0].reason, "idle");
   EXPECT_EQ(idle.size(), 1u) << "the busy one is not idle";
 
   // A whole-GPU pod of 3 on the node: the device plugin has 4 - 2 reserved = 2 to give. The
@@ -2595,6 +2598,7 @@ TEST(SnapshotBuilderTest, ReservationPodsLeaveWhenIdleOrNeededAndNeverUnderAShar
   ASSERT_EQ(p.remove.size(), 1u);
   EXPECT_EQ(b.reservations[p.remove[0].reservation].key, "chamber/gpu-reservation-idle");
   EXPECT_EQ(p.remove[0].why, "no share holds its GPU, and whole-GPU pods need it");
+  EXPECT_EQ(p.remove[0].reason, "needed");
   // Being deleted, it still holds its GPU: the pod waits on, and nothing more is deleted.
   in.pods[1] = ReservationPodOn("gpu-reservation-idle",
                                 {{"metadata", {{"deletionTimestamp", "2026-11-30T10:00:05Z"}}}});
@@ -2619,7 +2623,47 @@ TEST(SnapshotBuilderTest, ReservationPodsLeaveWhenIdleOrNeededAndNeverUnderAShar
   EXPECT_EQ(p.remove[0].why,
             "its node's agent has not reported the GPU the device plugin gave it in 120 s");
   EXPECT_EQ(p.remove[1].why, "it ended");
+  EXPECT_EQ(p.remove[0].reason, "unreported");
+  EXPECT_EQ(p.remove[1].reason, "ended");
   EXPECT_TRUE(idle.empty()) << "entries of pods no longer live are dropped";
+}
+
+// /metrics counts reservation pods by state, and what was made and deleted by reason.
+TEST(BackendMetricsTest, CountReservationPodsByStateAndDeletionsByReason) {
+  KubeBackendStats stats;
+  stats.binds = 7;
+  stats.rollbacks = 2;
+  stats.reservations_made = 5;
+  stats.reservations_deleted = {1, 0, 3, 0};  // ended, unreported, idle, needed
+  std::vector<GpuReservation> seen(5);
+  seen[0].gpu = 1;          // reported
+  seen[1].gpu = 2;          // reported
+  seen[2].gpu = -1;         // unreported
+  seen[3].deleting = true;  // deleting
+  seen[4].failed = true;    // ended
+  const std::vector<daemon::BackendMetric> metrics = BackendMetrics(stats, seen);
+  auto value = [&](const std::string& name, const std::string& label = "") {
+    for (const daemon::BackendMetric& m : metrics)
+      if (m.name == name && (label.empty() || (!m.labels.empty() && m.labels[0].second == label)))
+        return m.value;
+    return -1.0;
+  };
+  EXPECT_EQ(value("chamber_binds_total"), 7);
+  EXPECT_EQ(value("chamber_rolled_back_pods_total"), 2);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods", "reported"), 2);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods", "unreported"), 1);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods", "deleting"), 1);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods", "ended"), 1);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods_created_total"), 5);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods_deleted_total", "ended"), 1);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods_deleted_total", "idle"), 3);
+  EXPECT_EQ(value("chamber_gpu_reservation_pods_deleted_total", "needed"), 0);
+  // One family's samples are consecutive (the /metrics writer starts a family at each new name).
+  std::set<std::string> done;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    if (i > 0 && metrics[i - 1].name != metrics[i].name) done.insert(metrics[i - 1].name);
+    EXPECT_FALSE(done.contains(metrics[i].name)) << metrics[i].name << " is split";
+  }
 }
 
 }  // namespace
