@@ -55,16 +55,23 @@ Result<Ask> ReadAsk(const std::map<std::string, std::string>& annotations, int64
   }
   if (memory != annotations.end()) {
     CHAMBER_ASSIGN_OR_RETURN(ask.gpu_memory_mib, MemoryMib(memory->second));
-    if (fraction == annotations.end())
-      return Bad(kMemoryKey, memory->second,
-                 std::string("without ") + kFractionKey +
-                     ": a share of GPU memory alone is not scheduled yet; add " + kFractionKey);
   }
-  if (ask.asked() && whole_gpus > 0)
+  if (ask.asked() && whole_gpus > 0) {
+    const auto& [key, value] = fraction != annotations.end() ? *fraction : *memory;
     return Status::InvalidArgument("requests nvidia.com/gpu: " + std::to_string(whole_gpus) +
-                                   " and annotation " + kFractionKey + ": \"" + fraction->second +
+                                   " and annotation " + key + ": \"" + value +
                                    "\"; a pod asks for whole GPUs or a share of one, not both");
+  }
   return ask;
+}
+
+int64_t MemoryShareMilli(int64_t memory_mib, int64_t gpu_memory_mib) {
+  if (memory_mib <= 0 || gpu_memory_mib <= 0) return 0;
+  if (memory_mib >= gpu_memory_mib) return 999;
+  // memory_mib < gpu_memory_mib, and below 2^44 (ReadAsk's amounts): no product overflows.
+  const int64_t scaled = memory_mib * 1000;
+  const int64_t milli = scaled / gpu_memory_mib + (scaled % gpu_memory_mib != 0 ? 1 : 0);
+  return std::clamp<int64_t>(milli, 1, 999);
 }
 
 std::map<std::string, std::string> BindAnnotations(const Ask& ask, const std::string& device) {

@@ -43,9 +43,10 @@ inline constexpr EnvFromAnnotation kShareEnv[] = {
 };
 
 struct Ask {
-  int64_t gpu_milli = 0;       // 1..999; 0: no share asked
+  int64_t gpu_milli = 0;       // 1..999; 0: none asked (a share of memory alone, or no share)
   int64_t gpu_memory_mib = 0;  // 0: none asked
   bool asked() const { return gpu_milli > 0 || gpu_memory_mib > 0; }
+  bool memory_alone() const { return gpu_milli == 0 && gpu_memory_mib > 0; }
 };
 
 // Reads the two annotations of a pod that requests `whole_gpus` of nvidia.com/gpu. Neither
@@ -53,6 +54,11 @@ struct Ask {
 // e.g. `annotation chamber.io/gpu-fraction: "1.5" is not below one GPU (ask for whole GPUs with
 // nvidia.com/gpu)`.
 Result<Ask> ReadAsk(const std::map<std::string, std::string>& annotations, int64_t whole_gpus);
+
+// The part of a GPU of `gpu_memory_mib` that a share of `memory_mib` alone holds and is charged
+// (docs/sharing.md, "A share of memory alone"): thousandths, rounded up, 1..999; 0 when either
+// is not positive.
+int64_t MemoryShareMilli(int64_t memory_mib, int64_t gpu_memory_mib);
 
 // What chamberd writes for a share placed on the GPU named `device` (a UUID or an index).
 std::map<std::string, std::string> BindAnnotations(const Ask& ask, const std::string& device);

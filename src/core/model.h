@@ -161,6 +161,10 @@ struct PodSet {
   std::vector<std::string> gpu_models = {};  // allowed GPU models; empty: any
   // With a share: the GPU memory the pod holds on its GPU, in MiB (0: none asked).
   int64_t gpu_memory_mib = 0;
+  // A share asked for by its memory alone (docs/sharing.md, "A share of memory alone"): the
+  // caller sets `request`'s thousandths to the part of its GPU it holds, or, waiting, the part
+  // of the smallest GPU it may go on. To the engine it is a share like any other.
+  bool gpu_memory_only = false;
   // Why the caller found the pods unschedulable as they are (an annotation that does not read,
   // say); not empty: the workload waits as kInvalidWorkload with this reason.
   std::string invalid_reason = {};

@@ -663,9 +663,16 @@ void KubeBackend::ApplyBinds(const core::CycleResult& result) {
         const auto g = static_cast<size_t>(c.gpus.front());
         const std::string uuid = g < node.gpus.size() ? node.gpus[g].uuid.str() : "";
         const bool known = !uuid.empty() && uuid.find('/') == std::string::npos;
-        c.annotations.merge(gpu_share::BindAnnotations(
-            {.gpu_milli = set.request.gpu_milli(), .gpu_memory_mib = set.gpu_memory_mib},
-            known ? uuid : std::to_string(g)));
+        // A share of memory alone holds its memory's part of this GPU, which may be less than
+        // the part of the smallest GPU it was charged while it waited.
+        const int64_t held =
+            set.gpu_memory_only && g < node.gpus.size()
+                ? gpu_share::MemoryShareMilli(set.gpu_memory_mib, node.gpus[g].memory_mib)
+                : 0;
+        c.annotations.merge(
+            gpu_share::BindAnnotations({.gpu_milli = held > 0 ? held : set.request.gpu_milli(),
+                                        .gpu_memory_mib = set.gpu_memory_mib},
+                                       known ? uuid : std::to_string(g)));
       }
       calls.push_back(std::move(c));
     }
@@ -1599,7 +1606,7 @@ std::unordered_map<std::string, daemon::Observation::ShareMemory> KubeBackend::M
       m.used_bytes = used;
       const Result<gpu_share::Ask> ask =
           gpu_share::ReadAsk(pod->metadata.annotations, pod->Request(options_.gpu_resource));
-      if (!ask.ok() || ask->gpu_milli == 0 || ask->gpu_memory_mib <= 0) continue;
+      if (!ask.ok() || ask->gpu_memory_mib <= 0) continue;
       const int64_t asked = ask->gpu_memory_mib * kMiB;
       if (used <= asked) continue;
       auto before = overruns_.find(pod->metadata.uid);

@@ -150,8 +150,11 @@ core::PodSet PodShape(const kube::Pod& p, const Meta& meta, const std::string& g
     if (!ask.ok()) {
       s.invalid_reason = ask.status().message();
     } else if (ask->asked()) {
-      s.request[core::Resource::kGpu] = ask->gpu_milli;
+      // A share of memory alone holds a part of its GPU that ChargeMemoryShares sets once the
+      // nodes are known; until then it is one thousandth, so that it is a share.
+      s.request[core::Resource::kGpu] = ask->memory_alone() ? 1 : ask->gpu_milli;
       s.gpu_memory_mib = ask->gpu_memory_mib;
+      s.gpu_memory_only = ask->memory_alone();
     }
   }
 
@@ -447,6 +450,7 @@ class Builder {
     BuildNodes();
     CollectWorkloads();
     AccountBoundPods();
+    ChargeMemoryShares();
     FinishMig();
     // Queues per GPU model (docs/queues.md): the workloads of a queue with GPU models move to
     // them, their pods narrowed to the model, afresh each build (AddSingle keeps none over).
@@ -991,7 +995,7 @@ class Builder {
       k += t.key + (t.op == core::Toleration::Operator::kExists ? "?" : "=") + t.value + ":" +
            (t.effect ? std::to_string(static_cast<int>(*t.effect)) : "*") + ";";
     for (const auto& m : s.gpu_models) k += m + "|";
-    k += std::to_string(s.gpu_memory_mib) + "|" + s.invalid_reason;
+    k += std::to_string(s.gpu_memory_mib) + (s.gpu_memory_only ? "m|" : "|") + s.invalid_reason;
     return k;
   }
 
@@ -1917,6 +1921,7 @@ class Builder {
     return set.count == 1 && set.name == shape.name && set.request == shape.request &&
            set.node_selector == shape.node_selector && set.tolerations == shape.tolerations &&
            set.gpu_models == shape.gpu_models && set.gpu_memory_mib == shape.gpu_memory_mib &&
+           set.gpu_memory_only == shape.gpu_memory_only &&
            set.invalid_reason == shape.invalid_reason;
   }
 
@@ -2130,6 +2135,69 @@ class Builder {
       node.max_pods = std::max(node.max_pods, 0);
     }
   }
+
+  // Shares of memory alone (docs/sharing.md, "A share of memory alone"): each pod set's part of
+  // a GPU, its memory over the GPU's rounded up. A running pod set's, by the smallest GPU its
+  // pods are on; a waiting one's, by the smallest GPU it may go on (memory known and at least
+  // its own, on a node that takes shares, of a model it names): never less than it will hold.
+  // Made afresh each build, as it depends on the nodes.
+  void ChargeMemoryShares() {
+    core::Snapshot& snap = out_.snapshot;
+    // The GPUs a waiting share may go on, by (model, memory), found once and only when needed.
+    std::optional<std::vector<std::pair<std::string_view, int64_t>>> kinds;
+    auto smallest = [&](const core::PodSet& ps) {
+      if (!kinds) {
+        kinds.emplace();
+        for (const core::Node& n : snap.nodes) {
+          if (n.device_plugin_shares) continue;
+          for (const core::Gpu& g : n.gpus)
+            if (g.healthy && g.memory_mib > 0) kinds->emplace_back(g.model.str(), g.memory_mib);
+        }
+        std::sort(kinds->begin(), kinds->end());
+        kinds->erase(std::unique(kinds->begin(), kinds->end()), kinds->end());
+      }
+      int64_t best = 0;
+      for (const auto& [model, memory] : *kinds)
+        if (memory >= ps.gpu_memory_mib && (best == 0 || memory < best) &&
+            (ps.gpu_models.empty() ||
+             std::find(ps.gpu_models.begin(), ps.gpu_models.end(), model) != ps.gpu_models.end()))
+          best = memory;
+      return best;
+    };
+    for (core::Workload& w : snap.workloads) {
+      size_t first = 0;  // the pod set's first placement (a running workload's)
+      for (core::PodSet& ps : w.pod_sets) {
+        const size_t end = first + static_cast<size_t>(ps.count);
+        if (!ps.gpu_memory_only) {
+          first = end;
+          continue;
+        }
+        if (ps.invalid_reason.starts_with(kNoGpuForMemory)) ps.invalid_reason.clear();
+        int64_t milli = 0;
+        for (size_t i = first; i < end && i < w.placements.size(); ++i) {
+          const core::PodPlacement& pl = w.placements[i];
+          if (!pl.node.valid() || pl.node.index() >= snap.nodes.size() || pl.gpu_mask == 0)
+            continue;
+          const core::Node& n = snap.nodes[pl.node.index()];
+          const auto g = static_cast<size_t>(std::countr_zero(pl.gpu_mask));
+          if (g < n.gpus.size())
+            milli = std::max(milli,
+                             gpu_share::MemoryShareMilli(ps.gpu_memory_mib, n.gpus[g].memory_mib));
+        }
+        if (milli == 0) milli = gpu_share::MemoryShareMilli(ps.gpu_memory_mib, smallest(ps));
+        if (milli == 0) {
+          milli = 999;  // waits, invalid, holding nothing
+          if (ps.invalid_reason.empty())
+            ps.invalid_reason = std::string(kNoGpuForMemory) + std::to_string(ps.gpu_memory_mib) +
+                                " MiB alone: no GPU it may go on has that much memory (GPU memory "
+                                "is read from the nodes' nvidia.com/gpu.memory label)";
+        }
+        ps.request[core::Resource::kGpu] = milli;
+        first = end;
+      }
+    }
+  }
+  static constexpr std::string_view kNoGpuForMemory = "annotation chamber.io/gpu-memory asks for ";
 
   const ClusterObjects& objects_;
   const BuildOptions& options_;

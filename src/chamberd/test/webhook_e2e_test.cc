@@ -700,6 +700,78 @@ TEST_F(WebhookE2E, AShareIsBoundToTheGpuItsReservationPodWasGiven) {
   EXPECT_EQ(Metric("a", "chamber_binds_total"), 3) << "whole, half and half-2";
 }
 
+// docs/sharing.md, "A share of memory alone": on one 80 GiB GPU, a share of 20 GiB alone and one
+// of 60 GiB alone hold a quarter and three quarters of it, are bound there with MPS limits of
+// 25% and 75% and their memory, and the API charges them so; a third of 1 GiB finds the GPU's
+// compute held in full and waits.
+TEST_F(WebhookE2E, AShareOfMemoryAloneHoldsItsPartOfTheGpuItLandsOn) {
+  const std::string pool = "pool-" + ns_;
+  Nodes(1, 1, "mem", {}, {{"chamber-test/pool", pool}, {"nvidia.com/gpu.memory", "81920"}});
+  const std::string node = ns_ + "-mem-0";
+  const int port = StartWithWebhook("a", {});
+  ASSERT_GT(port, 0);
+  RegisterWebhook(port, queue_);
+  if (HasFailure()) return;
+  auto memory_share = [&](const std::string& name, const std::string& memory) {
+    Json pod = SharePod(name, "0.5", Json::object(), pool);
+    pod["metadata"]["annotations"] = {{"chamber.io/gpu-memory", memory}};
+    return pod;
+  };
+  for (const auto& [name, memory] : {std::pair{"small", "20Gi"}, std::pair{"large", "61440"}}) {
+    ASSERT_TRUE(
+        client_->Create(kube::resources::kPods, default_ns_, memory_share(name, memory)).ok())
+        << name;
+    ASSERT_TRUE(Eventually([&] { return NodeOf(GetPod(default_ns_, name)) == node; }, 30s))
+        << name << " was not bound";
+  }
+  const Json small = GetPod(default_ns_, "small"), large = GetPod(default_ns_, "large");
+  EXPECT_EQ(Annotation(small, "chamber.io/gpu-indices"), "0");
+  EXPECT_EQ(Annotation(large, "chamber.io/gpu-indices"), "0");
+  EXPECT_EQ(Annotation(small, "chamber.io/mps-active-thread-percentage"), "25");
+  EXPECT_EQ(Annotation(small, "chamber.io/mps-pinned-memory-limit"), "0=20480MB");
+  EXPECT_EQ(Annotation(large, "chamber.io/mps-active-thread-percentage"), "75");
+  EXPECT_EQ(Annotation(large, "chamber.io/mps-pinned-memory-limit"), "0=61440MB");
+  EXPECT_EQ(Annotation(small, "chamber.io/visible-devices"), "0") << "no UUIDs: its index";
+
+  // The GPU's compute is held in full: a share of 1 GiB alone waits, saying why.
+  ASSERT_TRUE(
+      client_->Create(kube::resources::kPods, default_ns_, memory_share("tiny", "1Gi")).ok());
+  std::string why;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const Json& c : GetPod(default_ns_, "tiny")["status"].value("conditions", Json()))
+          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
+            why = c.value("message", "");
+        return !why.empty();
+      },
+      30s))
+      << "the third share's condition does not say why it waits";
+  EXPECT_NE(why.find("no node fits a pod of 0.013 gpu"), std::string::npos) << why;
+  EXPECT_TRUE(NodeOf(GetPod(default_ns_, "tiny")).empty());
+
+  // The API: the GPU held whole by the two, each share its part.
+  httplib::Client api("127.0.0.1", ApiPort("a"));
+  Json gpu;
+  std::string body;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto r = api.Get("/api/v1/gpus");
+        if (!r || r->status != 200) return false;
+        body = r->body;
+        const Json all = Json::parse(r->body);
+        for (const Json& g : all["gpus"])
+          if (g["node"] == node) gpu = g;
+        return gpu.is_object() && gpu["shares"].size() == 2;
+      },
+      30s))
+      << body;
+  EXPECT_EQ(gpu["allocated"], 1.0);
+  std::map<std::string, double> part;
+  for (const Json& sh : gpu["shares"]) part[sh["pod"].get<std::string>()] = sh["gpu_fraction"];
+  EXPECT_EQ(part[default_ns_ + "/small"], 0.25);
+  EXPECT_EQ(part[default_ns_ + "/large"], 0.75);
+}
+
 // docs/sharing.md, "Memory a share holds": three quarter shares asking 10 GiB each on one GPU.
 // The node's agent measures 12 GiB for "hog", 8 GiB for "calm" and 11 GiB for "quiet", then
 // stops reporting "quiet": the API shows hog and quiet over their memory at once; chamberd

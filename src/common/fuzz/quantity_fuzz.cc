@@ -4,6 +4,7 @@
 // same value; a share is within one GPU.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -51,17 +52,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::CheckError(gpu.status(), text);
   }
 
-  // The text as a share's fraction, and as its memory beside a fraction that reads.
+  // The text as a share's fraction, as its memory beside a fraction that reads, and as its
+  // memory alone.
   namespace gpu_share = chamber::gpu_share;
   const std::string value(text);
   for (const auto& annotations :
        {std::map<std::string, std::string>{{gpu_share::kFractionKey, value}},
         std::map<std::string, std::string>{{gpu_share::kFractionKey, "0.5"},
-                                           {gpu_share::kMemoryKey, value}}}) {
+                                           {gpu_share::kMemoryKey, value}},
+        std::map<std::string, std::string>{{gpu_share::kMemoryKey, value}}}) {
     Result<gpu_share::Ask> ask = gpu_share::ReadAsk(annotations, 0);
     if (ask.ok()) {
-      fuzz::Check(ask->gpu_milli >= 1 && ask->gpu_milli <= 999 && ask->gpu_memory_mib >= 0,
+      const bool fraction = annotations.contains(gpu_share::kFractionKey);
+      fuzz::Check(ask->gpu_milli >= (fraction ? 1 : 0) && ask->gpu_milli <= 999 &&
+                      ask->gpu_memory_mib >= 0 && ask->asked(),
                   "ReadAsk is out of its bounds", value);
+      // Its part of any GPU is a share: 1..999 thousandths.
+      if (ask->memory_alone())
+        for (int64_t gpu :
+             {int64_t{1}, int64_t{40960}, int64_t{81920}, std::numeric_limits<int64_t>::max()}) {
+          const int64_t milli = gpu_share::MemoryShareMilli(ask->gpu_memory_mib, gpu);
+          fuzz::Check(milli >= 1 && milli <= 999, "MemoryShareMilli is out of its bounds", value);
+        }
     } else {
       fuzz::CheckError(ask.status(), "\"" + value + "\"");
     }

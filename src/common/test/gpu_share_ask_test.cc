@@ -1,5 +1,7 @@
 #include "common/gpu_share_ask.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -25,6 +27,14 @@ TEST(GpuShareAskTest, ReadsAFractionAndMemoryExactly) {
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->gpu_milli, 250);
   EXPECT_EQ(a->gpu_memory_mib, 20480);
+
+  // Memory alone (docs/sharing.md, "A share of memory alone").
+  a = ReadAsk({{kMemoryKey, "20Gi"}}, 0);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->gpu_milli, 0);
+  EXPECT_EQ(a->gpu_memory_mib, 20480);
+  EXPECT_TRUE(a->asked());
+  EXPECT_TRUE(a->memory_alone());
 
   a = ReadAsk({{"chamber.io/queue", "ml"}}, 2);
   ASSERT_TRUE(a.ok());
@@ -53,9 +63,8 @@ TEST(GpuShareAskTest, ErrorsNameTheAnnotationAndTheValue) {
       {{{kFractionKey, "0.5"}, {kMemoryKey, "lots"}},
        "annotation chamber.io/gpu-memory: \"lots\" is not an amount of GPU memory (MiB as a plain "
        "number, or a quantity such as 10Gi)"},
-      {{{kMemoryKey, "10240"}},
-       "annotation chamber.io/gpu-memory: \"10240\" without chamber.io/gpu-fraction: a share of "
-       "GPU memory alone is not scheduled yet; add chamber.io/gpu-fraction"},
+      {{{kMemoryKey, "0"}},
+       "annotation chamber.io/gpu-memory: \"0\" is not a positive amount of MiB"},
   };
   for (const auto& [annotations, want] : cases) {
     Result<Ask> a = ReadAsk(annotations, 0);
@@ -67,6 +76,24 @@ TEST(GpuShareAskTest, ErrorsNameTheAnnotationAndTheValue) {
   EXPECT_EQ(both.status().message(),
             "requests nvidia.com/gpu: 1 and annotation chamber.io/gpu-fraction: \"0.5\"; a pod "
             "asks for whole GPUs or a share of one, not both");
+  both = ReadAsk({{kMemoryKey, "10Gi"}}, 2);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().message(),
+            "requests nvidia.com/gpu: 2 and annotation chamber.io/gpu-memory: \"10Gi\"; a pod "
+            "asks for whole GPUs or a share of one, not both");
+}
+
+// A share of memory alone holds its memory's part of its GPU, rounded up, within 1..999.
+TEST(GpuShareAskTest, AShareOfMemoryAloneHoldsItsMemorysPartOfTheGpu) {
+  EXPECT_EQ(MemoryShareMilli(20480, 81920), 250);
+  EXPECT_EQ(MemoryShareMilli(20480, 40960), 500);
+  EXPECT_EQ(MemoryShareMilli(10000, 81920), 123);  // 122.07: rounded up
+  EXPECT_EQ(MemoryShareMilli(1, 81920), 1);        // 0.012: at least one thousandth
+  EXPECT_EQ(MemoryShareMilli(81920, 81920), 999);  // all of it: still a share
+  EXPECT_EQ(MemoryShareMilli(90000, 81920), 999);
+  EXPECT_EQ(MemoryShareMilli(int64_t{1} << 43, std::numeric_limits<int64_t>::max()), 1);
+  EXPECT_EQ(MemoryShareMilli(0, 81920), 0);
+  EXPECT_EQ(MemoryShareMilli(20480, 0), 0) << "a GPU whose memory is not known";
 }
 
 TEST(GpuShareAskTest, BindAnnotationsNameTheDeviceAndTheMpsLimits) {
@@ -99,7 +126,9 @@ RC_GTEST_PROP(GpuShareAskTest, AnyAnnotationsGiveAShareOrANamedError, ()) {
     RC_ASSERT(r->gpu_milli >= 0 && r->gpu_milli <= 999);
     RC_ASSERT(r->gpu_memory_mib >= 0);
     RC_ASSERT(r->asked() == !a.empty());
-    RC_ASSERT(!r->asked() || (r->gpu_milli > 0 && whole == 0));
+    RC_ASSERT(!r->asked() || whole == 0);
+    RC_ASSERT(r->gpu_milli > 0 || !a.contains(kFractionKey));
+    RC_ASSERT(r->gpu_memory_mib > 0 || !a.contains(kMemoryKey));
   } else {
     const std::string& m = r.status().message();
     RC_ASSERT(m.starts_with("annotation chamber.io/gpu-") ||

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include "backend/kube/gpu_reservations.h"
 #include "backend/kube/kube_backend.h"
@@ -348,6 +349,206 @@ TEST(SnapshotBuilderTest, SharesAreReadFromAnnotationsAndWaitForTheirEnvironment
   EXPECT_EQ(why["ml/both"],
             "pod set both: requests nvidia.com/gpu: 1 and annotation chamber.io/gpu-fraction: "
             "\"0.5\"; a pod asks for whole GPUs or a share of one, not both");
+}
+
+// A node of `gpus` GPUs of `model` with `memory_mib` each, as GPU feature discovery labels it.
+std::shared_ptr<const kube::Node> ModelNode(const std::string& name, int gpus,
+                                            const std::string& model, int64_t memory_mib) {
+  return GpuNode(name, gpus,
+                 {{"metadata",
+                   {{"labels",
+                     {{"nvidia.com/gpu.product", model},
+                      {"nvidia.com/gpu.memory", std::to_string(memory_mib)}}}}}});
+}
+
+// A share of `memory` alone (docs/sharing.md, "A share of memory alone") in queue q, given its
+// environment; `extra` merged in.
+std::shared_ptr<const kube::Pod> MemoryShare(const std::string& name, const std::string& memory,
+                                             Json extra = {}) {
+  Json j = {{"metadata",
+             {{"annotations",
+               {{"chamber.io/gpu-memory", memory}, {"chamber.io/gpu-env", "downward-api"}}},
+              {"labels", {{"chamber.io/queue", "q"}}}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return Pod("ml", name, 0, j);
+}
+
+// Bound to GPU `gpu` of `node` and running; `extra` merged in.
+Json BoundTo(const std::string& node, const std::string& gpu, const Json& extra = {}) {
+  Json j = {{"metadata", {{"annotations", {{"chamber.io/gpu-indices", gpu}}}}},
+            {"spec", {{"nodeName", node}}},
+            {"status", {{"phase", "Running"}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return j;
+}
+
+// docs/sharing.md, "A share of memory alone": bound, a share holds and is charged its memory's
+// part of its own GPU (a gang's pods, of the smallest of theirs); waiting, of the smallest GPU
+// it may go on; one that no GPU can take waits, naming the annotation, until a node can.
+TEST(SnapshotBuilderTest, AShareOfMemoryAloneIsChargedByItsGpuOnceBoundAndByTheSmallestBefore) {
+  ClusterObjects in;
+  in.nodes = {ModelNode("small", 2, "A100-40GB", 40960), ModelNode("big", 2, "H100-80GB", 81920)};
+  Json group = {{"metadata", {{"labels", {{"chamber.io/pod-group", "g"}}}}}};
+  in.pods = {
+      MemoryShare("waiting", "20Gi"),
+      MemoryShare("h100-only", "20Gi",
+                  {{"metadata", {{"annotations", {{"chamber.io/gpu-models", "H100-80GB"}}}}}}),
+      MemoryShare("large", "60Gi"),
+      MemoryShare("too-large", "100Gi"),
+      MemoryShare("bound-big", "20Gi", BoundTo("big", "1")),
+      MemoryShare("bound-small", "10Gi", BoundTo("small", "1")),
+      MemoryShare("gang-small", "20Gi", BoundTo("small", "0", group)),
+      MemoryShare("gang-big", "20Gi", BoundTo("big", "0", group)),
+  };
+  in.queues = {QueueNamed("q", 8)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.problems.empty()) << b.problems.front();
+  std::map<std::string, const core::PodSet*> sets;
+  for (const core::Workload& w : b.snapshot.workloads) sets[w.name] = &w.pod_sets.at(0);
+  auto charged = [&](const std::string& name) {
+    const core::PodSet* ps = sets.at("ml/" + name);
+    EXPECT_TRUE(ps->gpu_memory_only) << name;
+    EXPECT_TRUE(ps->request.gpu_share()) << name;
+    return ps->request.gpu_milli();
+  };
+  EXPECT_EQ(charged("waiting"), 500) << "20 GiB of the smallest GPU it may go on, 40 GiB";
+  EXPECT_EQ(charged("h100-only"), 250) << "it names the 80 GiB model";
+  EXPECT_EQ(charged("large"), 750) << "60 GiB: only the 80 GiB GPUs have that much";
+  EXPECT_EQ(charged("bound-big"), 250) << "its own GPU's part";
+  EXPECT_EQ(charged("bound-small"), 250) << "10 GiB of 40";
+  EXPECT_EQ(sets.at("ml/g")->count, 2);
+  EXPECT_EQ(sets.at("ml/g")->request.gpu_milli(), 500) << "the smallest GPU of its pods";
+  EXPECT_EQ(sets.at("ml/too-large")->invalid_reason,
+            "annotation chamber.io/gpu-memory asks for 102400 MiB alone: no GPU it may go on has "
+            "that much memory (GPU memory is read from the nodes' nvidia.com/gpu.memory label)");
+  EXPECT_EQ(sets.at("ml/waiting")->invalid_reason, "");
+
+  // Through the engine: the waiting ones go where there is room, the too large one waits.
+  core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  std::map<std::string, core::PodPlacement> placed;
+  for (const core::BindDecision& d : r.binds)
+    placed[b.snapshot.workloads[d.workload.index()].name] = d.pods.at(0).placement;
+  EXPECT_EQ(placed.size(), 3u);
+  for (const core::PendingDecision& p : r.pending) {
+    if (b.snapshot.workloads[p.workload.index()].name == "ml/too-large") {
+      EXPECT_EQ(p.reason, core::PendingReason::kInvalidWorkload);
+    }
+  }
+  ASSERT_TRUE(placed.contains("ml/large"));
+  EXPECT_EQ(b.snapshot.nodes[placed["ml/large"].node.index()].name, "big")
+      << "only the big node has 60 GiB on a GPU";
+
+  // A node that can take it ends the wait: charged by it, the reason gone.
+  in.nodes.push_back(ModelNode("huge", 1, "H200-141GB", 131072));
+  b = BuildSnapshot(in, Opts());
+  sets.clear();
+  for (const core::Workload& w : b.snapshot.workloads) sets[w.name] = &w.pod_sets.at(0);
+  EXPECT_EQ(sets.at("ml/too-large")->invalid_reason, "");
+  EXPECT_EQ(charged("too-large"), 782) << "100 GiB of 128, rounded up";
+  EXPECT_EQ(charged("waiting"), 500);
+}
+
+// The promises of docs/sharing.md, "A share of memory alone", on random clusters: nodes of GPUs
+// of four memories (each its own model), shares of memory alone of any size, some naming a
+// model, built, scheduled by the real engine, bound where it said and built again.
+RC_GTEST_PROP(MemoryShareProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeverOverAGpu, ()) {
+  static constexpr int64_t kMemories[] = {24576, 40960, 81920, 143360};
+  auto model = [](int64_t memory) { return "GPU-" + std::to_string(memory / 1024) + "GB"; };
+  ClusterObjects in;
+  std::map<std::string, std::vector<int64_t>> gpu_memory;  // per node, per GPU
+  const int nodes = *rc::gen::inRange(1, 5);
+  for (int n = 0; n < nodes; ++n) {
+    const int64_t memory =
+        *rc::gen::elementOf(std::vector<int64_t>(std::begin(kMemories), std::end(kMemories)));
+    const int gpus = *rc::gen::inRange(1, 4);
+    const std::string name = "n" + std::to_string(n);
+    in.nodes.push_back(ModelNode(name, gpus, model(memory), memory));
+    gpu_memory[name].assign(static_cast<size_t>(gpus), memory);
+  }
+  struct Ask {
+    int64_t memory;
+    std::string model;  // empty: any
+  };
+  std::map<std::string, Ask> asks;
+  const int pods = *rc::gen::inRange(1, 12);
+  for (int i = 0; i < pods; ++i) {
+    Ask a{*rc::gen::inRange<int64_t>(1, 150'000), ""};
+    if (*rc::gen::inRange(0, 3) == 0)
+      a.model = model(
+          *rc::gen::elementOf(std::vector<int64_t>(std::begin(kMemories), std::end(kMemories))));
+    const std::string name = "s" + std::to_string(i);
+    Json extra = Json::object();
+    if (!a.model.empty())
+      extra = {{"metadata", {{"annotations", {{"chamber.io/gpu-models", a.model}}}}}};
+    in.pods.push_back(MemoryShare(name, std::to_string(a.memory), extra));
+    asks[name] = a;
+  }
+  // A hard limit (a lone queue borrows past its quota): never exceeded once bound.
+  const int64_t limit = *rc::gen::inRange<int64_t>(1, 4);
+  in.queues = {QueueNamed("q", limit)};
+  in.queues[0].res(core::Resource::kGpu).limit = core::Gpus(limit);
+
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  std::map<std::string, int64_t> waiting_charge;
+  for (const core::Workload& w : b.snapshot.workloads) {
+    const std::string name = w.name.substr(3);
+    const Ask& a = asks.at(name);
+    // Promise 3: invalid exactly when no GPU it may go on has the memory.
+    int64_t smallest = 0;
+    for (const auto& [node, memories] : gpu_memory)
+      for (int64_t m : memories)
+        if (m >= a.memory && (a.model.empty() || a.model == model(m)) &&
+            (smallest == 0 || m < smallest))
+          smallest = m;
+    RC_ASSERT(w.pod_sets[0].invalid_reason.empty() == (smallest > 0));
+    if (smallest > 0) {
+      waiting_charge[name] = w.pod_sets[0].request.gpu_milli();
+      RC_ASSERT(waiting_charge[name] == gpu_share::MemoryShareMilli(a.memory, smallest));
+    }
+  }
+
+  // Bind what the engine placed, as chamberd does, and build again.
+  const core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  std::map<std::string, std::pair<std::string, int>> bound;  // pod -> node, GPU
+  for (const core::BindDecision& d : r.binds) {
+    const std::string name = b.snapshot.workloads[d.workload.index()].name.substr(3);
+    const core::PodPlacement& pl = d.pods.at(0).placement;
+    RC_ASSERT(std::popcount(pl.gpu_mask) == 1);
+    const int gpu = std::countr_zero(pl.gpu_mask);
+    const std::string node = b.snapshot.nodes[pl.node.index()].name;
+    bound[name] = {node, gpu};
+    for (auto& p : in.pods)
+      if (p->metadata.name == name) {
+        Json extra = {{"metadata", {{"uid", "uid-ml-" + name}}}};
+        if (!asks[name].model.empty())
+          extra["metadata"]["annotations"]["chamber.io/gpu-models"] = asks[name].model;
+        p = MemoryShare(name, std::to_string(asks[name].memory),
+                        BoundTo(node, std::to_string(gpu), extra));
+      }
+  }
+  b = BuildSnapshot(in, Opts());
+  std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> on_gpu;  // milli, memory
+  int64_t held = 0;
+  for (const core::Workload& w : b.snapshot.workloads) {
+    const std::string name = w.name.substr(3);
+    auto it = bound.find(name);
+    if (it == bound.end()) continue;
+    RC_ASSERT(w.state == core::WorkloadState::kRunning);
+    const auto& [node, gpu] = it->second;
+    const int64_t memory = gpu_memory.at(node).at(static_cast<size_t>(gpu));
+    const int64_t charge = w.pod_sets[0].request.gpu_milli();
+    // Promise 1: charged by its own GPU. Promise 2: never less while it waited.
+    RC_ASSERT(charge == gpu_share::MemoryShareMilli(asks[name].memory, memory));
+    RC_ASSERT(waiting_charge.at(name) >= charge);
+    auto& [milli, mem] = on_gpu[it->second];
+    milli += charge;
+    mem += asks[name].memory;
+    RC_ASSERT(milli <= 1000);
+    RC_ASSERT(mem <= memory);
+    held += charge;
+  }
+  RC_ASSERT(held <= limit * 1000);
+  RC_TAG(bound.empty() ? "none bound" : "some bound");
 }
 
 // A pod asking for a MIG device (the device plugin's mixed strategy) is not bound to a node
