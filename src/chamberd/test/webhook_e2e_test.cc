@@ -185,6 +185,16 @@ class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
     ASSERT_LT(posted->status, 300) << posted->body;
   }
 
+  // The message of pod `name`'s PodScheduled condition while it says the pod is not scheduled
+  // (of reason `reason`, when given); empty when it says nothing of the kind.
+  std::string NotScheduledMessage(const std::string& name, const std::string& reason = "") {
+    for (const Json& c : GetPod(default_ns_, name)["status"].value("conditions", Json()))
+      if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
+          (reason.empty() || c.value("reason", "") == reason))
+        return c.value("message", "");
+    return "";
+  }
+
   // The value of one sample of replica `replica`'s /metrics (`name{labels}` as written); -1 when
   // it is not there.
   double Metric(const std::string& replica, const std::string& sample) {
@@ -646,13 +656,7 @@ TEST_F(WebhookE2E, AShareIsBoundToTheGpuItsReservationPodWasGiven) {
   EXPECT_TRUE(r_name.starts_with("gpu-reservation-")) << r_name;
   std::string waiting;
   ASSERT_TRUE(Eventually(
-      [&] {
-        for (const Json& c : GetPod(default_ns_, "half")["status"].value("conditions", Json()))
-          if (c.value("type", "") == "PodScheduled" && c.value("reason", "") == "BindBackoff")
-            waiting = c.value("message", "");
-        return !waiting.empty();
-      },
-      30s))
+      [&] { return !(waiting = NotScheduledMessage("half", "BindBackoff")).empty(); }, 30s))
       << "the share's condition does not say why it waits";
   EXPECT_NE(waiting.find("its share waits for the device plugin to give a GPU to a reservation "
                          "pod on node " +
@@ -737,14 +741,7 @@ TEST_F(WebhookE2E, AShareOfMemoryAloneHoldsItsPartOfTheGpuItLandsOn) {
   ASSERT_TRUE(
       client_->Create(kube::resources::kPods, default_ns_, memory_share("tiny", "1Gi")).ok());
   std::string why;
-  ASSERT_TRUE(Eventually(
-      [&] {
-        for (const Json& c : GetPod(default_ns_, "tiny")["status"].value("conditions", Json()))
-          if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False")
-            why = c.value("message", "");
-        return !why.empty();
-      },
-      30s))
+  ASSERT_TRUE(Eventually([&] { return !(why = NotScheduledMessage("tiny")).empty(); }, 30s))
       << "the third share's condition does not say why it waits";
   EXPECT_NE(why.find("no node fits a pod of 0.013 gpu"), std::string::npos) << why;
   EXPECT_TRUE(NodeOf(GetPod(default_ns_, "tiny")).empty());
