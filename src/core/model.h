@@ -165,13 +165,20 @@ struct PodSet {
   // caller sets `request`'s thousandths to the part of its GPU it holds, or, waiting, the part
   // of the smallest GPU it may go on. To the engine it is a share like any other.
   bool gpu_memory_only = false;
+  // What one pod counts against its queue in GPU thousandths, when not its request's GPUs: the
+  // caller's charge for units of nodes whose device plugin divides GPUs (docs/sharing.md,
+  // "Nodes whose device plugin divides GPUs"), which are placed as whole GPUs and are parts of
+  // them. 0: the request's.
+  int32_t gpu_charge_milli = 0;
   // Why the caller found the pods unschedulable as they are (an annotation that does not read,
   // say); not empty: the workload waits as kInvalidWorkload with this reason.
   std::string invalid_reason = {};
 
-  // What one pod counts against its queue: `request`, and its MIG devices' charge.
+  // What one pod counts against its queue: `request` (its GPUs as `gpu_charge_milli` says, when
+  // set), and its MIG devices' charge.
   Resources Charge() const {
     Resources r = request;
+    if (gpu_charge_milli > 0) r[Resource::kGpu] = gpu_charge_milli;
     r[Resource::kGpu] += mig.charge();
     return r;
   }
@@ -318,8 +325,9 @@ inline int64_t HeldGpuMilli(const PodPlacement& p, const Resources& request) {
 }
 // The same for a pod of `ps` (nullptr: none), its MIG devices' charge included.
 inline int64_t HeldGpuMilli(const PodPlacement& p, const PodSet* ps) {
-  return ps == nullptr ? Gpus(std::popcount(p.gpu_mask))
-                       : HeldGpuMilli(p, ps->request) + ps->mig.charge();
+  return ps == nullptr              ? Gpus(std::popcount(p.gpu_mask))
+         : ps->gpu_charge_milli > 0 ? ps->gpu_charge_milli + ps->mig.charge()
+                                    : HeldGpuMilli(p, ps->request) + ps->mig.charge();
 }
 
 // Calls fn(node, gpu) for each GPU that workload `w` of `s` holds and the node has, in placement

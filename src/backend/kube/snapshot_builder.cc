@@ -451,6 +451,7 @@ class Builder {
     CollectWorkloads();
     AccountBoundPods();
     ChargeMemoryShares();
+    ChargeDividedUnits();
     FinishMig();
     // Queues per GPU model (docs/queues.md): the workloads of a queue with GPU models move to
     // them, their pods narrowed to the model, afresh each build (AddSingle keeps none over).
@@ -2198,6 +2199,90 @@ class Builder {
     }
   }
   static constexpr std::string_view kNoGpuForMemory = "annotation chamber.io/gpu-memory asks for ";
+
+  // What one unit of `gpu_resource` a node advertises is worth, in thousandths of a GPU
+  // (docs/sharing.md, "Nodes whose device plugin divides GPUs"): a GPU's time over its replicas
+  // (rounded down), a MIG device of the single strategy its profile's part, or both; 1,000 for a
+  // node whose device plugin does not divide its GPUs.
+  static int32_t UnitMilli(const core::Node& n) {
+    if (!n.device_plugin_shares) return core::kMilliPerGpu;
+    auto label = [&](std::string_view key) -> const std::string* {
+      for (const auto& [k, v] : *n.labels)
+        if (k == key) return &v;
+      return nullptr;
+    };
+    int64_t milli = core::kMilliPerGpu;
+    const std::string* strategy = label(keys::kMigStrategy);
+    const std::string* product = label(keys::kGpuProduct);
+    if (strategy != nullptr && *strategy == "single" && product != nullptr)
+      if (const size_t at = product->find("-MIG-"); at != std::string::npos)
+        if (const int32_t m = core::MigProfileMilli(std::string_view(*product).substr(at + 5));
+            m > 0)
+          milli = m;
+    if (const std::string* r = label(keys::kGpuReplicas))
+      if (auto v = ParseInt(*r); v.ok() && *v > 1) milli /= *v;
+    return static_cast<int32_t>(std::max<int64_t>(milli, 1));
+  }
+
+  // Pods of whole GPUs on nodes whose device plugin divides GPUs are charged the part of a GPU
+  // their units are (PodSet::gpu_charge_milli): once bound, the most any pod of the set holds;
+  // waiting, the largest unit of the nodes the pod may go on (its node selector and GPU models
+  // match), so never less than it will hold. Made afresh each build; nothing to do where no
+  // node divides its GPUs.
+  void ChargeDividedUnits() {
+    core::Snapshot& snap = out_.snapshot;
+    std::vector<int32_t> unit(snap.nodes.size(), core::kMilliPerGpu);
+    bool any = false;
+    for (size_t n = 0; n < snap.nodes.size(); ++n) {
+      unit[n] = UnitMilli(snap.nodes[n]);
+      any = any || unit[n] != core::kMilliPerGpu;
+    }
+    // The largest unit a waiting pod set may go on, by its node selector and GPU models.
+    std::map<std::string, int32_t> largest_for;
+    auto largest = [&](const core::PodSet& ps) {
+      std::string key;
+      for (const auto& [k, v] : ps.node_selector) key += k + "=" + v + ";";
+      for (const std::string& m : ps.gpu_models) key += m + "|";
+      auto [it, inserted] = largest_for.try_emplace(key, 0);
+      if (!inserted) return it->second;
+      for (size_t n = 0; n < snap.nodes.size() && it->second < core::kMilliPerGpu; ++n) {
+        const core::Node& node = snap.nodes[n];
+        if (node.gpus.empty() || unit[n] <= it->second) continue;
+        if (!ps.gpu_models.empty() && std::find(ps.gpu_models.begin(), ps.gpu_models.end(),
+                                                node.gpus[0].model.str()) == ps.gpu_models.end())
+          continue;
+        const bool selected =
+            std::all_of(ps.node_selector.begin(), ps.node_selector.end(), [&](const auto& want) {
+              return std::find(node.labels->begin(), node.labels->end(), want) !=
+                     node.labels->end();
+            });
+        if (selected) it->second = unit[n];
+      }
+      return it->second;
+    };
+    for (core::Workload& w : snap.workloads) {
+      size_t first = 0;  // the pod set's first placement (a running workload's)
+      for (core::PodSet& ps : w.pod_sets) {
+        const size_t end = first + static_cast<size_t>(ps.count);
+        ps.gpu_charge_milli = 0;
+        const int64_t k = ps.request.whole_gpus();
+        if (!any || k == 0 || ps.request.gpu_share()) {
+          first = end;
+          continue;
+        }
+        int64_t charge = 0;
+        for (size_t i = first; i < end && i < w.placements.size(); ++i) {
+          const core::PodPlacement& pl = w.placements[i];
+          if (pl.node.valid() && pl.node.index() < snap.nodes.size())
+            charge = std::max(charge, k * unit[pl.node.index()]);
+        }
+        if (charge == 0) charge = k * largest(ps);
+        if (charge > 0 && charge < k * core::kMilliPerGpu)
+          ps.gpu_charge_milli = static_cast<int32_t>(charge);
+        first = end;
+      }
+    }
+  }
 
   const ClusterObjects& objects_;
   const BuildOptions& options_;

@@ -728,6 +728,29 @@ TEST_F(EngineTest, SharesAreChargedTheirFractionAndStopAtTheLimit) {
             Bind("half-a")->pods[0].placement.gpu_mask);
 }
 
+// A pod set's charge, where the caller sets it (units of a node whose device plugin divides its
+// GPUs: docs/sharing.md), is what its queue holds and frees: three running quarter-GPU replicas
+// and a fourth fill a limit of one GPU; a pod charged its whole unit waits at the limit.
+TEST_F(EngineTest, APodSetsChargeIsWhatItsQueueHolds) {
+  b_.Node("sliced", 8).get().device_plugin_shares = true;
+  b_.Queue("q").Quota(1).Limit(1);
+  b_.Workload("running", "q")
+      .Pods(3, 1)
+      .Charge(250)
+      .Running("sliced", 0b0001)
+      .Running("sliced", 0b0010)
+      .Running("sliced", 0b0100);
+  b_.Workload("quarter", "q").Pods(1, 1).Charge(250).Submit(Sec(1));
+  b_.Workload("whole", "q").Pods(1, 1).Submit(Sec(2));
+  Run();
+  EXPECT_THAT(Bound(), ElementsAre("quarter"));
+  ASSERT_NE(Pending("whole"), nullptr);
+  EXPECT_EQ(Pending("whole")->reason, PendingReason::kOverQueueLimit);
+  EXPECT_EQ(Pending("whole")->message(),
+            "queue q: needs 1 gpu; quota 1 gpu, in use 1 gpu, limit 1 gpu");
+  EXPECT_EQ(Status("q").allocated.gpu_milli(), 1000);
+}
+
 // MIG devices (docs/sharing.md, "MIG devices in the engine"): counted per node and profile, the
 // kubelet choosing the device; a pod goes only where its profile has a free device, holds no GPU
 // of the node's `gpus`, and never takes more devices than the node advertises.

@@ -151,6 +151,8 @@ class SnapshotBuilder {
       last().gpu_memory_mib = memory_mib;
       return *this;
     }
+    // Each pod counts `milli` thousandths of a GPU against its queue (PodSet::gpu_charge_milli).
+    WorkloadRef& Charge(int32_t milli) { return last().gpu_charge_milli = milli, *this; }
     WorkloadRef& Cpu(int64_t milli) { return last().request[Resource::kCpu] = milli, *this; }
     WorkloadRef& Memory(int64_t bytes) { return last().request[Resource::kMemory] = bytes, *this; }
     WorkloadRef& MinMember(int32_t n) { return get().min_member = n, *this; }

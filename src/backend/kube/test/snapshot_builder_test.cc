@@ -448,6 +448,178 @@ TEST(SnapshotBuilderTest, AShareOfMemoryAloneIsChargedByItsGpuOnceBoundAndByTheS
   EXPECT_EQ(charged("waiting"), 500);
 }
 
+// A node whose device plugin divides its GPUs, labelled as GPU feature discovery does, with
+// `pool` as its chamber-test/pool label.
+std::shared_ptr<const kube::Node> DividingNode(const std::string& name, int units,
+                                               const std::string& pool, Json labels) {
+  labels["chamber-test/pool"] = pool;
+  return GpuNode(name, units, {{"metadata", {{"labels", labels}}}});
+}
+
+// A pod of `gpus` whole GPUs (units) in queue q; `extra` merged in.
+std::shared_ptr<const kube::Pod> UnitPod(const std::string& name, int gpus, Json extra = {}) {
+  Json j = {{"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}}};
+  if (!extra.is_null()) j.merge_patch(extra);
+  return Pod("ml", name, gpus, j);
+}
+
+// docs/sharing.md, "Nodes whose device plugin divides GPUs": a unit is charged the part of a GPU
+// it is (replicas, a MIG device of the single strategy, both; a sharing strategy without
+// replicas is whole GPUs); bound, by the units held (a gang's pods, the most of theirs); waiting,
+// by the largest unit of the nodes its node selector allows.
+TEST(SnapshotBuilderTest, UnitsOfADividingNodeAreChargedAsThePartsTheyAre) {
+  ClusterObjects in;
+  in.nodes = {
+      GpuNode("plain", 2),
+      DividingNode(
+          "sliced", 8, "sliced",
+          {{"nvidia.com/gpu.replicas", "4"}, {"nvidia.com/gpu.sharing-strategy", "time-slicing"}}),
+      DividingNode("mig", 7, "mig",
+                   {{"nvidia.com/mig.strategy", "single"},
+                    {"nvidia.com/gpu.product", "A100-SXM4-40GB-MIG-1g.5gb"}}),
+      DividingNode("both", 4, "both",
+                   {{"nvidia.com/gpu.replicas", "2"},
+                    {"nvidia.com/mig.strategy", "single"},
+                    {"nvidia.com/gpu.product", "A100-SXM4-40GB-MIG-3g.20gb"}}),
+      DividingNode("mps", 2, "mps", {{"nvidia.com/gpu.sharing-strategy", "mps"}}),
+  };
+  auto to = [](const std::string& pool) {
+    return Json{{"spec", {{"nodeSelector", {{"chamber-test/pool", pool}}}}}};
+  };
+  Json group = {{"metadata", {{"labels", {{"chamber.io/pod-group", "g"}}}}}};
+  in.pods = {
+      UnitPod("anywhere", 1),
+      UnitPod("to-sliced", 2, to("sliced")),
+      UnitPod("to-mig", 1, to("mig")),
+      UnitPod("bound-sliced", 1, BoundTo("sliced", "0")),
+      UnitPod("bound-both", 1, BoundTo("both", "0")),
+      UnitPod("bound-mig", 1, BoundTo("mig", "0")),
+      UnitPod("bound-mps", 1, BoundTo("mps", "0")),
+      UnitPod("g-a", 1, BoundTo("sliced", "1", group)),
+      UnitPod("g-b", 1, BoundTo("mig", "1", group)),
+  };
+  in.queues = {QueueNamed("q", 16)};
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  EXPECT_TRUE(b.problems.empty()) << b.problems.front();
+  std::map<std::string, const core::PodSet*> sets;
+  for (const core::Workload& w : b.snapshot.workloads) sets[w.name] = &w.pod_sets.at(0);
+  auto charge = [&](const std::string& name) {
+    return sets.at("ml/" + name)->Charge().gpu_milli();
+  };
+  EXPECT_EQ(charge("anywhere"), 1000) << "a plain node may take it: a whole GPU while it waits";
+  EXPECT_EQ(charge("to-sliced"), 500) << "two quarter replicas";
+  EXPECT_EQ(charge("to-mig"), 142) << "1g of 7";
+  EXPECT_EQ(charge("bound-sliced"), 250);
+  EXPECT_EQ(charge("bound-both"), 214) << "3g of 7 over 2 replicas";
+  EXPECT_EQ(charge("bound-mig"), 142);
+  EXPECT_EQ(charge("bound-mps"), 1000) << "a sharing strategy without replicas: whole GPUs";
+  EXPECT_EQ(sets.at("ml/g")->count, 2);
+  EXPECT_EQ(charge("g"), 250) << "the most either pod holds";
+  EXPECT_EQ(sets.at("ml/bound-sliced")->request.whole_gpus(), 1) << "placed as a unit";
+
+  // The engine charges the queue what the pod sets say.
+  const core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  int64_t allocated = -1;
+  for (const core::QueueStatus& q : r.queues)
+    if (q.name == "q") allocated = q.allocated.gpu_milli();
+  // Running 250 + 214 + 142 + 1000 + 2 x 250; placed now 1000 + 500 + 142.
+  EXPECT_EQ(allocated, 2106 + 1642);
+  EXPECT_EQ(r.binds.size(), 3u);
+}
+
+// The promises of docs/sharing.md, "Nodes whose device plugin divides GPUs", on random clusters:
+// plain nodes, nodes of replicas, of MIG devices under the single strategy and of both, in two
+// pools; pods of 1 to 3 units, some held to a pool; built, scheduled by the real engine, bound
+// where it said and built again, under a hard limit.
+RC_GTEST_PROP(DividedUnitProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeverOverALimit, ()) {
+  struct Kind {
+    int64_t replicas;     // 1: none
+    std::string profile;  // MIG single strategy; empty: none
+    int64_t unit;         // thousandths, as docs/sharing.md's table gives it
+  };
+  static const Kind kKinds[] = {{1, "", 1000},       {2, "", 500},       {4, "", 250},
+                                {8, "", 125},        {1, "1g.5gb", 142}, {1, "3g.20gb", 428},
+                                {2, "2g.10gb", 142}, {4, "3g.20gb", 107}};
+  ClusterObjects in;
+  std::map<std::string, std::pair<int64_t, std::string>> node_unit;  // unit, pool
+  const int nodes = *rc::gen::inRange(1, 6);
+  for (int n = 0; n < nodes; ++n) {
+    const Kind& k = kKinds[*rc::gen::inRange<size_t>(0, std::size(kKinds))];
+    const std::string name = "n" + std::to_string(n), pool = "p" + std::to_string(n % 2);
+    Json labels = Json::object();
+    if (k.replicas > 1) labels["nvidia.com/gpu.replicas"] = std::to_string(k.replicas);
+    if (!k.profile.empty()) {
+      labels["nvidia.com/mig.strategy"] = "single";
+      labels["nvidia.com/gpu.product"] = "A100-SXM4-40GB-MIG-" + k.profile;
+    }
+    in.nodes.push_back(DividingNode(name, *rc::gen::inRange(1, 5), pool, labels));
+    node_unit[name] = {k.unit, pool};
+  }
+  struct Ask {
+    int gpus;
+    std::string pool;  // empty: any
+  };
+  std::map<std::string, Ask> asks;
+  const int pods = *rc::gen::inRange(1, 10);
+  for (int i = 0; i < pods; ++i) {
+    Ask a{*rc::gen::inRange(1, 4), ""};
+    if (*rc::gen::inRange(0, 2) == 0) a.pool = "p" + std::to_string(*rc::gen::inRange(0, 2));
+    Json extra = Json::object();
+    if (!a.pool.empty()) extra = {{"spec", {{"nodeSelector", {{"chamber-test/pool", a.pool}}}}}};
+    const std::string name = "u" + std::to_string(i);
+    in.pods.push_back(UnitPod(name, a.gpus, extra));
+    asks[name] = a;
+  }
+  const int64_t limit = *rc::gen::inRange<int64_t>(1, 4);
+  in.queues = {QueueNamed("q", limit)};
+  in.queues[0].res(core::Resource::kGpu).limit = core::Gpus(limit);
+
+  BuiltSnapshot b = BuildSnapshot(in, Opts());
+  std::map<std::string, int64_t> waiting_charge;
+  for (const core::Workload& w : b.snapshot.workloads) {
+    const std::string name = w.name.substr(3);
+    const Ask& a = asks.at(name);
+    int64_t largest = 0;
+    for (const auto& [node, up] : node_unit)
+      if (a.pool.empty() || a.pool == up.second) largest = std::max(largest, up.first);
+    if (largest == 0) largest = 1000;  // no node for it: its request's whole GPUs
+    waiting_charge[name] = w.pod_sets[0].Charge().gpu_milli();
+    RC_ASSERT(waiting_charge[name] == a.gpus * largest);
+  }
+
+  const core::CycleResult r = core::Engine().Schedule(b.snapshot);
+  std::map<std::string, std::string> bound;  // pod -> node
+  for (const core::BindDecision& d : r.binds) {
+    const std::string name = b.snapshot.workloads[d.workload.index()].name.substr(3);
+    const core::PodPlacement& pl = d.pods.at(0).placement;
+    const std::string node = b.snapshot.nodes[pl.node.index()].name;
+    bound[name] = node;
+    for (auto& p : in.pods)
+      if (p->metadata.name == name) {
+        Json extra = {{"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}}};
+        if (!asks[name].pool.empty())
+          extra["spec"]["nodeSelector"] = {{"chamber-test/pool", asks[name].pool}};
+        p = Pod("ml", name, asks[name].gpus,
+                BoundTo(node, FormatIndexList(MaskToIndices(pl.gpu_mask)), extra));
+      }
+  }
+  b = BuildSnapshot(in, Opts());
+  int64_t held = 0;
+  for (const core::Workload& w : b.snapshot.workloads) {
+    const std::string name = w.name.substr(3);
+    auto it = bound.find(name);
+    if (it == bound.end()) continue;
+    RC_ASSERT(w.state == core::WorkloadState::kRunning);
+    const int64_t charge = w.pod_sets[0].Charge().gpu_milli();
+    // Promise 1: charged by the units it holds. Promise 2: never less while it waited.
+    RC_ASSERT(charge == asks[name].gpus * node_unit.at(it->second).first);
+    RC_ASSERT(waiting_charge.at(name) >= charge);
+    held += charge;
+  }
+  RC_ASSERT(held <= limit * 1000);
+  RC_TAG(bound.empty() ? "none bound" : "some bound");
+}
+
 // The promises of docs/sharing.md, "A share of memory alone", on random clusters: nodes of GPUs
 // of four memories (each its own model), shares of memory alone of any size, some naming a
 // model, built, scheduled by the real engine, bound where it said and built again.
