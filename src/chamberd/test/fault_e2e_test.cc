@@ -25,6 +25,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -504,10 +505,67 @@ class FaultE2E : public e2e::ChamberdCluster {
       std::ofstream out(cp_dir + "/pids");
       for (const Row& w : rows) out << w.name << " " << w.pid << " " << w.binary << "\n";
       out.close();
-      return Eventually([&] { return client_->Get(kube::resources::kNamespaces, "", ns_).ok(); },
-                        90s, 200ms);
+      const bool up = Eventually(
+          [&] { return client_->Get(kube::resources::kNamespaces, "", ns_).ok(); }, 90s, 200ms);
+      SuperviseControllerManager(cp_dir);
+      return up;
     }
     return false;
+  }
+
+  // The control plane's kube-controller-manager (its Job controller makes the Jobs' pods): on a
+  // control plane of the run's own, started again when it exits, as the kubelet restarts a
+  // control plane's static pods. It exits when the API server goes away while it starts (an
+  // apiserver-restart in its first seconds): a run without it would create Jobs that never get
+  // pods, and check nothing. Read from the control plane's pids file at the start.
+  struct Component {
+    pid_t pid = -1;
+    std::string binary;
+    std::vector<std::string> args;
+  };
+  std::optional<Component> controller_manager_;
+  int controller_manager_restarts_ = 0;
+
+  void WatchControllerManager(const std::string& cp_dir) {
+    std::ifstream in(cp_dir + "/pids");
+    std::string name, binary;
+    pid_t pid = -1;
+    while (in >> name >> pid >> binary) {
+      if (name != "kube-controller-manager") continue;
+      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+      Component c{pid, binary, {}};
+      for (std::string a; std::getline(cmdline, a, '\0');) c.args.push_back(a);
+      if (!c.args.empty()) controller_manager_ = std::move(c);
+    }
+  }
+
+  void SuperviseControllerManager(const std::string& cp_dir) {
+    if (!controller_manager_) return;
+    Component& c = *controller_manager_;
+    int status = 0;
+    char exe[4096];
+    const ssize_t n =
+        readlink(("/proc/" + std::to_string(c.pid) + "/exe").c_str(), exe, sizeof exe - 1);
+    const std::string running = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "";
+    const bool alive = waitpid(c.pid, &status, WNOHANG) != c.pid &&
+                       (running == c.binary || running == c.binary + " (deleted)");
+    if (alive) return;
+    c.pid = e2e::SpawnLogged(c.args, cp_dir + "/logs/kube-controller-manager.log");
+    ++controller_manager_restarts_;
+    std::cout << "[" << std::chrono::duration<double>(Clock::now() - start_).count()
+              << " s] kube-controller-manager had exited: started again" << std::endl;
+    // controlplane.sh stop reads the pids file: it must stop the new one.
+    std::vector<std::string> lines;
+    {
+      std::ifstream in(cp_dir + "/pids");
+      for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("kube-controller-manager "))
+          line = "kube-controller-manager " + std::to_string(c.pid) + " " + c.binary;
+        lines.push_back(line);
+      }
+    }
+    std::ofstream out(cp_dir + "/pids");
+    for (const std::string& line : lines) out << line << "\n";
   }
 
   // Lines of the replicas' logs that contain `text`.
@@ -540,6 +598,8 @@ class FaultE2E : public e2e::ChamberdCluster {
   // Stands in for the kubelet: a replica that exited (a leader that lost its Lease exits) is
   // started again.
   void Supervise(const std::vector<std::string>& flags) {
+    if (const char* cp = std::getenv("CHAMBER_TEST_CONTROLPLANE_DIR"); cp != nullptr)
+      SuperviseControllerManager(cp);
     for (auto& [name, pid] : chamberd_) {
       int status = 0;
       if (pid > 0 && waitpid(pid, &status, WNOHANG) == pid) {
@@ -645,6 +705,10 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
   if (own != nullptr && std::string(own) == "1") {
     kinds.push_back("apiserver-restart");
     kinds.push_back("etcd-restart");
+    WatchControllerManager(cp_dir);
+    ASSERT_TRUE(controller_manager_.has_value())
+        << "no running kube-controller-manager in " << cp_dir
+        << "/pids: the Jobs would get no pods (scripts/controlplane.sh start --controller-manager)";
   }
   // CHAMBER_FAULT_KINDS: only these (comma-separated), e.g. the restarts alone in CI's short run
   // on a control plane of its own (scripts/fault-run.sh --kinds).
@@ -782,6 +846,15 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
   stop_checker = true;
   checker.join();
   for (const std::string& w : unsettled) Violation("after settling: " + w);
+  // A run whose Jobs got no pods checked nothing: the Job controller makes them (a few may end
+  // the run in its failure backoff, pod-less).
+  const int jobs_created = static_cast<int>(JobsSoFar().size());
+  const int podless = outcome["no pods yet (the Job controller)"];
+  if (pods_checked_ == 0 || podless * 10 > jobs_created)
+    Violation(std::to_string(podless) + " of " + std::to_string(jobs_created) +
+              " Jobs have no pods at the end and " + std::to_string(pods_checked_.load()) +
+              " pod checks were made: the run exercised too little (is the control plane's "
+              "kube-controller-manager running? see its log)");
 
   const double total = std::chrono::duration<double>(Clock::now() - start_).count();
   std::cout << "---- fault harness summary (seed " << seed << ") ----\n";
@@ -797,6 +870,8 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
             << pods_checked_ << " pod checks\n"
             << "  replicas that exited on their own and were restarted: " << restarts_
             << " (leadership lost: " << LoggedLines("leadership lost") << ")\n"
+            << "  kube-controller-manager started again after it exited: "
+            << controller_manager_restarts_ << "\n"
             << "  gang binds rolled back, each starting or doubling its gang's bind backoff: "
             << LoggedLines("rolling back")
             << " (most in a row: " << MostLogged(" rollback(s) in a row") << ")\n"
