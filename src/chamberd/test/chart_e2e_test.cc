@@ -301,9 +301,7 @@ TEST_F(ChartE2E, ADefaultInstallsAgentsReportToItsChamberdWhichCountsUseAndFence
   // The agent's reports were taken, none refused.
   auto metric = [&](const std::string& sample) {
     auto r = api.Get("/metrics", reader);
-    if (!r || r->status != 200) return -1.0;
-    const size_t at = r->body.find("\n" + sample + " ");
-    return at == std::string::npos ? -1.0 : std::stod(r->body.substr(at + sample.size() + 2));
+    return r && r->status == 200 ? e2e::MetricSample(r->body, sample) : -1.0;
   };
   EXPECT_GE(metric("chamber_health_reports_total{result=\"accepted\"}"), 2);
   EXPECT_EQ(metric("chamber_health_reports_total{result=\"rejected\"}"), 0);

@@ -35,6 +35,13 @@ inline const kube::ResourceType kValidatingAdmissionPolicyBindings{
     "admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
     "ValidatingAdmissionPolicyBinding", false};
 
+// The value of sample `sample` (`name{labels}` as written) of a /metrics page; -1 when the page
+// has no such sample.
+inline double MetricSample(const std::string& page, const std::string& sample) {
+  const size_t at = page.find("\n" + sample + " ");
+  return at == std::string::npos ? -1.0 : std::stod(page.substr(at + sample.size() + 2));
+}
+
 // Polls `f` until it returns true or `timeout` passes; returns its last answer.
 template <typename F>
 bool Eventually(F f, std::chrono::milliseconds timeout,

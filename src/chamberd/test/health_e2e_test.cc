@@ -209,10 +209,7 @@ class HealthE2E : public e2e::ClusterTest {
   static double Metric(httplib::Client& api, const std::string& sample) {
     auto r = api.Get("/metrics",
                      httplib::Headers{{"Authorization", std::string("Bearer ") + kReadToken}});
-    if (!r || r->status != 200) return -1;
-    const size_t at = r->body.find("\n" + sample + " ");
-    if (at == std::string::npos) return -1;
-    return std::stod(r->body.substr(at + sample.size() + 2));
+    return r && r->status == 200 ? e2e::MetricSample(r->body, sample) : -1.0;
   }
   // A token for the test's agent service account bound to a pod on `node`, as the kubelet
   // projects into the agent's pod.

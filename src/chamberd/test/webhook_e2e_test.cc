@@ -200,10 +200,7 @@ class WebhookE2E : public e2e::WithWebhook<e2e::ChamberdCluster> {
   double Metric(const std::string& replica, const std::string& sample) {
     httplib::Client api("127.0.0.1", ApiPort(replica));
     auto r = api.Get("/metrics");
-    if (!r || r->status != 200) return -1;
-    const size_t at = r->body.find("\n" + sample + " ");
-    if (at == std::string::npos) return -1;
-    return std::stod(r->body.substr(at + sample.size() + 2));
+    return r && r->status == 200 ? e2e::MetricSample(r->body, sample) : -1.0;
   }
 
   // Live pods of `ns` (not being deleted), bound or not, by name.

@@ -3,6 +3,7 @@
 #include <array>
 #include <bit>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -448,6 +449,32 @@ TEST(SnapshotBuilderTest, AShareOfMemoryAloneIsChargedByItsGpuOnceBoundAndByTheS
   EXPECT_EQ(charged("waiting"), 500);
 }
 
+// Queue q with a quota and a hard limit of `gpus` (a lone queue borrows past its quota; the
+// limit never gives).
+void LimitedQueue(ClusterObjects& in, int64_t gpus) {
+  in.queues = {QueueNamed("q", gpus)};
+  in.queues[0].res(core::Resource::kGpu).limit = core::Gpus(gpus);
+}
+
+// Binds, as chamberd does, each one-pod workload of `built` that `r` placed: its pod in `in`
+// becomes what `bound_pod(name, node, placement)` makes. Returns, by pod name, the node name and
+// the placement.
+std::map<std::string, std::pair<std::string, core::PodPlacement>> BindAsPlaced(
+    const BuiltSnapshot& built, const core::CycleResult& r, ClusterObjects& in,
+    const std::function<std::shared_ptr<const kube::Pod>(const std::string&, const std::string&,
+                                                         const core::PodPlacement&)>& bound_pod) {
+  std::map<std::string, std::pair<std::string, core::PodPlacement>> bound;
+  for (const core::BindDecision& d : r.binds) {
+    const std::string name = built.snapshot.workloads[d.workload.index()].name.substr(3);
+    const core::PodPlacement& pl = d.pods.at(0).placement;
+    const std::string& node = built.snapshot.nodes[pl.node.index()].name;
+    bound[name] = {node, pl};
+    for (auto& p : in.pods)
+      if (p->metadata.name == name) p = bound_pod(name, node, pl);
+  }
+  return bound;
+}
+
 // A node whose device plugin divides its GPUs, labelled as GPU feature discovery does, with
 // `pool` as its chamber-test/pool label.
 std::shared_ptr<const kube::Node> DividingNode(const std::string& name, int units,
@@ -571,8 +598,7 @@ RC_GTEST_PROP(DividedUnitProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeve
     asks[name] = a;
   }
   const int64_t limit = *rc::gen::inRange<int64_t>(1, 4);
-  in.queues = {QueueNamed("q", limit)};
-  in.queues[0].res(core::Resource::kGpu).limit = core::Gpus(limit);
+  LimitedQueue(in, limit);
 
   BuiltSnapshot b = BuildSnapshot(in, Opts());
   std::map<std::string, int64_t> waiting_charge;
@@ -587,22 +613,15 @@ RC_GTEST_PROP(DividedUnitProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeve
     RC_ASSERT(waiting_charge[name] == a.gpus * largest);
   }
 
-  const core::CycleResult r = core::Engine().Schedule(b.snapshot);
-  std::map<std::string, std::string> bound;  // pod -> node
-  for (const core::BindDecision& d : r.binds) {
-    const std::string name = b.snapshot.workloads[d.workload.index()].name.substr(3);
-    const core::PodPlacement& pl = d.pods.at(0).placement;
-    const std::string node = b.snapshot.nodes[pl.node.index()].name;
-    bound[name] = node;
-    for (auto& p : in.pods)
-      if (p->metadata.name == name) {
+  const auto bound = BindAsPlaced(
+      b, core::Engine().Schedule(b.snapshot), in,
+      [&](const std::string& name, const std::string& node, const core::PodPlacement& pl) {
         Json extra = {{"metadata", {{"labels", {{"chamber.io/queue", "q"}}}}}};
         if (!asks[name].pool.empty())
           extra["spec"]["nodeSelector"] = {{"chamber-test/pool", asks[name].pool}};
-        p = Pod("ml", name, asks[name].gpus,
-                BoundTo(node, FormatIndexList(MaskToIndices(pl.gpu_mask)), extra));
-      }
-  }
+        return Pod("ml", name, asks[name].gpus,
+                   BoundTo(node, FormatIndexList(MaskToIndices(pl.gpu_mask)), extra));
+      });
   b = BuildSnapshot(in, Opts());
   int64_t held = 0;
   for (const core::Workload& w : b.snapshot.workloads) {
@@ -612,7 +631,7 @@ RC_GTEST_PROP(DividedUnitProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeve
     RC_ASSERT(w.state == core::WorkloadState::kRunning);
     const int64_t charge = w.pod_sets[0].Charge().gpu_milli();
     // Promise 1: charged by the units it holds. Promise 2: never less while it waited.
-    RC_ASSERT(charge == asks[name].gpus * node_unit.at(it->second).first);
+    RC_ASSERT(charge == asks[name].gpus * node_unit.at(it->second.first).first);
     RC_ASSERT(waiting_charge.at(name) >= charge);
     held += charge;
   }
@@ -655,10 +674,8 @@ RC_GTEST_PROP(MemoryShareProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeve
     in.pods.push_back(MemoryShare(name, std::to_string(a.memory), extra));
     asks[name] = a;
   }
-  // A hard limit (a lone queue borrows past its quota): never exceeded once bound.
   const int64_t limit = *rc::gen::inRange<int64_t>(1, 4);
-  in.queues = {QueueNamed("q", limit)};
-  in.queues[0].res(core::Resource::kGpu).limit = core::Gpus(limit);
+  LimitedQueue(in, limit);
 
   BuiltSnapshot b = BuildSnapshot(in, Opts());
   std::map<std::string, int64_t> waiting_charge;
@@ -680,24 +697,15 @@ RC_GTEST_PROP(MemoryShareProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeve
   }
 
   // Bind what the engine placed, as chamberd does, and build again.
-  const core::CycleResult r = core::Engine().Schedule(b.snapshot);
-  std::map<std::string, std::pair<std::string, int>> bound;  // pod -> node, GPU
-  for (const core::BindDecision& d : r.binds) {
-    const std::string name = b.snapshot.workloads[d.workload.index()].name.substr(3);
-    const core::PodPlacement& pl = d.pods.at(0).placement;
-    RC_ASSERT(std::popcount(pl.gpu_mask) == 1);
-    const int gpu = std::countr_zero(pl.gpu_mask);
-    const std::string node = b.snapshot.nodes[pl.node.index()].name;
-    bound[name] = {node, gpu};
-    for (auto& p : in.pods)
-      if (p->metadata.name == name) {
+  const auto bound = BindAsPlaced(
+      b, core::Engine().Schedule(b.snapshot), in,
+      [&](const std::string& name, const std::string& node, const core::PodPlacement& pl) {
         Json extra = {{"metadata", {{"uid", "uid-ml-" + name}}}};
         if (!asks[name].model.empty())
           extra["metadata"]["annotations"]["chamber.io/gpu-models"] = asks[name].model;
-        p = MemoryShare(name, std::to_string(asks[name].memory),
-                        BoundTo(node, std::to_string(gpu), extra));
-      }
-  }
+        return MemoryShare(name, std::to_string(asks[name].memory),
+                           BoundTo(node, std::to_string(std::countr_zero(pl.gpu_mask)), extra));
+      });
   b = BuildSnapshot(in, Opts());
   std::map<std::pair<std::string, int>, std::pair<int64_t, int64_t>> on_gpu;  // milli, memory
   int64_t held = 0;
@@ -706,13 +714,15 @@ RC_GTEST_PROP(MemoryShareProperty, ChargedNoLessWhileWaitingThanOnceBoundAndNeve
     auto it = bound.find(name);
     if (it == bound.end()) continue;
     RC_ASSERT(w.state == core::WorkloadState::kRunning);
-    const auto& [node, gpu] = it->second;
+    const auto& [node, pl] = it->second;
+    RC_ASSERT(std::popcount(pl.gpu_mask) == 1);
+    const int gpu = std::countr_zero(pl.gpu_mask);
     const int64_t memory = gpu_memory.at(node).at(static_cast<size_t>(gpu));
     const int64_t charge = w.pod_sets[0].request.gpu_milli();
     // Promise 1: charged by its own GPU. Promise 2: never less while it waited.
     RC_ASSERT(charge == gpu_share::MemoryShareMilli(asks[name].memory, memory));
     RC_ASSERT(waiting_charge.at(name) >= charge);
-    auto& [milli, mem] = on_gpu[it->second];
+    auto& [milli, mem] = on_gpu[{node, gpu}];
     milli += charge;
     mem += asks[name].memory;
     RC_ASSERT(milli <= 1000);
