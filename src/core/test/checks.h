@@ -66,10 +66,10 @@ inline bool Schedulable(const Node& n) {
 // Whether a pod of `ps` may ever run on `n`: schedulable, selector, taints, GPU model.
 inline bool Accepts(const Node& n, const PodSet& ps) {
   if (!Schedulable(n)) return false;
-  for (const auto& [k, v] : ps.node_selector) {
-    const auto it =
-        std::find_if(n.labels.begin(), n.labels.end(), [&](const auto& l) { return l.first == k; });
-    if (it == n.labels.end() || it->second != v) return false;
+  for (const auto& kv : ps.node_selector) {
+    const auto it = std::find_if(n.labels.begin(), n.labels.end(),
+                                 [&](const auto& l) { return l.first == kv.first; });
+    if (it == n.labels.end() || it->second != kv.second) return false;
   }
   for (const Taint& t : n.taints)
     if (!Tolerated(t, *ps.tolerations)) return false;
