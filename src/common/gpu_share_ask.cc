@@ -13,28 +13,30 @@ Status Bad(const char* key, const std::string& value, const std::string& why) {
   return Status::InvalidArgument(std::string("annotation ") + key + ": \"" + value + "\" " + why);
 }
 
-// A plain integer is MiB (as KAI Scheduler's gpu-memory is); a quantity with a unit must come
-// to whole MiB.
-Result<int64_t> MemoryMib(const std::string& text) {
+Status BadMemory(std::string_view text, const std::string& why) {
+  return Status::InvalidArgument("\"" + std::string(text) + "\" " + why);
+}
+
+}  // namespace
+
+Result<int64_t> ParseGpuMemoryMib(std::string_view text) {
   const bool plain = !text.empty() && std::all_of(text.begin(), text.end(),
                                                   [](char c) { return c >= '0' && c <= '9'; });
   if (plain) {
-    if (text.size() > 12) return Bad(kMemoryKey, text, "is more MiB than any GPU has");
-    const int64_t mib = std::stoll(text);
-    if (mib <= 0) return Bad(kMemoryKey, text, "is not a positive amount of MiB");
+    if (text.size() > 12) return BadMemory(text, "is more MiB than any GPU has");
+    const int64_t mib = std::stoll(std::string(text));
+    if (mib <= 0) return BadMemory(text, "is not a positive amount of MiB");
     return mib;
   }
   Result<int64_t> bytes = ParseBytes(text);
   if (!bytes.ok())
-    return Bad(kMemoryKey, text,
-               "is not an amount of GPU memory (MiB as a plain number, or a quantity such as "
-               "10Gi)");
-  if (*bytes <= 0) return Bad(kMemoryKey, text, "is not a positive amount of memory");
-  if (*bytes % kMib != 0) return Bad(kMemoryKey, text, "is not a whole number of MiB");
+    return BadMemory(text,
+                     "is not an amount of GPU memory (MiB as a plain number, or a quantity such as "
+                     "10Gi)");
+  if (*bytes <= 0) return BadMemory(text, "is not a positive amount of memory");
+  if (*bytes % kMib != 0) return BadMemory(text, "is not a whole number of MiB");
   return *bytes / kMib;
 }
-
-}  // namespace
 
 Result<Ask> ReadAsk(const std::map<std::string, std::string>& annotations, int64_t whole_gpus) {
   Ask ask;
@@ -54,7 +56,11 @@ Result<Ask> ReadAsk(const std::map<std::string, std::string>& annotations, int64
     ask.gpu_milli = *milli;
   }
   if (memory != annotations.end()) {
-    CHAMBER_ASSIGN_OR_RETURN(ask.gpu_memory_mib, MemoryMib(memory->second));
+    Result<int64_t> mib = ParseGpuMemoryMib(memory->second);
+    if (!mib.ok())
+      return Status::InvalidArgument(std::string("annotation ") + kMemoryKey + ": " +
+                                     mib.status().message());
+    ask.gpu_memory_mib = *mib;
   }
   if (ask.asked() && whole_gpus > 0) {
     const auto& [key, value] = fraction != annotations.end() ? *fraction : *memory;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -54,6 +55,12 @@ struct Ask {
 // e.g. `annotation chamber.io/gpu-fraction: "1.5" is not below one GPU (ask for whole GPUs with
 // nvidia.com/gpu)`.
 Result<Ask> ReadAsk(const std::map<std::string, std::string>& annotations, int64_t whole_gpus);
+
+// An amount of GPU memory as a share asks for it: MiB as a plain number ("10240", as KAI
+// Scheduler reads its gpu-memory), or a quantity that comes to whole MiB ("10Gi"). Errors quote
+// the text and say what is wanted: `"1.5Mi" is not a whole number of MiB`. The trace readers of
+// the simulator read a share's GPU memory with it too.
+Result<int64_t> ParseGpuMemoryMib(std::string_view text);
 
 // The part of a GPU of `gpu_memory_mib` that a share of `memory_mib` alone holds and is charged
 // (docs/sharing.md, "A share of memory alone"): thousandths, rounded up, 1..999; 0 when either

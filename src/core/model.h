@@ -330,6 +330,19 @@ inline int64_t HeldGpuMilli(const PodPlacement& p, const PodSet* ps) {
                                     : HeldGpuMilli(p, ps->request) + ps->mig.charge();
 }
 
+// The GPUs a waiting share of memory alone may go on (docs/sharing.md, "A share of memory
+// alone"): the healthy GPUs of known memory on nodes that take shares, kept by model and memory.
+class ShareableGpuMemories {
+ public:
+  explicit ShareableGpuMemories(const std::vector<Node>& nodes);
+  // The memory of the smallest of them with at least `ps.gpu_memory_mib`, of a model `ps`
+  // accepts (PodSet::gpu_models, or any); 0 when none.
+  int64_t SmallestFor(const PodSet& ps) const;
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> kinds_;  // (model, memory), sorted, unique
+};
+
 // Calls fn(node, gpu) for each GPU that workload `w` of `s` holds and the node has, in placement
 // order: what a caller needs to tell which GPUs a preemption freed.
 template <typename Fn>

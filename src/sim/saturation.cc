@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "common/gpu_share_ask.h"
+
 namespace chamber::sim {
 
 Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace,
@@ -23,6 +25,9 @@ Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace,
   SaturationArrivals out;
   std::vector<core::ShareRequest> pods;
   for (const TraceJob& j : trace.jobs) {
+    if (!j.mig_profile.empty())
+      return Status::InvalidArgument("job " + j.id + " asks for MIG devices (" + j.mig_profile +
+                                     "); saturation mode runs clusters without MIG layouts");
     core::ShareRequest r;
     if (j.gpu_milli_per_pod > 0 && j.gpu_milli_per_pod < core::kMilliPerGpu)
       r.gpu_milli = j.gpu_milli_per_pod;
@@ -33,6 +38,26 @@ Result<SaturationArrivals> MakeSaturationArrivals(const Trace& trace,
     r.cpu_milli = j.cpu_milli_per_pod;
     r.memory_bytes = j.memory_bytes_per_pod;
     r.gpu_model_mask = cluster.ModelMask(j.gpu_models);
+    if (j.gpu_memory_mib_per_pod > 0 && j.gpus_per_pod == 0) {
+      r.gpu_memory_mib = j.gpu_memory_mib_per_pod;
+      // A share of memory alone takes the part of the smallest GPU it may go on, as the engine
+      // charges it while it waits (docs/sharing.md, "A share of memory alone").
+      if (r.gpu_milli == 0) {
+        int64_t smallest = 0;
+        for (int32_t n = 0; n < cluster.node_count(); ++n) {
+          if (!core::ShareCluster::ModelAllowed(r.gpu_model_mask, cluster.node_model(n))) continue;
+          for (const core::GpuFree& g : cluster.gpus(n))
+            if (g.Shareable() && g.total_memory_mib >= r.gpu_memory_mib &&
+                (smallest == 0 || g.total_memory_mib < smallest))
+              smallest = g.total_memory_mib;
+        }
+        if (smallest == 0)
+          return Status::InvalidArgument(
+              "job " + j.id + " asks for " + std::to_string(r.gpu_memory_mib) +
+              " MiB of GPU memory alone: no GPU of the cluster it may go on has that much");
+        r.gpu_milli = static_cast<int32_t>(gpu_share::MemoryShareMilli(r.gpu_memory_mib, smallest));
+      }
+    }
     if (Status s = core::ValidateShareRequest(r); !s.ok())
       return Status::InvalidArgument("job " + j.id + ": " + s.message());
     for (int32_t p = 0; p < std::max(1, j.pods); ++p) pods.push_back(r);

@@ -4,11 +4,13 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
 #include <unordered_map>
 
+#include "common/gpu_share_ask.h"
 #include "core/cluster_state.h"
 #include "core/engine.h"
 #include "core/gpu_model_queues.h"
@@ -73,6 +75,11 @@ struct JobRun {
   const TraceJob* job = nullptr;
   int64_t gpu_milli_per_pod = 0;  // whole GPUs (x 1,000), a share of one GPU, or MIG charges
   core::MigAsk mig;               // its pods' MIG devices, if any
+  // A share of memory alone (docs/sharing.md, "A share of memory alone"): the part of the
+  // smallest GPU it may go on, charged while it waits; gpu_milli_per_pod is the part of the GPU
+  // it holds once it runs. 0: not such a share.
+  int64_t memory_alone_waiting_milli = 0;
+  std::string invalid_reason;  // the engine is told it waits as an invalid workload
   int32_t first_unit = 0;
   int32_t units = 0;
   int32_t units_running = 0;
@@ -233,7 +240,9 @@ class Sim {
   const SimCluster::Scheduling scheduling_;
   core::Engine engine_;
   core::EngineSession session_;  // the simulated cluster's snapshot
-  bool split_models_ = false;    // some queue has quotas per GPU model (CycleSnapshot)
+  // The GPUs shares of memory alone may go on, found at the first such job.
+  std::optional<core::ShareableGpuMemories> gpu_memories_;
+  bool split_models_ = false;  // some queue has quotas per GPU model (CycleSnapshot)
   core::Snapshot split_;
   std::vector<core::Queue> usage_queues_;  // with split_models_: UsageQueues()
   std::unordered_map<std::string, int32_t> usage_queue_index_;
@@ -346,6 +355,22 @@ Status Sim::Setup() {
     r.gpu_milli_per_pod = core::Gpus(t.gpus_per_pod);
     if (t.gpu_milli_per_pod > 0) {
       r.gpu_milli_per_pod = t.gpu_milli_per_pod;
+      ++m_.fractional_jobs;
+    } else if (t.gpu_memory_mib_per_pod > 0) {
+      // Charged, while it waits, as on the smallest GPU it may go on: never less than it holds.
+      if (!gpu_memories_) gpu_memories_.emplace(session_.snapshot().nodes);
+      core::PodSet ask;
+      ask.gpu_memory_mib = t.gpu_memory_mib_per_pod;
+      ask.gpu_models = t.gpu_models;
+      r.memory_alone_waiting_milli =
+          gpu_share::MemoryShareMilli(t.gpu_memory_mib_per_pod, gpu_memories_->SmallestFor(ask));
+      if (r.memory_alone_waiting_milli == 0) {
+        r.memory_alone_waiting_milli = 999;  // waits, invalid, holding nothing
+        r.invalid_reason = "asks for " + std::to_string(t.gpu_memory_mib_per_pod) +
+                           " MiB of GPU memory alone: no GPU it may go on has that much memory "
+                           "(a pool's GPU memory is its gpuMemory in the cluster file)";
+      }
+      r.gpu_milli_per_pod = r.memory_alone_waiting_milli;
       ++m_.fractional_jobs;
     }
     if (!t.mig_profile.empty()) {
@@ -470,6 +495,12 @@ void Sim::AddWorkload(int32_t u, core::WorkloadState state) {
                                         t.memory_bytes_per_pod);
   ps.mig = r.mig;
   ps.gpu_models = t.gpu_models;
+  ps.gpu_memory_mib = t.gpu_memory_mib_per_pod;
+  if (r.memory_alone_waiting_milli > 0) {
+    ps.gpu_memory_only = true;
+    ps.request[core::Resource::kGpu] = r.memory_alone_waiting_milli;
+  }
+  ps.invalid_reason = r.invalid_reason;
   w.pod_sets.push_back(std::move(ps));
   unit.wl = session_.AddWorkload(std::move(w)).value;
   wl_unit_.push_back(u);
@@ -615,9 +646,27 @@ void Sim::ApplyCycle(Time t, const core::CycleResult& result) {
     w.start_time = t;
     w.last_checkpoint_time.reset();
     w.placements.clear();
+    for (const core::PodAssignment& a : pods) w.placements.push_back(a.placement);
+    if (r.memory_alone_waiting_milli > 0) {
+      // Charged from now on by the GPUs it holds (by the smallest of them, for a gang).
+      int64_t held = 0;
+      for (const core::PodAssignment& a : pods) {
+        const core::Node& n = session_.snapshot().nodes[a.placement.node.index()];
+        const auto g = static_cast<size_t>(std::countr_zero(a.placement.gpu_mask));
+        held = std::max(held,
+                        gpu_share::MemoryShareMilli(r.job->gpu_memory_mib_per_pod,
+                                                    g < n.gpus.size() ? n.gpus[g].memory_mib : 0));
+      }
+      if (held > 0) {
+        // A job of pods scheduled one by one: the largest part any of its pods holds.
+        r.gpu_milli_per_pod = r.units_running > 0 ? std::max(r.gpu_milli_per_pod, held) : held;
+        w.pod_sets.front().request[core::Resource::kGpu] = held;
+        // As chamberd's next cycle would, the next one sees the room the smaller charge leaves.
+        if (held != r.memory_alone_waiting_milli) MarkDirty(t + Duration(1));
+      }
+    }
     int64_t milli = 0;
     for (const core::PodAssignment& a : pods) {
-      w.placements.push_back(a.placement);
       const core::PodSet& set = w.pod_sets[a.pod_set];
       milli += core::HeldGpuMilli(a.placement, set.request) + set.mig.charge();
     }
@@ -715,6 +764,8 @@ void Sim::Process(const Event& e) {
       core::Workload& w = WorkloadToChange(unit.wl);
       w.placements.clear();
       w.state = policy_.per_pod ? core::WorkloadState::kPending : core::WorkloadState::kSuspended;
+      if (const int64_t waiting = jobs_[unit.job].memory_alone_waiting_milli; waiting > 0)
+        w.pod_sets.front().request[core::Resource::kGpu] = waiting;  // as it waits again
       --jobs_[unit.job].units_running;
       MarkDirty(e.time);
       break;

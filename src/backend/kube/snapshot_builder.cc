@@ -2144,26 +2144,11 @@ class Builder {
   // Made afresh each build, as it depends on the nodes.
   void ChargeMemoryShares() {
     core::Snapshot& snap = out_.snapshot;
-    // The GPUs a waiting share may go on, by (model, memory), found once and only when needed.
-    std::optional<std::vector<std::pair<std::string_view, int64_t>>> kinds;
+    // The GPUs a waiting share may go on, found once and only when needed.
+    std::optional<core::ShareableGpuMemories> kinds;
     auto smallest = [&](const core::PodSet& ps) {
-      if (!kinds) {
-        kinds.emplace();
-        for (const core::Node& n : snap.nodes) {
-          if (n.device_plugin_shares) continue;
-          for (const core::Gpu& g : n.gpus)
-            if (g.healthy && g.memory_mib > 0) kinds->emplace_back(g.model.str(), g.memory_mib);
-        }
-        std::sort(kinds->begin(), kinds->end());
-        kinds->erase(std::unique(kinds->begin(), kinds->end()), kinds->end());
-      }
-      int64_t best = 0;
-      for (const auto& [model, memory] : *kinds)
-        if (memory >= ps.gpu_memory_mib && (best == 0 || memory < best) &&
-            (ps.gpu_models.empty() ||
-             std::find(ps.gpu_models.begin(), ps.gpu_models.end(), model) != ps.gpu_models.end()))
-          best = memory;
-      return best;
+      if (!kinds) kinds.emplace(snap.nodes);
+      return kinds->SmallestFor(ps);
     };
     for (core::Workload& w : snap.workloads) {
       size_t first = 0;  // the pod set's first placement (a running workload's)

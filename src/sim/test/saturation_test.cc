@@ -135,6 +135,35 @@ TEST(Saturation, ArrivalsFollowTheTraceThenItsMix) {
   EXPECT_EQ(m->requests[0].cpu_milli, 4000);
   EXPECT_EQ(m->requests[0].memory_bytes, 1 << 30);
 
+  // A share's GPU memory comes along; a share of memory alone takes the part of the smallest
+  // GPU it may go on (docs/traces.md): 20 GiB of a 40 GiB GPU is 500 on a cluster of 40 GiB
+  // and 80 GiB GPUs, 250 where its models leave only the 80 GiB one.
+  std::vector<core::ShareNodeSpec> mixed = core::UniformShareNodes(1, 1, 40960, "A100-SXM4-40GB");
+  mixed.push_back(core::UniformShareNodes(1, 1).front());
+  const core::ShareCluster two(mixed);
+  trace.jobs = {Job("both", 0, 300), Job("alone", 0, 0), Job("h100", 0, 0), Job("huge", 0, 0)};
+  trace.jobs[0].gpu_memory_mib_per_pod = 10240;
+  trace.jobs[1].gpu_memory_mib_per_pod = 20480;
+  trace.jobs[2].gpu_memory_mib_per_pod = 20480;
+  trace.jobs[2].gpu_models = {"H100-SXM5-80GB"};
+  const Result<SaturationArrivals> s = MakeSaturationArrivals(trace, two, options);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->requests[0].gpu_milli, 300);
+  EXPECT_EQ(s->requests[0].gpu_memory_mib, 10240);
+  EXPECT_EQ(s->requests[1].gpu_milli, 500);
+  EXPECT_EQ(s->requests[1].gpu_memory_mib, 20480);
+  EXPECT_EQ(s->requests[2].gpu_milli, 250);
+  trace.jobs[3].gpu_memory_mib_per_pod = 90 * 1024;
+  EXPECT_EQ(MakeSaturationArrivals(trace, two, options).status().message(),
+            "job huge asks for 92160 MiB of GPU memory alone: no GPU of the cluster it may go on "
+            "has that much");
+  // MIG devices are refused: saturation mode runs clusters without MIG layouts.
+  trace.jobs = {Job("mig", 0, 0)};
+  trace.jobs[0].mig_profile = "1g.10gb";
+  EXPECT_EQ(MakeSaturationArrivals(trace, two, options).status().message(),
+            "job mig asks for MIG devices (1g.10gb); saturation mode runs clusters without MIG "
+            "layouts");
+
   trace.jobs = {Job("cpu", 0, 0)};
   EXPECT_EQ(MakeSaturationArrivals(trace, eight, options).status().message(),
             "the trace has no pod that asks for a GPU");

@@ -169,6 +169,58 @@ TEST(Simulator, SharesOfOneGpuRunSideBySide) {
                     }));
 }
 
+// Shares of memory alone (docs/sharing.md, "A share of memory alone"; docs/traces.md): node
+// `a100` has one 40 GiB GPU, node `h100` one 80 GiB GPU. A whole-GPU job kept to the A100
+// runs there from t=0 for 1h. At 1m shares of 20 GiB and 60 GiB arrive. Waiting, each is
+// charged as on the smallest GPU it may go on: 20 GiB of the 40 GiB A100 is 500 thousandths,
+// 60 GiB (only the H100 has that much) 750. The 20 GiB share goes on the H100, the only GPU
+// with room, and holds 250 from its start; the 60 GiB share does not fit beside the 500 it was
+// placed with in that cycle, and starts at the next (1 s on), beside the 250 it holds now.
+// GPU-hours: 1 + 0.25 + 0.75 = 2 of the 2 GPUs' capacity over the run.
+TEST(Simulator, SharesOfMemoryAloneAreChargedByTheGpuTheyRunOn) {
+  ClusterSpec spec;
+  for (const auto& [model, gib] : {std::pair<std::string, int64_t>{"A100-SXM4-40GB", 40},
+                                   std::pair<std::string, int64_t>{"H100-SXM5-80GB", 80}}) {
+    NodePool p;
+    p.name = model.substr(0, 4) == "A100" ? "a100" : "h100";
+    p.gpus_per_node = 1;
+    p.gpu_model = model;
+    p.gpu_memory_bytes = gib << 30;
+    spec.pools.push_back(p);
+  }
+  auto memory = [](std::string id, int64_t gib) {
+    TraceJob j = Job(std::move(id), Time(minutes(1)), hours(1), 1, 0);
+    j.gpu_memory_mib_per_pod = gib * 1024;
+    return j;
+  };
+  Trace trace;
+  trace.jobs.push_back(Job("whole", Time(0), hours(1), 1, 1));
+  trace.jobs.back().gpu_models = {"A100-SXM4-40GB"};
+  trace.jobs.push_back(memory("m20", 20));
+  trace.jobs.push_back(memory("m60", 60));
+  std::map<std::string, std::pair<Time, core::PodPlacement>> starts;
+  const EventSink sink = [&](const SimEvent& e) {
+    if (e.kind == EventKind::kStart) starts[e.job->id] = {e.time, e.placements.at(0)};
+  };
+  Result<SimMetrics> m = Simulate(BuildNodes(spec), trace, Policy("chamber"), SimOptions{}, sink);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 3);
+  EXPECT_EQ(m->fractional_jobs, 2);
+  const core::PodPlacement on_h100{core::NodeId{1}, 0b1};
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_EQ(starts["m20"], std::make_pair(Time(minutes(1)), on_h100));
+  EXPECT_EQ(starts["m60"], std::make_pair(Time(minutes(1) + seconds(1)), on_h100));
+  EXPECT_NEAR(m->allocation * 2 * m->makespan_hours, 2.0, 1e-9);
+
+  // Memory no GPU it may go on has: the job waits, invalid, and never runs.
+  trace.jobs[2].gpu_memory_mib_per_pod = 100 * 1024;
+  starts.clear();
+  m = Simulate(BuildNodes(spec), trace, Policy("chamber"), SimOptions{}, sink);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->finished, 2);
+  EXPECT_FALSE(starts.contains("m60"));
+}
+
 // MIG devices from the cluster's layout: one node whose one GPU in MIG mode holds two 3g.40gb.
 // Two 3g.40gb servers run from t=0 for 1h; a third waits for a device, 1h-2h. Each is charged
 // 0.428 GPU: 3 x 0.428 GPU-hours of capacity 2 GPUs (one whole, one in MIG mode) x 2h.

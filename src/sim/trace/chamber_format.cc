@@ -2,6 +2,7 @@
 #include <limits>
 #include <string>
 
+#include "common/gpu_share_ask.h"
 #include "common/quantity.h"
 #include "sim/trace/fields.h"
 #include "sim/trace/reader.h"
@@ -24,6 +25,7 @@ enum Col : size_t {
   kModels,
   kMigProfile,
   kMigDevices,
+  kGpuMemory,
 };
 
 constexpr CsvColumn kColumns[] = {
@@ -41,6 +43,7 @@ constexpr CsvColumn kColumns[] = {
     {"gpu_models"},
     {"mig_profile"},
     {"mig_devices_per_pod"},
+    {"gpu_memory_per_pod"},
 };
 
 constexpr int64_t kMaxCount = std::numeric_limits<int32_t>::max();
@@ -93,10 +96,15 @@ Status CsvRowToJob(const CsvRow& row, ParsedJob* out) {
   job.gpu_models = SplitModels(row.Get(kModels));
   job.mig_profile = std::string(row.Get(kMigProfile));
   CHAMBER_RETURN_IF_ERROR(IntColumn(row, kMigDevices, 0, kMaxCount, &job.mig_devices_per_pod));
+  if (const std::string_view mem = row.Get(kGpuMemory); !mem.empty()) {
+    Result<int64_t> v = gpu_share::ParseGpuMemoryMib(mem);
+    if (!v.ok()) return row.Error(kGpuMemory, v.status().message());
+    job.gpu_memory_mib_per_pod = *v;
+  }
   std::string_view field;
-  if (Status s = CheckShape(
-          &job, &field,
-          {"pods", "gpus_per_pod", "gpu_milli_per_pod", "mig_profile", "mig_devices_per_pod"});
+  if (Status s = CheckShape(&job, &field,
+                            {"pods", "gpus_per_pod", "gpu_milli_per_pod", "mig_profile",
+                             "mig_devices_per_pod", "gpu_memory_per_pod"});
       !s.ok()) {
     for (size_t c = 0; c < std::size(kColumns); ++c) {
       if (kColumns[c].name == field) return row.Error(c, s.message());
@@ -147,7 +155,7 @@ std::string WriteChamberCsv(const std::vector<TraceJob>& jobs) {
   using trace_internal::FormatSeconds;
   std::string out =
       "id,queue,user,priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,"
-      "cpu_per_pod,memory_per_pod,gpu_models,mig_profile,mig_devices_per_pod\n";
+      "cpu_per_pod,memory_per_pod,gpu_models,mig_profile,mig_devices_per_pod,gpu_memory_per_pod\n";
   out.reserve(out.size() + jobs.size() * 96);
   for (const TraceJob& j : jobs) {
     AppendCsvField(j.id, &out);
@@ -179,6 +187,8 @@ std::string WriteChamberCsv(const std::vector<TraceJob>& jobs) {
     AppendCsvField(j.mig_profile, &out);
     out += ',';
     if (j.mig_devices_per_pod != 0) out += std::to_string(j.mig_devices_per_pod);
+    out += ',';
+    if (j.gpu_memory_mib_per_pod != 0) out += std::to_string(j.gpu_memory_mib_per_pod);
     out += '\n';
   }
   return out;

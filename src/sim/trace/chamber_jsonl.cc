@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/gpu_share_ask.h"
 #include "common/quantity.h"
 #include "sim/trace/fields.h"
 #include "sim/trace/reader.h"
@@ -31,13 +32,14 @@ enum Key : size_t {
   kModels,
   kMigProfile,
   kMigDevices,
+  kGpuMemory,
   kNumKeys,
 };
 
 constexpr std::string_view kKeys[kNumKeys] = {
     "id",           "queue",     "user",       "priority",         "submitTime",
     "duration",     "pods",      "gpusPerPod", "gpuMilliPerPod",   "cpuPerPod",
-    "memoryPerPod", "gpuModels", "migProfile", "migDevicesPerPod",
+    "memoryPerPod", "gpuModels", "migProfile", "migDevicesPerPod", "gpuMemoryPerPod",
 };
 
 // One top-level value of a line, as the SAX events gave it.
@@ -368,9 +370,21 @@ Status ToJob(const LineHandler& h, const LineErrors& at, ParsedJob* out) {
   }
   CHAMBER_RETURN_IF_ERROR(text(kMigProfile, &job.mig_profile));
   CHAMBER_RETURN_IF_ERROR(integer(kMigDevices, 0, kMaxCount, &job.mig_devices_per_pod));
+  if (const Value& mem = h[kGpuMemory]; mem.given()) {
+    // MiB as an integer, or a string as the annotation takes it ("20Gi", "20480").
+    Result<int64_t> mib = Status::InvalidArgument(
+        "expected MiB or a quantity such as \"20Gi\", got " + std::string(mem.type_name()));
+    if (mem.kind == Value::Kind::kString) mib = gpu_share::ParseGpuMemoryMib(mem.s);
+    if (mem.kind == Value::Kind::kInt || mem.kind == Value::Kind::kUnsigned)
+      mib = gpu_share::ParseGpuMemoryMib(mem.kind == Value::Kind::kInt ? std::to_string(mem.i)
+                                                                       : std::to_string(mem.u));
+    if (!mib.ok()) return at.Field(kKeys[kGpuMemory], mib.status().message());
+    job.gpu_memory_mib_per_pod = *mib;
+  }
   std::string_view field;
-  if (Status s = CheckShape(
-          &job, &field, {"pods", "gpusPerPod", "gpuMilliPerPod", "migProfile", "migDevicesPerPod"});
+  if (Status s = CheckShape(&job, &field,
+                            {"pods", "gpusPerPod", "gpuMilliPerPod", "migProfile",
+                             "migDevicesPerPod", "gpuMemoryPerPod"});
       !s.ok()) {
     return at.Field(field, s.message());
   }

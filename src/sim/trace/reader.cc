@@ -178,6 +178,18 @@ Status CheckShape(TraceJob* job, std::string_view* field, const ShapeFields& nam
                                    std::string(names.gpus) + " is " +
                                    std::to_string(job->gpus_per_pod));
   }
+  if (job->gpu_memory_mib_per_pod < 0) {
+    *field = names.gpu_memory;
+    return Status::InvalidArgument("must not be negative, got " +
+                                   std::to_string(job->gpu_memory_mib_per_pod));
+  }
+  if (job->gpu_memory_mib_per_pod > 0 && job->gpus_per_pod > 0) {
+    *field = names.gpu_memory;
+    return Status::InvalidArgument(
+        "GPU memory (" + std::to_string(job->gpu_memory_mib_per_pod) +
+        " MiB) is asked for by a share of one GPU, but " + std::string(names.gpus) + " is " +
+        std::to_string(job->gpus_per_pod) + " (a pod with whole GPUs has all of their memory)");
+  }
   if (job->mig_profile.empty()) {
     if (job->mig_devices_per_pod != 0) {
       *field = names.mig_devices;
@@ -199,8 +211,13 @@ Status CheckShape(TraceJob* job, std::string_view* field, const ShapeFields& nam
     return Status::InvalidArgument("must be between 1 and " + std::to_string(core::kMaxMigDevices) +
                                    ", got " + std::to_string(job->mig_devices_per_pod));
   }
-  if (job->gpus_per_pod > 0 || job->gpu_milli_per_pod > 0) {
+  if (job->gpus_per_pod > 0 || job->gpu_milli_per_pod > 0 || job->gpu_memory_mib_per_pod > 0) {
     *field = names.mig_profile;
+    if (job->gpu_memory_mib_per_pod > 0 && job->gpus_per_pod == 0 && job->gpu_milli_per_pod == 0)
+      return Status::InvalidArgument(
+          "a pod asks for MIG devices or for a share of a GPU, not both: " +
+          std::string(names.gpu_memory) + " is " + std::to_string(job->gpu_memory_mib_per_pod) +
+          " MiB");
     return Status::InvalidArgument(
         "a pod asks for MIG devices or for GPUs, not both: " +
         std::string(job->gpus_per_pod > 0 ? names.gpus : names.milli) + " is " +

@@ -82,12 +82,12 @@ Status ParseOpenb(std::string_view text, JobSink* sink);
 
 // A format's names of the fields CheckShape checks, for its messages.
 struct ShapeFields {
-  std::string_view pods, gpus, milli, mig_profile, mig_devices;
+  std::string_view pods, gpus, milli, mig_profile, mig_devices, gpu_memory;
 };
 
-// Checks pods, GPU counts, GPU fractions and MIG devices; normalises a whole GPU given as 1000
-// milli, and a MIG profile without a device count to one device. Returns the reason and the
-// offending field (`*field` is one of `names`).
+// Checks pods, GPU counts, GPU fractions, a share's GPU memory and MIG devices; normalises a whole
+// GPU given as 1000 milli, and a MIG profile without a device count to one device. Returns the
+// reason and the offending field (`*field` is one of `names`).
 Status CheckShape(TraceJob* job, std::string_view* field, const ShapeFields& names);
 
 }  // namespace chamber::sim::trace_internal

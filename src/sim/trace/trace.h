@@ -30,6 +30,9 @@ struct TraceJob {
   int32_t pods = 1;
   int32_t gpus_per_pod = 0;       // whole GPUs per pod
   int32_t gpu_milli_per_pod = 0;  // a fraction of one GPU in thousandths (openb); 0: whole GPUs
+  // GPU memory of a share of one GPU, MiB: with gpu_milli_per_pod, or alone (a share of memory
+  // alone, docs/sharing.md); 0: none asked.
+  int64_t gpu_memory_mib_per_pod = 0;
   // MIG devices of one profile per pod ("1g.10gb"), without GPUs or a fraction; empty: none.
   std::string mig_profile;
   int32_t mig_devices_per_pod = 0;

@@ -142,12 +142,12 @@ TEST(ChamberCsvTest, HeaderProblemsAreFatalEvenWhenSkipping) {
           .message(),
       "t.csv:1:25: column gpus: unknown column (known: id,queue,user,priority,submit_time,"
       "duration,pods,gpus_per_pod,gpu_milli_per_pod,cpu_per_pod,memory_per_pod,gpu_models,"
-      "mig_profile,mig_devices_per_pod)");
+      "mig_profile,mig_devices_per_pod,gpu_memory_per_pod)");
   EXPECT_EQ(
       ParseTrace("id,duration\n", "t.csv", TraceFormat::kChamberCsv, Skipping()).status().message(),
       "t.csv:1:12: column submit_time: missing from the header (expected columns id,queue,user,"
       "priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,cpu_per_pod,memory_per_"
-      "pod,gpu_models,mig_profile,mig_devices_per_pod)");
+      "pod,gpu_models,mig_profile,mig_devices_per_pod,gpu_memory_per_pod)");
   // A header alone is an empty trace.
   Result<Trace> empty =
       ParseTrace("id,submit_time,duration\n\n", "t.csv", TraceFormat::kChamberCsv, {});
@@ -204,7 +204,7 @@ TEST(ChamberJsonlTest, ErrorsNameLineColumnAndField) {
       {R"({"id": "e", "submitTime": 1, "duration": 3, "gpus": 2})",
        "t.jsonl:2:45: field gpus: unknown field (known: id, queue, user, priority, submitTime, "
        "duration, pods, gpusPerPod, gpuMilliPerPod, cpuPerPod, memoryPerPod, gpuModels, "
-       "migProfile, migDevicesPerPod)"},
+       "migProfile, migDevicesPerPod, gpuMemoryPerPod)"},
       {R"({"id": "f", "duration": 3})", "t.jsonl:2:1: field submitTime: is required"},
       {R"({"id": "g", "submitTime": 1, "duration": 3, "pods": "two"})",
        "t.jsonl:2:45: field pods: \"two\" is not an integer"},
@@ -255,11 +255,17 @@ TEST(ChamberFormatTest, WriterOutput) {
   mig.duration = milliseconds(1000);
   mig.mig_profile = "3g.40gb";
   mig.mig_devices_per_pod = 2;
-  EXPECT_EQ(WriteChamberCsv({j, mig}),
+  TraceJob share;
+  share.id = "s";
+  share.duration = milliseconds(2000);
+  share.gpu_memory_mib_per_pod = 20480;
+  EXPECT_EQ(WriteChamberCsv({j, mig, share}),
             "id,queue,user,priority,submit_time,duration,pods,gpus_per_pod,gpu_milli_per_pod,"
-            "cpu_per_pod,memory_per_pod,gpu_models,mig_profile,mig_devices_per_pod\n"
-            "\"a,\"\"b\"\"\",q,\" u\",3,1.5,60,2,4,,500m,1073741824,A100|H100,,\n"
-            "m,inference,,0,0,1,1,0,,,,,3g.40gb,2\n");
+            "cpu_per_pod,memory_per_pod,gpu_models,mig_profile,mig_devices_per_pod,"
+            "gpu_memory_per_pod\n"
+            "\"a,\"\"b\"\"\",q,\" u\",3,1.5,60,2,4,,500m,1073741824,A100|H100,,,\n"
+            "m,inference,,0,0,1,1,0,,,,,3g.40gb,2,\n"
+            "s,,,0,0,2,1,0,,,,,,,20480\n");
 }
 
 // MIG devices of one profile per pod: the profile alone is one device; a count without a
@@ -302,6 +308,77 @@ TEST(ChamberCsvTest, MigDevices) {
   };
   for (const auto& [line, want] : cases) {
     Result<Trace> bad = ParseTrace(header + line, "t.csv", TraceFormat::kChamberCsv, {});
+    ASSERT_FALSE(bad.ok()) << line;
+    EXPECT_EQ(bad.status().message(), want) << line;
+  }
+}
+
+// A share's GPU memory (docs/traces.md): MiB or a quantity of whole MiB, with a fraction or
+// alone; beside whole GPUs or MIG devices, or not an amount of memory, an error naming the
+// column.
+TEST(ChamberCsvTest, GpuMemoryOfAShare) {
+  const std::string header =
+      "id,submit_time,duration,gpus_per_pod,gpu_milli_per_pod,mig_profile,gpu_memory_per_pod\n";
+  Result<Trace> t =
+      ParseTrace(header + "both,0,1,,250,,20Gi\nalone,1,1,0,,,10240\nnone,2,1,,500,,\n", "t.csv",
+                 TraceFormat::kChamberCsv, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 3u);
+  EXPECT_EQ(t->jobs[0].gpu_milli_per_pod, 250);
+  EXPECT_EQ(t->jobs[0].gpu_memory_mib_per_pod, 20480);
+  EXPECT_EQ(t->jobs[1].gpu_milli_per_pod, 0);
+  EXPECT_EQ(t->jobs[1].gpus_per_pod, 0);
+  EXPECT_EQ(t->jobs[1].gpu_memory_mib_per_pod, 10240);
+  EXPECT_EQ(t->jobs[2].gpu_memory_mib_per_pod, 0);
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"a,0,1,1,,,20Gi\n",
+       "t.csv:2:11: column gpu_memory_per_pod: GPU memory (20480 MiB) is asked for by a share of "
+       "one GPU, but gpus_per_pod is 1 (a pod with whole GPUs has all of their memory)"},
+      {"b,0,1,,1000,,512\n",
+       "t.csv:2:14: column gpu_memory_per_pod: GPU memory (512 MiB) is asked for by a share of one "
+       "GPU, but gpus_per_pod is 1 (a pod with whole GPUs has all of their memory)"},
+      {"c,0,1,,,1g.10gb,512\n",
+       "t.csv:2:9: column mig_profile: a pod asks for MIG devices or for a share of a GPU, not "
+       "both: gpu_memory_per_pod is 512 MiB"},
+      {"d,0,1,,,,1.5Mi\n",
+       "t.csv:2:10: column gpu_memory_per_pod: \"1.5Mi\" is not a whole number of MiB"},
+      {"e,0,1,,,,0\n",
+       "t.csv:2:10: column gpu_memory_per_pod: \"0\" is not a positive amount of MiB"},
+      {"f,0,1,,,,lots\n",
+       "t.csv:2:10: column gpu_memory_per_pod: \"lots\" is not an amount of GPU memory (MiB as a "
+       "plain number, or a quantity such as 10Gi)"},
+  };
+  for (const auto& [line, want] : cases) {
+    Result<Trace> bad = ParseTrace(header + line, "t.csv", TraceFormat::kChamberCsv, {});
+    ASSERT_FALSE(bad.ok()) << line;
+    EXPECT_EQ(bad.status().message(), want) << line;
+  }
+}
+
+TEST(ChamberJsonlTest, GpuMemoryOfAShare) {
+  Result<Trace> t = ParseTrace(
+      R"({"id": "a", "submitTime": 0, "duration": 1, "gpuMilliPerPod": 500, "gpuMemoryPerPod": "40Gi"})"
+      "\n"
+      R"({"id": "b", "submitTime": 0, "duration": 1, "gpuMemoryPerPod": 20480})",
+      "t.jsonl", TraceFormat::kChamberJsonl, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].gpu_milli_per_pod, 500);
+  EXPECT_EQ(t->jobs[0].gpu_memory_mib_per_pod, 40960);
+  EXPECT_EQ(t->jobs[1].gpu_memory_mib_per_pod, 20480);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"id": "c", "submitTime": 0, "duration": 1, "gpuMemoryPerPod": 1.5})",
+       "t.jsonl:1:45: field gpuMemoryPerPod: expected MiB or a quantity such as \"20Gi\", got "
+       "number"},
+      {R"({"id": "d", "submitTime": 0, "duration": 1, "gpuMemoryPerPod": -5})",
+       "t.jsonl:1:45: field gpuMemoryPerPod: \"-5\" is not a positive amount of memory"},
+      {R"({"id": "e", "submitTime": 0, "duration": 1, "gpusPerPod": 2, "gpuMemoryPerPod": "1Gi"})",
+       "t.jsonl:1:62: field gpuMemoryPerPod: GPU memory (1024 MiB) is asked for by a share of one "
+       "GPU, but gpusPerPod is 2 (a pod with whole GPUs has all of their memory)"},
+  };
+  for (const auto& [line, want] : cases) {
+    Result<Trace> bad = ParseTrace(line, "t.jsonl", TraceFormat::kChamberJsonl, {});
     ASSERT_FALSE(bad.ok()) << line;
     EXPECT_EQ(bad.status().message(), want) << line;
   }

@@ -175,6 +175,8 @@ RC_GTEST_PROP(TraceRoundTrip, WriteChamberCsvThenParseGivesTheSameJobs, ()) {
       j.mig_profile = *rc::gen::element<std::string>("1g.10gb", "3g.40gb", "1g.10gb+me", "2g.12gb");
       j.mig_devices_per_pod = *rc::gen::inRange(1, 256);
     }
+    if (j.gpus_per_pod == 0 && j.mig_profile.empty() && *rc::gen::inRange(0, 2) == 0)
+      j.gpu_memory_mib_per_pod = *rc::gen::inRange<int64_t>(1, 1'000'000'000'000);
     j.cpu_milli_per_pod = *rc::gen::inRange<int64_t>(0, 1'000'000'000);
     j.memory_bytes_per_pod = *rc::gen::inRange<int64_t>(0, 1'000'000'000'000'000);
     for (const std::string& m : kModels) {
