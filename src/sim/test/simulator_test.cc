@@ -1,6 +1,7 @@
 // Tiny traces whose metrics are worked out by hand in the comments.
 #include "sim/simulator.h"
 
+#include <bit>
 #include <map>
 #include <sstream>
 #include <string>
@@ -553,6 +554,86 @@ TEST(Simulator, KeptStateDecidesAsFreshCycles) {
     EXPECT_TRUE(kept == fresh) << name << ": the event logs differ";
   }
   EXPECT_GT(preemptions, 0);  // reclaim, priority and failures were exercised
+}
+
+// Shares with GPU memory, and shares of memory alone whose charge changes when they start and
+// again when they stop, on GPUs of 40 GiB and 80 GiB: a kept session decides as fresh cycles
+// do, under every policy, through reclaim, priority preemption and GPU failures; and every
+// share with memory starts on a GPU with at least that much.
+TEST(Simulator, KeptStateDecidesAsFreshCyclesWithSharesOfMemory) {
+  SyntheticSpec spec;
+  spec.profile = SyntheticSpec::Profile::kOpenb;
+  spec.jobs = 500;
+  spec.teams = 3;
+  spec.span = hours(6);
+  spec.seed = 11;
+  Trace trace = GenerateSyntheticTrace(spec);
+  int64_t memory_alone = 0;
+  for (size_t i = 0; i < trace.jobs.size(); ++i) {
+    TraceJob& j = trace.jobs[i];
+    if (j.gpus_per_pod > 0 || j.gpu_milli_per_pod == 0) continue;
+    if (i % 3 == 0) {
+      j.gpu_memory_mib_per_pod = int64_t{j.gpu_milli_per_pod} * 40;  // 0.5 of 80 GiB: 20,000 MiB
+      j.gpu_milli_per_pod = 0;
+      ++memory_alone;
+    } else if (i % 3 == 1) {
+      j.gpu_memory_mib_per_pod = 10240;
+    }
+  }
+  ASSERT_GT(memory_alone, 20);
+  ClusterSpec cluster;
+  for (const auto& [model, gib] : {std::pair<std::string, int64_t>{"A100-SXM4-40GB", 40},
+                                   std::pair<std::string, int64_t>{"H100-SXM5-80GB", 80}}) {
+    NodePool p;
+    p.name = model;
+    p.count = 2;
+    p.gpus_per_node = 4;
+    p.gpu_model = model;
+    p.gpu_memory_bytes = gib << 30;
+    cluster.pools.push_back(p);
+  }
+  const std::vector<core::Node> nodes = BuildNodes(cluster);
+  std::vector<core::Queue> queues(3);
+  for (int t = 0; t < 3; ++t) {
+    queues[t].name = "team-" + std::to_string(t);
+    queues[t].res(core::Resource::kGpu).quota = core::Gpus(2) + 500;
+  }
+  int64_t preemptions = 0;
+  int64_t started_alone = 0;
+  for (std::string_view name : PolicyNames()) {
+    auto run = [&](bool fresh) {
+      std::ostringstream log;
+      SimOptions options;
+      options.queues = queues;
+      options.gpu_mtbf_hours = 200;
+      options.repair_time = hours(1);
+      options.fresh_cycles = fresh;
+      const EventSink sink = [&](const SimEvent& e) {
+        log << e.time.count() << ' ' << e.job->id << ' ' << EventKindName(e.kind) << ' ' << e.reason
+            << ' ' << (e.preemptor ? e.preemptor->id : "-");
+        for (const core::PodPlacement& p : e.placements) {
+          log << ' ' << p.node.value << ':' << p.gpu_mask;
+          if (e.kind != EventKind::kStart || e.job->gpu_memory_mib_per_pod == 0) continue;
+          const core::Node& n = nodes[p.node.index()];
+          const auto g = static_cast<size_t>(std::countr_zero(p.gpu_mask));
+          ASSERT_LT(g, n.gpus.size());
+          EXPECT_GE(n.gpus[g].memory_mib, e.job->gpu_memory_mib_per_pod) << e.job->id;
+          if (!fresh && e.job->gpu_milli_per_pod == 0) ++started_alone;
+        }
+        log << '\n';
+      };
+      Result<SimMetrics> m = Simulate(nodes, trace, *MakePolicy(name, {}), options, sink);
+      EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+      if (m.ok() && !fresh) preemptions += m->preemptions;
+      return log.str();
+    };
+    const std::string kept = run(false);
+    const std::string fresh = run(true);
+    EXPECT_GT(kept.size(), 0u);
+    EXPECT_TRUE(kept == fresh) << name << ": the event logs differ";
+  }
+  EXPECT_GT(preemptions, 0);
+  EXPECT_GT(started_alone, 0);
 }
 
 TEST(Policy, UnknownNameListsTheKnownOnes) {
