@@ -9,7 +9,8 @@
 #       with N faults (default 1000) and seed S (default: a random one, printed), and stops the
 #       control plane. As the control plane is its own, the faults include restarts of the
 #       kube-apiserver and of etcd. --kinds injects only those (apiserver-restart, etcd-restart,
-#       kill-leader, stop-leader, latency, errors, watch-cut, 410-gone, outage; default: all).
+#       kill-leader, stop-leader, latency, errors, watch-cut, 410-gone, outage, report-loss,
+#       report-repeat; default: all).
 #       --keep leaves the control plane's directory behind, with the logs of the control plane
 #       and of the chamberd replicas in its logs/.
 #

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -39,6 +40,7 @@
 #include "backend/kube/snapshot_builder.h"
 #include "chamberd/test/chamberd_fixture.h"
 #include "chamberd/test/e2e_support.h"
+#include "chamberd/test/health_e2e_support.h"
 #include "kube/client.h"
 
 namespace chamber::chamberd {
@@ -56,6 +58,11 @@ constexpr int kWriters = 4;
 // The longest fault spells the injector sets.
 constexpr int kMaxLatencyMs = 800;
 constexpr double kMaxSpellSeconds = 3;
+// The agents' reports: the round from which the sick node's GPU is faulty, and how old a
+// report `report-repeat` may send again (under the health controller's staleAfter, 60 s: an
+// older one is taken as a clock stepped back).
+constexpr int kSickAfterRounds = 5;
+constexpr int kReplayWithinSeconds = 45;
 constexpr int kNodes = 16, kGpusPerNode = 8, kLargestGang = 16;
 
 // How long a Job may be partly bound: a leader may stop or die half-way through a gang's binds,
@@ -620,6 +627,155 @@ class FaultE2E : public e2e::ChamberdCluster {
     }
   }
 
+  // The agents' reports (docs/health.md, "Reports and authentication"): each node's whole state,
+  // pushed every second to the leader's API, as the chart's agents push to the Service that
+  // selects the leader. Every node is healthy but `sick_node_`, whose GPU 0 has an open
+  // `unhealthy` incident from the run's kSickAfterRounds-th round on. Fault `report-loss` stops
+  // the pushes for a spell; `report-repeat` pushes again reports already sent: the newest of
+  // some nodes twice, and older ones, younger than the staleness limit, out of order.
+  Json AgentReport(const std::string& node, bool faulty) const {
+    Json inventory = Json::array(), samples = Json::array(), incidents = Json::array();
+    const double now = e2e::UnixNow();
+    for (int g = 0; g < kGpusPerNode; ++g) {
+      const std::string uuid = "GPU-" + node + "-" + std::to_string(g);
+      inventory.push_back({{"index", g}, {"uuid", uuid}});
+      samples.push_back({{"index", g}, {"uuid", uuid}, {"lost", false}, {"recovery_action", 0}});
+    }
+    if (faulty)
+      incidents.push_back({{"id", 1},
+                           {"gpu_index", 0},
+                           {"gpu_uuid", "GPU-" + node + "-0"},
+                           {"pci_bus_id", "00000000:18:00.0"},
+                           {"cause", "ecc-uncorrectable"},
+                           {"severity", "unhealthy"},
+                           {"xid", nullptr},
+                           {"message", "injected by the fault harness"},
+                           {"opened_at", sick_since_.load()},
+                           {"last_seen", now},
+                           {"closed_at", nullptr},
+                           {"occurrences", 1}});
+    return {{"kind", "chamber.io/agent-report/v1"},
+            {"node", node},
+            {"time", now},
+            {"inventory", {{"gpu_count", kGpusPerNode}, {"gpus", inventory}}},
+            {"samples", samples},
+            {"health", Json::object()},
+            {"incidents", incidents},
+            {"closed_incidents", Json::array()}};
+  }
+
+  // Posts a report to the API of `leader` (the replica the Lease names); false when it did not
+  // get there (no leader, a replica stopped or gone: the report is lost, as an agent's push
+  // would be).
+  bool PostReport(const std::string& body, const std::string& leader) {
+    if (leader.empty()) return false;
+    int port = 0;
+    {
+      std::lock_guard lock(reports_mu_);
+      port = report_ports_[leader];
+    }
+    if (port == 0) port = LoggedApiPort(leader);
+    if (port == 0) return false;
+    httplib::Client api("127.0.0.1", port);
+    api.set_connection_timeout(1);
+    api.set_read_timeout(2);
+    api.set_write_timeout(2);
+    auto r = api.Post("/api/v1/agent/reports", body, "application/json");
+    {
+      // Without an answer the leader may have moved, or restarted on another port.
+      std::lock_guard lock(reports_mu_);
+      report_ports_[leader] = r ? port : 0;
+    }
+    // A report the leader refuses as bad is the harness's error, not a fault's; 5xx (a replica
+    // leaving its leadership) is a lost report.
+    if (r && r->status >= 400 && r->status < 500)
+      Violation("an agent report was refused, " + std::to_string(r->status) + ": " + r->body);
+    return r && r->status == 202;
+  }
+
+  // One round: every node's report, unless a `report-loss` spell holds them back.
+  void ReportRound(int round) {
+    if (round == kSickAfterRounds) sick_since_ = e2e::UnixNow();
+    if (reports_held_) return;
+    const std::string leader = Leader();
+    bool reached = true;  // after a push that got nowhere, the round's others are lost too
+    for (const std::string& node : report_nodes_) {
+      const std::string body =
+          AgentReport(node, node == sick_node_ && round >= kSickAfterRounds).dump();
+      reached = reached && PostReport(body, leader);
+      (reached ? reports_sent_ : reports_lost_)++;
+      std::lock_guard lock(reports_mu_);
+      sent_reports_.push_back({Clock::now(), body});
+    }
+    std::lock_guard lock(reports_mu_);
+    while (!sent_reports_.empty() &&
+           Clock::now() - sent_reports_.front().first > std::chrono::seconds(kReplayWithinSeconds))
+      sent_reports_.pop_front();
+  }
+
+  // `report-repeat`: `count` reports already sent, drawn with `rng`, and the newest of each
+  // node again.
+  void RepeatReports(std::mt19937_64& rng, int count) {
+    std::vector<std::string> again;
+    {
+      std::lock_guard lock(reports_mu_);
+      if (sent_reports_.empty()) return;
+      std::uniform_int_distribution<size_t> pick(0, sent_reports_.size() - 1);
+      for (int i = 0; i < count; ++i) again.push_back(sent_reports_[pick(rng)].second);
+      const size_t nodes = std::min(sent_reports_.size(), report_nodes_.size());
+      for (size_t i = sent_reports_.size() - nodes; i < sent_reports_.size(); ++i)
+        again.push_back(sent_reports_[i].second);
+    }
+    const std::string leader = Leader();
+    bool reached = true;
+    for (const std::string& body : again) {
+      reached = reached && PostReport(body, leader);
+      (reached ? reports_repeated_ : reports_lost_)++;
+    }
+  }
+
+  // The health controller's fences, as the Nodes carry them: no healthy node is ever fenced,
+  // tainted or marked unhealthy, and the sick node's GPU 0, once fenced, stays fenced (its
+  // incident never closes; neither a lost report nor an older one may lift it).
+  void CheckFences() {
+    auto nodes = client_->List(kube::resources::kNodes, "");
+    if (!nodes.ok()) return;
+    for (const Json& n : nodes->items) {
+      const std::string name = n["metadata"].value("name", "");
+      if (std::find(report_nodes_.begin(), report_nodes_.end(), name) == report_nodes_.end())
+        continue;
+      const std::string fenced = e2e::UnhealthyGpus(n);
+      const Json condition = e2e::Condition(n);
+      const bool unhealthy = !condition.is_null() && condition.value("status", "") == "False";
+      if (name == sick_node_) {
+        if (fenced == "0") {
+          sick_fenced_ = true;
+        } else if (sick_fenced_ && !sick_unfenced_reported_) {
+          sick_unfenced_reported_ = true;
+          Violation("the faulty GPU 0 of " + name + " was fenced, then not (unhealthy-gpus \"" +
+                    fenced + "\"): its incident is still open");
+        }
+      } else if ((!fenced.empty() || e2e::Tainted(n) || unhealthy) &&
+                 !wrongly_fenced_.contains(name)) {
+        wrongly_fenced_.insert(name);
+        Violation("healthy node " + name + " is fenced (unhealthy-gpus \"" + fenced +
+                  "\", tainted " + (e2e::Tainted(n) ? "yes" : "no") + ", condition " +
+                  condition.dump() + ")");
+      }
+    }
+  }
+
+  std::vector<std::string> report_nodes_;
+  std::string sick_node_;
+  std::atomic<double> sick_since_{0};
+  std::atomic<bool> reports_held_{false};
+  std::atomic<int64_t> reports_sent_{0}, reports_lost_{0}, reports_repeated_{0};
+  std::mutex reports_mu_;                    // guards the two below
+  std::map<std::string, int> report_ports_;  // each replica's API port, as last logged
+  std::deque<std::pair<Clock::time_point, std::string>> sent_reports_;
+  bool sick_fenced_ = false, sick_unfenced_reported_ = false;  // the checker's thread only
+  std::set<std::string> wrongly_fenced_;                       // the checker's thread only
+
   FaultProxy proxy_;
   std::mutex mu_;
   std::vector<std::string> violations_;
@@ -669,6 +825,12 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
   // Every failover goes through the chart's fence, as in a cluster.
   ASSERT_NO_FATAL_FAILURE(InstallLeaderFence());
   Nodes(kNodes, kGpusPerNode);
+  // The node whose GPU 0 the agent reports faulty: no Job goes there (a taint none tolerates),
+  // so its fence takes nothing from the 128 GPUs the checks count.
+  Nodes(1, kGpusPerNode, "sick", {{"chamber.io/fault-harness", "sick", "NoSchedule"}});
+  for (int i = 0; i < kNodes; ++i) report_nodes_.push_back(ns_ + "-gpu-" + std::to_string(i));
+  sick_node_ = ns_ + "-sick-0";
+  report_nodes_.push_back(sick_node_);
   StartSim();
   // Team a's quota is 64 of 128 GPUs and it may borrow up to 96; team b has 48, up to 64.
   const std::string qa = ns_ + "-a", qb = ns_ + "-b";
@@ -698,8 +860,9 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
   start_ = Clock::now();
 
   std::atomic<bool> stop_checker{false}, stop_stream{false};
-  std::vector<std::string> kinds = {"kill-leader", "stop-leader", "latency", "errors",
-                                    "watch-cut",   "410-gone",    "outage"};
+  std::vector<std::string> kinds = {"kill-leader", "stop-leader", "latency",
+                                    "errors",      "watch-cut",   "410-gone",
+                                    "outage",      "report-loss", "report-repeat"};
   // Only on a control plane of the run's own: the ctest fixture's is shared with other tests.
   const char* own = std::getenv("CHAMBER_FAULT_OWN_CONTROLPLANE");
   if (own != nullptr && std::string(own) == "1") {
@@ -724,14 +887,23 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
     kinds = chosen;
   }
   std::thread checker([&] {
-    while (!stop_checker) {
+    for (int round = 0; !stop_checker; ++round) {
       if (restarting_) {
         partial_since_.clear();
         std::this_thread::sleep_for(100ms);
         continue;
       }
       Sample();
+      if (round % 5 == 0) CheckFences();
       std::this_thread::sleep_for(200ms);
+    }
+  });
+  // The agents: a round of reports every second until the checks end.
+  std::thread reporter([&] {
+    for (int round = 0; !stop_checker; ++round) {
+      const auto next = Clock::now() + 1s;
+      ReportRound(round);
+      std::this_thread::sleep_until(next);
     }
   });
 
@@ -813,6 +985,12 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
       const bool up = RestartComponent(cp_dir, kind == "etcd-restart" ? "etcd" : "kube-apiserver");
       restarting_ = false;
       if (!up) Violation(kind + " did not come back; see " + cp_dir + "/logs");
+    } else if (kind == "report-loss") {
+      reports_held_ = true;
+      sleep_s(uniform(1, 8));
+      reports_held_ = false;
+    } else if (kind == "report-repeat") {
+      RepeatReports(rng, 1 + static_cast<int>(uniform(0, 20)));
     } else if (kind == "outage") {
       const double d = uniform(0.5, kMaxSpellSeconds);
       proxy_.Post("/outage?seconds=" + std::to_string(d));
@@ -845,7 +1023,12 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
       90s, 1s);
   stop_checker = true;
   checker.join();
+  reporter.join();
   for (const std::string& w : unsettled) Violation("after settling: " + w);
+  if (!sick_fenced_)
+    Violation(
+        "the sick node's faulty GPU was never seen fenced: the fence checks held vacuously (" +
+        std::to_string(reports_sent_.load()) + " reports taken)");
   // A run whose Jobs got no pods checked nothing: the Job controller makes them (a few may end
   // the run in its failure backoff, pod-less).
   const int jobs_created = static_cast<int>(JobsSoFar().size());
@@ -870,6 +1053,8 @@ TEST_F(FaultE2E, FaultsOnTheControlPlaneBreakNoPromise) {
             << pods_checked_ << " pod checks\n"
             << "  replicas that exited on their own and were restarted: " << restarts_
             << " (leadership lost: " << LoggedLines("leadership lost") << ")\n"
+            << "  agent reports taken: " << reports_sent_ << ", lost: " << reports_lost_
+            << ", sent again: " << reports_repeated_ << "\n"
             << "  kube-controller-manager started again after it exited: "
             << controller_manager_restarts_ << "\n"
             << "  gang binds rolled back, each starting or doubling its gang's bind backoff: "
@@ -1138,6 +1323,40 @@ TEST_F(FaultE2E, TheCheckerSeesADoubleBookingAndAPartlyBoundGang) {
   Sample();
   ASSERT_EQ(violations_.size(), 2u) << ::testing::PrintToString(violations_);
   EXPECT_NE(violations_[1].find("Job gang has been partly bound (1 bound, 1 pending)"),
+            std::string::npos)
+      << violations_[1];
+  violations_.clear();
+}
+
+// The fence checks of the agents' reports, without chamberd: a healthy node fenced by hand, and
+// the sick node's GPU fenced, then not.
+TEST_F(FaultE2E, TheCheckerSeesAHealthyNodeFencedAndAFaultyGpuUnfenced) {
+  Nodes(1, kGpusPerNode);
+  Nodes(1, kGpusPerNode, "sick");
+  report_nodes_ = {ns_ + "-gpu-0", ns_ + "-sick-0"};
+  sick_node_ = ns_ + "-sick-0";
+  auto fence = [&](const std::string& node, const Json& gpus) {
+    ASSERT_TRUE(
+        client_
+            ->MergePatch(kube::resources::kNodes, "", node,
+                         {{"metadata", {{"annotations", {{backend::keys::kUnhealthyGpus, gpus}}}}}})
+            .ok());
+  };
+  CheckFences();
+  ASSERT_TRUE(violations_.empty()) << ::testing::PrintToString(violations_);
+  EXPECT_FALSE(sick_fenced_);
+  fence(sick_node_, "0");
+  CheckFences();
+  EXPECT_TRUE(sick_fenced_);
+  ASSERT_TRUE(violations_.empty()) << ::testing::PrintToString(violations_);
+  fence(ns_ + "-gpu-0", "3");
+  fence(sick_node_, nullptr);
+  CheckFences();
+  ASSERT_EQ(violations_.size(), 2u) << ::testing::PrintToString(violations_);
+  EXPECT_NE(violations_[0].find("healthy node " + ns_ + "-gpu-0 is fenced (unhealthy-gpus \"3\""),
+            std::string::npos)
+      << violations_[0];
+  EXPECT_NE(violations_[1].find("the faulty GPU 0 of " + sick_node_ + " was fenced, then not"),
             std::string::npos)
       << violations_[1];
   violations_.clear();
