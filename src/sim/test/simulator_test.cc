@@ -513,6 +513,38 @@ TEST(Simulator, EveryPolicyRunsAndFinishesAFeasibleTrace) {
 // The simulated cluster keeps its state between cycles (EngineSession); every policy, with
 // failures and repairs, gangs, reservations and reclaim, decides event for event as cycles that
 // load the whole snapshot afresh.
+// Runs `trace` under every policy twice, in a kept session and in fresh cycles, and expects
+// both to write the same event log; `observe` (if set) sees every event of the kept runs.
+// Returns the kept runs' preemptions.
+int64_t ExpectKeptStateDecidesAsFreshCycles(const std::vector<core::Node>& nodes,
+                                            const Trace& trace, SimOptions options,
+                                            const EventSink& observe = nullptr) {
+  int64_t preemptions = 0;
+  for (std::string_view name : PolicyNames()) {
+    auto run = [&](bool fresh) {
+      std::ostringstream log;
+      options.fresh_cycles = fresh;
+      const EventSink sink = [&](const SimEvent& e) {
+        log << e.time.count() << ' ' << e.job->id << ' ' << EventKindName(e.kind) << ' ' << e.reason
+            << ' ' << (e.preemptor ? e.preemptor->id : "-");
+        for (const core::PodPlacement& p : e.placements)
+          log << ' ' << p.node.value << ':' << p.gpu_mask;
+        log << '\n';
+        if (observe && !fresh) observe(e);
+      };
+      Result<SimMetrics> m = Simulate(nodes, trace, *MakePolicy(name, {}), options, sink);
+      EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
+      if (m.ok() && !fresh) preemptions += m->preemptions;
+      return log.str();
+    };
+    const std::string kept = run(false);
+    const std::string fresh = run(true);
+    EXPECT_GT(kept.size(), 0u);
+    EXPECT_TRUE(kept == fresh) << name << ": the event logs differ";
+  }
+  return preemptions;
+}
+
 TEST(Simulator, KeptStateDecidesAsFreshCycles) {
   SyntheticSpec spec;
   spec.jobs = 600;
@@ -527,32 +559,11 @@ TEST(Simulator, KeptStateDecidesAsFreshCycles) {
     queues[t].res(core::Resource::kGpu).quota = core::Gpus(8);
   }
   queues[2].queueing = core::QueueingStrategy::kStrictFifo;
-  int64_t preemptions = 0;
-  for (std::string_view name : PolicyNames()) {
-    auto run = [&](bool fresh) {
-      std::ostringstream log;
-      SimOptions options;
-      options.queues = queues;
-      options.gpu_mtbf_hours = 300;
-      options.repair_time = hours(1);
-      options.fresh_cycles = fresh;
-      const EventSink sink = [&](const SimEvent& e) {
-        log << e.time.count() << ' ' << e.job->id << ' ' << EventKindName(e.kind) << ' ' << e.reason
-            << ' ' << (e.preemptor ? e.preemptor->id : "-");
-        for (const core::PodPlacement& p : e.placements)
-          log << ' ' << p.node.value << ':' << p.gpu_mask;
-        log << '\n';
-      };
-      Result<SimMetrics> m = Simulate(Cluster(3, 8), trace, *MakePolicy(name, {}), options, sink);
-      EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
-      if (m.ok() && !fresh) preemptions += m->preemptions;
-      return log.str();
-    };
-    const std::string kept = run(false);
-    const std::string fresh = run(true);
-    EXPECT_GT(kept.size(), 0u);
-    EXPECT_TRUE(kept == fresh) << name << ": the event logs differ";
-  }
+  SimOptions options;
+  options.queues = queues;
+  options.gpu_mtbf_hours = 300;
+  options.repair_time = hours(1);
+  const int64_t preemptions = ExpectKeptStateDecidesAsFreshCycles(Cluster(3, 8), trace, options);
   EXPECT_GT(preemptions, 0);  // reclaim, priority and failures were exercised
 }
 
@@ -598,40 +609,22 @@ TEST(Simulator, KeptStateDecidesAsFreshCyclesWithSharesOfMemory) {
     queues[t].name = "team-" + std::to_string(t);
     queues[t].res(core::Resource::kGpu).quota = core::Gpus(2) + 500;
   }
-  int64_t preemptions = 0;
+  SimOptions options;
+  options.queues = queues;
+  options.gpu_mtbf_hours = 200;
+  options.repair_time = hours(1);
   int64_t started_alone = 0;
-  for (std::string_view name : PolicyNames()) {
-    auto run = [&](bool fresh) {
-      std::ostringstream log;
-      SimOptions options;
-      options.queues = queues;
-      options.gpu_mtbf_hours = 200;
-      options.repair_time = hours(1);
-      options.fresh_cycles = fresh;
-      const EventSink sink = [&](const SimEvent& e) {
-        log << e.time.count() << ' ' << e.job->id << ' ' << EventKindName(e.kind) << ' ' << e.reason
-            << ' ' << (e.preemptor ? e.preemptor->id : "-");
+  const int64_t preemptions =
+      ExpectKeptStateDecidesAsFreshCycles(nodes, trace, options, [&](const SimEvent& e) {
+        if (e.kind != EventKind::kStart || e.job->gpu_memory_mib_per_pod == 0) return;
         for (const core::PodPlacement& p : e.placements) {
-          log << ' ' << p.node.value << ':' << p.gpu_mask;
-          if (e.kind != EventKind::kStart || e.job->gpu_memory_mib_per_pod == 0) continue;
           const core::Node& n = nodes[p.node.index()];
           const auto g = static_cast<size_t>(std::countr_zero(p.gpu_mask));
           ASSERT_LT(g, n.gpus.size());
           EXPECT_GE(n.gpus[g].memory_mib, e.job->gpu_memory_mib_per_pod) << e.job->id;
-          if (!fresh && e.job->gpu_milli_per_pod == 0) ++started_alone;
+          if (e.job->gpu_milli_per_pod == 0) ++started_alone;
         }
-        log << '\n';
-      };
-      Result<SimMetrics> m = Simulate(nodes, trace, *MakePolicy(name, {}), options, sink);
-      EXPECT_TRUE(m.ok()) << name << ": " << m.status().ToString();
-      if (m.ok() && !fresh) preemptions += m->preemptions;
-      return log.str();
-    };
-    const std::string kept = run(false);
-    const std::string fresh = run(true);
-    EXPECT_GT(kept.size(), 0u);
-    EXPECT_TRUE(kept == fresh) << name << ": the event logs differ";
-  }
+      });
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(started_alone, 0);
 }
