@@ -389,6 +389,29 @@ TEST(PricingConfigTest, ErrorsNameTheFileLineColumnAndField) {
   EXPECT_EQ(Error("pricing:\n  rules:\n    - gpuModel: \"\"\n      pricePerGpuHour: 1\n"),
             "c.yaml:3:17: field pricing.rules[0].gpuModel: must not be empty (leave it out to "
             "match any model)");
+  // Label keys and values as Kubernetes takes them, GPU models as nodes are labelled with them:
+  // anything else (bytes that are not UTF-8 among them, which no written file could hold) is
+  // refused where it is read.
+  EXPECT_EQ(Error("pricing:\n  rules:\n    - nodeSelector: {\"cloud.goog\xbc/x\": \"y\"}\n"
+                  "      pricePerGpuHour: 1\n"),
+            "c.yaml:3:21: field pricing.rules[0].nodeSelector: \"cloud.goog\xbc/x\" is not a label "
+            "key (an optional DNS-subdomain prefix and '/', then at most 63 of A-Z, a-z, 0-9, "
+            "'-', '_', '.')");
+  EXPECT_EQ(Error("pricing:\n  rules:\n    - nodeSelector: {pool: \"a b\"}\n"
+                  "      pricePerGpuHour: 1\n"),
+            "c.yaml:3:28: field pricing.rules[0].nodeSelector.pool: \"a b\" is not a label value "
+            "(at most 63 of A-Z, a-z, 0-9, '-', '_', '.', beginning and ending with a letter or "
+            "digit)");
+  EXPECT_EQ(Error("pricing:\n  rules:\n    - gpuModel: \"H100 80GB\"\n      pricePerGpuHour: 1\n"),
+            "c.yaml:3:17: field pricing.rules[0].gpuModel: \"H100 80GB\" is not a GPU model as "
+            "nodes are labelled with it (a label value: at most 63 of A-Z, a-z, 0-9, '-', '_', "
+            "'.')");
+  EXPECT_EQ(Error("pricing:\n  rules:\n    - name: \"a\xc3\"\n      pricePerGpuHour: 1\n"),
+            "c.yaml:3:13: field pricing.rules[0].name: must be printable ASCII (it is part of the "
+            "pool's name)");
+  EXPECT_EQ(Error("pricing:\n  rules:\n    - nodeSelector: "
+                  "{karpenter.sh/capacity-type: spot, pool: \"\"}\n      pricePerGpuHour: 1\n"),
+            "(no error)");
   EXPECT_EQ(Error("pricing:\n  rules:\n    - nodeSelector: [spot]\n      pricePerGpuHour: 1\n"),
             "c.yaml:3:21: field pricing.rules[0].nodeSelector: expected a mapping");
   EXPECT_EQ(Error("pricing:\n  rules:\n    - nodeSelector: {pool: [a, b]}\n"
