@@ -436,6 +436,22 @@ std::optional<PlacementPlan> TopologyBinPacking::Place(const ClusterState& state
       smallest_share = std::min(smallest_share, p.ps->request.gpu_milli());
   }
 
+  // A gang of shares on free capacity: each pod where it least raises fragmentation, given the
+  // pods placed before it (share_scores.h).
+  if (all_shares && overlay == nullptr) {
+    if (ShareScores* scores = feasibility.ScoresFor(state)) {
+      for (const PodRef& p : refs) {
+        int32_t filter_id = -1;
+        const std::vector<NodeFilter>& filter = feasibility.For(*p.ps, &filter_id);
+        const std::optional<ShareScores::Spot> spot =
+            scores->ChooseInGang(*p.ps, filter_id, filter, a);
+        if (!spot) return std::nullopt;
+        a.TakeShare(spot->node, spot->gpu, p.set, p.replica, *p.ps);
+      }
+      return a.TakePlan();
+    }
+  }
+
   // Where the next pod of each pod set may go, kept through one try. Within a try capacity only
   // shrinks, and a node's capacity changes only once the gang uses it, so:
   //   - a node of the gang's that could not take a pod of a set cannot take a later one either:

@@ -163,6 +163,17 @@ class GangAttempt {
   // The nodes the try uses, in order of first use.
   const std::vector<int32_t>& used() const { return consumed_.nodes(); }
   bool Uses(int32_t n) const { return consumed_.Find(n) != nullptr; }
+  // What the try takes on node `n` (its GPUs, whole or for shares, CPU, memory and pod slots),
+  // or nullptr where it takes nothing.
+  const NodeCapacity* Consumed(int32_t n) const { return consumed_.Find(n); }
+  struct ShareTaken {
+    int32_t node;
+    int32_t gpu;
+    int64_t milli;
+    int64_t memory_mib;
+  };
+  // The try's shares, one entry per pod.
+  std::span<const ShareTaken> shares() const { return shares_; }
   // The plan, in pod-set and replica order.
   PlacementPlan TakePlan();
 
@@ -173,13 +184,7 @@ class GangAttempt {
   const ClusterState& state_;
   const CapacityOverlay* overlay_;
   NodeCapacityMap consumed_;  // per node the gang uses, in order of first use
-  struct ShareTaken {
-    int32_t node;
-    int32_t gpu;
-    int64_t milli;
-    int64_t memory_mib;
-  };
-  std::vector<ShareTaken> shares_;  // the try's shares, one entry per pod
+  std::vector<ShareTaken> shares_;
   PlacementPlan plan_;
 };
 
@@ -203,7 +208,10 @@ class PlacementPolicy {
 //     the nodes the gang already uses, then the fullest node that fits;
 //   - within a node, GPUs come from the NVLink island that fits them most tightly;
 //   - a single share goes where it least raises fragmentation under the cycle's mix
-//     (share_scores.h); a gang's shares go beside other shares on the fullest GPU they fit.
+//     (share_scores.h), and so does each pod of a gang of shares on free capacity, given the
+//     gang's pods placed before it (on an equal raise, a node the gang already uses); a gang of
+//     shares counting on victims' room, or of shares and whole GPUs, puts its shares beside
+//     other shares on the fullest GPU they fit.
 class TopologyBinPacking final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "topology-bin-packing"; }

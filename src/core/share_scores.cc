@@ -165,8 +165,8 @@ void ShareScores::Refresh(Shape& shape) {
   shape.pending.clear();
 }
 
-std::optional<ShareScores::Spot> ShareScores::Choose(const PodSet& ps, int32_t filter_id,
-                                                     std::span<const NodeFilter> filter) {
+ShareScores::Shape& ShareScores::ShapeFor(const PodSet& ps, int32_t filter_id,
+                                          std::span<const NodeFilter> filter) {
   const ShareRequest r = RequestOf(ps);
   auto it = std::find_if(shapes_.begin(), shapes_.end(), [&](const Shape& s) {
     return s.filter_id == filter_id && s.request.gpu_milli == r.gpu_milli &&
@@ -176,29 +176,95 @@ std::optional<ShareScores::Spot> ShareScores::Choose(const PodSet& ps, int32_t f
   NoteChanges();
   if (it != shapes_.end()) {
     Refresh(*it);
-  } else {
-    // A new shape reads the state as it is now.
-    Shape shape{r, filter_id, filter, {}, {}, {}, {}};
-    const size_t n = state_->num_nodes();
-    shape.pending_flag.assign(n, 0);
-    shape.best.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      const auto node = static_cast<int32_t>(i);
-      if (filter[i] != NodeFilter::kOk) continue;
-      shape.best[i] = Score(ScoredNode(node), shape, node);
-    }
-    shape.tree.assign(2 * leaves_, -1);
-    for (size_t i = 0; i < n; ++i) shape.tree[leaves_ + i] = static_cast<int32_t>(i);
-    for (size_t i = leaves_ - 1; i >= 1; --i)
-      shape.tree[i] = Winner(shape, shape.tree[2 * i], shape.tree[2 * i + 1]);
-    shapes_.push_back(std::move(shape));
-    it = shapes_.end() - 1;
+    return *it;
   }
-  const int32_t n = it->tree[1];
+  // A new shape reads the state as it is now.
+  Shape shape{r, filter_id, filter, {}, {}, {}, {}};
+  const size_t n = state_->num_nodes();
+  shape.pending_flag.assign(n, 0);
+  shape.best.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto node = static_cast<int32_t>(i);
+    if (filter[i] != NodeFilter::kOk) continue;
+    shape.best[i] = Score(ScoredNode(node), shape, node);
+  }
+  shape.tree.assign(2 * leaves_, -1);
+  for (size_t i = 0; i < n; ++i) shape.tree[leaves_ + i] = static_cast<int32_t>(i);
+  for (size_t i = leaves_ - 1; i >= 1; --i)
+    shape.tree[i] = Winner(shape, shape.tree[2 * i], shape.tree[2 * i + 1]);
+  shapes_.push_back(std::move(shape));
+  return shapes_.back();
+}
+
+std::optional<ShareScores::Spot> ShareScores::Choose(const PodSet& ps, int32_t filter_id,
+                                                     std::span<const NodeFilter> filter) {
+  const Shape& shape = ShapeFor(ps, filter_id, filter);
+  const int32_t n = shape.tree[1];
   if (n < 0) return std::nullopt;
-  const Best& b = it->best[static_cast<size_t>(n)];
+  const Best& b = shape.best[static_cast<size_t>(n)];
   if (b.delta == NodeScorer::kNoPlacement) return std::nullopt;
   return Spot{n, b.gpu};
+}
+
+std::optional<ShareScores::Spot> ShareScores::ChooseInGang(const PodSet& ps, int32_t filter_id,
+                                                           std::span<const NodeFilter> filter,
+                                                           const GangAttempt& a) {
+  Shape& shape = ShapeFor(ps, filter_id, filter);
+  // The best node the try does not use: its nodes leave the tree while the root is read.
+  std::vector<std::pair<int32_t, Best>> used;
+  for (const int32_t n : a.used()) {
+    if (filter[static_cast<size_t>(n)] != NodeFilter::kOk) continue;
+    used.emplace_back(n, shape.best[static_cast<size_t>(n)]);
+    shape.best[static_cast<size_t>(n)] = Best{};
+    Update(shape, n);
+  }
+  int32_t chosen = shape.tree[1];
+  Best best = chosen >= 0 ? shape.best[static_cast<size_t>(chosen)] : Best{};
+  for (const auto& [n, b] : used) {
+    shape.best[static_cast<size_t>(n)] = b;
+    Update(shape, n);
+  }
+  // The try's nodes, scored with what it took there.
+  bool chosen_used = false;
+  StateNodeFree free;
+  for (const auto& [n, unused] : used) {
+    FillNodeFree(*state_, n, free);
+    const NodeId id{n};
+    const NodeCapacity& cap = state_->free(id);
+    const NodeCapacity& taken = *a.Consumed(n);
+    for (const GangAttempt::ShareTaken& t : a.shares()) {
+      if (t.node != n) continue;
+      GpuFree& gpu = free.gpus[static_cast<size_t>(t.gpu)];
+      gpu.milli -= static_cast<int32_t>(t.milli);
+      gpu.memory_mib = std::max<int64_t>(0, gpu.memory_mib - t.memory_mib);
+    }
+    // GPUs the try holds whole are no one else's.
+    for (uint64_t m = taken.gpu_mask; m != 0; m &= m - 1) {
+      GpuFree& gpu = free.gpus[static_cast<size_t>(std::countr_zero(m))];
+      if (gpu.EntirelyFree()) {
+        gpu.milli = 0;
+        gpu.healthy = false;
+      }
+    }
+    free.node.gpus = free.gpus;
+    const bool slot = cap.pods - taken.pods > 0;
+    free.node.cpu_milli = slot ? cap.cpu_milli - taken.cpu_milli : -1;
+    free.node.memory_bytes = slot ? cap.memory_bytes - taken.memory_bytes : -1;
+    const NodeScorer scorer(free.node, mix_);
+    const NodeScorer::Choice c = scorer.Best(shape.request);
+    if (c.delta == NodeScorer::kNoPlacement) continue;
+    const GpuFree& gpu = free.gpus[static_cast<size_t>(c.gpu)];
+    const Best b{c.delta, gpu.milli - shape.request.gpu_milli, c.gpu, gpu.reserved};
+    // An equal increase: the gang's own node first.
+    const bool better = chosen_used ? Better(b, n, best, chosen) : b.delta <= best.delta;
+    if (better) {
+      chosen = n;
+      best = b;
+      chosen_used = true;
+    }
+  }
+  if (chosen < 0 || best.delta == NodeScorer::kNoPlacement) return std::nullopt;
+  return Spot{chosen, best.gpu};
 }
 
 }  // namespace chamber::core

@@ -52,6 +52,13 @@ class ShareScores {
   // `filter` (FeasibilityCache::For, whose id is `filter_id`) allows; nullopt when none has room.
   std::optional<Spot> Choose(const PodSet& ps, int32_t filter_id,
                              std::span<const NodeFilter> filter);
+  // Where the next pod of a gang, of `ps` (a share of one GPU), least increases fragmentation
+  // given what the gang's try `a` on this state has taken so far: a node the try uses is scored
+  // with the try's pods on it, and wins an equal increase over one it does not use (the gang
+  // stays together where that costs nothing); then the ties of Choose. Leaves the shape's
+  // scores as they were.
+  std::optional<Spot> ChooseInGang(const PodSet& ps, int32_t filter_id,
+                                   std::span<const NodeFilter> filter, const GangAttempt& a);
 
   std::span<const MixClass> mix() const { return mix_; }
   size_t shapes() const { return shapes_.size(); }
@@ -90,6 +97,8 @@ class ShareScores {
   // Brings the shape's scores up to date with its pending nodes: a shape not asked about again
   // pays nothing for later changes.
   void Refresh(Shape& shape);
+  // The shape of `ps` under `filter`, brought up to date with the state, or made from it.
+  Shape& ShapeFor(const PodSet& ps, int32_t filter_id, std::span<const NodeFilter> filter);
 
   const ClusterState* state_;
   std::vector<MixClass> mix_;

@@ -23,20 +23,23 @@ using testing::Chance;
 using testing::Pick;
 
 // The choice a scan of every node and GPU makes: least increase of the node's fragmentation
-// (NodeFragmentation, recomputed in full), then least compute left, then a GPU a reservation
-// pod holds, then lowest node and GPU.
+// (NodeFragmentation, recomputed in full), then a node of `gang` (the nodes a gang's earlier pods
+// went to), then least compute left, then a GPU a reservation pod holds, then lowest node and
+// GPU.
 struct Scan {
   int64_t delta = 0;
+  bool apart = true;  // not a node of the gang's
   int32_t left = 0;
   bool reserved = false;
   int32_t node = -1;
   int gpu = -1;
-  auto Key() const { return std::tuple(delta, left, !reserved, node, gpu); }
+  auto Key() const { return std::tuple(delta, apart, left, !reserved, node, gpu); }
 };
 
 std::optional<Scan> ScanEveryGpu(const ClusterState& state, const PodSet& ps,
                                  const std::vector<NodeFilter>& filter,
-                                 std::span<const MixClass> mix) {
+                                 std::span<const MixClass> mix,
+                                 std::span<const int32_t> gang = {}) {
   std::optional<Scan> best;
   StateNodeFree f;
   for (int32_t n = 0; n < static_cast<int32_t>(state.num_nodes()); ++n) {
@@ -60,7 +63,8 @@ std::optional<Scan> ScanEveryGpu(const ClusterState& state, const PodSet& ps,
       f.node.cpu_milli -= ps.request.cpu_milli();
       f.node.memory_bytes -= ps.request.memory_bytes();
       const bool reserved = (state.node(id).reserved_gpu_mask >> g & 1) != 0;
-      const Scan s{NodeFragmentation(f.node, mix) - before, gpu.milli, reserved, n, g};
+      const bool apart = std::find(gang.begin(), gang.end(), n) == gang.end();
+      const Scan s{NodeFragmentation(f.node, mix) - before, apart, gpu.milli, reserved, n, g};
       if (!best || s.Key() < best->Key()) best = s;
     }
   }
@@ -140,6 +144,112 @@ RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ())
   RC_ASSERT(state.CheckInvariants().ok());
   RC_CLASSIFY(placed >= 10, "10 or more shares placed");
   RC_CLASSIFY(on_reserved > 0, "a share went on a GPU a reservation pod holds");
+}
+
+// A gang of shares on free capacity (TopologyBinPacking): each pod, in pod-set and replica order,
+// goes where a scan of every node and GPU, with the gang's earlier pods claimed, puts it; the
+// gang waits exactly when some pod finds no room. Between gangs the state changes (a gang's pods
+// bound, shares released), so a gang's try that left the scores other than it found them fails
+// the choices after it.
+RC_GTEST_PROP(ShareScoresProperty, AGangOfSharesGoesPodByPodWhereEachLeastRaisesFragmentation, ()) {
+  const Snapshot s = testing::GenShareSnapshot();
+  ClusterState state(s);
+  for (const Workload& w : s.workloads) {
+    if (w.state != WorkloadState::kRunning) continue;
+    for (size_t i = 0; i < w.placements.size(); ++i) {
+      const PodSet* ps = w.PlacementPodSet(i);
+      if (ps != nullptr)
+        (void)state.ClaimExisting(w.placements[i], ps->request, ps->gpu_memory_mib, ps->mig);
+    }
+  }
+  FeasibilityCache feas(state, &s);
+  ShareScores* scores = feas.ScoresFor(state);
+  RC_ASSERT(scores != nullptr);
+  const std::vector<MixClass> mix(scores->mix().begin(), scores->mix().end());
+  const std::vector<PodSet> sets = SharePodSets(s);
+  struct Held {
+    PodPlacement p;
+    Resources request;
+    int64_t gpu_memory_mib;
+  };
+  std::vector<Held> held;
+  auto expect_single = [&](const PodSet& ps) {
+    int32_t id = -1;
+    const std::vector<NodeFilter>& filter = feas.For(ps, &id);
+    const std::optional<ShareScores::Spot> got = scores->Choose(ps, id, filter);
+    const std::optional<Scan> want = ScanEveryGpu(state, ps, filter, mix);
+    RC_ASSERT(got.has_value() == want.has_value());
+    if (got) RC_ASSERT(std::pair(got->node, got->gpu) == std::pair(want->node, want->gpu));
+  };
+  int gangs_placed = 0, together = 0, spread = 0, waiting = 0;
+  for (int step = 0; step < 24; ++step) {
+    const int action = Pick(0, 9);
+    if (action < 6) {
+      Workload gang;
+      gang.name = "ns/gang";
+      gang.queue = "q";
+      for (int k = Pick(1, 2); k > 0; --k) {
+        gang.pod_sets.push_back(
+            sets[static_cast<size_t>(Pick(0, static_cast<int>(sets.size()) - 1))]);
+        gang.pod_sets.back().count = Pick(1, 4);
+      }
+      int32_t pods = 0;
+      for (const PodSet& ps : gang.pod_sets) pods += ps.count;
+      if (pods < 2) gang.pod_sets.front().count = pods = 2;
+      const std::optional<PlacementPlan> got =
+          TopologyBinPacking().Place(state, feas, gang, pods, nullptr);
+      // A share of the gang's first pod set right after, on the state the try found: the try
+      // left the scores it read as it found them.
+      expect_single(gang.pod_sets.front());
+      // The scan, pod by pod, each claimed before the next; rolled back after.
+      state.BeginJournal();
+      std::vector<int32_t> nodes;
+      std::vector<PodPlacement> want;
+      bool fits = true;
+      for (const PodSet& ps : gang.pod_sets) {
+        for (int32_t r = 0; r < ps.count && fits; ++r) {
+          const std::optional<Scan> spot = ScanEveryGpu(state, ps, feas.For(ps), mix, nodes);
+          if (!spot) {
+            fits = false;
+            break;
+          }
+          const PodPlacement p{NodeId{spot->node}, uint64_t{1} << spot->gpu};
+          state.Claim(p, ps.request, ps.gpu_memory_mib);
+          want.push_back(p);
+          if (std::find(nodes.begin(), nodes.end(), spot->node) == nodes.end())
+            nodes.push_back(spot->node);
+        }
+      }
+      state.RollBack();
+      RC_ASSERT(got.has_value() == fits);
+      if (!got) {
+        ++waiting;
+        continue;
+      }
+      RC_ASSERT(got->pods.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i) RC_ASSERT(got->pods[i].placement == want[i]);
+      ++gangs_placed;
+      ++(nodes.size() == 1 ? together : spread);
+      if (Chance(50)) {  // bound: the next gangs find it there
+        for (const PodAssignment& a : got->pods) {
+          const PodSet& ps = gang.pod_sets[static_cast<size_t>(a.pod_set)];
+          state.Claim(a.placement, ps.request, ps.gpu_memory_mib);
+          held.push_back({a.placement, ps.request, ps.gpu_memory_mib});
+        }
+      }
+    } else if (!held.empty()) {
+      const size_t i = static_cast<size_t>(Pick(0, static_cast<int>(held.size()) - 1));
+      state.Release(held[i].p, held[i].request, held[i].gpu_memory_mib);
+      held.erase(held.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    // A single share after the state changed.
+    expect_single(sets[static_cast<size_t>(Pick(0, static_cast<int>(sets.size()) - 1))]);
+  }
+  RC_ASSERT(state.CheckInvariants().ok());
+  RC_CLASSIFY(together > 0, "a gang on one node");
+  RC_CLASSIFY(spread > 0, "a gang over several nodes");
+  RC_CLASSIFY(waiting > 0, "a gang waits");
+  RC_CLASSIFY(gangs_placed >= 5, "5 or more gangs placed");
 }
 
 TEST(ShareScoresTest, ANodesGpusAsTheSharingModelSeesThem) {
