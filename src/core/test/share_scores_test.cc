@@ -79,7 +79,7 @@ std::vector<PodSet> SharePodSets(const Snapshot& s) {
       if (ps.request.gpu_share()) out.push_back(ps);
   if (out.empty()) {
     PodSet ps;
-    ps.request = Resources::Of(250, 1000, 0);  // a quarter of a GPU, one core
+    ps.request = Resources::OfMilli(250, 1000, 0);  // a quarter of a GPU, one core
     out.push_back(ps);
   }
   return out;
