@@ -85,9 +85,8 @@ std::vector<PodSet> SharePodSets(const Snapshot& s) {
   return out;
 }
 
-RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ()) {
-  const Snapshot s = testing::GenShareSnapshot();
-  ClusterState state(s);
+// What the snapshot's running pods hold, claimed on `state`.
+void ClaimRunning(const Snapshot& s, ClusterState& state) {
   for (const Workload& w : s.workloads) {
     if (w.state != WorkloadState::kRunning) continue;
     for (size_t i = 0; i < w.placements.size(); ++i) {
@@ -96,6 +95,12 @@ RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ())
         (void)state.ClaimExisting(w.placements[i], ps->request, ps->gpu_memory_mib, ps->mig);
     }
   }
+}
+
+RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ()) {
+  const Snapshot s = testing::GenShareSnapshot();
+  ClusterState state(s);
+  ClaimRunning(s, state);
   FeasibilityCache feas(state, &s);
   ShareScores* scores = feas.ScoresFor(state);
   RC_ASSERT(scores != nullptr);
@@ -154,14 +159,7 @@ RC_GTEST_PROP(ShareScoresProperty, ChooseAsAScanOfEveryGpuAsTheStateChanges, ())
 RC_GTEST_PROP(ShareScoresProperty, AGangOfSharesGoesPodByPodWhereEachLeastRaisesFragmentation, ()) {
   const Snapshot s = testing::GenShareSnapshot();
   ClusterState state(s);
-  for (const Workload& w : s.workloads) {
-    if (w.state != WorkloadState::kRunning) continue;
-    for (size_t i = 0; i < w.placements.size(); ++i) {
-      const PodSet* ps = w.PlacementPodSet(i);
-      if (ps != nullptr)
-        (void)state.ClaimExisting(w.placements[i], ps->request, ps->gpu_memory_mib, ps->mig);
-    }
-  }
+  ClaimRunning(s, state);
   FeasibilityCache feas(state, &s);
   ShareScores* scores = feas.ScoresFor(state);
   RC_ASSERT(scores != nullptr);
