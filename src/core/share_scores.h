@@ -1,5 +1,6 @@
 // Fragmentation-aware placement of shares in the engine (docs/sharing.md, "Where a share goes"):
-// where a single pod asking for a share of one GPU goes on free capacity. The cycle's mix is the
+// where a single pod asking for a share of one GPU goes on free capacity, and each pod of a gang
+// of such pods, given the gang's pods before it (ChooseInGang). The cycle's mix is the
 // GPU requests of the snapshot's pods, running and waiting, each class weighed by the GPU demand
 // it brings (the `chamber` sharing policy's weights, gpu_share.h); a share goes to the node and
 // GPU where it least increases that node's fragmentation under the mix (NodeScorer), then to the
