@@ -10,6 +10,7 @@
 
 #include "common/config_file.h"
 #include "common/json_reader.h"
+#include "common/kube_labels.h"
 #include "common/time.h"
 
 namespace chamber::health {
@@ -55,17 +56,6 @@ std::string_view ChangeKindName(HealthChange::Kind k) {
 namespace {
 
 constexpr int64_t kMaxGpuIndex = 1023;
-
-// A Kubernetes label value (also the name part of a key): at most 63 of [A-Za-z0-9._-],
-// alphanumeric at both ends; `allow_empty` for values.
-bool ValidLabelText(std::string_view s, bool allow_empty) {
-  if (s.empty()) return allow_empty;
-  if (s.size() > 63) return false;
-  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
-  if (!alnum(s.front()) || !alnum(s.back())) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
-}
 
 // The report's members are read with JsonReader (common/json_reader.h); errors start at the
 // member's path ("report.samples[0].lost: expected true or false").
@@ -315,15 +305,13 @@ Result<AgentReport> ParseAgentReport(const json& j) {
     if (!labels->is_object()) return kReport.Error(where, "expected an object");
     std::map<std::string, std::string> own;
     const std::string_view prefix = kAgentLabelPrefix;
-    const std::string_view domain = "chamber.io/";
     for (const auto& [key, value] : labels->items()) {
       const std::string at = fmt::format("{}[\"{}\"]", where, key);
       if (!value.is_string()) return kReport.Error(at, "expected a string");
       if (key.rfind(prefix, 0) != 0) continue;  // not the agent's to set
-      if (!ValidLabelText(std::string_view(key).substr(domain.size()), false))
-        return kReport.Error(at, "not a valid label key");
+      if (!IsLabelKey(key)) return kReport.Error(at, "not a valid label key");
       std::string v = value.get<std::string>();
-      if (!ValidLabelText(v, true))
+      if (!IsLabelValue(v))
         return kReport.Error(at, "\"" + v +
                                      "\" is not a valid label value (at most 63 of A-Z a-z 0-9 . _ "
                                      "-, alphanumeric at both ends)");

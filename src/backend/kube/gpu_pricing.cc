@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/config_file.h"
+#include "common/kube_labels.h"
 
 namespace chamber::backend {
 namespace {
@@ -45,35 +46,6 @@ bool Covers(const PriceRule& earlier, const PriceRule& later) {
 }
 
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
-
-bool LabelChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.';
-}
-bool Alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-// A label value as Kubernetes takes it: empty, or at most 63 of [A-Za-z0-9._-], beginning and
-// ending with a letter or digit.
-bool LabelValue(std::string_view v) {
-  if (v.empty()) return true;
-  return v.size() <= 63 && Alnum(v.front()) && Alnum(v.back()) &&
-         std::all_of(v.begin(), v.end(), LabelChar);
-}
-
-// A label key: a name as a non-empty label value, after an optional DNS-subdomain prefix and '/'.
-bool LabelKey(std::string_view k) {
-  const size_t slash = k.find('/');
-  const std::string_view name = slash == std::string_view::npos ? k : k.substr(slash + 1);
-  if (name.empty() || !LabelValue(name)) return false;
-  if (slash == std::string_view::npos) return true;
-  const std::string_view prefix = k.substr(0, slash);
-  return !prefix.empty() && prefix.size() <= 253 && Alnum(prefix.front()) && Alnum(prefix.back()) &&
-         std::all_of(prefix.begin(), prefix.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
-         });
-}
 
 }  // namespace
 
@@ -256,7 +228,7 @@ Result<PricingConfig> ReadPricingConfig(const ConfigFile& file, bool* found) {
         if (rule.gpu_model.empty())
           return y.Error(n, at + ".gpuModel",
                          "must not be empty (leave it out to match any model)");
-        if (!LabelValue(rule.gpu_model))
+        if (!IsLabelValue(rule.gpu_model))
           return y.Error(n, at + ".gpuModel",
                          Quoted(rule.gpu_model) +
                              " is not a GPU model as nodes are labelled with it (a label value: "
@@ -266,12 +238,12 @@ Result<PricingConfig> ReadPricingConfig(const ConfigFile& file, bool* found) {
         CHAMBER_ASSIGN_OR_RETURN(rule.node_selector, y.StringMap(n, at + ".nodeSelector"));
         for (const auto& [k, v] : rule.node_selector) {
           if (k.empty()) return y.Error(n, at + ".nodeSelector", "a label key must not be empty");
-          if (!LabelKey(k))
+          if (!IsLabelKey(k))
             return y.Error(n, at + ".nodeSelector",
                            Quoted(k) +
                                " is not a label key (an optional DNS-subdomain prefix "
                                "and '/', then at most 63 of A-Z, a-z, 0-9, '-', '_', '.')");
-          if (!LabelValue(v))
+          if (!IsLabelValue(v))
             return y.Error(n[k], at + ".nodeSelector." + k,
                            Quoted(v) +
                                " is not a label value (at most 63 of A-Z, a-z, 0-9, "
