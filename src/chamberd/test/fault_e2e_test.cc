@@ -37,6 +37,7 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/report.h"
 #include "backend/kube/snapshot_builder.h"
 #include "chamberd/test/chamberd_fixture.h"
 #include "chamberd/test/e2e_support.h"
@@ -634,34 +635,37 @@ class FaultE2E : public e2e::ChamberdCluster {
   // the pushes for a spell; `report-repeat` pushes again reports already sent: the newest of
   // some nodes twice, and older ones, younger than the staleness limit, out of order.
   Json AgentReport(const std::string& node, bool faulty) const {
-    Json inventory = Json::array(), samples = Json::array(), incidents = Json::array();
-    const double now = e2e::UnixNow();
+    agent::AgentSnapshot snap;  // what an agent holds; agent::ReportJson writes it as agents do
+    snap.node = node;
+    snap.time = e2e::UnixNow();
+    snap.inventory.nvml_loaded = true;
     for (int g = 0; g < kGpusPerNode; ++g) {
-      const std::string uuid = "GPU-" + node + "-" + std::to_string(g);
-      inventory.push_back({{"index", g}, {"uuid", uuid}});
-      samples.push_back({{"index", g}, {"uuid", uuid}, {"lost", false}, {"recovery_action", 0}});
+      agent::GpuInfo gpu;
+      gpu.index = g;
+      gpu.uuid = "GPU-" + node + "-" + std::to_string(g);
+      agent::GpuSample sample;
+      sample.index = g;
+      sample.uuid = gpu.uuid;
+      sample.time = snap.time;
+      snap.gpu_severity[gpu.uuid] =
+          faulty && g == 0 ? GpuSeverity::kUnhealthy : GpuSeverity::kHealthy;
+      snap.inventory.gpus.push_back(std::move(gpu));
+      snap.samples.push_back(std::move(sample));
     }
-    if (faulty)
-      incidents.push_back({{"id", 1},
-                           {"gpu_index", 0},
-                           {"gpu_uuid", "GPU-" + node + "-0"},
-                           {"pci_bus_id", "00000000:18:00.0"},
-                           {"cause", "ecc-uncorrectable"},
-                           {"severity", "unhealthy"},
-                           {"xid", nullptr},
-                           {"message", "injected by the fault harness"},
-                           {"opened_at", sick_since_.load()},
-                           {"last_seen", now},
-                           {"closed_at", nullptr},
-                           {"occurrences", 1}});
-    return {{"kind", "chamber.io/agent-report/v1"},
-            {"node", node},
-            {"time", now},
-            {"inventory", {{"gpu_count", kGpusPerNode}, {"gpus", inventory}}},
-            {"samples", samples},
-            {"health", Json::object()},
-            {"incidents", incidents},
-            {"closed_incidents", Json::array()}};
+    if (faulty) {
+      GpuIncident incident;
+      incident.id = 1;
+      incident.gpu_index = 0;
+      incident.gpu_uuid = "GPU-" + node + "-0";
+      incident.pci_bus_id = "00000000:18:00.0";
+      incident.cause = "ecc-uncorrectable";
+      incident.severity = GpuSeverity::kUnhealthy;
+      incident.message = "injected by the fault harness";
+      incident.opened_at = sick_since_.load();
+      incident.last_seen = snap.time;
+      snap.open_incidents.push_back(std::move(incident));
+    }
+    return agent::ReportJson(snap);
   }
 
   // Posts a report to the API of `leader` (the replica the Lease names); false when it did not
